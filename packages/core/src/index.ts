@@ -1,0 +1,15 @@
+/**
+ * `@switchboard/core`: the domain of the Developer Messaging API as Effect services, the
+ * Storage interface every adapter implements, and the in-memory storage.
+ *
+ * @packageDocumentation
+ */
+export * as Core from "./Core.js"
+export * from "./errors.js"
+export * from "./organizations/errors.js"
+export * from "./organizations/model.js"
+export * from "./organizations/Organizations.js"
+export * from "./random/SecureRandom.js"
+export * from "./storage/errors.js"
+export * as MemoryStorage from "./storage/MemoryStorage.js"
+export * from "./storage/Storage.js"

@@ -1,0 +1,202 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { InvalidInput, type InputIssue } from "../errors.js"
+import { formatApiKey, hashApiKey, hashesEqual, API_KEY_BYTES, VISIBLE_PREFIX_LENGTH } from "../internal/apiKeys.js"
+import { nowIso } from "../internal/time.js"
+import { checkName } from "../internal/validation.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import type { StorageError } from "../storage/errors.js"
+import { Storage } from "../storage/Storage.js"
+import {
+  ApiAccessNotAllowed,
+  ApiKeyInvalid,
+  ApiKeyNotFound,
+  OrganizationNotFound,
+  SubscriptionInactive
+} from "./errors.js"
+import type {
+  ApiKey,
+  ApiKeyId,
+  AuthenticatedOrganization,
+  CreateOrganizationInput,
+  IssuedApiKey,
+  Organization,
+  OrganizationId,
+  Plan,
+  UpdateOrganizationInput
+} from "./model.js"
+
+/**
+ * Organizations, plans, subscriptions and API keys (SPEC §5, DESIGN §3 "Authentication").
+ *
+ * @category services
+ */
+export interface OrganizationsService {
+  /**
+   * Creates an organization. Plan fields left out mean unlimited with API access; the
+   * subscription defaults to `active`. Fails with `InvalidInput` for an empty or too long
+   * name (1–255 characters after trimming) or a negative or fractional limit.
+   */
+  readonly create: (input: CreateOrganizationInput) => Effect.Effect<Organization, InvalidInput | StorageError>
+  /** Changes name, plan fields or subscription; fields left out are kept. */
+  readonly update: (
+    id: OrganizationId,
+    input: UpdateOrganizationInput
+  ) => Effect.Effect<Organization, OrganizationNotFound | InvalidInput | StorageError>
+  /** The organization with this id. */
+  readonly get: (id: OrganizationId) => Effect.Effect<Organization, OrganizationNotFound | StorageError>
+  /** Every organization, oldest first. */
+  readonly list: () => Effect.Effect<ReadonlyArray<Organization>, StorageError>
+  /**
+   * Issues a new API key for the organization: 32 random bytes, returned once in
+   * `api_key` and stored only as its SHA-256 hash.
+   */
+  readonly issueApiKey: (
+    organizationId: OrganizationId
+  ) => Effect.Effect<IssuedApiKey, OrganizationNotFound | StorageError>
+  /** Revokes a key; revoking a revoked key is a no-op that returns it as it is. */
+  readonly revokeApiKey: (id: ApiKeyId) => Effect.Effect<ApiKey, ApiKeyNotFound | StorageError>
+  /**
+   * Resolves a plain API key to its organization, comparing hashes in constant time, then
+   * checks access in the order of DESIGN §3: unknown or revoked key → `ApiKeyInvalid`;
+   * inactive subscription → `SubscriptionInactive`; plan without API access →
+   * `ApiAccessNotAllowed`.
+   */
+  readonly authenticate: (
+    apiKey: string
+  ) => Effect.Effect<
+    AuthenticatedOrganization,
+    ApiKeyInvalid | SubscriptionInactive | ApiAccessNotAllowed | StorageError
+  >
+}
+
+/**
+ * Tag of the {@link OrganizationsService}; `Organizations.layer` needs `Storage` and
+ * `SecureRandom`.
+ *
+ * @category services
+ */
+export class Organizations extends Context.Tag("@switchboard/core/Organizations")<
+  Organizations,
+  OrganizationsService
+>() {
+  static readonly layer: Layer.Layer<Organizations, never, Storage | SecureRandom> = Layer.effect(
+    Organizations,
+    Effect.suspend(() => make)
+  )
+}
+
+const DEFAULT_PLAN: Plan = { contacts_limit: null, label_limit: null, api_access: true }
+
+const make = Effect.gen(function* () {
+  const { organizations } = yield* Storage
+  const random = yield* SecureRandom
+
+  const get = Effect.fn("Organizations.get")(function* (id: OrganizationId) {
+    const found = yield* organizations.findById(id)
+    if (Option.isNone(found)) return yield* new OrganizationNotFound({ id })
+    return found.value
+  })
+
+  const create = Effect.fn("Organizations.create")(function* (input: CreateOrganizationInput) {
+    const name = yield* validName(input.name)
+    const plan = yield* validPlan({ ...DEFAULT_PLAN, ...input.plan })
+    const now = yield* nowIso
+    const organization: Organization = {
+      id: (yield* random.uuid()) as OrganizationId,
+      name,
+      plan,
+      subscription: input.subscription ?? "active",
+      created_at: now,
+      updated_at: now
+    }
+    yield* organizations.insert(organization)
+    return organization
+  })
+
+  const update = Effect.fn("Organizations.update")(function* (
+    id: OrganizationId,
+    input: UpdateOrganizationInput
+  ) {
+    const current = yield* get(id)
+    const updated: Organization = {
+      ...current,
+      name: input.name === undefined ? current.name : yield* validName(input.name),
+      plan: yield* validPlan({ ...current.plan, ...input.plan }),
+      subscription: input.subscription ?? current.subscription,
+      updated_at: yield* nowIso
+    }
+    const replaced = yield* organizations.replace(updated)
+    if (!replaced) return yield* new OrganizationNotFound({ id })
+    return updated
+  })
+
+  const issueApiKey = Effect.fn("Organizations.issueApiKey")(function* (organizationId: OrganizationId) {
+    yield* get(organizationId)
+    const apiKey = formatApiKey(yield* random.bytes(API_KEY_BYTES))
+    const record: ApiKey = {
+      id: (yield* random.uuid()) as ApiKeyId,
+      organization_id: organizationId,
+      prefix: apiKey.slice(0, VISIBLE_PREFIX_LENGTH),
+      hash: hashApiKey(apiKey),
+      created_at: yield* nowIso,
+      revoked_at: null
+    }
+    yield* organizations.insertApiKey(record)
+    const issued: IssuedApiKey = {
+      key_id: record.id,
+      organization_id: organizationId,
+      prefix: record.prefix,
+      api_key: apiKey
+    }
+    return issued
+  })
+
+  const revokeApiKey = Effect.fn("Organizations.revokeApiKey")(function* (id: ApiKeyId) {
+    const revoked = yield* organizations.revokeApiKey(id, yield* nowIso)
+    if (Option.isNone(revoked)) return yield* new ApiKeyNotFound({ id })
+    return revoked.value
+  })
+
+  const authenticate = Effect.fn("Organizations.authenticate")(function* (apiKey: string) {
+    const hash = hashApiKey(apiKey)
+    const found = yield* organizations.findCredentialByHash(hash)
+    if (Option.isNone(found)) return yield* new ApiKeyInvalid()
+    const { api_key: stored, organization } = found.value
+    if (!hashesEqual(stored.hash, hash) || stored.revoked_at !== null) return yield* new ApiKeyInvalid()
+    if (organization.subscription !== "active") {
+      return yield* new SubscriptionInactive({ organization_id: organization.id })
+    }
+    if (!organization.plan.api_access) {
+      return yield* new ApiAccessNotAllowed({ organization_id: organization.id })
+    }
+    const authenticated: AuthenticatedOrganization = { organization, api_key_id: stored.id }
+    return authenticated
+  })
+
+  const service: OrganizationsService = {
+    create,
+    update,
+    get,
+    list: () => organizations.list(),
+    issueApiKey,
+    revokeApiKey,
+    authenticate
+  }
+  return service
+})
+
+const validName = (value: string): Effect.Effect<string, InvalidInput> => {
+  const checked = checkName("name", value)
+  return checked.issue ? Effect.fail(new InvalidInput({ issues: [checked.issue] })) : Effect.succeed(checked.value)
+}
+
+const validPlan = (plan: Plan): Effect.Effect<Plan, InvalidInput> => {
+  const issues: Array<InputIssue> = []
+  for (const field of ["contacts_limit", "label_limit"] as const) {
+    const limit = plan[field]
+    if (limit !== null && !(Number.isInteger(limit) && limit >= 0)) {
+      issues.push({ code: "out_of_range", field, message: `${field} must be a non-negative integer or null` })
+    }
+  }
+  return issues.length > 0 ? Effect.fail(new InvalidInput({ issues })) : Effect.succeed(plan)
+}

@@ -1,0 +1,37 @@
+import { describe } from "@effect/vitest"
+import type { Layer } from "effect"
+import type { Storage } from "@switchboard/core"
+import { organizationsContract } from "./organizations.js"
+
+/**
+ * Options of {@link runStorageContract}.
+ *
+ * @category contract
+ */
+export interface StorageContractOptions {
+  /** Shown in test names, for example `"sqlite"`. */
+  readonly name: string
+  /**
+   * Returns a Layer of a fresh, empty store. Called once per test, never shared: a scoped
+   * Layer is built for the test and its finalizers (closing a database) run after it.
+   */
+  readonly makeLayer: () => Layer.Layer<Storage, unknown>
+}
+
+/**
+ * Registers the whole storage contract suite with vitest: one `describe` per repository
+ * (topic modules such as `organizations.ts`), each test on a fresh store from
+ * `options.makeLayer()`.
+ *
+ * @category contract
+ * @example
+ * import { runStorageContract } from "@switchboard/storage-contract"
+ * import { MemoryStorage } from "@switchboard/core"
+ *
+ * runStorageContract({ name: "memory", makeLayer: () => MemoryStorage.layer })
+ */
+export const runStorageContract = (options: StorageContractOptions): void => {
+  describe(`storage contract: ${options.name}`, () => {
+    organizationsContract(options)
+  })
+}

@@ -1,0 +1,125 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { Storage } from "@switchboard/core"
+import type { StorageContractOptions } from "./contract.js"
+import * as fixtures from "./fixtures.js"
+
+/** Contract of `Storage.organizations`: organizations and API keys. */
+export const organizationsContract = ({ makeLayer }: StorageContractOptions): void => {
+  describe("organizations", () => {
+    const run = <A, E>(body: Effect.Effect<A, E, Storage>) => body.pipe(Effect.provide(makeLayer()))
+
+    it.effect("inserts and finds an organization by id, every field as stored", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization({ plan: { contacts_limit: 0, label_limit: null, api_access: false } })
+          yield* organizations.insert(org)
+          expect(yield* organizations.findById(org.id)).toEqual(Option.some(org))
+        })
+      ))
+
+    it.effect("finds nothing for an unknown id", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          expect(yield* organizations.findById(fixtures.organization().id)).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("replaces an existing organization and reports an unknown one", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          yield* organizations.insert(org)
+          const changed = {
+            ...org,
+            name: "Renamed",
+            subscription: "inactive" as const,
+            plan: { contacts_limit: 5, label_limit: 0, api_access: false },
+            updated_at: new Date(Date.UTC(2027, 0, 1)).toISOString()
+          }
+          expect(yield* organizations.replace(changed)).toBe(true)
+          expect(yield* organizations.findById(org.id)).toEqual(Option.some(changed))
+          expect(yield* organizations.replace(fixtures.organization())).toBe(false)
+        })
+      ))
+
+    it.effect("lists every organization, oldest first", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const first = fixtures.organization()
+          const second = fixtures.organization()
+          yield* organizations.insert(second)
+          yield* organizations.insert(first)
+          expect(yield* organizations.list()).toEqual([first, second])
+        })
+      ))
+
+    it.effect("stores API keys and finds them by id", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          const key = fixtures.apiKey(org.id)
+          yield* organizations.insert(org)
+          yield* organizations.insertApiKey(key)
+          expect(yield* organizations.findApiKeyById(key.id)).toEqual(Option.some(key))
+          expect(yield* organizations.findApiKeyById(fixtures.apiKey(org.id).id)).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("finds a credential by hash with its current organization", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          const other = fixtures.organization()
+          const key = fixtures.apiKey(org.id)
+          const otherKey = fixtures.apiKey(other.id)
+          yield* organizations.insert(org)
+          yield* organizations.insert(other)
+          yield* organizations.insertApiKey(key)
+          yield* organizations.insertApiKey(otherKey)
+          expect(yield* organizations.findCredentialByHash(key.hash)).toEqual(
+            Option.some({ api_key: key, organization: org })
+          )
+          const renamed = { ...org, name: "Changed", subscription: "inactive" as const }
+          yield* organizations.replace(renamed)
+          expect(yield* organizations.findCredentialByHash(key.hash)).toEqual(
+            Option.some({ api_key: key, organization: renamed })
+          )
+          expect(yield* organizations.findCredentialByHash("f".repeat(64))).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("revokes a key once: a second revocation keeps the first time", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          const key = fixtures.apiKey(org.id)
+          yield* organizations.insert(org)
+          yield* organizations.insertApiKey(key)
+          const first = "2026-03-01T00:00:00.000Z"
+          expect(yield* organizations.revokeApiKey(key.id, first)).toEqual(Option.some({ ...key, revoked_at: first }))
+          expect(yield* organizations.revokeApiKey(key.id, "2026-04-01T00:00:00.000Z")).toEqual(
+            Option.some({ ...key, revoked_at: first })
+          )
+          const credential = yield* organizations.findCredentialByHash(key.hash)
+          expect(Option.map(credential, (c) => c.api_key.revoked_at)).toEqual(Option.some(first))
+          expect(yield* organizations.revokeApiKey(fixtures.apiKey(org.id).id, first)).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("starts empty: each test gets a fresh store", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          expect(yield* organizations.list()).toEqual([])
+        })
+      ))
+  })
+}

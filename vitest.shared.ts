@@ -1,0 +1,27 @@
+import { fileURLToPath } from "node:url"
+import { defineProject, type UserWorkspaceConfig } from "vitest/config"
+
+const root = fileURLToPath(new URL(".", import.meta.url))
+
+/** Every workspace package resolved to its TypeScript source, so tests need no build. */
+const alias = Object.fromEntries(
+  ["core", "storage-contract", "storage-sqlite", "http-adapter"].map((name) => [
+    `@switchboard/${name}`,
+    `${root}packages/${name}/src/index.ts`
+  ])
+)
+
+/**
+ * The vitest project of one package or example: its `test/**\/*.test.ts`, the shared
+ * aliases and the setup file that registers Effect's equality testers.
+ */
+export const project = (name: string, overrides: UserWorkspaceConfig["test"] = {}) =>
+  defineProject({
+    resolve: { alias },
+    test: {
+      name,
+      include: ["test/**/*.test.ts"],
+      setupFiles: [`${root}vitest.setup.ts`],
+      ...overrides
+    }
+  })
