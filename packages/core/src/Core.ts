@@ -12,3 +12,10 @@ import type { Storage } from "./storage/Storage.js"
 export const layer: Layer.Layer<Organizations | SecureRandom, never, Storage> = Organizations.layer.pipe(
   Layer.provideMerge(SecureRandom.layer)
 )
+
+/**
+ * The services {@link layer} provides: what route handlers and hosts may use.
+ *
+ * @category layers
+ */
+export type CoreServices = Layer.Layer.Success<typeof layer>

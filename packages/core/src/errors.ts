@@ -1,4 +1,12 @@
 import { Schema } from "effect"
+import type {
+  ApiAccessNotAllowed,
+  ApiKeyInvalid,
+  ApiKeyNotFound,
+  OrganizationNotFound,
+  SubscriptionInactive
+} from "./organizations/errors.js"
+import type { StorageError } from "./storage/errors.js"
 
 /**
  * One problem with an input: a stable snake_case `code` (DESIGN §3b "Validation codes"),
@@ -27,3 +35,19 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
     return this.issues.map((issue) => issue.message).join("; ")
   }
 }
+
+/**
+ * Every failure a domain service can produce. The http-adapter maps each `_tag` to an HTTP
+ * status in one table typed over this union, so adding an error here without mapping it
+ * fails to compile (DESIGN §2, STYLE §7).
+ *
+ * @category errors
+ */
+export type DomainError =
+  | InvalidInput
+  | OrganizationNotFound
+  | ApiKeyNotFound
+  | ApiKeyInvalid
+  | SubscriptionInactive
+  | ApiAccessNotAllowed
+  | StorageError

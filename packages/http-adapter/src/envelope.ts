@@ -1,0 +1,73 @@
+/**
+ * One item of a failure envelope's `errors`: a stable snake_case `code`, a human
+ * `message`, and the JSON path of the offending `field` (for example `contacts[3].email`)
+ * when the error is about one (DESIGN §3 "Envelope").
+ *
+ * @category envelope
+ */
+export interface ErrorItem {
+  readonly code: string
+  readonly message: string
+  readonly field?: string
+}
+
+/**
+ * The JSON body of every response (SPEC §4, §7; DESIGN §3 "Envelope"): `status` equals
+ * the HTTP status; a success has `success: true` and `errors: []`; a failure has
+ * `success: false`, `data: null` and at least one error item.
+ *
+ * @category envelope
+ */
+export interface Envelope<Data = unknown> {
+  readonly status: number
+  readonly success: boolean
+  readonly message: string
+  readonly data: Data | null
+  readonly errors: ReadonlyArray<ErrorItem>
+}
+
+/**
+ * A response before it is written: HTTP status, extra headers and the envelope.
+ *
+ * @category envelope
+ */
+export interface ApiResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Envelope
+}
+
+/**
+ * A success response: HTTP 200 (DESIGN §3 "Statuses": creates and sends included).
+ *
+ * @category envelope
+ */
+export const successResponse = (message: string, data: unknown): ApiResponse => ({
+  status: 200,
+  headers: {},
+  body: { status: 200, success: true, message, data, errors: [] }
+})
+
+/**
+ * A failure response with `data: null`. When `errors` is empty, one item with `code` and
+ * `message` is made.
+ *
+ * @category envelope
+ */
+export const failureResponse = (
+  status: number,
+  code: string,
+  message: string,
+  errors: ReadonlyArray<ErrorItem> = [],
+  headers: Readonly<Record<string, string>> = {}
+): ApiResponse => ({
+  status,
+  headers,
+  body: {
+    status,
+    success: false,
+    message,
+    data: null,
+    errors: errors.length > 0 ? errors : [{ code, message }]
+  }
+})

@@ -1,0 +1,45 @@
+import type { DomainError } from "@switchboard/core"
+import { failureResponse, type ApiResponse } from "./envelope.js"
+
+type ErrorOf<Tag extends DomainError["_tag"]> = Extract<DomainError, { readonly _tag: Tag }>
+
+/**
+ * The one table from domain error to HTTP response (STYLE §7). Typed over every `_tag`
+ * of core's `DomainError`: a tag without an entry fails to compile. A `StorageError`
+ * becomes a 500 that exposes nothing of its cause.
+ *
+ * @category errors
+ */
+export const domainErrorResponses: {
+  readonly [Tag in DomainError["_tag"]]: (error: ErrorOf<Tag>) => ApiResponse
+} = {
+  InvalidInput: (error) =>
+    failureResponse(
+      400,
+      "invalid_input",
+      error.issues.length === 1 ? (error.issues[0]?.message ?? "Invalid input") : "Invalid input",
+      error.issues
+    ),
+  OrganizationNotFound: (error) => failureResponse(404, "not_found", error.message),
+  ApiKeyNotFound: (error) => failureResponse(404, "not_found", error.message),
+  ApiKeyInvalid: (error) => failureResponse(401, "invalid_api_key", error.message),
+  SubscriptionInactive: (error) => failureResponse(403, "subscription_inactive", error.message),
+  ApiAccessNotAllowed: (error) => failureResponse(403, "api_access_not_allowed", error.message),
+  StorageError: () => internalErrorResponse()
+}
+
+/**
+ * The response for a domain error, looked up in {@link domainErrorResponses}.
+ *
+ * @category errors
+ */
+export const responseForDomainError = (error: DomainError): ApiResponse =>
+  (domainErrorResponses[error._tag] as (error: DomainError) => ApiResponse)(error)
+
+/**
+ * HTTP 500 `internal_error`: no cause, no stack trace (DESIGN §3, "a 500 is a bug").
+ *
+ * @category errors
+ */
+export const internalErrorResponse = (): ApiResponse =>
+  failureResponse(500, "internal_error", "Internal server error")

@@ -1,0 +1,238 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { randomUUID } from "node:crypto"
+import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
+import { Core, Organizations, type Storage } from "@switchboard/core"
+import { failureResponse, successResponse, type ApiResponse } from "./envelope.js"
+import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
+import { HttpFailure } from "./HttpFailure.js"
+import { readApiKey } from "./internal/authorization.js"
+import { readJsonBody, type HostRequest } from "./internal/body.js"
+import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
+import { makeRouter, type CompiledRoute } from "./router.js"
+import { defaultRoutes } from "./routes/index.js"
+import type { RouteDefinition } from "./routes/route.js"
+
+/**
+ * Options of {@link createHandler}.
+ *
+ * @category handler
+ */
+export interface HandlerOptions {
+  /** The storage adapter's Layer, for example `SqliteStorage.layer({ filename })`. */
+  readonly storage: Layer.Layer<Storage, unknown>
+  /** Path prefix of every route. Default `/api/v1/api` (SPEC §9). */
+  readonly basePath?: string
+  /** Largest accepted request body, in bytes. Default 1 MiB (1 048 576). */
+  readonly bodyLimit?: number
+  /**
+   * Logger of the one-line-per-request logs (DESIGN §3 "Operations"). Default Effect's
+   * JSON logger on stdout; `false` silences them.
+   */
+  readonly logger?: Logger.Logger<unknown, unknown> | false
+  /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
+  readonly routes?: ReadonlyArray<RouteDefinition>
+}
+
+/**
+ * A Node request listener serving the API, usable as a `node:http` listener and as
+ * Express/Connect middleware (`next` is called for paths outside the base path).
+ *
+ * @category handler
+ */
+export interface SwitchboardHandler {
+  (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void
+  /** Resolves when the storage Layer is built; rejects with its error. */
+  readonly ready: Promise<void>
+  /** Releases the runtime: runs the storage's finalizers (closes the database). */
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * The default base path (SPEC §9).
+ *
+ * @category handler
+ */
+export const DEFAULT_BASE_PATH = "/api/v1/api"
+
+/**
+ * Creates the request handler (DESIGN §3). The runtime, the router and every validator
+ * are built once, here; each request runs as one fiber, interrupted when the client goes
+ * away. Every response is the envelope with an `X-Request-Id` header.
+ *
+ * @category handler
+ * @example
+ * import { createServer } from "node:http"
+ * import { createHandler } from "@switchboard/http-adapter"
+ * import { MemoryStorage } from "@switchboard/core"
+ *
+ * const handler = createHandler({ storage: MemoryStorage.layer })
+ * createServer(handler).listen(3000)
+ */
+export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
+  const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
+  const bodyLimit = options.bodyLimit ?? 1_048_576
+  const runtime = ManagedRuntime.make(
+    Core.layer.pipe(Layer.provide(options.storage), Layer.provideMerge(loggerLayer(options.logger)))
+  )
+  const match = makeRouter(basePath, options.routes ?? defaultRoutes)
+
+  const listener = (req: HostRequest, res: ServerResponse, next?: (error?: unknown) => void): void => {
+    const url = req.originalUrl ?? req.url ?? "/"
+    const queryStart = url.indexOf("?")
+    const path = queryStart === -1 ? url : url.slice(0, queryStart)
+    const inBasePath = path === basePath || path.startsWith(basePath + "/")
+    if (!inBasePath && next !== undefined) return next()
+
+    const exchange: Exchange = {
+      req,
+      res,
+      requestId: requestIdOf(req),
+      startedAt: performance.now(),
+      route: "(unmatched)",
+      organizationId: undefined
+    }
+    const found = inBasePath ? match(req.method ?? "GET", path) : ({ _tag: "NotFound" } as const)
+    if (found._tag !== "Found") {
+      const response =
+        found._tag === "NotFound"
+          ? failureResponse(404, "route_not_found", `No route for ${req.method} ${path}`)
+          : failureResponse(405, "method_not_allowed", `Method ${req.method} is not allowed here`, [], {
+              allow: found.allow.join(", ")
+            })
+      writeResponse(exchange, response)
+      runtime.runFork(logRequest(exchange, response.status))
+      return
+    }
+    exchange.route = found.route.definition.path
+    const query = queryStart === -1 ? {} : Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1)))
+    const program = respond(exchange, found.route, found.params, query, bodyLimit).pipe(
+      Effect.tap((response) => Effect.sync(() => writeResponse(exchange, response))),
+      Effect.flatMap((response) => logRequest(exchange, response.status))
+    )
+    const fiber = runtime.runFork(program)
+    fiber.addObserver((exit) => {
+      if (Exit.isFailure(exit) && !res.headersSent) writeResponse(exchange, internalErrorResponse())
+    })
+    res.once("close", () => {
+      if (!res.writableFinished) fiber.unsafeInterruptAsFork(fiber.id())
+    })
+  }
+
+  return Object.assign(listener, {
+    ready: runtime.runtime().then(() => undefined),
+    dispose: () => runtime.dispose()
+  })
+}
+
+/** One request and what is known of it so far, for the response and the log line. */
+interface Exchange {
+  readonly req: HostRequest
+  readonly res: ServerResponse
+  readonly requestId: string
+  readonly startedAt: number
+  route: string
+  organizationId: string | undefined
+}
+
+/**
+ * The checks of DESIGN §3 "Order of checks" then the route's handler, as one Effect that
+ * never fails: every failure becomes its envelope response.
+ */
+const respond = (
+  exchange: Exchange,
+  route: CompiledRoute,
+  rawParams: Record<string, string | undefined>,
+  rawQuery: Record<string, string>,
+  bodyLimit: number
+): Effect.Effect<ApiResponse, never, Core.CoreServices> =>
+  Effect.gen(function* () {
+    const apiKey = readApiKey(exchange.req.headers.authorization)
+    if (apiKey instanceof HttpFailure) return yield* apiKey
+    const organizations = yield* Organizations
+    const auth = yield* organizations.authenticate(apiKey)
+    exchange.organizationId = auth.organization.id
+    const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
+    const query = yield* validate(route.checkQuery, rawQuery, "Invalid query parameter")
+    const body = route.checkBody === undefined ? undefined : yield* readBody(exchange.req, route.checkBody, bodyLimit)
+    const result = yield* route.definition.handle({
+      params: params as Record<string, unknown>,
+      query: query as Record<string, unknown>,
+      body,
+      requestId: exchange.requestId,
+      auth
+    })
+    return successResponse(result.message, result.data)
+  }).pipe(
+    Effect.catchAll((error) => {
+      if (error._tag === "HttpFailure") return Effect.succeed(error.toResponse())
+      const response = responseForDomainError(error)
+      return response.status >= 500
+        ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
+        : Effect.succeed(response)
+    }),
+    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
+  )
+
+const readBody = (req: HostRequest, check: CompiledCheck, bodyLimit: number) =>
+  Effect.flatMap(readJsonBody(req, bodyLimit), (body) =>
+    isPlainObject(body)
+      ? validate(check, body, "Invalid request body")
+      : Effect.fail(new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" }))
+  )
+
+const validate = (check: CompiledCheck | undefined, value: unknown, message: string) => {
+  if (check === undefined) return Effect.succeed(value)
+  const result = check(value)
+  if (result.ok) return Effect.succeed(result.value)
+  const first = result.errors.length === 1 ? result.errors[0]?.message : undefined
+  return Effect.fail(
+    new HttpFailure({ status: 400, code: "invalid_request", message: first ?? message, errors: result.errors })
+  )
+}
+
+const writeResponse = (exchange: Exchange, response: ApiResponse): void => {
+  const { res } = exchange
+  if (res.headersSent || res.writableEnded) return
+  const body = JSON.stringify(response.body)
+  res.statusCode = response.status
+  res.setHeader("content-type", "application/json; charset=utf-8")
+  res.setHeader("content-length", Buffer.byteLength(body))
+  res.setHeader("x-request-id", exchange.requestId)
+  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
+  if (exchange.req.method === "HEAD") res.end()
+  else res.end(body)
+}
+
+const logRequest = (exchange: Exchange, status: number) => {
+  const log = status >= 500 ? Effect.logError("request") : Effect.logInfo("request")
+  return log.pipe(
+    Effect.annotateLogs({
+      method: exchange.req.method ?? "GET",
+      route: exchange.route,
+      status,
+      duration_ms: Math.round((performance.now() - exchange.startedAt) * 100) / 100,
+      organization_id: exchange.organizationId ?? null,
+      request_id: exchange.requestId
+    })
+  )
+}
+
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** The client's `X-Request-Id` when it is sane (1–128 of `A-Za-z0-9._:-`), else a new UUID. */
+const requestIdOf = (req: IncomingMessage): string => {
+  const given = req.headers["x-request-id"]
+  return typeof given === "string" && SANE_REQUEST_ID.test(given) ? given : randomUUID()
+}
+
+const normaliseBasePath = (basePath: string): string => {
+  const trimmed = basePath.replace(/\/+$/, "")
+  return trimmed.startsWith("/") || trimmed === "" ? trimmed : `/${trimmed}`
+}
+
+const loggerLayer = (logger: HandlerOptions["logger"]): Layer.Layer<never> =>
+  logger === false
+    ? Logger.replace(Logger.defaultLogger, Logger.none)
+    : logger === undefined
+      ? Logger.json
+      : Logger.replace(Logger.defaultLogger, logger)

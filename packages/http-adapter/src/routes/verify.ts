@@ -1,0 +1,24 @@
+import { Effect } from "effect"
+import { defineRoute } from "./route.js"
+
+/**
+ * `GET /verify` (SPEC §4, §5.5): the key is valid, the subscription active and the plan
+ * allows API access — all checked before any handler runs. Data:
+ * `{message, organization: {id, name}}` (DESIGN §3b).
+ *
+ * @category routes
+ */
+export const verifyRoute = defineRoute({
+  method: "GET",
+  path: "/verify",
+  tag: "Auth",
+  summary: "Verify the API key",
+  handle: ({ auth }) =>
+    Effect.succeed({
+      message: "API key is valid",
+      data: {
+        message: "API key is valid",
+        organization: { id: auth.organization.id, name: auth.organization.name }
+      }
+    })
+})
