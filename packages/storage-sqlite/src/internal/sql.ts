@@ -1,0 +1,74 @@
+import type Sqlite from "better-sqlite3"
+import { Effect } from "effect"
+import { StorageError } from "@switchboard/core"
+
+/**
+ * Runs one synchronous driver call and turns whatever it throws into a `StorageError`
+ * carrying `operation` (the repository method, for example `"organizations.insert"`) and
+ * the driver's error as `cause` (DESIGN §2, STYLE §4). Every call into better-sqlite3 goes
+ * through here, once.
+ */
+export const attempt = <A>(operation: string, run: () => A): Effect.Effect<A, StorageError> =>
+  Effect.try({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
+
+/**
+ * The prepared statements of one Database: each SQL text is prepared on first use and the
+ * same statement is reused afterwards. Preparing can throw, so call it inside
+ * {@link attempt}.
+ */
+export interface Statements {
+  /** The statement for `sql`, typed as returning rows of `Row`. */
+  readonly prepare: <Row = unknown>(sql: string) => Sqlite.Statement<Array<unknown>, Row>
+}
+
+/**
+ * Builds one repository of the Storage service from the Database and its statement cache.
+ * Adding a domain means adding one factory in `src/repositories/` and one line in
+ * `SqliteStorage.ts`.
+ */
+export type RepositoryFactory<R> = (db: Sqlite.Database, statements: Statements) => R
+
+const caches = new WeakMap<Sqlite.Database, Map<string, Sqlite.Statement<Array<unknown>, unknown>>>()
+
+/**
+ * The {@link Statements} cache of `db`, shared by every repository and every Layer built on
+ * that Database (the cache lives as long as the Database object).
+ */
+export const statementsOf = (db: Sqlite.Database): Statements => {
+  let cache = caches.get(db)
+  if (cache === undefined) {
+    cache = new Map()
+    caches.set(db, cache)
+  }
+  const statements = cache
+  return {
+    prepare: <Row>(sql: string) => {
+      let statement = statements.get(sql)
+      if (statement === undefined) {
+        statement = db.prepare<Array<unknown>, unknown>(sql)
+        statements.set(sql, statement)
+      }
+      return statement as Sqlite.Statement<Array<unknown>, Row>
+    }
+  }
+}
+
+/**
+ * Runs `fn` inside one `BEGIN IMMEDIATE` transaction (better-sqlite3's
+ * `db.transaction(fn).immediate()`): the write lock is taken up front, so a check and the
+ * write that depends on it (a plan limit, DESIGN §2) cannot interleave with another
+ * connection or process. Commits when `fn` returns, rolls back and rethrows when it throws;
+ * nested calls become savepoints. `fn` must be synchronous (better-sqlite3 rejects a
+ * transaction function that returns a promise); since it is, no other fiber can run on the
+ * connection meanwhile. Throws like any driver call: run it inside {@link attempt}.
+ *
+ * @example
+ * attempt("contacts.insertWithinLimit", () =>
+ *   transaction(db, () => {
+ *     const { count } = statements.prepare<{ count: number }>(COUNT).get(orgId)!
+ *     if (limit !== null && count >= limit) return "limit_reached" as const
+ *     statements.prepare(INSERT).run(row)
+ *     return "inserted" as const
+ *   }))
+ */
+export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => db.transaction(fn).immediate()

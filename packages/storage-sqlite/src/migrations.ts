@@ -1,0 +1,107 @@
+import type Sqlite from "better-sqlite3"
+import { Clock, Effect } from "effect"
+import type { StorageError } from "@switchboard/core"
+import { attempt, transaction } from "./internal/sql.js"
+
+/**
+ * One schema change. `version` orders migrations and is recorded in `schema_migrations`
+ * once applied; `up` is the SQL run to apply it (one or more statements, run inside the
+ * migration transaction, so it must not contain `BEGIN`/`COMMIT` or pragmas that are
+ * no-ops inside a transaction, such as `foreign_keys`). Never edit an applied migration:
+ * add a new one.
+ *
+ * @category migrations
+ */
+export interface Migration {
+  readonly version: number
+  readonly name: string
+  readonly up: string
+}
+
+/**
+ * Every migration of the SQLite schema, in ascending `version` order. Timestamps are ISO
+ * 8601 UTC strings (they sort as text); booleans are `0`/`1`; ids are UUID strings.
+ *
+ * @category migrations
+ */
+export const migrations: ReadonlyArray<Migration> = [
+  {
+    version: 1,
+    name: "organizations_and_api_keys",
+    up: `
+      CREATE TABLE organizations (
+        id TEXT PRIMARY KEY NOT NULL,
+        name TEXT NOT NULL,
+        contacts_limit INTEGER CHECK (contacts_limit IS NULL OR contacts_limit >= 0),
+        label_limit INTEGER CHECK (label_limit IS NULL OR label_limit >= 0),
+        api_access INTEGER NOT NULL CHECK (api_access IN (0, 1)),
+        subscription TEXT NOT NULL CHECK (subscription IN ('active', 'inactive')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX organizations_created_at ON organizations (created_at, id);
+
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        prefix TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      ) STRICT;
+      CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
+      CREATE INDEX api_keys_organization_id ON api_keys (organization_id);
+    `
+  }
+]
+
+/**
+ * Applies the migrations of `list` (default {@link migrations}) that `db` has not applied
+ * yet, in ascending version order, and returns the versions it applied (empty when the
+ * schema was current). `applied_at` is the current time from Effect's `Clock`. Fails with
+ * `StorageError` (operation `"migrate"`) when a migration fails; that run is rolled back
+ * entirely.
+ *
+ * @category migrations
+ */
+export const migrate = (
+  db: Sqlite.Database,
+  list: ReadonlyArray<Migration> = migrations
+): Effect.Effect<ReadonlyArray<number>, StorageError> =>
+  Effect.gen(function* () {
+    const appliedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const applied = yield* attempt("migrate", () => applyPending(db, list, appliedAt))
+    if (applied.length > 0) {
+      yield* Effect.logDebug("SQLite migrations applied").pipe(Effect.annotateLogs({ versions: applied }))
+    }
+    return applied
+  })
+
+/**
+ * The synchronous core of {@link migrate}: creates `schema_migrations` when missing, then,
+ * inside one `BEGIN IMMEDIATE` transaction, reads the applied versions and applies the
+ * rest. The write lock is taken before the versions are read, so two processes opening one
+ * file together cannot both apply a migration: the second waits (up to `busy_timeout`)
+ * and then finds it applied. Throws the driver's error.
+ *
+ * @category migrations
+ */
+export const applyPending = (
+  db: Sqlite.Database,
+  list: ReadonlyArray<Migration>,
+  appliedAt: string
+): ReadonlyArray<number> =>
+  transaction(db, () => {
+    db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations " +
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT"
+    )
+    const done = new Set(db.prepare<[], number>("SELECT version FROM schema_migrations").pluck().all())
+    const record = db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+    const pending = list.filter((migration) => !done.has(migration.version)).sort((a, b) => a.version - b.version)
+    for (const migration of pending) {
+      db.exec(migration.up)
+      record.run(migration.version, migration.name, appliedAt)
+    }
+    return pending.map((migration) => migration.version)
+  })

@@ -1,0 +1,153 @@
+import { describe, expect, it } from "@effect/vitest"
+import { afterAll } from "vitest"
+import Sqlite from "better-sqlite3"
+import { join } from "node:path"
+import { Config, ConfigError, ConfigProvider, Effect, Layer, Option } from "effect"
+import { Storage, type StorageError } from "@switchboard/core"
+import { fixtures } from "@switchboard/storage-contract"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { statementsOf, transaction } from "../src/internal/sql.js"
+import { tempFiles } from "./helpers.js"
+
+const files = tempFiles()
+afterAll(files.cleanup)
+
+const driverCode = (error: StorageError): unknown => (error.cause as { code?: unknown }).code
+
+describe("SqliteStorage.layerFromClient", () => {
+  it.effect("uses the host's Database and leaves it open when released", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      const org = fixtures.organization()
+      yield* Effect.flatMap(Storage, ({ organizations }) => organizations.insert(org)).pipe(
+        Effect.provide(SqliteStorage.layerFromClient(db))
+      )
+      expect(db.open).toBe(true)
+      expect(db.pragma("foreign_keys", { simple: true })).toBe(1)
+      expect(db.prepare("SELECT id FROM organizations").pluck().all()).toEqual([org.id])
+      db.close()
+    }))
+})
+
+describe("SqliteStorage.make and layer", () => {
+  it.effect("close their own connection when the scope ends", () =>
+    Effect.gen(function* () {
+      const storage = yield* Effect.scoped(SqliteStorage.make({ filename: files.file() }))
+      const error = yield* Effect.flip(storage.organizations.list())
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("organizations.list")
+      expect(String(error.cause)).toMatch(/not open/)
+    }))
+
+  it.effect("work on \":memory:\"", () =>
+    Effect.gen(function* () {
+      const { organizations } = yield* Storage
+      const org = fixtures.organization()
+      yield* organizations.insert(org)
+      expect(yield* organizations.findById(org.id)).toEqual(Option.some(org))
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: ":memory:" }))))
+
+  it.effect("fail with StorageError \"open\" when the file cannot be opened", () =>
+    Effect.gen(function* () {
+      const filename = join(files.file(), "missing-directory", "x.db")
+      const error = yield* Effect.flip(Effect.scoped(Layer.build(SqliteStorage.layer({ filename }))))
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("open")
+    }))
+})
+
+describe("SqliteStorage.layerConfig", () => {
+  const config = {
+    filename: Config.string("SQLITE_FILE"),
+    busyTimeoutMs: Config.integer("SQLITE_BUSY_TIMEOUT_MS").pipe(Config.withDefault(5000))
+  }
+
+  it.effect("reads its options from the ConfigProvider", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      yield* Effect.flatMap(Storage, ({ organizations }) => organizations.list()).pipe(
+        Effect.provide(SqliteStorage.layerConfig(config)),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["SQLITE_FILE", filename]])))
+      )
+      const db = new Sqlite(filename, { readonly: true })
+      expect(db.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1])
+      db.close()
+    }))
+
+  it.effect("fails with a ConfigError when an option is missing", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        Effect.scoped(Layer.build(SqliteStorage.layerConfig(config))).pipe(
+          Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+        )
+      )
+      expect(ConfigError.isConfigError(error)).toBe(true)
+    }))
+})
+
+describe("driver failures", () => {
+  it.effect("become a StorageError naming the repository method, whatever the call", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      const { organizations } = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const org = fixtures.organization()
+      yield* organizations.insert(org)
+
+      const orphan = yield* Effect.flip(organizations.insertApiKey(fixtures.apiKey(fixtures.organization().id)))
+      expect([orphan.operation, driverCode(orphan)]).toEqual([
+        "organizations.insertApiKey",
+        "SQLITE_CONSTRAINT_FOREIGNKEY"
+      ])
+      const key = fixtures.apiKey(org.id)
+      yield* organizations.insertApiKey(key)
+      const sameHash = yield* Effect.flip(organizations.insertApiKey(fixtures.apiKey(org.id, { hash: key.hash })))
+      expect([sameHash.operation, driverCode(sameHash)]).toEqual([
+        "organizations.insertApiKey",
+        "SQLITE_CONSTRAINT_UNIQUE"
+      ])
+      const sameId = yield* Effect.flip(organizations.insert(org))
+      expect([sameId.operation, driverCode(sameId)]).toEqual(["organizations.insert", "SQLITE_CONSTRAINT_PRIMARYKEY"])
+
+      db.close()
+      const closed = [
+        yield* Effect.flip(organizations.findById(org.id)),
+        yield* Effect.flip(organizations.replace(org)),
+        yield* Effect.flip(organizations.revokeApiKey(key.id, "2026-01-01T00:00:00.000Z")),
+        yield* Effect.flip(organizations.findCredentialByHash(key.hash))
+      ]
+      expect(closed.map((error) => [error._tag, error.operation])).toEqual([
+        ["StorageError", "organizations.findById"],
+        ["StorageError", "organizations.replace"],
+        ["StorageError", "organizations.revokeApiKey"],
+        ["StorageError", "organizations.findCredentialByHash"]
+      ])
+    }))
+})
+
+describe("internals", () => {
+  it("prepares each statement once per Database", () => {
+    const db = new Sqlite(":memory:")
+    const other = new Sqlite(":memory:")
+    const sql = "SELECT 1 AS one"
+    const first = statementsOf(db).prepare(sql)
+    expect(statementsOf(db).prepare(sql)).toBe(first)
+    expect(statementsOf(other).prepare(sql)).not.toBe(first)
+    db.close()
+    other.close()
+  })
+
+  it("transaction commits what fn wrote, or rolls it all back when fn throws", () => {
+    const db = new Sqlite(":memory:")
+    db.exec("CREATE TABLE t (n INTEGER)")
+    const insert = db.prepare("INSERT INTO t (n) VALUES (?)")
+    expect(transaction(db, () => insert.run(1).changes)).toBe(1)
+    expect(() =>
+      transaction(db, () => {
+        insert.run(2)
+        throw new Error("midway")
+      })
+    ).toThrow("midway")
+    expect(db.prepare("SELECT n FROM t").pluck().all()).toEqual([1])
+    db.close()
+  })
+})

@@ -1,0 +1,186 @@
+import { describe, expect, it } from "@effect/vitest"
+import { afterAll } from "vitest"
+import Sqlite from "better-sqlite3"
+import { spawn } from "node:child_process"
+import { once } from "node:events"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { Effect, TestClock } from "effect"
+import { Storage } from "@switchboard/core"
+import { fixtures } from "@switchboard/storage-contract"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { openDatabase } from "../src/internal/connection.js"
+import { applyPending, migrate, migrations, type Migration } from "../src/migrations.js"
+import { tempFiles } from "./helpers.js"
+
+const files = tempFiles()
+afterAll(files.cleanup)
+
+/** Reads the file with a connection of its own, outside the Layer under test. */
+const inspect = <A>(filename: string, read: (db: Sqlite.Database) => A): A => {
+  const db = new Sqlite(filename, { readonly: true })
+  try {
+    return read(db)
+  } finally {
+    db.close()
+  }
+}
+const appliedRows = (filename: string) =>
+  inspect(filename, (db) =>
+    db.prepare("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").all()
+  )
+const tableNames = (db: Sqlite.Database) =>
+  db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()
+
+/** Builds the Layer, runs `body` with its Storage, then releases it (closing the file). */
+const withStorage = <A, E>(
+  filename: string,
+  body: Effect.Effect<A, E, Storage>,
+  busyTimeoutMs?: number
+) =>
+  body.pipe(Effect.provide(SqliteStorage.layer({ filename, busyTimeoutMs })))
+
+describe("migrations", () => {
+  it("are listed in ascending order with unique versions", () => {
+    const versions = migrations.map((m) => m.version)
+    expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b))
+    expect(versions[0]).toBe(1)
+  })
+
+  it.effect("are applied once on a new file, recorded with the Clock's time, in WAL mode", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      yield* TestClock.setTime(Date.UTC(2026, 5, 1))
+      yield* withStorage(filename, Effect.void)
+      expect(appliedRows(filename)).toEqual(
+        migrations.map((m) => ({ version: m.version, name: m.name, applied_at: "2026-06-01T00:00:00.000Z" }))
+      )
+      expect(inspect(filename, tableNames)).toEqual(["api_keys", "organizations", "schema_migrations"])
+      expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
+    }))
+
+  it.effect("re-opening the same file applies nothing and keeps the data", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const org = fixtures.organization()
+      yield* withStorage(filename, Effect.flatMap(Storage, ({ organizations }) => organizations.insert(org)))
+      const before = appliedRows(filename)
+      yield* TestClock.adjust("1 day")
+      const listed = yield* withStorage(filename, Effect.flatMap(Storage, ({ organizations }) => organizations.list()))
+      expect(listed).toEqual([org])
+      expect(appliedRows(filename)).toEqual(before)
+      const db = new Sqlite(filename)
+      expect(yield* migrate(db)).toEqual([])
+      db.close()
+    }))
+
+  it("applies only the pending migrations, in version order", () => {
+    const db = new Sqlite(":memory:")
+    const extra: ReadonlyArray<Migration> = [
+      { version: 3, name: "three", up: "CREATE TABLE three (id INTEGER PRIMARY KEY)" },
+      { version: 2, name: "two", up: "CREATE TABLE two (id INTEGER PRIMARY KEY)" }
+    ]
+    expect(applyPending(db, migrations, "t1")).toEqual([1])
+    expect(applyPending(db, [...migrations, ...extra], "t2")).toEqual([2, 3])
+    expect(applyPending(db, [...migrations, ...extra], "t3")).toEqual([])
+    expect(db.prepare("SELECT version, applied_at FROM schema_migrations ORDER BY version").all()).toEqual([
+      { version: 1, applied_at: "t1" },
+      { version: 2, applied_at: "t2" },
+      { version: 3, applied_at: "t2" }
+    ])
+    db.close()
+  })
+
+  it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(":memory:")
+      const broken: Migration = { version: 2, name: "broken", up: "CREATE TABLE oops (" }
+      const error = yield* Effect.flip(migrate(db, [...migrations, broken]))
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("migrate")
+      expect(tableNames(db)).toEqual([])
+      db.close()
+    }))
+})
+
+describe("connection set-up", () => {
+  it("turns on WAL, the busy timeout, synchronous NORMAL and foreign keys", () => {
+    const db = openDatabase(files.file(), 5000)
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal")
+    expect(db.pragma("busy_timeout", { simple: true })).toBe(5000)
+    expect(db.pragma("synchronous", { simple: true })).toBe(1)
+    expect(db.pragma("foreign_keys", { simple: true })).toBe(1)
+    db.close()
+    const custom = openDatabase(files.file(), 250)
+    expect(custom.pragma("busy_timeout", { simple: true })).toBe(250)
+    custom.close()
+  })
+
+  it("leaves an in-memory database out of WAL mode", () => {
+    const db = openDatabase(":memory:", 5000)
+    expect(db.pragma("journal_mode", { simple: true })).toBe("memory")
+    db.close()
+  })
+
+  it.live("waits busyTimeoutMs for another connection's write lock, then fails with StorageError", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      yield* withStorage(filename, Effect.void)
+      const holder = new Sqlite(filename)
+      holder.exec("BEGIN IMMEDIATE")
+      const started = Date.now()
+      const error = yield* Effect.flip(withStorage(filename, Effect.void, 200)).pipe(
+        Effect.ensuring(Effect.sync(() => holder.close()))
+      )
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150)
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("migrate")
+      expect((error.cause as { code?: unknown }).code).toBe("SQLITE_BUSY")
+    }))
+})
+
+describe("two processes opening one new file together", () => {
+  const root = fileURLToPath(new URL("../../../", import.meta.url))
+  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
+  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
+  const script = fileURLToPath(new URL("./fixtures/open-storage.ts", import.meta.url))
+  const available = existsSync(viteNode)
+  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
+
+  /** Starts one child; `ready` resolves once it has loaded and waits for the go signal. */
+  const startChild = (filename: string) => {
+    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
+      cwd: root,
+      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let output = ""
+    const ready = new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes("ready\n")) resolve()
+      })
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    })
+    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
+    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
+  }
+
+  it.skipIf(!available)(
+    "both succeed and each migration is applied exactly once",
+    async () => {
+      for (let round = 0; round < 2; round++) {
+        const filename = files.file()
+        const children = [startChild(filename), startChild(filename)]
+        await Promise.all(children.map((child) => child.ready))
+        for (const child of children) child.go()
+        const results = await Promise.all(children.map((child) => child.exited))
+        for (const result of results) expect(result).toEqual({ code: 0, output: "ready\ndone\n" })
+        expect(appliedRows(filename).map((row) => (row as { version: number }).version)).toEqual(
+          migrations.map((m) => m.version)
+        )
+      }
+    },
+    60_000
+  )
+})
