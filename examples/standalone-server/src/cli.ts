@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+/**
+ * The Switchboard admin CLI (DESIGN §4): `npm run -s cli -- <command>` from the
+ * repository root, or `switchboard <command>` once installed. Every command prints JSON
+ * (2-space indented) on stdout; errors go to stderr with a non-zero exit code and nothing
+ * written. The store is the one named by `DATABASE_URL` (see `config.ts`).
+ *
+ * Each command group lives in its own module under `commands/` and is registered here.
+ *
+ * @packageDocumentation
+ */
+import { Command, CommanderError } from "commander"
+import { registerKeyCommands } from "./commands/key.js"
+import { registerOrganizationCommands } from "./commands/org.js"
+
+/**
+ * The admin program with every command registered. Parsing never calls `process.exit`:
+ * usage errors are printed on stderr by commander and thrown as `CommanderError`.
+ *
+ * @category cli
+ */
+const createProgram = (): Command => {
+  const program = new Command("switchboard")
+    .description("Switchboard admin CLI: organizations and API keys. Prints JSON on stdout.")
+    .exitOverride()
+    .showHelpAfterError("(add --help for usage)")
+  registerOrganizationCommands(program)
+  registerKeyCommands(program)
+  return program
+}
+
+try {
+  await createProgram().parseAsync(process.argv)
+} catch (error) {
+  if (!(error instanceof CommanderError)) throw error
+  process.exitCode = error.exitCode
+}

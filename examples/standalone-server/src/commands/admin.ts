@@ -1,0 +1,115 @@
+import { Core, type Storage } from "@switchboard/core"
+import { type Command, InvalidArgumentError } from "commander"
+import { type Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
+import { databaseConfig, InvalidConfiguration, loadConfig, storageLayerFor } from "../config.js"
+import { describeCause } from "../failures.js"
+
+/**
+ * Everything an admin command's Effect program may use: the services of `Core.layer` and
+ * the {@link Storage} it runs on.
+ *
+ * @category cli
+ */
+export type AdminServices = Layer.Layer.Success<typeof Core.layer> | Storage
+
+/**
+ * Runs one admin command against the store named by `DATABASE_URL` and prints its
+ * result as JSON (2-space indented, one trailing newline) on stdout.
+ *
+ * The store is opened through a `ManagedRuntime` of `Core.layer` and the storage Layer,
+ * and closed at the end whatever happens. `memory:` is refused (that store lives only
+ * inside a server process). Any failure (bad configuration, a domain error such as
+ * `OrganizationNotFound`, `ApiKeyNotFound` or `InvalidInput`, a storage failure) prints
+ * `error: <message>` on stderr, prints nothing on stdout and sets exit code 1.
+ *
+ * @category cli
+ */
+export const runAdminCommand = async <A, E>(program: Effect.Effect<A, E, AdminServices>): Promise<void> => {
+  const location = await Effect.runPromiseExit(
+    loadConfig(databaseConfig).pipe(
+      Effect.filterOrFail(
+        (database) => database._tag !== "Memory",
+        () =>
+          new InvalidConfiguration({
+            message: "memory: storage lives only inside a server process; use sqlite:PATH for the admin CLI"
+          })
+      )
+    )
+  )
+  if (Exit.isFailure(location)) return reportFailure(location.cause)
+  const runtime = ManagedRuntime.make(Core.layer.pipe(Layer.provideMerge(storageLayerFor(location.value))))
+  const result = await runtime.runPromiseExit(program)
+  await runtime.dispose()
+  if (Exit.isFailure(result)) return reportFailure(result.cause)
+  process.stdout.write(`${JSON.stringify(result.value, null, 2)}\n`)
+}
+
+/**
+ * Commander argument parser for a count (such as the coming `seed --contacts N`): a
+ * non-negative integer written in digits. Throws commander's `InvalidArgumentError`
+ * otherwise, so the command stops before the store is opened.
+ *
+ * @category cli
+ */
+export const parseNonNegativeInteger = (value: string): number => {
+  if (!isNonNegativeInteger(value)) throw new InvalidArgumentError("It must be a non-negative integer.")
+  return Number(value)
+}
+
+/**
+ * Commander argument parser for a plan limit: a non-negative integer, or `unlimited`.
+ * (It keeps `"unlimited"` as it is: commander replaces a parser's `null` by `""`; see
+ * {@link planLimit}.)
+ *
+ * @category cli
+ */
+export const parsePlanLimit = (value: string): number | "unlimited" => {
+  if (value === "unlimited") return value
+  if (!isNonNegativeInteger(value)) throw new InvalidArgumentError('It must be a non-negative integer or "unlimited".')
+  return Number(value)
+}
+
+/**
+ * The plan limit of a parsed `--…-limit` option: `null` for `unlimited`, `undefined` when
+ * the option was not given.
+ *
+ * @category cli
+ */
+export const planLimit = (argument: number | "unlimited" | undefined): number | null | undefined =>
+  argument === "unlimited" ? null : argument
+
+/**
+ * Commander argument parser for an id (of an organization, an API key…): a UUID.
+ *
+ * @category cli
+ */
+export const parseUuid = (value: string): string => {
+  if (!Schema.is(Schema.UUID)(value)) throw new InvalidArgumentError("It must be a UUID.")
+  return value
+}
+
+/**
+ * Stops a command for a usage problem found after commander parsed it (for example
+ * "nothing to update"): prints the message like commander's own errors and exits
+ * non-zero through the program's exit override.
+ *
+ * @category cli
+ */
+export const failUsage = (command: Command, message: string): never => command.error(`error: ${message}`)
+
+/**
+ * A copy of `fields` without the keys whose value is `undefined`, so a partial input
+ * never overwrites a stored value with `undefined`.
+ *
+ * @category cli
+ */
+export const definedFields = <T extends Record<string, unknown>>(fields: T): Partial<T> =>
+  Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<T>
+
+const reportFailure = (cause: Cause.Cause<unknown>): void => {
+  process.exitCode = 1
+  process.stderr.write(`error: ${describeCause(cause)}\n`)
+}
+
+/** Digits only, and small enough to be an exact JavaScript number. */
+const isNonNegativeInteger = (value: string): boolean => /^\d+$/.test(value) && Number.isSafeInteger(Number(value))

@@ -1,0 +1,233 @@
+import { mkdirSync } from "node:fs"
+import { dirname, isAbsolute, resolve } from "node:path"
+import { MemoryStorage, type Storage, type StorageError } from "@switchboard/core"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { Config, ConfigError, Data, Effect, Either, Layer, Option } from "effect"
+
+/**
+ * A configuration value the standalone server or the admin CLI cannot use: an invalid
+ * `HOST`, `PORT` or `DATABASE_URL`, or a database directory that cannot be created.
+ * `message` says which variable is wrong and what is expected; it never echoes a
+ * connection string that could hold credentials.
+ *
+ * @category errors
+ */
+export class InvalidConfiguration extends Data.TaggedError("InvalidConfiguration")<{
+  readonly message: string
+}> {}
+
+/**
+ * Where the data lives, parsed from `DATABASE_URL` (DESIGN §4): a SQLite file (an
+ * absolute `filename`), the in-memory store of one process, or a MongoDB server.
+ *
+ * @category models
+ */
+export type DatabaseLocation =
+  | { readonly _tag: "Sqlite"; readonly filename: string }
+  | { readonly _tag: "Memory" }
+  | { readonly _tag: "MongoDb"; readonly url: string }
+
+/**
+ * Settings of the standalone server: the interface and port to listen on (`port` 0 asks
+ * the system for a free port) and the parsed `DATABASE_URL`.
+ *
+ * @category models
+ */
+export interface ServerConfig {
+  readonly host: string
+  readonly port: number
+  readonly database: DatabaseLocation
+}
+
+/**
+ * `DATABASE_URL` when none is set (DESIGN §4).
+ *
+ * @category config
+ */
+export const DEFAULT_DATABASE_URL = "sqlite:./data/switchboard.db"
+
+/**
+ * The directory relative SQLite paths are resolved against: npm's `INIT_CWD` (the
+ * directory `npm start` or `npm run cli` was run from), else the working directory.
+ *
+ * @category config
+ */
+export const baseDirectoryConfig: Config.Config<string> = Config.option(Config.string("INIT_CWD")).pipe(
+  Config.map((initCwd) => Option.getOrElse(initCwd, () => process.cwd()))
+)
+
+/**
+ * `DATABASE_URL` (default {@link DEFAULT_DATABASE_URL}) parsed by {@link parseDatabaseUrl}
+ * against {@link baseDirectoryConfig}.
+ *
+ * @category config
+ */
+export const databaseConfig: Config.Config<DatabaseLocation> = Config.all([
+  Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
+  baseDirectoryConfig
+]).pipe(
+  Config.mapOrFail(([url, baseDirectory]) =>
+    Either.mapLeft(parseDatabaseUrl(url, baseDirectory), (error) =>
+      ConfigError.InvalidData(["DATABASE_URL"], error.message)
+    )
+  )
+)
+
+/**
+ * The server's settings from the environment: `HOST` (default `127.0.0.1`), `PORT`
+ * (default 3000; an integer from 0 to 65535, 0 = a free port chosen by the system) and
+ * `DATABASE_URL` ({@link databaseConfig}).
+ *
+ * @category config
+ */
+export const serverConfig: Config.Config<ServerConfig> = Config.all({
+  host: Config.string("HOST").pipe(
+    Config.withDefault("127.0.0.1"),
+    Config.mapOrFail((host) =>
+      host.trim() === ""
+        ? Either.left(ConfigError.InvalidData(["HOST"], "HOST must not be empty"))
+        : Either.right(host.trim())
+    )
+  ),
+  port: Config.string("PORT").pipe(Config.withDefault("3000"), Config.mapOrFail((text) => parsePort(text))),
+  database: databaseConfig
+})
+
+/**
+ * Loads a {@link Config} from the current `ConfigProvider` (the environment by default)
+ * and turns any failure into one {@link InvalidConfiguration} listing every problem.
+ *
+ * @category config
+ */
+export const loadConfig = <A>(config: Config.Config<A>): Effect.Effect<A, InvalidConfiguration> =>
+  Effect.mapError(config, (error) => new InvalidConfiguration({ message: describeConfigError(error) }))
+
+/**
+ * Parses a `DATABASE_URL` (DESIGN §4):
+ * - `sqlite:PATH`: a SQLite file; an absolute `PATH` (`sqlite:/var/db/s.db`, also
+ *   `sqlite:///var/db/s.db`) is used as it is, a relative one (`sqlite:./data/s.db`,
+ *   `sqlite:s.db`) is resolved against `baseDirectory`;
+ * - `memory:`: the in-memory store of one process;
+ * - `mongodb://…` / `mongodb+srv://…`: MongoDB.
+ * Anything else fails with an {@link InvalidConfiguration} naming the accepted forms.
+ *
+ * @category config
+ */
+export const parseDatabaseUrl = (
+  url: string,
+  baseDirectory: string = process.env.INIT_CWD ?? process.cwd()
+): Either.Either<DatabaseLocation, InvalidConfiguration> => {
+  const value = url.trim()
+  if (value.startsWith("sqlite:")) return parseSqlitePath(value.slice("sqlite:".length), baseDirectory)
+  if (value === "memory:") return Either.right({ _tag: "Memory" })
+  if (value.startsWith("mongodb://") || value.startsWith("mongodb+srv://")) {
+    return Either.right({ _tag: "MongoDb", url: value })
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]
+  const got = value === "" ? "an empty value" : scheme === undefined ? `"${value}"` : `scheme "${scheme}:"`
+  return Either.left(
+    new InvalidConfiguration({
+      message: `DATABASE_URL must be sqlite:PATH, memory: or mongodb://… (got ${got})`
+    })
+  )
+}
+
+/**
+ * The {@link Storage} Layer for a {@link DatabaseLocation}. For SQLite it creates the
+ * file's parent directory first (failing with {@link InvalidConfiguration} when it
+ * cannot), then opens the file with `@switchboard/storage-sqlite`; the Layer closes the
+ * database when released. MongoDB fails with "MongoDB storage is not available yet".
+ *
+ * @category layers
+ */
+export const storageLayerFor = (
+  location: DatabaseLocation
+): Layer.Layer<Storage, InvalidConfiguration | StorageError> => {
+  switch (location._tag) {
+    case "Memory":
+      return MemoryStorage.layer
+    case "MongoDb":
+      return Layer.fail(
+        new InvalidConfiguration({ message: "MongoDB storage is not available yet; use sqlite:PATH or memory:" })
+      )
+    case "Sqlite":
+      return Layer.unwrapEffect(
+        Effect.as(createParentDirectory(location.filename), SqliteStorage.layer({ filename: location.filename }))
+      )
+  }
+}
+
+/**
+ * The {@link Storage} Layer for a `DATABASE_URL`: {@link parseDatabaseUrl} then
+ * {@link storageLayerFor}. An invalid URL fails the Layer with
+ * {@link InvalidConfiguration}.
+ *
+ * @category layers
+ * @example
+ * import { Core } from "@switchboard/core"
+ * import { ManagedRuntime, Layer } from "effect"
+ *
+ * const runtime = ManagedRuntime.make(
+ *   Core.layer.pipe(Layer.provideMerge(storageLayerFromUrl("sqlite:./data/switchboard.db")))
+ * )
+ */
+export const storageLayerFromUrl = (
+  url: string,
+  baseDirectory?: string
+): Layer.Layer<Storage, InvalidConfiguration | StorageError> =>
+  Either.match(parseDatabaseUrl(url, baseDirectory), {
+    onLeft: (error) => Layer.fail(error),
+    onRight: storageLayerFor
+  })
+
+const parseSqlitePath = (
+  path: string,
+  baseDirectory: string
+): Either.Either<DatabaseLocation, InvalidConfiguration> => {
+  if (path.startsWith("//") && !path.startsWith("///")) {
+    return Either.left(
+      new InvalidConfiguration({
+        message: "DATABASE_URL sqlite://HOST/… is not supported; use sqlite:/absolute/path.db or sqlite:relative/path.db"
+      })
+    )
+  }
+  const filename = path.startsWith("///") ? path.slice(2) : path
+  if (filename === "") {
+    return Either.left(
+      new InvalidConfiguration({
+        message: "DATABASE_URL sqlite: needs a file path, such as sqlite:./data/switchboard.db"
+      })
+    )
+  }
+  return Either.right({ _tag: "Sqlite", filename: isAbsolute(filename) ? filename : resolve(baseDirectory, filename) })
+}
+
+const parsePort = (text: string): Either.Either<number, ConfigError.ConfigError> => {
+  const port = Number(text.trim())
+  return /^\s*\d+\s*$/.test(text) && Number.isSafeInteger(port) && port <= 65535
+    ? Either.right(port)
+    : Either.left(ConfigError.InvalidData(["PORT"], `PORT must be an integer from 0 to 65535 (got "${text}")`))
+}
+
+const createParentDirectory = (filename: string): Effect.Effect<void, InvalidConfiguration> =>
+  Effect.try({
+    try: () => void mkdirSync(dirname(filename), { recursive: true }),
+    catch: (cause) =>
+      new InvalidConfiguration({
+        message: `Cannot create the database directory ${dirname(filename)}: ${
+          cause instanceof Error ? cause.message : String(cause)
+        }`
+      })
+  })
+
+const describeConfigError = (error: ConfigError.ConfigError): string => {
+  switch (error._op) {
+    case "And":
+    case "Or":
+      return `${describeConfigError(error.left)}; ${describeConfigError(error.right)}`
+    case "MissingData":
+      return `${error.path.join(".")} is missing`
+    default:
+      return error.message
+  }
+}

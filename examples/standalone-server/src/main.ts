@@ -1,0 +1,109 @@
+/**
+ * The standalone Switchboard server (DESIGN §4): `npm start` from the repository root.
+ *
+ * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), opens the store, creates a
+ * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
+ * JSON line on stdout, that first time only), then serves the API with `node:http` and
+ * prints `Switchboard listening on http://HOST:PORT/api/v1/api` on stderr. Request logs
+ * are JSON lines on stderr, so stdout carries only the demo credentials. SIGINT and
+ * SIGTERM shut it down gracefully (exit code 0); a bad configuration, a store that cannot
+ * be opened or a port that cannot be bound exits with code 1.
+ *
+ * @packageDocumentation
+ */
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Core, Storage } from "@switchboard/core"
+import { createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
+import { Effect, Exit, Layer, Logger, ManagedRuntime, Option } from "effect"
+import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
+import { ensureDemoOrganization } from "./demo.js"
+import { describeCause, describeError } from "./failures.js"
+import { closeGracefully } from "./shutdown.js"
+
+const main = async (): Promise<void> => {
+  const config = await Effect.runPromiseExit(loadConfig(serverConfig))
+  if (Exit.isFailure(config)) return fail(describeCause(config.cause))
+
+  // One store for the whole process: the bootstrap uses it, then the handler shares it
+  // (which also makes `memory:` work). The handler's dispose leaves it open;
+  // `runtime.dispose()` closes it.
+  const runtime = ManagedRuntime.make(Core.layer.pipe(Layer.provideMerge(storageLayerFor(config.value.database))))
+  const bootstrap = await runtime.runPromiseExit(Effect.zip(Storage, ensureDemoOrganization))
+  if (Exit.isFailure(bootstrap)) {
+    await runtime.dispose()
+    return fail(describeCause(bootstrap.cause))
+  }
+  const [storage, demo] = bootstrap.value
+  if (Option.isSome(demo)) process.stdout.write(`${JSON.stringify(demo.value)}\n`)
+
+  const handler = createHandler({
+    storage: Layer.succeed(Storage, storage),
+    logger: Logger.withConsoleError(Logger.jsonLogger)
+  })
+  const closeStore = async (): Promise<void> => {
+    await handler.dispose()
+    await runtime.dispose()
+  }
+  let server: Server
+  try {
+    await handler.ready
+    server = await listen(createServer(handler), config.value)
+  } catch (error) {
+    await closeStore()
+    return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)
+  }
+  const { port } = server.address() as AddressInfo
+  process.stderr.write(`Switchboard listening on http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}\n`)
+  onShutdownSignal(async () => {
+    await closeGracefully(server)
+    await closeStore()
+    process.stderr.write("Switchboard stopped\n")
+  })
+}
+
+/** Starts listening; rejects with the server's error (for example `EADDRINUSE`). */
+const listen = (server: Server, config: ServerConfig): Promise<Server> =>
+  new Promise((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(config.port, config.host, () => {
+      server.off("error", reject)
+      resolve(server)
+    })
+  })
+
+/**
+ * Runs `shutdown` on the first SIGINT or SIGTERM, then exits with code 0 (1 when the
+ * shutdown failed). A second signal exits at once with code 1.
+ */
+const onShutdownSignal = (shutdown: () => Promise<void>): void => {
+  let started = false
+  const handle = (signal: NodeJS.Signals): void => {
+    if (started) {
+      process.stderr.write(`Received ${signal} again; exiting now\n`)
+      process.exit(1)
+    }
+    started = true
+    process.stderr.write(`Received ${signal}; shutting down\n`)
+    shutdown().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`error: shutdown failed: ${describeError(error)}\n`)
+        process.exit(1)
+      }
+    )
+  }
+  process.on("SIGINT", handle)
+  process.on("SIGTERM", handle)
+}
+
+/** An IPv6 literal needs brackets inside a URL. */
+const urlHost = (host: string): string => (host.includes(":") ? `[${host}]` : host)
+
+/** Prints `error: <message>` on stderr and sets exit code 1. */
+const fail = (message: string): void => {
+  process.stderr.write(`error: ${message}\n`)
+  process.exitCode = 1
+}
+
+await main()

@@ -1,0 +1,180 @@
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, it } from "vitest"
+import { assertBuilt, removeTemporaryDirectories, runCli, runCliJson, temporaryDatabaseUrl, temporaryDirectory } from "./helpers.js"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const MISSING_ID = "0190a4d0-0000-7000-8000-000000000000"
+
+interface Created {
+  readonly org_id: string
+  readonly key_id: string
+  readonly api_key: string
+}
+
+/** The environment of one test: a fresh SQLite file (tests run concurrently). */
+const freshDatabase = (): Record<string, string> => ({ DATABASE_URL: temporaryDatabaseUrl() })
+
+beforeAll(assertBuilt)
+afterAll(removeTemporaryDirectories)
+
+describe.concurrent("org create", () => {
+  it("prints {org_id, key_id, api_key} as JSON and nothing on stderr", async ({ expect }) => {
+    const env = freshDatabase()
+    const result = await runCli(["org", "create", "--name", "Acme"], env)
+    expect(result).toMatchObject({ code: 0, stderr: "" })
+    const created = JSON.parse(result.stdout) as Created
+    expect(Object.keys(created)).toEqual(["org_id", "key_id", "api_key"])
+    expect(created.org_id).toMatch(UUID)
+    expect(created.key_id).toMatch(UUID)
+    expect(created.api_key).toMatch(/^sb_[A-Za-z0-9_-]{43}$/)
+  })
+
+  it("applies the plan and subscription flags", async ({ expect }) => {
+    const env = freshDatabase()
+    await runCliJson(
+      ["org", "create", "--name", "Small", "--contacts-limit", "10", "--label-limit", "0", "--no-api-access", "--inactive"],
+      env
+    )
+    expect(await runCliJson(["org", "list"], env)).toMatchObject([
+      {
+        name: "Small",
+        plan: { contacts_limit: 10, label_limit: 0, api_access: false },
+        subscription: "inactive"
+      }
+    ])
+  })
+
+  it("resolves a relative sqlite: path against INIT_CWD and creates its directory", async ({ expect }) => {
+    const base = temporaryDirectory()
+    await runCliJson(["org", "create", "--name", "Here"], { DATABASE_URL: "sqlite:nested/admin.db", INIT_CWD: base })
+    expect(existsSync(join(base, "nested", "admin.db"))).toBe(true)
+  })
+})
+
+describe.concurrent("bad arguments", () => {
+  it.for([
+    ["org create without --name", ["org", "create"]],
+    ["a negative limit", ["org", "create", "--name", "X", "--contacts-limit", "-1"]],
+    ["a fractional limit", ["org", "create", "--name", "X", "--contacts-limit", "1.5"]],
+    ["a non-numeric limit", ["org", "create", "--name", "X", "--label-limit", "ten"]],
+    ["an unknown option", ["org", "create", "--name", "X", "--plan", "gold"]],
+    ["an extra argument", ["org", "create", "--name", "X", "extra"]],
+    ["an empty name", ["org", "create", "--name", "   "]],
+    ["a malformed organization id", ["org", "update", "--id", "acme", "--name", "Y"]],
+    ["an update without changes", ["org", "update", "--id", MISSING_ID]],
+    ["--active with --inactive", ["org", "update", "--id", MISSING_ID, "--active", "--inactive"]],
+    ["key create without --org", ["key", "create"]],
+    ["a malformed key id", ["key", "revoke", "--key", "sb_abc"]],
+    ["an unknown command", ["organisation", "list"]]
+  ] as const)("%s → stderr, non-zero exit, nothing written", async ([_case, args], { expect }) => {
+    const env = freshDatabase()
+    const result = await runCli(args, env)
+    expect(result.code).not.toBe(0)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toMatch(/^error: /)
+    expect(await runCliJson(["org", "list"], env)).toEqual([])
+  })
+
+  it("refuses memory: with a clear error", async ({ expect }) => {
+    const result = await runCli(["org", "list"], { DATABASE_URL: "memory:" })
+    expect(result).toMatchObject({ code: 1, stdout: "" })
+    expect(result.stderr).toContain("memory: storage lives only inside a server process; use sqlite:")
+  })
+
+  it("refuses MongoDB and invalid URLs with a clear error", async ({ expect }) => {
+    const mongo = await runCli(["org", "list"], { DATABASE_URL: "mongodb://user:secret@localhost/db" })
+    expect(mongo).toMatchObject({ code: 1, stdout: "" })
+    expect(mongo.stderr).toContain("MongoDB storage is not available yet")
+    expect(mongo.stderr).not.toContain("secret")
+    const invalid = await runCli(["org", "list"], { DATABASE_URL: "switchboard.db" })
+    expect(invalid).toMatchObject({ code: 1, stdout: "" })
+    expect(invalid.stderr).toContain("DATABASE_URL must be sqlite:PATH, memory: or mongodb://…")
+  })
+})
+
+describe.concurrent("org update and org list", () => {
+  it("updates the given fields only and prints {org_id, name, plan, subscription}", async ({ expect }) => {
+    const env = freshDatabase()
+    const { org_id } = await runCliJson<Created>(["org", "create", "--name", "Acme", "--label-limit", "5"], env)
+    const updated = await runCliJson(
+      ["org", "update", "--id", org_id, "--name", "Acme Ltd", "--contacts-limit", "100", "--no-api-access", "--inactive"],
+      env
+    )
+    expect(updated).toEqual({
+      org_id,
+      name: "Acme Ltd",
+      plan: { contacts_limit: 100, label_limit: 5, api_access: false },
+      subscription: "inactive"
+    })
+    const restored = await runCliJson(
+      ["org", "update", "--id", org_id, "--contacts-limit", "unlimited", "--api-access", "--active"],
+      env
+    )
+    expect(restored).toEqual({
+      org_id,
+      name: "Acme Ltd",
+      plan: { contacts_limit: null, label_limit: 5, api_access: true },
+      subscription: "active"
+    })
+  })
+
+  it("fails with exit code 1 for an unknown organization", async ({ expect }) => {
+    const env = freshDatabase()
+    const result = await runCli(["org", "update", "--id", MISSING_ID, "--name", "Nobody"], env)
+    expect(result).toMatchObject({ code: 1, stdout: "", stderr: `error: Organization ${MISSING_ID} not found\n` })
+  })
+
+  it("lists every organization oldest first, never their keys", async ({ expect }) => {
+    const env = freshDatabase()
+    const first = await runCliJson<Created>(["org", "create", "--name", "First"], env)
+    const second = await runCliJson<Created>(["org", "create", "--name", "Second", "--inactive"], env)
+    const result = await runCli(["org", "list"], env)
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toEqual([
+      {
+        org_id: first.org_id,
+        name: "First",
+        plan: { contacts_limit: null, label_limit: null, api_access: true },
+        subscription: "active"
+      },
+      {
+        org_id: second.org_id,
+        name: "Second",
+        plan: { contacts_limit: null, label_limit: null, api_access: true },
+        subscription: "inactive"
+      }
+    ])
+    for (const secret of [first.api_key, second.api_key, "api_key", "hash", "key_id"]) {
+      expect(result.stdout).not.toContain(secret)
+    }
+  })
+})
+
+describe.concurrent("key create and key revoke", () => {
+  it("issues a new key for an organization", async ({ expect }) => {
+    const env = freshDatabase()
+    const { org_id, api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const issued = await runCliJson<Record<string, string>>(["key", "create", "--org", org_id], env)
+    expect(Object.keys(issued)).toEqual(["key_id", "api_key"])
+    expect(issued["key_id"]).toMatch(UUID)
+    expect(issued["api_key"]).toMatch(/^sb_/)
+    expect(issued["api_key"]).not.toBe(api_key)
+  })
+
+  it("revokes a key and prints {key_id, revoked_at}; revoking again keeps the first time", async ({ expect }) => {
+    const env = freshDatabase()
+    const { key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const revoked = await runCliJson<Record<string, string>>(["key", "revoke", "--key", key_id], env)
+    expect(revoked).toEqual({ key_id, revoked_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) })
+    expect(await runCliJson(["key", "revoke", "--key", key_id], env)).toEqual(revoked)
+  })
+
+  it("fails with exit code 1 for an unknown organization or key", async ({ expect }) => {
+    const env = freshDatabase()
+    const key = await runCli(["key", "create", "--org", MISSING_ID], env)
+    expect(key).toMatchObject({ code: 1, stdout: "", stderr: `error: Organization ${MISSING_ID} not found\n` })
+    const revoke = await runCli(["key", "revoke", "--key", MISSING_ID], env)
+    expect(revoke).toMatchObject({ code: 1, stdout: "", stderr: `error: API key ${MISSING_ID} not found\n` })
+  })
+})

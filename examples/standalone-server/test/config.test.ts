@@ -1,0 +1,142 @@
+import { existsSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Core, Organizations } from "@switchboard/core"
+import { ConfigProvider, Effect, Either, Layer } from "effect"
+import { afterEach, describe, expect, it, vi } from "vitest"
+import {
+  databaseConfig,
+  loadConfig,
+  parseDatabaseUrl,
+  serverConfig,
+  storageLayerFromUrl,
+  type DatabaseLocation
+} from "../src/config.js"
+import { removeTemporaryDirectories, temporaryDirectory } from "./helpers.js"
+
+const withEnvironment = (variables: Record<string, string>) =>
+  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(variables))))
+
+const load = <A>(config: Parameters<typeof loadConfig<A>>[0], variables: Record<string, string>) =>
+  Effect.runPromise(Effect.either(loadConfig(config).pipe(withEnvironment(variables))))
+
+const parsed = (url: string, baseDirectory = "/base"): DatabaseLocation =>
+  Either.getOrThrowWith(parseDatabaseUrl(url, baseDirectory), (error) => error)
+
+const parseError = (url: string): string =>
+  Either.match(parseDatabaseUrl(url, "/base"), {
+    onLeft: (error) => error.message,
+    onRight: (location) => `parsed as ${JSON.stringify(location)}`
+  })
+
+afterEach(() => {
+  vi.unstubAllEnvs()
+  removeTemporaryDirectories()
+})
+
+describe("parseDatabaseUrl", () => {
+  it("resolves relative sqlite paths against the base directory", () => {
+    expect(parsed("sqlite:./data/switchboard.db")).toEqual({ _tag: "Sqlite", filename: "/base/data/switchboard.db" })
+    expect(parsed("sqlite:switchboard.db")).toEqual({ _tag: "Sqlite", filename: "/base/switchboard.db" })
+    expect(parsed("sqlite:../up.db")).toEqual({ _tag: "Sqlite", filename: "/up.db" })
+  })
+
+  it("keeps absolute sqlite paths, also in the sqlite:/// form", () => {
+    expect(parsed("sqlite:/var/lib/s.db")).toEqual({ _tag: "Sqlite", filename: "/var/lib/s.db" })
+    expect(parsed("sqlite:///var/lib/s.db")).toEqual({ _tag: "Sqlite", filename: "/var/lib/s.db" })
+  })
+
+  it("defaults the base directory to INIT_CWD, then to the working directory", () => {
+    vi.stubEnv("INIT_CWD", "/from/npm")
+    expect(Either.getOrThrow(parseDatabaseUrl("sqlite:s.db"))).toEqual({ _tag: "Sqlite", filename: "/from/npm/s.db" })
+    vi.stubEnv("INIT_CWD", undefined)
+    expect(Either.getOrThrow(parseDatabaseUrl("sqlite:s.db"))).toEqual({
+      _tag: "Sqlite",
+      filename: resolve(process.cwd(), "s.db")
+    })
+  })
+
+  it("accepts memory: and mongodb URLs", () => {
+    expect(parsed("memory:")).toEqual({ _tag: "Memory" })
+    expect(parsed("mongodb://localhost:27017/switchboard")).toEqual({
+      _tag: "MongoDb",
+      url: "mongodb://localhost:27017/switchboard"
+    })
+    expect(parsed("mongodb+srv://cluster.example.com/db")._tag).toBe("MongoDb")
+  })
+
+  it("rejects other values with a message naming the accepted forms, never echoing credentials", () => {
+    expect(parseError("")).toMatch(/DATABASE_URL must be sqlite:PATH, memory: or mongodb:\/\/… \(got an empty value\)/)
+    expect(parseError("sqlite:")).toMatch(/needs a file path/)
+    expect(parseError("sqlite://host/s.db")).toMatch(/not supported/)
+    expect(parseError("memory:extra")).toMatch(/DATABASE_URL must be/)
+    expect(parseError("./switchboard.db")).toMatch(/got "\.\/switchboard\.db"/)
+    const postgres = parseError("postgres://user:secret@db/switchboard")
+    expect(postgres).toMatch(/got scheme "postgres:"/)
+    expect(postgres).not.toContain("secret")
+  })
+})
+
+describe("serverConfig", () => {
+  it("defaults to 127.0.0.1:3000 and sqlite:./data/switchboard.db under INIT_CWD", async () => {
+    const config = await load(serverConfig, { INIT_CWD: "/project" })
+    expect(config).toEqual(
+      Either.right({
+        host: "127.0.0.1",
+        port: 3000,
+        database: { _tag: "Sqlite", filename: "/project/data/switchboard.db" }
+      })
+    )
+  })
+
+  it("reads HOST, PORT (0 allowed) and DATABASE_URL", async () => {
+    const config = await load(serverConfig, { HOST: "0.0.0.0", PORT: "0", DATABASE_URL: "memory:" })
+    expect(config).toEqual(Either.right({ host: "0.0.0.0", port: 0, database: { _tag: "Memory" } }))
+  })
+
+  it.each(["abc", "-1", "65536", "3.5", "", "1e3"])("rejects PORT=%j with a clear message", async (port) => {
+    const config = await load(serverConfig, { PORT: port })
+    expect(Either.isLeft(config) && config.left.message).toBe(`PORT must be an integer from 0 to 65535 (got "${port}")`)
+  })
+
+  it("rejects an empty HOST and reports every bad variable at once", async () => {
+    const config = await load(serverConfig, { HOST: " ", PORT: "x", DATABASE_URL: "redis://cache" })
+    const message = Either.isLeft(config) ? config.left.message : ""
+    expect(message).toContain("HOST must not be empty")
+    expect(message).toContain("PORT must be an integer")
+    expect(message).toContain('DATABASE_URL must be sqlite:PATH, memory: or mongodb://… (got scheme "redis:")')
+  })
+
+  it("reads DATABASE_URL alone for the admin CLI", async () => {
+    expect(await load(databaseConfig, { DATABASE_URL: "sqlite:db/s.db", INIT_CWD: "/here" })).toEqual(
+      Either.right({ _tag: "Sqlite", filename: "/here/db/s.db" })
+    )
+  })
+})
+
+describe("storageLayerFromUrl", () => {
+  const listOrganizations = (layer: ReturnType<typeof storageLayerFromUrl>) =>
+    Effect.runPromise(
+      Effect.either(
+        Effect.flatMap(Organizations, (organizations) => organizations.list()).pipe(
+          Effect.provide(Core.layer.pipe(Layer.provide(layer)))
+        )
+      )
+    )
+
+  it("creates the SQLite file's parent directory, relative to the base directory", async () => {
+    const base = temporaryDirectory()
+    expect(await listOrganizations(storageLayerFromUrl("sqlite:nested/dir/s.db", base))).toEqual(Either.right([]))
+    expect(existsSync(join(base, "nested/dir/s.db"))).toBe(true)
+  })
+
+  it("provides the in-memory store for memory:", async () => {
+    expect(await listOrganizations(storageLayerFromUrl("memory:"))).toEqual(Either.right([]))
+  })
+
+  it("fails with a clear error for MongoDB and for invalid URLs", async () => {
+    const mongo = await listOrganizations(storageLayerFromUrl("mongodb://localhost/switchboard"))
+    expect(Either.isLeft(mongo) && mongo.left.message).toMatch(/^MongoDB storage is not available yet/)
+    const invalid = await listOrganizations(storageLayerFromUrl("ftp://files"))
+    expect(Either.isLeft(invalid) && invalid.left._tag).toBe("InvalidConfiguration")
+  })
+})

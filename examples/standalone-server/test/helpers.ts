@@ -1,0 +1,148 @@
+import { spawn, type ChildProcess } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+/** The built admin CLI and server: the tests run what users run. */
+export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
+export const SERVER_PATH = fileURLToPath(new URL("../dist/main.js", import.meta.url))
+
+/** Fails with a clear message when `dist/` has not been built. */
+export const assertBuilt = (): void => {
+  for (const path of [CLI_PATH, SERVER_PATH]) {
+    if (!existsSync(path)) {
+      throw new Error(
+        `${path} is missing: run \`npm run build\` at the repository root (or ` +
+          "`npm run build -w @switchboard/example-standalone-server`) before these tests"
+      )
+    }
+  }
+}
+
+/** A fresh temporary directory, removed by {@link removeTemporaryDirectories}. */
+export const temporaryDirectory = (): string => {
+  const directory = mkdtempSync(join(tmpdir(), "switchboard-standalone-"))
+  temporaryDirectories.push(directory)
+  return directory
+}
+
+/** `sqlite:` URL of a fresh database file in a fresh temporary directory. */
+export const temporaryDatabaseUrl = (): string => `sqlite:${join(temporaryDirectory(), "switchboard.db")}`
+
+/** Removes every directory made by {@link temporaryDirectory}. */
+export const removeTemporaryDirectories = (): void => {
+  for (const directory of temporaryDirectories.splice(0)) rmSync(directory, { recursive: true, force: true })
+}
+
+const temporaryDirectories: Array<string> = []
+
+/** What a finished command printed and its exit code. */
+export interface CommandResult {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a child process: this one's, minus the server variables, plus `env`. */
+const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv => {
+  const { HOST: _host, PORT: _port, DATABASE_URL: _databaseUrl, ...inherited } = process.env
+  return { ...inherited, ...env }
+}
+
+/** Runs the admin CLI with `args` and waits for it to exit. */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<CommandResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI_PATH, ...args], { env: childEnvironment(env) })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+/** Runs the admin CLI and parses its stdout as JSON; fails with its stderr otherwise. */
+export const runCliJson = async <A = unknown>(args: ReadonlyArray<string>, env: Record<string, string>): Promise<A> => {
+  const result = await runCli(args, env)
+  if (result.code !== 0) throw new Error(`cli ${args.join(" ")} exited ${result.code}: ${result.stderr}`)
+  return JSON.parse(result.stdout) as A
+}
+
+/** A running server process. */
+export interface RunningServer {
+  readonly child: ChildProcess
+  /** `http://127.0.0.1:PORT/api/v1/api`, from the "listening" line. */
+  readonly baseUrl: string
+  /** Everything printed so far. */
+  readonly output: () => { readonly stdout: string; readonly stderr: string }
+  /** Resolves with the exit code (or signal name) when the process ends. */
+  readonly exited: Promise<number | string | null>
+}
+
+/** Every server started by {@link startServer}, for {@link killServers}. */
+const servers = new Set<ChildProcess>()
+
+/**
+ * Starts the built server with `PORT=0` and waits for its "listening" line on stderr
+ * (at most 10 s); rejects with what it printed when it exits first.
+ */
+export const startServer = (env: Record<string, string>): Promise<RunningServer> => {
+  const child = spawn(process.execPath, [SERVER_PATH], {
+    env: childEnvironment({ HOST: "127.0.0.1", PORT: "0", ...env })
+  })
+  servers.add(child)
+  let stdout = ""
+  let stderr = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once("exit", (code, signal) => {
+      servers.delete(child)
+      resolve(code ?? signal)
+    })
+  )
+  const output = () => ({ stdout, stderr })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within 10 s: ${stderr}`)), 10_000)
+    const onData = (): void => {
+      const listening = /Switchboard listening on (http:\/\/\S+)/.exec(stderr)
+      if (listening?.[1] === undefined) return
+      clearTimeout(timer)
+      child.stderr.off("data", onData)
+      resolve({ child, baseUrl: listening[1], output, exited })
+    }
+    child.stderr.on("data", onData)
+    void exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited (${code}) before listening: ${stderr}`))
+    })
+  })
+}
+
+/** Kills every server still running (for `afterEach`). */
+export const killServers = (): void => {
+  for (const child of servers) child.kill("SIGKILL")
+  servers.clear()
+}
+
+/**
+ * Runs the built server with `env` until it exits on its own (a configuration error, for
+ * example), killing it after 10 s.
+ */
+export const runServerToExit = (env: Record<string, string>): Promise<CommandResult> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER_PATH], { env: childEnvironment(env) })
+    servers.add(child)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+    child.once("error", reject)
+    child.once("close", (code) => {
+      clearTimeout(timer)
+      servers.delete(child)
+      resolve({ code, stdout, stderr })
+    })
+  })

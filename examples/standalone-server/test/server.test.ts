@@ -1,0 +1,131 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import {
+  assertBuilt,
+  killServers,
+  removeTemporaryDirectories,
+  runCliJson,
+  runServerToExit,
+  startServer,
+  temporaryDatabaseUrl,
+  type RunningServer
+} from "./helpers.js"
+
+interface Created {
+  readonly org_id: string
+  readonly key_id: string
+  readonly api_key: string
+}
+
+const verify = async (server: RunningServer, apiKey: string) => {
+  const response = await fetch(`${server.baseUrl}/verify`, { headers: { authorization: `Bearer ${apiKey}` } })
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+}
+
+/** Sends SIGTERM and returns the exit code and how long the process took to exit, in ms. */
+const terminate = async (server: RunningServer) => {
+  const started = performance.now()
+  server.child.kill("SIGTERM")
+  const code = await server.exited
+  return { code, elapsedMs: performance.now() - started }
+}
+
+beforeAll(assertBuilt)
+afterEach(killServers)
+afterAll(() => {
+  killServers()
+  removeTemporaryDirectories()
+})
+
+describe("standalone server end to end", () => {
+  it("serves keys made by the CLI: 200, then 401 once revoked, 403 when inactive or without API access", async () => {
+    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const server = await startServer(env)
+    expect(server.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/api$/)
+
+    const ok = await verify(server, acme.api_key)
+    expect(ok.status).toBe(200)
+    expect(ok.body).toMatchObject({
+      status: 200,
+      success: true,
+      data: { organization: { id: acme.org_id, name: "Acme" } },
+      errors: []
+    })
+
+    await runCliJson(["key", "revoke", "--key", acme.key_id], env)
+    const revoked = await verify(server, acme.api_key)
+    expect(revoked.status).toBe(401)
+    expect(revoked.body).toMatchObject({ status: 401, success: false, data: null, errors: [{ code: "invalid_api_key" }] })
+
+    const inactive = await runCliJson<Created>(["org", "create", "--name", "Dormant", "--inactive"], env)
+    expect((await verify(server, inactive.api_key)).body).toMatchObject({
+      status: 403,
+      success: false,
+      errors: [{ code: "subscription_inactive" }]
+    })
+
+    const noApi = await runCliJson<Created>(["org", "create", "--name", "Offline", "--no-api-access"], env)
+    const denied = await verify(server, noApi.api_key)
+    expect(denied.status).toBe(403)
+    expect(denied.body).toMatchObject({ status: 403, errors: [{ code: "api_access_not_allowed" }] })
+
+    expect(server.output().stdout).toBe("")
+    expect(server.output().stderr).not.toContain(acme.api_key)
+    expect(await terminate(server)).toMatchObject({ code: 0 })
+  })
+
+  it("prints the demo key once, on the first start on an empty database, and exits 0 on SIGTERM", async () => {
+    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const first = await startServer(env)
+    const lines = first.output().stdout.trim().split("\n")
+    expect(lines).toHaveLength(1)
+    const demo = JSON.parse(lines[0] ?? "") as Created
+    expect(Object.keys(demo)).toEqual(["org_id", "key_id", "api_key"])
+    expect((await verify(first, demo.api_key)).body).toMatchObject({
+      status: 200,
+      success: true,
+      data: { organization: { id: demo.org_id, name: "Demo organization" } }
+    })
+    const stopped = await terminate(first)
+    expect(stopped.code).toBe(0)
+    expect(stopped.elapsedMs).toBeLessThan(5_000)
+    expect(first.output().stderr).not.toContain(demo.api_key)
+
+    const second = await startServer(env)
+    expect(second.output().stdout).toBe("")
+    expect((await verify(second, demo.api_key)).status).toBe(200)
+    expect(await runCliJson(["org", "list"], env)).toMatchObject([{ org_id: demo.org_id, name: "Demo organization" }])
+    expect((await terminate(second)).code).toBe(0)
+  })
+
+  it("finishes an in-flight request before exiting on SIGTERM", async () => {
+    const server = await startServer({ DATABASE_URL: temporaryDatabaseUrl() })
+    const demo = JSON.parse(server.output().stdout) as Created
+    const requests = Array.from({ length: 20 }, () => verify(server, demo.api_key))
+    server.child.kill("SIGTERM")
+    const settled = await Promise.allSettled(requests)
+    expect(await server.exited).toBe(0)
+    // Requests the server had accepted are answered; later ones are refused, never cut midway.
+    for (const outcome of settled) {
+      if (outcome.status === "fulfilled") expect(outcome.value.status).toBe(200)
+    }
+  })
+
+  it("runs on memory: too", async () => {
+    const server = await startServer({ DATABASE_URL: "memory:" })
+    const demo = JSON.parse(server.output().stdout) as Created
+    expect((await verify(server, demo.api_key)).status).toBe(200)
+    expect((await terminate(server)).code).toBe(0)
+  })
+
+  it.each([
+    [{ PORT: "http" }, 'PORT must be an integer from 0 to 65535 (got "http")'],
+    [{ DATABASE_URL: "mongodb://localhost:27017/switchboard" }, "MongoDB storage is not available yet"],
+    [{ DATABASE_URL: "postgres://localhost/switchboard" }, "DATABASE_URL must be sqlite:PATH, memory: or mongodb://…"]
+  ])("exits 1 with a clear message for %j", async (variables, message) => {
+    const result = await runServerToExit({ PORT: "0", DATABASE_URL: "memory:", ...variables })
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toContain(`error: ${message}`)
+  })
+})
