@@ -1,4 +1,8 @@
 import { Layer } from "effect"
+import { Contacts } from "./contacts/Contacts.js"
+import { ContactGroups } from "./groups/ContactGroups.js"
+import { Imports } from "./imports/Imports.js"
+import { Labels } from "./labels/Labels.js"
 import { Organizations } from "./organizations/Organizations.js"
 import { SecureRandom } from "./random/SecureRandom.js"
 import type { Storage } from "./storage/Storage.js"
@@ -9,9 +13,16 @@ import type { Storage } from "./storage/Storage.js"
  *
  * @category layers
  */
-export const layer: Layer.Layer<Organizations | SecureRandom, never, Storage> = Organizations.layer.pipe(
-  Layer.provideMerge(SecureRandom.layer)
-)
+export const layer: Layer.Layer<
+  Organizations | Contacts | ContactGroups | Labels | Imports | SecureRandom,
+  never,
+  Storage
+> = Layer.mergeAll(
+  Organizations.layer,
+  Contacts.layer,
+  ContactGroups.layer,
+  Imports.layer.pipe(Layer.provideMerge(Labels.layer))
+).pipe(Layer.provideMerge(SecureRandom.layer))
 
 /**
  * The services {@link layer} provides: what route handlers and hosts may use.

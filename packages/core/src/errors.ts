@@ -6,6 +6,7 @@ import type {
   OrganizationNotFound,
   SubscriptionInactive
 } from "./organizations/errors.js"
+import type { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "./shared/errors.js"
 import type { StorageError } from "./storage/errors.js"
 
 /**
@@ -50,4 +51,7 @@ export type DomainError =
   | ApiKeyInvalid
   | SubscriptionInactive
   | ApiAccessNotAllowed
+  | RecordNotFound
+  | PlanLimitExceeded
+  | UniqueValueTaken
   | StorageError

@@ -1,6 +1,10 @@
 import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
+import { contactsContract } from "./contacts.js"
+import { contactsImportContract } from "./contacts-import.js"
+import { groupsContract } from "./groups.js"
+import { labelsContract } from "./labels.js"
 import { organizationsContract } from "./organizations.js"
 
 /**
@@ -20,8 +24,8 @@ export interface StorageContractOptions {
 
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
- * (topic modules such as `organizations.ts`), each test on a fresh store from
- * `options.makeLayer()`.
+ * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
+ * `labels.ts`), each test on a fresh store from `options.makeLayer()`.
  *
  * @category contract
  * @example
@@ -33,5 +37,9 @@ export interface StorageContractOptions {
 export const runStorageContract = (options: StorageContractOptions): void => {
   describe(`storage contract: ${options.name}`, () => {
     organizationsContract(options)
+    contactsImportContract(options)
+    contactsContract(options)
+    groupsContract(options)
+    labelsContract(options)
   })
 }

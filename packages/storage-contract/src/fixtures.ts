@@ -1,4 +1,14 @@
-import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "@switchboard/core"
+import type {
+  ApiKey,
+  ApiKeyId,
+  ContactDetails,
+  ContactImportRequest,
+  ContactImportRow,
+  GroupId,
+  GroupReference,
+  Organization,
+  OrganizationId
+} from "@switchboard/core"
 
 let counter = 0
 
@@ -40,3 +50,55 @@ export const apiKey = (organizationId: OrganizationId, overrides: Partial<ApiKey
     ...overrides
   }
 }
+
+/**
+ * An ISO 8601 UTC instant `minutes` minutes after 2026-02-01T00:00:00Z: distinct, ordered
+ * `now` values for records whose order matters.
+ */
+export const instant = (minutes: number): string => new Date(Date.UTC(2026, 1, 1) + minutes * 60_000).toISOString()
+
+/** The E.164 phone `+1415555` followed by `n` on four digits: `phone(100)` is `"+14155550100"`. */
+export const phone = (n: number): string => `+1415555${String(n).padStart(4, "0")}`
+
+/** A group named by name in an import row (matched case-insensitively, created when missing). */
+export const groupNamed = (name: string): GroupReference => ({ _tag: "ByName", name })
+
+/** A group named by uuid in an import row (it must exist). */
+export const groupWithId = (uuid: GroupId): GroupReference => ({ _tag: "ById", uuid })
+
+/** One import row: `details` only the fields it sets, `groups` to add the contact to. */
+export const importRow = (
+  phone: string,
+  details: Partial<ContactDetails> = {},
+  groups: ReadonlyArray<GroupReference> = []
+): ContactImportRow => ({ phone, details, groups })
+
+/**
+ * An import request for `rows` with just enough fresh ids (one per row plus one per group
+ * named by name), `now` default `instant(0)` and `contactsLimit` default `null`.
+ */
+export const importRequest = (
+  rows: ReadonlyArray<ContactImportRow>,
+  options: { readonly now?: string; readonly contactsLimit?: number | null } = {}
+): ContactImportRequest => {
+  const names = rows.reduce((n, row) => n + row.groups.filter((group) => group._tag === "ByName").length, 0)
+  return {
+    rows,
+    ids: Array.from({ length: rows.length + names }, uuid),
+    contactsLimit: options.contactsLimit ?? null,
+    now: options.now ?? instant(0)
+  }
+}
+
+/** Every detail of a contact `null`, with `overrides`: what a record holds for unset fields. */
+export const details = (overrides: Partial<ContactDetails> = {}): ContactDetails => ({
+  first_name: null,
+  last_name: null,
+  email: null,
+  street: null,
+  city: null,
+  state: null,
+  zip: null,
+  country: null,
+  ...overrides
+})

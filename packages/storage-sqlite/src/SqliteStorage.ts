@@ -4,6 +4,9 @@ import { Storage, type StorageError, type StorageService } from "@switchboard/co
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { attempt, statementsOf } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
+import { contactRepository } from "./repositories/contacts.js"
+import { groupRepository } from "./repositories/groups.js"
+import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 
 /**
@@ -83,7 +86,7 @@ export const layerConfig = (
  * A Layer providing {@link Storage} on the host's own better-sqlite3 `Database`, which
  * stays the host's: it is never closed here. Building the Layer turns `foreign_keys` on for
  * that connection and applies pending migrations (tables `schema_migrations`,
- * `organizations`, `api_keys`, …); `journal_mode`, `synchronous` and the busy timeout are
+ * `organizations`, `api_keys`, `contacts`, `contact_groups`, `labels`, …); `journal_mode`, `synchronous` and the busy timeout are
  * left as the host set them. Fails with `StorageError` (operation `"open"` or
  * `"migrate"`).
  *
@@ -107,7 +110,10 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
   Effect.map(migrate(db), () => {
     const statements = statementsOf(db)
     return {
-      organizations: organizationRepository(db, statements)
+      organizations: organizationRepository(db, statements),
+      contacts: contactRepository(db, statements),
+      groups: groupRepository(db, statements),
+      labels: labelRepository(db, statements)
     }
   })
 

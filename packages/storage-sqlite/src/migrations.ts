@@ -52,6 +52,70 @@ export const migrations: ReadonlyArray<Migration> = [
       CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
       CREATE INDEX api_keys_organization_id ON api_keys (organization_id);
     `
+  },
+  {
+    version: 2,
+    name: "contacts_groups_and_labels",
+    // `name_key` is core's `nameKey(name)` (trimmed, lowercase): the uniqueness key of names.
+    // Memberships and assignments cascade when their contact, group or label is deleted.
+    up: `
+      CREATE TABLE contacts (
+        uuid TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        phone TEXT NOT NULL,
+        first_name TEXT,
+        last_name TEXT,
+        email TEXT,
+        street TEXT,
+        city TEXT,
+        state TEXT,
+        zip TEXT,
+        country TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (organization_id, phone)
+      ) STRICT;
+      CREATE INDEX contacts_newest ON contacts (organization_id, created_at DESC, uuid DESC);
+
+      CREATE TABLE contact_groups (
+        uuid TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (organization_id, name_key)
+      ) STRICT;
+      CREATE INDEX contact_groups_newest ON contact_groups (organization_id, created_at DESC, uuid DESC);
+
+      CREATE TABLE group_members (
+        group_uuid TEXT NOT NULL REFERENCES contact_groups (uuid) ON DELETE CASCADE,
+        contact_uuid TEXT NOT NULL REFERENCES contacts (uuid) ON DELETE CASCADE,
+        added_at TEXT NOT NULL,
+        PRIMARY KEY (group_uuid, contact_uuid)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX group_members_contact_uuid ON group_members (contact_uuid);
+
+      CREATE TABLE labels (
+        uuid TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        color TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (organization_id, name_key)
+      ) STRICT;
+      CREATE INDEX labels_newest ON labels (organization_id, created_at DESC, uuid DESC);
+
+      CREATE TABLE contact_labels (
+        label_uuid TEXT NOT NULL REFERENCES labels (uuid) ON DELETE CASCADE,
+        contact_uuid TEXT NOT NULL REFERENCES contacts (uuid) ON DELETE CASCADE,
+        assigned_at TEXT NOT NULL,
+        PRIMARY KEY (label_uuid, contact_uuid)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX contact_labels_contact_uuid ON contact_labels (contact_uuid);
+    `
   }
 ]
 

@@ -7,6 +7,7 @@ import { Storage, type StorageError } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { statementsOf, transaction } from "../src/internal/sql.js"
+import { migrations } from "../src/migrations.js"
 import { tempFiles } from "./helpers.js"
 
 const files = tempFiles()
@@ -70,7 +71,7 @@ describe("SqliteStorage.layerConfig", () => {
         Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["SQLITE_FILE", filename]])))
       )
       const db = new Sqlite(filename, { readonly: true })
-      expect(db.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1])
+      expect(db.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual(migrations.map((m) => m.version))
       db.close()
     }))
 
@@ -121,6 +122,57 @@ describe("driver failures", () => {
         ["StorageError", "organizations.revokeApiKey"],
         ["StorageError", "organizations.findCredentialByHash"]
       ])
+    }))
+})
+
+describe("contacts, groups and labels", () => {
+  it.effect("an import that fails midway rolls back every row and group it wrote", () =>
+    Effect.gen(function* () {
+      const { contacts, groups, organizations } = yield* Storage
+      const org = fixtures.organization()
+      yield* organizations.insert(org)
+      const rows = [1, 2, 3].map((n) => fixtures.importRow(fixtures.phone(n), {}, [fixtures.groupNamed(`g${n}`)]))
+      const request = fixtures.importRequest(rows)
+      const error = yield* Effect.flip(contacts.importBulk(org.id, { ...request, ids: request.ids.slice(0, 4) }))
+      expect([error._tag, error.operation]).toEqual(["StorageError", "contacts.importBulk"])
+      expect((yield* contacts.list(org.id, { page: 1, per_page: 10 })).total).toBe(0)
+      expect((yield* groups.list(org.id, { page: 1, per_page: 10 })).total).toBe(0)
+      const unknownOrg = yield* Effect.flip(contacts.importBulk(fixtures.organization().id, request))
+      expect([unknownOrg.operation, driverCode(unknownOrg)]).toEqual([
+        "contacts.importBulk",
+        "SQLITE_CONSTRAINT_FOREIGNKEY"
+      ])
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: files.file() }))))
+
+  it.effect("fail with a StorageError naming the method once the connection is closed", () =>
+    Effect.gen(function* () {
+      const storage = yield* Effect.scoped(SqliteStorage.make({ filename: files.file() }))
+      const org = fixtures.organization().id
+      const id = fixtures.uuid() as never
+      const page = { page: 1, per_page: 10 }
+      const calls = {
+        "contacts.importBulk": storage.contacts.importBulk(org, fixtures.importRequest([])),
+        "contacts.list": storage.contacts.list(org, page),
+        "contacts.findById": storage.contacts.findById(org, id),
+        "contacts.update": storage.contacts.update(org, id, { details: {} }, "t"),
+        "contacts.delete": storage.contacts.delete(org, id),
+        "contacts.labelsOf": storage.contacts.labelsOf(org, id),
+        "groups.create": storage.groups.create(org, { uuid: id, name: "g", now: "t" }),
+        "groups.rename": storage.groups.rename(org, id, "g", "t"),
+        "groups.findById": storage.groups.findById(org, id),
+        "groups.findByNames": storage.groups.findByNames(org, ["g"]),
+        "groups.list": storage.groups.list(org, page),
+        "labels.create": storage.labels.create(org, { uuid: id, name: "l", color: "#fff", now: "t" }, null),
+        "labels.findById": storage.labels.findById(org, id),
+        "labels.findByNames": storage.labels.findByNames(org, ["l"]),
+        "labels.list": storage.labels.list(org, page),
+        "labels.deleteMany": storage.labels.deleteMany(org, [id]),
+        "labels.assign": storage.labels.assign(org, id, [id], "t")
+      }
+      for (const [operation, call] of Object.entries(calls)) {
+        const error = yield* Effect.flip(call as Effect.Effect<unknown, StorageError>)
+        expect([error._tag, error.operation]).toEqual(["StorageError", operation])
+      }
     }))
 })
 

@@ -55,7 +55,16 @@ describe("migrations", () => {
       expect(appliedRows(filename)).toEqual(
         migrations.map((m) => ({ version: m.version, name: m.name, applied_at: "2026-06-01T00:00:00.000Z" }))
       )
-      expect(inspect(filename, tableNames)).toEqual(["api_keys", "organizations", "schema_migrations"])
+      expect(inspect(filename, tableNames)).toEqual([
+        "api_keys",
+        "contact_groups",
+        "contact_labels",
+        "contacts",
+        "group_members",
+        "labels",
+        "organizations",
+        "schema_migrations"
+      ])
       expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
     }))
 
@@ -76,17 +85,18 @@ describe("migrations", () => {
 
   it("applies only the pending migrations, in version order", () => {
     const db = new Sqlite(":memory:")
+    const versions = migrations.map((m) => m.version)
     const extra: ReadonlyArray<Migration> = [
-      { version: 3, name: "three", up: "CREATE TABLE three (id INTEGER PRIMARY KEY)" },
-      { version: 2, name: "two", up: "CREATE TABLE two (id INTEGER PRIMARY KEY)" }
+      { version: 101, name: "later", up: "CREATE TABLE later (id INTEGER PRIMARY KEY)" },
+      { version: 100, name: "sooner", up: "CREATE TABLE sooner (id INTEGER PRIMARY KEY)" }
     ]
-    expect(applyPending(db, migrations, "t1")).toEqual([1])
-    expect(applyPending(db, [...migrations, ...extra], "t2")).toEqual([2, 3])
+    expect(applyPending(db, migrations, "t1")).toEqual(versions)
+    expect(applyPending(db, [...migrations, ...extra], "t2")).toEqual([100, 101])
     expect(applyPending(db, [...migrations, ...extra], "t3")).toEqual([])
     expect(db.prepare("SELECT version, applied_at FROM schema_migrations ORDER BY version").all()).toEqual([
-      { version: 1, applied_at: "t1" },
-      { version: 2, applied_at: "t2" },
-      { version: 3, applied_at: "t2" }
+      ...versions.map((version) => ({ version, applied_at: "t1" })),
+      { version: 100, applied_at: "t2" },
+      { version: 101, applied_at: "t2" }
     ])
     db.close()
   })
@@ -94,7 +104,7 @@ describe("migrations", () => {
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>
     Effect.gen(function* () {
       const db = new Sqlite(":memory:")
-      const broken: Migration = { version: 2, name: "broken", up: "CREATE TABLE oops (" }
+      const broken: Migration = { version: 100, name: "broken", up: "CREATE TABLE oops (" }
       const error = yield* Effect.flip(migrate(db, [...migrations, broken]))
       expect(error._tag).toBe("StorageError")
       expect(error.operation).toBe("migrate")

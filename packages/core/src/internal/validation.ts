@@ -1,20 +1,85 @@
+import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js/max"
 import type { InputIssue } from "../errors.js"
+
+/** Longest name, trigger or other short text field, in characters (DESIGN §3b). */
+export const MAX_NAME_LENGTH = 255
+
+/**
+ * Collects the issues of one input while reading its fields, so every problem is
+ * reported at once (DESIGN §3 "Resources": "listing every bad row").
+ */
+export class IssueCollector {
+  readonly issues: Array<InputIssue> = []
+
+  add(code: string, field: string, message: string): void {
+    this.issues.push({ code, field, message })
+  }
+
+  /** A required text: trimmed, 1 to `max` characters; a value of another type is `invalid_type`. */
+  requiredText(field: string, value: unknown, max = MAX_NAME_LENGTH): string {
+    if (this.wrongType(field, value)) return ""
+    if (typeof value !== "string" || value.trim() === "") {
+      this.add("required", field, `${field} is required`)
+      return ""
+    }
+    return this.optionalText(field, value, max) ?? ""
+  }
+
+  /** An optional text: trimmed; empty becomes `null`; longer than `max` is an issue. */
+  optionalText(field: string, value: unknown, max = MAX_NAME_LENGTH): string | null {
+    if (value === null || value === undefined) return null
+    if (typeof value !== "string") {
+      this.add("invalid_type", field, `${field} must be a string`)
+      return null
+    }
+    const trimmed = value.trim()
+    if (trimmed.length > max) this.add("too_long", field, `${field} must be at most ${max} characters`)
+    return trimmed === "" ? null : trimmed
+  }
+
+  /** A phone number normalised to E.164 (DESIGN §2), or an issue. */
+  phone(field: string, value: unknown, defaultCountry: CountryCode | undefined): string {
+    if (this.wrongType(field, value)) return ""
+    if (typeof value !== "string" || value.trim() === "") {
+      this.add("required", field, `${field} is required`)
+      return ""
+    }
+    const parsed = parsePhoneNumberFromString(value, defaultCountry)
+    if (parsed === undefined || !parsed.isValid()) {
+      this.add("invalid_format", field, `${field} '${value}' is not a valid phone number`)
+      return ""
+    }
+    return parsed.number
+  }
+
+  /** An optional e-mail address, trimmed; empty or `null` becomes `null`. */
+  email(field: string, value: unknown): string | null {
+    const text = this.optionalText(field, value)
+    if (text !== null && !EMAIL.test(text)) this.add("invalid_format", field, `${field} must be an e-mail address`)
+    return text
+  }
+
+  /** Adds `invalid_type` for a value present but not a string (`null` counts as absent). */
+  private wrongType(field: string, value: unknown): boolean {
+    if (value === null || value === undefined || typeof value === "string") return false
+    this.add("invalid_type", field, `${field} must be a string`)
+    return true
+  }
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+/** A UUID string of any version, as SPEC §2 requires for every `uuid`. */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Trims `value` and returns an issue when it is empty or longer than `max` characters. */
 export const checkName = (
   field: string,
   value: string,
-  max = 255
+  max = MAX_NAME_LENGTH
 ): { readonly value: string; readonly issue?: InputIssue } => {
-  const trimmed = value.trim()
-  if (trimmed.length === 0) {
-    return { value: trimmed, issue: { code: "required", field, message: `${field} must not be empty` } }
-  }
-  if (trimmed.length > max) {
-    return {
-      value: trimmed,
-      issue: { code: "too_long", field, message: `${field} must be at most ${max} characters` }
-    }
-  }
-  return { value: trimmed }
+  const collector = new IssueCollector()
+  const checked = collector.requiredText(field, value, max)
+  const [issue] = collector.issues
+  return issue === undefined ? { value: checked } : { value: checked, issue }
 }

@@ -1,5 +1,8 @@
-import { Effect, Layer, Option } from "effect"
-import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
+import { Layer } from "effect"
+import { contactRepository } from "./memory/contacts.js"
+import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
+import { organizationRepository } from "./memory/organizations.js"
+import { makeState } from "./memory/state.js"
 import { Storage, type StorageService } from "./Storage.js"
 
 /**
@@ -10,50 +13,12 @@ import { Storage, type StorageService } from "./Storage.js"
  * @category constructors
  */
 export const make = (): StorageService => {
-  const organizations = new Map<OrganizationId, Organization>()
-  const apiKeys = new Map<ApiKeyId, ApiKey>()
-  const apiKeyIdsByHash = new Map<string, ApiKeyId>()
-
+  const state = makeState()
   return {
-    organizations: {
-      insert: (organization) => Effect.sync(() => void organizations.set(organization.id, organization)),
-      replace: (organization) =>
-        Effect.sync(() => {
-          if (!organizations.has(organization.id)) return false
-          organizations.set(organization.id, organization)
-          return true
-        }),
-      findById: (id) => Effect.sync(() => Option.fromNullable(organizations.get(id))),
-      list: () =>
-        Effect.sync(() =>
-          [...organizations.values()].sort((a, b) =>
-            a.created_at === b.created_at ? a.id.localeCompare(b.id) : a.created_at.localeCompare(b.created_at)
-          )
-        ),
-      insertApiKey: (apiKey) =>
-        Effect.sync(() => {
-          apiKeys.set(apiKey.id, apiKey)
-          apiKeyIdsByHash.set(apiKey.hash, apiKey.id)
-        }),
-      findApiKeyById: (id) => Effect.sync(() => Option.fromNullable(apiKeys.get(id))),
-      revokeApiKey: (id, revokedAt) =>
-        Effect.sync(() => {
-          const apiKey = apiKeys.get(id)
-          if (apiKey === undefined) return Option.none()
-          const revoked = apiKey.revoked_at === null ? { ...apiKey, revoked_at: revokedAt } : apiKey
-          apiKeys.set(id, revoked)
-          return Option.some(revoked)
-        }),
-      findCredentialByHash: (hash) =>
-        Effect.sync(() => {
-          const id = apiKeyIdsByHash.get(hash)
-          const apiKey = id === undefined ? undefined : apiKeys.get(id)
-          const organization = apiKey === undefined ? undefined : organizations.get(apiKey.organization_id)
-          return apiKey === undefined || organization === undefined
-            ? Option.none()
-            : Option.some({ api_key: apiKey, organization })
-        })
-    }
+    organizations: organizationRepository(state),
+    contacts: contactRepository(state),
+    groups: groupRepository(state),
+    labels: labelRepository(state)
   }
 }
 

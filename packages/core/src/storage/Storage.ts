@@ -1,6 +1,16 @@
 import { Context, type Effect, type Option } from "effect"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
+import type {
+  Contact,
+  ContactDetails,
+  ContactId,
+  ContactImportResult,
+  ContactImportRow
+} from "../contacts/model.js"
+import type { Group, GroupId } from "../groups/model.js"
+import type { Label, LabelId } from "../labels/model.js"
+import type { Page, PageRequest } from "../shared/model.js"
 
 /**
  * An API key together with the organization it belongs to, as found by its hash.
@@ -50,6 +60,194 @@ export interface OrganizationRepository {
 }
 
 /**
+ * Outcome of {@link ContactRepository.importBulk}. Anything but `Imported` wrote nothing.
+ *
+ * @category storage
+ */
+export type ContactImportOutcome =
+  | { readonly _tag: "Imported"; readonly result: ContactImportResult }
+  | { readonly _tag: "LimitExceeded"; readonly limit: number; readonly usage: number; readonly requested: number }
+  | { readonly _tag: "GroupsNotFound"; readonly uuids: ReadonlyArray<GroupId> }
+
+/**
+ * Outcome of {@link ContactRepository.update}.
+ *
+ * @category storage
+ */
+export type ContactUpdateOutcome =
+  | { readonly _tag: "Updated"; readonly contact: Contact }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "PhoneTaken" }
+
+/**
+ * Input of {@link ContactRepository.importBulk}: rows already validated and merged by
+ * phone (one per distinct E.164 phone, first-seen order); `ids` holds at least
+ * `rows.length` + (group names) fresh uuids, used in order for new contacts then new
+ * groups; `contactsLimit` is the plan's `contacts_limit` (`null` = unlimited).
+ *
+ * @category storage
+ */
+export interface ContactImportRequest {
+  readonly rows: ReadonlyArray<ContactImportRow>
+  readonly ids: ReadonlyArray<string>
+  readonly contactsLimit: number | null
+  readonly now: string
+}
+
+/**
+ * Contacts of one organization. Every method takes the organization id first and never
+ * sees another organization's records (STYLE §3).
+ *
+ * @category storage
+ */
+export interface ContactRepository {
+  /**
+   * Upserts the rows by phone and adds them to their groups, all or nothing, in one
+   * atomic step with the plan-limit check: when `count + new contacts > contactsLimit`
+   * nothing is written and `LimitExceeded` tells the limit, the current count and the
+   * number of new contacts. Groups named by uuid must exist (`GroupsNotFound`); groups
+   * named by name are matched case-insensitively after trimming, or created. Fields in a
+   * row's `details` overwrite, absent ones are kept; groups are only added.
+   */
+  readonly importBulk: (
+    organizationId: OrganizationId,
+    request: ContactImportRequest
+  ) => Effect.Effect<ContactImportOutcome, StorageError>
+  /** One page of contacts, newest first (`created_at desc, uuid desc`), with the total. */
+  readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Contact>, StorageError>
+  /** The contact with this uuid. */
+  readonly findById: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<Option.Option<Contact>, StorageError>
+  /**
+   * Sets the given fields (`phone` in E.164; `null` clears a detail) and `updated_at`;
+   * a phone used by another contact of the organization → `PhoneTaken`, nothing written.
+   */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ContactId,
+    patch: { readonly phone?: string; readonly details: Partial<ContactDetails> },
+    now: string
+  ) => Effect.Effect<ContactUpdateOutcome, StorageError>
+  /** Deletes the contact with its group memberships and labels; `false` when none. */
+  readonly delete: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<boolean, StorageError>
+  /** The labels the contact carries, by name; `None` when there is no such contact. */
+  readonly labelsOf: (
+    organizationId: OrganizationId,
+    id: ContactId
+  ) => Effect.Effect<Option.Option<ReadonlyArray<Label>>, StorageError>
+}
+
+/**
+ * Outcome of creating or renaming a group.
+ *
+ * @category storage
+ */
+export type GroupWriteOutcome =
+  | { readonly _tag: "Written"; readonly group: Group }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "NameTaken" }
+
+/**
+ * Contact groups (audiences) of one organization. Names are unique per organization,
+ * compared with {@link nameKey} (trimmed, lowercase).
+ *
+ * @category storage
+ */
+export interface GroupRepository {
+  /** Inserts a group with `contacts_count` 0; `NameTaken` when the name is used. */
+  readonly create: (
+    organizationId: OrganizationId,
+    group: { readonly uuid: GroupId; readonly name: string; readonly now: string }
+  ) => Effect.Effect<GroupWriteOutcome, StorageError>
+  /** Renames a group and sets `updated_at`; `NotFound` or `NameTaken` write nothing. */
+  readonly rename: (
+    organizationId: OrganizationId,
+    id: GroupId,
+    name: string,
+    now: string
+  ) => Effect.Effect<GroupWriteOutcome, StorageError>
+  /** The group with this uuid. */
+  readonly findById: (organizationId: OrganizationId, id: GroupId) => Effect.Effect<Option.Option<Group>, StorageError>
+  /** The groups whose names match any of `names` by {@link nameKey}, in no particular order. */
+  readonly findByNames: (
+    organizationId: OrganizationId,
+    names: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<Group>, StorageError>
+  /** One page of groups, newest first, with the total. */
+  readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Group>, StorageError>
+}
+
+/**
+ * Outcome of creating a label.
+ *
+ * @category storage
+ */
+export type LabelCreateOutcome =
+  | { readonly _tag: "Created"; readonly label: Label }
+  | { readonly _tag: "NameTaken" }
+  | { readonly _tag: "LimitExceeded"; readonly limit: number; readonly usage: number }
+
+/**
+ * Outcome of assigning a label to contacts. `NotFound` lists what is missing and
+ * changed nothing.
+ *
+ * @category storage
+ */
+export type LabelAssignOutcome =
+  | { readonly _tag: "Assigned" }
+  | { readonly _tag: "NotFound"; readonly label: boolean; readonly contacts: ReadonlyArray<ContactId> }
+
+/**
+ * Labels (contact tags) of one organization. Names are unique per organization,
+ * compared with {@link nameKey}.
+ *
+ * @category storage
+ */
+export interface LabelRepository {
+  /**
+   * Inserts a label, in one atomic step with the `label_limit` check: when the
+   * organization already has `labelLimit` labels or more → `LimitExceeded`, nothing
+   * written.
+   */
+  readonly create: (
+    organizationId: OrganizationId,
+    label: { readonly uuid: LabelId; readonly name: string; readonly color: string; readonly now: string },
+    labelLimit: number | null
+  ) => Effect.Effect<LabelCreateOutcome, StorageError>
+  /** The label with this uuid. */
+  readonly findById: (organizationId: OrganizationId, id: LabelId) => Effect.Effect<Option.Option<Label>, StorageError>
+  /** The labels whose names match any of `names` by {@link nameKey}, in no particular order. */
+  readonly findByNames: (
+    organizationId: OrganizationId,
+    names: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<Label>, StorageError>
+  /** One page of labels, newest first, with the total. */
+  readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Label>, StorageError>
+  /** Deletes the labels among `ids` that exist, with their assignments; returns those deleted. */
+  readonly deleteMany: (
+    organizationId: OrganizationId,
+    ids: ReadonlyArray<LabelId>
+  ) => Effect.Effect<ReadonlyArray<LabelId>, StorageError>
+  /**
+   * Puts the label on every contact in `contactIds` that does not carry it yet
+   * (idempotent), all or nothing: an unknown label or contact → `NotFound`.
+   */
+  readonly assign: (
+    organizationId: OrganizationId,
+    id: LabelId,
+    contactIds: ReadonlyArray<ContactId>,
+    now: string
+  ) => Effect.Effect<LabelAssignOutcome, StorageError>
+}
+
+/**
+ * The key names are compared by for uniqueness (DESIGN §3b "Uniqueness"): trimmed and
+ * lowercased. Every adapter stores and matches this key.
+ *
+ * @category storage
+ */
+export const nameKey = (name: string): string => name.trim().toLowerCase()
+
+/**
  * The storage interface: one repository per domain (STYLE §1). Adapters (memory in
  * `@switchboard/core`, SQLite, MongoDB) provide it; `@switchboard/storage-contract` is
  * the suite every adapter must pass.
@@ -58,6 +256,9 @@ export interface OrganizationRepository {
  */
 export interface StorageService {
   readonly organizations: OrganizationRepository
+  readonly contacts: ContactRepository
+  readonly groups: GroupRepository
+  readonly labels: LabelRepository
 }
 
 /**

@@ -72,3 +72,11 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
  *   }))
  */
 export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => db.transaction(fn).immediate()
+
+/**
+ * Runs the reads of `fn` inside one deferred transaction (`BEGIN`), so that several
+ * statements (a page and its total, a record and its links) see one snapshot of the file
+ * even while other connections write; takes no write lock. Inside {@link transaction} it
+ * becomes a savepoint. Throws like any driver call: run it inside {@link attempt}.
+ */
+export const snapshot = <A>(db: Sqlite.Database, fn: () => A): A => db.transaction(fn).deferred()

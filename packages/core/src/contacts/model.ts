@@ -1,0 +1,125 @@
+import { Schema } from "effect"
+import type { GroupId, GroupSummary } from "../groups/model.js"
+import type { LabelSummary } from "../labels/model.js"
+
+/**
+ * Identifier of a contact.
+ *
+ * @category models
+ */
+export const ContactId = Schema.UUID.pipe(Schema.brand("ContactId"))
+/** @category models */
+export type ContactId = typeof ContactId.Type
+
+/**
+ * The writable text fields of a contact other than `phone` (SPEC §2 "Contact"). `null`
+ * means not set.
+ *
+ * @category models
+ */
+export interface ContactDetails {
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly email: string | null
+  readonly street: string | null
+  readonly city: string | null
+  readonly state: string | null
+  readonly zip: string | null
+  readonly country: string | null
+}
+
+/** Names of {@link ContactDetails}, in record order. */
+export const CONTACT_DETAIL_FIELDS = [
+  "first_name",
+  "last_name",
+  "email",
+  "street",
+  "city",
+  "state",
+  "zip",
+  "country"
+] as const satisfies ReadonlyArray<keyof ContactDetails>
+
+/**
+ * A contact record (DESIGN §3 "Records"): `phone` in E.164, unique per organization;
+ * the groups it belongs to and the labels it carries, each sorted by name.
+ *
+ * @category models
+ */
+export interface Contact extends ContactDetails {
+  readonly uuid: ContactId
+  readonly phone: string
+  readonly groups: ReadonlyArray<GroupSummary>
+  readonly labels: ReadonlyArray<LabelSummary>
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/**
+ * Input of one bulk-import row as the API takes it (SPEC §4 `POST /contacts/bulk`).
+ * `phone` and `first_name` are required; `group` holds group names or group uuids.
+ *
+ * @category models
+ */
+export interface ContactImportInput {
+  readonly first_name?: string
+  readonly last_name?: string
+  readonly phone?: string
+  readonly email?: string
+  readonly group?: ReadonlyArray<string>
+  readonly street?: string
+  readonly city?: string
+  readonly state?: string
+  readonly zip?: string
+  readonly country?: string
+}
+
+/**
+ * Input of a partial contact update (SPEC §4 `PUT /contacts/{uuid}`): fields left out
+ * are kept; `null` clears `last_name` or `email` (DESIGN §3b).
+ *
+ * @category models
+ */
+export interface ContactUpdateInput {
+  readonly first_name?: string
+  readonly last_name?: string | null
+  readonly phone?: string
+  readonly email?: string | null
+}
+
+/**
+ * A group named by a bulk-import row: by uuid (must exist) or by name (created when
+ * missing).
+ *
+ * @category models
+ */
+export type GroupReference =
+  | { readonly _tag: "ById"; readonly uuid: GroupId }
+  | { readonly _tag: "ByName"; readonly name: string }
+
+/**
+ * One validated, normalised import row for the store: `phone` in E.164, `details` only the
+ * fields the row set (they overwrite; absent ones are kept), `groups` to add the contact to.
+ *
+ * @category models
+ */
+export interface ContactImportRow {
+  readonly phone: string
+  readonly details: Partial<ContactDetails>
+  readonly groups: ReadonlyArray<GroupReference>
+}
+
+/**
+ * Result of a bulk import (DESIGN §3): one entry per distinct phone, in first-seen order.
+ *
+ * @category models
+ */
+export interface ContactImportResult {
+  readonly created: number
+  readonly updated: number
+  readonly contacts: ReadonlyArray<{
+    readonly uuid: ContactId
+    readonly phone: string
+    readonly status: "created" | "updated"
+  }>
+}

@@ -1,0 +1,231 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { readImportRow, mergeRowsByPhone } from "../contacts/importRows.js"
+import type { ContactId, ContactImportInput } from "../contacts/model.js"
+import { InvalidInput } from "../errors.js"
+import type { GroupId } from "../groups/model.js"
+import { nowIso } from "../internal/time.js"
+import { IssueCollector } from "../internal/validation.js"
+import { Labels } from "../labels/Labels.js"
+import { DEFAULT_LABEL_COLOR, type LabelId } from "../labels/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/errors.js"
+import { Settings } from "../shared/Settings.js"
+import type { StorageError } from "../storage/errors.js"
+import { nameKey, Storage } from "../storage/Storage.js"
+
+/**
+ * What an import created or matched (DESIGN §4 "import"): uuids by group name, label
+ * name and contact phone, each key as written in the file.
+ *
+ * @category models
+ */
+export interface ImportResult {
+  readonly groups: Readonly<Record<string, GroupId>>
+  readonly labels: Readonly<Record<string, LabelId>>
+  readonly contacts: Readonly<Record<string, ContactId>>
+}
+
+/**
+ * Imports an organization's data from one JSON document (DESIGN §4 "Import file format",
+ * docs/import.md): `groups`, `labels` and `contacts`, every key optional.
+ *
+ * @category services
+ */
+export interface ImportsService {
+  /**
+   * Validates the whole document first — every problem reported at once as
+   * `InvalidInput` with JSON paths such as `contacts[3].phone` — and checks the plan
+   * limits, so a rejected import writes nothing. Contacts are upserted by phone with their
+   * groups in one atomic store step; names in `group` and `labels` that the file does not
+   * list at the top are created. Existing groups and labels with the same name
+   * (case-insensitively) are matched, not duplicated.
+   */
+  readonly importDocument: (
+    organizationId: OrganizationId,
+    document: unknown
+  ) => Effect.Effect<ImportResult, InvalidInput | PlanLimitExceeded | StorageError>
+}
+
+/**
+ * Tag of the {@link ImportsService}.
+ *
+ * @category services
+ */
+export class Imports extends Context.Tag("@switchboard/core/Imports")<Imports, ImportsService>() {
+  static readonly layer: Layer.Layer<Imports, never, Storage | SecureRandom | Labels> = Layer.effect(
+    Imports,
+    Effect.suspend(() => make)
+  )
+}
+
+interface ReadDocument {
+  readonly groupNames: ReadonlyArray<string>
+  readonly labels: ReadonlyMap<string, { readonly name: string; readonly color: string }>
+  readonly contacts: ReadonlyArray<{ readonly phoneAsGiven: string; readonly labelNames: ReadonlyArray<string> }>
+  readonly rows: ReturnType<typeof mergeRowsByPhone>
+  readonly phones: ReadonlyArray<string>
+}
+
+const make = Effect.gen(function* () {
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  const labels = yield* Labels
+
+  const importDocument = Effect.fn("Imports.importDocument")(function* (organizationId: OrganizationId, document: unknown) {
+    const { defaultCountry } = yield* Settings
+    const collector = new IssueCollector()
+    const read = readDocument(collector, document, defaultCountry)
+    if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
+    const organization = yield* storage.organizations.findById(organizationId)
+    const plan = Option.map(organization, (org) => org.plan)
+    const labelLimit = Option.match(plan, { onNone: () => 0, onSome: (p) => p.label_limit })
+    const contactsLimit = Option.match(plan, { onNone: () => 0, onSome: (p) => p.contacts_limit })
+
+    const existingLabels = yield* storage.labels.findByNames(organizationId, [...read.labels.values()].map((l) => l.name))
+    const newLabels = [...read.labels.keys()].filter((key) => !existingLabels.some((label) => nameKey(label.name) === key))
+    if (labelLimit !== null && newLabels.length > 0) {
+      const usage = (yield* storage.labels.list(organizationId, { page: 1, per_page: 1 })).total
+      if (usage + newLabels.length > labelLimit) {
+        return yield* new PlanLimitExceeded({ plan_limit: "label_limit", limit: labelLimit, usage, requested: newLabels.length })
+      }
+    }
+
+    const ids = yield* random.uuids(read.rows.rows.length + read.rows.groupNames)
+    const outcome = yield* storage.contacts.importBulk(organizationId, {
+      rows: read.rows.rows,
+      ids,
+      contactsLimit,
+      now: yield* nowIso
+    })
+    if (outcome._tag === "LimitExceeded") {
+      return yield* new PlanLimitExceeded({ plan_limit: "contacts_limit", ...outcome })
+    }
+    if (outcome._tag === "GroupsNotFound") {
+      return yield* new InvalidInput({
+        issues: outcome.uuids.map((uuid) => ({ code: "group_not_found", field: read.rows.groupFields.get(uuid) ?? "contacts", message: `No group with uuid ${uuid}` }))
+      })
+    }
+    const contactIds = new Map(outcome.result.contacts.map((entry) => [entry.phone, entry.uuid]))
+
+    const groups = yield* ensureGroups(organizationId, read.groupNames)
+    const labelIds = yield* ensureLabels(organizationId, read.labels)
+    yield* assignLabels(organizationId, read, contactIds, labelIds)
+    return {
+      groups,
+      labels: Object.fromEntries([...read.labels.values()].map(({ name }) => [name, labelIds.get(nameKey(name)) as LabelId])),
+      contacts: Object.fromEntries(read.contacts.map((contact, index) => [contact.phoneAsGiven, contactIds.get(read.phones[index] ?? "") as ContactId]))
+    } satisfies ImportResult
+  })
+
+  /** Every group the document names, created when missing; uuids by name as written. */
+  const ensureGroups = (organizationId: OrganizationId, names: ReadonlyArray<string>) =>
+    Effect.gen(function* () {
+      const found = new Map((yield* storage.groups.findByNames(organizationId, names)).map((group) => [nameKey(group.name), group.uuid]))
+      for (const name of names) {
+        if (found.has(nameKey(name))) continue
+        const uuid = (yield* random.uuid()) as GroupId
+        const outcome = yield* storage.groups.create(organizationId, { uuid, name, now: yield* nowIso })
+        if (outcome._tag === "Written") found.set(nameKey(name), uuid)
+      }
+      return Object.fromEntries(names.map((name) => [name, found.get(nameKey(name)) as GroupId]))
+    })
+
+  /** Every label the document names, created when missing; uuids by name key. */
+  const ensureLabels = (organizationId: OrganizationId, wanted: ReadDocument["labels"]) =>
+    Effect.gen(function* () {
+      const found = new Map(
+        (yield* storage.labels.findByNames(organizationId, [...wanted.values()].map((l) => l.name))).map((label) => [nameKey(label.name), label.uuid])
+      )
+      for (const [key, label] of wanted) {
+        if (found.has(key)) continue
+        const created = yield* labels.create(organizationId, label).pipe(
+          Effect.catchTag("UniqueValueTaken", (error: UniqueValueTaken) => Effect.die(error))
+        )
+        found.set(key, created.uuid)
+      }
+      return found
+    })
+
+  const assignLabels = (
+    organizationId: OrganizationId,
+    read: ReadDocument,
+    contactIds: ReadonlyMap<string, ContactId>,
+    labelIds: ReadonlyMap<string, LabelId>
+  ) =>
+    Effect.gen(function* () {
+      const carriers = new Map<LabelId, Array<ContactId>>()
+      read.contacts.forEach((contact, index) => {
+        const contactId = contactIds.get(read.phones[index] ?? "")
+        for (const name of contact.labelNames) {
+          const labelId = labelIds.get(nameKey(name))
+          if (labelId === undefined || contactId === undefined) continue
+          carriers.set(labelId, [...(carriers.get(labelId) ?? []), contactId])
+        }
+      })
+      for (const [labelId, contacts] of carriers) {
+        const outcome = yield* storage.labels.assign(organizationId, labelId, [...new Set(contacts)], yield* nowIso)
+        if (outcome._tag === "NotFound") {
+          return yield* Effect.die(new RecordNotFound({ missing: [{ resource: "label", uuid: labelId }] }))
+        }
+      }
+    })
+
+  return { importDocument } satisfies ImportsService
+})
+
+/** Reads and checks the whole document, collecting every issue. */
+const readDocument = (
+  collector: IssueCollector,
+  document: unknown,
+  defaultCountry: Parameters<typeof readImportRow>[3]
+): ReadDocument => {
+  const root = isRecord(document) ? document : (collector.add("invalid_type", "", "The import file must be a JSON object"), {})
+  const groupNames: Array<string> = []
+  for (const [index, group] of arrayAt(collector, root, "groups").entries()) {
+    const name = collector.requiredText(`groups[${index}].name`, isRecord(group) ? group.name : undefined)
+    if (name !== "" && !groupNames.some((known) => nameKey(known) === nameKey(name))) groupNames.push(name)
+  }
+  const labels = new Map<string, { name: string; color: string }>()
+  for (const [index, label] of arrayAt(collector, root, "labels").entries()) {
+    const record = isRecord(label) ? label : {}
+    const name = collector.requiredText(`labels[${index}].name`, record.name)
+    const color = (collector.optionalText(`labels[${index}].color`, record.color) ?? DEFAULT_LABEL_COLOR).toLowerCase()
+    if (!/^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/.test(color)) collector.add("invalid_format", `labels[${index}].color`, "color must be a CSS hex color")
+    if (name !== "" && !labels.has(nameKey(name))) labels.set(nameKey(name), { name, color })
+  }
+  const contacts: Array<{ phoneAsGiven: string; labelNames: Array<string> }> = []
+  const rows = arrayAt(collector, root, "contacts").map((contact, index) => {
+    const record = (isRecord(contact) ? contact : {}) as ContactImportInput & { labels?: unknown }
+    const row = readImportRow(collector, `contacts[${index}]`, record, defaultCountry)
+    const labelNames: Array<string> = []
+    for (const [position, entry] of (Array.isArray(record.labels) ? record.labels : []).entries()) {
+      const name = collector.requiredText(`contacts[${index}].labels[${position}]`, entry)
+      if (name === "") continue
+      labelNames.push(name)
+      if (!labels.has(nameKey(name))) labels.set(nameKey(name), { name, color: DEFAULT_LABEL_COLOR })
+    }
+    const groups = row.groups.map((reference) => {
+      if (reference._tag !== "ByName") return reference
+      const known = groupNames.find((name) => nameKey(name) === nameKey(reference.name))
+      if (known === undefined) groupNames.push(reference.name)
+      return { ...reference, name: known ?? reference.name }
+    })
+    contacts.push({ phoneAsGiven: typeof record.phone === "string" ? record.phone : "", labelNames })
+    return { ...row, groups }
+  })
+  return { groupNames, labels, contacts, rows: mergeRowsByPhone(rows), phones: rows.map((row) => row.phone) }
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const arrayAt = (collector: IssueCollector, root: Record<string, unknown>, key: string): ReadonlyArray<unknown> => {
+  const value = root[key]
+  if (value === undefined) return []
+  if (!Array.isArray(value)) {
+    collector.add("invalid_type", key, `${key} must be an array`)
+    return []
+  }
+  return value
+}

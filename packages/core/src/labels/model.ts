@@ -1,0 +1,41 @@
+import { Schema } from "effect"
+
+/**
+ * Identifier of a label (contact tag); SPEC calls it `tag_uuid` in bodies.
+ *
+ * @category models
+ */
+export const LabelId = Schema.UUID.pipe(Schema.brand("LabelId"))
+/** @category models */
+export type LabelId = typeof LabelId.Type
+
+/**
+ * A label (contact tag), DESIGN §3 "Records": `color` is a lowercase CSS hex color
+ * (`#rgb` or `#rrggbb`), `contacts_count` the number of contacts carrying it now.
+ *
+ * @category models
+ */
+export const Label = Schema.Struct({
+  uuid: LabelId,
+  name: Schema.String,
+  color: Schema.String,
+  contacts_count: Schema.Int,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+/** @category models */
+export type Label = typeof Label.Type
+
+/**
+ * A label as embedded in a contact record.
+ *
+ * @category models
+ */
+export interface LabelSummary {
+  readonly uuid: LabelId
+  readonly name: string
+  readonly color: string
+}
+
+/** The color of a label created without one (DESIGN §3b). */
+export const DEFAULT_LABEL_COLOR = "#808080"

@@ -1,0 +1,61 @@
+import { Schema } from "effect"
+
+/**
+ * A record a request names does not exist in the organization (or belongs to another
+ * one, which is the same to the caller): HTTP 404 `not_found`, one error item per
+ * missing uuid (DESIGN §3 "Resources", §3b "Uuids in bodies").
+ *
+ * @category errors
+ */
+export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("RecordNotFound", {
+  missing: Schema.Array(
+    Schema.Struct({
+      resource: Schema.Literal("contact", "group", "label", "basic_reply", "template", "chat", "message"),
+      uuid: Schema.String,
+      field: Schema.optional(Schema.String)
+    })
+  )
+}) {
+  override get message(): string {
+    const [first] = this.missing
+    return this.missing.length === 1 && first !== undefined
+      ? `No ${first.resource.replace("_", " ")} with uuid ${first.uuid}`
+      : `${this.missing.length} records not found`
+  }
+}
+
+/**
+ * A plan limit blocks the action (SPEC §7 403, §8 "Other limits"): `plan_limit` names it,
+ * `limit` is its value, `usage` the current count, `requested` how many would be added.
+ * HTTP 403 `contacts_limit_reached` or `label_limit_reached`.
+ *
+ * @category errors
+ */
+export class PlanLimitExceeded extends Schema.TaggedError<PlanLimitExceeded>()("PlanLimitExceeded", {
+  plan_limit: Schema.Literal("contacts_limit", "label_limit"),
+  limit: Schema.Int,
+  usage: Schema.Int,
+  requested: Schema.Int
+}) {
+  override get message(): string {
+    const noun = this.plan_limit === "contacts_limit" ? "contacts" : "labels"
+    return `Plan limit reached: ${noun} limit is ${this.limit}, ${this.usage} in use, ${this.requested} more requested`
+  }
+}
+
+/**
+ * A unique value is already used by another record of the organization: a contact's
+ * phone (`phone_taken`), a label or group name (`label_name_taken`, `group_name_taken`),
+ * a basic-reply trigger (`trigger_taken`). HTTP 400.
+ *
+ * @category errors
+ */
+export class UniqueValueTaken extends Schema.TaggedError<UniqueValueTaken>()("UniqueValueTaken", {
+  code: Schema.Literal("phone_taken", "label_name_taken", "group_name_taken", "trigger_taken"),
+  field: Schema.String,
+  value: Schema.String
+}) {
+  override get message(): string {
+    return `${this.field} '${this.value}' is already used by another record`
+  }
+}

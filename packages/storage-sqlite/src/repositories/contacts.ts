@@ -1,0 +1,81 @@
+import { Option } from "effect"
+import type { Contact, ContactRepository, ContactUpdateOutcome, OrganizationId } from "@switchboard/core"
+import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { importRows, updateContactRow } from "./contacts-import.js"
+import {
+  CONTACT_COLUMNS,
+  type ContactRow,
+  countOf,
+  decodeLabel,
+  LABEL_SELECT,
+  type LabelRow,
+  NEWEST_FIRST,
+  pageBounds,
+  withRelations
+} from "./rows.js"
+
+/**
+ * `Storage.contacts` on SQLite: table `contacts` with `group_members` and `contact_labels`
+ * (migration 2). `importBulk` and `update` are each one `BEGIN IMMEDIATE` transaction, so
+ * the plan-limit and phone checks and the writes are atomic across processes; reads of
+ * several statements share one snapshot. A list or read costs a fixed number of queries
+ * (the rows, the total, their groups, their labels), never one per contact.
+ *
+ * @category repositories
+ */
+export const contactRepository: RepositoryFactory<ContactRepository> = (db, statements) => ({
+  importBulk: (organizationId, request) =>
+    attempt("contacts.importBulk", () => transaction(db, () => importRows(statements, organizationId, request))),
+  list: (organizationId, page) =>
+    attempt("contacts.list", () =>
+      snapshot(db, () => {
+        const rows = statements.prepare<ContactRow>(SQL.page).all(organizationId, ...pageBounds(page))
+        return { items: withRelations(statements, rows), total: countOf(statements, SQL.count, organizationId) }
+      })
+    ),
+  findById: (organizationId, id) =>
+    attempt("contacts.findById", () => snapshot(db, () => Option.fromNullable(find(statements, organizationId, id)))),
+  update: (organizationId, id, patch, now) =>
+    attempt("contacts.update", () =>
+      transaction(db, (): ContactUpdateOutcome => {
+        const current = statements.prepare<ContactRow>(SQL.findById).get(organizationId, id)
+        if (current === undefined) return { _tag: "NotFound" }
+        if (patch.phone !== undefined && patch.phone !== current.phone) {
+          if (statements.prepare(SQL.phoneOwner).get(organizationId, patch.phone) !== undefined) {
+            return { _tag: "PhoneTaken" }
+          }
+        }
+        updateContactRow(statements, id, patch.phone, patch.details, now)
+        return { _tag: "Updated", contact: find(statements, organizationId, id)! }
+      })
+    ),
+  delete: (organizationId, id) =>
+    attempt("contacts.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
+  labelsOf: (organizationId, id) =>
+    attempt("contacts.labelsOf", () =>
+      snapshot(db, () =>
+        statements.prepare(SQL.exists).get(organizationId, id) === undefined
+          ? Option.none()
+          : Option.some(statements.prepare<LabelRow>(SQL.labelsOf).all(id, organizationId).map(decodeLabel))
+      )
+    )
+})
+
+const SQL = {
+  page: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? ${NEWEST_FIRST}`,
+  count: "SELECT COUNT(*) AS count FROM contacts WHERE organization_id = ?",
+  findById: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? AND uuid = ?`,
+  exists: "SELECT 1 AS found FROM contacts WHERE organization_id = ? AND uuid = ?",
+  phoneOwner: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",
+  // group_members and contact_labels rows go with it (ON DELETE CASCADE, foreign_keys = ON).
+  delete: "DELETE FROM contacts WHERE organization_id = ? AND uuid = ?",
+  labelsOf: `${LABEL_SELECT} JOIN contact_labels AS mine ON mine.label_uuid = l.uuid
+    WHERE mine.contact_uuid = ? AND l.organization_id = ?
+    ORDER BY l.name, l.uuid`
+} as const
+
+/** The contact with its groups and labels, or `undefined`. */
+const find = (statements: Statements, organizationId: OrganizationId, id: string): Contact | undefined => {
+  const row = statements.prepare<ContactRow>(SQL.findById).get(organizationId, id)
+  return row === undefined ? undefined : withRelations(statements, [row])[0]
+}
