@@ -10,6 +10,7 @@
  * @packageDocumentation
  */
 import { Command, CommanderError } from "commander"
+import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
 
@@ -21,11 +22,12 @@ import { registerOrganizationCommands } from "./commands/org.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations and API keys. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys and data import. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
   registerKeyCommands(program)
+  registerImportCommand(program)
   return program
 }
 

@@ -1,0 +1,47 @@
+import { readFile } from "node:fs/promises"
+import { Imports, InvalidInput, Organizations, type OrganizationId } from "@switchboard/core"
+import type { Command } from "commander"
+import { Effect } from "effect"
+import { parseUuid, runAdminCommand } from "./admin.js"
+
+/**
+ * Registers `import --org ID --file F.json` (DESIGN §4, docs/import.md): imports groups,
+ * labels and contacts from a JSON file into the organization, all or nothing, and prints
+ * `{groups: {name: uuid}, labels: {name: uuid}, contacts: {phone: uuid}}` with keys as
+ * written in the file. A file that cannot be read or parsed, or any invalid entry, prints
+ * the problems on stderr and exits 1 with nothing written.
+ *
+ * @category cli
+ */
+export const registerImportCommand = (program: Command): void => {
+  program
+    .command("import")
+    .description("import groups, labels and contacts from a JSON file; prints the uuids created or matched")
+    .requiredOption("--org <org_id>", "organization id", parseUuid)
+    .requiredOption("--file <path>", "JSON file in the import format (docs/import.md)")
+    .action((options: { readonly org: string; readonly file: string }) =>
+      runAdminCommand(
+        Effect.gen(function* () {
+          const organization = yield* (yield* Organizations).get(options.org as OrganizationId)
+          const document = yield* readJsonFile(options.file)
+          const imports = yield* Imports
+          return yield* imports.importDocument(organization.id, document)
+        })
+      )
+    )
+}
+
+const readJsonFile = (path: string) =>
+  Effect.tryPromise({
+    try: async (): Promise<unknown> => JSON.parse(await readFile(path, "utf8")),
+    catch: (error) =>
+      new InvalidInput({
+        issues: [
+          {
+            code: "invalid_file",
+            field: "file",
+            message: `cannot read ${path} as JSON: ${error instanceof Error ? error.message : String(error)}`
+          }
+        ]
+      })
+  })
