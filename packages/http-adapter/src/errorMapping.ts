@@ -25,6 +25,20 @@ export const domainErrorResponses: {
   ApiKeyInvalid: (error) => failureResponse(401, "invalid_api_key", error.message),
   SubscriptionInactive: (error) => failureResponse(403, "subscription_inactive", error.message),
   ApiAccessNotAllowed: (error) => failureResponse(403, "api_access_not_allowed", error.message),
+  RecordNotFound: (error) =>
+    failureResponse(
+      404,
+      "not_found",
+      error.message,
+      error.missing.map((missing) => ({
+        code: "not_found",
+        message: `No ${missing.resource.replace("_", " ")} with uuid ${missing.uuid}`,
+        ...(missing.field === undefined ? {} : { field: missing.field })
+      }))
+    ),
+  PlanLimitExceeded: (error) => failureResponse(403, `${error.plan_limit}_reached`, error.message),
+  UniqueValueTaken: (error) =>
+    failureResponse(400, error.code, error.message, [{ code: error.code, message: error.message, field: error.field }]),
   StorageError: () => internalErrorResponse()
 }
 

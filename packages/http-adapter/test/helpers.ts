@@ -1,4 +1,6 @@
-import type { IncomingMessage, ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { expect } from "vitest"
 import { Effect, Layer } from "effect"
 import inject from "light-my-request"
 import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput } from "@switchboard/core"
@@ -19,6 +21,20 @@ export const createOrganization = (
       const key = yield* organizations.issueApiKey(organization.id)
       return { organization, key }
     }).pipe(Effect.provide(Core.layer), Effect.provide(storage))
+  )
+
+/** Changes an organization's plan in `storage` (fields left out are kept). */
+export const updatePlan = (
+  storage: Layer.Layer<Storage>,
+  id: Parameters<Organizations["Type"]["update"]>[0],
+  plan: NonNullable<CreateOrganizationInput["plan"]>
+) =>
+  Effect.runPromise(
+    Organizations.pipe(
+      Effect.flatMap((organizations) => organizations.update(id, { plan })),
+      Effect.provide(Core.layer),
+      Effect.provide(storage)
+    )
   )
 
 /** Revokes a key in `storage`. */
@@ -44,3 +60,122 @@ export const request = (
 ) => inject((req, res) => listener(req, res), options)
 
 export const bearer = (apiKey: string) => ({ authorization: `Bearer ${apiKey}` })
+
+/** A parsed response of the API: HTTP status and the envelope. */
+export interface ApiResult {
+  readonly status: number
+  /** The envelope's free-form `data`, typed loosely so tests can read into it. */
+  readonly data: any
+  readonly message: string
+  readonly errors: ReadonlyArray<{ readonly code: string; readonly message: string; readonly field?: string }>
+}
+
+/**
+ * Checks the envelope rules every response must keep (SPEC §4, §7; DESIGN §3 "Envelope"):
+ * exactly the five keys, `status` equal to the HTTP status, never a 500, a success with
+ * `errors: []`, a failure with `data: null` and at least one `{code, message, field?}`
+ * item, and no stack trace anywhere in the body.
+ */
+export const expectEnvelope = (status: number, rawBody: string): ApiResult => {
+  expect(status).toBeLessThan(500)
+  expect(rawBody).not.toMatch(/\bat .+:\d+:\d+|node_modules|\.[cm]?[jt]s:\d+/)
+  const body = JSON.parse(rawBody) as Record<string, unknown>
+  expect(Object.keys(body).sort()).toEqual(["data", "errors", "message", "status", "success"])
+  expect(body.status).toBe(status)
+  expect(typeof body.message).toBe("string")
+  const errors = body.errors as ApiResult["errors"]
+  if (status === 200) {
+    expect(body.success).toBe(true)
+    expect(errors).toEqual([])
+  } else {
+    expect(body.success).toBe(false)
+    expect(body.data).toBeNull()
+    expect(errors.length).toBeGreaterThan(0)
+    for (const error of errors) {
+      expect(error.code).toMatch(/^[a-z][a-z0-9_]*$/)
+      expect(typeof error.message).toBe("string")
+      for (const key of Object.keys(error)) expect(["code", "message", "field"]).toContain(key)
+      if (error.field !== undefined) expect(typeof error.field).toBe("string")
+    }
+  }
+  return { status, data: body.data, message: body.message as string, errors }
+}
+
+/** A client of one organization: JSON in, envelope checked by {@link expectEnvelope}. */
+export const apiClient = (listener: (req: IncomingMessage, res: ServerResponse) => void, apiKey: string) => {
+  const call = async (method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown): Promise<ApiResult> => {
+    const response = await request(listener, {
+      method,
+      url: `/api/v1/api${path}`,
+      headers: { ...bearer(apiKey), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) })
+    })
+    return expectEnvelope(response.statusCode, response.body)
+  }
+  return {
+    get: (path: string) => call("GET", path),
+    post: (path: string, body: unknown) => call("POST", path, body),
+    put: (path: string, body: unknown) => call("PUT", path, body),
+    delete: (path: string) => call("DELETE", path)
+  }
+}
+
+/** The client type of {@link apiClient}. */
+export type ApiClient = ReturnType<typeof apiClient>
+
+/**
+ * A fresh organization in `storage` and a client for it on `handler`: every test gets its
+ * own tenant, so no test depends on another's data.
+ */
+export const makeTenant = async (
+  storage: Layer.Layer<Storage>,
+  handler: SwitchboardHandler,
+  input: CreateOrganizationInput = { name: "Acme" }
+) => {
+  const { organization, key } = await createOrganization(storage, input)
+  return { organization, apiKey: key.api_key, api: apiClient(handler, key.api_key) }
+}
+
+/** A valid, distinct E.164 phone for each `n` in 0–9 999 999 (Dutch mobile range). */
+export const phone = (n: number): string => `+3161${String(n).padStart(7, "0")}`
+
+/** `count` import rows with distinct phones starting at `from`. */
+export const contactRows = (from: number, count: number, extra: Record<string, unknown> = {}) =>
+  Array.from({ length: count }, (_, index) => ({ first_name: `Person ${from + index}`, phone: phone(from + index), ...extra }))
+
+/** Imports `rows` and expects a 200; returns the result data. */
+export const importContacts = async (api: ApiClient, rows: ReadonlyArray<unknown>) => {
+  const result = await api.post("/contacts/bulk", { contacts: rows })
+  expect(result.status, JSON.stringify(result.errors)).toBe(200)
+  return result.data as { created: number; updated: number; contacts: Array<{ uuid: string; phone: string; status: string }> }
+}
+
+/** Every contact of the organization (up to 100), newest first. */
+export const allContacts = async (api: ApiClient) => {
+  const result = await api.get("/contacts?per_page=100")
+  expect(result.status).toBe(200)
+  return result.data.contacts as Array<Record<string, unknown> & { uuid: string; phone: string }>
+}
+
+/** A well-formed uuid no record has. */
+export const UNKNOWN_UUID = "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a"
+
+/**
+ * Serves `handler` on a real `node:http` server on a free port (for concurrency tests over
+ * sockets); `fetchApi` sends one JSON request and checks the envelope.
+ */
+export const listen = async (handler: SwitchboardHandler) => {
+  const server = createServer(handler)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/api`
+  const fetchApi = async (apiKey: string, method: string, path: string, body?: unknown): Promise<ApiResult> => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...bearer(apiKey), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    return expectEnvelope(response.status, await response.text())
+  }
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  return { base, fetchApi, close }
+}

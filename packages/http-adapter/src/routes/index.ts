@@ -1,3 +1,20 @@
+import {
+  contactLabelsRoute,
+  deleteContactRoute,
+  getContactRoute,
+  importContactsRoute,
+  listContactsRoute,
+  updateContactRoute
+} from "./contacts.js"
+import { createGroupRoute, listGroupsRoute, renameGroupRoute } from "./groups.js"
+import {
+  assignLabelRoute,
+  bulkDeleteLabelsRoute,
+  createLabelRoute,
+  deleteLabelRoute,
+  getLabelRoute,
+  listLabelsRoute
+} from "./labels.js"
 import type { RouteDefinition } from "./route.js"
 import { verifyRoute } from "./verify.js"
 
@@ -6,4 +23,21 @@ import { verifyRoute } from "./verify.js"
  *
  * @category routes
  */
-export const defaultRoutes: ReadonlyArray<RouteDefinition> = [verifyRoute]
+export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
+  verifyRoute,
+  importContactsRoute,
+  listContactsRoute,
+  getContactRoute,
+  updateContactRoute,
+  deleteContactRoute,
+  contactLabelsRoute,
+  assignLabelRoute,
+  createGroupRoute,
+  renameGroupRoute,
+  listGroupsRoute,
+  createLabelRoute,
+  listLabelsRoute,
+  getLabelRoute,
+  deleteLabelRoute,
+  bulkDeleteLabelsRoute
+]

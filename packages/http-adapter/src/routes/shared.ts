@@ -1,0 +1,52 @@
+import type { ValidationSchema } from "fastest-validator"
+import { paginationOf, type Page, type PageRequest } from "@switchboard/core"
+
+/** Path parameters of every `/{uuid}` route: a UUID string, else 400 naming `uuid`. */
+export const uuidParams: ValidationSchema = { uuid: { type: "uuid" } }
+
+/**
+ * Query of the paginated lists (DESIGN §3 "Pagination"): `page` ≥ 1 (default 1) and
+ * `per_page` 1–100 (default 20), integers.
+ */
+export const pageQuery: ValidationSchema = {
+  page: { type: "number", integer: true, min: 1, convert: true, optional: true },
+  per_page: { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true }
+}
+
+/** The page request of a validated {@link pageQuery}, with defaults. */
+export const pageRequestOf = (query: Readonly<Record<string, unknown>>): PageRequest => ({
+  page: typeof query.page === "number" ? query.page : 1,
+  per_page: typeof query.per_page === "number" ? query.per_page : 20
+})
+
+/** List data `{<name>: [...], pagination}` (DESIGN §3 "Pagination"). */
+export const listData = <A>(name: string, request: PageRequest, page: Page<A>) => ({
+  [name]: page.items,
+  pagination: paginationOf(request, page.total)
+})
+
+/** One uuid, or an array of 1–1000 uuids (DESIGN §3 "Resources"). */
+export const uuidOrUuids = {
+  type: "multi",
+  rules: [
+    { type: "uuid" },
+    { type: "array", items: { type: "uuid" }, min: 1, max: 1000 }
+  ]
+} as const
+
+/**
+ * A validated uuid in lowercase, the form ids are stored in: uuids are case-insensitive on
+ * input (RFC 9562), so `0190F6B4-…` names the same record as `0190f6b4-…`.
+ */
+export const uuidOf = <Id extends string>(value: unknown): Id => String(value).toLowerCase() as Id
+
+/** A validated {@link uuidOrUuids} value as an array of lowercase uuids. */
+export const uuidsOf = <Id extends string>(value: unknown): ReadonlyArray<Id> =>
+  (Array.isArray(value) ? value : [value]).map((item) => uuidOf<Id>(item))
+
+/** `{id, message, ...record}`: SPEC's `{id, message}` data carrying the record (DESIGN §3b). */
+export const withIdAndMessage = <R extends { readonly uuid: string }>(message: string, record: R) => ({
+  id: record.uuid,
+  message,
+  ...record
+})

@@ -1,0 +1,133 @@
+import { afterAll, describe, expect, it } from "vitest"
+import { allContacts, contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, type ApiClient } from "./helpers.js"
+
+const storage = makeSharedStorage()
+const handler = makeHandler(storage)
+afterAll(() => handler.dispose())
+
+/**
+ * Two organizations on one store: the owner has a contact in a group carrying a label;
+ * the intruder has a contact and a label of its own.
+ */
+const setUp = async () => {
+  const owner = (await makeTenant(storage, handler, { name: "Owner" })).api
+  const intruder = (await makeTenant(storage, handler, { name: "Intruder" })).api
+  const [contact] = (await importContacts(owner, [{ first_name: "Ada", phone: phone(1), group: ["Customers"] }])).contacts
+  const label = (await owner.post("/labels", { name: "VIP", color: "#f00" })).data
+  await owner.post("/contacts/labels/assign", { contact_uuids: contact?.uuid, tag_uuid: label.uuid })
+  const group = (await owner.get("/contact-groups")).data.groups[0]
+  const [ownContact] = (await importContacts(intruder, [{ first_name: "Eve", phone: phone(2) }])).contacts
+  const ownLabel = (await intruder.post("/labels", { name: "Mine" })).data
+  return {
+    owner,
+    intruder,
+    contactId: contact?.uuid as string,
+    labelId: label.uuid as string,
+    groupId: group.uuid as string,
+    ownContactId: ownContact?.uuid as string,
+    ownLabelId: ownLabel.uuid as string
+  }
+}
+
+/** Everything the owner can see, to compare before and after the intruder's attempts. */
+const snapshot = async (api: ApiClient) => ({
+  contacts: (await api.get("/contacts")).data,
+  groups: (await api.get("/contact-groups")).data,
+  labels: (await api.get("/labels")).data
+})
+
+const expectNotFound = (result: { status: number; errors: ReadonlyArray<{ code: string }> }) => {
+  expect(result.status).toBe(404)
+  expect(result.errors.length).toBeGreaterThan(0)
+  for (const error of result.errors) expect(error.code).toBe("not_found")
+}
+
+describe("tenant isolation (STYLE §3, DESIGN §3b 'Uuids in bodies')", () => {
+  it("another organization's key cannot read, change or delete the contacts, groups or labels: 404, data unchanged", async () => {
+    const { owner, intruder, contactId, labelId, groupId } = await setUp()
+    const before = await snapshot(owner)
+    expectNotFound(await intruder.get(`/contacts/${contactId}`))
+    expectNotFound(await intruder.get(`/contacts/${contactId}/labels`))
+    expectNotFound(await intruder.get(`/labels/${labelId}`))
+    expectNotFound(await intruder.put(`/contacts/${contactId}`, { first_name: "Hacked", email: null }))
+    expectNotFound(await intruder.put(`/contact-groups/${groupId}`, { name: "Hacked" }))
+    expectNotFound(await intruder.delete(`/contacts/${contactId}`))
+    expectNotFound(await intruder.delete(`/labels/${labelId}`))
+    expect(await snapshot(owner)).toEqual(before)
+  })
+
+  it("lists never show another organization's records", async () => {
+    const { owner, intruder, ownContactId, ownLabelId } = await setUp()
+    const contacts = (await intruder.get("/contacts")).data
+    expect(contacts.pagination.total).toBe(1)
+    expect(contacts.contacts.map((contact: { uuid: string }) => contact.uuid)).toEqual([ownContactId])
+    expect((await intruder.get("/contact-groups")).data).toEqual({ groups: [], pagination: { page: 1, per_page: 20, total: 0, total_pages: 0 } })
+    expect((await intruder.get("/labels")).data.labels.map((label: { uuid: string }) => label.uuid)).toEqual([ownLabelId])
+    expect((await owner.get("/contacts")).data.pagination.total).toBe(1)
+    expect((await owner.get("/labels")).data.pagination.total).toBe(1)
+  })
+
+  it("assign → 404 for another organization's contact or label, nothing changed on either side", async () => {
+    const { owner, intruder, contactId, labelId, ownContactId, ownLabelId } = await setUp()
+    const before = await snapshot(owner)
+    const foreignContact = await intruder.post("/contacts/labels/assign", { contact_uuids: [ownContactId, contactId], tag_uuid: ownLabelId })
+    expectNotFound(foreignContact)
+    expect(foreignContact.errors).toHaveLength(1)
+    expect(foreignContact.errors[0]?.message).toContain(contactId)
+    expectNotFound(await intruder.post("/contacts/labels/assign", { contact_uuids: ownContactId, tag_uuid: labelId }))
+    expect((await intruder.get(`/contacts/${ownContactId}/labels`)).data).toEqual({ labels: [] })
+    expect(await snapshot(owner)).toEqual(before)
+  })
+
+  it("bulk-delete reports another organization's labels as not_found and leaves them alone", async () => {
+    const { owner, intruder, labelId, ownLabelId } = await setUp()
+    const result = await intruder.post("/labels/bulk-delete", { tag_uuids: [labelId, ownLabelId] })
+    expect(result.status).toBe(200)
+    expect(result.data).toEqual({ deleted: 1, tag_uuids: [ownLabelId], not_found: [labelId] })
+    const still = await owner.get(`/labels/${labelId}`)
+    expect(still.status).toBe(200)
+    expect(still.data).toMatchObject({ name: "VIP", contacts_count: 1 })
+  })
+
+  it("bulk import cannot add contacts to another organization's group by uuid: 400 group_not_found", async () => {
+    const { owner, intruder, groupId } = await setUp()
+    const before = await snapshot(owner)
+    const result = await intruder.post("/contacts/bulk", { contacts: [{ first_name: "Eve", phone: phone(3), group: [groupId] }] })
+    expect(result.status).toBe(400)
+    expect(result.errors).toEqual([{ code: "group_not_found", field: "contacts[0].group[0]", message: expect.any(String) }])
+    expect((await intruder.get("/contacts")).data.pagination.total).toBe(1)
+    expect(await snapshot(owner)).toEqual(before)
+  })
+
+  it("the same phone, label name and group name may exist in both organizations, independently", async () => {
+    const { owner, intruder, contactId } = await setUp()
+    const imported = await importContacts(intruder, [{ first_name: "Other Ada", phone: "+31 6 1000 0001", group: ["customers"] }])
+    expect(imported).toMatchObject({ created: 1, updated: 0 })
+    expect(imported.contacts[0]?.uuid).not.toBe(contactId)
+    expect((await intruder.post("/labels", { name: "vip" })).status).toBe(200)
+    expect((await intruder.post("/contact-groups", { name: "Leads" })).status).toBe(200)
+    expect((await owner.post("/contact-groups", { name: "leads" })).status).toBe(200)
+    const owned = await owner.get(`/contacts/${contactId}`)
+    expect(owned.data).toMatchObject({ first_name: "Ada", phone: phone(1), groups: [{ name: "Customers" }], labels: [{ name: "VIP" }] })
+    expect((await owner.get("/contact-groups")).data.groups.find((g: { name: string }) => g.name === "Customers").contacts_count).toBe(1)
+    expect((await allContacts(owner)).map((contact) => contact.first_name)).toEqual(["Ada"])
+  })
+
+  it("PUT may give a contact a phone another organization uses", async () => {
+    const { owner, intruder, contactId, ownContactId } = await setUp()
+    const result = await intruder.put(`/contacts/${ownContactId}`, { phone: "+31 6 1000 0001" })
+    expect(result.status).toBe(200)
+    expect(result.data.phone).toBe(phone(1))
+    expect((await owner.get(`/contacts/${contactId}`)).data).toMatchObject({ first_name: "Ada", phone: phone(1) })
+  })
+
+  it("plan limits count only the organization's own records", async () => {
+    const { owner } = await setUp()
+    await importContacts(owner, contactRows(100, 5))
+    for (const name of ["A", "B"]) await owner.post("/labels", { name })
+    const small = (await makeTenant(storage, handler, { name: "Small", plan: { contacts_limit: 2, label_limit: 1 } })).api
+    expect(await importContacts(small, contactRows(100, 2))).toMatchObject({ created: 2 })
+    expect((await small.post("/labels", { name: "A" })).status).toBe(200)
+    expect((await small.post("/labels", { name: "B" })).status).toBe(403)
+  })
+})
