@@ -4,3 +4,4 @@ import { run as bulkImport } from "./bulk-import.mjs"
 
 console.log(`Switchboard benchmarks — node ${process.version}, ${new Date().toISOString()}\n`)
 console.log(await bulkImport())
+console.log(await (await import("./rate-limits.mjs")).run())

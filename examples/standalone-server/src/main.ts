@@ -1,7 +1,8 @@
 /**
  * The standalone Switchboard server (DESIGN §4): `npm start` from the repository root.
  *
- * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), opens the store, creates a
+ * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`) and the rate-limit variables
+ * of SPEC §8 with `REDIS_URL` (see `rateLimits.ts`), opens the store, creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
  * JSON line on stdout, that first time only), then serves the API with `node:http` and
  * prints `Switchboard listening on http://HOST:PORT/api/v1/api` on stderr. Request logs
@@ -18,12 +19,16 @@ import { createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
 import { Effect, Exit, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
+import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
   if (Exit.isFailure(config)) return fail(describeCause(config.cause))
+  const rateLimits = await Effect.runPromiseExit(loadConfig(rateLimitConfig))
+  if (Exit.isFailure(rateLimits)) return fail(describeCause(rateLimits.cause))
+  const rateLimitStore = rateLimitStoreFor(rateLimits.value, config.value.database)
 
   // One store for the whole process: the bootstrap uses it, then the handler shares it
   // (which also makes `memory:` work). The handler's dispose leaves it open;
@@ -39,7 +44,8 @@ const main = async (): Promise<void> => {
 
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),
-    logger: Logger.withConsoleError(Logger.jsonLogger)
+    logger: Logger.withConsoleError(Logger.jsonLogger),
+    rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore)
   })
   const closeStore = async (): Promise<void> => {
     await handler.dispose()
@@ -54,12 +60,14 @@ const main = async (): Promise<void> => {
     return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)
   }
   const { port } = server.address() as AddressInfo
-  process.stderr.write(`Switchboard listening on http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}\n`)
+  // Signal handlers first: once "listening" is printed, a SIGTERM must find them installed.
   onShutdownSignal(async () => {
     await closeGracefully(server)
     await closeStore()
     process.stderr.write("Switchboard stopped\n")
   })
+  process.stderr.write(`${describeRateLimits(rateLimits.value, rateLimitStore)}\n`)
+  process.stderr.write(`Switchboard listening on http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}\n`)
 }
 
 /** Starts listening; rejects with the server's error (for example `EADDRINUSE`). */

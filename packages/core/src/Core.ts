@@ -1,28 +1,65 @@
 import { Layer } from "effect"
+import { BasicReplies } from "./basic-replies/BasicReplies.js"
+import { Chats } from "./chats/Chats.js"
 import { Contacts } from "./contacts/Contacts.js"
 import { ContactGroups } from "./groups/ContactGroups.js"
 import { Imports } from "./imports/Imports.js"
 import { Labels } from "./labels/Labels.js"
+import { Messaging } from "./messaging/Messaging.js"
+import { MessageTransport } from "./messaging/MessageTransport.js"
 import { Organizations } from "./organizations/Organizations.js"
 import { SecureRandom } from "./random/SecureRandom.js"
 import type { Storage } from "./storage/Storage.js"
+import { Templates } from "./templates/Templates.js"
 
 /**
- * Every domain service of Switchboard, wired together. Needs only a {@link Storage}
- * (an adapter's Layer); provides the services and {@link SecureRandom}.
- *
- * @category layers
+ * Every domain service but {@link Messaging} (which needs a transport), wired together.
+ * Needs only a {@link Storage}; provides the services and {@link SecureRandom}.
  */
-export const layer: Layer.Layer<
-  Organizations | Contacts | ContactGroups | Labels | Imports | SecureRandom,
+const services: Layer.Layer<
+  Organizations | Contacts | ContactGroups | Labels | Imports | Templates | BasicReplies | Chats | SecureRandom,
   never,
   Storage
 > = Layer.mergeAll(
   Organizations.layer,
   Contacts.layer,
+  Chats.layer,
   ContactGroups.layer,
+  Templates.layer,
+  BasicReplies.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
 ).pipe(Layer.provideMerge(SecureRandom.layer))
+
+/**
+ * Every domain service of Switchboard, wired together, with {@link Messaging} sending
+ * through `transport` (for example `WhatsAppCloudTransport.layer(options)`, or a test's
+ * own). Needs only a {@link Storage} (an adapter's Layer); provides the services and
+ * {@link SecureRandom}. docs/messaging.md "Transports".
+ *
+ * @category layers
+ * @example
+ * import { Core, MemoryStorage, WhatsAppCloudTransport } from "@switchboard/core"
+ * import { Layer } from "effect"
+ *
+ * const transport = WhatsAppCloudTransport.layer({ phoneNumberId: "1234", accessToken: process.env.WA_TOKEN! })
+ * const live = Core.layerWithTransport(transport).pipe(Layer.provide(MemoryStorage.layer))
+ */
+export const layerWithTransport = (
+  transport: Layer.Layer<MessageTransport>
+): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =>
+  Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services)
+
+/**
+ * Every domain service of Switchboard, wired together, with the default recording
+ * transport: sends are stored and marked `sent`, nothing goes over the network
+ * (DESIGN §3 "Templates and sends"). Needs only a {@link Storage} (an adapter's Layer);
+ * provides the services and {@link SecureRandom}. Use {@link layerWithTransport} for
+ * another transport.
+ *
+ * @category layers
+ */
+export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =
+  layerWithTransport(MessageTransport.recording)
 
 /**
  * The services {@link layer} provides: what route handlers and hosts may use.

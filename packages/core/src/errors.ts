@@ -7,7 +7,15 @@ import type {
   SubscriptionInactive
 } from "./organizations/errors.js"
 import type { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "./shared/errors.js"
+import type { ChatStatusUnchanged } from "./chats/errors.js"
+import type { RateLimited, RateLimitUnavailable } from "./rate-limits/errors.js"
 import type { StorageError } from "./storage/errors.js"
+import type {
+  TemplateNameTaken,
+  TemplateNotApproved,
+  TemplateNotFound,
+  TemplateParametersMismatch
+} from "./templates/errors.js"
 
 /**
  * One problem with an input: a stable snake_case `code` (DESIGN §3b "Validation codes"),
@@ -53,5 +61,12 @@ export type DomainError =
   | ApiAccessNotAllowed
   | RecordNotFound
   | PlanLimitExceeded
+  | RateLimited
+  | RateLimitUnavailable
   | UniqueValueTaken
+  | ChatStatusUnchanged
+  | TemplateNameTaken
+  | TemplateNotFound
+  | TemplateNotApproved
+  | TemplateParametersMismatch
   | StorageError

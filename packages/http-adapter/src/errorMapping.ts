@@ -37,8 +37,29 @@ export const domainErrorResponses: {
       }))
     ),
   PlanLimitExceeded: (error) => failureResponse(403, `${error.plan_limit}_reached`, error.message),
+  RateLimited: (error) =>
+    failureResponse(429, "rate_limited", error.message, [], { "retry-after": String(error.retry_after_seconds) }),
+  RateLimitUnavailable: (error) => failureResponse(503, "rate_limit_unavailable", error.message),
+  ChatStatusUnchanged: (error) =>
+    failureResponse(400, "chat_status_unchanged", error.message, [
+      { code: "chat_status_unchanged", message: error.message, field: "status" }
+    ]),
   UniqueValueTaken: (error) =>
     failureResponse(400, error.code, error.message, [{ code: error.code, message: error.message, field: error.field }]),
+  TemplateNameTaken: (error) =>
+    failureResponse(400, "template_name_taken", error.message, [
+      { code: "template_name_taken", message: error.message, field: "name" }
+    ]),
+  TemplateNotFound: (error) =>
+    failureResponse(400, "template_not_found", error.message, [
+      { code: "template_not_found", message: error.message, field: "template.name" }
+    ]),
+  TemplateNotApproved: (error) =>
+    failureResponse(400, "template_not_approved", error.message, [
+      { code: "template_not_approved", message: error.message, field: "template.name" }
+    ]),
+  TemplateParametersMismatch: (error) =>
+    failureResponse(400, "template_parameters_mismatch", error.message, error.issues),
   StorageError: () => internalErrorResponse()
 }
 

@@ -1,13 +1,28 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
-import { Core, Organizations, type Storage } from "@switchboard/core"
+import {
+  Core,
+  Organizations,
+  type MessageTransport,
+  type RateLimitDecision,
+  type RateLimiter,
+  type Storage
+} from "@switchboard/core"
 import { failureResponse, successResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
 import { readJsonBody, type HostRequest } from "./internal/body.js"
+import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
+import {
+  clientAddressOf,
+  limitRequest,
+  rateLimiterLayer,
+  withRateLimitHeaders,
+  type RateLimitHandlerOptions
+} from "./rateLimiting.js"
 import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
 import type { RouteDefinition } from "./routes/route.js"
@@ -31,6 +46,23 @@ export interface HandlerOptions {
   readonly logger?: Logger.Logger<unknown, unknown> | false
   /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
   readonly routes?: ReadonlyArray<RouteDefinition>
+  /**
+   * Rate limits (DESIGN §3 "Rate limits"): limits per bucket, store failure policy, store
+   * timeout and the counters' store (default in memory, per handler). See
+   * {@link RateLimitHandlerOptions}.
+   */
+  readonly rateLimit?: RateLimitHandlerOptions
+  /**
+   * Whether to key unauthenticated requests by the first `X-Forwarded-For` address (set it
+   * only behind a proxy that overwrites that header). Default `false`: the socket address.
+   */
+  readonly trustProxy?: boolean
+  /**
+   * How sends reach the messaging provider (docs/messaging.md "Transports"), for example
+   * `WhatsAppCloudTransport.layer({ phoneNumberId, accessToken })`. Default
+   * `MessageTransport.recording`: messages are stored and marked `sent`, no network.
+   */
+  readonly transport?: Layer.Layer<MessageTransport>
 }
 
 /**
@@ -72,7 +104,11 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
   const runtime = ManagedRuntime.make(
-    Core.layer.pipe(Layer.provide(options.storage), Layer.provideMerge(loggerLayer(options.logger)))
+    (options.transport === undefined ? Core.layer : Core.layerWithTransport(options.transport)).pipe(
+      Layer.provide(options.storage),
+      Layer.merge(rateLimiterLayer(options.rateLimit)),
+      Layer.provideMerge(loggerLayer(options.logger))
+    )
   )
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)
 
@@ -89,7 +125,8 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
       requestId: requestIdOf(req),
       startedAt: performance.now(),
       route: "(unmatched)",
-      organizationId: undefined
+      organizationId: undefined,
+      rateLimit: undefined
     }
     const found = inBasePath ? match(req.method ?? "GET", path) : ({ _tag: "NotFound" } as const)
     if (found._tag !== "Found") {
@@ -105,7 +142,7 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
     }
     exchange.route = found.route.definition.path
     const query = queryStart === -1 ? {} : Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1)))
-    const program = respond(exchange, found.route, found.params, query, bodyLimit).pipe(
+    const program = respond(exchange, found.route, found.params, query, bodyLimit, options.trustProxy ?? false).pipe(
       Effect.tap((response) => Effect.sync(() => writeResponse(exchange, response))),
       Effect.flatMap((response) => logRequest(exchange, response.status))
     )
@@ -132,6 +169,8 @@ interface Exchange {
   readonly startedAt: number
   route: string
   organizationId: string | undefined
+  /** The limiter's decision once the request passed it (for the `RateLimit-*` headers). */
+  rateLimit: RateLimitDecision | undefined
 }
 
 /**
@@ -143,14 +182,14 @@ const respond = (
   route: CompiledRoute,
   rawParams: Record<string, string | undefined>,
   rawQuery: Record<string, string>,
-  bodyLimit: number
-): Effect.Effect<ApiResponse, never, Core.CoreServices> =>
+  bodyLimit: number,
+  trustProxy: boolean
+): Effect.Effect<ApiResponse, never, Core.CoreServices | RateLimiter> =>
   Effect.gen(function* () {
-    const apiKey = readApiKey(exchange.req.headers.authorization)
-    if (apiKey instanceof HttpFailure) return yield* apiKey
-    const organizations = yield* Organizations
-    const auth = yield* organizations.authenticate(apiKey)
-    exchange.organizationId = auth.organization.id
+    const auth = route.definition.authenticated === false ? undefined : yield* authenticate(exchange)
+    yield* limitRequest(route.definition, auth, () => clientAddressOf(exchange.req, trustProxy), (decision) => {
+      exchange.rateLimit = decision
+    })
     const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
     const query = yield* validate(route.checkQuery, rawQuery, "Invalid query parameter")
     const body = route.checkBody === undefined ? undefined : yield* readBody(exchange.req, route.checkBody, bodyLimit)
@@ -159,7 +198,7 @@ const respond = (
       query: query as Record<string, unknown>,
       body,
       requestId: exchange.requestId,
-      auth
+      auth: auth ?? NO_AUTHENTICATION
     })
     return successResponse(result.message, result.data)
   }).pipe(
@@ -170,8 +209,20 @@ const respond = (
         ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
         : Effect.succeed(response)
     }),
-    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
+    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse()))),
+    Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
   )
+
+/** Reads and checks the API key (401, then 403), noting the organization for the log line. */
+const authenticate = (exchange: Exchange) =>
+  Effect.gen(function* () {
+    const apiKey = readApiKey(exchange.req.headers.authorization)
+    if (apiKey instanceof HttpFailure) return yield* apiKey
+    const organizations = yield* Organizations
+    const auth = yield* organizations.authenticate(apiKey)
+    exchange.organizationId = auth.organization.id
+    return auth
+  })
 
 const readBody = (req: HostRequest, check: CompiledCheck, bodyLimit: number) =>
   Effect.flatMap(readJsonBody(req, bodyLimit), (body) =>

@@ -1,6 +1,6 @@
 /**
  * `@switchboard/http-adapter`: the Node request handler serving the Developer Messaging
- * API (DESIGN §3): routing, API-key authentication, the envelope, validation.
+ * API (DESIGN §3): routing, API-key authentication, rate limits, the envelope, validation.
  *
  * @packageDocumentation
  */
@@ -8,5 +8,6 @@ export { createHandler, DEFAULT_BASE_PATH, type HandlerOptions, type Switchboard
 export { failureResponse, successResponse, type ApiResponse, type Envelope, type ErrorItem } from "./envelope.js"
 export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"
 export { HttpFailure } from "./HttpFailure.js"
+export type { RateLimitHandlerOptions } from "./rateLimiting.js"
 export { defaultRoutes } from "./routes/index.js"
 export { defineRoute, type RouteDefinition, type RouteMethod, type RouteRequest, type RouteResult } from "./routes/route.js"

@@ -1,1 +1,8 @@
-export {}
+/**
+ * `@switchboard/rate-limit-redis`: the `RateLimitStore` of `@switchboard/core` on Redis
+ * (ioredis), so every server instance using one Redis shares its rate limits (DESIGN §1,
+ * §3 "Rate limits"): one atomic Lua script per request, each key created with its expiry.
+ *
+ * @packageDocumentation
+ */
+export * as RedisRateLimitStore from "./RedisRateLimitStore.js"

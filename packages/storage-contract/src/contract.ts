@@ -1,11 +1,15 @@
 import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
+import { basicRepliesContract } from "./basic-replies.js"
+import { chatsContract } from "./chats.js"
+import { chatsListContract } from "./chats-list.js"
 import { contactsContract } from "./contacts.js"
 import { contactsImportContract } from "./contacts-import.js"
 import { groupsContract } from "./groups.js"
 import { labelsContract } from "./labels.js"
 import { organizationsContract } from "./organizations.js"
+import { templatesContract } from "./templates.js"
 
 /**
  * Options of {@link runStorageContract}.
@@ -25,7 +29,8 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`), each test on a fresh store from `options.makeLayer()`.
+ * `labels.ts`, `templates.ts`, `basic-replies.ts`), each test on a fresh store from
+ * `options.makeLayer()`.
  *
  * @category contract
  * @example
@@ -41,5 +46,9 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     contactsContract(options)
     groupsContract(options)
     labelsContract(options)
+    chatsContract(options)
+    chatsListContract(options)
+    templatesContract(options)
+    basicRepliesContract(options)
   })
 }

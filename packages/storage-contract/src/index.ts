@@ -1,9 +1,11 @@
 /**
  * `@switchboard/storage-contract`: the one test suite every Switchboard storage adapter
  * must pass (DESIGN §2), in the manner of Keyv's test-suite. Call
- * {@link runStorageContract} from a vitest test file of the adapter's package.
+ * {@link runStorageContract} from a vitest test file of the adapter's package, and
+ * {@link runRateLimitStoreContract} from the test file of a rate-limit store.
  *
  * @packageDocumentation
  */
 export { runStorageContract, type StorageContractOptions } from "./contract.js"
 export * as fixtures from "./fixtures.js"
+export { runRateLimitStoreContract, type RateLimitStoreContractOptions } from "./rate-limit-store.js"

@@ -4,10 +4,13 @@ import { Storage, type StorageError, type StorageService } from "@switchboard/co
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { attempt, statementsOf } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
+import { basicReplyRepository } from "./repositories/basicReplies.js"
+import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
+import { templateRepository } from "./repositories/templates.js"
 
 /**
  * Options of the SQLite storage.
@@ -113,7 +116,10 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       organizations: organizationRepository(db, statements),
       contacts: contactRepository(db, statements),
       groups: groupRepository(db, statements),
-      labels: labelRepository(db, statements)
+      labels: labelRepository(db, statements),
+      chats: chatRepository(db, statements),
+      templates: templateRepository(db, statements),
+      basicReplies: basicReplyRepository(db, statements)
     }
   })
 

@@ -1,8 +1,10 @@
 /**
  * `@switchboard/storage-sqlite`: the `Storage` of `@switchboard/core` on better-sqlite3,
  * the embedded default (DESIGN §1): versioned migrations, WAL, prepared statements cached
- * per connection, every driver failure a `StorageError`.
+ * per connection, every driver failure a `StorageError`; and `SqliteRateLimitStore`, the
+ * rate-limit counters of processes sharing one database file.
  *
  * @packageDocumentation
  */
+export * as SqliteRateLimitStore from "./SqliteRateLimitStore.js"
 export * as SqliteStorage from "./SqliteStorage.js"

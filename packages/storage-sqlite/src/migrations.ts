@@ -2,6 +2,7 @@ import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
+import { CHATS_MIGRATION } from "./repositories/chats-schema.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -115,6 +116,63 @@ export const migrations: ReadonlyArray<Migration> = [
         PRIMARY KEY (label_uuid, contact_uuid)
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX contact_labels_contact_uuid ON contact_labels (contact_uuid);
+    `
+  },
+  {
+    version: 3,
+    name: "templates_and_basic_replies",
+    // Template identity: core's `nameKey(name)` plus the exact language code. A reply's
+    // `trigger_key` is `nameKey(trigger)`. `components` is JSON text.
+    up: `
+      CREATE TABLE templates (
+        uuid TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        language TEXT NOT NULL,
+        category TEXT NOT NULL CHECK (category IN ('MARKETING', 'UTILITY', 'AUTHENTICATION')),
+        status TEXT NOT NULL CHECK (status IN ('APPROVED', 'PENDING', 'REJECTED')),
+        components TEXT NOT NULL CHECK (json_valid(components)),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (organization_id, name_key, language)
+      ) STRICT;
+      CREATE INDEX templates_newest ON templates (organization_id, created_at DESC, uuid DESC);
+
+      CREATE TABLE basic_replies (
+        uuid TEXT PRIMARY KEY NOT NULL,
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        name TEXT NOT NULL,
+        "trigger" TEXT NOT NULL,
+        trigger_key TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (organization_id, trigger_key)
+      ) STRICT;
+      CREATE INDEX basic_replies_newest ON basic_replies (organization_id, created_at DESC, uuid DESC);
+    `
+  },
+  {
+    version: 4,
+    name: "chats_and_messages",
+    // Chats, messages and the chat search index: see repositories/chats-schema.ts.
+    up: CHATS_MIGRATION
+  },
+  {
+    version: 5,
+    name: "rate_buckets",
+    // Rate-limit counters (SqliteRateLimitStore): one row per key and fixed window, times in
+    // ms since the epoch; rows whose window has ended are pruned through the expires_at index.
+    up: `
+      CREATE TABLE rate_buckets (
+        key TEXT NOT NULL,
+        window_start INTEGER NOT NULL,
+        count INTEGER NOT NULL CHECK (count > 0),
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (key, window_start)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX rate_buckets_expires_at ON rate_buckets (expires_at);
     `
   }
 ]

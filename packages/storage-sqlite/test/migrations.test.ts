@@ -57,13 +57,24 @@ describe("migrations", () => {
       )
       expect(inspect(filename, tableNames)).toEqual([
         "api_keys",
+        "basic_replies",
+        "chat_links",
+        "chat_search",
+        "chat_search_config",
+        "chat_search_data",
+        "chat_search_docsize",
+        "chat_search_idx",
+        "chats",
         "contact_groups",
         "contact_labels",
         "contacts",
         "group_members",
         "labels",
+        "messages",
         "organizations",
-        "schema_migrations"
+        "rate_buckets",
+        "schema_migrations",
+        "templates"
       ])
       expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
     }))

@@ -13,14 +13,16 @@ import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/e
 import { Settings } from "../shared/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { nameKey, Storage } from "../storage/Storage.js"
+import { readTemplatesAndReplies, type TemplatesAndRepliesResult, writeTemplatesAndReplies } from "./templatesAndReplies.js"
 
 /**
  * What an import created or matched (DESIGN §4 "import"): uuids by group name, label
- * name and contact phone, each key as written in the file.
+ * name and contact phone, each key as written in the file; templates by `"name/language"`
+ * and basic replies by trigger ({@link TemplatesAndRepliesResult}).
  *
  * @category models
  */
-export interface ImportResult {
+export interface ImportResult extends TemplatesAndRepliesResult {
   readonly groups: Readonly<Record<string, GroupId>>
   readonly labels: Readonly<Record<string, LabelId>>
   readonly contacts: Readonly<Record<string, ContactId>>
@@ -28,7 +30,8 @@ export interface ImportResult {
 
 /**
  * Imports an organization's data from one JSON document (DESIGN §4 "Import file format",
- * docs/import.md): `groups`, `labels` and `contacts`, every key optional.
+ * docs/import.md): `groups`, `labels`, `contacts`, `templates` and `basic_replies`, every
+ * key optional.
  *
  * @category services
  */
@@ -76,6 +79,7 @@ const make = Effect.gen(function* () {
     const { defaultCountry } = yield* Settings
     const collector = new IssueCollector()
     const read = readDocument(collector, document, defaultCountry)
+    const templatesAndReplies = readTemplatesAndReplies(collector, document, defaultCountry)
     if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
     const organization = yield* storage.organizations.findById(organizationId)
     const plan = Option.map(organization, (org) => org.plan)
@@ -111,10 +115,12 @@ const make = Effect.gen(function* () {
     const groups = yield* ensureGroups(organizationId, read.groupNames)
     const labelIds = yield* ensureLabels(organizationId, read.labels)
     yield* assignLabels(organizationId, read, contactIds, labelIds)
+    const written = yield* writeTemplatesAndReplies(storage, random, organizationId, templatesAndReplies)
     return {
       groups,
       labels: Object.fromEntries([...read.labels.values()].map(({ name }) => [name, labelIds.get(nameKey(name)) as LabelId])),
-      contacts: Object.fromEntries(read.contacts.map((contact, index) => [contact.phoneAsGiven, contactIds.get(read.phones[index] ?? "") as ContactId]))
+      contacts: Object.fromEntries(read.contacts.map((contact, index) => [contact.phoneAsGiven, contactIds.get(read.phones[index] ?? "") as ContactId])),
+      ...written
     } satisfies ImportResult
   })
 

@@ -1,8 +1,11 @@
 import { Layer } from "effect"
+import { basicReplyRepository } from "./memory/basicReplies.js"
+import { chatRepository } from "./memory/chats.js"
 import { contactRepository } from "./memory/contacts.js"
 import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
 import { organizationRepository } from "./memory/organizations.js"
 import { makeState } from "./memory/state.js"
+import { templateRepository } from "./memory/templates.js"
 import { Storage, type StorageService } from "./Storage.js"
 
 /**
@@ -18,7 +21,10 @@ export const make = (): StorageService => {
     organizations: organizationRepository(state),
     contacts: contactRepository(state),
     groups: groupRepository(state),
-    labels: labelRepository(state)
+    labels: labelRepository(state),
+    chats: chatRepository(state),
+    templates: templateRepository(),
+    basicReplies: basicReplyRepository()
   }
 }
 

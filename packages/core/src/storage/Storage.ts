@@ -1,6 +1,9 @@
 import { Context, type Effect, type Option } from "effect"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
+import type { BasicReplyRepository } from "./BasicReplyRepository.js"
+import type { ChatRepository } from "./ChatRepository.js"
+import type { TemplateRepository } from "./TemplateRepository.js"
 import type {
   Contact,
   ContactDetails,
@@ -259,6 +262,9 @@ export interface StorageService {
   readonly contacts: ContactRepository
   readonly groups: GroupRepository
   readonly labels: LabelRepository
+  readonly chats: ChatRepository
+  readonly templates: TemplateRepository
+  readonly basicReplies: BasicReplyRepository
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createBasicReplyRoute, getBasicReplyRoute, listBasicRepliesRoute } from "./basicReplies.js"
 import {
   contactLabelsRoute,
   deleteContactRoute,
@@ -15,7 +16,10 @@ import {
   getLabelRoute,
   listLabelsRoute
 } from "./labels.js"
+import { listChatsRoute } from "./chats.js"
+import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
+import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
 
 /**
@@ -25,6 +29,9 @@ import { verifyRoute } from "./verify.js"
  */
 export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   verifyRoute,
+  sendTemplateRoute,
+  sendTextRoute,
+  sendMediaRoute,
   importContactsRoute,
   listContactsRoute,
   getContactRoute,
@@ -39,5 +46,12 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   listLabelsRoute,
   getLabelRoute,
   deleteLabelRoute,
-  bulkDeleteLabelsRoute
+  bulkDeleteLabelsRoute,
+  listBasicRepliesRoute,
+  createBasicReplyRoute,
+  getBasicReplyRoute,
+  listTemplatesRoute,
+  getTemplateRoute,
+  templatePayloadRoute,
+  listChatsRoute
 ]

@@ -42,6 +42,9 @@ export interface RouteResult {
  * - `params`, `query`, `body` are fastest-validator schemas; a route with `body` requires a
  *   JSON content type.
  * - `bucket` is the rate-limit bucket (DESIGN §3 "Rate limits"); default `general`.
+ * - `authenticated` (default `true`): `false` serves the route without an API key (the
+ *   discovery routes); it is then rate limited by client address in the `general` bucket,
+ *   and its handler must not read `auth` (doing so is a defect, answered 500).
  *
  * @category routes
  */
@@ -51,6 +54,7 @@ export interface RouteDefinition {
   readonly tag: string
   readonly summary: string
   readonly bucket?: "general" | "send"
+  readonly authenticated?: boolean
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema

@@ -1,0 +1,150 @@
+import { Context, Effect, Layer } from "effect"
+import type { ContactId } from "../contacts/model.js"
+import type { InvalidInput } from "../errors.js"
+import type { Message, MessageId, MessageStatus } from "../messages/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import type { RecordNotFound } from "../shared/errors.js"
+import type { Page, PageRequest } from "../shared/model.js"
+import type { StorageError } from "../storage/errors.js"
+import { Storage } from "../storage/Storage.js"
+import { makeChatOperations } from "./chatOperations.js"
+import type { ChatStatusUnchanged } from "./errors.js"
+import { makeMessageOperations } from "./messageOperations.js"
+import type {
+  Chat,
+  ChatId,
+  ChatList,
+  ChatListParams,
+  ChatStatus,
+  InboundMessageInput,
+  InboundReceipt,
+  OutboundAppend,
+  OutboundMessageInput
+} from "./model.js"
+
+/**
+ * Chats and messages of an organization: what a dashboard does with its inbox (DESIGN §3
+ * "Chats list", §3b "Lists"; docs/chats.md). One chat per contact; a chat starts `open`.
+ *
+ * @category services
+ */
+export interface ChatsService {
+  /**
+   * Records an inbound message (a provider webhook): finds the contact by phone (E.164) or
+   * creates it — never refused, not even over `contacts_limit` (DESIGN §3b "Plan limits") —
+   * creates its chat when missing, appends the message (status `delivered`), adds 1 to
+   * `unread_count`, sets `last_message_at`, and reopens a `resolved` or `closed` chat
+   * (`open`). A `provider_message_id` already received is a duplicate: nothing changes and
+   * the stored message is returned. `InvalidInput` names each bad field.
+   */
+  readonly receiveInbound: (
+    organizationId: OrganizationId,
+    input: InboundMessageInput
+  ) => Effect.Effect<InboundReceipt, InvalidInput | StorageError>
+  /**
+   * Appends an outbound message (status `queued`) to the contact's chat, created `open`
+   * when missing; sets `last_message_at`; never changes the status or `unread_count`.
+   * For the Messaging service, which then hands the message to its transport and records
+   * the outcome with {@link ChatsService.updateMessageStatus}. An unknown contact →
+   * `RecordNotFound`.
+   */
+  readonly appendOutbound: (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    input: OutboundMessageInput
+  ) => Effect.Effect<OutboundAppend, InvalidInput | RecordNotFound | StorageError>
+  /**
+   * The contact's chat, created `open` without messages when it has none (a dashboard
+   * starting a conversation; an import of chats). `created` tells which. An unknown
+   * contact → `RecordNotFound`.
+   */
+  readonly ensure: (
+    organizationId: OrganizationId,
+    contactId: ContactId
+  ) => Effect.Effect<{ readonly chat: Chat; readonly created: boolean }, RecordNotFound | StorageError>
+  /**
+   * Moves a message's status forward (`MESSAGE_STATUS_PREDECESSORS`: queued → sent →
+   * delivered → read, `failed` from queued or sent); an update that would move it back is
+   * ignored. `providerMessageId`, when given, is recorded. Returns the message as stored.
+   */
+  readonly updateMessageStatus: (
+    organizationId: OrganizationId,
+    id: MessageId,
+    status: MessageStatus,
+    providerMessageId?: string
+  ) => Effect.Effect<Message, InvalidInput | RecordNotFound | StorageError>
+  /**
+   * Assigns the chat to a user id (trimmed, 1–255 characters, not the reserved
+   * `unassigned`), or unassigns it with `null`. Idempotent.
+   */
+  readonly assign: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    userId: string | null
+  ) => Effect.Effect<Chat, InvalidInput | RecordNotFound | StorageError>
+  /**
+   * Sets the status: any status to any other (docs/chats.md "Status transitions"); the
+   * status the chat already has → `ChatStatusUnchanged`.
+   */
+  readonly setStatus: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    status: ChatStatus
+  ) => Effect.Effect<Chat, InvalidInput | ChatStatusUnchanged | RecordNotFound | StorageError>
+  /** Marks or unmarks the chat as favorite. Idempotent. */
+  readonly setFavorite: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    favorite: boolean
+  ) => Effect.Effect<Chat, InvalidInput | RecordNotFound | StorageError>
+  /** Sets `unread_count` to 0. Idempotent. */
+  readonly markRead: (organizationId: OrganizationId, id: ChatId) => Effect.Effect<Chat, RecordNotFound | StorageError>
+  /** One chat. */
+  readonly get: (organizationId: OrganizationId, id: ChatId) => Effect.Effect<Chat, RecordNotFound | StorageError>
+  /** The chat of a contact; `RecordNotFound` (resource `chat`) when it has none yet. */
+  readonly getByContact: (
+    organizationId: OrganizationId,
+    contactId: ContactId
+  ) => Effect.Effect<Chat, RecordNotFound | StorageError>
+  /** One page of a chat's messages, newest first. */
+  readonly messages: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    page: PageRequest
+  ) => Effect.Effect<Page<Message>, RecordNotFound | StorageError>
+  /**
+   * One page of the chat list (`GET /chats`): filters, sort and both pagination modes of
+   * `ChatListParams`. Every bad parameter is an `InvalidInput` issue naming it; a cursor made
+   * for another sort, filters or organization is `invalid_cursor`.
+   */
+  readonly list: (
+    organizationId: OrganizationId,
+    params: ChatListParams
+  ) => Effect.Effect<ChatList, InvalidInput | StorageError>
+}
+
+/**
+ * Tag of the {@link ChatsService}; `Chats.layer` needs `Storage` and `SecureRandom`.
+ *
+ * @category services
+ * @example
+ * import { Effect } from "effect"
+ * import { Chats } from "@switchboard/core"
+ *
+ * const inbound = (orgId: Parameters<Chats["Type"]["receiveInbound"]>[0]) =>
+ *   Effect.flatMap(Chats, (chats) => chats.receiveInbound(orgId, { phone: "+14155550100", type: "text", text: "Hi" }))
+ */
+export class Chats extends Context.Tag("@switchboard/core/Chats")<Chats, ChatsService>() {
+  static readonly layer: Layer.Layer<Chats, never, Storage | SecureRandom> = Layer.effect(
+    Chats,
+    Effect.suspend(() => make)
+  )
+}
+
+const make = Effect.gen(function* () {
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  const service: ChatsService = { ...makeMessageOperations(storage, random), ...makeChatOperations(storage) }
+  return service
+})

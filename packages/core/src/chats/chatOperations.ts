@@ -1,0 +1,107 @@
+import { Effect, Option } from "effect"
+import { InvalidInput } from "../errors.js"
+import { nowIso } from "../internal/time.js"
+import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
+import type { OrganizationId } from "../organizations/model.js"
+import { RecordNotFound } from "../shared/errors.js"
+import { paginationOf } from "../shared/model.js"
+import type { ChatPatch } from "../storage/ChatRepository.js"
+import type { StorageService } from "../storage/Storage.js"
+import type { ChatsService } from "./Chats.js"
+import { encodeCursor, positionOf } from "./cursor.js"
+import { ChatStatusUnchanged } from "./errors.js"
+import { readChatListParams, UNASSIGNED } from "./listParams.js"
+import { CHAT_STATUSES, type ChatId, type ChatList, type ChatListParams, type ChatStatus } from "./model.js"
+
+// The chat side of the Chats service: status, assignment, favorite, read, and the reads.
+
+const chatNotFound = (id: string) => new RecordNotFound({ missing: [{ resource: "chat", uuid: id }] })
+
+const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collector.issues })
+
+const found = <A>(option: Option.Option<A>, onNone: () => RecordNotFound) =>
+  Option.match(option, { onNone: () => Effect.fail(onNone()), onSome: Effect.succeed })
+
+/** Every operation of the Chats service but those of `messageOperations.ts`. */
+export const makeChatOperations = (
+  storage: StorageService
+): Omit<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "ensure"> => {
+  /** Applies `patch`; answers the chat and whether anything changed. */
+  const patch = (organizationId: OrganizationId, id: ChatId, changes: ChatPatch) =>
+    Effect.flatMap(nowIso, (now) => storage.chats.update(organizationId, id, changes, now)).pipe(
+      Effect.flatMap((outcome) =>
+        outcome._tag === "NotFound" ? Effect.fail(chatNotFound(id)) : Effect.succeed(outcome)
+      )
+    )
+
+  const assign = Effect.fn("Chats.assign")(function* (organizationId: OrganizationId, id: ChatId, userId: string | null) {
+    const collector = new IssueCollector()
+    const assignee = userId === null ? null : collector.requiredText("assigned_to", userId, MAX_NAME_LENGTH)
+    if (assignee === UNASSIGNED) {
+      collector.add("invalid_format", "assigned_to", `'${UNASSIGNED}' is reserved: pass null to unassign`)
+    }
+    if (collector.issues.length > 0) return yield* invalid(collector)
+    return (yield* patch(organizationId, id, { assigned_to: assignee })).chat
+  })
+
+  const setStatus = Effect.fn("Chats.setStatus")(function* (organizationId: OrganizationId, id: ChatId, status: ChatStatus) {
+    if (!CHAT_STATUSES.includes(status)) {
+      return yield* new InvalidInput({
+        issues: [{ code: "invalid_format", field: "status", message: `status must be one of ${CHAT_STATUSES.join(", ")}` }]
+      })
+    }
+    const outcome = yield* patch(organizationId, id, { status })
+    if (!outcome.changed) return yield* new ChatStatusUnchanged({ chat_uuid: id, status })
+    return outcome.chat
+  })
+
+  const setFavorite = Effect.fn("Chats.setFavorite")(function* (organizationId: OrganizationId, id: ChatId, favorite: boolean) {
+    if (typeof favorite !== "boolean") {
+      return yield* new InvalidInput({ issues: [{ code: "invalid_type", field: "favorite", message: "favorite must be true or false" }] })
+    }
+    return (yield* patch(organizationId, id, { favorite })).chat
+  })
+
+  const list = Effect.fn("Chats.list")(function* (organizationId: OrganizationId, params: ChatListParams) {
+    const read = readChatListParams(organizationId, params)
+    if ("issues" in read) return yield* new InvalidInput({ issues: read.issues })
+    const { filters, sort, binding, mode } = read.query
+    if (mode._tag === "Offset") {
+      const page = yield* storage.chats.listPage(organizationId, filters, sort, mode.page)
+      const result: ChatList = { chats: page.items, pagination: { mode: "offset", ...paginationOf(mode.page, page.total) } }
+      return result
+    }
+    const rows = yield* storage.chats.listAfter(organizationId, filters, sort, mode.after, mode.limit + 1)
+    const chats = rows.slice(0, mode.limit)
+    const last = chats[chats.length - 1]
+    const hasMore = rows.length > mode.limit && last !== undefined
+    const result: ChatList = {
+      chats,
+      pagination: {
+        mode: "cursor",
+        limit: mode.limit,
+        next_cursor: hasMore ? encodeCursor(binding, positionOf(last, sort)) : null,
+        has_more: hasMore
+      }
+    }
+    return result
+  })
+
+  return {
+    assign,
+    setStatus,
+    setFavorite,
+    markRead: (organizationId, id) => Effect.map(patch(organizationId, id, { unread_count: 0 }), (outcome) => outcome.chat),
+    get: (organizationId, id) =>
+      Effect.flatMap(storage.chats.findById(organizationId, id), (chat) => found(chat, () => chatNotFound(id))),
+    getByContact: (organizationId, contactId) =>
+      Effect.flatMap(storage.chats.findByContact(organizationId, contactId), (chat) =>
+        found(chat, () => new RecordNotFound({ missing: [{ resource: "chat", uuid: contactId, field: "contact_uuid" }] }))
+      ),
+    messages: (organizationId, id, page) =>
+      Effect.flatMap(storage.chats.listMessages(organizationId, id, page), (messages) =>
+        found(messages, () => chatNotFound(id))
+      ),
+    list
+  }
+}

@@ -1,0 +1,80 @@
+import { Either, Encoding } from "effect"
+import { UUID_PATTERN } from "../internal/validation.js"
+import type { OrganizationId } from "../organizations/model.js"
+import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatRepository.js"
+import type { Chat, ChatId } from "./model.js"
+
+// The opaque cursor of the chat list (DESIGN §3 "Chats list", §3b "Chats list parameters"):
+// base64url of `{v, b, k, u}` — format version, binding (a hash of the organization, the
+// sort and the filters it was made with), the sort value and the uuid of the last chat of
+// the page. A cursor positions only; a forged one can do no more than a real one.
+
+const VERSION = 1
+/** Longer cursors are rejected before decoding. */
+const MAX_CURSOR_LENGTH = 512
+
+/**
+ * The binding of a cursor: a hash of everything that decides which chats a list holds and
+ * in which order. Lists are normalised first (sorted), so `group_uuid=a,b` and `b,a` bind
+ * alike.
+ */
+export const cursorBinding = (organizationId: OrganizationId, filters: ChatFilters, sort: ChatSort): string =>
+  hash(
+    JSON.stringify([
+      organizationId,
+      sort.by,
+      sort.order,
+      filters.search ?? null,
+      filters.status ?? null,
+      filters.assignedTo === undefined ? null : [filters.assignedTo],
+      filters.groupIds === undefined ? null : [...filters.groupIds].sort(),
+      filters.labelIds === undefined ? null : [...filters.labelIds].sort(),
+      filters.favorite ?? null,
+      filters.unread ?? null,
+      filters.lastMessageFrom ?? null,
+      filters.lastMessageTo ?? null
+    ])
+  )
+
+/** The position of `chat` in a list sorted by `sort.by`. */
+export const positionOf = (chat: Chat, sort: ChatSort): ChatPosition => ({ value: chat[sort.by], uuid: chat.uuid })
+
+/** Encodes a position with its binding. */
+export const encodeCursor = (binding: string, position: ChatPosition): string =>
+  Encoding.encodeBase64Url(JSON.stringify({ v: VERSION, b: binding, k: position.value, u: position.uuid }))
+
+/**
+ * The position of a cursor made with `binding`, or `undefined` when the cursor is not one
+ * of ours, is damaged, or was made with another organization, sort or filters.
+ * `nullable` says whether the sort value may be `null` (sort by `last_message_at`).
+ */
+export const decodeCursor = (cursor: string, binding: string, nullable: boolean): ChatPosition | undefined => {
+  if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) return undefined
+  const json = Encoding.decodeBase64UrlString(cursor)
+  if (Either.isLeft(json)) return undefined
+  let payload: unknown
+  try {
+    payload = JSON.parse(json.right)
+  } catch {
+    return undefined
+  }
+  if (typeof payload !== "object" || payload === null) return undefined
+  const { v, b, k, u } = payload as Record<string, unknown>
+  if (v !== VERSION || b !== binding || typeof u !== "string" || !UUID_PATTERN.test(u)) return undefined
+  if (!(typeof k === "string" || (k === null && nullable))) return undefined
+  return { value: k, uuid: u as ChatId }
+}
+
+/** cyrb53: a fast, well-mixed 53-bit string hash (not cryptographic; none is needed). */
+const hash = (text: string): string => {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ code, 2654435761)
+    h2 = Math.imul(h2 ^ code, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)
+}

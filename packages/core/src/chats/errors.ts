@@ -1,0 +1,18 @@
+import { Schema } from "effect"
+import { ChatStatus } from "./model.js"
+
+/**
+ * `Chats.setStatus` was asked to set the status the chat already has: a transition is
+ * between two different statuses (DESIGN §3b "Lists", docs/chats.md "Status
+ * transitions"). HTTP 400 `chat_status_unchanged`, naming the field `status`.
+ *
+ * @category errors
+ */
+export class ChatStatusUnchanged extends Schema.TaggedError<ChatStatusUnchanged>()("ChatStatusUnchanged", {
+  chat_uuid: Schema.String,
+  status: ChatStatus
+}) {
+  override get message(): string {
+    return `Chat ${this.chat_uuid} is already ${this.status}`
+  }
+}

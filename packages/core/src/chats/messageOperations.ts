@@ -1,0 +1,163 @@
+import { Effect } from "effect"
+import type { ContactId } from "../contacts/model.js"
+import { InvalidInput } from "../errors.js"
+import { nowIso } from "../internal/time.js"
+import { IssueCollector } from "../internal/validation.js"
+import { MESSAGE_STATUS_PREDECESSORS, MessageStatus, type Message, type MessageId } from "../messages/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import type { SecureRandomService } from "../random/SecureRandom.js"
+import { RecordNotFound } from "../shared/errors.js"
+import { Settings } from "../shared/Settings.js"
+import type { ChatAppendOutcome, ChatAppendRequest } from "../storage/ChatRepository.js"
+import type { StorageService } from "../storage/Storage.js"
+import type { ChatsService } from "./Chats.js"
+import { providerMessageId, readContent } from "./messageContent.js"
+import type {
+  ChatId,
+  ChatStatus,
+  InboundMessageInput,
+  InboundReceipt,
+  OutboundAppend,
+  OutboundMessageInput
+} from "./model.js"
+
+// The message side of the Chats service: inbound and outbound messages, message statuses,
+// opening a chat. Each rule is decided here and handed to the store as one atomic request.
+
+/** Statuses an inbound message reopens (DESIGN §3b "Lists"). */
+const REOPENED_BY_INBOUND: ReadonlyArray<ChatStatus> = ["resolved", "closed"]
+
+const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collector.issues })
+
+/** `receiveInbound`, `appendOutbound`, `updateMessageStatus` and `ensure` of the Chats service. */
+export const makeMessageOperations = (
+  storage: StorageService,
+  random: SecureRandomService
+): Pick<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "ensure"> => {
+  /** Appends per `request` built from three fresh ids and the current time. */
+  const append = (organizationId: OrganizationId, build: (ids: ReadonlyArray<string>, now: string) => ChatAppendRequest) =>
+    Effect.flatMap(Effect.zip(random.uuids(3), nowIso), ([ids, now]) =>
+      storage.chats.appendMessage(organizationId, build(ids, now))
+    )
+
+  const receiveInbound = Effect.fn("Chats.receiveInbound")(function* (
+    organizationId: OrganizationId,
+    input: InboundMessageInput
+  ) {
+    const { defaultCountry } = yield* Settings
+    const collector = new IssueCollector()
+    const phone = collector.phone("phone", input.phone, defaultCountry)
+    const content = readContent(collector, input, ["text", "media"])
+    const providerId = providerMessageId(collector, input.provider_message_id)
+    const first_name = collector.optionalText("first_name", input.first_name)
+    const last_name = collector.optionalText("last_name", input.last_name)
+    if (collector.issues.length > 0) return yield* invalid(collector)
+    const outcome: ChatAppendOutcome = yield* append(organizationId, ([contactId, chatId, messageId], now) => ({
+      contact: { _tag: "ByPhone", phone, create: { uuid: contactId as ContactId, first_name, last_name } },
+      newChat: { uuid: chatId as ChatId, status: "open" },
+      message: newMessage(messageId!, "inbound", content, "delivered", providerId, now),
+      unreadIncrement: 1,
+      reopen: { from: REOPENED_BY_INBOUND, to: "open" },
+      dedupe: true,
+      now
+    }))
+    switch (outcome._tag) {
+      case "Appended":
+        return receipt(outcome, false)
+      case "Duplicate":
+        return { chat: outcome.chat, message: outcome.message, contact_created: false, chat_created: false, duplicate: true }
+      case "ContactNotFound":
+        // A contact found by phone is created when missing: a store answering this is broken.
+        return yield* Effect.dieMessage("appendMessage answered ContactNotFound for a contact by phone")
+    }
+  })
+
+  const appendOutbound = Effect.fn("Chats.appendOutbound")(function* (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    input: OutboundMessageInput
+  ) {
+    const collector = new IssueCollector()
+    const content = readContent(collector, input, ["text", "template", "media"])
+    const providerId = providerMessageId(collector, input.provider_message_id)
+    if (collector.issues.length > 0) return yield* invalid(collector)
+    const outcome = yield* append(organizationId, ([, chatId, messageId], now) => ({
+      contact: { _tag: "ById", uuid: contactId },
+      newChat: { uuid: chatId as ChatId, status: "open" },
+      message: newMessage(messageId!, "outbound", content, "queued", providerId, now),
+      unreadIncrement: 0,
+      reopen: { from: [], to: "open" },
+      dedupe: false,
+      now
+    }))
+    switch (outcome._tag) {
+      case "Appended": {
+        const result: OutboundAppend = { chat: outcome.chat, message: outcome.message, chat_created: outcome.chatCreated }
+        return result
+      }
+      case "Duplicate":
+        return yield* Effect.dieMessage("appendMessage answered Duplicate without dedupe")
+      case "ContactNotFound":
+        return yield* new RecordNotFound({ missing: [{ resource: "contact", uuid: contactId }] })
+    }
+  })
+
+  const updateMessageStatus = Effect.fn("Chats.updateMessageStatus")(function* (
+    organizationId: OrganizationId,
+    id: MessageId,
+    status: MessageStatus,
+    providerMessageIdInput?: string
+  ) {
+    const collector = new IssueCollector()
+    if (!(MessageStatus.literals as ReadonlyArray<unknown>).includes(status)) {
+      collector.add("invalid_format", "status", `status must be one of ${MessageStatus.literals.join(", ")}`)
+    }
+    const providerId = providerMessageId(collector, providerMessageIdInput)
+    if (collector.issues.length > 0) return yield* invalid(collector)
+    const outcome = yield* storage.chats.updateMessageStatus(organizationId, id, {
+      status,
+      from: MESSAGE_STATUS_PREDECESSORS[status],
+      ...(providerId === null ? {} : { provider_message_id: providerId }),
+      now: yield* nowIso
+    })
+    if (outcome._tag === "NotFound") return yield* new RecordNotFound({ missing: [{ resource: "message", uuid: id }] })
+    return outcome.message
+  })
+
+  const ensure = Effect.fn("Chats.ensure")(function* (organizationId: OrganizationId, contactId: ContactId) {
+    const uuid = (yield* random.uuid()) as ChatId
+    const outcome = yield* storage.chats.ensure(organizationId, contactId, { uuid, status: "open" }, yield* nowIso)
+    if (outcome._tag === "ContactNotFound") {
+      return yield* new RecordNotFound({ missing: [{ resource: "contact", uuid: contactId }] })
+    }
+    return { chat: outcome.chat, created: outcome.created }
+  })
+
+  return { receiveInbound, appendOutbound, updateMessageStatus, ensure }
+}
+
+/** A new message record of `content`, created now. */
+const newMessage = (
+  uuid: string,
+  direction: Message["direction"],
+  content: ReturnType<typeof readContent>,
+  status: MessageStatus,
+  provider_message_id: string | null,
+  now: string
+): ChatAppendRequest["message"] => ({
+  uuid: uuid as MessageId,
+  direction,
+  ...content,
+  status,
+  provider_message_id,
+  created_at: now,
+  updated_at: now
+})
+
+const receipt = (outcome: Extract<ChatAppendOutcome, { _tag: "Appended" }>, duplicate: boolean): InboundReceipt => ({
+  chat: outcome.chat,
+  message: outcome.message,
+  contact_created: outcome.contactCreated,
+  chat_created: outcome.chatCreated,
+  duplicate
+})

@@ -1,0 +1,248 @@
+import { Schema } from "effect"
+import { ContactId } from "../contacts/model.js"
+import { GroupId } from "../groups/model.js"
+import { LabelId } from "../labels/model.js"
+import {
+  type Message,
+  MessageDirection,
+  MessageId,
+  type MessageMediaContent,
+  MessageStatus,
+  type MessageTemplateContent,
+  MessageType
+} from "../messages/model.js"
+
+/**
+ * Identifier of a chat.
+ *
+ * @category models
+ */
+export const ChatId = Schema.UUID.pipe(Schema.brand("ChatId"))
+/** @category models */
+export type ChatId = typeof ChatId.Type
+
+/**
+ * Status of a chat (SPEC §3). A chat starts `open`; the transition table is in
+ * docs/chats.md: any status may move to any other through `Chats.setStatus`;
+ * an inbound message on a `resolved` or `closed` chat sets it to `open`.
+ *
+ * @category models
+ */
+export const ChatStatus = Schema.Literal("open", "pending", "resolved", "closed")
+/** @category models */
+export type ChatStatus = typeof ChatStatus.Type
+
+/** Every {@link ChatStatus}, in lifecycle order. @category models */
+export const CHAT_STATUSES: ReadonlyArray<ChatStatus> = ChatStatus.literals
+
+/**
+ * The contact of a chat as embedded in the chat record (DESIGN §3 "Records").
+ *
+ * @category models
+ */
+export const ChatContact = Schema.Struct({
+  uuid: ContactId,
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  phone: Schema.String
+})
+/** @category models */
+export type ChatContact = typeof ChatContact.Type
+
+/**
+ * The newest message of a chat as embedded in the chat record (DESIGN §3 "Records").
+ *
+ * @category models
+ */
+export const ChatLastMessage = Schema.Struct({
+  uuid: MessageId,
+  direction: MessageDirection,
+  type: MessageType,
+  text: Schema.NullOr(Schema.String),
+  status: MessageStatus,
+  created_at: Schema.String
+})
+/** @category models */
+export type ChatLastMessage = typeof ChatLastMessage.Type
+
+/**
+ * A chat record (DESIGN §3 "Records"): the conversation with one contact (one chat per
+ * contact). `groups` and `labels` are the contact's, sorted by name. `unread` is
+ * `unread_count > 0`. `last_message_at` is the `created_at` of the newest message and
+ * `last_message` that message, both `null` for a chat without messages. Timestamps are ISO
+ * 8601 UTC strings; `updated_at` changes whenever the record does (a message, a status,
+ * an assignment, …).
+ *
+ * @category models
+ */
+export const Chat = Schema.Struct({
+  uuid: ChatId,
+  contact: ChatContact,
+  status: ChatStatus,
+  assigned_to: Schema.NullOr(Schema.String),
+  groups: Schema.Array(Schema.Struct({ uuid: GroupId, name: Schema.String })),
+  labels: Schema.Array(Schema.Struct({ uuid: LabelId, name: Schema.String, color: Schema.String })),
+  favorite: Schema.Boolean,
+  unread: Schema.Boolean,
+  unread_count: Schema.Int,
+  last_message_at: Schema.NullOr(Schema.String),
+  last_message: Schema.NullOr(ChatLastMessage),
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+/** @category models */
+export type Chat = typeof Chat.Type
+
+/**
+ * The keys `GET /chats` sorts by (SPEC §4); default `last_message_at`.
+ *
+ * @category models
+ */
+export const ChatSortBy = Schema.Literal("created_at", "updated_at", "last_message_at")
+/** @category models */
+export type ChatSortBy = typeof ChatSortBy.Type
+
+/**
+ * Sort direction of `GET /chats` (SPEC §4); default `desc`.
+ *
+ * @category models
+ */
+export const ChatSortOrder = Schema.Literal("asc", "desc")
+/** @category models */
+export type ChatSortOrder = typeof ChatSortOrder.Type
+
+/**
+ * The parameters of the chat list as a client gives them (SPEC §4 "GET /chats query
+ * parameters", DESIGN §3 "Chats list", §3b "Chats list parameters"), checked by
+ * `Chats.list`; every bad one is an `InvalidInput` issue naming it.
+ * - `search`: case-insensitive substring of first name, last name, full name, email, or
+ *   (when it is made of digits and phone punctuation) of the phone's digits; ≤ 255
+ *   characters; blank means no filter.
+ * - `status`: one {@link ChatStatus}; `assigned_to`: a user id or `unassigned`.
+ * - `group_uuid`, `tag_uuid`: comma-separated uuids (or an array), 1–100, match any.
+ * - `favorite`, `unread`: booleans.
+ * - `date_from`, `date_to`: ISO 8601 date (`2026-03-01`) or date-time (offset optional,
+ *   UTC when absent), inclusive bounds of `last_message_at`; a bare `date_to` includes
+ *   that whole UTC day.
+ * - `sort_by`, `sort_order`: default `last_message_at`, `desc`.
+ * - `pagination: true` → offset mode with `page` (≥ 1, default 1) and `per_page` (1–100,
+ *   default 20); otherwise cursor mode with `limit` (1–100, default 20) and `cursor`.
+ *
+ * @category models
+ */
+export interface ChatListParams {
+  readonly search?: string | undefined
+  readonly status?: string | undefined
+  readonly assigned_to?: string | undefined
+  readonly group_uuid?: string | ReadonlyArray<string> | undefined
+  readonly tag_uuid?: string | ReadonlyArray<string> | undefined
+  readonly favorite?: boolean | undefined
+  readonly unread?: boolean | undefined
+  readonly date_from?: string | undefined
+  readonly date_to?: string | undefined
+  readonly sort_by?: string | undefined
+  readonly sort_order?: string | undefined
+  readonly pagination?: boolean | undefined
+  readonly page?: number | undefined
+  readonly per_page?: number | undefined
+  readonly cursor?: string | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * The `pagination` object of the chat list in offset mode (DESIGN §3 "Chats list").
+ *
+ * @category models
+ */
+export interface ChatOffsetPagination {
+  readonly mode: "offset"
+  readonly page: number
+  readonly per_page: number
+  readonly total: number
+  readonly total_pages: number
+}
+
+/**
+ * The `pagination` object of the chat list in cursor mode (DESIGN §3 "Chats list"):
+ * `next_cursor` is opaque and `null` on the last page.
+ *
+ * @category models
+ */
+export interface ChatCursorPagination {
+  readonly mode: "cursor"
+  readonly limit: number
+  readonly next_cursor: string | null
+  readonly has_more: boolean
+}
+
+/**
+ * One page of the chat list: the `data` of `GET /chats`.
+ *
+ * @category models
+ */
+export interface ChatList {
+  readonly chats: ReadonlyArray<Chat>
+  readonly pagination: ChatOffsetPagination | ChatCursorPagination
+}
+
+/**
+ * An inbound message as a provider webhook reports it, input of
+ * `Chats.receiveInbound`: the sender's `phone` (normalised to E.164), the
+ * content (`type` `text` with `text` of 1–4096 characters, or `media` with `media` and
+ * an optional caption in `media.caption`), the provider's id (used to drop a redelivered
+ * webhook), and the sender's names, used only when the contact is new.
+ *
+ * @category models
+ */
+export interface InboundMessageInput {
+  readonly phone: string
+  readonly type: "text" | "media"
+  readonly text?: string | undefined
+  readonly media?: MessageMediaContent | undefined
+  readonly provider_message_id?: string | undefined
+  readonly first_name?: string | undefined
+  readonly last_name?: string | undefined
+}
+
+/**
+ * An outbound message to append, input of `Chats.appendOutbound`: `text`
+ * (1–4096 characters), a `template` send object, or `media`; `provider_message_id` when
+ * the provider already answered.
+ *
+ * @category models
+ */
+export interface OutboundMessageInput {
+  readonly type: "text" | "template" | "media"
+  readonly text?: string | undefined
+  readonly template?: MessageTemplateContent | undefined
+  readonly media?: MessageMediaContent | undefined
+  readonly provider_message_id?: string | undefined
+}
+
+/**
+ * Result of `Chats.receiveInbound`: the chat after the message, the message,
+ * whether the contact and the chat were created, and whether the message was a duplicate
+ * (same `provider_message_id` already received: nothing changed, the stored message is
+ * returned).
+ *
+ * @category models
+ */
+export interface InboundReceipt {
+  readonly chat: Chat
+  readonly message: Message
+  readonly contact_created: boolean
+  readonly chat_created: boolean
+  readonly duplicate: boolean
+}
+
+/**
+ * Result of `Chats.appendOutbound`: the chat after the message, the message
+ * (status `queued`) and whether the chat was created.
+ *
+ * @category models
+ */
+export interface OutboundAppend {
+  readonly chat: Chat
+  readonly message: Message
+  readonly chat_created: boolean
+}

@@ -1,0 +1,87 @@
+import { Context, Effect, Layer, Schema } from "effect"
+
+/**
+ * What a transport is asked to deliver: one outbound message to an E.164 phone.
+ * - `text`: `{type: "text", text}` (≤ 4096 characters);
+ * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
+ *   send object of SPEC §4 `POST /send/template`;
+ * - `media`: `{type: "media", media: {type: image|video|audio|document, url, caption?, filename?}}`.
+ * `message_id` is the message record's uuid, for correlation.
+ *
+ * @category messaging
+ */
+export type OutboundMessage =
+  | { readonly message_id: string; readonly to: string; readonly type: "text"; readonly text: string }
+  | {
+      readonly message_id: string
+      readonly to: string
+      readonly type: "template"
+      readonly template: {
+        readonly name: string
+        readonly language: { readonly code: string }
+        readonly components: ReadonlyArray<unknown>
+      }
+    }
+  | {
+      readonly message_id: string
+      readonly to: string
+      readonly type: "media"
+      readonly media: {
+        readonly type: "image" | "video" | "audio" | "document"
+        readonly url: string
+        readonly caption?: string | undefined
+        readonly filename?: string | undefined
+      }
+    }
+
+/**
+ * What the provider said: its message id and the status to record (`sent` when accepted).
+ *
+ * @category messaging
+ */
+export interface TransportReceipt {
+  readonly provider_message_id: string | null
+  readonly status: "sent"
+}
+
+/**
+ * The provider refused or could not be reached. The message is kept and marked `failed`
+ * with this reason (issue "Templates, basic replies, sends"): `reason` is the provider's
+ * message or the network error, `provider_code` its error code when it gave one.
+ *
+ * @category errors
+ */
+export class TransportFailed extends Schema.TaggedError<TransportFailed>()("TransportFailed", {
+  reason: Schema.String,
+  provider_code: Schema.NullOr(Schema.String)
+}) {
+  override get message(): string {
+    return `The message could not be delivered: ${this.reason}`
+  }
+}
+
+/**
+ * Hands outbound messages to a messaging provider (DESIGN §3 "Templates and sends").
+ *
+ * @category messaging
+ */
+export interface MessageTransportService {
+  readonly send: (message: OutboundMessage) => Effect.Effect<TransportReceipt, TransportFailed>
+}
+
+/**
+ * Tag of the {@link MessageTransportService}. `MessageTransport.recording` is the default:
+ * it accepts every message (no network) so the store records it as `sent`.
+ * `MessageTransport.whatsAppCloud(options)` sends through the WhatsApp Cloud API.
+ *
+ * @category messaging
+ */
+export class MessageTransport extends Context.Tag("@switchboard/core/MessageTransport")<
+  MessageTransport,
+  MessageTransportService
+>() {
+  /** Accepts every message without a network call; no provider id. */
+  static readonly recording: Layer.Layer<MessageTransport> = Layer.succeed(MessageTransport, {
+    send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const })
+  })
+}

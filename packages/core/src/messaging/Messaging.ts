@@ -1,0 +1,289 @@
+import { Context, Effect, Either, Layer, Option } from "effect"
+import { BasicReplies } from "../basic-replies/BasicReplies.js"
+import { MAX_MESSAGE_TEXT_LENGTH } from "../chats/messageContent.js"
+import { Chats } from "../chats/Chats.js"
+import type { InboundMessageInput, OutboundMessageInput } from "../chats/model.js"
+import type { ContactId } from "../contacts/model.js"
+import { InvalidInput } from "../errors.js"
+import { nowIso } from "../internal/time.js"
+import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
+import type { MessageMediaContent, MessageStatus } from "../messages/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import { PlanLimitExceeded, type RecordNotFound } from "../shared/errors.js"
+import { Settings } from "../shared/Settings.js"
+import type { StorageError } from "../storage/errors.js"
+import { Storage } from "../storage/Storage.js"
+import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
+import type { TemplateSendObject } from "../templates/model.js"
+import { Templates } from "../templates/Templates.js"
+import { MessageTransport, type OutboundMessage, type TransportFailed } from "./MessageTransport.js"
+import type { ReceiveResult, SendMediaInput, SendResult, SendTemplateInput, SendTextInput } from "./model.js"
+import { readMedia, readMessageText, readRecipient, readTemplateShape, type SendRecipient } from "./readSend.js"
+
+/**
+ * Sends of an organization (SPEC §4 `POST /send/template`, `POST /send`, `POST /send/media`;
+ * DESIGN §3 "Templates and sends", §3b "Sends"; docs/messaging.md) and the auto-reply to
+ * inbound messages.
+ *
+ * Every send runs the same steps, in this order:
+ * 1. read the input — the phone (E.164) and every other field; every problem is one issue
+ *    of `InvalidInput`, nothing written;
+ * 2. (templates) resolve the template, else `TemplateNotFound` / `TemplateNotApproved` /
+ *    `TemplateParametersMismatch`, nothing written;
+ * 3. upsert the contact by phone, atomically with the plan check: a new contact that would
+ *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
+ *    the contact like a partial PUT;
+ * 4. append an outbound message (status `queued`) to the contact's chat, created `open` when
+ *    missing; the chat's status never changes;
+ * 5. hand it to the {@link MessageTransport}: accepted → `sent` with the provider's id;
+ *    refused or unreachable (`TransportFailed`) → `failed`, the record kept, and the send
+ *    still succeeds with `status: "failed"`.
+ * Steps 4–5 run uninterruptibly: a client that goes away never leaves a message `queued`.
+ *
+ * @category services
+ */
+export interface MessagingService {
+  /** Sends a template message (SPEC §4 `POST /send/template`). */
+  readonly sendTemplate: (
+    organizationId: OrganizationId,
+    input: SendTemplateInput
+  ) => Effect.Effect<
+    SendResult,
+    | InvalidInput
+    | TemplateNotFound
+    | TemplateNotApproved
+    | TemplateParametersMismatch
+    | PlanLimitExceeded
+    | RecordNotFound
+    | StorageError
+  >
+  /** Sends a text message (`POST /send`): `message` 1–4096 characters. */
+  readonly sendText: (
+    organizationId: OrganizationId,
+    input: SendTextInput
+  ) => Effect.Effect<SendResult, InvalidInput | PlanLimitExceeded | RecordNotFound | StorageError>
+  /** Sends a media message (`POST /send/media`). */
+  readonly sendMedia: (
+    organizationId: OrganizationId,
+    input: SendMediaInput
+  ) => Effect.Effect<SendResult, InvalidInput | PlanLimitExceeded | RecordNotFound | StorageError>
+  /**
+   * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
+   * needed, never refused over `contacts_limit`), then answers it automatically when its
+   * text, trimmed, equals a basic reply's trigger ignoring case (`BasicReplies.matchInbound`):
+   * the reply's `response` is sent as a text message through the transport (steps 4–5
+   * above). A duplicate delivery (same `provider_message_id`) and a media message are never
+   * answered. `auto_reply` is the reply's send result, or `null`.
+   */
+  readonly receive: (
+    organizationId: OrganizationId,
+    input: InboundMessageInput
+  ) => Effect.Effect<ReceiveResult, InvalidInput | StorageError>
+}
+
+/**
+ * Tag of the {@link MessagingService}. `Messaging.layer` needs `Storage`, `SecureRandom`,
+ * `MessageTransport`, `Templates`, `Chats` and `BasicReplies`; `Core.layer` provides them
+ * all with the recording transport, `Core.layerWithTransport(transport)` with another.
+ *
+ * @category services
+ * @example
+ * import { Effect } from "effect"
+ * import { Messaging, type OrganizationId } from "@switchboard/core"
+ *
+ * const greet = (organizationId: OrganizationId) =>
+ *   Effect.flatMap(Messaging, (messaging) =>
+ *     messaging.sendText(organizationId, { phone: "+14155550100", message: "Hello!" })
+ *   )
+ */
+export class Messaging extends Context.Tag("@switchboard/core/Messaging")<Messaging, MessagingService>() {
+  static readonly layer: Layer.Layer<
+    Messaging,
+    never,
+    Storage | SecureRandom | MessageTransport | Templates | Chats | BasicReplies
+  > = Layer.effect(
+    Messaging,
+    Effect.suspend(() => make)
+  )
+}
+
+/** What a send carries, in the shapes of both the message record and the transport. */
+type SendContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "template"; readonly template: TemplateSendObject; readonly text: string }
+  | { readonly type: "media"; readonly media: MessageMediaContent }
+
+const make = Effect.gen(function* () {
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  const transport = yield* MessageTransport
+  const templates = yield* Templates
+  const chats = yield* Chats
+  const replies = yield* BasicReplies
+
+  /** Step 3: the contact's uuid after the upsert, or `PlanLimitExceeded` with nothing written. */
+  const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
+    organizationId: OrganizationId,
+    recipient: SendRecipient
+  ) {
+    const organization = yield* storage.organizations.findById(organizationId)
+    // An organization that does not exist may create nothing (as in Contacts.importBulk).
+    const contactsLimit = Option.match(organization, { onNone: () => 0, onSome: (org) => org.plan.contacts_limit })
+    const outcome = yield* storage.contacts.importBulk(organizationId, {
+      rows: [{ phone: recipient.phone, details: recipient.details, groups: [] }],
+      ids: yield* random.uuids(1),
+      contactsLimit,
+      now: yield* nowIso
+    })
+    switch (outcome._tag) {
+      case "Imported": {
+        const [contact] = outcome.result.contacts
+        if (contact === undefined) return yield* Effect.dieMessage("importBulk answered no contact for one row")
+        return contact.uuid
+      }
+      case "LimitExceeded":
+        return yield* new PlanLimitExceeded({
+          plan_limit: "contacts_limit",
+          limit: outcome.limit,
+          usage: outcome.usage,
+          requested: outcome.requested
+        })
+      case "GroupsNotFound":
+        return yield* Effect.dieMessage("importBulk answered GroupsNotFound for a row without groups")
+    }
+  })
+
+  /** Steps 4–5: append the message, hand it to the transport, record the outcome. */
+  const deliver = (organizationId: OrganizationId, contactId: ContactId, phone: string, content: SendContent) =>
+    Effect.gen(function* () {
+      const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, recordOf(content))
+      const sent = yield* Effect.either(transport.send(outboundOf(message.uuid, phone, content)))
+      const status: MessageStatus = Either.isRight(sent) ? sent.right.status : "failed"
+      if (Either.isLeft(sent)) yield* logTransportFailure(message.uuid, sent.left)
+      const providerId = Either.isRight(sent) ? usableProviderId(sent.right.provider_message_id) : undefined
+      const updated = yield* chats.updateMessageStatus(organizationId, message.uuid, status, providerId).pipe(
+        // The contact (and so the message) was deleted meanwhile: the send itself happened.
+        Effect.catchTag("RecordNotFound", () => Effect.succeed({ status })),
+        // Only the status and a checked provider id are passed: a refusal is a bug.
+        Effect.catchTag("InvalidInput", (error) => Effect.die(error))
+      )
+      const result: SendResult = {
+        message_id: message.uuid,
+        chat_uuid: chat.uuid,
+        contact_uuid: contactId,
+        status: updated.status
+      }
+      return result
+    }).pipe(Effect.uninterruptible)
+
+  /** Steps 1 and 3–5 around `readContent` (which adds step 1's content issues). */
+  const send = <C extends SendContent, E, R>(
+    organizationId: OrganizationId,
+    input: Parameters<typeof readRecipient>[1],
+    readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>
+  ) =>
+    Effect.gen(function* () {
+      const { defaultCountry } = yield* Settings
+      const collector = new IssueCollector()
+      const recipient = readRecipient(collector, input, defaultCountry)
+      const content = yield* readContent(collector)
+      if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
+      const contactId = yield* upsertContact(organizationId, recipient)
+      return yield* deliver(organizationId, contactId, recipient.phone, content)
+    })
+
+  const sendTemplate = Effect.fn("Messaging.sendTemplate")(function* (
+    organizationId: OrganizationId,
+    input: SendTemplateInput
+  ) {
+    return yield* send(organizationId, input ?? {}, (collector) =>
+      Effect.gen(function* () {
+        const shape = readTemplateShape(collector, input?.template)
+        const content: SendContent = { type: "template", template: { name: "", language: { code: "" }, components: [] }, text: "" }
+        // Step 2 only for a well-formed input, so one 400 lists every shape problem first.
+        if (shape === null || collector.issues.length > 0) return content
+        const resolved = yield* templates.resolveForSend(organizationId, shape)
+        return { type: "template", template: resolved.send, text: preview(resolved.text) } as const
+      })
+    )
+  })
+
+  const sendText = Effect.fn("Messaging.sendText")(function* (organizationId: OrganizationId, input: SendTextInput) {
+    return yield* send(organizationId, { phone: input?.phone }, (collector) =>
+      Effect.succeed({ type: "text", text: readMessageText(collector, input?.message) } as const)
+    )
+  })
+
+  const sendMedia = Effect.fn("Messaging.sendMedia")(function* (organizationId: OrganizationId, input: SendMediaInput) {
+    return yield* send(organizationId, { phone: input?.phone }, (collector) =>
+      Effect.succeed({ type: "media", media: readMedia(collector, input?.media) } as const)
+    )
+  })
+
+  const receive = Effect.fn("Messaging.receive")(function* (organizationId: OrganizationId, input: InboundMessageInput) {
+    const receipt = yield* chats.receiveInbound(organizationId, input)
+    const { message, chat } = receipt
+    if (receipt.duplicate || message.type !== "text" || message.text === null) return { ...receipt, auto_reply: null }
+    const reply = yield* replies.matchInbound(organizationId, message.text)
+    if (Option.isNone(reply)) return { ...receipt, auto_reply: null }
+    const auto_reply = yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, {
+      type: "text",
+      text: reply.value.response
+    }).pipe(
+      // The contact was deleted between the inbound message and its answer: nobody to answer.
+      Effect.catchTag("RecordNotFound", () => Effect.succeed(null)),
+      // A stored reply always makes a valid text message: a refusal is a bug.
+      Effect.catchTag("InvalidInput", (error) => Effect.die(error))
+    )
+    const result: ReceiveResult = { ...receipt, auto_reply }
+    return result
+  })
+
+  const service: MessagingService = { sendTemplate, sendText, sendMedia, receive }
+  return service
+})
+
+/** The message record of a send (`Chats.appendOutbound` input). */
+const recordOf = (content: SendContent): OutboundMessageInput => {
+  switch (content.type) {
+    case "text":
+      return { type: "text", text: content.text }
+    case "template":
+      return { type: "template", template: content.template, text: content.text }
+    case "media":
+      return { type: "media", media: content.media }
+  }
+}
+
+/** What the transport is asked to deliver. */
+const outboundOf = (message_id: string, to: string, content: SendContent): OutboundMessage => {
+  switch (content.type) {
+    case "text":
+      return { message_id, to, type: "text", text: content.text }
+    case "template":
+      return { message_id, to, type: "template", template: content.template }
+    case "media":
+      return { message_id, to, type: "media", media: content.media }
+  }
+}
+
+/**
+ * The stored text of a template message: its rendered text, cut to 4096 characters (a
+ * message's longest text) with an ellipsis when longer; it is a preview, the provider
+ * renders the message from the template object.
+ */
+const preview = (text: string): string =>
+  text.length <= MAX_MESSAGE_TEXT_LENGTH ? text : `${text.slice(0, MAX_MESSAGE_TEXT_LENGTH - 1)}…`
+
+/** A provider id the message record can hold (trimmed, 1–255 characters), else none. */
+const usableProviderId = (id: string | null): string | undefined => {
+  const trimmed = id?.trim() ?? ""
+  return trimmed === "" || trimmed.length > MAX_NAME_LENGTH ? undefined : trimmed
+}
+
+/** One warning per failed hand-off, with the provider's reason and code (never credentials). */
+const logTransportFailure = (messageId: string, error: TransportFailed) =>
+  Effect.logWarning("Message transport failed; message marked failed").pipe(
+    Effect.annotateLogs({ message_id: messageId, reason: error.reason, provider_code: error.provider_code })
+  )

@@ -1,0 +1,84 @@
+import { Effect, Layer } from "effect"
+import { MessageTransport, TransportFailed, type OutboundMessage, type TransportReceipt } from "./MessageTransport.js"
+
+/**
+ * Options of the WhatsApp Cloud API transport.
+ * - `phoneNumberId`: the business phone number id that sends;
+ * - `accessToken`: the Graph API access token (sent as `Authorization: Bearer`, never logged);
+ * - `baseUrl`: default `https://graph.facebook.com`; `apiVersion`: default `v21.0`;
+ * - `timeoutMs`: per request, default 10 000 ms.
+ *
+ * @category messaging
+ */
+export interface WhatsAppCloudOptions {
+  readonly phoneNumberId: string
+  readonly accessToken: string
+  readonly baseUrl?: string
+  readonly apiVersion?: string
+  readonly timeoutMs?: number
+}
+
+/**
+ * A {@link MessageTransport} that posts to the Graph API messages endpoint
+ * (`POST {baseUrl}/{apiVersion}/{phoneNumberId}/messages`). A 2xx answer gives the
+ * provider's message id (`messages[0].id`); any other answer, a timeout or a network error
+ * fails with `TransportFailed` carrying the provider's `error.message` and `error.code`.
+ *
+ * @category messaging
+ * @example
+ * import { WhatsAppCloudTransport } from "@switchboard/core"
+ * const transport = WhatsAppCloudTransport.layer({ phoneNumberId: "1234", accessToken: process.env.WA_TOKEN! })
+ */
+export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTransport> =>
+  Layer.succeed(MessageTransport, { send: (message) => send(options, message) })
+
+/** The Graph API request body of one outbound message. */
+export const requestBody = (message: OutboundMessage): Record<string, unknown> => {
+  const base = { messaging_product: "whatsapp", recipient_type: "individual", to: message.to.replace(/^\+/, "") }
+  switch (message.type) {
+    case "text":
+      return { ...base, type: "text", text: { preview_url: false, body: message.text } }
+    case "template":
+      return { ...base, type: "template", template: message.template }
+    case "media": {
+      const { type, url, caption, filename } = message.media
+      const media: Record<string, string> = { link: url }
+      if (caption !== undefined && type !== "audio") media.caption = caption
+      if (filename !== undefined && type === "document") media.filename = filename
+      return { ...base, type, [type]: media }
+    }
+  }
+}
+
+const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.Effect<TransportReceipt, TransportFailed> => {
+  const url = `${(options.baseUrl ?? "https://graph.facebook.com").replace(/\/+$/, "")}/${options.apiVersion ?? "v21.0"}/${encodeURIComponent(options.phoneNumberId)}/messages`
+  return Effect.tryPromise({
+    try: async (signal) => {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" },
+        body: JSON.stringify(requestBody(message)),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 10_000)])
+      })
+      const body = (await response.json().catch(() => ({}))) as GraphResponse
+      return { ok: response.ok, status: response.status, body }
+    },
+    catch: (error) => new TransportFailed({ reason: error instanceof Error ? error.message : String(error), provider_code: null })
+  }).pipe(
+    Effect.flatMap(({ ok, status, body }) => {
+      const id = body.messages?.[0]?.id
+      if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
+      return Effect.fail(
+        new TransportFailed({
+          reason: body.error?.message ?? `provider answered HTTP ${status}`,
+          provider_code: body.error?.code === undefined ? null : String(body.error.code)
+        })
+      )
+    })
+  )
+}
+
+interface GraphResponse {
+  readonly messages?: ReadonlyArray<{ readonly id?: unknown }>
+  readonly error?: { readonly message?: string; readonly code?: number | string }
+}

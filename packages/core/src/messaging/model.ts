@@ -1,0 +1,79 @@
+import type { ChatId, InboundReceipt } from "../chats/model.js"
+import type { ContactId } from "../contacts/model.js"
+import type { MessageId, MessageMediaContent, MessageStatus } from "../messages/model.js"
+import type { TemplateSendRequest } from "../templates/model.js"
+
+/**
+ * The contact fields a send may carry (SPEC §4 `POST /send/template`, DESIGN §3b "Sends"):
+ * they update the contact like a partial `PUT /contacts/{uuid}` — fields left out are
+ * kept, `null` (or `""`) clears `last_name` or `email`; `first_name` cannot be cleared.
+ *
+ * @category models
+ */
+export interface SendContactFields {
+  readonly first_name?: string | undefined
+  readonly last_name?: string | null | undefined
+  readonly email?: string | null | undefined
+}
+
+/**
+ * Input of `Messaging.sendTemplate` (SPEC §4 `POST /send/template`): the recipient's
+ * `phone` (any format libphonenumber-js reads; stored in E.164), the `template` object
+ * `{name, language: {code}, components}` built from `GET /templates/{uuid}/payload` with
+ * every slot filled, and optional contact fields.
+ *
+ * @category models
+ */
+export interface SendTemplateInput extends SendContactFields {
+  readonly phone: string
+  readonly template: TemplateSendRequest
+}
+
+/**
+ * Input of `Messaging.sendText` (`POST /send`, DESIGN §3 "Templates and sends"): `message`
+ * is 1–4096 characters, not blank, sent as written (not trimmed).
+ *
+ * @category models
+ */
+export interface SendTextInput {
+  readonly phone: string
+  readonly message: string
+}
+
+/**
+ * Input of `Messaging.sendMedia` (`POST /send/media`, DESIGN §3 "Templates and sends"):
+ * `media.type` image, video, audio or document; `media.url` an http(s) URL of at most
+ * 2048 characters; `caption` (≤ 1024) and `filename` (≤ 255) optional.
+ *
+ * @category models
+ */
+export interface SendMediaInput {
+  readonly phone: string
+  readonly media: MessageMediaContent
+}
+
+/**
+ * The result of a send, the `data` of the three send routes (DESIGN §3 "Templates and
+ * sends"): `message_id` is the message record's uuid (DESIGN §3b "Sends"), `status` the
+ * status it was left in — `sent` when the transport accepted it, `failed` when the
+ * provider refused it or could not be reached (the record is kept; docs/messaging.md).
+ *
+ * @category models
+ */
+export interface SendResult {
+  readonly message_id: MessageId
+  readonly chat_uuid: ChatId
+  readonly contact_uuid: ContactId
+  readonly status: MessageStatus
+}
+
+/**
+ * Result of `Messaging.receive`: the inbound receipt of `Chats.receiveInbound`, and the
+ * automatic reply sent because the message matched a basic reply's trigger (issue 4
+ * "Auto-reply"), or `null` when none was sent.
+ *
+ * @category models
+ */
+export interface ReceiveResult extends InboundReceipt {
+  readonly auto_reply: SendResult | null
+}

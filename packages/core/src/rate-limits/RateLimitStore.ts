@@ -1,0 +1,49 @@
+import { Context, type Effect } from "effect"
+import type { StorageError } from "../storage/errors.js"
+
+/**
+ * One request to count, as the limiter hands it to the store:
+ * - `key`: the counter's name, such as `general:org:<organization id>` or
+ *   `general:ip:<address>` (the store adds its own prefix, if any);
+ * - `windowStart`: first millisecond of the fixed window (ms since the epoch, a multiple of
+ *   the window's length): the same `key` in another window is another counter;
+ * - `expiresAt`: end of the window (ms since the epoch); the store may forget the counter
+ *   from then on, and must forget it eventually;
+ * - `now`: the limiter's current time (Effect `Clock`, ms since the epoch), for stores that
+ *   compute a time to live or prune by time.
+ *
+ * @category storage
+ */
+export interface RateLimitIncrement {
+  readonly key: string
+  readonly windowStart: number
+  readonly expiresAt: number
+  readonly now: number
+}
+
+/**
+ * Where rate-limit counters live (DESIGN §2–§3 "Rate limits"). One operation, which must
+ * be atomic across every process sharing the store: add 1 to the counter of
+ * `key` + `windowStart` (creating it at 1) and return the new count. N concurrent calls on
+ * one counter return 1..N, each exactly once. Fails only with {@link StorageError}
+ * (operation `"rateLimits.increment"`).
+ *
+ * Implementations: `MemoryRateLimitStore` (here), `SqliteRateLimitStore`
+ * (`@switchboard/storage-sqlite`), `RedisRateLimitStore` (`@switchboard/rate-limit-redis`).
+ * `runRateLimitStoreContract` of `@switchboard/storage-contract` checks one.
+ *
+ * @category storage
+ */
+export interface RateLimitStoreService {
+  readonly increment: (request: RateLimitIncrement) => Effect.Effect<number, StorageError>
+}
+
+/**
+ * Tag of the {@link RateLimitStoreService}.
+ *
+ * @category storage
+ */
+export class RateLimitStore extends Context.Tag("@switchboard/core/RateLimitStore")<
+  RateLimitStore,
+  RateLimitStoreService
+>() {}

@@ -1,0 +1,163 @@
+import { Clock, Context, Duration, Effect, Either, Layer, Option } from "effect"
+import type { InvalidInput } from "../errors.js"
+import { StorageError } from "../storage/errors.js"
+import { RateLimited, RateLimitUnavailable } from "./errors.js"
+import {
+  decideRateLimit,
+  resolveRateLimitOptions,
+  rateLimitWindowAt,
+  type RateLimitBucket,
+  type RateLimitDecision,
+  type RateLimitOptions,
+  type RateLimitSettings,
+  type RateLimitSubject
+} from "./model.js"
+import { RateLimitStore } from "./RateLimitStore.js"
+
+/**
+ * The rate buckets of the domain (SPEC §5.6, §8; DESIGN §3 "Rate limits", §3b "Check order
+ * in practice"): fixed windows aligned to `floor(now / windowMs)` on Effect's `Clock`, one
+ * counter per bucket and subject, kept in a {@link RateLimitStore}; never more than `max`
+ * requests accepted per window across every instance sharing the store, while it answers.
+ *
+ * @category services
+ */
+export interface RateLimiterService {
+  /** The options in force, defaults applied. */
+  readonly settings: RateLimitSettings
+  /**
+   * Counts one request of `subject` in `bucket` (one atomic store increment, bounded by
+   * `storeTimeoutMs`) and decides. Succeeds with the decision when the request is within
+   * the limit; fails with `RateLimited` when it is over. When the store fails or times
+   * out: `fail-open` succeeds with `None` (not counted; a warning is logged, at most once
+   * per 10 s with the number of failures since the last one), `fail-closed` fails with
+   * `RateLimitUnavailable`.
+   */
+  readonly consume: (
+    bucket: RateLimitBucket,
+    subject: RateLimitSubject
+  ) => Effect.Effect<Option.Option<RateLimitDecision>, RateLimited | RateLimitUnavailable>
+}
+
+/**
+ * Tag of the {@link RateLimiterService}. `RateLimiter.layer(options)` needs a
+ * {@link RateLimitStore} and fails with `InvalidInput` for invalid options (see
+ * `resolveRateLimitOptions`).
+ *
+ * @category services
+ * @example
+ * import { Effect, Layer } from "effect"
+ * import { MemoryRateLimitStore, RateLimiter } from "@switchboard/core"
+ *
+ * const program = Effect.flatMap(RateLimiter, (limiter) =>
+ *   limiter.consume("send", { kind: "organization", id: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" })
+ * )
+ * Effect.runPromise(
+ *   program.pipe(Effect.provide(RateLimiter.layer({ send: { max: 100, windowMs: 60_000 } })),
+ *     Effect.provide(MemoryRateLimitStore.layer))
+ * )
+ */
+export class RateLimiter extends Context.Tag("@switchboard/core/RateLimiter")<RateLimiter, RateLimiterService>() {
+  /** Builds the service on the {@link RateLimitStore} in context; `InvalidInput` for bad options. */
+  static readonly make = (
+    options: RateLimitOptions = {}
+  ): Effect.Effect<RateLimiterService, InvalidInput, RateLimitStore> => makeLimiter(options)
+
+  /** A Layer of {@link RateLimiter.make}. */
+  static readonly layer = (options: RateLimitOptions = {}): Layer.Layer<RateLimiter, InvalidInput, RateLimitStore> =>
+    Layer.effect(RateLimiter, makeLimiter(options))
+}
+
+/** Shortest interval between two fail-open warnings, in ms. */
+const WARNING_INTERVAL_MS = 10_000
+
+const makeLimiter = (
+  options: RateLimitOptions = {}
+): Effect.Effect<RateLimiterService, InvalidInput, RateLimitStore> =>
+  Effect.gen(function* () {
+    const settings = yield* Either.match(resolveRateLimitOptions(options), {
+      onLeft: Effect.fail,
+      onRight: Effect.succeed
+    })
+    const store = yield* RateLimitStore
+    const timeout = Duration.millis(settings.storeTimeoutMs)
+    const warnings = makeWarningThrottle()
+
+    const consume = Effect.fn("RateLimiter.consume")(function* (bucket: RateLimitBucket, subject: RateLimitSubject) {
+      const limit = settings[bucket]
+      const now = yield* Clock.currentTimeMillis
+      const window = rateLimitWindowAt(now, limit.windowMs)
+      const counted = yield* store
+        .increment({ key: keyOf(bucket, subject), windowStart: window.start, expiresAt: window.end, now })
+        .pipe(
+          Effect.timeoutFail({
+            duration: timeout,
+            onTimeout: () =>
+              new StorageError({
+                operation: "rateLimits.increment",
+                cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
+              })
+          }),
+          Effect.either
+        )
+      if (Either.isLeft(counted)) {
+        if (settings.onStoreError === "fail-closed") return yield* new RateLimitUnavailable({ cause: counted.left })
+        yield* warnings.storeFailed(bucket, counted.left)
+        return Option.none()
+      }
+      const decision = decideRateLimit(bucket, limit, counted.right, now, window.end)
+      if (!decision.allowed) {
+        return yield* new RateLimited({
+          bucket,
+          scope: subject.kind,
+          limit: limit.max,
+          window_ms: limit.windowMs,
+          reset_seconds: decision.resetSeconds,
+          retry_after_seconds: decision.retryAfterSeconds
+        })
+      }
+      return Option.some(decision)
+    })
+
+    const service: RateLimiterService = { settings, consume }
+    return service
+  })
+
+/**
+ * The store key of a subject's bucket: `<bucket>:org:<organization id>` or
+ * `<bucket>:ip:<address>`, so buckets and subject kinds never share a counter.
+ */
+const keyOf = (bucket: RateLimitBucket, subject: RateLimitSubject): string =>
+  `${bucket}:${subject.kind === "organization" ? "org" : "ip"}:${subject.id}`
+
+/**
+ * Logs store failures under `fail-open` without flooding the log while a store is down:
+ * one warning, then at most one per {@link WARNING_INTERVAL_MS} carrying how many
+ * failures were not logged in between.
+ */
+const makeWarningThrottle = () => {
+  let lastWarningAt = Number.NEGATIVE_INFINITY
+  let unlogged = 0
+  return {
+    storeFailed: (bucket: RateLimitBucket, error: StorageError) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (now - lastWarningAt < WARNING_INTERVAL_MS) {
+          unlogged++
+          return Effect.void
+        }
+        lastWarningAt = now
+        const skipped = unlogged
+        unlogged = 0
+        return Effect.logWarning("Rate-limit store failed; request allowed without counting (onStoreError: fail-open)").pipe(
+          Effect.annotateLogs({
+            bucket,
+            operation: error.operation,
+            cause: describeCause(error.cause),
+            failures_not_logged: skipped
+          })
+        )
+      })
+  }
+}
+
+const describeCause = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))

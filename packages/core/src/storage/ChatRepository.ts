@@ -1,0 +1,277 @@
+import type { Effect, Option } from "effect"
+import type { Chat, ChatId, ChatSortBy, ChatSortOrder, ChatStatus } from "../chats/model.js"
+import type { ContactId } from "../contacts/model.js"
+import type { GroupId } from "../groups/model.js"
+import type { LabelId } from "../labels/model.js"
+import type { Message, MessageId, MessageStatus } from "../messages/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import type { Page, PageRequest } from "../shared/model.js"
+import type { StorageError } from "./errors.js"
+
+/**
+ * How {@link ChatRepository.appendMessage} finds the contact of a message: by E.164 phone,
+ * creating the contact with `create` when the organization has none (inbound messages are
+ * never dropped, not even over `contacts_limit`: DESIGN §3b "Plan limits"), or by uuid
+ * (it must exist).
+ *
+ * @category storage
+ */
+export type ChatContactReference =
+  | {
+      readonly _tag: "ByPhone"
+      readonly phone: string
+      readonly create: { readonly uuid: ContactId; readonly first_name: string | null; readonly last_name: string | null }
+    }
+  | { readonly _tag: "ById"; readonly uuid: ContactId }
+
+/**
+ * A new message as the store writes it; `chat_uuid` and `contact_uuid` are the store's to
+ * fill.
+ *
+ * @category storage
+ */
+export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
+
+/**
+ * Input of {@link ChatRepository.appendMessage}. Core decides every rule; the store applies
+ * them in one atomic step:
+ * - `dedupe`: when `message.provider_message_id` is set and the organization already has a
+ *   message with that id and direction → `Duplicate`, nothing written;
+ * - the contact per `contact`; the chat of the contact, created as `newChat` when missing;
+ * - the message appended; the chat's `unread_count` increased by `unreadIncrement`;
+ * - the chat's status set to `reopen.to` when it is one of `reopen.from`;
+ * - `last_message_at`/last message set to this message unless the chat has a newer one
+ *   (a later `created_at`); `updated_at` = `now`.
+ *
+ * @category storage
+ */
+export interface ChatAppendRequest {
+  readonly contact: ChatContactReference
+  readonly newChat: { readonly uuid: ChatId; readonly status: ChatStatus }
+  readonly message: NewMessage
+  readonly unreadIncrement: number
+  readonly reopen: { readonly from: ReadonlyArray<ChatStatus>; readonly to: ChatStatus }
+  readonly dedupe: boolean
+  readonly now: string
+}
+
+/**
+ * Outcome of {@link ChatRepository.appendMessage}. `Duplicate` and `ContactNotFound` wrote
+ * nothing.
+ *
+ * @category storage
+ */
+export type ChatAppendOutcome =
+  | {
+      readonly _tag: "Appended"
+      readonly chat: Chat
+      readonly message: Message
+      readonly contactCreated: boolean
+      readonly chatCreated: boolean
+    }
+  | { readonly _tag: "Duplicate"; readonly chat: Chat; readonly message: Message }
+  | { readonly _tag: "ContactNotFound" }
+
+/**
+ * Outcome of {@link ChatRepository.ensure}: the contact's chat and whether it was created.
+ *
+ * @category storage
+ */
+export type ChatEnsureOutcome =
+  | { readonly _tag: "Ensured"; readonly chat: Chat; readonly created: boolean }
+  | { readonly _tag: "ContactNotFound" }
+
+/**
+ * Fields {@link ChatRepository.update} may set; absent fields are kept.
+ *
+ * @category storage
+ */
+export interface ChatPatch {
+  readonly status?: ChatStatus
+  readonly assigned_to?: string | null
+  readonly favorite?: boolean
+  readonly unread_count?: number
+}
+
+/**
+ * Outcome of {@link ChatRepository.update}: `changed` is false when every field of the
+ * patch already had its value (then nothing was written, `updated_at` included).
+ *
+ * @category storage
+ */
+export type ChatUpdateOutcome =
+  | { readonly _tag: "Updated"; readonly chat: Chat; readonly changed: boolean }
+  | { readonly _tag: "NotFound" }
+
+/**
+ * Input of {@link ChatRepository.updateMessageStatus}: `status` is written only when the
+ * stored status is one of `from` (core's rule, applied atomically); `provider_message_id`
+ * is written when given; `updated_at` = `now` when anything changed.
+ *
+ * @category storage
+ */
+export interface MessageStatusUpdate {
+  readonly status: MessageStatus
+  readonly from: ReadonlyArray<MessageStatus>
+  readonly provider_message_id?: string | undefined
+  readonly now: string
+}
+
+/**
+ * Outcome of {@link ChatRepository.updateMessageStatus}: the message as stored afterwards,
+ * and whether anything changed.
+ *
+ * @category storage
+ */
+export type MessageStatusOutcome =
+  | { readonly _tag: "Updated"; readonly message: Message; readonly changed: boolean }
+  | { readonly _tag: "NotFound" }
+
+/**
+ * Filters of the chat list, already validated and normalised by core (DESIGN §3 "Chats
+ * list"); every one given must hold (AND):
+ * - `search`: lowercase, non-empty; matches when {@link chatSearchMatches} says so for the
+ *   contact's {@link chatSearchText};
+ * - `assignedTo`: a user id, or `null` for unassigned chats;
+ * - `groupIds`, `labelIds`: non-empty; the contact is in any of the groups / carries any of
+ *   the labels;
+ * - `unread`: `unread_count > 0` when true, `= 0` when false;
+ * - `lastMessageFrom`, `lastMessageTo`: inclusive bounds of `last_message_at`, ISO 8601 UTC
+ *   instants in `Date#toISOString` form; a chat without messages matches neither.
+ *
+ * @category storage
+ */
+export interface ChatFilters {
+  readonly search?: string
+  readonly status?: ChatStatus
+  readonly assignedTo?: string | null
+  readonly groupIds?: ReadonlyArray<GroupId>
+  readonly labelIds?: ReadonlyArray<LabelId>
+  readonly favorite?: boolean
+  readonly unread?: boolean
+  readonly lastMessageFrom?: string
+  readonly lastMessageTo?: string
+}
+
+/**
+ * Order of the chat list: by `by`, then by `uuid`, both in `order`. A `null`
+ * `last_message_at` sorts before every timestamp: last in `desc`, first in `asc`.
+ *
+ * @category storage
+ */
+export interface ChatSort {
+  readonly by: ChatSortBy
+  readonly order: ChatSortOrder
+}
+
+/**
+ * A position in the chat list: the sort value of a chat (`null` for a chat without
+ * messages sorted by `last_message_at`) and its uuid. {@link ChatRepository.listAfter}
+ * answers the chats strictly after it.
+ *
+ * @category storage
+ */
+export interface ChatPosition {
+  readonly value: string | null
+  readonly uuid: ChatId
+}
+
+/**
+ * Chats and their messages, of one organization (STYLE §3). One chat per contact; deleting
+ * a contact deletes its chat and messages.
+ *
+ * @category storage
+ */
+export interface ChatRepository {
+  /** Appends a message per {@link ChatAppendRequest}, atomically. */
+  readonly appendMessage: (
+    organizationId: OrganizationId,
+    request: ChatAppendRequest
+  ) => Effect.Effect<ChatAppendOutcome, StorageError>
+  /**
+   * The chat of the contact, created as `newChat` (no messages: `last_message_at` null,
+   * `unread_count` 0, `created_at` = `updated_at` = `now`) when it has none.
+   */
+  readonly ensure: (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    newChat: { readonly uuid: ChatId; readonly status: ChatStatus },
+    now: string
+  ) => Effect.Effect<ChatEnsureOutcome, StorageError>
+  /** Sets the fields of `patch` that differ, and `updated_at` = `now` when any does. */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    patch: ChatPatch,
+    now: string
+  ) => Effect.Effect<ChatUpdateOutcome, StorageError>
+  /** The chat with this uuid. */
+  readonly findById: (organizationId: OrganizationId, id: ChatId) => Effect.Effect<Option.Option<Chat>, StorageError>
+  /** The chat of this contact. */
+  readonly findByContact: (
+    organizationId: OrganizationId,
+    contactId: ContactId
+  ) => Effect.Effect<Option.Option<Chat>, StorageError>
+  /**
+   * Up to `limit` chats matching `filters`, in `sort` order, strictly after `after` (from
+   * the start when `null`): keyset pagination, whose cost does not grow with the depth.
+   */
+  readonly listAfter: (
+    organizationId: OrganizationId,
+    filters: ChatFilters,
+    sort: ChatSort,
+    after: ChatPosition | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<Chat>, StorageError>
+  /** Offset page of the chats matching `filters` in `sort` order, with their total. */
+  readonly listPage: (
+    organizationId: OrganizationId,
+    filters: ChatFilters,
+    sort: ChatSort,
+    page: PageRequest
+  ) => Effect.Effect<Page<Chat>, StorageError>
+  /** The message with this uuid. */
+  readonly findMessage: (
+    organizationId: OrganizationId,
+    id: MessageId
+  ) => Effect.Effect<Option.Option<Message>, StorageError>
+  /** One page of a chat's messages, newest first (`created_at desc, uuid desc`); `None` without such chat. */
+  readonly listMessages: (
+    organizationId: OrganizationId,
+    chatId: ChatId,
+    page: PageRequest
+  ) => Effect.Effect<Option.Option<Page<Message>>, StorageError>
+  /** Applies a {@link MessageStatusUpdate} atomically. */
+  readonly updateMessageStatus: (
+    organizationId: OrganizationId,
+    id: MessageId,
+    update: MessageStatusUpdate
+  ) => Effect.Effect<MessageStatusOutcome, StorageError>
+}
+
+/**
+ * The text `search` is matched against (DESIGN §3b "Chats list parameters"): first name,
+ * last name, full name (`first last`), email and the phone's digits, one per line (a term
+ * never holds a line break, so no match spans two fields). SQLite keeps the same text in
+ * `chats.search_text` (migration 4, `SEARCH_TEXT_SQL`).
+ *
+ * @category storage
+ */
+export const chatSearchText = (contact: {
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly email: string | null
+  readonly phone: string
+}): string => {
+  const first = contact.first_name ?? ""
+  const last = contact.last_name ?? ""
+  return [first, last, `${first} ${last}`.trim(), contact.email ?? "", contact.phone.replace(/\D/g, "")].join("\n")
+}
+
+/**
+ * Whether a {@link chatSearchText} matches a normalised (lowercase) search term:
+ * case-insensitive substring, with JavaScript's Unicode lowercasing.
+ *
+ * @category storage
+ */
+export const chatSearchMatches = (text: string, term: string): boolean => text.toLowerCase().includes(term)

@@ -1,0 +1,278 @@
+import { Schema } from "effect"
+
+/**
+ * Identifier of a message template.
+ *
+ * @category models
+ */
+export const TemplateId = Schema.UUID.pipe(Schema.brand("TemplateId"))
+/** @category models */
+export type TemplateId = typeof TemplateId.Type
+
+/**
+ * Category of a template, as WhatsApp's template management names them (DESIGN §3
+ * "Templates and sends").
+ *
+ * @category models
+ */
+export const TemplateCategory = Schema.Literal("MARKETING", "UTILITY", "AUTHENTICATION")
+/** @category models */
+export type TemplateCategory = typeof TemplateCategory.Type
+
+/**
+ * Review status of a template. Only `APPROVED` templates can be sent (400
+ * `template_not_approved` otherwise).
+ *
+ * @category models
+ */
+export const TemplateStatus = Schema.Literal("APPROVED", "PENDING", "REJECTED")
+/** @category models */
+export type TemplateStatus = typeof TemplateStatus.Type
+
+/**
+ * A `HEADER` component in text format: `text` (1–60 characters) may hold one `{{1}}`;
+ * `example.header_text` gives one example per placeholder.
+ *
+ * @category models
+ */
+export const TextHeaderComponent = Schema.Struct({
+  type: Schema.Literal("HEADER"),
+  format: Schema.Literal("TEXT"),
+  text: Schema.String,
+  example: Schema.optional(Schema.Struct({ header_text: Schema.Array(Schema.String) }))
+})
+
+/**
+ * A `HEADER` component carrying media, filled at send time with a link (one slot);
+ * `example.header_handle` holds one example link.
+ *
+ * @category models
+ */
+export const MediaHeaderComponent = Schema.Struct({
+  type: Schema.Literal("HEADER"),
+  format: Schema.Literal("IMAGE", "VIDEO", "DOCUMENT"),
+  example: Schema.optional(Schema.Struct({ header_handle: Schema.Array(Schema.String) }))
+})
+
+/**
+ * The `BODY` component (required, exactly one): `text` of 1–1024 characters with
+ * placeholders `{{1}}` … `{{n}}`; `example.body_text` is `[[one example per placeholder]]`.
+ *
+ * @category models
+ */
+export const BodyComponent = Schema.Struct({
+  type: Schema.Literal("BODY"),
+  text: Schema.String,
+  example: Schema.optional(Schema.Struct({ body_text: Schema.Array(Schema.Array(Schema.String)) }))
+})
+
+/**
+ * A `FOOTER` component: `text` of 1–60 characters, no placeholders.
+ *
+ * @category models
+ */
+export const FooterComponent = Schema.Struct({
+  type: Schema.Literal("FOOTER"),
+  text: Schema.String
+})
+
+/**
+ * One button of a `BUTTONS` component. `text` is 1–25 characters without placeholders.
+ * A `URL` button's `url` (http or https) may end with one `{{1}}`, filled at send time;
+ * `example` then holds one example URL. A `PHONE_NUMBER` button's `phone_number` is E.164.
+ *
+ * @category models
+ */
+export const TemplateButton = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("QUICK_REPLY"), text: Schema.String }),
+  Schema.Struct({
+    type: Schema.Literal("URL"),
+    text: Schema.String,
+    url: Schema.String,
+    example: Schema.optional(Schema.Array(Schema.String))
+  }),
+  Schema.Struct({ type: Schema.Literal("PHONE_NUMBER"), text: Schema.String, phone_number: Schema.String })
+)
+/** @category models */
+export type TemplateButton = typeof TemplateButton.Type
+
+/**
+ * A `BUTTONS` component: 1–10 buttons.
+ *
+ * @category models
+ */
+export const ButtonsComponent = Schema.Struct({
+  type: Schema.Literal("BUTTONS"),
+  buttons: Schema.Array(TemplateButton)
+})
+
+/**
+ * One component of a template, in WhatsApp's management shape (DESIGN §3 "Templates and
+ * sends"). A template has exactly one `BODY` and at most one of each other type.
+ *
+ * @category models
+ */
+export const TemplateComponent = Schema.Union(
+  TextHeaderComponent,
+  MediaHeaderComponent,
+  BodyComponent,
+  FooterComponent,
+  ButtonsComponent
+)
+/** @category models */
+export type TemplateComponent = typeof TemplateComponent.Type
+
+/**
+ * A message template (DESIGN §3 "Records"): `name` (lowercase letters, digits and
+ * underscores, 1–255) and `language` (a code such as `en_US`) identify it within the
+ * organization; `components` keep the order they were given in.
+ *
+ * @category models
+ */
+export const Template = Schema.Struct({
+  uuid: TemplateId,
+  name: Schema.String,
+  language: Schema.String,
+  category: TemplateCategory,
+  status: TemplateStatus,
+  components: Schema.Array(TemplateComponent),
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+/** @category models */
+export type Template = typeof Template.Type
+
+/**
+ * The validated, normalised content of a template, as the store writes it.
+ *
+ * @category models
+ */
+export type TemplateContent = Pick<Template, "name" | "language" | "category" | "status" | "components">
+
+/**
+ * Input of `Templates.create` and of an import entry (DESIGN §4): every field required.
+ * Values are checked at run time, so they are typed loosely; `category`, `status`,
+ * component `type`, header `format` and button `type` are read case-insensitively.
+ *
+ * @category models
+ */
+export interface TemplateInput {
+  readonly name: string
+  readonly language: string
+  readonly category: string
+  readonly status: string
+  readonly components: ReadonlyArray<unknown>
+}
+
+/**
+ * A link (or an uploaded media id) filling a media header at send time.
+ *
+ * @category models
+ */
+export const MediaReference = Schema.Struct({
+  link: Schema.optional(Schema.String),
+  id: Schema.optional(Schema.String)
+})
+
+/**
+ * One parameter of a send component, in the WhatsApp Cloud API send format.
+ *
+ * @category models
+ */
+export const TemplateSendParameter = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("payload"), payload: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("image"), image: MediaReference }),
+  Schema.Struct({ type: Schema.Literal("video"), video: MediaReference }),
+  Schema.Struct({ type: Schema.Literal("document"), document: MediaReference })
+)
+/** @category models */
+export type TemplateSendParameter = typeof TemplateSendParameter.Type
+
+/**
+ * One component of the `template` object of a send: `header` or `body` with their
+ * parameters, or a `button` (`sub_type` `url` or `quick_reply`, `index` the button's
+ * 0-based position as a string).
+ *
+ * @category models
+ */
+export const TemplateSendComponent = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("header", "body"), parameters: Schema.Array(TemplateSendParameter) }),
+  Schema.Struct({
+    type: Schema.Literal("button"),
+    sub_type: Schema.Literal("url", "quick_reply"),
+    index: Schema.String,
+    parameters: Schema.Array(TemplateSendParameter)
+  })
+)
+/** @category models */
+export type TemplateSendComponent = typeof TemplateSendComponent.Type
+
+/**
+ * The `template` object of `POST /send/template` (SPEC §4): `{name, language: {code},
+ * components}`.
+ *
+ * @category models
+ */
+export const TemplateSendObject = Schema.Struct({
+  name: Schema.String,
+  language: Schema.Struct({ code: Schema.String }),
+  components: Schema.Array(TemplateSendComponent)
+})
+/** @category models */
+export type TemplateSendObject = typeof TemplateSendObject.Type
+
+/**
+ * One parameter to fill before sending (DESIGN §3b "Sends"): it is
+ * `template.components[component].parameters[index]` of the payload; `type` says which
+ * value it takes (`text`, or the link of an `image`, `video` or `document`); `example` is
+ * the template's example for it, or `null`.
+ *
+ * @category models
+ */
+export const TemplateSlot = Schema.Struct({
+  component: Schema.Int,
+  index: Schema.Int,
+  type: Schema.Literal("text", "image", "video", "document"),
+  example: Schema.NullOr(Schema.String)
+})
+/** @category models */
+export type TemplateSlot = typeof TemplateSlot.Type
+
+/**
+ * Data of `GET /templates/{uuid}/payload`: the send-ready `template` object with every
+ * slot empty, and the list of slots to fill.
+ *
+ * @category models
+ */
+export const TemplatePayload = Schema.Struct({
+  template: TemplateSendObject,
+  slots: Schema.Array(TemplateSlot)
+})
+/** @category models */
+export type TemplatePayload = typeof TemplatePayload.Type
+
+/**
+ * The `template` object a send names (SPEC §4 `POST /send/template`), before checking:
+ * `components` holds the filled parameters (unknown elements are checked at run time).
+ *
+ * @category models
+ */
+export interface TemplateSendRequest {
+  readonly name: string
+  readonly language: { readonly code: string }
+  readonly components?: ReadonlyArray<unknown> | undefined
+}
+
+/**
+ * A template resolved for a send by `Templates.resolveForSend`: the stored template, the
+ * normalised `template` object to hand to the transport, and `text`, the rendered message
+ * (header text, body and footer with every placeholder replaced, joined by blank lines).
+ *
+ * @category models
+ */
+export interface ResolvedTemplate {
+  readonly template: Template
+  readonly send: TemplateSendObject
+  readonly text: string
+}

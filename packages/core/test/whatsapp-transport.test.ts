@@ -1,0 +1,107 @@
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+
+/** A local stand-in for the Graph API: records every request and answers as told. */
+interface Recorded {
+  readonly method: string
+  readonly url: string
+  readonly authorization: string | undefined
+  readonly body: unknown
+}
+const recorded: Array<Recorded> = []
+let answer: { status: number; body: unknown; delayMs?: number } = { status: 200, body: {} }
+let server: Server
+let baseUrl = ""
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let text = ""
+    req.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+    req.on("end", () => resolve(text))
+  })
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    recorded.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body: JSON.parse(await readBody(req)) })
+    const { status, body, delayMs } = answer
+    setTimeout(() => {
+      res.writeHead(status, { "content-type": "application/json" })
+      res.end(JSON.stringify(body))
+    }, delayMs ?? 0)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+const transport = (timeoutMs?: number) =>
+  WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "test-token", baseUrl, apiVersion: "v21.0", ...(timeoutMs ? { timeoutMs } : {}) })
+
+const send = (message: Parameters<MessageTransport["Type"]["send"]>[0], timeoutMs?: number) =>
+  Effect.flatMap(MessageTransport, (t) => t.send(message)).pipe(Effect.provide(transport(timeoutMs)))
+
+describe("WhatsApp Cloud API transport", () => {
+  it.live("posts a template message to the messages endpoint and returns the provider id", () =>
+    Effect.gen(function* () {
+      recorded.length = 0
+      answer = { status: 200, body: { messaging_product: "whatsapp", contacts: [{ wa_id: "14155550100" }], messages: [{ id: "wamid.HBgL" }] } }
+      const template = { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: "42" }] }] }
+      const receipt = yield* send({ message_id: "m-1", to: "+14155550100", type: "template", template })
+      expect(receipt).toEqual({ provider_message_id: "wamid.HBgL", status: "sent" })
+      expect(recorded).toEqual([
+        {
+          method: "POST",
+          url: "/v21.0/106540352242922/messages",
+          authorization: "Bearer test-token",
+          body: { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "template", template }
+        }
+      ])
+    }))
+
+  it.live("sends text and media in the Graph API shapes", () =>
+    Effect.gen(function* () {
+      recorded.length = 0
+      answer = { status: 200, body: { messages: [{ id: "wamid.2" }] } }
+      yield* send({ message_id: "m-2", to: "+14155550100", type: "text", text: "Hello" })
+      yield* send({ message_id: "m-3", to: "+14155550100", type: "media", media: { type: "document", url: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } })
+      yield* send({ message_id: "m-4", to: "+14155550100", type: "media", media: { type: "audio", url: "https://example.com/a.ogg", caption: "ignored" } })
+      expect(recorded.map((r) => r.body)).toEqual([
+        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "text", text: { preview_url: false, body: "Hello" } },
+        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "document", document: { link: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } },
+        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "audio", audio: { link: "https://example.com/a.ogg" } }
+      ])
+    }))
+
+  it.live("maps a provider error to TransportFailed with its message and code", () =>
+    Effect.gen(function* () {
+      answer = { status: 400, body: { error: { message: "(#131030) Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } } }
+      const error = yield* Effect.flip(send({ message_id: "m-5", to: "+14155550100", type: "text", text: "Hi" }))
+      expect(error).toMatchObject({ _tag: "TransportFailed", reason: "(#131030) Recipient phone number not in allowed list", provider_code: "131030" })
+    }))
+
+  it.live("fails with TransportFailed on a timeout and on an unreachable provider, never hangs", () =>
+    Effect.gen(function* () {
+      answer = { status: 200, body: { messages: [{ id: "late" }] }, delayMs: 1000 }
+      const timedOut = yield* Effect.flip(send({ message_id: "m-6", to: "+14155550100", type: "text", text: "Hi" }, 100))
+      expect(timedOut._tag).toBe("TransportFailed")
+      const unreachable = yield* Effect.flip(
+        Effect.flatMap(MessageTransport, (t) => t.send({ message_id: "m-7", to: "+1", type: "text", text: "x" })).pipe(
+          Effect.provide(WhatsAppCloudTransport.layer({ phoneNumberId: "1", accessToken: "t", baseUrl: "http://127.0.0.1:9" }))
+        )
+      )
+      expect(unreachable).toMatchObject({ _tag: "TransportFailed", provider_code: null })
+    }))
+
+  it.live("the recording transport accepts every message without a network call", () =>
+    Effect.gen(function* () {
+      recorded.length = 0
+      const receipt = yield* Effect.flatMap(MessageTransport, (t) => t.send({ message_id: "m-8", to: "+1", type: "text", text: "x" })).pipe(
+        Effect.provide(MessageTransport.recording)
+      )
+      expect(receipt).toEqual({ provider_message_id: null, status: "sent" })
+      expect(recorded).toEqual([])
+    }))
+})

@@ -1,0 +1,102 @@
+import type { IncomingMessage } from "node:http"
+import { isIP } from "node:net"
+import { Effect, Layer, Option } from "effect"
+import {
+  MemoryRateLimitStore,
+  RateLimiter,
+  type AuthenticatedOrganization,
+  type RateLimitDecision,
+  type RateLimited,
+  type RateLimitOptions,
+  type RateLimitStore,
+  type RateLimitUnavailable
+} from "@switchboard/core"
+import type { ApiResponse } from "./envelope.js"
+import type { RouteDefinition } from "./routes/route.js"
+
+/**
+ * The `rateLimit` option of `createHandler` (DESIGN §3 "Rate limits"): the limiter's
+ * options of `@switchboard/core` (`general` and `send` as `{max, windowMs}`,
+ * `onStoreError`, `storeTimeoutMs`; defaults 5000 and 500 requests per 3 600 000 ms,
+ * `fail-open`, 1000 ms) and the `store` holding the counters: a `RateLimitStore` Layer
+ * such as `SqliteRateLimitStore.layer({filename})` or `RedisRateLimitStore.layer({url})`;
+ * default a fresh in-memory store, private to this handler.
+ *
+ * @category handler
+ */
+export interface RateLimitHandlerOptions extends RateLimitOptions {
+  readonly store?: Layer.Layer<RateLimitStore, unknown>
+}
+
+/**
+ * The {@link RateLimiter} Layer of a handler: `RateLimiter.layer(options)` on
+ * `options.store` (default `MemoryRateLimitStore.layer`). Fails with core's `InvalidInput`
+ * for invalid limits, or with the store's error.
+ *
+ * @category handler
+ */
+export const rateLimiterLayer = (options: RateLimitHandlerOptions = {}): Layer.Layer<RateLimiter, unknown> =>
+  RateLimiter.layer(options).pipe(Layer.provide(options.store ?? MemoryRateLimitStore.layer))
+
+/**
+ * Counts the request in its route's bucket (DESIGN §3 "Order of checks": after
+ * authentication, before validation): an authenticated request for its organization, a
+ * request to a route with `authenticated: false` for its client address (always in the
+ * `general` bucket). The decision, allowed or refused, is handed to `note` so the
+ * response can carry the `RateLimit-*` headers. Fails with `RateLimited` (429) or, under
+ * `fail-closed`, `RateLimitUnavailable` (503).
+ */
+export const limitRequest = (
+  definition: RouteDefinition,
+  auth: AuthenticatedOrganization | undefined,
+  clientAddress: () => string,
+  note: (decision: RateLimitDecision) => void
+): Effect.Effect<void, RateLimited | RateLimitUnavailable, RateLimiter> =>
+  Effect.flatMap(RateLimiter, (limiter) =>
+    (auth === undefined
+      ? limiter.consume("general", { kind: "client", id: clientAddress() })
+      : limiter.consume(definition.bucket ?? "general", { kind: "organization", id: auth.organization.id })
+    ).pipe(
+      Effect.tap((decision) => (Option.isSome(decision) ? Effect.sync(() => note(decision.value)) : Effect.void)),
+      Effect.tapError((error) => (error._tag === "RateLimited" ? Effect.sync(() => note(error.decision)) : Effect.void)),
+      Effect.asVoid
+    )
+  )
+
+/**
+ * `response` with the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
+ * headers of `decision` (whole numbers; reset in seconds until the window ends), or as
+ * it is when the request did not pass the limiter (`decision` undefined: not counted,
+ * failed before it, or let through uncounted by `fail-open`).
+ */
+export const withRateLimitHeaders = (response: ApiResponse, decision: RateLimitDecision | undefined): ApiResponse =>
+  decision === undefined
+    ? response
+    : {
+        ...response,
+        headers: {
+          ...response.headers,
+          "ratelimit-limit": String(decision.limit),
+          "ratelimit-remaining": String(decision.remaining),
+          "ratelimit-reset": String(decision.resetSeconds)
+        }
+      }
+
+/**
+ * The client address unauthenticated requests are counted by: the first address of
+ * `X-Forwarded-For` when `trustProxy` is true and it is an IP address, else the socket's
+ * remote address (`req.socket` may be missing with some hosts: then `"unknown"`).
+ * IPv4-mapped IPv6 addresses (`::ffff:203.0.113.7`) count as their IPv4 address.
+ */
+export const clientAddressOf = (req: IncomingMessage, trustProxy: boolean): string => {
+  if (trustProxy) {
+    const header = req.headers["x-forwarded-for"]
+    const first = (Array.isArray(header) ? header[0] : header)?.split(",")[0]?.trim()
+    if (first !== undefined && isIP(first) !== 0) return unmapped(first)
+  }
+  const address = req.socket?.remoteAddress
+  return address === undefined ? "unknown" : unmapped(address)
+}
+
+const unmapped = (address: string): string =>
+  address.startsWith("::ffff:") && isIP(address.slice(7)) === 4 ? address.slice(7) : address

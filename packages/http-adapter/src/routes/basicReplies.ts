@@ -1,0 +1,51 @@
+import { Effect } from "effect"
+import { BasicReplies, type BasicReplyId, type BasicReplyInput } from "@switchboard/core"
+import { defineRoute } from "./route.js"
+import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessage } from "./shared.js"
+
+/** `GET /basic-replies` (SPEC §4, DESIGN §3 "Pagination"): data `{basic_replies, pagination}`. */
+export const listBasicRepliesRoute = defineRoute({
+  method: "GET",
+  path: "/basic-replies",
+  tag: "Basic replies",
+  summary: "List basic replies, newest first",
+  query: pageQuery,
+  handle: ({ auth, query }) => {
+    const request = pageRequestOf(query)
+    return Effect.map(
+      Effect.flatMap(BasicReplies, (replies) => replies.list(auth.organization.id, request)),
+      (page) => ({ message: "Basic replies retrieved", data: listData("basic_replies", request, page) })
+    )
+  }
+})
+
+/**
+ * `POST /basic-replies` (SPEC §4): body `{name, trigger, response}`, all required strings
+ * (lengths and blanks are checked by core); data `{id, message, ...reply}`.
+ */
+export const createBasicReplyRoute = defineRoute({
+  method: "POST",
+  path: "/basic-replies",
+  tag: "Basic replies",
+  summary: "Create a basic reply",
+  body: { name: { type: "string" }, trigger: { type: "string" }, response: { type: "string" } },
+  handle: ({ auth, body }) =>
+    Effect.map(
+      Effect.flatMap(BasicReplies, (replies) => replies.create(auth.organization.id, body as BasicReplyInput)),
+      (reply) => ({ message: "Basic reply created", data: withIdAndMessage("Basic reply created", reply) })
+    )
+})
+
+/** `GET /basic-replies/{uuid}` (extension, DESIGN §3 "Resources"): data is the reply. */
+export const getBasicReplyRoute = defineRoute({
+  method: "GET",
+  path: "/basic-replies/:uuid",
+  tag: "Basic replies",
+  summary: "Read a basic reply (extension)",
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(BasicReplies, (replies) => replies.get(auth.organization.id, uuidOf<BasicReplyId>(params.uuid))),
+      (reply) => ({ message: "Basic reply retrieved", data: reply })
+    )
+})

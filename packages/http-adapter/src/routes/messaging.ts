@@ -1,0 +1,94 @@
+import { Effect } from "effect"
+import { Messaging, type SendMediaInput, type SendResult, type SendTemplateInput, type SendTextInput } from "@switchboard/core"
+import { defineRoute, type RouteResult } from "./route.js"
+
+// The three sends (SPEC §4, DESIGN §3 "Templates and sends", docs/messaging.md). The schemas
+// check types only; Messaging checks the content (phone format, lengths, media type and
+// URL, the template and its parameters), so one 400 names every bad field with the
+// domain's codes. Each route counts in the `send` rate-limit bucket only.
+
+const text = { type: "string" } as const
+const optionalText = { type: "string", optional: true } as const
+const nullableText = { type: "string", optional: true, nullable: true } as const
+
+/**
+ * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status}`. A message
+ * the provider refused is still a 200, with `status: "failed"` (docs/decisions.md).
+ */
+const sendResult = (result: SendResult): RouteResult => ({
+  message: result.status === "failed" ? "Message recorded, but the provider did not accept it" : "Message sent",
+  data: result
+})
+
+/**
+ * `POST /send/template` (SPEC §4): body `{phone, template: {name, language: {code},
+ * components}, first_name?, last_name?, email?}`. 400 for an invalid phone or field,
+ * `template_not_found`, `template_not_approved`, `template_parameters_mismatch`; 403
+ * `contacts_limit_reached` when a new contact would pass the plan.
+ */
+export const sendTemplateRoute = defineRoute({
+  method: "POST",
+  path: "/send/template",
+  tag: "Messages",
+  summary: "Send a template message",
+  bucket: "send",
+  body: {
+    phone: text,
+    template: {
+      type: "object",
+      props: {
+        name: text,
+        language: { type: "object", props: { code: text } },
+        components: { type: "array", optional: true }
+      }
+    },
+    first_name: optionalText,
+    last_name: nullableText,
+    email: nullableText
+  },
+  handle: ({ auth, body }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) => messaging.sendTemplate(auth.organization.id, body as SendTemplateInput)),
+      sendResult
+    )
+})
+
+/**
+ * `POST /send` (SPEC §4 "Mentioned operations", DESIGN §3): body `{phone, message}`,
+ * `message` 1–4096 characters. 403 `contacts_limit_reached` as for templates.
+ */
+export const sendTextRoute = defineRoute({
+  method: "POST",
+  path: "/send",
+  tag: "Messages",
+  summary: "Send a text message",
+  bucket: "send",
+  body: { phone: text, message: text },
+  handle: ({ auth, body }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) => messaging.sendText(auth.organization.id, body as SendTextInput)),
+      sendResult
+    )
+})
+
+/**
+ * `POST /send/media` (SPEC §4 "Mentioned operations", DESIGN §3): body `{phone, media:
+ * {type: image|video|audio|document, url, caption?, filename?}}`, `url` http(s). 403
+ * `contacts_limit_reached` as for templates.
+ */
+export const sendMediaRoute = defineRoute({
+  method: "POST",
+  path: "/send/media",
+  tag: "Messages",
+  summary: "Send an image, video, audio or document",
+  bucket: "send",
+  body: {
+    phone: text,
+    media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } }
+  },
+  handle: ({ auth, body }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) => messaging.sendMedia(auth.organization.id, body as SendMediaInput)),
+      sendResult
+    )
+})

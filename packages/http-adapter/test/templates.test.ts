@@ -1,0 +1,188 @@
+import { afterAll, describe, expect, it } from "vitest"
+import { Effect, type Layer } from "effect"
+import {
+  Core,
+  Templates,
+  TemplateNameTaken,
+  TemplateNotApproved,
+  TemplateNotFound,
+  TemplateParametersMismatch,
+  type OrganizationId,
+  type Storage,
+  type TemplateInput
+} from "@switchboard/core"
+import { responseForDomainError } from "@switchboard/http-adapter"
+import { makeHandler, makeSharedStorage, makeTenant, UNKNOWN_UUID } from "./helpers.js"
+
+const storage = makeSharedStorage()
+const handler = makeHandler(storage)
+afterAll(() => handler.dispose())
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
+
+/** Creates a template through core (SPEC has no create route); returns the record. */
+const createTemplate = (store: Layer.Layer<Storage>, organizationId: OrganizationId, input: Partial<TemplateInput> = {}) =>
+  Effect.runPromise(
+    Templates.pipe(
+      Effect.flatMap((templates) => templates.create(organizationId, { ...orderUpdate, ...input })),
+      Effect.provide(Core.layer),
+      Effect.provide(store)
+    )
+  )
+
+const orderUpdate: TemplateInput = {
+  name: "order_update",
+  language: "en_US",
+  category: "UTILITY",
+  status: "APPROVED",
+  components: [
+    { type: "HEADER", format: "IMAGE", example: { header_handle: ["https://cdn.example.com/box.png"] } },
+    { type: "BODY", text: "Hi {{1}}, order {{2}} has shipped.", example: { body_text: [["Ada", "#1234"]] } },
+    { type: "FOOTER", text: "Reply STOP to opt out" },
+    { type: "BUTTONS", buttons: [{ type: "URL", text: "Track", url: "https://example.com/track/{{1}}" }, { type: "QUICK_REPLY", text: "Thanks" }] }
+  ]
+}
+
+const tenant = async () => {
+  const { organization, api } = await makeTenant(storage, handler)
+  return { api, create: (input: Partial<TemplateInput> = {}) => createTemplate(storage, organization.id, input) }
+}
+
+describe("GET /templates (SPEC §4, DESIGN §3 'Pagination')", () => {
+  it("lists {templates, pagination} newest first with every record field", async () => {
+    const { api, create } = await tenant()
+    const first = await create()
+    const second = await create({ name: "welcome", status: "PENDING", components: [{ type: "BODY", text: "Welcome!" }] })
+    const result = await api.get("/templates")
+    expect(result.status).toBe(200)
+    expect(result.data).toEqual({
+      templates: [second, first].map((template) => JSON.parse(JSON.stringify(template))),
+      pagination: { page: 1, per_page: 20, total: 2, total_pages: 1 }
+    })
+    expect(result.data.templates[1]).toEqual({
+      uuid: first.uuid,
+      name: "order_update",
+      language: "en_US",
+      category: "UTILITY",
+      status: "APPROVED",
+      components: orderUpdate.components,
+      created_at: expect.stringMatching(ISO_UTC),
+      updated_at: expect.stringMatching(ISO_UTC)
+    })
+  })
+
+  it("pages with page and per_page; past the end is an empty 200; bad values → 400 naming them", async () => {
+    const { api, create } = await tenant()
+    for (let n = 0; n < 5; n++) await create({ name: `t${n}` })
+    const second = await api.get("/templates?page=2&per_page=2")
+    expect(second.data.templates.map((template: { name: string }) => template.name)).toEqual(["t2", "t1"])
+    expect(second.data.pagination).toEqual({ page: 2, per_page: 2, total: 5, total_pages: 3 })
+    expect(await api.get("/templates?page=4&per_page=2")).toMatchObject({ status: 200, data: { templates: [] } })
+    for (const [query, field] of [["page=0", "page"], ["per_page=101", "per_page"], ["per_page=0", "per_page"], ["page=x", "page"]]) {
+      const result = await api.get(`/templates?${query}`)
+      expect(result.status, query).toBe(400)
+      expect(result.errors[0]?.field, query).toBe(field)
+    }
+  })
+})
+
+describe("GET /templates/{uuid} (extension)", () => {
+  it("reads one template; 404 not_found for an unknown uuid; 400 for a malformed one", async () => {
+    const { api, create } = await tenant()
+    const template = await create()
+    const read = await api.get(`/templates/${template.uuid}`)
+    expect(read.status).toBe(200)
+    expect(read.data).toEqual(JSON.parse(JSON.stringify(template)))
+    expect((await api.get(`/templates/${template.uuid.toUpperCase()}`)).data.uuid).toBe(template.uuid)
+    const unknown = await api.get(`/templates/${UNKNOWN_UUID}`)
+    expect(unknown.status).toBe(404)
+    expect(unknown.errors.map((error) => error.code)).toEqual(["not_found"])
+    const malformed = await api.get("/templates/order_update")
+    expect(malformed.status).toBe(400)
+    expect(malformed.errors[0]?.field).toBe("uuid")
+  })
+})
+
+describe("GET /templates/{uuid}/payload (DESIGN §3b 'Sends')", () => {
+  it("answers the send-ready template object with every slot empty, and the slots", async () => {
+    const { api, create } = await tenant()
+    const template = await create()
+    const result = await api.get(`/templates/${template.uuid}/payload`)
+    expect(result.status).toBe(200)
+    expect(result.data).toEqual({
+      template: {
+        name: "order_update",
+        language: { code: "en_US" },
+        components: [
+          { type: "header", parameters: [{ type: "image", image: { link: "" } }] },
+          { type: "body", parameters: [{ type: "text", text: "" }, { type: "text", text: "" }] },
+          { type: "button", sub_type: "url", index: "0", parameters: [{ type: "text", text: "" }] }
+        ]
+      },
+      slots: [
+        { component: 0, index: 0, type: "image", example: "https://cdn.example.com/box.png" },
+        { component: 1, index: 0, type: "text", example: "Ada" },
+        { component: 1, index: 1, type: "text", example: "#1234" },
+        { component: 2, index: 0, type: "text", example: null }
+      ]
+    })
+  })
+
+  it("is served for a template that is not approved; 404 for an unknown uuid, 400 for a malformed one", async () => {
+    const { api, create } = await tenant()
+    const pending = await create({ status: "PENDING", components: [{ type: "BODY", text: "No placeholders" }] })
+    expect((await api.get(`/templates/${pending.uuid}/payload`)).data).toEqual({
+      template: { name: "order_update", language: { code: "en_US" }, components: [] },
+      slots: []
+    })
+    const unknown = await api.get(`/templates/${UNKNOWN_UUID}/payload`)
+    expect(unknown.status).toBe(404)
+    expect(unknown.errors[0]?.code).toBe("not_found")
+    expect((await api.get("/templates/nope/payload")).status).toBe(400)
+  })
+})
+
+describe("templates: tenant isolation", () => {
+  it("another organization's key cannot list, read or build the payload of a template", async () => {
+    const owner = await tenant()
+    const intruder = await tenant()
+    const template = await owner.create()
+    expect((await intruder.api.get("/templates")).data).toEqual({ templates: [], pagination: { page: 1, per_page: 20, total: 0, total_pages: 0 } })
+    for (const path of [`/templates/${template.uuid}`, `/templates/${template.uuid}/payload`]) {
+      const result = await intruder.api.get(path)
+      expect(result.status, path).toBe(404)
+      expect(result.errors.map((error) => error.code), path).toEqual(["not_found"])
+    }
+    const same = await intruder.create()
+    expect((await intruder.api.get("/templates")).data.templates.map((t: { uuid: string }) => t.uuid)).toEqual([same.uuid])
+    expect((await owner.api.get("/templates")).data.templates.map((t: { uuid: string }) => t.uuid)).toEqual([template.uuid])
+  })
+})
+
+describe("template errors in the error table (STYLE §7)", () => {
+  it("map to 400 with their codes and fields", () => {
+    const body = (error: Parameters<typeof responseForDomainError>[0]) => {
+      const response = responseForDomainError(error)
+      return { status: response.status, errors: response.body.errors.map(({ code, field }) => ({ code, field })) }
+    }
+    expect(body(new TemplateNameTaken({ name: "a", language: "en" }))).toEqual({
+      status: 400,
+      errors: [{ code: "template_name_taken", field: "name" }]
+    })
+    expect(body(new TemplateNotFound({ name: "a", language: "en" }))).toEqual({
+      status: 400,
+      errors: [{ code: "template_not_found", field: "template.name" }]
+    })
+    expect(body(new TemplateNotApproved({ name: "a", language: "en", status: "PENDING" }))).toEqual({
+      status: 400,
+      errors: [{ code: "template_not_approved", field: "template.name" }]
+    })
+    const mismatch = new TemplateParametersMismatch({
+      issues: [{ code: "template_parameters_mismatch", field: "template.components[1].parameters", message: "2 expected" }]
+    })
+    expect(body(mismatch)).toEqual({
+      status: 400,
+      errors: [{ code: "template_parameters_mismatch", field: "template.components[1].parameters" }]
+    })
+  })
+})

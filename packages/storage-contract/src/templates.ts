@@ -1,0 +1,167 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { Storage, type OrganizationId, type Template, type TemplateContent, type TemplateId } from "@switchboard/core"
+import type { StorageContractOptions } from "./contract.js"
+import * as fixtures from "./fixtures.js"
+import { insertOrganization, runner } from "./support.js"
+
+const { instant } = fixtures
+
+/** Template content with every field set; `overrides` replace fields. */
+const content = (overrides: Partial<TemplateContent> = {}): TemplateContent => ({
+  name: "order_update",
+  language: "en_US",
+  category: "UTILITY",
+  status: "APPROVED",
+  components: [{ type: "BODY", text: "Hi {{1}}, order {{2}} has shipped." }],
+  ...overrides
+})
+
+/** Every component kind, with and without optional fields: must come back as written. */
+const richComponents: TemplateContent["components"] = [
+  { type: "HEADER", format: "TEXT", text: "Order {{1}}", example: { header_text: ["#1234"] } },
+  { type: "BODY", text: "Hi {{1}}, your order {{2}} ships {{3}}.", example: { body_text: [["Ada", "#1234", "today"]] } },
+  { type: "FOOTER", text: "Reply STOP to opt out" },
+  {
+    type: "BUTTONS",
+    buttons: [
+      { type: "URL", text: "Track", url: "https://example.com/track/{{1}}", example: ["https://example.com/track/1234"] },
+      { type: "QUICK_REPLY", text: "Thanks" },
+      { type: "PHONE_NUMBER", text: "Call us", phone_number: "+14155550100" }
+    ]
+  }
+]
+
+/** Creates a template and expects it written; returns it. */
+const createTemplate = (organizationId: OrganizationId, overrides: Partial<TemplateContent> = {}, now = instant(0)) =>
+  Effect.gen(function* () {
+    const { templates } = yield* Storage
+    const outcome = yield* templates.create(organizationId, { uuid: fixtures.uuid() as TemplateId, content: content(overrides), now })
+    if (outcome._tag !== "Written") return expect.fail(`expected Written, got ${outcome._tag}`)
+    return outcome.template
+  })
+
+/**
+ * Contract of `Storage.templates`: identity (name by nameKey + exact language) unique per
+ * organization, components stored as given, update, newest-first lists, tenant isolation
+ * (DESIGN §3 "Templates and sends", §3b "Uniqueness", "Lists").
+ */
+export const templatesContract = (options: StorageContractOptions): void => {
+  const run = runner(options)
+
+  describe("templates", () => {
+    it.effect("creates a template and finds it by uuid, components exactly as written", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const uuid = fixtures.uuid() as TemplateId
+          const written = content({ components: richComponents, category: "MARKETING", status: "PENDING" })
+          const template: Template = { uuid, ...written, created_at: instant(1), updated_at: instant(1) }
+          expect(yield* templates.create(org.id, { uuid, content: written, now: instant(1) })).toEqual({ _tag: "Written", template })
+          const found = yield* templates.findById(org.id, uuid)
+          expect(found).toEqual(Option.some(template))
+          expect(JSON.stringify(Option.getOrThrow(found).components)).toBe(JSON.stringify(richComponents))
+          expect(yield* templates.findById(org.id, fixtures.uuid() as TemplateId)).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("create → NameTaken for the same name (case-insensitively after trimming) and language; another language is another template", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const first = yield* createTemplate(org.id)
+          for (const name of ["order_update", "ORDER_UPDATE", " order_update "]) {
+            const outcome = yield* templates.create(org.id, { uuid: fixtures.uuid() as TemplateId, content: content({ name }), now: instant(1) })
+            expect(outcome).toEqual({ _tag: "NameTaken" })
+          }
+          const spanish = yield* createTemplate(org.id, { language: "es" }, instant(2))
+          const lowerRegion = yield* createTemplate(org.id, { language: "en_us" }, instant(3))
+          expect((yield* templates.list(org.id, { page: 1, per_page: 10 })).items).toEqual([lowerRegion, spanish, first])
+        })
+      ))
+
+    it.effect("findByIdentity matches the name by nameKey and the language exactly", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const template = yield* createTemplate(org.id)
+          for (const name of ["order_update", "Order_Update", "  order_update "]) {
+            expect(yield* templates.findByIdentity(org.id, name, "en_US")).toEqual(Option.some(template))
+          }
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en")).toEqual(Option.none())
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_us")).toEqual(Option.none())
+          expect(yield* templates.findByIdentity(org.id, "order", "en_US")).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("update replaces the content, keeps created_at and sets updated_at", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const template = yield* createTemplate(org.id, {}, instant(1))
+          const changed = content({ name: "order_shipped", status: "REJECTED", components: richComponents })
+          const expected: Template = { uuid: template.uuid, ...changed, created_at: instant(1), updated_at: instant(5) }
+          expect(yield* templates.update(org.id, template.uuid, changed, instant(5))).toEqual({ _tag: "Written", template: expected })
+          expect(yield* templates.findById(org.id, template.uuid)).toEqual(Option.some(expected))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US")).toEqual(Option.none())
+          const own = content({ name: "ORDER_SHIPPED", status: "APPROVED" })
+          expect((yield* templates.update(org.id, template.uuid, own, instant(6)))._tag).toBe("Written")
+        })
+      ))
+
+    it.effect("update → NotFound for an unknown uuid, NameTaken for another template's identity; nothing written", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const first = yield* createTemplate(org.id, {}, instant(1))
+          const second = yield* createTemplate(org.id, { name: "welcome" }, instant(2))
+          const unknown = fixtures.uuid() as TemplateId
+          expect(yield* templates.update(org.id, unknown, content({ name: "other" }), instant(3))).toEqual({ _tag: "NotFound" })
+          expect(yield* templates.update(org.id, second.uuid, content({ name: "Order_Update" }), instant(3))).toEqual({ _tag: "NameTaken" })
+          expect(yield* templates.findById(org.id, second.uuid)).toEqual(Option.some(second))
+          expect(yield* templates.list(org.id, { page: 1, per_page: 10 })).toEqual({ items: [second, first], total: 2 })
+        })
+      ))
+
+    it.effect("lists newest first (created_at desc, uuid desc); a page past the end is empty", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          expect(yield* templates.list(org.id, { page: 1, per_page: 20 })).toEqual({ items: [], total: 0 })
+          const a = yield* createTemplate(org.id, { name: "a" }, instant(1))
+          const c = yield* createTemplate(org.id, { name: "c" }, instant(3))
+          const b = yield* createTemplate(org.id, { name: "b" }, instant(2))
+          const tied = [yield* createTemplate(org.id, { name: "d" }, instant(4)), yield* createTemplate(org.id, { name: "e" }, instant(4))]
+          const [d, e] = [...tied].sort((x, y) => (x.uuid < y.uuid ? 1 : -1))
+          const expected = [d, e, c, b, a]
+          expect(yield* templates.list(org.id, { page: 1, per_page: 20 })).toEqual({ items: expected, total: 5 })
+          expect(yield* templates.list(org.id, { page: 2, per_page: 2 })).toEqual({ items: expected.slice(2, 4), total: 5 })
+          expect(yield* templates.list(org.id, { page: 9, per_page: 2 })).toEqual({ items: [], total: 5 })
+        })
+      ))
+
+    it.effect("tenant isolation: another organization cannot find, list or update a template, and may use the same identity", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const mine = yield* createTemplate(org.id)
+          expect(yield* templates.findById(other.id, mine.uuid)).toEqual(Option.none())
+          expect(yield* templates.findByIdentity(other.id, "order_update", "en_US")).toEqual(Option.none())
+          expect(yield* templates.list(other.id, { page: 1, per_page: 10 })).toEqual({ items: [], total: 0 })
+          expect(yield* templates.update(other.id, mine.uuid, content({ status: "REJECTED" }), instant(1))).toEqual({ _tag: "NotFound" })
+          const theirs = yield* createTemplate(other.id)
+          expect(yield* templates.findByIdentity(other.id, "order_update", "en_US")).toEqual(Option.some(theirs))
+          expect(yield* templates.findById(org.id, mine.uuid)).toEqual(Option.some(mine))
+          expect(yield* templates.list(org.id, { page: 1, per_page: 10 })).toEqual({ items: [mine], total: 1 })
+        })
+      ))
+  })
+}

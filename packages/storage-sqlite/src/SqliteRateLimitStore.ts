@@ -1,0 +1,148 @@
+import type Sqlite from "better-sqlite3"
+import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
+import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService, type StorageError } from "@switchboard/core"
+import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
+import { attempt, statementsOf, type Statements } from "./internal/sql.js"
+import { migrate } from "./migrations.js"
+
+/**
+ * Options of the SQLite rate-limit store.
+ *
+ * - `filename`: the database file, usually the one `SqliteStorage` uses (created when
+ *   missing; its directory must exist). Every process opening the same file shares the
+ *   limits. `":memory:"` gives a private store.
+ * - `busyTimeoutMs`: how long an increment waits for another connection's write lock, in
+ *   milliseconds; default 5000. better-sqlite3 is synchronous, so this, not the limiter's
+ *   `storeTimeoutMs`, bounds a wait for the lock.
+ * - `pruneIntervalMs`: at most one pruning of ended windows per interval per store, in
+ *   milliseconds; default 60 000.
+ *
+ * @category models
+ */
+export interface SqliteRateLimitStoreOptions {
+  readonly filename: string
+  readonly busyTimeoutMs?: number
+  readonly pruneIntervalMs?: number
+}
+
+/**
+ * Opens `options.filename` like `SqliteStorage.make` (WAL, busy timeout, migrations: the
+ * counters live in table `rate_buckets`, migration 5) and returns the
+ * {@link RateLimitStoreService}; the connection belongs to the `Scope`. Fails with
+ * `StorageError` (operation `"open"` or `"migrate"`). See {@link fromDatabase} for how
+ * counting works.
+ *
+ * @category constructors
+ */
+export const make = (
+  options: SqliteRateLimitStoreOptions
+): Effect.Effect<RateLimitStoreService, StorageError, Scope.Scope> =>
+  Effect.acquireRelease(
+    attempt("open", () => openDatabase(options.filename, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)),
+    close
+  ).pipe(
+    Effect.tap((db) => migrate(db)),
+    Effect.map((db) => fromDatabase(db, options))
+  )
+
+/**
+ * A Layer providing {@link RateLimitStore} on the SQLite file `options.filename` (see
+ * {@link make}); releasing it closes the connection.
+ *
+ * @category layers
+ * @example
+ * import { Layer } from "effect"
+ * import { RateLimiter } from "@switchboard/core"
+ * import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
+ *
+ * const RateLimiterLive = RateLimiter.layer().pipe(
+ *   Layer.provide(SqliteRateLimitStore.layer({ filename: "switchboard.db" }))
+ * )
+ */
+export const layer = (options: SqliteRateLimitStoreOptions): Layer.Layer<RateLimitStore, StorageError> =>
+  Layer.scoped(RateLimitStore, make(options))
+
+/**
+ * {@link layer} with options read from Effect's `Config`. Also fails with `ConfigError`.
+ *
+ * @category layers
+ * @example
+ * import { Config } from "effect"
+ * import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
+ *
+ * const StoreLive = SqliteRateLimitStore.layerConfig({ filename: Config.string("SQLITE_FILE") })
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<SqliteRateLimitStoreOptions>
+): Layer.Layer<RateLimitStore, StorageError | ConfigError.ConfigError> =>
+  Layer.scoped(RateLimitStore, Effect.flatMap(Config.unwrap(config), make))
+
+/**
+ * A Layer providing {@link RateLimitStore} on the host's own better-sqlite3 `Database`,
+ * which is never closed here. Building it applies the pending migrations of the Switchboard
+ * schema (the same list as `SqliteStorage`, which includes `rate_buckets`). Fails with
+ * `StorageError` (operation `"migrate"`).
+ *
+ * @category layers
+ * @example
+ * import Database from "better-sqlite3"
+ * import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
+ *
+ * const StoreLive = SqliteRateLimitStore.layerFromClient(new Database("app.db"))
+ */
+export const layerFromClient = (
+  db: Sqlite.Database,
+  options: { readonly pruneIntervalMs?: number } = {}
+): Layer.Layer<RateLimitStore, StorageError> =>
+  Layer.effect(RateLimitStore, Effect.as(migrate(db), fromDatabase(db, options)))
+
+/** Default of `pruneIntervalMs`. */
+const DEFAULT_PRUNE_INTERVAL_MS = 60_000
+
+/**
+ * The store on a migrated `db`. Each increment is one statement,
+ * `INSERT … ON CONFLICT DO UPDATE SET count = count + 1 RETURNING count`: SQLite runs it
+ * atomically under its write lock, so concurrent requests of every process on the file get
+ * distinct counts. Rows of ended windows are deleted through the `expires_at` index by an
+ * increment, at most once per `pruneIntervalMs` (by the request's `now`); a failed pruning
+ * is logged and retried at the next interval, never failing the request.
+ */
+const fromDatabase = (
+  db: Sqlite.Database,
+  options: { readonly pruneIntervalMs?: number }
+): RateLimitStoreService => {
+  const statements = statementsOf(db)
+  const pruneIntervalMs = options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS
+  let nextPruneAt = Number.NEGATIVE_INFINITY
+
+  const prune = (now: number): Effect.Effect<void> => {
+    if (now < nextPruneAt) return Effect.void
+    nextPruneAt = now + pruneIntervalMs
+    return attempt("rateLimits.prune", () => void statements.prepare(SQL.prune).run(now)).pipe(
+      Effect.catchAll((error) => Effect.logWarning("Pruning rate-limit windows failed", error.cause))
+    )
+  }
+
+  return {
+    increment: (request: RateLimitIncrement) =>
+      attempt("rateLimits.increment", () => incrementOnce(statements, request)).pipe(
+        Effect.tap(() => prune(request.now))
+      )
+  }
+}
+
+/** The one statement of an increment; returns the new count. */
+const incrementOnce = (statements: Statements, request: RateLimitIncrement): number =>
+  statements.prepare<{ count: number }>(SQL.increment).get(request.key, request.windowStart, request.expiresAt)!.count
+
+const SQL = {
+  increment: `INSERT INTO rate_buckets (key, window_start, count, expires_at) VALUES (?, ?, 1, ?)
+    ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1 RETURNING count`,
+  prune: "DELETE FROM rate_buckets WHERE expires_at <= ?"
+} as const
+
+/** Closes a connection this module opened; a failure to close is logged, not raised. */
+const close = (db: Sqlite.Database): Effect.Effect<void> =>
+  attempt("close", () => db.close()).pipe(
+    Effect.catchAll((error) => Effect.logWarning("Closing the SQLite rate-limit store failed", error.cause))
+  )

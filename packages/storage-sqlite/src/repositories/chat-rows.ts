@@ -1,0 +1,156 @@
+import type {
+  Chat,
+  ChatId,
+  ChatStatus,
+  ContactId,
+  GroupId,
+  LabelId,
+  Message,
+  MessageDirection,
+  MessageId,
+  MessageStatus,
+  MessageType
+} from "@switchboard/core"
+import type { Statements } from "../internal/sql.js"
+import { jsonArray } from "./rows.js"
+
+// Rows of migration 4 (chats, messages) and their decoding into core's records. The casts
+// to branded ids are safe: every id was written from a branded value.
+
+/** A row of `messages` (every column but `organization_id`); JSON columns as text. */
+export interface MessageRow {
+  readonly uuid: string
+  readonly chat_uuid: string
+  readonly contact_uuid: string
+  readonly direction: string
+  readonly type: string
+  readonly text: string | null
+  readonly template: string | null
+  readonly media: string | null
+  readonly status: string
+  readonly provider_message_id: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** The columns of a {@link MessageRow}, in `SELECT` order. */
+export const MESSAGE_COLUMNS =
+  "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, status, provider_message_id, created_at, updated_at"
+
+/** A message record from its row. */
+export const decodeMessage = (row: MessageRow): Message => ({
+  uuid: row.uuid as MessageId,
+  chat_uuid: row.chat_uuid as ChatId,
+  contact_uuid: row.contact_uuid as ContactId,
+  direction: row.direction as MessageDirection,
+  type: row.type as MessageType,
+  text: row.text,
+  template: row.template === null ? null : JSON.parse(row.template),
+  media: row.media === null ? null : JSON.parse(row.media),
+  status: row.status as MessageStatus,
+  provider_message_id: row.provider_message_id,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+/** A chat joined with its contact and its last message (`m_*`, null without one). */
+interface ChatJoinRow {
+  readonly id: number
+  readonly uuid: string
+  readonly status: string
+  readonly assigned_to: string | null
+  readonly favorite: number
+  readonly unread_count: number
+  readonly last_message_at: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly contact_uuid: string
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly phone: string
+  readonly m_uuid: string | null
+  readonly m_direction: string | null
+  readonly m_type: string | null
+  readonly m_text: string | null
+  readonly m_status: string | null
+  readonly m_created_at: string | null
+}
+
+const SQL = {
+  chats: `SELECT c.id, c.uuid, c.status, c.assigned_to, c.favorite, c.unread_count, c.last_message_at,
+      c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
+      m.uuid AS m_uuid, m.direction AS m_direction, m.type AS m_type, m.text AS m_text,
+      m.status AS m_status, m.created_at AS m_created_at
+    FROM chats AS c
+    JOIN contacts AS ct ON ct.uuid = c.contact_uuid
+    LEFT JOIN messages AS m ON m.uuid = c.last_message_uuid
+    WHERE c.id IN (SELECT value FROM json_each(?))`,
+  groups: `SELECT m.contact_uuid, g.uuid, g.name
+    FROM group_members AS m JOIN contact_groups AS g ON g.uuid = m.group_uuid
+    WHERE m.contact_uuid IN (SELECT value FROM json_each(?))
+    ORDER BY g.name, g.uuid`,
+  labels: `SELECT cl.contact_uuid, l.uuid, l.name, l.color
+    FROM contact_labels AS cl JOIN labels AS l ON l.uuid = cl.label_uuid
+    WHERE cl.contact_uuid IN (SELECT value FROM json_each(?))
+    ORDER BY l.name, l.uuid`
+} as const
+
+/**
+ * The chat records of the chats with these row ids, in the order given: three queries for
+ * the whole page (chats with contact and last message, groups, labels), never one per chat.
+ */
+export const chatsByIds = (statements: Statements, ids: ReadonlyArray<number>): Array<Chat> => {
+  if (ids.length === 0) return []
+  const rows = statements.prepare<ChatJoinRow>(SQL.chats).all(JSON.stringify(ids))
+  const contacts = jsonArray(rows.map((row) => row.contact_uuid))
+  const groups = byContact(
+    statements.prepare<{ contact_uuid: string; uuid: string; name: string }>(SQL.groups).all(contacts),
+    (row) => ({ uuid: row.uuid as GroupId, name: row.name })
+  )
+  const labels = byContact(
+    statements.prepare<{ contact_uuid: string; uuid: string; name: string; color: string }>(SQL.labels).all(contacts),
+    (row) => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
+  )
+  const byId = new Map(rows.map((row) => [row.id, row]))
+  return ids.flatMap((id) => {
+    const row = byId.get(id)
+    return row === undefined ? [] : [decodeChat(row, groups.get(row.contact_uuid) ?? [], labels.get(row.contact_uuid) ?? [])]
+  })
+}
+
+const decodeChat = (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labels"]): Chat => ({
+  uuid: row.uuid as ChatId,
+  contact: { uuid: row.contact_uuid as ContactId, first_name: row.first_name, last_name: row.last_name, phone: row.phone },
+  status: row.status as ChatStatus,
+  assigned_to: row.assigned_to,
+  groups,
+  labels,
+  favorite: row.favorite === 1,
+  unread: row.unread_count > 0,
+  unread_count: row.unread_count,
+  last_message_at: row.last_message_at === "" ? null : row.last_message_at,
+  last_message:
+    row.m_uuid === null
+      ? null
+      : {
+          uuid: row.m_uuid as MessageId,
+          direction: row.m_direction as MessageDirection,
+          type: row.m_type as MessageType,
+          text: row.m_text,
+          status: row.m_status as MessageStatus,
+          created_at: row.m_created_at!
+        },
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+/** Groups link rows by `contact_uuid`, keeping their order. */
+const byContact = <Row extends { contact_uuid: string }, A>(rows: ReadonlyArray<Row>, decode: (row: Row) => A) => {
+  const grouped = new Map<string, Array<A>>()
+  for (const row of rows) {
+    const list = grouped.get(row.contact_uuid)
+    if (list === undefined) grouped.set(row.contact_uuid, [decode(row)])
+    else list.push(decode(row))
+  }
+  return grouped
+}

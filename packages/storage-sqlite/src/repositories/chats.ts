@@ -1,0 +1,245 @@
+import { Option } from "effect"
+import {
+  type ChatAppendOutcome,
+  type ChatAppendRequest,
+  type ChatEnsureOutcome,
+  type ChatRepository,
+  type ChatStatus,
+  chatSearchMatches,
+  type ChatUpdateOutcome,
+  type Message,
+  type MessageStatus,
+  type MessageStatusOutcome,
+  type OrganizationId
+} from "@switchboard/core"
+import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { chatsByIds, decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
+import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
+import { countOf, pageBounds } from "./rows.js"
+
+/**
+ * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
+ * (migration 4, `chats-schema.ts`). `appendMessage` (contact, chat, message and the chat's
+ * counters), `update` and `updateMessageStatus` are each one `BEGIN IMMEDIATE`
+ * transaction, so core's rules apply atomically across processes; reads of several
+ * statements share one snapshot. The list's query plans are in `chat-list.ts`. Registers
+ * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
+ *
+ * @category repositories
+ */
+export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements) => {
+  db.function(SEARCH_FUNCTION, { deterministic: true }, (text, term) =>
+    chatSearchMatches(String(text), String(term)) ? 1 : 0
+  )
+  return {
+    appendMessage: (organizationId, request) =>
+      attempt("chats.appendMessage", () => transaction(db, () => appendMessage(statements, organizationId, request))),
+    ensure: (organizationId, contactId, newChat, now) =>
+      attempt("chats.ensure", () =>
+        transaction(db, (): ChatEnsureOutcome => {
+          if (statements.prepare(SQL.contactById).get(organizationId, contactId) === undefined) {
+            return { _tag: "ContactNotFound" }
+          }
+          const { id, created } = chatOfContact(statements, organizationId, contactId, newChat, now)
+          return { _tag: "Ensured", chat: chatsByIds(statements, [id])[0]!, created }
+        })
+      ),
+    update: (organizationId, id, patch, now) =>
+      attempt("chats.update", () =>
+        transaction(db, (): ChatUpdateOutcome => {
+          const row = statements.prepare<ChatStateRow>(SQL.state).get(organizationId, id)
+          if (row === undefined) return { _tag: "NotFound" }
+          const next = {
+            status: patch.status ?? row.status,
+            assigned_to: patch.assigned_to === undefined ? row.assigned_to : patch.assigned_to,
+            favorite: patch.favorite === undefined ? row.favorite : patch.favorite ? 1 : 0,
+            unread_count: patch.unread_count ?? row.unread_count
+          }
+          const changed = (Object.keys(next) as Array<keyof typeof next>).some((key) => next[key] !== row[key])
+          if (changed) {
+            statements.prepare(SQL.update).run(next.status, next.assigned_to, next.favorite, next.unread_count, now, row.id)
+          }
+          return { _tag: "Updated", chat: chatsByIds(statements, [row.id])[0]!, changed }
+        })
+      ),
+    findById: (organizationId, id) =>
+      attempt("chats.findById", () => snapshot(db, () => chatWhere(statements, SQL.idByUuid, organizationId, id))),
+    findByContact: (organizationId, contactId) =>
+      attempt("chats.findByContact", () => snapshot(db, () => chatWhere(statements, SQL.idByContact, organizationId, contactId))),
+    listAfter: (organizationId, filters, sort, after, limit) =>
+      attempt("chats.listAfter", () =>
+        snapshot(db, () => {
+          const plan = planChatList(organizationId, filters, sort, { after, offset: 0, limit })
+          return chatsByIds(statements, runChatList(statements, plan))
+        })
+      ),
+    listPage: (organizationId, filters, sort, page) =>
+      attempt("chats.listPage", () =>
+        snapshot(db, () => {
+          const [limit, offset] = pageBounds(page)
+          const plan = planChatList(organizationId, filters, sort, { after: null, offset, limit })
+          const count = planChatCount(organizationId, filters)
+          return {
+            items: chatsByIds(statements, runChatList(statements, plan)),
+            total: countOf(statements, count.sql, ...count.params)
+          }
+        })
+      ),
+    findMessage: (organizationId, id) =>
+      attempt("chats.findMessage", () =>
+        Option.map(Option.fromNullable(statements.prepare<MessageRow>(SQL.message).get(organizationId, id)), decodeMessage)
+      ),
+    listMessages: (organizationId, chatId, page) =>
+      attempt("chats.listMessages", () =>
+        snapshot(db, () => {
+          if (statements.prepare(SQL.idByUuid).get(organizationId, chatId) === undefined) return Option.none()
+          const rows = statements.prepare<MessageRow>(SQL.messagesPage).all(chatId, ...pageBounds(page))
+          return Option.some({ items: rows.map(decodeMessage), total: countOf(statements, SQL.messagesCount, chatId) })
+        })
+      ),
+    updateMessageStatus: (organizationId, id, update) =>
+      attempt("chats.updateMessageStatus", () =>
+        transaction(db, (): MessageStatusOutcome => {
+          const row = statements.prepare<MessageRow>(SQL.message).get(organizationId, id)
+          if (row === undefined) return { _tag: "NotFound" }
+          const status = update.from.includes(row.status as MessageStatus) ? update.status : row.status
+          const providerId = update.provider_message_id ?? row.provider_message_id
+          const changed = status !== row.status || providerId !== row.provider_message_id
+          if (!changed) return { _tag: "Updated", message: decodeMessage(row), changed }
+          statements.prepare(SQL.updateMessage).run(status, providerId, update.now, id)
+          const message = decodeMessage({ ...row, status, provider_message_id: providerId, updated_at: update.now })
+          return { _tag: "Updated", message, changed }
+        })
+      )
+  }
+}
+
+/** The columns of a chat that `update` compares. */
+interface ChatStateRow {
+  readonly id: number
+  readonly status: ChatStatus
+  readonly assigned_to: string | null
+  readonly favorite: number
+  readonly unread_count: number
+}
+
+const SQL = {
+  state: "SELECT id, status, assigned_to, favorite, unread_count FROM chats WHERE organization_id = ? AND uuid = ?",
+  update: "UPDATE chats SET status = ?, assigned_to = ?, favorite = ?, unread_count = ?, updated_at = ? WHERE id = ?",
+  idByUuid: "SELECT id FROM chats WHERE organization_id = ? AND uuid = ?",
+  idByContact: "SELECT id FROM chats WHERE organization_id = ? AND contact_uuid = ?",
+  duplicate: `SELECT ${MESSAGE_COLUMNS} FROM messages
+    WHERE organization_id = ? AND direction = ? AND provider_message_id = ? LIMIT 1`,
+  contactByPhone: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",
+  contactById: "SELECT uuid FROM contacts WHERE organization_id = ? AND uuid = ?",
+  insertContact: `INSERT INTO contacts (uuid, organization_id, phone, first_name, last_name, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  chatOfContact: "SELECT id, uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?",
+  // search_text is filled from the contact by the trigger chats_after_insert.
+  insertChat: "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+  insertMessage: `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // Every SET expression reads the row as it was: the message becomes the last one unless
+  // the chat has a newer one ('' = none, below every timestamp).
+  touchChat: `UPDATE chats SET
+      unread_count = unread_count + ?,
+      status = CASE WHEN status IN (SELECT value FROM json_each(?)) THEN ? ELSE status END,
+      last_message_uuid = CASE WHEN ? >= last_message_at THEN ? ELSE last_message_uuid END,
+      last_message_at = CASE WHEN ? >= last_message_at THEN ? ELSE last_message_at END,
+      updated_at = ?
+    WHERE id = ?`,
+  message: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ?`,
+  updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, updated_at = ? WHERE uuid = ?",
+  messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
+    ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
+  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?"
+} as const
+
+/** The chat whose id `sql` selects with `(organizationId, key)`. */
+const chatWhere = (statements: Statements, sql: string, organizationId: OrganizationId, key: string) => {
+  const row = statements.prepare<{ id: number }>(sql).get(organizationId, key)
+  return Option.fromNullable(row === undefined ? undefined : chatsByIds(statements, [row.id])[0])
+}
+
+/** The body of `appendMessage`, inside its transaction: checks, then writes. */
+const appendMessage = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest
+): ChatAppendOutcome => {
+  const { message, now } = request
+  if (request.dedupe && message.provider_message_id !== null) {
+    const found = statements
+      .prepare<MessageRow>(SQL.duplicate)
+      .get(organizationId, message.direction, message.provider_message_id)
+    if (found !== undefined) {
+      const chat = chatWhere(statements, SQL.idByUuid, organizationId, found.chat_uuid)
+      if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
+    }
+  }
+  const contact = resolveContact(statements, organizationId, request)
+  if (contact === undefined) return { _tag: "ContactNotFound" }
+  const { created: chatCreated, ...chat } = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
+  const stored: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
+  statements
+    .prepare(SQL.insertMessage)
+    .run(
+      stored.uuid,
+      stored.chat_uuid,
+      stored.contact_uuid,
+      stored.direction,
+      stored.type,
+      stored.text,
+      stored.template === null ? null : JSON.stringify(stored.template),
+      stored.media === null ? null : JSON.stringify(stored.media),
+      stored.status,
+      stored.provider_message_id,
+      stored.created_at,
+      stored.updated_at,
+      organizationId
+    )
+  statements
+    .prepare(SQL.touchChat)
+    .run(
+      request.unreadIncrement,
+      JSON.stringify(request.reopen.from),
+      request.reopen.to,
+      message.created_at,
+      message.uuid,
+      message.created_at,
+      message.created_at,
+      now,
+      chat.id
+    )
+  const record = chatsByIds(statements, [chat.id])[0]!
+  return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated }
+}
+
+/** The chat of a contact of the organization, inserted as `newChat` when missing. */
+const chatOfContact = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  contactId: string,
+  newChat: { readonly uuid: string; readonly status: ChatStatus },
+  now: string
+): { readonly id: number; readonly uuid: string; readonly created: boolean } => {
+  const found = statements.prepare<{ id: number; uuid: string }>(SQL.chatOfContact).get(organizationId, contactId)
+  if (found !== undefined) return { ...found, created: false }
+  const { lastInsertRowid } = statements
+    .prepare(SQL.insertChat)
+    .run(newChat.uuid, organizationId, contactId, newChat.status, now, now)
+  return { id: Number(lastInsertRowid), uuid: newChat.uuid, created: true }
+}
+
+/** The contact of a request: found by uuid or phone, or created by phone (never refused). */
+const resolveContact = (statements: Statements, organizationId: OrganizationId, request: ChatAppendRequest) => {
+  const reference = request.contact
+  if (reference._tag === "ById") {
+    const row = statements.prepare<{ uuid: string }>(SQL.contactById).get(organizationId, reference.uuid)
+    return row === undefined ? undefined : { uuid: row.uuid, created: false }
+  }
+  const row = statements.prepare<{ uuid: string }>(SQL.contactByPhone).get(organizationId, reference.phone)
+  if (row !== undefined) return { uuid: row.uuid, created: false }
+  const { uuid, first_name, last_name } = reference.create
+  statements.prepare(SQL.insertContact).run(uuid, organizationId, reference.phone, first_name, last_name, request.now, request.now)
+  return { uuid: uuid as string, created: true }
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from "@effect/vitest"
+import { afterAll } from "vitest"
+import Sqlite from "better-sqlite3"
+import { Effect, Layer } from "effect"
+import { RateLimitStore, type RateLimitIncrement } from "@switchboard/core"
+import { runRateLimitStoreContract } from "@switchboard/storage-contract"
+import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
+import { tempFiles } from "./helpers.js"
+
+const files = tempFiles()
+afterAll(files.cleanup)
+
+// A real file in a fresh temporary directory for every test.
+runRateLimitStoreContract({ name: "sqlite", makeLayer: () => SqliteRateLimitStore.layer({ filename: files.file() }) })
+
+/** The increment of `key` in the 1-second window containing `now`. */
+const at = (key: string, now: number): RateLimitIncrement => {
+  const windowStart = Math.floor(now / 1000) * 1000
+  return { key, windowStart, expiresAt: windowStart + 1000, now }
+}
+
+/** The rows of `rate_buckets`, read with a connection of the test's own. */
+const rows = (filename: string) => {
+  const db = new Sqlite(filename, { readonly: true })
+  try {
+    return db.prepare("SELECT key, window_start, count FROM rate_buckets ORDER BY key, window_start").all()
+  } finally {
+    db.close()
+  }
+}
+
+const increment = (request: RateLimitIncrement) => Effect.flatMap(RateLimitStore, (store) => store.increment(request))
+
+describe("SqliteRateLimitStore", () => {
+  it.effect("shares counters between connections on one file: concurrent increments get 1..N once each", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const first = yield* SqliteRateLimitStore.make({ filename })
+      const second = yield* SqliteRateLimitStore.make({ filename })
+      const request = at("general:org:shared", 10_000)
+      const counts = yield* Effect.all(
+        Array.from({ length: 100 }, (_, index) => (index % 2 === 0 ? first : second).increment(request)),
+        { concurrency: "unbounded" }
+      )
+      expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, index) => index + 1))
+      expect(rows(filename)).toEqual([{ key: "general:org:shared", window_start: 10_000, count: 100 }])
+    }).pipe(Effect.scoped))
+
+  it.effect("prunes ended windows at most once per pruneIntervalMs, never the current one", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const store = yield* SqliteRateLimitStore.make({ filename, pruneIntervalMs: 5_000 })
+      // The first increment prunes (nothing yet) and schedules the next pruning 5 s later.
+      for (let org = 0; org < 20; org++) yield* store.increment(at(`general:org:${org}`, 10_500))
+      expect(rows(filename)).toHaveLength(20)
+      // Within the interval no pruning runs, even though window 10 s has ended ...
+      yield* store.increment(at("general:org:later", 12_000))
+      yield* store.increment(at("general:org:current", 15_200))
+      expect(rows(filename)).toHaveLength(22)
+      // ... after it, one does: every ended window goes, the current one stays.
+      yield* store.increment(at("general:org:last", 15_600))
+      expect(rows(filename)).toEqual([
+        { key: "general:org:current", window_start: 15_000, count: 1 },
+        { key: "general:org:last", window_start: 15_000, count: 1 }
+      ])
+    }).pipe(Effect.scoped))
+
+  it.effect("layerFromClient migrates the host's Database and leaves it open", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      expect(yield* increment(at("k", 1_000)).pipe(Effect.provide(SqliteRateLimitStore.layerFromClient(db)))).toBe(1)
+      expect(db.open).toBe(true)
+      expect(db.prepare("SELECT count FROM rate_buckets WHERE key = 'k'").pluck().get()).toBe(1)
+      db.close()
+    }))
+
+  it.effect("fails with StorageError \"rateLimits.increment\" once its connection is closed", () =>
+    Effect.gen(function* () {
+      const store = yield* Effect.scoped(SqliteRateLimitStore.make({ filename: files.file() }))
+      const error = yield* Effect.flip(store.increment(at("k", 1_000)))
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("rateLimits.increment")
+    }))
+
+  it.effect("layer fails with StorageError \"open\" when the file cannot be opened", () =>
+    Effect.gen(function* () {
+      const filename = `${files.file()}/missing/x.db`
+      const error = yield* Effect.flip(Layer.build(SqliteRateLimitStore.layer({ filename })))
+      expect(error.operation).toBe("open")
+    }).pipe(Effect.scoped))
+})
