@@ -1,0 +1,4 @@
+import { project } from "../../vitest.shared.js"
+
+
+export default project("express")

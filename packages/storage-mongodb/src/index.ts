@@ -1,0 +1,4 @@
+/**
+ * @switchboard/storage-mongodb: the Storage of @switchboard/core on the official mongodb driver.
+ */
+export {}
