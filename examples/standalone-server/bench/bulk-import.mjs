@@ -46,7 +46,10 @@ export const run = async () => {
   // Baseline: the same schema (copied from the file the adapter migrated), the same rows,
   // already normalised, one transaction per batch.
   const schemaSource = new Database(filename, { readonly: true })
-  const ddl = schemaSource.prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'").all()
+  const schema = schemaSource.prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'").all()
+  // A virtual (FTS) table creates its own shadow tables (`<name>_data`, …): copy only it.
+  const virtualTables = schema.filter(({ sql }) => /^CREATE VIRTUAL TABLE/i.test(sql)).map(({ name }) => name)
+  const ddl = schema.filter(({ name }) => !virtualTables.some((table) => name.startsWith(`${table}_`)))
   const organization = schemaSource.prepare("SELECT * FROM organizations").get()
   schemaSource.close()
   const raw = new Database(join(directory, "raw.db"))

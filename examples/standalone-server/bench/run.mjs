@@ -3,5 +3,7 @@
 import { run as bulkImport } from "./bulk-import.mjs"
 
 console.log(`Switchboard benchmarks — node ${process.version}, ${new Date().toISOString()}\n`)
+console.log(await (await import("./http.mjs")).run())
 console.log(await bulkImport())
 console.log(await (await import("./rate-limits.mjs")).run())
+console.log(await (await import("./chats.mjs")).run())

@@ -13,6 +13,7 @@ import { Command, CommanderError } from "commander"
 import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
+import { registerSeedCommand } from "./commands/seed.js"
 
 /**
  * The admin program with every command registered. Parsing never calls `process.exit`:
@@ -28,6 +29,7 @@ const createProgram = (): Command => {
   registerOrganizationCommands(program)
   registerKeyCommands(program)
   registerImportCommand(program)
+  registerSeedCommand(program)
   return program
 }
 

@@ -3,6 +3,7 @@ import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
 import { basicRepliesContract } from "./basic-replies.js"
 import { chatsContract } from "./chats.js"
+import { chatsImportContract } from "./chats-import.js"
 import { chatsListContract } from "./chats-list.js"
 import { contactsContract } from "./contacts.js"
 import { contactsImportContract } from "./contacts-import.js"
@@ -48,6 +49,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     labelsContract(options)
     chatsContract(options)
     chatsListContract(options)
+    chatsImportContract(options)
     templatesContract(options)
     basicRepliesContract(options)
   })

@@ -6,17 +6,21 @@ import { parseUuid, runAdminCommand } from "./admin.js"
 
 /**
  * Registers `import --org ID --file F.json` (DESIGN §4, docs/import.md): imports groups,
- * labels and contacts from a JSON file into the organization, all or nothing, and prints
- * `{groups: {name: uuid}, labels: {name: uuid}, contacts: {phone: uuid}}` with keys as
- * written in the file. A file that cannot be read or parsed, or any invalid entry, prints
- * the problems on stderr and exits 1 with nothing written.
+ * labels, contacts, templates, basic replies and chats with their messages from a JSON
+ * file into the organization, all or nothing, and prints `{groups: {name: uuid}, labels:
+ * {name: uuid}, contacts: {phone: uuid}, templates: {"name/language": uuid},
+ * basic_replies: {trigger: uuid}, chats: {phone: uuid}}` with keys as written in the file.
+ * Existing records are matched (a chat by its contact: attributes given are set, only
+ * messages it does not hold are appended), so running one file twice duplicates nothing.
+ * A file that cannot be read or parsed, any invalid entry, or contacts over the plan's
+ * `contacts_limit` print the problems on stderr and exit 1 with nothing written.
  *
  * @category cli
  */
 export const registerImportCommand = (program: Command): void => {
   program
     .command("import")
-    .description("import groups, labels and contacts from a JSON file; prints the uuids created or matched")
+    .description("import groups, labels, contacts, templates, basic replies and chats (with messages) from a JSON file; prints the uuids created or matched")
     .requiredOption("--org <org_id>", "organization id", parseUuid)
     .requiredOption("--file <path>", "JSON file in the import format (docs/import.md)")
     .action((options: { readonly org: string; readonly file: string }) =>

@@ -13,12 +13,15 @@ import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/e
 import { Settings } from "../shared/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { nameKey, Storage } from "../storage/Storage.js"
+import type { ChatId } from "../chats/model.js"
+import { readChats, writeChats } from "./chats.js"
 import { readTemplatesAndReplies, type TemplatesAndRepliesResult, writeTemplatesAndReplies } from "./templatesAndReplies.js"
 
 /**
  * What an import created or matched (DESIGN §4 "import"): uuids by group name, label
  * name and contact phone, each key as written in the file; templates by `"name/language"`
- * and basic replies by trigger ({@link TemplatesAndRepliesResult}).
+ * and basic replies by trigger ({@link TemplatesAndRepliesResult}); chat uuids by phone as
+ * written in the `chats` entries.
  *
  * @category models
  */
@@ -26,12 +29,13 @@ export interface ImportResult extends TemplatesAndRepliesResult {
   readonly groups: Readonly<Record<string, GroupId>>
   readonly labels: Readonly<Record<string, LabelId>>
   readonly contacts: Readonly<Record<string, ContactId>>
+  readonly chats: Readonly<Record<string, ChatId>>
 }
 
 /**
  * Imports an organization's data from one JSON document (DESIGN §4 "Import file format",
- * docs/import.md): `groups`, `labels`, `contacts`, `templates` and `basic_replies`, every
- * key optional.
+ * docs/import.md): `groups`, `labels`, `contacts`, `templates`, `basic_replies` and `chats`
+ * (with their messages), every key optional.
  *
  * @category services
  */
@@ -43,6 +47,13 @@ export interface ImportsService {
    * groups in one atomic store step; names in `group` and `labels` that the file does not
    * list at the top are created. Existing groups and labels with the same name
    * (case-insensitively) are matched, not duplicated.
+   *
+   * A chat's phone names its contact: a phone the `contacts` key does not list creates a
+   * contact with that phone only, in the same store step as the other contacts (so it
+   * counts against `contacts_limit`: `PlanLimitExceeded`, nothing written). Chats are
+   * matched by contact: a re-import sets the attributes given and appends only the
+   * messages the chat does not hold yet (same direction, type, text and `created_at`), so
+   * importing one file twice adds no message (`ChatRepository.importChats`).
    */
   readonly importDocument: (
     organizationId: OrganizationId,
@@ -78,7 +89,8 @@ const make = Effect.gen(function* () {
   const importDocument = Effect.fn("Imports.importDocument")(function* (organizationId: OrganizationId, document: unknown) {
     const { defaultCountry } = yield* Settings
     const collector = new IssueCollector()
-    const read = readDocument(collector, document, defaultCountry)
+    const chats = readChats(collector, document, defaultCountry)
+    const read = readDocument(collector, document, defaultCountry, chats.chats.map((chat) => chat.phone))
     const templatesAndReplies = readTemplatesAndReplies(collector, document, defaultCountry)
     if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
     const organization = yield* storage.organizations.findById(organizationId)
@@ -116,11 +128,13 @@ const make = Effect.gen(function* () {
     const labelIds = yield* ensureLabels(organizationId, read.labels)
     yield* assignLabels(organizationId, read, contactIds, labelIds)
     const written = yield* writeTemplatesAndReplies(storage, random, organizationId, templatesAndReplies)
+    const chatIds = yield* writeChats(storage, random, organizationId, chats, contactIds, yield* nowIso)
     return {
       groups,
       labels: Object.fromEntries([...read.labels.values()].map(({ name }) => [name, labelIds.get(nameKey(name)) as LabelId])),
       contacts: Object.fromEntries(read.contacts.map((contact, index) => [contact.phoneAsGiven, contactIds.get(read.phones[index] ?? "") as ContactId])),
-      ...written
+      ...written,
+      chats: chatIds
     } satisfies ImportResult
   })
 
@@ -180,11 +194,15 @@ const make = Effect.gen(function* () {
   return { importDocument } satisfies ImportsService
 })
 
-/** Reads and checks the whole document, collecting every issue. */
+/**
+ * Reads and checks the whole document, collecting every issue. `chatPhones` (E.164) are
+ * added as contact rows without details, after the `contacts` rows: upserted with them.
+ */
 const readDocument = (
   collector: IssueCollector,
   document: unknown,
-  defaultCountry: Parameters<typeof readImportRow>[3]
+  defaultCountry: Parameters<typeof readImportRow>[3],
+  chatPhones: ReadonlyArray<string>
 ): ReadDocument => {
   const root = isRecord(document) ? document : (collector.add("invalid_type", "", "The import file must be a JSON object"), {})
   const groupNames: Array<string> = []
@@ -220,7 +238,8 @@ const readDocument = (
     contacts.push({ phoneAsGiven: typeof record.phone === "string" ? record.phone : "", labelNames })
     return { ...row, groups }
   })
-  return { groupNames, labels, contacts, rows: mergeRowsByPhone(rows), phones: rows.map((row) => row.phone) }
+  const chatRows = chatPhones.map((phone) => ({ phone, details: {}, groups: [], groupFields: [] }))
+  return { groupNames, labels, contacts, rows: mergeRowsByPhone([...rows, ...chatRows]), phones: rows.map((row) => row.phone) }
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>

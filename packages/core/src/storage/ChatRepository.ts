@@ -177,6 +177,48 @@ export interface ChatPosition {
 }
 
 /**
+ * One chat of {@link ChatRepository.importChats}: the chat of contact `contactId` (a
+ * contact of the organization), with the attributes of `attributes` and the messages of
+ * `messages` (`chat_uuid` and `contact_uuid` are the store's to fill). `chatId` and
+ * `created_at` are used only when the chat is created.
+ *
+ * @category storage
+ */
+export interface ChatImportEntry {
+  readonly contactId: ContactId
+  readonly chatId: ChatId
+  readonly created_at: string
+  readonly attributes: ChatPatch
+  readonly messages: ReadonlyArray<NewMessage>
+}
+
+/**
+ * Input of {@link ChatRepository.importChats}: at most one entry per contact (core merges
+ * the entries of one phone); `now` is the `updated_at` of an existing chat that changes.
+ *
+ * @category storage
+ */
+export interface ChatImportRequest {
+  readonly chats: ReadonlyArray<ChatImportEntry>
+  readonly now: string
+}
+
+/**
+ * Outcome of {@link ChatRepository.importChats}: per entry, in the order given, the
+ * chat's uuid, whether it was created, and how many of its messages were added.
+ * `ContactsNotFound` (every `contactId` that is not a contact of the organization, in the
+ * order given) wrote nothing.
+ *
+ * @category storage
+ */
+export type ChatImportOutcome =
+  | {
+      readonly _tag: "Imported"
+      readonly chats: ReadonlyArray<{ readonly uuid: ChatId; readonly created: boolean; readonly messagesAdded: number }>
+    }
+  | { readonly _tag: "ContactsNotFound"; readonly contactIds: ReadonlyArray<ContactId> }
+
+/**
  * Chats and their messages, of one organization (STYLE §3). One chat per contact; deleting
  * a contact deletes its chat and messages.
  *
@@ -241,6 +283,32 @@ export interface ChatRepository {
     chatId: ChatId,
     page: PageRequest
   ) => Effect.Effect<Option.Option<Page<Message>>, StorageError>
+  /**
+   * Writes many chats with their messages in one atomic step (the admin import and `seed`,
+   * DESIGN §4), all or nothing: when a `contactId` is not a contact of the organization →
+   * `ContactsNotFound`, nothing written. Per entry:
+   * - no chat for the contact yet: the chat is created with uuid `chatId`, `created_at`,
+   *   the defaults of a new chat (`open`, unassigned, not favorite, `unread_count` 0)
+   *   overridden by `attributes`, and every message; `last_message_at`/last message are
+   *   the newest message (by `created_at`; on a tie the later one in `messages`), and
+   *   `updated_at` is the latest of `created_at` and the messages' `created_at` (an
+   *   imported chat was last changed by its newest event);
+   * - the contact has a chat: its `uuid` and `created_at` are kept, the fields of
+   *   `attributes` that differ are set, and only the messages it does not hold yet are
+   *   appended — a message is already there when the chat has one with the same
+   *   `direction`, `type`, `text` and `created_at` (so importing one file twice adds
+   *   nothing); an added message newer than (or as new as) the last one becomes the last
+   *   one; `updated_at` = `now` when anything changed;
+   * - within one entry, a message equal (same four fields) to an earlier one is skipped.
+   * Message records are stored as given (`status`, `provider_message_id`, timestamps).
+   * Meant for large batches (`seed` passes 10 000 chats per call; SQLite writes one call
+   * in one transaction with cached prepared statements); `unread_count` is never derived
+   * from the messages.
+   */
+  readonly importChats: (
+    organizationId: OrganizationId,
+    request: ChatImportRequest
+  ) => Effect.Effect<ChatImportOutcome, StorageError>
   /** Applies a {@link MessageStatusUpdate} atomically. */
   readonly updateMessageStatus: (
     organizationId: OrganizationId,

@@ -15,6 +15,7 @@ import {
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
 import { chatsByIds, decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
 import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
+import { importChats } from "./chats-import.js"
 import { countOf, pageBounds } from "./rows.js"
 
 /**
@@ -97,6 +98,8 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           return Option.some({ items: rows.map(decodeMessage), total: countOf(statements, SQL.messagesCount, chatId) })
         })
       ),
+    importChats: (organizationId, request) =>
+      attempt("chats.importChats", () => transaction(db, () => importChats(statements, organizationId, request))),
     updateMessageStatus: (organizationId, id, update) =>
       attempt("chats.updateMessageStatus", () =>
         transaction(db, (): MessageStatusOutcome => {

@@ -7,6 +7,8 @@ import {
   type ChatAppendOutcome,
   type ChatAppendRequest,
   type ChatFilters,
+  type ChatImportOutcome,
+  type ChatImportRequest,
   type ChatPosition,
   type ChatRepository,
   type ChatSort,
@@ -108,6 +110,7 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const start = (page.page - 1) * page.per_page
         return Option.some({ items: messages.slice(start, start + page.per_page).map(withoutOrganization), total: messages.length })
       }),
+    importChats: (organizationId, request) => Effect.sync(() => importChats(state, chats, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       Effect.sync(() => {
         const message = view.ownedMessage(organizationId, id)
@@ -312,4 +315,57 @@ const resolveContact = (state: MemoryState, organizationId: OrganizationId, requ
   state.contacts.set(row.uuid, row)
   state.contactIdsByPhone.set(phoneKey(organizationId, reference.phone), row.uuid)
   return { row, created: true }
+}
+
+/** The identity of an imported message within its chat: direction, type, text, created_at. */
+const importKey = (message: Pick<Message, "direction" | "type" | "text" | "created_at">): string =>
+  JSON.stringify([message.direction, message.type, message.text, message.created_at])
+
+/** `importChats`: checks every contact first, then writes; synchronous, so atomic. */
+const importChats = (
+  state: MemoryState,
+  chats: ChatState,
+  organizationId: OrganizationId,
+  request: ChatImportRequest
+): ChatImportOutcome => {
+  const view = makeView(state, chats)
+  const missing = request.chats
+    .map((entry) => entry.contactId)
+    .filter((id) => state.contacts.get(id)?.organization_id !== organizationId)
+  if (missing.length > 0) return { _tag: "ContactsNotFound", contactIds: missing }
+  const results = request.chats.map((entry) => {
+    const existingId = chats.chatIdsByContact.get(entry.contactId)
+    const existing = existingId === undefined ? undefined : view.owned(organizationId, existingId)
+    let row: ChatRow = existing ?? {
+      ...newChatRow(organizationId, entry.contactId, { uuid: entry.chatId, status: "open" }, entry.created_at),
+      ...entry.attributes
+    }
+    const ids = chats.messageIdsByChat.get(row.uuid) ?? []
+    const known = new Set(ids.map((id) => importKey(chats.messages.get(id)!)))
+    let added = 0
+    for (const message of entry.messages) {
+      const key = importKey(message)
+      if (known.has(key)) continue
+      known.add(key)
+      added += 1
+      chats.messages.set(message.uuid, { ...message, organization_id: organizationId, chat_uuid: row.uuid, contact_uuid: entry.contactId })
+      ids.push(message.uuid)
+      if (row.last_message_at === null || message.created_at >= row.last_message_at) {
+        row = { ...row, last_message_at: message.created_at, last_message_uuid: message.uuid }
+      }
+    }
+    chats.messageIdsByChat.set(row.uuid, ids)
+    if (existing === undefined) {
+      const newest = row.last_message_at !== null && row.last_message_at > row.created_at ? row.last_message_at : row.created_at
+      row = { ...row, updated_at: newest }
+    } else {
+      const patched = { ...row, ...entry.attributes }
+      const changed = added > 0 || (Object.keys(entry.attributes) as Array<keyof typeof entry.attributes>).some((key) => entry.attributes[key] !== existing[key])
+      row = changed ? { ...patched, updated_at: request.now } : existing
+    }
+    chats.chats.set(row.uuid, row)
+    chats.chatIdsByContact.set(entry.contactId, row.uuid)
+    return { uuid: row.uuid, created: existing === undefined, messagesAdded: added }
+  })
+  return { _tag: "Imported", chats: results }
 }
