@@ -27,7 +27,9 @@ export interface Envelope<Data = unknown> {
 }
 
 /**
- * A response before it is written: HTTP status, extra headers and the envelope.
+ * A response before it is written: HTTP status, extra headers and the envelope. When
+ * `raw` is set (only the discovery files: `openapi.json`, the `/docs` page and its assets),
+ * the body written is `raw.content` with `raw.contentType`, not the envelope.
  *
  * @category envelope
  */
@@ -35,6 +37,7 @@ export interface ApiResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: Envelope
+  readonly raw?: { readonly contentType: string; readonly content: string }
 }
 
 /**

@@ -13,7 +13,7 @@ import { failureResponse, successResponse, type ApiResponse } from "./envelope.j
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
-import { readJsonBody, type HostRequest } from "./internal/body.js"
+import { nodeBodySource, readJsonBody, type BodySource, type HostRequest } from "./internal/body.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
 import {
@@ -25,7 +25,7 @@ import {
 } from "./rateLimiting.js"
 import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
-import type { RouteDefinition } from "./routes/route.js"
+import { responseOfResult, type RouteDefinition } from "./routes/route.js"
 
 /**
  * Options of {@link createHandler}.
@@ -87,9 +87,14 @@ export interface SwitchboardHandler {
 export const DEFAULT_BASE_PATH = "/api/v1/api"
 
 /**
- * Creates the request handler (DESIGN §3). The runtime, the router and every validator
- * are built once, here; each request runs as one fiber, interrupted when the client goes
- * away. Every response is the envelope with an `X-Request-Id` header.
+ * Creates the request handler (DESIGN §3) as a Node listener. The runtime, the router and
+ * every validator are built once, here; each request runs as one fiber, interrupted when
+ * the client goes away. Every response is the envelope with an `X-Request-Id` header.
+ * The same core serves {@link createFetchHandler} (Fetch API hosts).
+ *
+ * Paths outside `basePath` go to `next()` when one is given (Express/Connect), else they
+ * are answered 404 `route_not_found`. The path is read from `req.originalUrl` when the host
+ * sets it (Express strips its mount prefix from `req.url`), else from `req.url`.
  *
  * @category handler
  * @example
@@ -101,6 +106,89 @@ export const DEFAULT_BASE_PATH = "/api/v1/api"
  * createServer(handler).listen(3000)
  */
 export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
+  const core = makeHandlerCore(options)
+  const trustProxy = options.trustProxy ?? false
+
+  const listener = (req: HostRequest, res: ServerResponse, next?: (error?: unknown) => void): void => {
+    const url = req.originalUrl ?? req.url ?? "/"
+    if (next !== undefined && !core.inBasePath(url)) return next()
+    const running = core.serve(
+      {
+        method: req.method ?? "GET",
+        url,
+        header: (name) => {
+          const value = req.headers[name]
+          return Array.isArray(value) ? value.join(", ") : value
+        },
+        clientAddress: () => clientAddressOf(req.headers["x-forwarded-for"], req.socket?.remoteAddress, trustProxy),
+        body: nodeBodySource(req)
+      },
+      (response) => {
+        if (res.headersSent || res.writableEnded) return
+        res.statusCode = response.status
+        for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
+        if (response.body === undefined) res.end()
+        else res.end(response.body)
+      }
+    )
+    res.once("close", () => {
+      if (!res.writableFinished) running.interrupt()
+    })
+  }
+
+  return Object.assign(listener, { ready: core.ready, dispose: core.dispose })
+}
+
+/**
+ * One request as the handler core sees it, whatever the host (a Node `IncomingMessage`, a
+ * Fetch `Request`): method, path with query, header lookup (lower-case names), the client
+ * address for unauthenticated rate limiting (computed only when needed) and the body.
+ *
+ * @internal
+ */
+export interface CoreRequest {
+  readonly method: string
+  /** Path and query string as the client sent them, e.g. `/api/v1/api/contacts?page=2`. */
+  readonly url: string
+  readonly header: (name: string) => string | undefined
+  readonly clientAddress: () => string
+  readonly body: BodySource
+}
+
+/**
+ * A response ready for the wire: status, every header (content type, length, request id,
+ * rate-limit headers…) and the body text, `undefined` for `HEAD`.
+ *
+ * @internal
+ */
+export interface WireResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string | undefined
+}
+
+/**
+ * The host-independent part of every handler (DESIGN §3): the runtime, the router, the
+ * order of checks, the envelope, the request id and the request log. `serve` answers one
+ * request through `reply`, exactly once; the returned `interrupt` stops its fiber when the
+ * client goes away.
+ *
+ * @internal
+ */
+export interface HandlerCore {
+  readonly inBasePath: (url: string) => boolean
+  readonly serve: (request: CoreRequest, reply: (response: WireResponse) => void) => { readonly interrupt: () => void }
+  readonly ready: Promise<void>
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * Builds the {@link HandlerCore} of `options`: the runtime (core services on the storage,
+ * the rate limiter, the logger), the router and the compiled validators, once.
+ *
+ * @internal
+ */
+export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
   const runtime = ManagedRuntime.make(
@@ -111,66 +199,77 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
     )
   )
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)
-
-  const listener = (req: HostRequest, res: ServerResponse, next?: (error?: unknown) => void): void => {
-    const url = req.originalUrl ?? req.url ?? "/"
+  const pathOf = (url: string) => {
     const queryStart = url.indexOf("?")
-    const path = queryStart === -1 ? url : url.slice(0, queryStart)
-    const inBasePath = path === basePath || path.startsWith(basePath + "/")
-    if (!inBasePath && next !== undefined) return next()
+    return queryStart === -1 ? url : url.slice(0, queryStart)
+  }
+  const inBasePath = (url: string) => {
+    const path = pathOf(url)
+    return path === basePath || path.startsWith(basePath + "/")
+  }
 
+  const serve: HandlerCore["serve"] = (request, reply) => {
+    const { url, method } = request
+    const path = pathOf(url)
     const exchange: Exchange = {
-      req,
-      res,
-      requestId: requestIdOf(req),
+      request,
+      requestId: requestIdOf(request.header("x-request-id")),
       startedAt: performance.now(),
       route: "(unmatched)",
       organizationId: undefined,
-      rateLimit: undefined
+      rateLimit: undefined,
+      replied: false
     }
-    const found = inBasePath ? match(req.method ?? "GET", path) : ({ _tag: "NotFound" } as const)
+    const send = (response: ApiResponse) => {
+      if (exchange.replied) return
+      exchange.replied = true
+      reply(toWireResponse(exchange, response))
+    }
+    const found = inBasePath(url) ? match(method, path) : ({ _tag: "NotFound" } as const)
     if (found._tag !== "Found") {
       const response =
         found._tag === "NotFound"
-          ? failureResponse(404, "route_not_found", `No route for ${req.method} ${path}`)
-          : failureResponse(405, "method_not_allowed", `Method ${req.method} is not allowed here`, [], {
+          ? failureResponse(404, "route_not_found", `No route for ${method} ${path}`)
+          : failureResponse(405, "method_not_allowed", `Method ${method} is not allowed here`, [], {
               allow: found.allow.join(", ")
             })
-      writeResponse(exchange, response)
+      send(response)
       runtime.runFork(logRequest(exchange, response.status))
-      return
+      return { interrupt: () => undefined }
     }
     exchange.route = found.route.definition.path
+    const queryStart = url.indexOf("?")
     const query = queryStart === -1 ? {} : Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1)))
-    const program = respond(exchange, found.route, found.params, query, bodyLimit, options.trustProxy ?? false).pipe(
-      Effect.tap((response) => Effect.sync(() => writeResponse(exchange, response))),
+    const program = respond(exchange, found.route, found.params, query, bodyLimit).pipe(
+      Effect.tap((response) => Effect.sync(() => send(response))),
       Effect.flatMap((response) => logRequest(exchange, response.status))
     )
     const fiber = runtime.runFork(program)
     fiber.addObserver((exit) => {
-      if (Exit.isFailure(exit) && !res.headersSent) writeResponse(exchange, internalErrorResponse())
+      if (Exit.isFailure(exit)) send(internalErrorResponse())
     })
-    res.once("close", () => {
-      if (!res.writableFinished) fiber.unsafeInterruptAsFork(fiber.id())
-    })
+    return { interrupt: () => fiber.unsafeInterruptAsFork(fiber.id()) }
   }
 
-  return Object.assign(listener, {
+  return {
+    inBasePath,
+    serve,
     ready: runtime.runtime().then(() => undefined),
     dispose: () => runtime.dispose()
-  })
+  }
 }
 
 /** One request and what is known of it so far, for the response and the log line. */
 interface Exchange {
-  readonly req: HostRequest
-  readonly res: ServerResponse
+  readonly request: CoreRequest
   readonly requestId: string
   readonly startedAt: number
   route: string
   organizationId: string | undefined
   /** The limiter's decision once the request passed it (for the `RateLimit-*` headers). */
   rateLimit: RateLimitDecision | undefined
+  /** Whether the response was handed to the host (a request is answered once). */
+  replied: boolean
 }
 
 /**
@@ -182,25 +281,27 @@ const respond = (
   route: CompiledRoute,
   rawParams: Record<string, string | undefined>,
   rawQuery: Record<string, string>,
-  bodyLimit: number,
-  trustProxy: boolean
+  bodyLimit: number
 ): Effect.Effect<ApiResponse, never, Core.CoreServices | RateLimiter> =>
   Effect.gen(function* () {
     const auth = route.definition.authenticated === false ? undefined : yield* authenticate(exchange)
-    yield* limitRequest(route.definition, auth, () => clientAddressOf(exchange.req, trustProxy), (decision) => {
+    yield* limitRequest(route.definition, auth, exchange.request.clientAddress, (decision) => {
       exchange.rateLimit = decision
     })
     const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
     const query = yield* validate(route.checkQuery, rawQuery, "Invalid query parameter")
-    const body = route.checkBody === undefined ? undefined : yield* readBody(exchange.req, route.checkBody, bodyLimit)
+    const body =
+      route.checkBody === undefined ? undefined : yield* readBody(exchange.request.body, route.checkBody, bodyLimit)
     const result = yield* route.definition.handle({
       params: params as Record<string, unknown>,
       query: query as Record<string, unknown>,
       body,
       requestId: exchange.requestId,
-      auth: auth ?? NO_AUTHENTICATION
+      auth: auth ?? NO_AUTHENTICATION,
+      basePath: route.basePath,
+      routes: route.routes
     })
-    return successResponse(result.message, result.data)
+    return responseOfResult(result)
   }).pipe(
     Effect.catchAll((error) => {
       if (error._tag === "HttpFailure") return Effect.succeed(error.toResponse())
@@ -216,7 +317,7 @@ const respond = (
 /** Reads and checks the API key (401, then 403), noting the organization for the log line. */
 const authenticate = (exchange: Exchange) =>
   Effect.gen(function* () {
-    const apiKey = readApiKey(exchange.req.headers.authorization)
+    const apiKey = readApiKey(exchange.request.header("authorization"))
     if (apiKey instanceof HttpFailure) return yield* apiKey
     const organizations = yield* Organizations
     const auth = yield* organizations.authenticate(apiKey)
@@ -224,8 +325,8 @@ const authenticate = (exchange: Exchange) =>
     return auth
   })
 
-const readBody = (req: HostRequest, check: CompiledCheck, bodyLimit: number) =>
-  Effect.flatMap(readJsonBody(req, bodyLimit), (body) =>
+const readBody = (source: BodySource, check: CompiledCheck, bodyLimit: number) =>
+  Effect.flatMap(readJsonBody(source, bodyLimit), (body) =>
     isPlainObject(body)
       ? validate(check, body, "Invalid request body")
       : Effect.fail(new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" }))
@@ -241,24 +342,30 @@ const validate = (check: CompiledCheck | undefined, value: unknown, message: str
   )
 }
 
-const writeResponse = (exchange: Exchange, response: ApiResponse): void => {
-  const { res } = exchange
-  if (res.headersSent || res.writableEnded) return
-  const body = JSON.stringify(response.body)
-  res.statusCode = response.status
-  res.setHeader("content-type", "application/json; charset=utf-8")
-  res.setHeader("content-length", Buffer.byteLength(body))
-  res.setHeader("x-request-id", exchange.requestId)
-  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
-  if (exchange.req.method === "HEAD") res.end()
-  else res.end(body)
+/**
+ * The wire form of a response, the same for every host: the envelope as JSON (or the
+ * `raw` content of a discovery file) with its `Content-Type` and `Content-Length`,
+ * `X-Request-Id`, then the response's own headers; no body for `HEAD`.
+ */
+const toWireResponse = (exchange: Exchange, response: ApiResponse): WireResponse => {
+  const body = response.raw?.content ?? JSON.stringify(response.body)
+  return {
+    status: response.status,
+    headers: {
+      "content-type": response.raw?.contentType ?? "application/json; charset=utf-8",
+      "content-length": String(Buffer.byteLength(body)),
+      "x-request-id": exchange.requestId,
+      ...response.headers
+    },
+    body: exchange.request.method === "HEAD" ? undefined : body
+  }
 }
 
 const logRequest = (exchange: Exchange, status: number) => {
   const log = status >= 500 ? Effect.logError("request") : Effect.logInfo("request")
   return log.pipe(
     Effect.annotateLogs({
-      method: exchange.req.method ?? "GET",
+      method: exchange.request.method,
       route: exchange.route,
       status,
       duration_ms: Math.round((performance.now() - exchange.startedAt) * 100) / 100,
@@ -271,10 +378,8 @@ const logRequest = (exchange: Exchange, status: number) => {
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /** The client's `X-Request-Id` when it is sane (1–128 of `A-Za-z0-9._:-`), else a new UUID. */
-const requestIdOf = (req: IncomingMessage): string => {
-  const given = req.headers["x-request-id"]
-  return typeof given === "string" && SANE_REQUEST_ID.test(given) ? given : randomUUID()
-}
+const requestIdOf = (given: string | undefined): string =>
+  given !== undefined && SANE_REQUEST_ID.test(given) ? given : randomUUID()
 
 const normaliseBasePath = (basePath: string): string => {
   const trimmed = basePath.replace(/\/+$/, "")

@@ -1,13 +1,39 @@
 /**
  * `@switchboard/http-adapter`: the Node request handler serving the Developer Messaging
- * API (DESIGN §3): routing, API-key authentication, rate limits, the envelope, validation.
+ * API (DESIGN §3): routing, API-key authentication, rate limits, the envelope, validation,
+ * and the discovery routes with the generated OpenAPI document and reference page.
  *
  * @packageDocumentation
  */
 export { createHandler, DEFAULT_BASE_PATH, type HandlerOptions, type SwitchboardHandler } from "./handler.js"
+export { createFetchHandler, type FetchContext, type FetchHandler, type FetchHandlerOptions } from "./fetchHandler.js"
 export { failureResponse, successResponse, type ApiResponse, type Envelope, type ErrorItem } from "./envelope.js"
 export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"
 export { HttpFailure } from "./HttpFailure.js"
 export type { RateLimitHandlerOptions } from "./rateLimiting.js"
 export { defaultRoutes } from "./routes/index.js"
-export { defineRoute, type RouteDefinition, type RouteMethod, type RouteRequest, type RouteResult } from "./routes/route.js"
+export {
+  defineRoute,
+  responseOfResult,
+  type RawContent,
+  type RouteDefinition,
+  type RouteMethod,
+  type RouteRequest,
+  type RouteResult
+} from "./routes/route.js"
+export {
+  API_TITLE,
+  API_VERSION,
+  ERROR_CODE_STATUSES,
+  OPENAPI_TAGS,
+  openApiDocument,
+  openApiPathOf,
+  operationIdOf,
+  type OpenApiDocument,
+  type OpenApiOperation,
+  type OpenApiResponse
+} from "./openapi.js"
+export { convertObjectSchema, convertProperties, UnsupportedValidationRule, type ConvertedProperty, type JsonSchema } from "./openapiValidation.js"
+export { DOCS_CONTENT_SECURITY_POLICY, DOCS_FILES } from "./openapiDocsPage.js"
+export { apiIndexRoute, discoveryRoutes, docsFileRoute, docsPageRoute, openApiRoute } from "./routes/discovery.js"
+export * as RouteSchemas from "./routes/schemas.js"

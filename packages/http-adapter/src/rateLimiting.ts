@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http"
 import { isIP } from "node:net"
 import { Effect, Layer, Option } from "effect"
 import {
@@ -84,18 +83,21 @@ export const withRateLimitHeaders = (response: ApiResponse, decision: RateLimitD
 
 /**
  * The client address unauthenticated requests are counted by: the first address of
- * `X-Forwarded-For` when `trustProxy` is true and it is an IP address, else the socket's
- * remote address (`req.socket` may be missing with some hosts: then `"unknown"`).
- * IPv4-mapped IPv6 addresses (`::ffff:203.0.113.7`) count as their IPv4 address.
+ * `X-Forwarded-For` (`forwardedFor`, the header's value) when `trustProxy` is true and it
+ * is an IP address, else `remoteAddress` (the socket's, or what a Fetch host reports; may
+ * be missing: then `"unknown"`, one bucket shared by every such client). IPv4-mapped IPv6
+ * addresses (`::ffff:203.0.113.7`) count as their IPv4 address.
  */
-export const clientAddressOf = (req: IncomingMessage, trustProxy: boolean): string => {
+export const clientAddressOf = (
+  forwardedFor: string | ReadonlyArray<string> | undefined,
+  remoteAddress: string | undefined,
+  trustProxy: boolean
+): string => {
   if (trustProxy) {
-    const header = req.headers["x-forwarded-for"]
-    const first = (Array.isArray(header) ? header[0] : header)?.split(",")[0]?.trim()
+    const first = (typeof forwardedFor === "string" ? forwardedFor : forwardedFor?.[0])?.split(",")[0]?.trim()
     if (first !== undefined && isIP(first) !== 0) return unmapped(first)
   }
-  const address = req.socket?.remoteAddress
-  return address === undefined ? "unknown" : unmapped(address)
+  return remoteAddress === undefined || remoteAddress === "" ? "unknown" : unmapped(remoteAddress)
 }
 
 const unmapped = (address: string): string =>

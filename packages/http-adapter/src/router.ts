@@ -3,9 +3,14 @@ import type { ValidationSchema } from "fastest-validator"
 import { compileCheck, type CompiledCheck } from "./internal/validation.js"
 import type { RouteDefinition } from "./routes/route.js"
 
-/** A route with its validators compiled once, at start-up. */
+/**
+ * A route with its validators compiled once, at start-up, and the API it belongs to (its
+ * `basePath` and whole route table, handed to handlers for the discovery routes).
+ */
 export interface CompiledRoute {
   readonly definition: RouteDefinition
+  readonly basePath: string
+  readonly routes: ReadonlyArray<RouteDefinition>
   readonly checkParams: CompiledCheck | undefined
   readonly checkQuery: CompiledCheck | undefined
   readonly checkBody: CompiledCheck | undefined
@@ -28,6 +33,8 @@ export const makeRouter = (basePath: string, routes: ReadonlyArray<RouteDefiniti
   for (const definition of routes) {
     const route: CompiledRoute = {
       definition,
+      basePath,
+      routes,
       checkParams: compileOptional(definition.params),
       checkQuery: compileOptional(definition.query),
       checkBody: compileOptional(definition.body)

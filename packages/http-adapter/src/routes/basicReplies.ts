@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { BasicReplies, type BasicReplyId, type BasicReplyInput } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { BasicReplyListData, BasicReplyRecord, withIdAndMessageData } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessage } from "./shared.js"
 
 /** `GET /basic-replies` (SPEC §4, DESIGN §3 "Pagination"): data `{basic_replies, pagination}`. */
@@ -9,6 +10,7 @@ export const listBasicRepliesRoute = defineRoute({
   path: "/basic-replies",
   tag: "Basic replies",
   summary: "List basic replies, newest first",
+  data: BasicReplyListData,
   query: pageQuery,
   handle: ({ auth, query }) => {
     const request = pageRequestOf(query)
@@ -28,6 +30,8 @@ export const createBasicReplyRoute = defineRoute({
   path: "/basic-replies",
   tag: "Basic replies",
   summary: "Create a basic reply",
+  data: withIdAndMessageData(BasicReplyRecord),
+  errors: ["invalid_input", "trigger_taken"],
   body: { name: { type: "string" }, trigger: { type: "string" }, response: { type: "string" } },
   handle: ({ auth, body }) =>
     Effect.map(
@@ -42,6 +46,7 @@ export const getBasicReplyRoute = defineRoute({
   path: "/basic-replies/:uuid",
   tag: "Basic replies",
   summary: "Read a basic reply (extension)",
+  data: BasicReplyRecord,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(

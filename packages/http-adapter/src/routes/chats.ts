@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { CHAT_STATUSES, type ChatListParams, Chats } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { ChatListData } from "./schemas.js"
 
 // Query values arrive as strings. The schema checks what it can say of one parameter alone
 // (enums, booleans, integer ranges); Chats.list checks the rest (uuid lists, dates, search
@@ -30,6 +31,8 @@ export const listChatsRoute = defineRoute({
   path: "/chats",
   tag: "Chats",
   summary: "List chats with the dashboard's filters, sorts and pagination",
+  data: ChatListData,
+  errors: ["invalid_input", "invalid_cursor"],
   query: {
     search: text,
     status: { type: "enum", values: [...CHAT_STATUSES], optional: true },

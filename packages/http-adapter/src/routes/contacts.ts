@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { Contacts, type ContactId, type ContactImportInput, type ContactUpdateInput } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { ContactImportData, ContactLabelsData, ContactListData, ContactRecord, DeletedData, UpdatedContactData } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessage } from "./shared.js"
 
 const optionalString = { type: "string", optional: true } as const
@@ -12,6 +13,10 @@ export const importContactsRoute = defineRoute({
   path: "/contacts/bulk",
   tag: "Contacts",
   summary: "Import up to 1000 contacts (upsert by phone)",
+  description:
+    "Each row: `phone` and `first_name` required; `last_name`, `email`, `street`, `city`, `state`, `zip`, `country` strings; `group` an array of group names (created when missing) or uuids. All-or-nothing: any invalid row → 400 listing every bad row (`field` such as `contacts[3].email`), nothing written.",
+  data: ContactImportData,
+  errors: ["invalid_input", "group_not_found", "contacts_limit_reached"],
   // Only the array is checked here: Contacts.importBulk reads every row (a row that is not
   // an object, types, required fields, formats) so that one 400 lists every bad row at once
   // (DESIGN §3 "Resources"), and takes only the fields of ContactImportInput (unknown
@@ -32,6 +37,7 @@ export const listContactsRoute = defineRoute({
   path: "/contacts",
   tag: "Contacts",
   summary: "List contacts, newest first",
+  data: ContactListData,
   query: pageQuery,
   handle: ({ auth, query }) => {
     const request = pageRequestOf(query)
@@ -48,6 +54,7 @@ export const getContactRoute = defineRoute({
   path: "/contacts/:uuid",
   tag: "Contacts",
   summary: "Read a contact (extension)",
+  data: ContactRecord,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(
@@ -62,6 +69,8 @@ export const updateContactRoute = defineRoute({
   path: "/contacts/:uuid",
   tag: "Contacts",
   summary: "Update a contact (partial)",
+  data: UpdatedContactData,
+  errors: ["invalid_input", "phone_taken"],
   params: uuidParams,
   body: { first_name: optionalString, last_name: nullableString, phone: optionalString, email: nullableString },
   handle: ({ auth, params, body }) =>
@@ -79,6 +88,7 @@ export const deleteContactRoute = defineRoute({
   path: "/contacts/:uuid",
   tag: "Contacts",
   summary: "Delete a contact (extension)",
+  data: DeletedData,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.as(
@@ -93,6 +103,7 @@ export const contactLabelsRoute = defineRoute({
   path: "/contacts/:uuid/labels",
   tag: "Labels",
   summary: "List the labels of a contact",
+  data: ContactLabelsData,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { ContactGroups, type GroupId } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { GroupListData, GroupRecord, withIdAndMessageData } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessage } from "./shared.js"
 
 const nameBody = { name: { type: "string" } } as const
@@ -11,6 +12,8 @@ export const createGroupRoute = defineRoute({
   path: "/contact-groups",
   tag: "Groups",
   summary: "Create a contact group",
+  data: withIdAndMessageData(GroupRecord),
+  errors: ["invalid_input", "group_name_taken"],
   body: nameBody,
   handle: ({ auth, body }) =>
     Effect.map(
@@ -25,6 +28,8 @@ export const renameGroupRoute = defineRoute({
   path: "/contact-groups/:uuid",
   tag: "Groups",
   summary: "Rename a contact group",
+  data: withIdAndMessageData(GroupRecord),
+  errors: ["invalid_input", "group_name_taken"],
   params: uuidParams,
   body: nameBody,
   handle: ({ auth, params, body }) =>
@@ -42,6 +47,7 @@ export const listGroupsRoute = defineRoute({
   path: "/contact-groups",
   tag: "Groups",
   summary: "List contact groups (extension)",
+  data: GroupListData,
   query: pageQuery,
   handle: ({ auth, query }) => {
     const request = pageRequestOf(query)

@@ -17,17 +17,20 @@ import {
   listLabelsRoute
 } from "./labels.js"
 import { listChatsRoute } from "./chats.js"
+import { discoveryRoutes } from "./discovery.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
 
 /**
- * Every route the handler serves by default, in documentation order.
+ * Every route the handler serves by default, in documentation order: the discovery group
+ * (`/`, `/openapi.json`, `/docs`, no API key) first.
  *
  * @category routes
  */
 export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
+  ...discoveryRoutes,
   verifyRoute,
   sendTemplateRoute,
   sendTextRoute,

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { Labels, type ContactId, type LabelId } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { DeletedData, LabelAssignData, LabelBulkDeleteData, LabelListData, LabelRecord } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidOrUuids, uuidParams, uuidsOf } from "./shared.js"
 
 /** `POST /labels` (SPEC §4): data is the label. */
@@ -9,6 +10,8 @@ export const createLabelRoute = defineRoute({
   path: "/labels",
   tag: "Labels",
   summary: "Create a label",
+  data: LabelRecord,
+  errors: ["invalid_input", "label_name_taken", "label_limit_reached"],
   body: { name: { type: "string" }, color: { type: "string", optional: true } },
   handle: ({ auth, body }) =>
     Effect.map(
@@ -23,6 +26,7 @@ export const listLabelsRoute = defineRoute({
   path: "/labels",
   tag: "Labels",
   summary: "List labels (extension)",
+  data: LabelListData,
   query: pageQuery,
   handle: ({ auth, query }) => {
     const request = pageRequestOf(query)
@@ -39,6 +43,7 @@ export const getLabelRoute = defineRoute({
   path: "/labels/:uuid",
   tag: "Labels",
   summary: "Read a label",
+  data: LabelRecord,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(
@@ -53,6 +58,7 @@ export const deleteLabelRoute = defineRoute({
   path: "/labels/:uuid",
   tag: "Labels",
   summary: "Delete a label and its assignments",
+  data: DeletedData,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.as(
@@ -67,6 +73,7 @@ export const bulkDeleteLabelsRoute = defineRoute({
   path: "/labels/bulk-delete",
   tag: "Labels",
   summary: "Delete several labels (idempotent)",
+  data: LabelBulkDeleteData,
   body: { tag_uuids: uuidOrUuids },
   handle: ({ auth, body }) =>
     Effect.map(
@@ -83,6 +90,8 @@ export const assignLabelRoute = defineRoute({
   path: "/contacts/labels/assign",
   tag: "Labels",
   summary: "Assign a label to contacts (idempotent)",
+  data: LabelAssignData,
+  errors: ["not_found"],
   body: { contact_uuids: uuidOrUuids, tag_uuid: { type: "uuid" } },
   handle: ({ auth, body }) => {
     const { contact_uuids, tag_uuid } = body as { contact_uuids: unknown; tag_uuid: unknown }

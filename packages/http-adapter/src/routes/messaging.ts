@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { Messaging, type SendMediaInput, type SendResult, type SendTemplateInput, type SendTextInput } from "@switchboard/core"
 import { defineRoute, type RouteResult } from "./route.js"
+import { SendData } from "./schemas.js"
 
 // The three sends (SPEC §4, DESIGN §3 "Templates and sends", docs/messaging.md). The schemas
 // check types only; Messaging checks the content (phone format, lengths, media type and
@@ -15,7 +16,7 @@ const nullableText = { type: "string", optional: true, nullable: true } as const
  * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status}`. A message
  * the provider refused is still a 200, with `status: "failed"` (docs/decisions.md).
  */
-const sendResult = (result: SendResult): RouteResult => ({
+const sendResult = (result: SendResult): RouteResult<SendResult> => ({
   message: result.status === "failed" ? "Message recorded, but the provider did not accept it" : "Message sent",
   data: result
 })
@@ -31,6 +32,8 @@ export const sendTemplateRoute = defineRoute({
   path: "/send/template",
   tag: "Messages",
   summary: "Send a template message",
+  data: SendData,
+  errors: ["invalid_input", "template_not_found", "template_not_approved", "template_parameters_mismatch", "contacts_limit_reached"],
   bucket: "send",
   body: {
     phone: text,
@@ -62,6 +65,8 @@ export const sendTextRoute = defineRoute({
   path: "/send",
   tag: "Messages",
   summary: "Send a text message",
+  data: SendData,
+  errors: ["invalid_input", "contacts_limit_reached"],
   bucket: "send",
   body: { phone: text, message: text },
   handle: ({ auth, body }) =>
@@ -81,6 +86,8 @@ export const sendMediaRoute = defineRoute({
   path: "/send/media",
   tag: "Messages",
   summary: "Send an image, video, audio or document",
+  data: SendData,
+  errors: ["invalid_input", "contacts_limit_reached"],
   bucket: "send",
   body: {
     phone: text,

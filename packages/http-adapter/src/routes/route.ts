@@ -1,6 +1,7 @@
-import type { Effect } from "effect"
+import type { Effect, Schema } from "effect"
 import type { ValidationSchema } from "fastest-validator"
 import type { AuthenticatedOrganization, Core, DomainError } from "@switchboard/core"
+import { successResponse, type ApiResponse } from "../envelope.js"
 import type { HttpFailure } from "../HttpFailure.js"
 
 /**
@@ -12,8 +13,10 @@ export type RouteMethod = "GET" | "POST" | "PUT" | "DELETE"
 
 /**
  * What a route handler receives: path parameters, query and body after validation
- * (converted, unknown fields removed), the request id, and for authenticated routes the
- * organization of the API key.
+ * (converted, unknown fields removed), the request id, for authenticated routes the
+ * organization of the API key, and the API being served: its `basePath` (normalised,
+ * no trailing slash, `""` at the root) and its route table (the discovery routes describe
+ * them).
  *
  * @category routes
  */
@@ -23,6 +26,8 @@ export interface RouteRequest {
   readonly body: unknown
   readonly requestId: string
   readonly auth: AuthenticatedOrganization
+  readonly basePath: string
+  readonly routes: ReadonlyArray<RouteDefinition>
 }
 
 /**
@@ -30,9 +35,24 @@ export interface RouteRequest {
  *
  * @category routes
  */
-export interface RouteResult {
+export interface RouteResult<Data = unknown> {
   readonly message: string
-  readonly data: unknown
+  readonly data: Data
+}
+
+/**
+ * What a route declared with `content` returns instead of {@link RouteResult}: a 200 whose
+ * body is `content` as it is, not the envelope (DESIGN §3 "Envelope": only
+ * `openapi.json` and the `/docs` page and its files). `contentType` is the full
+ * `Content-Type` header value; `headers` are added to the response (lowercase names).
+ *
+ * @category routes
+ */
+export interface RawContent {
+  readonly _tag: "RawContent"
+  readonly contentType: string
+  readonly content: string
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 /**
@@ -48,24 +68,75 @@ export interface RouteResult {
  *
  * @category routes
  */
-export interface RouteDefinition {
+export interface RouteDefinition<Data = unknown> {
   readonly method: RouteMethod
   readonly path: string
   readonly tag: string
   readonly summary: string
+  /** A longer Markdown description for the OpenAPI document (optional). */
+  readonly description?: string
   readonly bucket?: "general" | "send"
   readonly authenticated?: boolean
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
+  /**
+   * The `effect/Schema` of the success envelope's `data` (DESIGN §2): the handler's
+   * result must have its type (checked by the compiler through {@link defineRoute}) and
+   * the OpenAPI document's response schema is generated from it (`JSONSchema`). Every
+   * route of {@link defaultRoutes} answering the envelope declares it (test/openapi-parity).
+   */
+  readonly data?: Schema.Schema<Data, any, never>
+  /**
+   * Declared by a route answering raw content ({@link RawContent}) instead of the
+   * envelope: the media types it may answer with, for the OpenAPI document.
+   */
+  readonly content?: ReadonlyArray<string>
+  /**
+   * The business error codes the handler may answer with beyond the ones every route of its
+   * kind has (authentication, rate limit, validation, `not_found` for a path uuid), for
+   * example `label_name_taken`; their statuses are `openapi.ts`'s `ERROR_CODE_STATUSES`.
+   */
+  readonly errors?: ReadonlyArray<string>
   readonly handle: (
     request: RouteRequest
-  ) => Effect.Effect<RouteResult, DomainError | HttpFailure, Core.CoreServices>
+  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent, DomainError | HttpFailure, Core.CoreServices>
 }
 
 /**
- * Declares a route; only gives the object its type.
+ * Declares a route and checks that its handler's `data` has the type of its `data`
+ * schema; returns it as a plain {@link RouteDefinition} for route tables. The OpenAPI
+ * document describes it from the same declaration (docs/api-reference.md "Adding a route").
+ *
+ * @category routes
+ * @example
+ * import { Effect, Schema } from "effect"
+ * import { defaultRoutes, defineRoute } from "@switchboard/http-adapter"
+ *
+ * const pingRoute = defineRoute({
+ *   method: "GET",
+ *   path: "/ping",
+ *   tag: "Auth",
+ *   summary: "Answer pong",
+ *   data: Schema.Struct({ pong: Schema.Boolean }),
+ *   handle: () => Effect.succeed({ message: "pong", data: { pong: true } })
+ * })
+ * const routes = [...defaultRoutes, pingRoute] // createHandler({ storage, routes })
+ */
+export const defineRoute = <Data = unknown>(route: RouteDefinition<Data>): RouteDefinition =>
+  route as unknown as RouteDefinition
+
+/**
+ * The response of a handler's result: `content` as it is for {@link RawContent} (the
+ * `raw` field of {@link ApiResponse}), else the success envelope.
  *
  * @category routes
  */
-export const defineRoute = (route: RouteDefinition): RouteDefinition => route
+export const responseOfResult = (result: RouteResult | RawContent): ApiResponse =>
+  "_tag" in result && result._tag === "RawContent"
+    ? {
+        ...successResponse("OK", null),
+        headers: result.headers ?? {},
+        raw: { contentType: result.contentType, content: result.content }
+      }
+    : successResponse((result as RouteResult).message, (result as RouteResult).data)

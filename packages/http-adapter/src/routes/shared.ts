@@ -1,5 +1,5 @@
 import type { ValidationSchema } from "fastest-validator"
-import { paginationOf, type Page, type PageRequest } from "@switchboard/core"
+import { paginationOf, type Page, type PageRequest, type Pagination } from "@switchboard/core"
 
 /** Path parameters of every `/{uuid}` route: a UUID string, else 400 naming `uuid`. */
 export const uuidParams: ValidationSchema = { uuid: { type: "uuid" } }
@@ -20,10 +20,14 @@ export const pageRequestOf = (query: Readonly<Record<string, unknown>>): PageReq
 })
 
 /** List data `{<name>: [...], pagination}` (DESIGN §3 "Pagination"). */
-export const listData = <A>(name: string, request: PageRequest, page: Page<A>) => ({
-  [name]: page.items,
-  pagination: paginationOf(request, page.total)
-})
+export const listData = <const Name extends string, A>(
+  name: Name,
+  request: PageRequest,
+  page: Page<A>
+): { readonly [K in Name]: ReadonlyArray<A> } & { readonly pagination: Pagination } =>
+  ({ [name]: page.items, pagination: paginationOf(request, page.total) }) as {
+    readonly [K in Name]: ReadonlyArray<A>
+  } & { readonly pagination: Pagination }
 
 /** One uuid, or an array of 1–1000 uuids (DESIGN §3 "Resources"). */
 export const uuidOrUuids = {

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { Templates, type TemplateId } from "@switchboard/core"
 import { defineRoute } from "./route.js"
+import { TemplateListData, TemplatePayloadData, TemplateRecord } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams } from "./shared.js"
 
 /** `GET /templates` (SPEC §4, DESIGN §3 "Pagination"): data `{templates, pagination}`. */
@@ -9,6 +10,7 @@ export const listTemplatesRoute = defineRoute({
   path: "/templates",
   tag: "Templates",
   summary: "List message templates, newest first",
+  data: TemplateListData,
   query: pageQuery,
   handle: ({ auth, query }) => {
     const request = pageRequestOf(query)
@@ -25,6 +27,7 @@ export const getTemplateRoute = defineRoute({
   path: "/templates/:uuid",
   tag: "Templates",
   summary: "Read a message template (extension)",
+  data: TemplateRecord,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(
@@ -43,6 +46,7 @@ export const templatePayloadRoute = defineRoute({
   path: "/templates/:uuid/payload",
   tag: "Templates",
   summary: "Build the send-ready template object, with the slots to fill",
+  data: TemplatePayloadData,
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(

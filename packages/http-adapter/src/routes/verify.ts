@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { defineRoute } from "./route.js"
+import { VerifyData } from "./schemas.js"
 
 /**
  * `GET /verify` (SPEC §4, §5.5): the key is valid, the subscription active and the plan
@@ -13,6 +14,7 @@ export const verifyRoute = defineRoute({
   path: "/verify",
   tag: "Auth",
   summary: "Verify the API key",
+  data: VerifyData,
   handle: ({ auth }) =>
     Effect.succeed({
       message: "API key is valid",

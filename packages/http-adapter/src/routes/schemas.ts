@@ -1,0 +1,283 @@
+import { Schema } from "effect"
+import {
+  BasicReply,
+  Chat,
+  ChatId,
+  ContactId,
+  Group,
+  GroupId,
+  Label,
+  LabelId,
+  MessageId,
+  MessageStatus,
+  OrganizationId,
+  Template,
+  TemplatePayload,
+  type ChatList,
+  type Contact,
+  type ContactImportResult,
+  type LabelAssignResult,
+  type LabelBulkDeleteResult,
+  type Pagination,
+  type SendResult
+} from "@switchboard/core"
+
+// The `data` schemas of the routes' success envelopes (DESIGN §2, §3 "Records", §3b "Data
+// shapes"). Records core declares as effect/Schema values (Label, Group, BasicReply,
+// Template, TemplatePayload, Chat) are used as they are, given an `identifier` so the
+// OpenAPI document names them once under `components.schemas`. Shapes core declares as
+// TypeScript interfaces (Contact, the import, send, assign and bulk-delete results, the
+// paginations) are written here as schemas typed with that interface: a field added to or
+// changed in core fails to compile here until the schema follows. The compiler cannot see
+// a handler answering more fields than its schema (a subtype is assignable), so
+// test/openapi-parity.test.ts decodes real responses with `onExcessProperty: "error"`.
+
+/**
+ * A contact group (DESIGN §3 "Records").
+ *
+ * @category schemas
+ */
+export const GroupRecord = Group.annotations({ identifier: "Group", description: "A contact group (audience)" })
+
+/**
+ * A label (DESIGN §3 "Records").
+ *
+ * @category schemas
+ */
+export const LabelRecord = Label.annotations({
+  identifier: "Label",
+  description: "A label (contact tag); `color` is a lowercase CSS hex color"
+})
+
+/**
+ * A basic reply (DESIGN §3 "Records").
+ *
+ * @category schemas
+ */
+export const BasicReplyRecord = BasicReply.annotations({ identifier: "BasicReply", description: "A basic (canned) reply" })
+
+/**
+ * A message template in WhatsApp's management shape (DESIGN §3 "Templates and sends").
+ *
+ * @category schemas
+ */
+export const TemplateRecord = Template.annotations({ identifier: "Template", description: "A message template" })
+
+/**
+ * A chat (DESIGN §3 "Records").
+ *
+ * @category schemas
+ */
+export const ChatRecord = Chat.annotations({ identifier: "Chat", description: "The conversation with one contact" })
+
+/**
+ * A group as embedded in a contact record.
+ *
+ * @category schemas
+ */
+export const GroupSummaryRecord = Schema.Struct({ uuid: GroupId, name: Schema.String }).annotations({
+  identifier: "GroupSummary"
+})
+
+/**
+ * A label as embedded in a contact record.
+ *
+ * @category schemas
+ */
+export const LabelSummaryRecord = Schema.Struct({ uuid: LabelId, name: Schema.String, color: Schema.String }).annotations({
+  identifier: "LabelSummary"
+})
+
+const nullableText = Schema.NullOr(Schema.String)
+
+/**
+ * A contact (DESIGN §3 "Records"): `phone` in E.164; groups and labels sorted by name.
+ *
+ * @category schemas
+ */
+export const ContactRecord: Schema.Schema<Contact, any> = Schema.Struct({
+  uuid: ContactId,
+  first_name: nullableText,
+  last_name: nullableText,
+  phone: Schema.String,
+  email: nullableText,
+  street: nullableText,
+  city: nullableText,
+  state: nullableText,
+  zip: nullableText,
+  country: nullableText,
+  groups: Schema.Array(GroupSummaryRecord),
+  labels: Schema.Array(LabelSummaryRecord),
+  created_at: Schema.String,
+  updated_at: Schema.String
+}).annotations({ identifier: "Contact", description: "A contact; `phone` in E.164" })
+
+/**
+ * The `pagination` object of the offset-paginated lists (DESIGN §3 "Pagination").
+ *
+ * @category schemas
+ */
+export const PaginationData: Schema.Schema<Pagination, any> = Schema.Struct({
+  page: Schema.Int,
+  per_page: Schema.Int,
+  total: Schema.Int,
+  total_pages: Schema.Int
+}).annotations({ identifier: "Pagination" })
+
+/**
+ * Data of `GET /contacts`.
+ *
+ * @category schemas
+ */
+export const ContactListData = Schema.Struct({ contacts: Schema.Array(ContactRecord), pagination: PaginationData })
+
+/**
+ * Data of `GET /contact-groups`.
+ *
+ * @category schemas
+ */
+export const GroupListData = Schema.Struct({ groups: Schema.Array(GroupRecord), pagination: PaginationData })
+
+/**
+ * Data of `GET /labels`.
+ *
+ * @category schemas
+ */
+export const LabelListData = Schema.Struct({ labels: Schema.Array(LabelRecord), pagination: PaginationData })
+
+/**
+ * Data of `GET /basic-replies`.
+ *
+ * @category schemas
+ */
+export const BasicReplyListData = Schema.Struct({
+  basic_replies: Schema.Array(BasicReplyRecord),
+  pagination: PaginationData
+})
+
+/**
+ * Data of `GET /templates`.
+ *
+ * @category schemas
+ */
+export const TemplateListData = Schema.Struct({ templates: Schema.Array(TemplateRecord), pagination: PaginationData })
+
+/**
+ * Data of `GET /chats` (DESIGN §3 "Chats list"): `pagination` is the offset object with
+ * `mode: "offset"` or the cursor object with `mode: "cursor"`.
+ *
+ * @category schemas
+ */
+export const ChatListData: Schema.Schema<ChatList, any> = Schema.Struct({
+  chats: Schema.Array(ChatRecord),
+  pagination: Schema.Union(
+    Schema.Struct({
+      mode: Schema.Literal("offset"),
+      page: Schema.Int,
+      per_page: Schema.Int,
+      total: Schema.Int,
+      total_pages: Schema.Int
+    }).annotations({ identifier: "ChatOffsetPagination" }),
+    Schema.Struct({
+      mode: Schema.Literal("cursor"),
+      limit: Schema.Int,
+      next_cursor: Schema.NullOr(Schema.String),
+      has_more: Schema.Boolean
+    }).annotations({ identifier: "ChatCursorPagination" })
+  )
+})
+
+/**
+ * SPEC's `{id, message}` data carrying the record (DESIGN §3b): `id` is the record's uuid.
+ *
+ * @category schemas
+ */
+export const withIdAndMessageData = <Fields extends Schema.Struct.Fields>(record: Schema.Struct<Fields>) =>
+  Schema.Struct({ id: Schema.UUID, message: Schema.String, ...record.fields })
+
+/**
+ * Data of `PUT /contacts/{uuid}`: `{id, message}` and the contact.
+ *
+ * @category schemas
+ */
+export const UpdatedContactData: Schema.Schema<{ readonly id: string; readonly message: string } & Contact, any> =
+  Schema.extend(Schema.Struct({ id: Schema.UUID, message: Schema.String }), ContactRecord)
+
+/**
+ * Data of a delete: `{uuid, deleted: true}` (DESIGN §3b).
+ *
+ * @category schemas
+ */
+export const DeletedData = Schema.Struct({ uuid: Schema.UUID, deleted: Schema.Literal(true) })
+
+/**
+ * Data of `POST /contacts/bulk` (DESIGN §3 "Resources"): one entry per distinct phone, in
+ * first-seen order.
+ *
+ * @category schemas
+ */
+export const ContactImportData: Schema.Schema<ContactImportResult, any> = Schema.Struct({
+  created: Schema.Int,
+  updated: Schema.Int,
+  contacts: Schema.Array(
+    Schema.Struct({ uuid: ContactId, phone: Schema.String, status: Schema.Literal("created", "updated") })
+  )
+})
+
+/**
+ * Data of `GET /contacts/{uuid}/labels`: the label records the contact carries.
+ *
+ * @category schemas
+ */
+export const ContactLabelsData = Schema.Struct({ labels: Schema.Array(LabelRecord) })
+
+/**
+ * Data of `POST /contacts/labels/assign` (DESIGN §3b).
+ *
+ * @category schemas
+ */
+export const LabelAssignData: Schema.Schema<LabelAssignResult, any> = Schema.Struct({
+  tag_uuid: LabelId,
+  assigned: Schema.Int,
+  contact_uuids: Schema.Array(ContactId)
+})
+
+/**
+ * Data of `POST /labels/bulk-delete` (DESIGN §3b "Uuids in bodies").
+ *
+ * @category schemas
+ */
+export const LabelBulkDeleteData: Schema.Schema<LabelBulkDeleteResult, any> = Schema.Struct({
+  deleted: Schema.Int,
+  tag_uuids: Schema.Array(LabelId),
+  not_found: Schema.Array(LabelId)
+})
+
+/**
+ * Data of the sends (DESIGN §3 "Templates and sends"): `message_id` is the message's uuid.
+ *
+ * @category schemas
+ */
+export const SendData: Schema.Schema<SendResult, any> = Schema.Struct({
+  message_id: MessageId,
+  chat_uuid: ChatId,
+  contact_uuid: ContactId,
+  status: MessageStatus
+}).annotations({ identifier: "SendResult" })
+
+/**
+ * Data of `GET /templates/{uuid}/payload` (DESIGN §3b "Sends").
+ *
+ * @category schemas
+ */
+export const TemplatePayloadData = TemplatePayload.annotations({ identifier: "TemplatePayload" })
+
+/**
+ * Data of `GET /verify` (DESIGN §3b).
+ *
+ * @category schemas
+ */
+export const VerifyData = Schema.Struct({
+  message: Schema.String,
+  organization: Schema.Struct({ id: OrganizationId, name: Schema.String })
+})

@@ -1,0 +1,54 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { bearer, createOrganization, expectEnvelope, makeHandler, makeSharedStorage } from "./helpers.js"
+
+/**
+ * The plain node:http mount of docs/mounting.md: an existing server whose listener hands
+ * every request to the handler with its own routes as `next`, so the API answers under its
+ * base path and the app answers everything else.
+ */
+describe("mounted in an existing node:http server (docs/mounting.md)", () => {
+  const storage = makeSharedStorage()
+  const handler = makeHandler(storage, { basePath: "/messaging/v1" })
+  const ownRoutes = (req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader("content-type", "text/plain")
+    if (req.url === "/health") res.end("ok")
+    else {
+      res.statusCode = 404
+      res.end("the app's own 404")
+    }
+  }
+  const server = createServer((req, res) => handler(req, res, () => ownRoutes(req, res)))
+  let origin = ""
+  let apiKey = ""
+
+  beforeAll(async () => {
+    apiKey = (await createOrganization(storage)).key.api_key
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve))
+    await handler.dispose()
+  })
+
+  it("serves the API under its custom base path", async () => {
+    const response = await fetch(`${origin}/messaging/v1/verify`, { headers: bearer(apiKey) })
+    expect(expectEnvelope(response.status, await response.text()).status).toBe(200)
+  })
+
+  it("passes every other path to the app's own routes", async () => {
+    expect(await (await fetch(`${origin}/health`)).text()).toBe("ok")
+    const other = await fetch(`${origin}/api/v1/api/verify`, { headers: bearer(apiKey) })
+    expect(other.status).toBe(404)
+    expect(await other.text()).toBe("the app's own 404")
+    const lookalike = await fetch(`${origin}/messaging/v10/verify`)
+    expect(await lookalike.text()).toBe("the app's own 404")
+  })
+
+  it("answers unknown paths inside the base path itself", async () => {
+    const response = await fetch(`${origin}/messaging/v1/nothing`, { headers: bearer(apiKey) })
+    expect(expectEnvelope(response.status, await response.text()).errors[0]?.code).toBe("route_not_found")
+  })
+})

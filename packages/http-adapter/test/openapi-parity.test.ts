@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect, Either, Schema } from "effect"
+import { Core, Templates } from "@switchboard/core"
+import {
+  defaultRoutes,
+  DEFAULT_BASE_PATH,
+  defineRoute,
+  OPENAPI_TAGS,
+  openApiDocument,
+  openApiPathOf,
+  type OpenApiDocument,
+  type RouteDefinition
+} from "@switchboard/http-adapter"
+import { makeRouter } from "../src/router.js"
+import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, type ApiClient } from "./helpers.js"
+
+// DESIGN §2: the route table is the one source of truth of the handler and the OpenAPI
+// document. These tests walk both ways, and check that what the handlers really answer
+// has the shape the document gives (the routes' `data` schemas).
+
+const METHODS = ["get", "post", "put", "delete", "patch", "head", "options", "trace"]
+const TAG_NAMES = new Set(OPENAPI_TAGS.map((tag) => tag.name))
+
+/**
+ * Every disagreement between `routes` (served by the router built from them) and
+ * `document`: a route without its operation, an operation no route serves, an operation
+ * without a known tag, an operationId or a summary, a JSON route without its data schema.
+ */
+const parityProblems = (routes: ReadonlyArray<RouteDefinition>, document: OpenApiDocument): Array<string> => {
+  const problems: Array<string> = []
+  for (const route of routes) {
+    const operation = document.paths[openApiPathOf(route.path)]?.[route.method.toLowerCase()]
+    if (operation === undefined) {
+      problems.push(`${route.method} ${route.path}: served but missing from the document`)
+      continue
+    }
+    if (operation.tags.length !== 1 || !TAG_NAMES.has(operation.tags[0] ?? "")) {
+      problems.push(`${route.method} ${route.path}: tag ${JSON.stringify(operation.tags)} is not one of the API's tags`)
+    }
+    if (!operation.operationId) problems.push(`${route.method} ${route.path}: no operationId`)
+    if (!operation.summary) problems.push(`${route.method} ${route.path}: no summary`)
+    if (route.content === undefined) {
+      const schema = operation.responses["200"]?.content?.["application/json"]?.schema as
+        | { properties?: { data?: Record<string, unknown> } }
+        | undefined
+      const data = schema?.properties?.data
+      if (route.data === undefined || data === undefined || Object.keys(data).length === 0 || "description" in data && data.description === "Not described.") {
+        problems.push(`${route.method} ${route.path}: no data schema`)
+      }
+    }
+  }
+  // The other way: every operation of the document must be served by the router, by the
+  // route it was generated from (path parameters filled with sample values).
+  const match = makeRouter(DEFAULT_BASE_PATH, routes)
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const method of Object.keys(operations).filter((key) => METHODS.includes(key))) {
+      const concrete = path.replace(/\{[^}]+\}/g, "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a")
+      const found = match(method.toUpperCase(), DEFAULT_BASE_PATH + concrete)
+      if (found._tag !== "Found" || openApiPathOf(found.route.definition.path) !== path) {
+        problems.push(`${method.toUpperCase()} ${path}: in the document but not served`)
+      }
+    }
+  }
+  return problems
+}
+
+const document = openApiDocument({ basePath: DEFAULT_BASE_PATH, routes: defaultRoutes })
+
+describe("route table ⇄ OpenAPI document (DESIGN §2)", () => {
+  it("every route is in the document with a tag, an operationId and its data schema, and every operation is served", () => {
+    expect(parityProblems(defaultRoutes, document)).toEqual([])
+    const operations = Object.values(document.paths).flatMap((operations) => Object.keys(operations))
+    expect(operations).toHaveLength(defaultRoutes.length)
+  })
+
+  it("covers every operation SPEC §4 lists, and the discovery group", () => {
+    const listed = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`)
+    )
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        "GET /verify",
+        "POST /send/template",
+        "POST /send",
+        "POST /send/media",
+        "POST /contacts/bulk",
+        "GET /contacts",
+        "PUT /contacts/{uuid}",
+        "GET /contacts/{uuid}/labels",
+        "POST /contacts/labels/assign",
+        "POST /contact-groups",
+        "PUT /contact-groups/{uuid}",
+        "POST /labels",
+        "GET /labels/{uuid}",
+        "DELETE /labels/{uuid}",
+        "POST /labels/bulk-delete",
+        "GET /basic-replies",
+        "POST /basic-replies",
+        "GET /templates",
+        "GET /templates/{uuid}/payload",
+        "GET /chats",
+        "GET /",
+        "GET /openapi.json",
+        "GET /docs"
+      ])
+    )
+    const usedTags = new Set(Object.values(document.paths).flatMap((operations) => Object.values(operations).flatMap((op) => op.tags)))
+    expect([...usedTags].sort()).toEqual([...TAG_NAMES].sort())
+  })
+
+  it("fails on a route missing from the document, an operation not served, a route without data schema or tag", () => {
+    const { "/verify": _verify, ...otherPaths } = document.paths
+    expect(parityProblems(defaultRoutes, { ...document, paths: otherPaths })).toEqual([
+      "GET /verify: served but missing from the document"
+    ])
+    const withoutChats = defaultRoutes.filter((route) => route.path !== "/chats")
+    expect(parityProblems(withoutChats, document)).toEqual(["GET /chats: in the document but not served"])
+
+    const undescribed = defineRoute({
+      method: "GET",
+      path: "/undescribed",
+      tag: "Nowhere",
+      summary: "A route without data schema",
+      handle: () => Effect.succeed({ message: "ok", data: {} })
+    })
+    const routes = [...defaultRoutes, undescribed]
+    expect(parityProblems(routes, openApiDocument({ basePath: DEFAULT_BASE_PATH, routes }))).toEqual([
+      'GET /undescribed: tag ["Nowhere"] is not one of the API\'s tags',
+      "GET /undescribed: no data schema"
+    ])
+  })
+})
+
+/** The `data` schema of the route serving `method path` (a concrete path under the base). */
+const dataSchemaOf = (method: string, path: string) => {
+  const found = makeRouter(DEFAULT_BASE_PATH, defaultRoutes)(method, DEFAULT_BASE_PATH + path)
+  if (found._tag !== "Found" || found.route.definition.data === undefined) throw new Error(`no data schema for ${method} ${path}`)
+  return found.route.definition.data
+}
+
+/** Fails unless `data` has exactly the shape of the route's schema (no extra field either). */
+const expectDocumented = (method: string, path: string, data: unknown) => {
+  const decoded = Schema.decodeUnknownEither(dataSchemaOf(method, path), { onExcessProperty: "error" })(data)
+  if (Either.isLeft(decoded)) expect.fail(`${method} ${path}: ${decoded.left.message}`)
+}
+
+describe("defineRoute ties a handler to its data schema", () => {
+  it("refuses, at compile time, a handler whose data does not have the schema's type", () => {
+    const route = defineRoute({
+      method: "GET",
+      path: "/typed",
+      tag: "Auth",
+      summary: "Typed",
+      data: Schema.Struct({ count: Schema.Number }),
+      // @ts-expect-error `count` must be a number (`npm run typecheck` fails if this compiles)
+      handle: () => Effect.succeed({ message: "typed", data: { count: "one" } })
+    })
+    expect(route.data).toBeDefined()
+  })
+})
+
+describe("what the handlers answer has the documented data shape", () => {
+  const storage = makeSharedStorage()
+  const handler = makeHandler(storage)
+  let api: ApiClient
+
+  beforeAll(async () => {
+    const { organization, key } = await createOrganization(storage)
+    api = apiClient(handler, key.api_key)
+    await Effect.runPromise(
+      Effect.flatMap(Templates, (templates) =>
+        templates.create(organization.id, {
+          name: "order_update",
+          language: "en_US",
+          category: "UTILITY",
+          status: "APPROVED",
+          components: [{ type: "BODY", text: "Hello {{1}}", example: { body_text: [["Ada"]] } }]
+        })
+      ).pipe(Effect.provide(Core.layer), Effect.provide(storage))
+    )
+  })
+  afterAll(() => handler.dispose())
+
+  /** Calls the API, expects a 200 and checks its data against the route's schema. */
+  const call = async (method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown) => {
+    const result =
+      method === "GET"
+        ? await api.get(path)
+        : method === "DELETE"
+          ? await api.delete(path)
+          : method === "POST"
+            ? await api.post(path, body)
+            : await api.put(path, body)
+    expect(result.status, `${method} ${path}: ${JSON.stringify(result.errors)}`).toBe(200)
+    expectDocumented(method, path.split("?")[0] ?? path, result.data)
+    return result.data
+  }
+
+  it("for every route of the default table", async () => {
+    const seen = new Set<string>()
+    const track = (method: string, path: string) => {
+      const found = makeRouter(DEFAULT_BASE_PATH, defaultRoutes)(method, DEFAULT_BASE_PATH + path.split("?")[0])
+      if (found._tag === "Found") seen.add(`${method} ${found.route.definition.path}`)
+    }
+    const run = async (method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown) => {
+      track(method, path)
+      return call(method, path, body)
+    }
+
+    await run("GET", "/verify")
+    await run("GET", "/")
+    const imported = await run("POST", "/contacts/bulk", {
+      contacts: [{ first_name: "Ada", phone: phone(1), group: ["VIP"] }, { first_name: "Alan", phone: phone(2) }]
+    })
+    const contactUuid: string = imported.contacts[0].uuid
+    await run("GET", "/contacts?page=1&per_page=10")
+    await run("GET", `/contacts/${contactUuid}`)
+    await run("PUT", `/contacts/${contactUuid}`, { last_name: "Lovelace", email: "ada@example.com" })
+    const group = await run("POST", "/contact-groups", { name: "Newsletter" })
+    await run("PUT", `/contact-groups/${group.uuid}`, { name: "Weekly newsletter" })
+    await run("GET", "/contact-groups")
+    const label = await run("POST", "/labels", { name: "Gold", color: "#ffcc00" })
+    await run("GET", "/labels")
+    await run("GET", `/labels/${label.uuid}`)
+    await run("POST", "/contacts/labels/assign", { contact_uuids: [contactUuid], tag_uuid: label.uuid })
+    await run("GET", `/contacts/${contactUuid}/labels`)
+    const spare = await run("POST", "/labels", { name: "Spare" })
+    await run("POST", "/labels/bulk-delete", { tag_uuids: [spare.uuid] })
+    await run("DELETE", `/labels/${label.uuid}`)
+    const reply = await run("POST", "/basic-replies", { name: "Hours", trigger: "hours", response: "9 to 5" })
+    await run("GET", "/basic-replies")
+    await run("GET", `/basic-replies/${reply.uuid}`)
+    const templates = await run("GET", "/templates")
+    const templateUuid: string = templates.templates[0].uuid
+    await run("GET", `/templates/${templateUuid}`)
+    const payload = await run("GET", `/templates/${templateUuid}/payload`)
+    payload.template.components[0].parameters[0].text = "Ada"
+    await run("POST", "/send/template", { phone: phone(1), template: payload.template })
+    await run("POST", "/send", { phone: phone(3), message: "Hello" })
+    await run("POST", "/send/media", { phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } })
+    await run("GET", "/chats")
+    await run("GET", "/chats?pagination=true&page=1&per_page=5")
+    await run("DELETE", `/contacts/${imported.contacts[1].uuid}`)
+
+    const envelopeRoutes = defaultRoutes.filter((route) => route.content === undefined)
+    expect([...seen].sort()).toEqual(envelopeRoutes.map((route) => `${route.method} ${route.path}`).sort())
+  })
+
+  it("and the check catches a field the schema does not have", () => {
+    expect(() => expectDocumented("GET", "/verify", { message: "ok", organization: { id: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a", name: "A" }, extra: 1 })).toThrow(/extra/)
+  })
+})

@@ -1,0 +1,296 @@
+/**
+ * Packages ready to publish (issue 7, DESIGN §1), for every package in `packages/*`:
+ * - complete package.json metadata, `files: ["dist"]`, ESM + CJS exports with their own
+ *   types (`storage-contract` ESM-only: vitest cannot be `require`d);
+ * - `publint --strict` and `@arethetypeswrong/cli` pass on the packed tarball (attw with
+ *   `--profile esm-only` for the ESM-only package);
+ * - pack and consume: every runtime package's tarball is installed into a temporary
+ *   consumer project, which loads each by `import` (an `.mjs` file) and by `require` (a
+ *   `.cjs` file) and answers GET /verify with a key through the Node and the Fetch handler,
+ *   on memory storage and on a SQLite file;
+ * - changesets: `changeset version`, run on a copy of the manifests and the config with a
+ *   changeset of its own, bumps every package and writes its CHANGELOG.md.
+ *
+ * The packages must be built first (`npm test` builds before vitest). The consumer's
+ * dependencies come from npm's cache or the registry (`--prefer-offline`); install scripts
+ * are skipped, and better-sqlite3 is linked from the workspace's node_modules so its native
+ * module need not be built again. Lives in the http-adapter project because it is the
+ * package the consumer exercises end to end.
+ */
+import { execFile } from "node:child_process"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const run = promisify(execFile)
+const root = fileURLToPath(new URL("../../../", import.meta.url))
+const bin = (name: string) => join(root, "node_modules", ".bin", name)
+
+/** Runs a command; a failure carries the command's stdout and stderr in its message. */
+const runTool = (command: string, args: ReadonlyArray<string>, cwd: string) =>
+  run(command, args, { cwd, env: childEnvironment, maxBuffer: 16 * 1024 * 1024 }).catch(
+    (error: { stdout?: string; stderr?: string; message?: string }) => {
+      throw new Error(`${command} ${args.join(" ")} failed: ${error.message}\n${error.stdout ?? ""}\n${error.stderr ?? ""}`)
+    }
+  )
+
+interface Manifest {
+  readonly name: string
+  readonly version: string
+  readonly private?: boolean
+  readonly description?: string
+  readonly license?: string
+  readonly keywords?: ReadonlyArray<string>
+  readonly repository?: { readonly type?: string; readonly url?: string; readonly directory?: string }
+  readonly engines?: { readonly node?: string }
+  readonly sideEffects?: boolean
+  readonly files?: ReadonlyArray<string>
+  readonly type?: string
+  readonly main?: string
+  readonly types?: string
+  readonly exports?: Record<string, unknown>
+  readonly dependencies?: Record<string, string>
+}
+
+/** What verify.mjs and verify.cjs print: export names and resolved files per package, and the GET /verify answers. */
+interface ConsumerResult {
+  readonly exports: Record<string, ReadonlyArray<string>>
+  readonly resolved: Record<string, string>
+  readonly memory: VerifyResult
+  readonly sqlite: VerifyResult
+}
+interface VerifyResult {
+  readonly organizationId: string
+  readonly node: unknown
+  readonly fetch: unknown
+  /** Status, content type and body length of `/openapi.json`, `/docs` and a `/docs` asset. */
+  readonly discovery: Record<string, { readonly status: number; readonly type: string | null; readonly length: number }>
+}
+
+/** Every publishable package of `packages/*`, with its directory and manifest. */
+const packages = readdirSync(join(root, "packages"))
+  .filter((directory) => existsSync(join(root, "packages", directory, "package.json")))
+  .map((directory) => ({
+    directory,
+    path: join(root, "packages", directory),
+    manifest: JSON.parse(readFileSync(join(root, "packages", directory, "package.json"), "utf8")) as Manifest
+  }))
+  .filter(({ manifest }) => manifest.private !== true)
+
+/** The package's `"."` export conditions. */
+const mainExport = (manifest: Manifest) => manifest.exports?.["."] as Record<string, unknown> | undefined
+/** A package is ESM-only when its `"."` export has no `require` condition. */
+const isEsmOnly = (manifest: Manifest) => mainExport(manifest)?.require === undefined
+
+/** The environment of child npm processes, without the `npm_*` settings of the `npm test` that may run us. */
+const childEnvironment = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith("npm_")))
+
+const workDirectory = mkdtempSync(join(tmpdir(), "switchboard-pack-"))
+const tarballs = new Map<string, string>()
+
+beforeAll(async () => {
+  const unbuilt = packages.filter(({ path }) => !existsSync(join(path, "dist", "index.js"))).map(({ directory }) => directory)
+  if (unbuilt.length > 0) throw new Error(`Build the packages first (npm run build): no dist/index.js in ${unbuilt.join(", ")}`)
+  for (const { path, manifest } of packages) {
+    const { stdout } = await runTool("npm", ["pack", "--json", "--pack-destination", workDirectory], path)
+    const [packed] = JSON.parse(stdout) as Array<{ filename: string }>
+    tarballs.set(manifest.name, join(workDirectory, packed!.filename))
+  }
+}, 120_000)
+
+afterAll(() => rmSync(workDirectory, { recursive: true, force: true }))
+
+describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
+  it("has complete metadata", () => {
+    expect(manifest.description?.length ?? 0).toBeGreaterThan(20)
+    expect(manifest.license).toBe("MIT")
+    expect(manifest.keywords?.length ?? 0).toBeGreaterThan(0)
+    expect(manifest.repository).toMatchObject({ type: "git", directory: `packages/${directory}` })
+    expect(manifest.repository?.url).toMatch(/^git\+https:\/\/.+\.git$/)
+    expect(manifest.engines?.node).toBe(">=20.19")
+    expect(manifest.sideEffects).toBe(false)
+    expect(manifest.files).toEqual(["dist"])
+    expect(manifest.type).toBe("module")
+    expect(existsSync(join(path, "README.md")), "a README.md for the npm page").toBe(true)
+  })
+
+  it("exports ESM and CJS, each with its own types (storage-contract: ESM only)", () => {
+    const conditions = mainExport(manifest)
+    if (directory === "storage-contract") {
+      expect(isEsmOnly(manifest)).toBe(true)
+      expect(conditions).toMatchObject({ types: "./dist/index.d.ts", default: "./dist/index.js" })
+      return
+    }
+    expect(conditions).toMatchObject({
+      import: { types: "./dist/index.d.ts", default: "./dist/index.js" },
+      require: { types: "./dist/index.d.cts", default: "./dist/index.cjs" }
+    })
+    expect(Object.keys(conditions?.import as object)[0]).toBe("types")
+    expect(Object.keys(conditions?.require as object)[0]).toBe("types")
+    expect(manifest.main).toBe("./dist/index.cjs")
+    expect(manifest.types).toBe("./dist/index.d.cts")
+  })
+
+  it("passes publint --strict", async () => {
+    const { stdout } = await runTool(bin("publint"), ["--strict", path], root)
+    expect(stdout).toContain("All good!")
+  }, 60_000)
+
+  it("passes @arethetypeswrong/cli on its tarball", async () => {
+    const profile = isEsmOnly(manifest) ? ["--profile", "esm-only"] : []
+    const { stdout } = await runTool(bin("attw"), [tarballs.get(manifest.name)!, ...profile, "--format", "json"], root)
+    // attw exits non-zero on a problem its profile counts (runTool then throws); the JSON
+    // lists every problem, so drop the resolutions the esm-only profile ignores (node10 and
+    // require from node16: an ESM-only package cannot be required).
+    const report = JSON.parse(stdout) as {
+      analysis: { problems: ReadonlyArray<{ kind: string; resolutionKind?: string }> }
+    }
+    const ignored = isEsmOnly(manifest) ? ["node10", "node16-cjs"] : []
+    const problems = report.analysis.problems.filter((problem) => !ignored.includes(problem.resolutionKind ?? ""))
+    expect(problems).toEqual([])
+  }, 60_000)
+})
+
+describe("changesets: `changeset version` produces versions and CHANGELOGs", () => {
+  it("bumps every package named in a changeset, writes its CHANGELOG.md, and leaves the private examples alone", async () => {
+    // A copy of what changesets reads (manifests and .changeset/), never the working tree.
+    const copy = join(workDirectory, "changesets")
+    const manifests = [
+      "package.json",
+      ...readdirSync(join(root, "packages")).map((name) => join("packages", name, "package.json")),
+      ...readdirSync(join(root, "examples")).map((name) => join("examples", name, "package.json"))
+    ].filter((file) => existsSync(join(root, file)))
+    for (const file of manifests) {
+      mkdirSync(join(copy, file, ".."), { recursive: true })
+      copyFileSync(join(root, file), join(copy, file))
+    }
+    mkdirSync(join(copy, ".changeset"))
+    copyFileSync(join(root, ".changeset", "config.json"), join(copy, ".changeset", "config.json"))
+    const names = packages.map(({ manifest }) => manifest.name)
+    writeFileSync(
+      join(copy, ".changeset", "packaging-check.md"),
+      `---\n${names.map((name) => `"${name}": patch`).join("\n")}\n---\n\nA change checked by the packaging test.\n`
+    )
+    symlinkSync(join(root, "node_modules"), join(copy, "node_modules"))
+    await runTool("node", [join(root, "node_modules", "@changesets", "cli", "bin.js"), "version"], copy)
+
+    for (const { directory, manifest } of packages) {
+      const changelog = readFileSync(join(copy, "packages", directory, "CHANGELOG.md"), "utf8")
+      expect(changelog).toContain(`# ${manifest.name}`)
+      expect(changelog).toContain("A change checked by the packaging test.")
+      const bumped = JSON.parse(readFileSync(join(copy, "packages", directory, "package.json"), "utf8")) as { version: string }
+      expect(bumped.version).not.toBe(manifest.version)
+    }
+    for (const example of readdirSync(join(copy, "examples"))) {
+      const before = JSON.parse(readFileSync(join(root, "examples", example, "package.json"), "utf8")) as { version: string }
+      const after = JSON.parse(readFileSync(join(copy, "examples", example, "package.json"), "utf8")) as { version: string }
+      expect(after.version).toBe(before.version)
+      expect(existsSync(join(copy, "examples", example, "CHANGELOG.md"))).toBe(false)
+    }
+  }, 60_000)
+})
+
+describe("pack and consume: the tarballs installed into a new project, by import and by require", () => {
+  const runtimePackages = packages.filter(({ manifest }) => !isEsmOnly(manifest)).map(({ manifest }) => manifest.name)
+  const consumer = join(workDirectory, "consumer")
+
+  beforeAll(async () => {
+    mkdirSync(consumer, { recursive: true })
+    const dependencies: Record<string, string> = Object.fromEntries(
+      runtimePackages.map((name) => [name, `file:${tarballs.get(name)}`])
+    )
+    const effectRange = packages.find(({ directory }) => directory === "core")?.manifest.dependencies?.effect ?? "^3"
+    dependencies.effect = effectRange
+    // Linked from the workspace: its native module is already built there.
+    dependencies["better-sqlite3"] = `file:${join(root, "node_modules", "better-sqlite3")}`
+    writeFileSync(
+      join(consumer, "package.json"),
+      JSON.stringify({ name: "switchboard-consumer", version: "1.0.0", private: true, dependencies }, null, 2)
+    )
+    for (const file of ["verify.mjs", "verify.cjs"]) {
+      copyFileSync(fileURLToPath(new URL(`./fixtures/consumer/${file}`, import.meta.url)), join(consumer, file))
+    }
+    try {
+      await runTool("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"], consumer)
+    } catch (error) {
+      // Without the npm registry (and nothing in npm's cache) the consumer cannot be set up:
+      // skip with the reason instead of failing. Any other install failure fails.
+      const message = String(error)
+      const networkFailure = /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET/
+      if (!networkFailure.test(message)) throw error
+      registryUnreachable = message.split("\n").find((line) => line.includes("reason:")) ?? message.match(networkFailure)![0]
+      console.warn(`pack and consume skipped: the npm registry is unreachable (${registryUnreachable})`)
+      return
+    }
+    esm = await consume("verify.mjs")
+    cjs = await consume("verify.cjs")
+  }, 180_000)
+
+  let registryUnreachable: string | undefined
+  let esm: ConsumerResult
+  let cjs: ConsumerResult
+  /** Skips the test (with the reason printed in beforeAll) when the registry was unreachable. */
+  const requireInstall = (context: { skip: (note?: string) => void }) => {
+    if (registryUnreachable !== undefined) context.skip(`npm registry unreachable: ${registryUnreachable}`)
+  }
+
+  const consume = async (file: string) => {
+    const { stdout } = await runTool("node", [file, JSON.stringify(runtimePackages), join(consumer, `${file}.db`)], consumer)
+    return JSON.parse(stdout) as ConsumerResult
+  }
+
+  const expectDiscovery = (result: VerifyResult) => {
+    expect(result.discovery["/openapi.json"]).toMatchObject({ status: 200, type: expect.stringContaining("json") })
+    expect(result.discovery["/docs"]).toMatchObject({ status: 200, type: expect.stringContaining("text/html") })
+    expect(result.discovery["/docs/swagger-ui.css"]).toMatchObject({ status: 200, type: expect.stringContaining("text/css") })
+    expect(result.discovery["/docs/swagger-ui.css"]?.length).toBeGreaterThan(1000)
+  }
+
+  const expectVerified = (result: VerifyResult) => {
+    for (const envelope of [result.node, result.fetch]) {
+      expect(envelope).toMatchObject({
+        status: 200,
+        success: true,
+        errors: [],
+        data: { organization: { id: result.organizationId, name: "Consumer" } }
+      })
+    }
+  }
+
+  it("installs every runtime package from its tarball", (context) => {
+    requireInstall(context)
+    expect(runtimePackages).toEqual(expect.arrayContaining(["@switchboard/core", "@switchboard/http-adapter", "@switchboard/storage-sqlite"]))
+    for (const name of runtimePackages) {
+      const installed = JSON.parse(readFileSync(join(consumer, "node_modules", ...name.split("/"), "package.json"), "utf8")) as Manifest
+      expect(installed.name).toBe(name)
+      expect(existsSync(join(consumer, "node_modules", ...name.split("/"), "src"))).toBe(false)
+    }
+  })
+
+  it("by import (verify.mjs): the ESM builds answer GET /verify on memory and SQLite storage, and serve /docs", (context) => {
+    requireInstall(context)
+    for (const name of runtimePackages) expect(esm.resolved[name]).toMatch(/\/dist\/index\.js$/)
+    expectVerified(esm.memory)
+    expectVerified(esm.sqlite)
+    expectDiscovery(esm.memory)
+  })
+
+  it("by require (verify.cjs): the CJS builds answer GET /verify on memory and SQLite storage, and serve /docs", (context) => {
+    requireInstall(context)
+    for (const name of runtimePackages) expect(cjs.resolved[name]).toMatch(/\/dist\/index\.cjs$/)
+    expectVerified(cjs.memory)
+    expectVerified(cjs.sqlite)
+    expectDiscovery(cjs.memory)
+  })
+
+  it("exports the same names by import and by require", (context) => {
+    requireInstall(context)
+    for (const name of runtimePackages) {
+      expect(esm.exports[name]?.length ?? 0).toBeGreaterThan(0)
+      expect(cjs.exports[name]).toEqual(esm.exports[name])
+    }
+  })
+})
