@@ -251,10 +251,14 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     return { interrupt: () => fiber.unsafeInterruptAsFork(fiber.id()) }
   }
 
+  const ready = runtime.runtime().then(() => undefined)
+  // A host that never awaits `ready` must not crash on an unhandled rejection when the
+  // storage fails to open: its requests answer 500 instead. Awaiting `ready` still rejects.
+  ready.catch(() => undefined)
   return {
     inBasePath,
     serve,
-    ready: runtime.runtime().then(() => undefined),
+    ready,
     dispose: () => runtime.dispose()
   }
 }

@@ -162,6 +162,21 @@ describe("failures of the store", () => {
     expect(response.body).not.toContain("cannot open")
     await handler.dispose().catch(() => undefined)
   })
+
+  it("leaves no unhandled rejection when the storage cannot be built and ready is never awaited", async () => {
+    const unhandled: Array<unknown> = []
+    const record = (reason: unknown) => unhandled.push(reason)
+    process.on("unhandledRejection", record)
+    try {
+      const handler = makeHandler(Layer.fail(new Error("cannot open database")))
+      // Let the runtime fail and Node look for rejection handlers (after the microtask queue).
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(unhandled).toEqual([])
+      await handler.dispose().catch(() => undefined)
+    } finally {
+      process.off("unhandledRejection", record)
+    }
+  })
 })
 
 describe("request logs (DESIGN §3 'Operations')", () => {
