@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs"
 import { dirname, isAbsolute, resolve } from "node:path"
 import { MemoryStorage, type Storage, type StorageError } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { MongoStorage } from "@switchboard/storage-mongodb"
 import { Config, ConfigError, Data, Effect, Either, Layer, Option } from "effect"
 
 /**
@@ -136,7 +137,11 @@ export const parseDatabaseUrl = (
  * The {@link Storage} Layer for a {@link DatabaseLocation}. For SQLite it creates the
  * file's parent directory first (failing with {@link InvalidConfiguration} when it
  * cannot), then opens the file with `@switchboard/storage-sqlite`; the Layer closes the
- * database when released. MongoDB fails with "MongoDB storage is not available yet".
+ * database when released. For MongoDB it connects with `@switchboard/storage-mongodb`
+ * (database from the URL's path, default `switchboard`), waiting at most
+ * {@link MONGODB_CONNECT_TIMEOUT_MS} for a server unless the URL sets
+ * `serverSelectionTimeoutMS`; a server that cannot be reached fails with an
+ * {@link InvalidConfiguration} naming the URL without its credentials.
  *
  * @category layers
  */
@@ -147,9 +152,7 @@ export const storageLayerFor = (
     case "Memory":
       return MemoryStorage.layer
     case "MongoDb":
-      return Layer.fail(
-        new InvalidConfiguration({ message: "MongoDB storage is not available yet; use sqlite:PATH or memory:" })
-      )
+      return mongoStorageLayer(location.url)
     case "Sqlite":
       return Layer.unwrapEffect(
         Effect.as(createParentDirectory(location.filename), SqliteStorage.layer({ filename: location.filename }))
@@ -179,6 +182,32 @@ export const storageLayerFromUrl = (
     onLeft: (error) => Layer.fail(error),
     onRight: storageLayerFor
   })
+
+/**
+ * How long the standalone server and the CLI wait for a MongoDB server before giving up,
+ * in milliseconds, unless the URL sets `serverSelectionTimeoutMS` itself.
+ *
+ * @category config
+ */
+export const MONGODB_CONNECT_TIMEOUT_MS = 5000
+
+const mongoStorageLayer = (url: string): Layer.Layer<Storage, InvalidConfiguration | StorageError> => {
+  const ownTimeout = /[?&]serverSelectionTimeoutMS=/i.test(url)
+  const timeout = ownTimeout ? {} : { serverSelectionTimeoutMS: MONGODB_CONNECT_TIMEOUT_MS }
+  return MongoStorage.layer({ url, ...timeout }).pipe(
+    Layer.catchAll((error) =>
+      Layer.fail(
+        error.operation === "connect"
+          ? new InvalidConfiguration({
+              message: `DATABASE_URL ${MongoStorage.redactUrl(url)}: cannot reach the MongoDB server (${MongoStorage.redactUrl(
+                error.cause instanceof Error ? error.cause.message : String(error.cause)
+              )})`
+            })
+          : error
+      )
+    )
+  )
+}
 
 const parseSqlitePath = (
   path: string,

@@ -2,12 +2,14 @@ import { DEFAULT_RATE_LIMITS, MemoryRateLimitStore, resolveRateLimitOptions, typ
 import type { RateLimitHandlerOptions } from "@switchboard/http-adapter"
 import { RedisRateLimitStore } from "@switchboard/rate-limit-redis"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
+import { MongoRateLimitStore } from "@switchboard/storage-mongodb"
 import { Config, ConfigError, Either, Layer, Option } from "effect"
-import { InvalidConfiguration, type DatabaseLocation } from "./config.js"
+import type { DatabaseLocation } from "./config.js"
 
 /**
  * Where the standalone server keeps its rate-limit counters (DESIGN §3 "Rate limits"):
- * in this process's memory, in Redis, or in the SQLite file of `DATABASE_URL`.
+ * in this process's memory, in Redis, or in the SQLite file or MongoDB database of
+ * `DATABASE_URL`.
  *
  * @category models
  */
@@ -15,7 +17,7 @@ export type RateLimitStoreChoice =
   | { readonly _tag: "Memory" }
   | { readonly _tag: "Redis"; readonly url: string }
   | { readonly _tag: "Sqlite"; readonly filename: string }
-  | { readonly _tag: "MongoDb" }
+  | { readonly _tag: "MongoDb"; readonly url: string }
 
 /**
  * The rate-limit settings of SPEC §8, read from the environment:
@@ -61,8 +63,9 @@ export const rateLimitConfig: Config.Config<RateLimitConfig> = Config.all({
 /**
  * Picks the store (DESIGN §3 "Rate limits", issue 5): `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`
  * → memory (per instance); else `REDIS_URL` → Redis (shared by every instance on it); else
- * the configured storage: the SQLite file (shared by every process on it), memory for
- * `memory:` (which is per process anyway).
+ * the configured storage: the SQLite file (shared by every process on it), the MongoDB
+ * database (shared by every instance on it), memory for `memory:` (which is per process
+ * anyway).
  *
  * @category config
  */
@@ -75,15 +78,14 @@ export const rateLimitStoreFor = (config: RateLimitConfig, database: DatabaseLoc
     case "Memory":
       return { _tag: "Memory" }
     case "MongoDb":
-      return { _tag: "MongoDb" }
+      return { _tag: "MongoDb", url: database.url }
   }
 }
 
 /**
  * The `rateLimit` option of `createHandler` for the chosen store: the limits of `config`
  * and the store's Layer (the handler owns it: disposing the handler closes the SQLite
- * connection or the Redis client). A MongoDB deployment without Redis fails with
- * {@link InvalidConfiguration}.
+ * connection, the Redis client or the MongoDB client).
  *
  * @category layers
  */
@@ -113,11 +115,7 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
     case "Sqlite":
       return SqliteRateLimitStore.layer({ filename: choice.filename })
     case "MongoDb":
-      return Layer.fail(
-        new InvalidConfiguration({
-          message: "MongoDB rate limits are not available yet; set REDIS_URL or DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1"
-        })
-      )
+      return MongoRateLimitStore.layer({ url: choice.url })
   }
 }
 

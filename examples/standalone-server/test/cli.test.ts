@@ -82,10 +82,12 @@ describe.concurrent("bad arguments", () => {
     expect(result.stderr).toContain("memory: storage lives only inside a server process; use sqlite:")
   })
 
-  it("refuses MongoDB and invalid URLs with a clear error", async ({ expect }) => {
-    const mongo = await runCli(["org", "list"], { DATABASE_URL: "mongodb://user:secret@localhost/db" })
+  it("fails with a clear error for an unreachable MongoDB server and for invalid URLs", async ({ expect }) => {
+    // The CLI shares the server's storage configuration: mongodb:// works, and a server
+    // that cannot be reached (nothing listens on port 9) is a clear error without the password.
+    const mongo = await runCli(["org", "list"], { DATABASE_URL: "mongodb://user:secret@127.0.0.1:9/db?serverSelectionTimeoutMS=300" })
     expect(mongo).toMatchObject({ code: 1, stdout: "" })
-    expect(mongo.stderr).toContain("MongoDB storage is not available yet")
+    expect(mongo.stderr).toContain("DATABASE_URL mongodb://127.0.0.1:9/db?serverSelectionTimeoutMS=300: cannot reach the MongoDB server")
     expect(mongo.stderr).not.toContain("secret")
     const invalid = await runCli(["org", "list"], { DATABASE_URL: "switchboard.db" })
     expect(invalid).toMatchObject({ code: 1, stdout: "" })

@@ -133,9 +133,14 @@ describe("storageLayerFromUrl", () => {
     expect(await listOrganizations(storageLayerFromUrl("memory:"))).toEqual(Either.right([]))
   })
 
-  it("fails with a clear error for MongoDB and for invalid URLs", async () => {
-    const mongo = await listOrganizations(storageLayerFromUrl("mongodb://localhost/switchboard"))
-    expect(Either.isLeft(mongo) && mongo.left.message).toMatch(/^MongoDB storage is not available yet/)
+  it("fails with a clear error naming the URL without credentials for an unreachable MongoDB, and for invalid URLs", async () => {
+    // Nothing listens on port 9: connecting gives up after serverSelectionTimeoutMS.
+    const mongo = await listOrganizations(storageLayerFromUrl("mongodb://admin:pw@127.0.0.1:9/switchboard?serverSelectionTimeoutMS=200"))
+    expect(Either.isLeft(mongo) && mongo.left._tag).toBe("InvalidConfiguration")
+    expect(Either.isLeft(mongo) && mongo.left.message).toMatch(
+      /^DATABASE_URL mongodb:\/\/127\.0\.0\.1:9\/switchboard\?serverSelectionTimeoutMS=200: cannot reach the MongoDB server \(/
+    )
+    expect(Either.isLeft(mongo) && mongo.left.message).not.toContain("admin:pw")
     const invalid = await listOrganizations(storageLayerFromUrl("ftp://files"))
     expect(Either.isLeft(invalid) && invalid.left._tag).toBe("InvalidConfiguration")
   })

@@ -102,6 +102,10 @@ describe("rateLimitStoreFor (issue 5: selection)", () => {
     const none = { ...base, redisDisabled: false, redisUrl: Option.none() }
     expect(rateLimitStoreFor(none, sqlite)).toEqual({ _tag: "Sqlite", filename: "/data/s.db" })
     expect(rateLimitStoreFor(none, { _tag: "Memory" })).toEqual({ _tag: "Memory" })
+    // mongodb:// → MongoRateLimitStore on the same database; the start-up line never shows the URL.
+    const mongo = { _tag: "MongoDb", url: "mongodb://user:secret@db:27017/switchboard" } as const
+    expect(rateLimitStoreFor(none, mongo)).toEqual(mongo)
+    expect(describeRateLimits(none, rateLimitStoreFor(none, mongo))).toBe("Rate limits: general 1 per 1 ms, send 1 per 1 ms, store mongodb")
   })
 
   it("describes the choice without the Redis URL", () => {

@@ -120,12 +120,17 @@ describe("standalone server end to end", () => {
 
   it.each([
     [{ PORT: "http" }, 'PORT must be an integer from 0 to 65535 (got "http")'],
-    [{ DATABASE_URL: "mongodb://localhost:27017/switchboard" }, "MongoDB storage is not available yet"],
+    // Nothing listens on port 9: connecting gives up after serverSelectionTimeoutMS.
+    [
+      { DATABASE_URL: "mongodb://admin:secret@127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300" },
+      "DATABASE_URL mongodb://127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300: cannot reach the MongoDB server"
+    ],
     [{ DATABASE_URL: "postgres://localhost/switchboard" }, "DATABASE_URL must be sqlite:PATH, memory: or mongodb://…"]
   ])("exits 1 with a clear message for %j", async (variables, message) => {
     const result = await runServerToExit({ PORT: "0", DATABASE_URL: "memory:", ...variables })
     expect(result.code).toBe(1)
     expect(result.stdout).toBe("")
     expect(result.stderr).toContain(`error: ${message}`)
+    expect(result.stderr).not.toContain("secret")
   })
 })

@@ -1,0 +1,158 @@
+import type { ChatStatus, MessageDirection, MessageStatus, MessageType, Plan, SubscriptionStatus } from "@switchboard/core"
+
+// The documents this adapter stores, one interface per collection. Ids are the uuids core
+// generates (v7), stored as strings in `_id`. Timestamps are the ISO 8601 UTC strings of
+// the API in `Date#toISOString` form (fixed width, so string order is time order and
+// they round-trip exactly); only the rate-limit buckets store a BSON Date, for the TTL
+// index.
+
+/** `organizations`: one per organization. */
+export interface OrganizationDocument {
+  readonly _id: string
+  readonly name: string
+  readonly plan: Plan
+  readonly subscription: SubscriptionStatus
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `api_keys`: the SHA-256 hash of a key, never the key. */
+export interface ApiKeyDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly prefix: string
+  readonly hash: string
+  readonly created_at: string
+  readonly revoked_at: string | null
+}
+
+/**
+ * `usage`: the plan-limit counters of one organization (`_id` = its id): how many contacts
+ * and labels it has, plus the slots reserved by writes in flight. `touched_at` is the
+ * server time of the last change, which the start-up reconciliation reads (see
+ * `usage.ts`).
+ */
+export interface UsageDocument {
+  readonly _id: string
+  readonly contacts: number
+  readonly labels: number
+  readonly touched_at: Date
+}
+
+/**
+ * `contacts`: a contact with its group and label memberships (uuid arrays, so one
+ * contact's memberships change atomically) and, once it has one, its chat: one chat per
+ * contact, embedded so that the chat list filters on the contact's groups, labels and
+ * search text within one document. `search_text` is core's `chatSearchText` of the contact.
+ */
+export interface ContactDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly phone: string
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly email: string | null
+  readonly street: string | null
+  readonly city: string | null
+  readonly state: string | null
+  readonly zip: string | null
+  readonly country: string | null
+  readonly group_ids: ReadonlyArray<string>
+  readonly label_ids: ReadonlyArray<string>
+  readonly search_text: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly chat?: ChatDocument
+}
+
+/**
+ * The chat embedded in its contact. `last_message_at` is `""` for a chat without messages
+ * (below every timestamp, so it sorts first ascending and last descending, like core's
+ * rule); the API shows `null`. `unread` is `unread_count > 0`, kept for its index.
+ */
+export interface ChatDocument {
+  readonly uuid: string
+  readonly status: ChatStatus
+  readonly assigned_to: string | null
+  readonly favorite: boolean
+  readonly unread_count: number
+  readonly unread: boolean
+  readonly last_message_at: string
+  readonly last_message_uuid: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `groups`: `name_key` is core's `nameKey(name)`, unique per organization. */
+export interface GroupDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly name: string
+  readonly name_key: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `labels`: like groups, with a color. */
+export interface LabelDocument extends GroupDocument {
+  readonly color: string
+}
+
+/**
+ * `templates`: `components` is the JSON text of the components as given, so keys that
+ * MongoDB treats specially (`$…`, dotted) are stored verbatim and never interpreted.
+ */
+export interface TemplateDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly name: string
+  readonly name_key: string
+  readonly language: string
+  readonly category: string
+  readonly status: string
+  readonly components: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `basic_replies`: `trigger_key` is `nameKey(trigger)`, unique per organization. */
+export interface BasicReplyDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly name: string
+  readonly trigger: string
+  readonly trigger_key: string
+  readonly response: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/**
+ * `messages`: `template` and `media` are JSON text (like template components).
+ * `dedupe_key` (`direction provider_message_id`) is set only on messages appended with
+ * deduplication; a unique partial index on it makes two concurrent deliveries of one
+ * provider message store it once.
+ */
+export interface MessageDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly chat_uuid: string
+  readonly contact_uuid: string
+  readonly direction: MessageDirection
+  readonly type: MessageType
+  readonly text: string | null
+  readonly template: string | null
+  readonly media: string | null
+  readonly status: MessageStatus
+  readonly provider_message_id: string | null
+  readonly dedupe_key?: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `rate_buckets`: one fixed-window counter; `_id` is `windowStart:key`. */
+export interface RateBucketDocument {
+  readonly _id: string
+  readonly count: number
+  readonly expires_at: Date
+}

@@ -1,0 +1,146 @@
+import type { Collection, Db, IndexDescription } from "mongodb"
+import type {
+  ApiKeyDocument,
+  BasicReplyDocument,
+  ContactDocument,
+  GroupDocument,
+  LabelDocument,
+  MessageDocument,
+  OrganizationDocument,
+  RateBucketDocument,
+  TemplateDocument,
+  UsageDocument
+} from "./documents.js"
+
+/** The collection names this adapter uses, in the database it is given. */
+export const COLLECTION_NAMES = {
+  organizations: "organizations",
+  apiKeys: "api_keys",
+  usage: "usage",
+  contacts: "contacts",
+  groups: "groups",
+  labels: "labels",
+  templates: "templates",
+  basicReplies: "basic_replies",
+  messages: "messages"
+} as const
+
+/** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
+export const RATE_BUCKETS = "rate_buckets"
+
+/** Typed handles on every collection of the storage. */
+export interface Collections {
+  readonly organizations: Collection<OrganizationDocument>
+  readonly apiKeys: Collection<ApiKeyDocument>
+  readonly usage: Collection<UsageDocument>
+  readonly contacts: Collection<ContactDocument>
+  readonly groups: Collection<GroupDocument>
+  readonly labels: Collection<LabelDocument>
+  readonly templates: Collection<TemplateDocument>
+  readonly basicReplies: Collection<BasicReplyDocument>
+  readonly messages: Collection<MessageDocument>
+}
+
+/** The {@link Collections} of `db`. */
+export const collectionsOf = (db: Db): Collections => ({
+  organizations: db.collection(COLLECTION_NAMES.organizations),
+  apiKeys: db.collection(COLLECTION_NAMES.apiKeys),
+  usage: db.collection(COLLECTION_NAMES.usage),
+  contacts: db.collection(COLLECTION_NAMES.contacts),
+  groups: db.collection(COLLECTION_NAMES.groups),
+  labels: db.collection(COLLECTION_NAMES.labels),
+  templates: db.collection(COLLECTION_NAMES.templates),
+  basicReplies: db.collection(COLLECTION_NAMES.basicReplies),
+  messages: db.collection(COLLECTION_NAMES.messages)
+})
+
+/** Only contacts that have a chat enter the chat indexes. */
+export const HAS_CHAT = { "chat.uuid": { $exists: true } } as const
+
+/**
+ * The chat list's sort keys, by core's `ChatSortBy` (a fixed table: no field name is ever
+ * built from a request).
+ */
+export const CHAT_SORT_FIELDS = {
+  last_message_at: "chat.last_message_at",
+  created_at: "chat.created_at",
+  updated_at: "chat.updated_at"
+} as const
+
+/** The field of each equality filter of the chat list (`ChatFilters` key → field). */
+export const CHAT_FILTER_FIELDS = {
+  status: "chat.status",
+  assignedTo: "chat.assigned_to",
+  favorite: "chat.favorite",
+  unread: "chat.unread",
+  groupIds: "group_ids",
+  labelIds: "label_ids"
+} as const
+
+const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescription => ({
+  name,
+  key: Object.fromEntries([["organization_id", 1], ...fields.map((field) => [field, 1] as const), ["chat.uuid", 1]]),
+  partialFilterExpression: HAS_CHAT
+})
+
+/**
+ * Every index, by collection, created idempotently at start-up (`createIndexes` with the
+ * same names and keys is a no-op). Uniqueness rules of DESIGN §3 live here:
+ * one E.164 phone per organization, label and group names per organization by their
+ * normalised `name_key` (trimmed, lowercased: case-insensitive), template identity,
+ * basic-reply triggers, API-key hashes, one chat uuid. Chat indexes: one per sort key, and
+ * one per equality filter followed by the default sort key, each ending with `chat.uuid`
+ * (the keyset tie-break) and holding only contacts with a chat.
+ */
+export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
+  organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
+  apiKeys: [
+    { name: "api_keys_by_hash", key: { hash: 1 }, unique: true },
+    { name: "api_keys_by_organization", key: { organization_id: 1 } }
+  ],
+  usage: [],
+  contacts: [
+    { name: "contacts_by_phone", key: { organization_id: 1, phone: 1 }, unique: true },
+    { name: "contacts_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    { name: "contacts_by_group", key: { organization_id: 1, group_ids: 1 } },
+    { name: "contacts_by_label", key: { organization_id: 1, label_ids: 1 } },
+    { name: "chats_by_uuid", key: { "chat.uuid": 1 }, unique: true, partialFilterExpression: HAS_CHAT },
+    chatIndex("chats_by_last_message_at", [CHAT_SORT_FIELDS.last_message_at]),
+    chatIndex("chats_by_created_at", [CHAT_SORT_FIELDS.created_at]),
+    chatIndex("chats_by_updated_at", [CHAT_SORT_FIELDS.updated_at]),
+    ...(Object.entries(CHAT_FILTER_FIELDS) as ReadonlyArray<[string, string]>).map(([filter, field]) =>
+      chatIndex(`chats_by_${filter}`, [field, CHAT_SORT_FIELDS.last_message_at])
+    )
+  ],
+  groups: [
+    { name: "groups_by_name", key: { organization_id: 1, name_key: 1 }, unique: true },
+    { name: "groups_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
+  ],
+  labels: [
+    { name: "labels_by_name", key: { organization_id: 1, name_key: 1 }, unique: true },
+    { name: "labels_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
+  ],
+  templates: [
+    { name: "templates_by_identity", key: { organization_id: 1, name_key: 1, language: 1 }, unique: true },
+    { name: "templates_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
+  ],
+  basicReplies: [
+    { name: "basic_replies_by_trigger", key: { organization_id: 1, trigger_key: 1 }, unique: true },
+    { name: "basic_replies_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
+  ],
+  messages: [
+    { name: "messages_by_chat", key: { chat_uuid: 1, created_at: -1, _id: -1 } },
+    { name: "messages_by_provider_id", key: { organization_id: 1, direction: 1, provider_message_id: 1 } },
+    {
+      name: "messages_by_dedupe_key",
+      key: { organization_id: 1, dedupe_key: 1 },
+      unique: true,
+      partialFilterExpression: { dedupe_key: { $exists: true } }
+    }
+  ]
+}
+
+/** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */
+export const RATE_BUCKET_INDEXES: ReadonlyArray<IndexDescription> = [
+  { name: "rate_buckets_expiry", key: { expires_at: 1 }, expireAfterSeconds: 0 }
+]

@@ -1,0 +1,258 @@
+import { Option } from "effect"
+import type {
+  Chat,
+  ChatAppendOutcome,
+  ChatAppendRequest,
+  ChatEnsureOutcome,
+  ChatRepository,
+  ChatStatus,
+  ChatUpdateOutcome,
+  Message,
+  MessageStatusOutcome,
+  OrganizationId
+} from "@switchboard/core"
+import type { ChatDocument, ContactDocument } from "../internal/documents.js"
+import { attempt, isDuplicateKey } from "../internal/driver.js"
+import {
+  chatById,
+  chatListQuery,
+  chatPatchUpdate,
+  chatTouchPipeline,
+  contactByPhone,
+  eq,
+  ofOrganization,
+  owned
+} from "../internal/queries.js"
+import { chatRecords, messageDocument, messageRecord } from "../internal/records.js"
+import { type Collections, HAS_CHAT } from "../internal/schema.js"
+import type { Usage } from "../internal/usage.js"
+import { importChats } from "./chats-import.js"
+import { newContactDocument } from "./contacts-import.js"
+
+/** The fields a chat record is made from. */
+const CHAT_PROJECTION = { phone: 1, first_name: 1, last_name: 1, group_ids: 1, label_ids: 1, chat: 1 } as const
+
+/** How many times a compare-and-set update is retried when another write came first. */
+const CAS_ATTEMPTS = 10
+
+/**
+ * `Storage.chats` on MongoDB. A chat is embedded in its contact's document (one chat per
+ * contact), so the list filters on the contact's groups, labels and search text and sorts
+ * by the chat's keys within one document, on the indexes of schema.ts; deleting the
+ * contact deletes the chat. Messages are the `messages` collection; every read checks that
+ * the message's chat still exists (a crash between deleting a contact and its messages
+ * leaves messages nobody can read).
+ *
+ * `appendMessage` runs, without a transaction: the dedupe look-up; the contact (created by
+ * phone with its chat, counted in usage first: inbound messages are never refused); the
+ * chat (created with a conditional `$set`); the message insert (a unique partial index on
+ * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
+ * then one pipeline update of the chat (unread count, reopening, last message,
+ * `updated_at`). A crash between the last two leaves the message stored and the chat not
+ * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
+ * are compare-and-set on the values read, retried when another write came first.
+ *
+ * @category repositories
+ */
+export const chatRepository = (collections: Collections, usage: Usage): ChatRepository => {
+  const record = async (organizationId: string, document: ContactDocument): Promise<Chat> =>
+    (await chatRecords(collections, organizationId, [document]))[0]!
+  const findChat = (organizationId: string, chatId: string) =>
+    collections.contacts.findOne(chatById(organizationId, chatId), { projection: CHAT_PROJECTION }) as Promise<ContactDocument | null>
+
+  const duplicateOf = async (organizationId: string, request: ChatAppendRequest): Promise<ChatAppendOutcome | undefined> => {
+    const { message } = request
+    if (!request.dedupe || message.provider_message_id === null) return undefined
+    const found = await collections.messages.findOne({
+      ...ofOrganization(organizationId),
+      direction: eq(message.direction),
+      provider_message_id: eq(message.provider_message_id)
+    })
+    const chat = found === null ? null : await findChat(organizationId, found.chat_uuid)
+    return found === null || chat === null ? undefined : { _tag: "Duplicate", chat: await record(organizationId, chat), message: messageRecord(found) }
+  }
+
+  /** The contact of the request, created by phone with its chat when missing. */
+  const contactOf = async (organizationId: string, request: ChatAppendRequest) => {
+    const reference = request.contact
+    if (reference._tag === "ById") {
+      const document = await collections.contacts.findOne(owned(organizationId, reference.uuid), { projection: CHAT_PROJECTION })
+      return document === null ? undefined : { document: document as ContactDocument, created: false }
+    }
+    const existing = await collections.contacts.findOne(contactByPhone(organizationId, reference.phone), { projection: CHAT_PROJECTION })
+    if (existing !== null) return { document: existing as ContactDocument, created: false }
+    const { uuid, first_name, last_name } = reference.create
+    const document: ContactDocument = {
+      ...newContactDocument(organizationId, uuid, reference.phone, { first_name, last_name }, [], request.now),
+      chat: newChatDocument(request.newChat, request.now)
+    }
+    await usage.add(organizationId, "contacts", 1) // never refused, but counted before the write
+    try {
+      await collections.contacts.insertOne(document)
+      return { document, created: true }
+    } catch (error) {
+      await usage.add(organizationId, "contacts", -1)
+      if (!isDuplicateKey(error)) throw error
+      const winner = await collections.contacts.findOne(contactByPhone(organizationId, reference.phone), { projection: CHAT_PROJECTION })
+      return winner === null ? undefined : { document: winner as ContactDocument, created: false }
+    }
+  }
+
+  /** The chat of a contact document, created as `newChat` when it has none. */
+  const chatOf = async (organizationId: string, contact: ContactDocument, newChat: ChatAppendRequest["newChat"], now: string) => {
+    if (contact.chat !== undefined) return { document: contact, created: false }
+    const result = await collections.contacts.updateOne(
+      { ...owned(organizationId, contact._id), chat: { $exists: false } },
+      { $set: { chat: newChatDocument(newChat, now) } }
+    )
+    const document = (await collections.contacts.findOne(owned(organizationId, contact._id), { projection: CHAT_PROJECTION })) as ContactDocument | null
+    return document?.chat === undefined ? undefined : { document, created: result.modifiedCount > 0 }
+  }
+
+  const appendMessage = async (organizationId: string, request: ChatAppendRequest): Promise<ChatAppendOutcome> => {
+    const duplicate = await duplicateOf(organizationId, request)
+    if (duplicate !== undefined) return duplicate
+    const contact = await contactOf(organizationId, request)
+    if (contact === undefined) return { _tag: "ContactNotFound" }
+    const chat = contact.created
+      ? { document: contact.document, created: true }
+      : await chatOf(organizationId, contact.document, request.newChat, request.now)
+    if (chat === undefined) return { _tag: "ContactNotFound" }
+    const chatId = chat.document.chat!.uuid
+    const message: Message = { ...request.message, chat_uuid: chatId as Message["chat_uuid"], contact_uuid: contact.document._id as Message["contact_uuid"] }
+    const dedupeKey = request.dedupe && message.provider_message_id !== null ? `${message.direction} ${message.provider_message_id}` : undefined
+    try {
+      await collections.messages.insertOne(messageDocument(organizationId, message, dedupeKey))
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error
+      const winner = await duplicateOf(organizationId, request)
+      if (winner === undefined) throw error
+      return winner
+    }
+    const touched = (await collections.contacts.findOneAndUpdate(chatById(organizationId, chatId), chatTouchPipeline(request), {
+      returnDocument: "after",
+      projection: CHAT_PROJECTION
+    })) as ContactDocument | null
+    if (touched === null) {
+      await collections.messages.deleteOne(owned(organizationId, message.uuid)) // the contact was deleted meanwhile
+      return { _tag: "ContactNotFound" }
+    }
+    return {
+      _tag: "Appended",
+      chat: await record(organizationId, touched),
+      message,
+      contactCreated: contact.created,
+      chatCreated: chat.created
+    }
+  }
+
+  return {
+    appendMessage: (organizationId, request) => attempt("chats.appendMessage", () => appendMessage(organizationId, request)),
+    ensure: (organizationId, contactId, newChat, now) =>
+      attempt("chats.ensure", async (): Promise<ChatEnsureOutcome> => {
+        const contact = (await collections.contacts.findOne(owned(organizationId, contactId), { projection: CHAT_PROJECTION })) as ContactDocument | null
+        const chat = contact === null ? undefined : await chatOf(organizationId, contact, newChat, now)
+        if (chat === undefined) return { _tag: "ContactNotFound" }
+        return { _tag: "Ensured", chat: await record(organizationId, chat.document), created: chat.created }
+      }),
+    update: (organizationId, id, patch, now) =>
+      attempt("chats.update", async (): Promise<ChatUpdateOutcome> => {
+        for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+          const document = await findChat(organizationId, id)
+          if (document?.chat === undefined) return { _tag: "NotFound" }
+          const write = chatPatchUpdate(organizationId, document.chat, patch, now)
+          if (!write.changed) return { _tag: "Updated", chat: await record(organizationId, document), changed: false }
+          const result = await collections.contacts.updateOne(write.filter, write.update)
+          if (result.matchedCount === 0) continue // another write came first: read again
+          const updated = await findChat(organizationId, id)
+          if (updated === null) return { _tag: "NotFound" }
+          return { _tag: "Updated", chat: await record(organizationId, updated), changed: true }
+        }
+        throw new Error("chats.update: the chat kept changing concurrently")
+      }),
+    findById: (organizationId, id) =>
+      attempt("chats.findById", async () => {
+        const document = await findChat(organizationId, id)
+        return document === null ? Option.none() : Option.some(await record(organizationId, document))
+      }),
+    findByContact: (organizationId, contactId) =>
+      attempt("chats.findByContact", async () => {
+        const document = (await collections.contacts.findOne({ ...owned(organizationId, contactId), ...HAS_CHAT }, { projection: CHAT_PROJECTION })) as ContactDocument | null
+        return document === null ? Option.none() : Option.some(await record(organizationId, document))
+      }),
+    listAfter: (organizationId, filters, sort, after, limit) =>
+      attempt("chats.listAfter", async () => {
+        const query = chatListQuery(organizationId, filters, sort, after)
+        const documents = await collections.contacts.find(query.filter, { sort: query.sort, limit, projection: CHAT_PROJECTION }).toArray()
+        return chatRecords(collections, organizationId, documents as Array<ContactDocument>)
+      }),
+    listPage: (organizationId, filters, sort, page) =>
+      attempt("chats.listPage", async () => {
+        const query = chatListQuery(organizationId, filters, sort, null)
+        const [documents, total] = await Promise.all([
+          collections.contacts
+            .find(query.filter, { sort: query.sort, skip: (page.page - 1) * page.per_page, limit: page.per_page, projection: CHAT_PROJECTION })
+            .toArray(),
+          collections.contacts.countDocuments(query.filter)
+        ])
+        return { items: await chatRecords(collections, organizationId, documents as Array<ContactDocument>), total }
+      }),
+    findMessage: (organizationId, id) =>
+      attempt("chats.findMessage", async () => {
+        const document = await collections.messages.findOne(owned(organizationId, id))
+        if (document === null || (await chatExists(collections, organizationId, document.chat_uuid)) === false) return Option.none()
+        return Option.some(messageRecord(document))
+      }),
+    listMessages: (organizationId, chatId, page) =>
+      attempt("chats.listMessages", async () => {
+        if (!(await chatExists(collections, organizationId, chatId))) return Option.none()
+        const filter = { ...ofOrganization(organizationId), chat_uuid: eq(chatId) }
+        const [documents, total] = await Promise.all([
+          collections.messages
+            .find(filter, { sort: { created_at: -1, _id: -1 }, skip: (page.page - 1) * page.per_page, limit: page.per_page })
+            .toArray(),
+          collections.messages.countDocuments(filter)
+        ])
+        return Option.some({ items: documents.map(messageRecord), total })
+      }),
+    importChats: (organizationId, request) => attempt("chats.importChats", () => importChats(collections, organizationId, request)),
+    updateMessageStatus: (organizationId, id, update) =>
+      attempt("chats.updateMessageStatus", async (): Promise<MessageStatusOutcome> => {
+        for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+          const document = await collections.messages.findOne(owned(organizationId, id))
+          if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
+          const status = update.from.includes(document.status) ? update.status : document.status
+          const providerId = update.provider_message_id ?? document.provider_message_id
+          const current = messageRecord(document)
+          if (status === document.status && providerId === document.provider_message_id) {
+            return { _tag: "Updated", message: current, changed: false }
+          }
+          const result = await collections.messages.updateOne(
+            { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
+            { $set: { status, provider_message_id: providerId, updated_at: update.now } }
+          )
+          if (result.matchedCount === 0) continue
+          return { _tag: "Updated", message: { ...current, status, provider_message_id: providerId, updated_at: update.now }, changed: true }
+        }
+        throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
+      })
+  }
+}
+
+/** Whether the organization has a chat with this uuid. */
+const chatExists = async (collections: Collections, organizationId: OrganizationId | string, chatId: string) =>
+  (await collections.contacts.countDocuments(chatById(organizationId, chatId), { limit: 1 })) > 0
+
+/** A chat without messages, as `ensure` and `appendMessage` create it. */
+export const newChatDocument = (newChat: { readonly uuid: string; readonly status: ChatStatus }, now: string): ChatDocument => ({
+  uuid: newChat.uuid,
+  status: newChat.status,
+  assigned_to: null,
+  favorite: false,
+  unread_count: 0,
+  unread: false,
+  last_message_at: "",
+  last_message_uuid: null,
+  created_at: now,
+  updated_at: now
+})

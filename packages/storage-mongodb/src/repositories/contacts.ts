@@ -1,0 +1,70 @@
+import { Option } from "effect"
+import type { ContactRepository, ContactUpdateOutcome } from "@switchboard/core"
+import type { ContactDocument } from "../internal/documents.js"
+import { attempt, onDuplicateKey } from "../internal/driver.js"
+import { CONTACT_PROJECTION, contactUpdatePipeline, eq, ofOrganization, owned, ownedAmong, pageOptions } from "../internal/queries.js"
+import { byName, contactRecords, labelRecords } from "../internal/records.js"
+import type { Collections } from "../internal/schema.js"
+import type { Usage } from "../internal/usage.js"
+import { importBulk } from "./contacts-import.js"
+
+/**
+ * `Storage.contacts` on MongoDB: collection `contacts`, one document per contact holding
+ * its group and label uuids and its chat, so every change to one contact is one atomic
+ * document write. The unique index `(organization_id, phone)` keeps phones unique per
+ * organization (`update` to a taken phone is refused by it: `PhoneTaken`, nothing
+ * written). `importBulk` is in contacts-import.ts. `delete` removes the contact (and with
+ * it its memberships and chat), then the chat's messages, then releases its plan slot.
+ *
+ * @category repositories
+ */
+export const contactRepository = (collections: Collections, usage: Usage): ContactRepository => ({
+  importBulk: (organizationId, request) => attempt("contacts.importBulk", () => importBulk(collections, usage, organizationId, request)),
+  list: (organizationId, page) =>
+    attempt("contacts.list", async () => {
+      const [documents, total] = await Promise.all([
+        collections.contacts.find(ofOrganization(organizationId), { ...pageOptions(page), projection: CONTACT_PROJECTION }).toArray(),
+        collections.contacts.countDocuments(ofOrganization(organizationId))
+      ])
+      return { items: await contactRecords(collections, organizationId, documents as Array<ContactDocument>), total }
+    }),
+  findById: (organizationId, id) =>
+    attempt("contacts.findById", async () => {
+      const document = await collections.contacts.findOne(owned(organizationId, id), { projection: CONTACT_PROJECTION })
+      if (document === null) return Option.none()
+      return Option.some((await contactRecords(collections, organizationId, [document as ContactDocument]))[0]!)
+    }),
+  update: (organizationId, id, patch, now) =>
+    attempt("contacts.update", () =>
+      onDuplicateKey(
+        async (): Promise<ContactUpdateOutcome> => {
+          const document = await collections.contacts.findOneAndUpdate(owned(organizationId, id), contactUpdatePipeline(patch, now), {
+            returnDocument: "after",
+            projection: CONTACT_PROJECTION
+          })
+          if (document === null) return { _tag: "NotFound" }
+          return { _tag: "Updated", contact: (await contactRecords(collections, organizationId, [document as ContactDocument]))[0]! }
+        },
+        () => ({ _tag: "PhoneTaken" }) as const
+      )
+    ),
+  delete: (organizationId, id) =>
+    attempt("contacts.delete", async () => {
+      await usage.touch(organizationId)
+      const document = await collections.contacts.findOneAndDelete(owned(organizationId, id), { projection: { chat: 1 } })
+      if (document === null) return false
+      if (document.chat !== undefined) {
+        await collections.messages.deleteMany({ ...ofOrganization(organizationId), chat_uuid: eq(document.chat.uuid) })
+      }
+      await usage.add(organizationId, "contacts", -1)
+      return true
+    }),
+  labelsOf: (organizationId, id) =>
+    attempt("contacts.labelsOf", async () => {
+      const document = await collections.contacts.findOne(owned(organizationId, id), { projection: { label_ids: 1 } })
+      if (document === null) return Option.none()
+      const ids = document.label_ids ?? []
+      const labels = ids.length === 0 ? [] : await collections.labels.find(ownedAmong(organizationId, ids)).toArray()
+      return Option.some(byName(await labelRecords(collections, organizationId, labels)))
+    })
+})

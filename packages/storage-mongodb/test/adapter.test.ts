@@ -1,0 +1,330 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import type { MongoClient } from "mongodb"
+import { type ContactId, type LabelId, Storage, type TemplateId } from "@switchboard/core"
+import { fixtures } from "@switchboard/storage-contract"
+import { MongoRateLimitStore, MongoStorage } from "@switchboard/storage-mongodb"
+import { RateLimitStore } from "@switchboard/core"
+import { selectionTimeout } from "../src/internal/connection.js"
+import { reconcileUsage } from "../src/internal/usage.js"
+import { collectionsOf, INDEXES } from "../src/internal/schema.js"
+import { type FakeDb, makeFakeDb } from "./support/fakeMongo.js"
+import { limitsHoldAcrossInstances } from "./support/twoInstances.js"
+
+// The adapter's repositories over the driver stand-in (support/fakeMongo.ts): what they
+// send, in which order, and how they behave when a write fails midway.
+
+const { importRow, instant, phone } = fixtures
+
+const withStorage = <A, E>(fake: FakeDb, body: Effect.Effect<A, E, Storage>) =>
+  body.pipe(Effect.provide(Layer.effect(Storage, MongoStorage.fromDb(fake.db))))
+
+const insertOrganization = (overrides: Parameters<typeof fixtures.organization>[0] = {}) =>
+  Effect.gen(function* () {
+    const { organizations } = yield* Storage
+    const organization = fixtures.organization(overrides)
+    yield* organizations.insert(organization)
+    return organization
+  })
+
+const usageOf = (fake: FakeDb, organizationId: string) => fake.documents("usage").find((d) => d._id === organizationId)
+
+describe("start-up", () => {
+  it.effect("creates every declared index, and creating them again changes nothing", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      yield* withStorage(fake, Effect.void)
+      yield* withStorage(fake, Effect.void)
+      for (const [name, collection] of [["contacts", "contacts"], ["messages", "messages"], ["labels", "labels"]] as const) {
+        expect(fake.indexes(collection).map((i) => i.name)).toEqual(INDEXES[name].map((i) => i.name))
+      }
+      expect(fake.calls.filter((c) => c.method === "createIndexes").length).toBe(2 * Object.values(INDEXES).filter((list) => list.length > 0).length)
+    }))
+
+  it.effect("layerFromClient takes the host's Db, or its MongoClient and a database name", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      const org = fixtures.organization()
+      yield* Effect.flatMap(Storage, ({ organizations }) => organizations.insert(org)).pipe(Effect.provide(MongoStorage.layerFromClient(fake.db)))
+      expect(fake.documents("organizations").map((d) => d._id)).toEqual([org.id])
+      const asked: Array<string | undefined> = []
+      const client = { db: (name?: string) => (asked.push(name), fake.db) } as unknown as MongoClient
+      const found = yield* Effect.flatMap(Storage, ({ organizations }) => organizations.findById(org.id)).pipe(
+        Effect.provide(MongoStorage.layerFromClient(client, { database: "app" }))
+      )
+      expect([Option.isSome(found), asked]).toEqual([true, ["app"]])
+    }))
+
+  it("reads the database from the connection string and hides credentials in messages", () => {
+    expect(MongoStorage.databaseOf("mongodb://localhost:27017/switchboard")).toBe("switchboard")
+    expect(MongoStorage.databaseOf("mongodb://u:p@h1:1,h2:2/app%2Dprod?replicaSet=rs0")).toBe("app-prod")
+    expect(MongoStorage.databaseOf("mongodb+srv://cluster.example.net/?retryWrites=true")).toBe("switchboard")
+    expect(MongoStorage.databaseOf("mongodb://localhost")).toBe("switchboard")
+    expect(MongoStorage.redactUrl("mongodb://admin:s3cret@db:27017/app")).toBe("mongodb://db:27017/app")
+    expect(MongoStorage.redactUrl("mongodb+srv://user@cluster.example.net/app")).toBe("mongodb+srv://cluster.example.net/app")
+    expect(MongoStorage.redactUrl("mongodb://db:27017/app")).toBe("mongodb://db:27017/app")
+  })
+
+  it("passes serverSelectionTimeoutMS to the client unless the URL sets its own", () => {
+    expect(selectionTimeout("mongodb://h/db", 250)).toEqual({ serverSelectionTimeoutMS: 250 })
+    expect(selectionTimeout("mongodb://h/db?serverSelectionTimeoutMS=300", undefined)).toEqual({})
+    expect(selectionTimeout("mongodb://h/db?replicaSet=rs&serverselectiontimeoutms=300", undefined)).toEqual({})
+    expect(selectionTimeout("mongodb://h/db", undefined)).toEqual({ serverSelectionTimeoutMS: 10_000 })
+  })
+
+  it.effect("a server that cannot be reached fails the Layer with StorageError operation connect, within the timeout", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(Effect.scoped(MongoStorage.make({ url: "mongodb://127.0.0.1:9/switchboard", serverSelectionTimeoutMS: 300 })))
+      expect(error._tag).toBe("StorageError")
+      expect(error.operation).toBe("connect")
+    }))
+})
+
+describe("injection payloads through the repositories", () => {
+  it.effect("a hash shaped like an operator finds no credential", () =>
+    withStorage(
+      makeFakeDb(),
+      Effect.gen(function* () {
+        const { organizations } = yield* Storage
+        const org = yield* insertOrganization()
+        yield* organizations.insertApiKey(fixtures.apiKey(org.id))
+        expect(yield* organizations.findCredentialByHash({ $gt: "" } as unknown as string)).toEqual(Option.none())
+        expect(yield* organizations.findCredentialByHash({ $ne: null } as unknown as string)).toEqual(Option.none())
+      })
+    ))
+
+  it.effect("names starting with $ are stored as written, not read as field paths", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        const result = yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1), { first_name: "Ada" })]))
+        const id = result._tag === "Imported" ? result.result.contacts[0]!.uuid : expect.fail("imported")
+        const outcome = yield* contacts.update(org.id, id, { details: { first_name: "$phone", last_name: "$$ROOT" } }, instant(1))
+        expect(outcome._tag === "Updated" && [outcome.contact.first_name, outcome.contact.last_name]).toEqual(["$phone", "$$ROOT"])
+        const sent = fake.calls.find((c) => c.collection === "contacts" && c.method === "findOneAndUpdate")!
+        expect(JSON.stringify(sent.args[1])).toContain('"first_name":{"$literal":"$phone"}')
+      })
+    )
+  })
+
+  it.effect("template components with $ and dotted keys are stored as JSON text and come back as written", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { templates } = yield* Storage
+        const org = yield* insertOrganization()
+        const components = [{ type: "BODY", text: "Hi {{1}}", "a.b": 1, $where: "x" }] as never
+        const uuid = fixtures.uuid() as TemplateId
+        const content = { name: "t", language: "en_US", category: "UTILITY", status: "APPROVED", components } as const
+        yield* templates.create(org.id, { uuid, content, now: instant(0) })
+        expect(Option.map(yield* templates.findById(org.id, uuid), (t) => t.components)).toEqual(Option.some(components))
+        expect(typeof fake.documents("templates")[0]!.components).toBe("string")
+      })
+    )
+  })
+
+  it.effect("search metacharacters match themselves only", () =>
+    withStorage(
+      makeFakeDb(),
+      Effect.gen(function* () {
+        const { chats, contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1), { first_name: "abc" }), importRow(phone(2), { first_name: "a.c (x)" })]))
+        const ids = (yield* contacts.list(org.id, { page: 1, per_page: 10 })).items.map((c) => c.uuid)
+        for (const id of ids) yield* chats.ensure(org.id, id, { uuid: fixtures.uuid() as never, status: "open" }, instant(1))
+        const found = (search: string) =>
+          Effect.map(chats.listAfter(org.id, { search }, { by: "created_at", order: "asc" }, null, 10), (list) => list.map((c) => c.contact.first_name))
+        expect(yield* found("a.c")).toEqual(["a.c (x)"])
+        expect(yield* found(".*")).toEqual([])
+        expect(yield* found("(x)")).toEqual(["a.c (x)"])
+        expect(yield* found("[")).toEqual([])
+      })
+    ))
+})
+
+describe("plan limits without transactions", () => {
+  it.effect("reserves with a conditional $inc on the usage document before inserting any contact", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        fake.calls.length = 0
+        yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1)), importRow(phone(2))], { contactsLimit: 5 }))
+        const writes = fake.calls.filter((c) => ["updateOne", "insertMany", "insertOne", "bulkWrite"].includes(c.method))
+        expect(writes.map((c) => `${c.collection}.${c.method}`)).toEqual(["usage.updateOne", "contacts.insertMany"])
+        expect(writes[0]!.args[0]).toEqual({ _id: { $eq: org.id }, contacts: { $lte: 3 } })
+        expect(writes[0]!.args[1]).toEqual({ $inc: { contacts: 2 }, $currentDate: { touched_at: true } })
+        expect(usageOf(fake, org.id)?.contacts).toBe(2)
+      })
+    )
+  })
+
+  it.effect("concurrent imports never pass contacts_limit, and the counter ends equal to the contacts stored", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 6 }, (_, i) =>
+            contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(10 + 2 * i)), importRow(phone(11 + 2 * i))], { contactsLimit: 7 }))
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter((o) => o._tag === "Imported")).toHaveLength(3)
+        expect(outcomes.filter((o) => o._tag === "LimitExceeded")).toHaveLength(3)
+        expect(fake.documents("contacts")).toHaveLength(6)
+        expect(usageOf(fake, org.id)?.contacts).toBe(6)
+      })
+    )
+  })
+
+  it.effect("two storages on one database (two instances) never pass the limits together", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      const first = yield* MongoStorage.fromDb(fake.db)
+      const second = yield* MongoStorage.fromDb(fake.db, { reconcileUsage: false })
+      yield* limitsHoldAcrossInstances(first, second)
+    }))
+
+  it.effect("concurrent label creates never pass label_limit", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { labels } = yield* Storage
+        const org = yield* insertOrganization()
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => labels.create(org.id, { uuid: fixtures.uuid() as LabelId, name: `l${i}`, color: "#000", now: instant(i) }, 3)),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter((o) => o._tag === "Created")).toHaveLength(3)
+        expect(outcomes.filter((o) => o._tag === "LimitExceeded")).toHaveLength(5)
+        expect(fake.documents("labels")).toHaveLength(3)
+        expect(usageOf(fake, org.id)?.labels).toBe(3)
+      })
+    )
+  })
+
+  it.effect("a batch whose insert fails midway (a phone created concurrently) is deleted, released and retried", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        const collection = fake.db.collection("contacts") as unknown as { insertMany: (docs: Array<Record<string, unknown>>, o: object) => Promise<unknown> }
+        const original = collection.insertMany.bind(collection)
+        let raced = false
+        collection.insertMany = async (docs, options) => {
+          if (!raced) {
+            raced = true // another request creates the second phone between our read and our write
+            fake.documents("contacts").push({ ...docs[1]!, _id: "0190f0e0-0000-7000-8000-00000000ffff", first_name: "Other" })
+          }
+          return original(docs, options)
+        }
+        const rows = [importRow(phone(1), { first_name: "A" }), importRow(phone(2), { first_name: "B" }), importRow(phone(3), { first_name: "C" })]
+        const outcome = yield* contacts.importBulk(org.id, fixtures.importRequest(rows, { contactsLimit: 10 }))
+        expect(outcome._tag === "Imported" && [outcome.result.created, outcome.result.updated]).toEqual([2, 1])
+        const deletes = fake.calls.filter((c) => c.collection === "contacts" && c.method === "deleteMany")
+        expect(deletes).toHaveLength(1)
+        expect(fake.documents("contacts").map((d) => d.phone).sort()).toEqual([phone(1), phone(2), phone(3)])
+        expect(fake.documents("contacts").find((d) => d.phone === phone(2))?.first_name).toBe("B")
+        // The racing contact was inserted behind the counter's back (as another process
+        // that crashed before counting would): 2 counted by this import.
+        expect(usageOf(fake, org.id)?.contacts).toBe(2)
+      })
+    )
+  })
+
+  it.effect("reconciliation lowers a counter left high by a crash, unless it changed within the quiet period", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1)), importRow(phone(2))]))
+        const usage = usageOf(fake, org.id)!
+        Object.assign(usage, { contacts: 7, labels: 4, touched_at: new Date() }) // a crash after reserving
+        const collections = collectionsOf(fake.db)
+        expect(yield* Effect.promise(() => reconcileUsage(collections, 60_000))).toBe(0)
+        expect(usageOf(fake, org.id)?.contacts).toBe(7)
+        Object.assign(usage, { touched_at: new Date(Date.now() - 120_000) })
+        expect(yield* Effect.promise(() => reconcileUsage(collections, 60_000))).toBe(1)
+        expect([usageOf(fake, org.id)?.contacts, usageOf(fake, org.id)?.labels]).toEqual([2, 0])
+      })
+    )
+  })
+
+  it.effect("an organization without a usage document (stored before it existed) gets one from the real counts", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { contacts, labels } = yield* Storage
+        const org = yield* insertOrganization()
+        const imported = yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1)), importRow(phone(2)), importRow(phone(3))]))
+        const ids = imported._tag === "Imported" ? imported.result.contacts.map((c) => c.uuid) : expect.fail("imported")
+        const drop = () => fake.documents("usage").splice(fake.documents("usage").findIndex((d) => d._id === org.id), 1)
+        drop()
+        expect(yield* contacts.delete(org.id, ids[0]!)).toBe(true)
+        expect(usageOf(fake, org.id)?.contacts).toBe(2)
+        drop()
+        const outcome = yield* labels.create(org.id, { uuid: fixtures.uuid() as LabelId, name: "hot", color: "#000", now: instant(1) }, 1)
+        expect(outcome._tag).toBe("Created")
+        expect([usageOf(fake, org.id)?.contacts, usageOf(fake, org.id)?.labels]).toEqual([2, 1])
+      })
+    )
+  })
+
+  it.effect("deleting a contact deletes its chat's messages and frees its slot", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { chats, contacts } = yield* Storage
+        const org = yield* insertOrganization()
+        const request = {
+          contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
+          newChat: { uuid: fixtures.uuid() as never, status: "open" },
+          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, status: "delivered", provider_message_id: null, created_at: instant(1), updated_at: instant(1) },
+          unreadIncrement: 1,
+          reopen: { from: [], to: "open" },
+          dedupe: false,
+          now: instant(1)
+        } as const
+        const outcome = yield* chats.appendMessage(org.id, request)
+        expect(usageOf(fake, org.id)?.contacts).toBe(1)
+        expect(fake.documents("messages")).toHaveLength(1)
+        expect(yield* contacts.delete(org.id, request.contact.create.uuid)).toBe(true)
+        expect(outcome._tag).toBe("Appended")
+        expect(fake.documents("messages")).toHaveLength(0)
+        expect(usageOf(fake, org.id)?.contacts).toBe(0)
+      })
+    )
+  })
+})
+
+describe("MongoRateLimitStore", () => {
+  it.effect("sends one findOneAndUpdate per increment and creates the TTL index", () => {
+    const fake = makeFakeDb()
+    return Effect.gen(function* () {
+      const store = yield* RateLimitStore
+      const request = { key: "general:org:a", windowStart: 60_000, expiresAt: 120_000, now: 60_001 }
+      fake.calls.length = 0
+      expect(yield* store.increment(request)).toBe(1)
+      expect(yield* store.increment(request)).toBe(2)
+      expect(fake.calls.map((c) => `${c.collection}.${c.method}`)).toEqual(["rate_buckets.findOneAndUpdate", "rate_buckets.findOneAndUpdate"])
+      expect(fake.documents("rate_buckets")).toEqual([{ _id: "60000:general:org:a", count: 2, expires_at: new Date(120_000) }])
+      expect(fake.indexes("rate_buckets")).toEqual([{ name: "rate_buckets_expiry", key: { expires_at: 1 }, expireAfterSeconds: 0 }])
+    }).pipe(Effect.provide(Layer.effect(RateLimitStore, MongoRateLimitStore.fromDb(fake.db))))
+  })
+})
