@@ -174,6 +174,29 @@ export const migrations: ReadonlyArray<Migration> = [
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX rate_buckets_expires_at ON rate_buckets (expires_at);
     `
+  },
+  {
+    version: 6,
+    name: "contact_counts",
+    // The number of contacts per organization, kept by triggers on every insert and delete
+    // (API, import, sends, inbound messages, seed, cascades), so the plan-limit check and
+    // the total of GET /contacts read one row instead of counting the index: COUNT(*) over
+    // 100 000 contacts took about 10 ms.
+    up: `
+      CREATE TABLE contact_counts (
+        organization_id TEXT PRIMARY KEY NOT NULL REFERENCES organizations (id),
+        count INTEGER NOT NULL CHECK (count >= 0)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO contact_counts (organization_id, count)
+        SELECT organization_id, COUNT(*) FROM contacts GROUP BY organization_id;
+      CREATE TRIGGER contact_counts_insert AFTER INSERT ON contacts BEGIN
+        INSERT INTO contact_counts (organization_id, count) VALUES (NEW.organization_id, 1)
+          ON CONFLICT (organization_id) DO UPDATE SET count = count + 1;
+      END;
+      CREATE TRIGGER contact_counts_delete AFTER DELETE ON contacts BEGIN
+        UPDATE contact_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
+      END;
+    `
   }
 ]
 

@@ -65,6 +65,7 @@ describe("migrations", () => {
         "chat_search_docsize",
         "chat_search_idx",
         "chats",
+        "contact_counts",
         "contact_groups",
         "contact_labels",
         "contacts",
@@ -108,6 +109,47 @@ describe("migrations", () => {
       ...versions.map((version) => ({ version, applied_at: "t1" })),
       { version: 100, applied_at: "t2" },
       { version: 101, applied_at: "t2" }
+    ])
+    db.close()
+  })
+
+  it("migration 6 counts the contacts already there, then its triggers keep contact_counts exact", () => {
+    const db = new Sqlite(":memory:")
+    applyPending(db, migrations.filter((m) => m.version < 6), "t1")
+    const organization = (id: string) =>
+      db
+        .prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')")
+        .run(id)
+    const contact = (uuid: string, organizationId: string, phone: string) =>
+      db
+        .prepare(
+          "INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES (?, ?, ?, 't', 't')"
+        )
+        .run(uuid, organizationId, phone)
+    organization("a")
+    organization("b")
+    organization("c")
+    contact("a1", "a", "+14155550100")
+    contact("a2", "a", "+14155550101")
+    contact("b1", "b", "+14155550100")
+    const counts = () =>
+      Object.fromEntries(
+        db.prepare("SELECT organization_id, count FROM contact_counts ORDER BY organization_id").all().map(
+          (row) => [(row as { organization_id: string }).organization_id, (row as { count: number }).count]
+        )
+      )
+    applyPending(db, migrations, "t2")
+    expect(counts()).toEqual({ a: 2, b: 1 })
+    contact("a3", "a", "+14155550102")
+    contact("c1", "c", "+14155550100")
+    db.prepare("DELETE FROM contacts WHERE uuid IN ('a1', 'b1')").run()
+    expect(counts()).toEqual({ a: 2, b: 0, c: 1 })
+    const actual = db
+      .prepare("SELECT organization_id, COUNT(*) AS count FROM contacts GROUP BY organization_id")
+      .all()
+    expect(actual).toEqual([
+      { organization_id: "a", count: 2 },
+      { organization_id: "c", count: 1 }
     ])
     db.close()
   })

@@ -12,7 +12,7 @@ const DETAILS = ["first_name", "last_name", "email", "street", "city", "state", 
 const page = db.prepare(
   `SELECT uuid, phone, ${DETAILS.join(", ")}, created_at, updated_at FROM contacts WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`
 )
-const count = db.prepare("SELECT COUNT(*) AS count FROM contacts WHERE organization_id = ?")
+const count = db.prepare("SELECT COALESCE((SELECT count FROM contact_counts WHERE organization_id = ?), 0) AS count")
 const groupsOf = db.prepare(`SELECT m.contact_uuid, g.uuid, g.name FROM group_members AS m JOIN contact_groups AS g ON g.uuid = m.group_uuid
   WHERE m.contact_uuid IN (SELECT value FROM json_each(?)) ORDER BY g.name, g.uuid`)
 const labelsOf = db.prepare(`SELECT cl.contact_uuid, l.uuid, l.name, l.color FROM contact_labels AS cl JOIN labels AS l ON l.uuid = cl.label_uuid

@@ -31,7 +31,7 @@ export const runAdminCommand = async <A, E>(program: Effect.Effect<A, E, AdminSe
         (database) => database._tag !== "Memory",
         () =>
           new InvalidConfiguration({
-            message: "memory: storage lives only inside a server process; use sqlite:PATH for the admin CLI"
+            message: "memory: storage lives only inside a server process; use sqlite:PATH or mongodb://… for the admin CLI"
           })
       )
     )

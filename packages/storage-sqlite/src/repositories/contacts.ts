@@ -5,6 +5,7 @@ import { importRows, updateContactRow } from "./contacts-import.js"
 import {
   CONTACT_COLUMNS,
   type ContactRow,
+  CONTACTS_COUNT,
   countOf,
   decodeLabel,
   LABEL_SELECT,
@@ -63,7 +64,7 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db, stat
 
 const SQL = {
   page: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? ${NEWEST_FIRST}`,
-  count: "SELECT COUNT(*) AS count FROM contacts WHERE organization_id = ?",
+  count: CONTACTS_COUNT,
   findById: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? AND uuid = ?`,
   exists: "SELECT 1 AS found FROM contacts WHERE organization_id = ? AND uuid = ?",
   phoneOwner: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",

@@ -61,6 +61,13 @@ export const pageBounds = (page: PageRequest): [number, number] => [page.per_pag
 /** A JSON array parameter, read in SQL with `json_each(?)`: one query for many values. */
 export const jsonArray = (values: ReadonlyArray<string>): string => JSON.stringify(values)
 
+/**
+ * The number of contacts of the organization (`?`), as `count`: read from `contact_counts`
+ * (migration 6, kept by triggers), never by counting rows.
+ */
+export const CONTACTS_COUNT =
+  "SELECT COALESCE((SELECT count FROM contact_counts WHERE organization_id = ?), 0) AS count"
+
 /** The `COUNT(*)` of a statement selecting `COUNT(*) AS count`. */
 export const countOf = (statements: Statements, sql: string, ...params: Array<unknown>): number =>
   statements.prepare<{ count: number }>(sql).get(...params)?.count ?? 0
