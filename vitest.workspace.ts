@@ -1,4 +1,32 @@
 import { defineWorkspace } from "vitest/config"
+import { project } from "./vitest.shared.js"
 
-/** One test project per package and example (DESIGN §1); each has its own vitest.config.ts. */
-export default defineWorkspace(["packages/*", "examples/*"])
+/**
+ * One test project per package and example (DESIGN §1); each has its own vitest.config.ts.
+ * `http-adapter-sqlite` runs the endpoint suites of the http-adapter again on SQLite files
+ * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite.
+ */
+export default defineWorkspace([
+  "packages/*",
+  "examples/*",
+  {
+    ...project("http-adapter-sqlite", {
+      env: { SWITCHBOARD_TEST_STORAGE: "sqlite" },
+      include: [
+        "test/authentication.test.ts",
+        "test/basic-replies.test.ts",
+        "test/chats*.test.ts",
+        "test/contacts*.test.ts",
+        "test/groups.test.ts",
+        "test/label-assignments.test.ts",
+        "test/labels.test.ts",
+        "test/messaging.test.ts",
+        "test/plan-limits.test.ts",
+        "test/templates.test.ts",
+        "test/storage-under-test.test.ts",
+        "test/tenant-isolation.test.ts"
+      ]
+    }),
+    root: "./packages/http-adapter"
+  }
+])

@@ -1,13 +1,42 @@
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { expect } from "vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import inject from "light-my-request"
 import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput } from "@switchboard/core"
 import { createHandler, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
 
-/** A memory store shared by the handler under test and the test's own set-up calls. */
-export const makeSharedStorage = () => Layer.succeed(Storage, MemoryStorage.make())
+/**
+ * A store shared by the handler under test and the test's own set-up calls: memory, or a
+ * new SQLite file when `SWITCHBOARD_TEST_STORAGE=sqlite` (the `http-adapter-sqlite`
+ * project of vitest.workspace.ts runs the endpoint suites that way, so every rule is
+ * checked on both stores).
+ */
+export const makeSharedStorage = (): Layer.Layer<Storage> =>
+  Layer.succeed(Storage, process.env.SWITCHBOARD_TEST_STORAGE === "sqlite" ? openSqliteStorage() : MemoryStorage.make())
+
+let sqliteDirectory: string | undefined
+
+/** The SQLite files {@link makeSharedStorage} opened in this test file, oldest first. */
+export const openedSqliteFiles: Array<string> = []
+
+/** A migrated SQLite storage on a new file in a temporary directory removed at exit. */
+const openSqliteStorage = () => {
+  if (sqliteDirectory === undefined) {
+    const directory = mkdtempSync(join(tmpdir(), "switchboard-http-sqlite-"))
+    process.once("exit", () => rmSync(directory, { recursive: true, force: true }))
+    sqliteDirectory = directory
+  }
+  const filename = join(sqliteDirectory, `${randomUUID()}.db`)
+  openedSqliteFiles.push(filename)
+  // The scope stays open: the connection lives as long as the test file's process.
+  return Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), Effect.runSync(Scope.make())))
+}
 
 /** Creates an organization with an API key in `storage`; returns both. */
 export const createOrganization = (
