@@ -1,8 +1,9 @@
 /**
  * The standalone Switchboard server (DESIGN §4): `npm start` from the repository root.
  *
- * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`) and the rate-limit variables
- * of SPEC §8 with `REDIS_URL` (see `rateLimits.ts`), opens the store, creates a
+ * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
+ * of SPEC §8 with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
+ * sends' transport (see `transport.ts`), opens the store, creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
  * JSON line on stdout, that first time only), then serves the API with `node:http` and
  * prints `Switchboard listening on http://HOST:PORT/api/v1/api` on stderr. Request logs
@@ -22,6 +23,7 @@ import { ensureDemoOrganization } from "./demo.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
+import { describeTransport, transportConfig, transportLayerFor } from "./transport.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -29,6 +31,9 @@ const main = async (): Promise<void> => {
   const rateLimits = await Effect.runPromiseExit(loadConfig(rateLimitConfig))
   if (Exit.isFailure(rateLimits)) return fail(describeCause(rateLimits.cause))
   const rateLimitStore = rateLimitStoreFor(rateLimits.value, config.value.database)
+  const transport = await Effect.runPromiseExit(loadConfig(transportConfig))
+  if (Exit.isFailure(transport)) return fail(describeCause(transport.cause))
+  const transportLayer = transportLayerFor(transport.value)
 
   // One store for the whole process: the bootstrap uses it, then the handler shares it
   // (which also makes `memory:` work). The handler's dispose leaves it open;
@@ -45,7 +50,8 @@ const main = async (): Promise<void> => {
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),
     logger: Logger.withConsoleError(Logger.jsonLogger),
-    rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore)
+    rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
+    ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {
     await handler.dispose()
@@ -67,6 +73,7 @@ const main = async (): Promise<void> => {
     process.stderr.write("Switchboard stopped\n")
   })
   process.stderr.write(`${describeRateLimits(rateLimits.value, rateLimitStore)}\n`)
+  process.stderr.write(`${describeTransport(transport.value)}\n`)
   process.stderr.write(`Switchboard listening on http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}\n`)
 }
 
