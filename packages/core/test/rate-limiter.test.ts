@@ -201,4 +201,28 @@ describe("RateLimiter when the store fails (onStoreError)", () => {
       expect(error._tag).toBe("RateLimitUnavailable")
       expect(String((error as { cause: StorageError }).cause.cause)).toMatch(/did not answer within 250 ms/)
     }).pipe(Effect.provide(brokenLimiter({ storeTimeoutMs: 250, onStoreError: "fail-closed" }, true))))
+
+  it.effect("calls a store marked synchronous without the storeTimeoutMs timer; the memory store is one", () =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const fiber = yield* Effect.fork(limiter.consume("general", acme))
+      yield* TestClock.adjust("250 millis")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("50 millis")
+      expect(Option.map(yield* Fiber.join(fiber), (decision) => decision.remaining)).toEqual(Option.some(4999))
+      const memory = yield* Effect.provide(RateLimitStore, MemoryRateLimitStore.layer)
+      expect(memory.synchronous).toBe(true)
+    }).pipe(
+      Effect.provide(
+        RateLimiter.layer({ storeTimeoutMs: 250 }).pipe(
+          Layer.provide(
+            Layer.succeed(RateLimitStore, {
+              // Slower than the timeout; marked synchronous, so the limiter waits for it.
+              increment: () => Effect.as(Effect.sleep("300 millis"), 1),
+              synchronous: true
+            })
+          )
+        )
+      )
+    ))
 })

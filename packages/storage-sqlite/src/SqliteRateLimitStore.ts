@@ -127,7 +127,10 @@ const fromDatabase = (
     increment: (request: RateLimitIncrement) =>
       attempt("rateLimits.increment", () => incrementOnce(statements, request)).pipe(
         Effect.tap(() => prune(request.now))
-      )
+      ),
+    // better-sqlite3 runs the statement on this thread: the limiter's timer could not
+    // interrupt it; a lock wait is bounded by `busyTimeoutMs` instead.
+    synchronous: true
   }
 }
 

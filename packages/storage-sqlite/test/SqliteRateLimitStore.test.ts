@@ -32,6 +32,12 @@ const rows = (filename: string) => {
 const increment = (request: RateLimitIncrement) => Effect.flatMap(RateLimitStore, (store) => store.increment(request))
 
 describe("SqliteRateLimitStore", () => {
+  it.scoped("is marked synchronous: the limiter calls it without its timer (docs/rate-limits.md)", () =>
+    Effect.gen(function* () {
+      const store = yield* SqliteRateLimitStore.make({ filename: files.file() })
+      expect(store.synchronous).toBe(true)
+    }))
+
   it.effect("shares counters between connections on one file: concurrent increments get 1..N once each", () =>
     Effect.gen(function* () {
       const filename = files.file()

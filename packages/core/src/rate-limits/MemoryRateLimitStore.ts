@@ -46,6 +46,7 @@ export const make = (): MemoryRateLimitStoreService => {
 
   return {
     increment: (request) => Effect.sync(() => increment(request)),
+    synchronous: true,
     size: () => counters.size
   }
 }

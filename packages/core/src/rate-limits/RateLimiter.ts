@@ -83,23 +83,26 @@ const makeLimiter = (
     const timeout = Duration.millis(settings.storeTimeoutMs)
     const warnings = makeWarningThrottle()
 
-    const consume = Effect.fn("RateLimiter.consume")(function* (bucket: RateLimitBucket, subject: RateLimitSubject) {
+    // Untraced: it runs on every request, and a traced `Effect.fn` (span and call-site
+    // capture) costs ~15–20 µs per call (docs/benchmarks.md).
+    const consume = Effect.fnUntraced(function* (bucket: RateLimitBucket, subject: RateLimitSubject) {
       const limit = settings[bucket]
       const now = yield* Clock.currentTimeMillis
       const window = rateLimitWindowAt(now, limit.windowMs)
-      const counted = yield* store
-        .increment({ key: keyOf(bucket, subject), windowStart: window.start, expiresAt: window.end, now })
-        .pipe(
-          Effect.timeoutFail({
-            duration: timeout,
-            onTimeout: () =>
-              new StorageError({
-                operation: "rateLimits.increment",
-                cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
-              })
-          }),
-          Effect.either
-        )
+      const increment = store.increment({
+        key: keyOf(bucket, subject),
+        windowStart: window.start,
+        expiresAt: window.end,
+        now
+      })
+      const counted = yield* Effect.either(store.synchronous === true ? increment : Effect.timeoutFail(increment, {
+        duration: timeout,
+        onTimeout: () =>
+          new StorageError({
+            operation: "rateLimits.increment",
+            cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
+          })
+      }))
       if (Either.isLeft(counted)) {
         if (settings.onStoreError === "fail-closed") return yield* new RateLimitUnavailable({ cause: counted.left })
         yield* warnings.storeFailed(bucket, counted.left)
