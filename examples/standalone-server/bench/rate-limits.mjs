@@ -1,6 +1,6 @@
 // Per-request cost of each rate-limit store (issue 5): `GET /verify` throughput over
 // keep-alive sockets with the counters in no store, in memory, in SQLite and in Redis,
-// each as a ratio to "none" measured in the same run. "none" is the limiter on a store
+// each as a ratio to "none" measured in the same run. "none" is the limiter on a (synchronous) store
 // that answers at once without keeping anything, so the ratios isolate the store.
 // BENCH_RATE_REQUESTS (default 5000), BENCH_RATE_CONCURRENCY (default 32) and
 // BENCH_RATE_ROUNDS (default 3) tune it;
@@ -25,7 +25,7 @@ const UNREACHED = { max: 1_000_000_000, windowMs: 3_600_000 }
 export const run = async () => {
   const directory = temporaryDirectory()
   const stores = [
-    ["none (no-op store)", Layer.succeed(RateLimitStore, { increment: () => Effect.succeed(1) })],
+    ["none (no-op store)", Layer.succeed(RateLimitStore, { increment: () => Effect.succeed(1), synchronous: true })],
     ["memory", MemoryRateLimitStore.layer],
     ["sqlite (WAL file)", SqliteRateLimitStore.layer({ filename: join(directory, "rate-limits.db") })],
     ...(process.env.REDIS_URL
