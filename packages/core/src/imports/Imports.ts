@@ -4,7 +4,7 @@ import type { ContactId, ContactImportInput } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import type { GroupId } from "../groups/model.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector } from "../internal/validation.js"
+import { arrayAt, isRecord, IssueCollector } from "../internal/validation.js"
 import { Labels } from "../labels/Labels.js"
 import { DEFAULT_LABEL_COLOR, type LabelId } from "../labels/model.js"
 import type { OrganizationId } from "../organizations/model.js"
@@ -242,15 +242,4 @@ const readDocument = (
   return { groupNames, labels, contacts, rows: mergeRowsByPhone([...rows, ...chatRows]), phones: rows.map((row) => row.phone) }
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
-const arrayAt = (collector: IssueCollector, root: Record<string, unknown>, key: string): ReadonlyArray<unknown> => {
-  const value = root[key]
-  if (value === undefined) return []
-  if (!Array.isArray(value)) {
-    collector.add("invalid_type", key, `${key} must be an array`)
-    return []
-  }
-  return value
-}

@@ -4,7 +4,7 @@ import { readContent } from "../chats/messageContent.js"
 import { dateBound, UNASSIGNED } from "../chats/listParams.js"
 import { CHAT_STATUSES, type ChatId, type ChatStatus } from "../chats/model.js"
 import type { ContactId } from "../contacts/model.js"
-import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
+import { isRecord, IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
 import { type MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
@@ -205,5 +205,3 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
 const oldest = (messages: ReadonlyArray<ReadMessage>): string | undefined =>
   messages.reduce<string | undefined>((min, message) => (min === undefined || message.created_at < min ? message.created_at : min), undefined)
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)

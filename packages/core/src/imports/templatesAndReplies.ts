@@ -3,13 +3,13 @@ import type { CountryCode } from "libphonenumber-js"
 import { readBasicReply } from "../basic-replies/readBasicReply.js"
 import type { BasicReplyId, BasicReplyInput } from "../basic-replies/model.js"
 import { nowIso } from "../internal/time.js"
-import type { IssueCollector } from "../internal/validation.js"
+import { arrayAt, isRecord, type IssueCollector } from "../internal/validation.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { nameKey, type StorageService } from "../storage/Storage.js"
 import type { TemplateContent, TemplateId } from "../templates/model.js"
-import { isRecord, readTemplate } from "../templates/readTemplate.js"
+import { readTemplate } from "../templates/readTemplate.js"
 
 // The `templates` and `basic_replies` keys of the admin import (DESIGN §4, docs/import.md),
 // read with the rest of the document before anything is written, and written after the
@@ -110,12 +110,3 @@ const uuidOf = <Id extends string>(found: Option.Option<{ readonly uuid: Id }>, 
 /** The identity of a template: its name key and exact language code. */
 const templateKey = (content: TemplateContent): string => `${nameKey(content.name)}/${content.language}`
 
-const arrayAt = (collector: IssueCollector, root: Record<string, unknown>, key: string): ReadonlyArray<unknown> => {
-  const value = root[key]
-  if (value === undefined) return []
-  if (!Array.isArray(value)) {
-    collector.add("invalid_type", key, `${key} must be an array`)
-    return []
-  }
-  return value
-}

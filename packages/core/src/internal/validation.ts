@@ -83,3 +83,21 @@ export const checkName = (
   const [issue] = collector.issues
   return issue === undefined ? { value: checked } : { value: checked, issue }
 }
+
+/** `value` is a plain JSON object (not `null`, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The array at `root[key]` of an import document: `[]` when the key is absent; `[]` with an
+ * `invalid_type` issue at `key` when it is not an array.
+ */
+export const arrayAt = (collector: IssueCollector, root: Record<string, unknown>, key: string): ReadonlyArray<unknown> => {
+  const value = root[key]
+  if (value === undefined) return []
+  if (!Array.isArray(value)) {
+    collector.add("invalid_type", key, `${key} must be an array`)
+    return []
+  }
+  return value
+}

@@ -1,5 +1,5 @@
 import type { CountryCode } from "libphonenumber-js"
-import type { IssueCollector } from "../internal/validation.js"
+import { isRecord, type IssueCollector } from "../internal/validation.js"
 import type { TemplateButton, TemplateCategory, TemplateComponent, TemplateContent, TemplateStatus } from "./model.js"
 import { placeholdersOf } from "./placeholders.js"
 
@@ -63,10 +63,6 @@ export const readTemplate = (
     components: readComponents(collector, at("components"), record.components, defaultCountry)
   }
 }
-
-/** True for a JSON object (not an array, not null). */
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const readComponents = (
   collector: IssueCollector,

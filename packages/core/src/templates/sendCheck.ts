@@ -2,7 +2,7 @@ import type { InputIssue } from "../errors.js"
 import type { Template, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "./model.js"
 import { expectedComponents, type ExpectedComponent } from "./payload.js"
 import { render } from "./placeholders.js"
-import { isRecord } from "./readTemplate.js"
+import { isRecord } from "../internal/validation.js"
 
 // Checking the filled parameters of a send against a template (DESIGN §3 "Templates and
 // sends", §3b "Sends") and rendering the message text.
