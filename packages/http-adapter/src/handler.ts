@@ -9,7 +9,7 @@ import {
   type RateLimiter,
   type Storage
 } from "@switchboard/core"
-import { failureResponse, successResponse, type ApiResponse } from "./envelope.js"
+import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
@@ -205,10 +205,8 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     const queryStart = url.indexOf("?")
     return queryStart === -1 ? url : url.slice(0, queryStart)
   }
-  const inBasePath = (url: string) => {
-    const path = pathOf(url)
-    return path === basePath || path.startsWith(basePath + "/")
-  }
+  const isUnderBasePath = (path: string) => path === basePath || path.startsWith(basePath + "/")
+  const inBasePath = (url: string) => isUnderBasePath(pathOf(url))
 
   const serve: HandlerCore["serve"] = (request, reply) => {
     const { url, method } = request
@@ -227,7 +225,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       exchange.replied = true
       reply(toWireResponse(exchange, response))
     }
-    const found = inBasePath(url) ? match(method, path) : ({ _tag: "NotFound" } as const)
+    const found = isUnderBasePath(path) ? match(method, path) : ({ _tag: "NotFound" } as const)
     if (found._tag !== "Found") {
       const response =
         found._tag === "NotFound"

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer, Logger } from "effect"
 import { createFetchHandler, defaultRoutes, defineRoute, type FetchHandler, type FetchHandlerOptions } from "@switchboard/http-adapter"
-import { bearer, createOrganization, expectEnvelope, makeSharedStorage } from "./helpers.js"
+import { bearer, createOrganization, expectEnvelope, makeSharedStorage, publicRoute } from "./helpers.js"
 
 /** A route with a JSON body, to see the body rules through the Fetch handler. */
 const echoRoute = defineRoute({
@@ -11,16 +11,6 @@ const echoRoute = defineRoute({
   summary: "Echo",
   body: { name: { type: "string" } },
   handle: ({ body }) => Effect.succeed({ message: "echo", data: body })
-})
-
-/** Stands in for the unauthenticated discovery routes (rate limited by client address). */
-const publicRoute = defineRoute({
-  method: "GET",
-  path: "/test/public",
-  tag: "Guide",
-  summary: "Public",
-  authenticated: false,
-  handle: () => Effect.succeed({ message: "public", data: {} })
 })
 
 const routes = [...defaultRoutes, echoRoute, publicRoute]

@@ -8,7 +8,7 @@ import { expect } from "vitest"
 import { Effect, Layer, Scope } from "effect"
 import inject from "light-my-request"
 import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput } from "@switchboard/core"
-import { createHandler, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
+import { createHandler, defineRoute, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 
 /**
@@ -208,3 +208,13 @@ export const listen = async (handler: SwitchboardHandler) => {
   const close = () => new Promise<void>((resolve) => server.close(() => resolve()))
   return { base, fetchApi, close }
 }
+
+/** Stands in for the unauthenticated discovery routes (tag Guide; rate limited by client address). */
+export const publicRoute = defineRoute({
+  method: "GET",
+  path: "/test/public",
+  tag: "Guide",
+  summary: "Public",
+  authenticated: false,
+  handle: () => Effect.succeed({ message: "public", data: {} })
+})

@@ -9,6 +9,7 @@ import {
   listen,
   makeHandler,
   makeSharedStorage,
+  publicRoute,
   request,
   updatePlan
 } from "./helpers.js"
@@ -22,16 +23,6 @@ const sendRoute = defineRoute({
   bucket: "send",
   body: { phone: { type: "string" } },
   handle: ({ body }) => Effect.succeed({ message: "sent", data: body })
-})
-
-/** Stands in for the unauthenticated discovery routes (tag Guide). */
-const publicRoute = defineRoute({
-  method: "GET",
-  path: "/test/public",
-  tag: "Guide",
-  summary: "Public",
-  authenticated: false,
-  handle: () => Effect.succeed({ message: "public", data: {} })
 })
 
 /** An unauthenticated route whose handler wrongly reads `auth`. */

@@ -5,7 +5,7 @@ import { nowIso } from "../internal/time.js"
 import type { Label } from "../labels/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/errors.js"
+import { contactsLimitExceeded, type PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/errors.js"
 import type { Page, PageRequest } from "../shared/model.js"
 import { Settings } from "../shared/Settings.js"
 import type { StorageError } from "../storage/errors.js"
@@ -103,12 +103,7 @@ const make = Effect.gen(function* () {
       case "Imported":
         return outcome.result
       case "LimitExceeded":
-        return yield* new PlanLimitExceeded({
-          plan_limit: "contacts_limit",
-          limit: outcome.limit,
-          usage: outcome.usage,
-          requested: outcome.requested
-        })
+        return yield* contactsLimitExceeded(outcome)
       case "GroupsNotFound":
         return yield* new InvalidInput({
           issues: outcome.uuids.map((uuid) => ({

@@ -9,7 +9,7 @@ import { Labels } from "../labels/Labels.js"
 import { DEFAULT_LABEL_COLOR, type LabelId } from "../labels/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/errors.js"
+import { contactsLimitExceeded, PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../shared/errors.js"
 import { Settings } from "../shared/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { nameKey, Storage } from "../storage/Storage.js"
@@ -115,7 +115,7 @@ const make = Effect.gen(function* () {
       now: yield* nowIso
     })
     if (outcome._tag === "LimitExceeded") {
-      return yield* new PlanLimitExceeded({ plan_limit: "contacts_limit", ...outcome })
+      return yield* contactsLimitExceeded(outcome)
     }
     if (outcome._tag === "GroupsNotFound") {
       return yield* new InvalidInput({

@@ -10,7 +10,7 @@ import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { MessageMediaContent, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { PlanLimitExceeded, type RecordNotFound } from "../shared/errors.js"
+import { contactsLimitExceeded, type PlanLimitExceeded, type RecordNotFound } from "../shared/errors.js"
 import { Settings } from "../shared/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
@@ -143,12 +143,7 @@ const make = Effect.gen(function* () {
         return contact.uuid
       }
       case "LimitExceeded":
-        return yield* new PlanLimitExceeded({
-          plan_limit: "contacts_limit",
-          limit: outcome.limit,
-          usage: outcome.usage,
-          requested: outcome.requested
-        })
+        return yield* contactsLimitExceeded(outcome)
       case "GroupsNotFound":
         return yield* Effect.dieMessage("importBulk answered GroupsNotFound for a row without groups")
     }

@@ -44,6 +44,24 @@ export class PlanLimitExceeded extends Schema.TaggedError<PlanLimitExceeded>()("
 }
 
 /**
+ * The {@link PlanLimitExceeded} of `contacts_limit` for a store's `LimitExceeded` outcome
+ * (`ContactRepository.importBulk`): its limit, usage and requested count.
+ *
+ * @category errors
+ */
+export const contactsLimitExceeded = (outcome: {
+  readonly limit: number
+  readonly usage: number
+  readonly requested: number
+}): PlanLimitExceeded =>
+  new PlanLimitExceeded({
+    plan_limit: "contacts_limit",
+    limit: outcome.limit,
+    usage: outcome.usage,
+    requested: outcome.requested
+  })
+
+/**
  * A unique value is already used by another record of the organization: a contact's
  * phone (`phone_taken`), a label or group name (`label_name_taken`, `group_name_taken`),
  * a basic-reply trigger (`trigger_taken`). HTTP 400.

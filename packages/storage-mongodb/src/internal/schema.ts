@@ -7,7 +7,6 @@ import type {
   LabelDocument,
   MessageDocument,
   OrganizationDocument,
-  RateBucketDocument,
   TemplateDocument,
   UsageDocument
 } from "./documents.js"

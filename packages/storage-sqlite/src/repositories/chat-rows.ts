@@ -3,8 +3,6 @@ import type {
   ChatId,
   ChatStatus,
   ContactId,
-  GroupId,
-  LabelId,
   Message,
   MessageDirection,
   MessageId,
@@ -12,7 +10,7 @@ import type {
   MessageType
 } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
-import { jsonArray } from "./rows.js"
+import { groupsAndLabelsOf } from "./rows.js"
 
 // Rows of migration 4 (chats, messages) and their decoding into core's records. The casts
 // to branded ids are safe: every id was written from a branded value.
@@ -84,15 +82,7 @@ const SQL = {
     FROM chats AS c
     JOIN contacts AS ct ON ct.uuid = c.contact_uuid
     LEFT JOIN messages AS m ON m.uuid = c.last_message_uuid
-    WHERE c.id IN (SELECT value FROM json_each(?))`,
-  groups: `SELECT m.contact_uuid, g.uuid, g.name
-    FROM group_members AS m JOIN contact_groups AS g ON g.uuid = m.group_uuid
-    WHERE m.contact_uuid IN (SELECT value FROM json_each(?))
-    ORDER BY g.name, g.uuid`,
-  labels: `SELECT cl.contact_uuid, l.uuid, l.name, l.color
-    FROM contact_labels AS cl JOIN labels AS l ON l.uuid = cl.label_uuid
-    WHERE cl.contact_uuid IN (SELECT value FROM json_each(?))
-    ORDER BY l.name, l.uuid`
+    WHERE c.id IN (SELECT value FROM json_each(?))`
 } as const
 
 /**
@@ -102,15 +92,7 @@ const SQL = {
 export const chatsByIds = (statements: Statements, ids: ReadonlyArray<number>): Array<Chat> => {
   if (ids.length === 0) return []
   const rows = statements.prepare<ChatJoinRow>(SQL.chats).all(JSON.stringify(ids))
-  const contacts = jsonArray(rows.map((row) => row.contact_uuid))
-  const groups = byContact(
-    statements.prepare<{ contact_uuid: string; uuid: string; name: string }>(SQL.groups).all(contacts),
-    (row) => ({ uuid: row.uuid as GroupId, name: row.name })
-  )
-  const labels = byContact(
-    statements.prepare<{ contact_uuid: string; uuid: string; name: string; color: string }>(SQL.labels).all(contacts),
-    (row) => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
-  )
+  const { groups, labels } = groupsAndLabelsOf(statements, rows.map((row) => row.contact_uuid))
   const byId = new Map(rows.map((row) => [row.id, row]))
   return ids.flatMap((id) => {
     const row = byId.get(id)
@@ -143,14 +125,3 @@ const decodeChat = (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labe
   created_at: row.created_at,
   updated_at: row.updated_at
 })
-
-/** Groups link rows by `contact_uuid`, keeping their order. */
-const byContact = <Row extends { contact_uuid: string }, A>(rows: ReadonlyArray<Row>, decode: (row: Row) => A) => {
-  const grouped = new Map<string, Array<A>>()
-  for (const row of rows) {
-    const list = grouped.get(row.contact_uuid)
-    if (list === undefined) grouped.set(row.contact_uuid, [decode(row)])
-    else list.push(decode(row))
-  }
-  return grouped
-}

@@ -84,22 +84,36 @@ const SQL = {
 } as const
 
 /**
- * Turns contact rows into {@link Contact} records with their groups and labels, each
- * sorted by name: two queries for all the rows together (never one per contact).
+ * The groups and labels of these contacts, each list sorted by name, keyed by contact uuid
+ * (contacts with none are absent): two queries for all the contacts together, never one
+ * per contact. Shared by contact and chat records.
+ */
+export const groupsAndLabelsOf = (
+  statements: Statements,
+  contactUuids: ReadonlyArray<string>
+): { readonly groups: Map<string, Array<GroupSummary>>; readonly labels: Map<string, Array<LabelSummary>> } => {
+  const uuids = jsonArray(contactUuids)
+  return {
+    groups: groupBy(
+      statements.prepare<{ contact_uuid: string; uuid: string; name: string }>(SQL.groupsOf).all(uuids),
+      (row): GroupSummary => ({ uuid: row.uuid as GroupId, name: row.name })
+    ),
+    labels: groupBy(
+      statements.prepare<{ contact_uuid: string; uuid: string; name: string; color: string }>(SQL.labelsOf).all(
+        uuids
+      ),
+      (row): LabelSummary => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
+    )
+  }
+}
+
+/**
+ * Turns contact rows into {@link Contact} records with their groups and labels
+ * ({@link groupsAndLabelsOf}).
  */
 export const withRelations = (statements: Statements, rows: ReadonlyArray<ContactRow>): Array<Contact> => {
   if (rows.length === 0) return []
-  const uuids = jsonArray(rows.map((row) => row.uuid))
-  const groups = groupBy(
-    statements.prepare<{ contact_uuid: string; uuid: string; name: string }>(SQL.groupsOf).all(uuids),
-    (row): GroupSummary => ({ uuid: row.uuid as GroupId, name: row.name })
-  )
-  const labels = groupBy(
-    statements.prepare<{ contact_uuid: string; uuid: string; name: string; color: string }>(SQL.labelsOf).all(
-      uuids
-    ),
-    (row): LabelSummary => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
-  )
+  const { groups, labels } = groupsAndLabelsOf(statements, rows.map((row) => row.uuid))
   return rows.map((row) => decodeContact(row, groups.get(row.uuid) ?? [], labels.get(row.uuid) ?? []))
 }
 
