@@ -18,6 +18,7 @@ export default defineWorkspace([
         "test/chats*.test.ts",
         "test/contacts*.test.ts",
         "test/groups.test.ts",
+        "test/hostile-input.test.ts",
         "test/label-assignments.test.ts",
         "test/labels.test.ts",
         "test/messaging.test.ts",

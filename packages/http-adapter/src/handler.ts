@@ -285,7 +285,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     }
     exchange.route = found.route.definition.path
     const queryStart = url.indexOf("?")
-    const query = queryStart === -1 ? {} : Object.fromEntries(new URLSearchParams(url.slice(queryStart + 1)))
+    const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
     const answered = Effect.tap(respond(exchange, found.route, found.params, query, bodyLimit), (response) =>
       Effect.sync(() => send(response))
     )
@@ -332,7 +332,7 @@ const respond = (
   exchange: Exchange,
   route: CompiledRoute,
   rawParams: Record<string, string | undefined>,
-  rawQuery: Record<string, string>,
+  rawQuery: Query,
   bodyLimit: number
 ): Effect.Effect<ApiResponse, never, Core.CoreServices | RateLimiter> =>
   Effect.gen(function* () {
@@ -341,7 +341,8 @@ const respond = (
       exchange.rateLimit = decision
     })
     const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
-    const query = yield* validate(route.checkQuery, rawQuery, "Invalid query parameter")
+    if (rawQuery.repeated.length > 0) return yield* repeatedParameters(rawQuery.repeated)
+    const query = yield* validate(route.checkQuery, rawQuery.values, "Invalid query parameter")
     const body =
       route.checkBody === undefined ? undefined : yield* readBody(exchange.request.body, route.checkBody, bodyLimit)
     const result = yield* route.definition.handle({
@@ -364,6 +365,42 @@ const respond = (
     }),
     Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse()))),
     Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
+  )
+
+/** A query string's parameters, and the names given more than once. */
+interface Query {
+  readonly values: Record<string, string>
+  readonly repeated: ReadonlyArray<string>
+}
+
+const readQuery = (search: string): Query => {
+  // No prototype: a parameter named `__proto__` is a plain (unknown, dropped) key.
+  const values: Record<string, string> = Object.create(null)
+  const repeated = new Set<string>()
+  if (search === "") return { values, repeated: [] }
+  for (const [name, value] of new URLSearchParams(search)) {
+    if (Object.hasOwn(values, name)) repeated.add(name)
+    else values[name] = value
+  }
+  return { values, repeated: [...repeated] }
+}
+
+/**
+ * 400 for a query parameter given more than once (`?page=1&page=2`): which one was meant
+ * is ambiguous, so neither is picked (docs/errors.md "Limits").
+ */
+const repeatedParameters = (names: ReadonlyArray<string>) =>
+  Effect.fail(
+    new HttpFailure({
+      status: 400,
+      code: "invalid_request",
+      message: `Query parameter '${names[0]}' is given more than once`,
+      errors: names.map((name) => ({
+        code: "duplicate_parameter",
+        field: name,
+        message: `Query parameter '${name}' is given more than once`
+      }))
+    })
   )
 
 /** Reads and checks the API key (401, then 403), noting the organization for the log line. */

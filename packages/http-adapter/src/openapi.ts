@@ -352,6 +352,7 @@ const errorResponsesOf = (route: RouteDefinition, where: string): Record<string,
   const add = (status: number, ...more: ReadonlyArray<string>) => codes.set(status, [...(codes.get(status) ?? []), ...more])
   if (route.params !== undefined || route.query !== undefined || route.body !== undefined) add(400, ...VALIDATION_CODES)
   if (route.body !== undefined) add(400, "invalid_json")
+  if (route.query !== undefined) add(400, "duplicate_parameter")
   if (route.authenticated !== false) {
     add(401, "missing_api_key", "wrong_auth_scheme", "jwt_not_accepted", "invalid_api_key")
     add(403, "subscription_inactive", "api_access_not_allowed")

@@ -40,10 +40,14 @@ export const readImportRow = (
   if (input.first_name === undefined) collector.requiredText(`${path}.first_name`, undefined)
   const groups: Array<GroupReference> = []
   const groupFields: Array<string> = []
+  const groupList = Array.isArray(input.group) ? input.group : []
   if (input.group !== undefined && !Array.isArray(input.group)) {
     collector.add("invalid_type", `${path}.group`, `${path}.group must be an array of strings`)
+  } else if (groupList.length > MAX_GROUPS_PER_ROW) {
+    collector.add("too_long", `${path}.group`, `${path}.group must name at most ${MAX_GROUPS_PER_ROW} groups`)
+    return { phone, details, groups: [], groupFields: [] }
   }
-  for (const [index, entry] of (Array.isArray(input.group) ? input.group : []).entries()) {
+  for (const [index, entry] of groupList.entries()) {
     const field = `${path}.group[${index}]`
     const name = collector.requiredText(field, entry)
     if (name === "") continue
@@ -52,6 +56,9 @@ export const readImportRow = (
   }
   return { phone, details, groups, groupFields }
 }
+
+/** The most groups one import row may name in `group` (docs/contacts.md "Rules"). */
+export const MAX_GROUPS_PER_ROW = 100
 
 /**
  * Merges rows with the same phone (DESIGN §3b "Bulk upsert"): the later row's fields

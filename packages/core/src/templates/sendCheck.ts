@@ -110,15 +110,31 @@ const parameterOf = (
   if (record.type !== type) return void add(at, `${at} must be a parameter of type ${type}`)
   if (type === "text") {
     const text = record.text
+    if (typeof text === "string" && text.length > MAX_PARAMETER_LENGTH.text) {
+      return void add(`${at}.text`, `${at}.text must be at most ${MAX_PARAMETER_LENGTH.text} characters`)
+    }
     if (typeof text === "string" && text.trim() !== "") return { type, text }
     return void add(`${at}.text`, `${at}.text must not be empty`)
   }
   const media = isRecord(record[type]) ? (record[type] as Record<string, unknown>) : {}
+  for (const field of ["link", "id"] as const) {
+    const given = media[field]
+    if (typeof given === "string" && given.length > MAX_PARAMETER_LENGTH[field]) {
+      return void add(`${at}.${type}.${field}`, `${at}.${type}.${field} must be at most ${MAX_PARAMETER_LENGTH[field]} characters`)
+    }
+  }
   const filled = (field: "link" | "id") => typeof media[field] === "string" && (media[field] as string).trim() !== ""
   if (filled("link")) return { type, [type]: { link: media.link as string } } as TemplateSendParameter
   if (filled("id")) return { type, [type]: { id: media.id as string } } as TemplateSendParameter
   return void add(`${at}.${type}.link`, `${at}.${type} needs a link (or a media id)`)
 }
+
+/**
+ * The longest value a send's parameter may carry, in characters (docs/templates-and-replies.md
+ * "Sending a template"): a text parameter as long as a template body, a media link as long as a media
+ * send's URL, a media id or a quick-reply payload 1024.
+ */
+export const MAX_PARAMETER_LENGTH = { text: 1024, link: 2048, id: 1024, payload: 1024 } as const
 
 /** A quick-reply button component with its payload, or `undefined` after adding the issue. */
 const quickReplyOf = (
@@ -137,6 +153,9 @@ const quickReplyOf = (
   const payload = isRecord(parameter) && parameter.type === "payload" ? parameter.payload : undefined
   if (parameters.length !== 1 || typeof payload !== "string" || payload.trim() === "") {
     return void add(`${at}.parameters`, `a quick-reply button takes one parameter {type: "payload", payload}, not empty`)
+  }
+  if (payload.length > MAX_PARAMETER_LENGTH.payload) {
+    return void add(`${at}.parameters[0].payload`, `the payload must be at most ${MAX_PARAMETER_LENGTH.payload} characters`)
   }
   return { type: "button", sub_type: "quick_reply", index, parameters: [{ type: "payload", payload }] }
 }

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { CHAT_STATUSES, type ChatListParams, Chats } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import { ChatListData } from "./schemas.js"
+import { pageNumber } from "./shared.js"
 
 // Query values arrive as strings. The schema checks what it can say of one parameter alone
 // (enums, booleans, integer ranges); Chats.list checks the rest (uuid lists, dates, search
@@ -46,7 +47,7 @@ export const listChatsRoute = defineRoute({
     sort_by: { type: "enum", values: ["created_at", "updated_at", "last_message_at"], optional: true },
     sort_order: { type: "enum", values: ["asc", "desc"], optional: true },
     pagination: boolean,
-    page: { type: "number", integer: true, min: 1, convert: true, optional: true },
+    page: pageNumber,
     per_page: pageSize,
     cursor: text,
     limit: pageSize

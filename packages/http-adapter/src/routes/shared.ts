@@ -5,11 +5,17 @@ import { paginationOf, type Page, type PageRequest, type Pagination } from "@swi
 export const uuidParams: ValidationSchema = { uuid: { type: "uuid" } }
 
 /**
+ * The `page` query parameter of every paginated list: a whole number from 1 to 1 000 000
+ * (docs/errors.md "Limits"); a page past the end is an empty list.
+ */
+export const pageNumber = { type: "number", integer: true, min: 1, max: 1_000_000, convert: true, optional: true } as const
+
+/**
  * Query of the paginated lists (DESIGN §3 "Pagination"): `page` ≥ 1 (default 1) and
  * `per_page` 1–100 (default 20), integers.
  */
 export const pageQuery: ValidationSchema = {
-  page: { type: "number", integer: true, min: 1, convert: true, optional: true },
+  page: pageNumber,
   per_page: { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true }
 }
 
