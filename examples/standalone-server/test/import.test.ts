@@ -150,7 +150,7 @@ describe.concurrent("import --org ID --file F.json (DESIGN §4)", () => {
     const org = await runCliJson<{ org_id: string }>(["org", "create", "--name", "Acme"], env)
     const broken = await runCli(["import", "--org", org.org_id, "--file", writeJson("{not json")], env)
     expect(broken.code).toBe(1)
-    expect(broken.stderr).toContain("cannot read")
+    expect(broken.stderr).toContain("is not valid JSON")
     const missing = await runCli(["import", "--org", org.org_id, "--file", "/nonexistent/file.json"], env)
     expect(missing.code).toBe(1)
     const unknown = await runCli(["import", "--org", "0190a4d0-0000-7000-8000-000000000000", "--file", writeJson(document)], env)

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises"
-import { Imports, InvalidInput, Organizations, type OrganizationId } from "@switchboard/core"
+import { Imports, InvalidInput, Organizations, parseJsonInput, type OrganizationId } from "@switchboard/core"
 import type { Command } from "commander"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { parseUuid, runAdminCommand } from "./admin.js"
 
 /**
@@ -35,17 +35,22 @@ export const registerImportCommand = (program: Command): void => {
     )
 }
 
+/**
+ * Reads the import file with the rules of a request body (docs/errors.md "Limits"): strict
+ * UTF-8, no `__proto__` keys, at most 64 levels of nesting; any problem is one
+ * `invalid_file` issue and nothing is imported.
+ */
 const readJsonFile = (path: string) =>
   Effect.tryPromise({
-    try: async (): Promise<unknown> => JSON.parse(await readFile(path, "utf8")),
-    catch: (error) =>
-      new InvalidInput({
-        issues: [
-          {
-            code: "invalid_file",
-            field: "file",
-            message: `cannot read ${path} as JSON: ${error instanceof Error ? error.message : String(error)}`
-          }
-        ]
+    try: () => readFile(path),
+    catch: (error) => invalidFile(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`)
+  }).pipe(
+    Effect.flatMap((bytes) =>
+      Either.match(parseJsonInput(bytes), {
+        onLeft: (problem) => Effect.fail(invalidFile(`${path} ${problem.message}`)),
+        onRight: (document) => Effect.succeed(document)
       })
-  })
+    )
+  )
+
+const invalidFile = (message: string) => new InvalidInput({ issues: [{ code: "invalid_file", field: "file", message }] })
