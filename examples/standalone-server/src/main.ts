@@ -16,7 +16,7 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Core, Storage } from "@switchboard/core"
-import { createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
+import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
 import { Effect, Exit, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
@@ -60,7 +60,7 @@ const main = async (): Promise<void> => {
   let server: Server
   try {
     await handler.ready
-    server = await listen(createServer(handler), config.value)
+    server = await listen(createServer(handler).on("clientError", answerClientError), config.value)
   } catch (error) {
     await closeStore()
     return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)

@@ -1,3 +1,4 @@
+import { connect } from "node:net"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   assertBuilt,
@@ -111,10 +112,25 @@ describe("standalone server end to end", () => {
     }
   })
 
-  it("runs on memory: too", async () => {
+  it("runs on memory: too, and answers HTTP that Node's parser refuses with the envelope", async () => {
     const server = await startServer({ DATABASE_URL: "memory:" })
     const demo = JSON.parse(server.output().stdout) as Created
     expect((await verify(server, demo.api_key)).status).toBe(200)
+    const { hostname, port } = new URL(server.baseUrl)
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname)
+      let received = ""
+      socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk))
+      socket.on("error", reject).on("close", () => resolve(received))
+      socket.end("POST /api/v1/api/labels HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+    })
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /)
+    expect(JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4))).toMatchObject({
+      status: 400,
+      success: false,
+      data: null,
+      errors: [{ code: "malformed_request" }]
+    })
     expect((await terminate(server)).code).toBe(0)
   })
 
