@@ -19,6 +19,7 @@ export default defineWorkspace([
         "test/contacts*.test.ts",
         "test/groups.test.ts",
         "test/hostile-input.test.ts",
+        "test/idempotency.test.ts",
         "test/label-assignments.test.ts",
         "test/labels.test.ts",
         "test/messaging.test.ts",

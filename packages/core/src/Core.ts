@@ -3,6 +3,7 @@ import { BasicReplies } from "./basic-replies/BasicReplies.js"
 import { Chats } from "./chats/Chats.js"
 import { Contacts } from "./contacts/Contacts.js"
 import { ContactGroups } from "./groups/ContactGroups.js"
+import { Idempotency } from "./idempotency/Idempotency.js"
 import { Imports } from "./imports/Imports.js"
 import { Labels } from "./labels/Labels.js"
 import { Messaging } from "./messaging/Messaging.js"
@@ -17,7 +18,16 @@ import { Templates } from "./templates/Templates.js"
  * Needs only a {@link Storage}; provides the services and {@link SecureRandom}.
  */
 const services: Layer.Layer<
-  Organizations | Contacts | ContactGroups | Labels | Imports | Templates | BasicReplies | Chats | SecureRandom,
+  | Organizations
+  | Contacts
+  | ContactGroups
+  | Labels
+  | Imports
+  | Templates
+  | BasicReplies
+  | Chats
+  | Idempotency
+  | SecureRandom,
   never,
   Storage
 > = Layer.mergeAll(
@@ -27,6 +37,7 @@ const services: Layer.Layer<
   ContactGroups.layer,
   Templates.layer,
   BasicReplies.layer,
+  Idempotency.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
 ).pipe(Layer.provideMerge(SecureRandom.layer))
 

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
 import {
   Core,
+  type DomainError,
   Organizations,
   type MessageTransport,
   type RateLimitDecision,
@@ -13,6 +14,7 @@ import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
+import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
 import { nodeBodySource, readJsonBody, type BodySource, type HostRequest } from "./internal/body.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
@@ -343,19 +345,42 @@ const respond = (
     const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
     if (rawQuery.repeated.length > 0) return yield* repeatedParameters(rawQuery.repeated)
     const query = yield* validate(route.checkQuery, rawQuery.values, "Invalid query parameter")
-    const body =
-      route.checkBody === undefined ? undefined : yield* readBody(exchange.request.body, route.checkBody, bodyLimit)
-    const result = yield* route.definition.handle({
-      params: params as Record<string, unknown>,
-      query: query as Record<string, unknown>,
-      body,
-      requestId: exchange.requestId,
-      auth: auth ?? NO_AUTHENTICATION,
-      basePath: route.basePath,
-      routes: route.routes
-    })
-    return responseOfResult(result)
+    const idempotencyKey =
+      route.definition.idempotent === true ? yield* readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
+    const parsed = route.checkBody === undefined ? undefined : yield* readJsonBody(exchange.request.body, bodyLimit)
+    const handled = recover(
+      Effect.gen(function* () {
+        const body = route.checkBody === undefined ? undefined : yield* checkBody(route.checkBody, parsed)
+        const result = yield* route.definition.handle({
+          params: params as Record<string, unknown>,
+          query: query as Record<string, unknown>,
+          body,
+          requestId: exchange.requestId,
+          auth: auth ?? NO_AUTHENTICATION,
+          basePath: route.basePath,
+          routes: route.routes
+        })
+        return responseOfResult(result)
+      })
+    )
+    if (idempotencyKey === undefined || auth === undefined) return yield* handled
+    const path = exchange.request.url.split("?", 1)[0] ?? ""
+    const fingerprint = fingerprintOf(exchange.request.method, path, parsed)
+    return yield* withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, handled)
   }).pipe(
+    recover,
+    Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
+  )
+
+/**
+ * Every failure of a request as its envelope response: an {@link HttpFailure} as it says,
+ * a domain error by the status table (a storage failure logged, answered 500 without its
+ * cause), a defect logged and answered 500.
+ */
+const recover = <R>(
+  effect: Effect.Effect<ApiResponse, HttpFailure | DomainError, R>
+): Effect.Effect<ApiResponse, never, R> =>
+  effect.pipe(
     Effect.catchAll((error) => {
       if (error._tag === "HttpFailure") return Effect.succeed(error.toResponse())
       const response = responseForDomainError(error)
@@ -363,8 +388,7 @@ const respond = (
         ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
         : Effect.succeed(response)
     }),
-    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse()))),
-    Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
+    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
   )
 
 /** A query string's parameters, and the names given more than once. */
@@ -414,12 +438,11 @@ const authenticate = (exchange: Exchange) =>
     return auth
   })
 
-const readBody = (source: BodySource, check: CompiledCheck, bodyLimit: number) =>
-  Effect.flatMap(readJsonBody(source, bodyLimit), (body) =>
-    isPlainObject(body)
-      ? validate(check, body, "Invalid request body")
-      : Effect.fail(new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" }))
-  )
+/** Validates a parsed body: a JSON object that passes the route's schema. */
+const checkBody = (check: CompiledCheck, body: unknown) =>
+  isPlainObject(body)
+    ? validate(check, body, "Invalid request body")
+    : Effect.fail(new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" }))
 
 const validate = (check: CompiledCheck | undefined, value: unknown, message: string) => {
   if (check === undefined) return Effect.succeed(value)

@@ -42,7 +42,7 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
  *
  * @category openapi
  */
-export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 403 | 404>> = {
+export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 403 | 404 | 409 | 422>> = {
   invalid_input: 400,
   invalid_cursor: 400,
   group_not_found: 400,
@@ -239,7 +239,11 @@ const HEADERS: { readonly [name: string]: JsonSchema } = {
   "RateLimit-Limit": { description: "Requests allowed per window in this route's bucket.", schema: { type: "integer" } },
   "RateLimit-Remaining": { description: "Requests left in the current window.", schema: { type: "integer" } },
   "RateLimit-Reset": { description: "Whole seconds until the window resets.", schema: { type: "integer" } },
-  "Retry-After": { description: "Whole seconds to wait before retrying.", schema: { type: "integer" } }
+  "Retry-After": { description: "Whole seconds to wait before retrying.", schema: { type: "integer" } },
+  "Idempotent-Replayed": {
+    description: "`true` when this is the stored response of an earlier request with the same `Idempotency-Key`.",
+    schema: { type: "string", const: "true" }
+  }
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
@@ -253,11 +257,25 @@ const RATE_LIMIT_HEADERS = {
   "RateLimit-Reset": headerRef("RateLimit-Reset")
 }
 
+/** The `Idempotency-Key` header of the routes declared `idempotent` (docs/messaging.md). */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "A key you choose per logical operation (a UUID, say): a retry with the same key and the same request within 24 hours gets the first answer again, with `Idempotent-Replayed: true`, and nothing runs twice.",
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" }
+}
+
 const VALIDATION_CODES = ["required", "invalid_type", "invalid_format", "out_of_range", "too_long"]
 
 const operationOf = (route: RouteDefinition, path: string, definitions: Record<string, JsonSchema>): OpenApiOperation => {
   const where = `${route.method} ${route.path}`
-  const parameters = [...pathParametersOf(route, path, where), ...queryParametersOf(route, where)]
+  const parameters = [
+    ...pathParametersOf(route, path, where),
+    ...queryParametersOf(route, where),
+    ...(route.idempotent === true ? [IDEMPOTENCY_KEY_PARAMETER] : [])
+  ]
   const description = descriptionOf(route)
   return {
     operationId: operationIdOf(route),
@@ -305,7 +323,8 @@ const queryParametersOf = (route: RouteDefinition, where: string): ReadonlyArray
   }))
 
 const successResponseOf = (route: RouteDefinition, definitions: Record<string, JsonSchema>): OpenApiResponse => {
-  const headers = RATE_LIMIT_HEADERS
+  const headers =
+    route.idempotent === true ? { ...RATE_LIMIT_HEADERS, "Idempotent-Replayed": headerRef("Idempotent-Replayed") } : RATE_LIMIT_HEADERS
   if (route.content !== undefined) {
     return {
       description: route.summary,
@@ -353,6 +372,11 @@ const errorResponsesOf = (route: RouteDefinition, where: string): Record<string,
   if (route.params !== undefined || route.query !== undefined || route.body !== undefined) add(400, ...VALIDATION_CODES)
   if (route.body !== undefined) add(400, "invalid_json")
   if (route.query !== undefined) add(400, "duplicate_parameter")
+  if (route.idempotent === true) {
+    add(400, "invalid_idempotency_key")
+    add(409, "idempotency_key_in_progress")
+    add(422, "idempotency_key_reused")
+  }
   if (route.authenticated !== false) {
     add(401, "missing_api_key", "wrong_auth_scheme", "jwt_not_accepted", "invalid_api_key")
     add(403, "subscription_inactive", "api_access_not_allowed")
@@ -382,7 +406,9 @@ const STATUS_MEANINGS: Readonly<Record<number, string>> = {
   403: "The subscription, the plan's API access or a plan limit blocks the action",
   404: "A record the request names does not exist in the organization",
   413: "Request body over the size limit (1 MiB by default)",
+  409: "A request with the same `Idempotency-Key` is still being processed: retry later",
   415: "Request body is not JSON",
+  422: "The `Idempotency-Key` was used for another request (method, path or body differ)",
   429: "Rate limit exceeded: retry after `Retry-After` seconds, ideally with exponential backoff",
   503: "The rate-limit store did not answer and the host chose `onStoreError: \"fail-closed\"`"
 }

@@ -8,6 +8,7 @@ import { chatsListContract } from "./chats-list.js"
 import { contactsContract } from "./contacts.js"
 import { contactsImportContract } from "./contacts-import.js"
 import { groupsContract } from "./groups.js"
+import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
 import { organizationsContract } from "./organizations.js"
 import { templatesContract } from "./templates.js"
@@ -30,7 +31,7 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `templates.ts`, `basic-replies.ts`), each test on a fresh store from
+ * `labels.ts`, `templates.ts`, `basic-replies.ts`, `idempotency.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
  * @category contract
@@ -52,5 +53,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     chatsImportContract(options)
     templatesContract(options)
     basicRepliesContract(options)
+    idempotencyContract(options)
   })
 }

@@ -8,6 +8,7 @@ import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
+import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { templateRepository } from "./repositories/templates.js"
@@ -119,7 +120,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       labels: labelRepository(db, statements),
       chats: chatRepository(db, statements),
       templates: templateRepository(db, statements),
-      basicReplies: basicReplyRepository(db, statements)
+      basicReplies: basicReplyRepository(db, statements),
+      idempotency: idempotencyRepository(db, statements)
     }
   })
 

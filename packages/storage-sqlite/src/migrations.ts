@@ -197,6 +197,27 @@ export const migrations: ReadonlyArray<Migration> = [
         UPDATE contact_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
       END;
     `
+  },
+  {
+    version: 9,
+    name: "idempotency_keys",
+    // Idempotency-Key records (docs/messaging.md "Idempotency-Key"): the primary key is the
+    // claim (insert-if-absent inside BEGIN IMMEDIATE); a response is stored once the request
+    // finished with a 200; rows past expires_at are pruned through its index.
+    up: `
+      CREATE TABLE idempotency_keys (
+        organization_id TEXT NOT NULL REFERENCES organizations (id),
+        idempotency_key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        locked_until TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        response_status INTEGER,
+        response_body TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (organization_id, idempotency_key)
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
+    `
   }
 ]
 

@@ -70,6 +70,7 @@ describe("migrations", () => {
         "contact_labels",
         "contacts",
         "group_members",
+        "idempotency_keys",
         "labels",
         "messages",
         "organizations",

@@ -3,6 +3,7 @@ import { basicReplyRepository } from "./memory/basicReplies.js"
 import { chatRepository } from "./memory/chats.js"
 import { contactRepository } from "./memory/contacts.js"
 import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
+import { idempotencyRepository } from "./memory/idempotency.js"
 import { organizationRepository } from "./memory/organizations.js"
 import { makeState } from "./memory/state.js"
 import { templateRepository } from "./memory/templates.js"
@@ -24,7 +25,8 @@ export const make = (): StorageService => {
     labels: labelRepository(state),
     chats: chatRepository(state),
     templates: templateRepository(),
-    basicReplies: basicReplyRepository()
+    basicReplies: basicReplyRepository(),
+    idempotency: idempotencyRepository()
   }
 }
 

@@ -3,6 +3,7 @@ import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organiza
 import type { StorageError } from "./errors.js"
 import type { BasicReplyRepository } from "./BasicReplyRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
+import type { IdempotencyRepository } from "./IdempotencyRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
 import type {
   Contact,
@@ -265,6 +266,7 @@ export interface StorageService {
   readonly chats: ChatRepository
   readonly templates: TemplateRepository
   readonly basicReplies: BasicReplyRepository
+  readonly idempotency: IdempotencyRepository
 }
 
 /**

@@ -11,6 +11,7 @@ const nullableString = { type: "string", optional: true, nullable: true } as con
 export const importContactsRoute = defineRoute({
   method: "POST",
   path: "/contacts/bulk",
+  idempotent: true,
   tag: "Contacts",
   summary: "Import up to 1000 contacts (upsert by phone)",
   description:

@@ -35,6 +35,7 @@ export const sendTemplateRoute = defineRoute({
   data: SendData,
   errors: ["invalid_input", "template_not_found", "template_not_approved", "template_parameters_mismatch", "contacts_limit_reached"],
   bucket: "send",
+  idempotent: true,
   body: {
     phone: text,
     template: {
@@ -68,6 +69,7 @@ export const sendTextRoute = defineRoute({
   data: SendData,
   errors: ["invalid_input", "contacts_limit_reached"],
   bucket: "send",
+  idempotent: true,
   body: { phone: text, message: text },
   handle: ({ auth, body }) =>
     Effect.map(
@@ -89,6 +91,7 @@ export const sendMediaRoute = defineRoute({
   data: SendData,
   errors: ["invalid_input", "contacts_limit_reached"],
   bucket: "send",
+  idempotent: true,
   body: {
     phone: text,
     media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } }

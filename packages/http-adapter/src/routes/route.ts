@@ -65,6 +65,9 @@ export interface RawContent {
  * - `authenticated` (default `true`): `false` serves the route without an API key (the
  *   discovery routes); it is then rate limited by client address in the `general` bucket,
  *   and its handler must not read `auth` (doing so is a defect, answered 500).
+ * - `idempotent` (default `false`): the route honours an `Idempotency-Key` header (an
+ *   authenticated route with a body; docs/messaging.md "Idempotency-Key"): the handler
+ *   core claims the key, replays a stored 200, and answers 409/422 itself.
  *
  * @category routes
  */
@@ -77,6 +80,7 @@ export interface RouteDefinition<Data = unknown> {
   readonly description?: string
   readonly bucket?: "general" | "send"
   readonly authenticated?: boolean
+  readonly idempotent?: boolean
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema

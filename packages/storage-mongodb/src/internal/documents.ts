@@ -156,3 +156,20 @@ export interface RateBucketDocument {
   readonly count: number
   readonly expires_at: Date
 }
+
+/**
+ * `idempotency_keys`: one Idempotency-Key of one organization (`_id` =
+ * `<organization id>:<key>`); `response_status`/`response_body` set once the request
+ * finished with a 200; `expire_at` (a Date, for the TTL index) mirrors `expires_at`.
+ */
+export interface IdempotencyKeyDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly fingerprint: string
+  readonly locked_until: string
+  readonly expires_at: string
+  readonly expire_at: Date
+  readonly response_status: number | null
+  readonly response_body: string | null
+  readonly created_at: string
+}

@@ -4,6 +4,7 @@ import type {
   BasicReplyDocument,
   ContactDocument,
   GroupDocument,
+  IdempotencyKeyDocument,
   LabelDocument,
   MessageDocument,
   OrganizationDocument,
@@ -21,7 +22,8 @@ export const COLLECTION_NAMES = {
   labels: "labels",
   templates: "templates",
   basicReplies: "basic_replies",
-  messages: "messages"
+  messages: "messages",
+  idempotencyKeys: "idempotency_keys"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -38,6 +40,7 @@ export interface Collections {
   readonly templates: Collection<TemplateDocument>
   readonly basicReplies: Collection<BasicReplyDocument>
   readonly messages: Collection<MessageDocument>
+  readonly idempotencyKeys: Collection<IdempotencyKeyDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -50,7 +53,8 @@ export const collectionsOf = (db: Db): Collections => ({
   labels: db.collection(COLLECTION_NAMES.labels),
   templates: db.collection(COLLECTION_NAMES.templates),
   basicReplies: db.collection(COLLECTION_NAMES.basicReplies),
-  messages: db.collection(COLLECTION_NAMES.messages)
+  messages: db.collection(COLLECTION_NAMES.messages),
+  idempotencyKeys: db.collection(COLLECTION_NAMES.idempotencyKeys)
 })
 
 /** Only contacts that have a chat enter the chat indexes. */
@@ -136,6 +140,10 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       unique: true,
       partialFilterExpression: { dedupe_key: { $exists: true } }
     }
+  ],
+  idempotencyKeys: [
+    { name: "idempotency_keys_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 },
+    { name: "idempotency_keys_by_expires_at", key: { expires_at: 1 } }
   ]
 }
 

@@ -1,0 +1,60 @@
+import { Effect } from "effect"
+import type { OrganizationId } from "../../organizations/model.js"
+import type { IdempotencyClaimOutcome, IdempotencyRepository } from "../IdempotencyRepository.js"
+
+/** An idempotency record as the memory store keeps it. */
+interface IdempotencyRow {
+  readonly fingerprint: string
+  readonly locked_until: string
+  readonly expires_at: string
+  readonly response: { readonly status: number; readonly body: string } | null
+}
+
+/**
+ * The idempotency repository of the memory store: one map keyed by organization and key.
+ * Every method is synchronous, so a claim is atomic.
+ */
+export const idempotencyRepository = (): IdempotencyRepository => {
+  const rows = new Map<string, IdempotencyRow>()
+  const keyOf = (organizationId: OrganizationId, key: string) => `${organizationId}\u0000${key}`
+
+  return {
+    claim: (organizationId, { key, fingerprint, now, lockedUntil, expiresAt }) =>
+      Effect.sync((): IdempotencyClaimOutcome => {
+        const id = keyOf(organizationId, key)
+        const row = rows.get(id)
+        const claimed = () => {
+          rows.set(id, { fingerprint, locked_until: lockedUntil, expires_at: expiresAt, response: null })
+          return { _tag: "Claimed" } as const
+        }
+        if (row === undefined || row.expires_at <= now) return claimed()
+        if (row.fingerprint !== fingerprint) return { _tag: "FingerprintMismatch" }
+        if (row.response !== null) return { _tag: "Completed", ...row.response }
+        if (row.locked_until > now) return { _tag: "InProgress" }
+        rows.set(id, { ...row, locked_until: lockedUntil })
+        return { _tag: "Claimed" }
+      }),
+    complete: (organizationId, key, { status, body }) =>
+      Effect.sync(() => {
+        const id = keyOf(organizationId, key)
+        const row = rows.get(id)
+        if (row !== undefined && row.response === null) rows.set(id, { ...row, response: { status, body } })
+      }),
+    release: (organizationId, key) =>
+      Effect.sync(() => {
+        const id = keyOf(organizationId, key)
+        if (rows.get(id)?.response === null) rows.delete(id)
+      }),
+    prune: (now) =>
+      Effect.sync(() => {
+        let deleted = 0
+        for (const [id, row] of rows) {
+          if (row.expires_at <= now) {
+            rows.delete(id)
+            deleted++
+          }
+        }
+        return deleted
+      })
+  }
+}

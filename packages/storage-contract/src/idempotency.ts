@@ -1,0 +1,145 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type IdempotencyClaimRequest, type OrganizationId, Storage } from "@switchboard/core"
+import type { StorageContractOptions } from "./contract.js"
+import * as fixtures from "./fixtures.js"
+import { insertOrganization, runner } from "./support.js"
+
+const { instant } = fixtures
+
+/** A claim at minute `at`: locked 1 minute, kept 24 hours (1440 minutes). */
+const request = (key: string, fingerprint: string, at = 0): IdempotencyClaimRequest => ({
+  key,
+  fingerprint,
+  now: instant(at),
+  lockedUntil: instant(at + 1),
+  expiresAt: instant(at + 1440)
+})
+
+const claim = (organizationId: OrganizationId, claimRequest: IdempotencyClaimRequest) =>
+  Effect.flatMap(Storage, ({ idempotency }) => idempotency.claim(organizationId, claimRequest))
+
+/**
+ * Contract of `Storage.idempotency` (docs/messaging.md "Idempotency-Key"): an atomic
+ * insert-if-absent claim per organization and key, completion with the stored response,
+ * release, takeover of a claim whose lock passed, expiry after its `expires_at`, pruning.
+ */
+export const idempotencyContract = (options: StorageContractOptions): void => {
+  const run = runner(options)
+
+  describe("idempotency keys", () => {
+    it.effect("the first claim holds the key; the same request again is in progress, another is a mismatch", () =>
+      run(
+        Effect.gen(function* () {
+          const { id } = yield* insertOrganization()
+          expect(yield* claim(id, request("k1", "fp-a"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("k1", "fp-a"))).toEqual({ _tag: "InProgress" })
+          expect(yield* claim(id, request("k1", "fp-b"))).toEqual({ _tag: "FingerprintMismatch" })
+        })
+      )
+    )
+
+    it.effect("a completed key replays its status and body to the same request only", () =>
+      run(
+        Effect.gen(function* () {
+          const { idempotency } = yield* Storage
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a"))
+          yield* idempotency.complete(id, "k1", { status: 200, body: '{"status":200}', now: instant(0) })
+          expect(yield* claim(id, request("k1", "fp-a", 5))).toEqual({ _tag: "Completed", status: 200, body: '{"status":200}' })
+          expect(yield* claim(id, request("k1", "fp-b", 5))).toEqual({ _tag: "FingerprintMismatch" })
+        })
+      )
+    )
+
+    it.effect("a released key can be claimed again, by another request too", () =>
+      run(
+        Effect.gen(function* () {
+          const { idempotency } = yield* Storage
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a"))
+          yield* idempotency.release(id, "k1")
+          expect(yield* claim(id, request("k1", "fp-b"))).toEqual({ _tag: "Claimed" })
+        })
+      )
+    )
+
+    it.effect("release never deletes a completed key", () =>
+      run(
+        Effect.gen(function* () {
+          const { idempotency } = yield* Storage
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a"))
+          yield* idempotency.complete(id, "k1", { status: 200, body: "{}", now: instant(0) })
+          yield* idempotency.release(id, "k1")
+          expect((yield* claim(id, request("k1", "fp-a")))._tag).toBe("Completed")
+        })
+      )
+    )
+
+    it.effect("a claim whose lock has passed is taken over by the same request, never by another", () =>
+      run(
+        Effect.gen(function* () {
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a", 0))
+          expect(yield* claim(id, request("k1", "fp-b", 2))).toEqual({ _tag: "FingerprintMismatch" })
+          expect(yield* claim(id, request("k1", "fp-a", 2))).toEqual({ _tag: "Claimed" })
+          // The takeover holds a new lock.
+          expect(yield* claim(id, request("k1", "fp-a", 2))).toEqual({ _tag: "InProgress" })
+        })
+      )
+    )
+
+    it.effect("after 24 hours a key is forgotten: any request claims it anew", () =>
+      run(
+        Effect.gen(function* () {
+          const { idempotency } = yield* Storage
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a", 0))
+          yield* idempotency.complete(id, "k1", { status: 200, body: "{}", now: instant(0) })
+          expect((yield* claim(id, request("k1", "fp-b", 1439)))._tag).toBe("FingerprintMismatch")
+          expect(yield* claim(id, request("k1", "fp-b", 1440))).toEqual({ _tag: "Claimed" })
+        })
+      )
+    )
+
+    it.effect("prune deletes the expired records of every organization and keeps the others", () =>
+      run(
+        Effect.gen(function* () {
+          const { idempotency } = yield* Storage
+          const first = yield* insertOrganization()
+          const second = yield* insertOrganization()
+          yield* claim(first.id, request("old", "fp", 0))
+          yield* claim(second.id, request("old", "fp", 10))
+          yield* claim(first.id, request("new", "fp", 100))
+          yield* idempotency.complete(first.id, "new", { status: 200, body: "{}", now: instant(100) })
+          expect(yield* idempotency.prune(instant(1450))).toBe(2)
+          expect(yield* claim(first.id, request("new", "fp", 1450))).toEqual({ _tag: "Completed", status: 200, body: "{}" })
+          expect(yield* idempotency.prune(instant(1450))).toBe(0)
+        })
+      )
+    )
+
+    it.effect("keys are per organization: the same key in two organizations are two keys", () =>
+      run(
+        Effect.gen(function* () {
+          const first = yield* insertOrganization()
+          const second = yield* insertOrganization()
+          expect(yield* claim(first.id, request("shared", "fp-a"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(second.id, request("shared", "fp-b"))).toEqual({ _tag: "Claimed" })
+        })
+      )
+    )
+
+    it.effect("keys are compared exactly: case and every visible character count", () =>
+      run(
+        Effect.gen(function* () {
+          const { id } = yield* insertOrganization()
+          expect(yield* claim(id, request("Key-1", "fp"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("key-1", "fp"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("Key-1!", "fp"))).toEqual({ _tag: "Claimed" })
+        })
+      )
+    )
+  })
+}
