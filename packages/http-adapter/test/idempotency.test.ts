@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { Deferred, Effect, Layer } from "effect"
 import { MessageTransport, type OutboundMessage } from "@switchboard/core"
+import { createFetchHandler } from "@switchboard/http-adapter"
 import { bearer, expectEnvelope, listen, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
 /**
@@ -217,6 +218,30 @@ describe("a client that goes away", () => {
       expect(sent.length - before).toBe(1)
     } finally {
       await server.close()
+    }
+  })
+})
+
+describe("the Fetch handler", () => {
+  it("honours Idempotency-Key the same way", async () => {
+    const fetchHandler = createFetchHandler({ storage, transport, logger: false })
+    try {
+      const { apiKey } = await makeTenant(storage, handler)
+      const send = () =>
+        fetchHandler(
+          new Request("http://localhost/api/v1/api/send", {
+            method: "POST",
+            headers: { ...bearer(apiKey), "content-type": "application/json", "idempotency-key": "fetch-key" },
+            body: JSON.stringify({ phone: phone(13), message: "Hi" })
+          })
+        )
+      const first = await send()
+      const again = await send()
+      expect(first.status).toBe(200)
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      expect((await again.json()).data.message_id).toBe((await first.json()).data.message_id)
+    } finally {
+      await fetchHandler.dispose()
     }
   })
 })
