@@ -51,6 +51,8 @@ const main = async (): Promise<void> => {
     storage: Layer.succeed(Storage, storage),
     logger: Logger.withConsoleError(Logger.jsonLogger),
     rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
+    // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
+    whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },
     ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {

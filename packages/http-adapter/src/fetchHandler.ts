@@ -103,6 +103,7 @@ const fetchBodySource = (request: Request): BodySource => ({
   contentType: request.headers.get("content-type") ?? undefined,
   contentLength: request.headers.get("content-length") ?? undefined,
   parsed: undefined,
+  hostRawBytes: undefined,
   read: (limitBytes) => readLimited(request, limitBytes)
 })
 

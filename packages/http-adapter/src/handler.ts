@@ -15,7 +15,14 @@ import { internalErrorResponse, responseForDomainError } from "./errorMapping.js
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
 import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
-import { nodeBodySource, readJsonBody, type BodySource, type HostRequest } from "./internal/body.js"
+import {
+  nodeBodySource,
+  parseJsonBody,
+  readJsonBody,
+  readRawBody,
+  type BodySource,
+  type HostRequest
+} from "./internal/body.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
 import {
@@ -27,7 +34,8 @@ import {
 } from "./rateLimiting.js"
 import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
-import { responseOfResult, type RouteDefinition } from "./routes/route.js"
+import { responseOfResult, type RouteDefinition, type RouteServices } from "./routes/route.js"
+import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
 
 /**
  * Options of {@link createHandler}.
@@ -41,6 +49,12 @@ export interface HandlerOptions {
   readonly basePath?: string
   /** Largest accepted request body, in bytes. Default 1 MiB (1 048 576). */
   readonly bodyLimit?: number
+  /**
+   * The WhatsApp webhook's secrets (docs/whatsapp-webhooks.md): `appSecret` (one, several,
+   * or a comma-separated list) signs Meta's POSTs, `verifyToken` answers the subscription
+   * handshake. Without them those requests are refused.
+   */
+  readonly whatsapp?: WhatsAppWebhookOptions
   /**
    * Logger of the one-line-per-request logs (DESIGN §3 "Operations"). Default Effect's
    * JSON logger on stdout; `false` silences them.
@@ -245,6 +259,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     (options.transport === undefined ? Core.layer : Core.layerWithTransport(options.transport)).pipe(
       Layer.provide(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
+      Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(options.logger))
     )
   )
@@ -336,21 +351,24 @@ const respond = (
   rawParams: Record<string, string | undefined>,
   rawQuery: Query,
   bodyLimit: number
-): Effect.Effect<ApiResponse, never, Core.CoreServices | RateLimiter> =>
+): Effect.Effect<ApiResponse, never, RouteServices | RateLimiter> =>
   Effect.gen(function* () {
-    const auth = route.definition.authenticated === false ? undefined : yield* authenticate(exchange)
-    yield* limitRequest(route.definition, auth, exchange.request.clientAddress, (decision) => {
-      exchange.rateLimit = decision
-    })
+    const definition = route.definition
+    const auth = definition.authenticated === false ? undefined : yield* authenticate(exchange)
+    if (definition.rateLimited !== false) {
+      yield* limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
+        exchange.rateLimit = decision
+      })
+    }
     const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
     if (rawQuery.repeated.length > 0) return yield* repeatedParameters(rawQuery.repeated)
     const query = yield* validate(route.checkQuery, rawQuery.values, "Invalid query parameter")
     const idempotencyKey =
       route.definition.idempotent === true ? yield* readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
-    const parsed = route.checkBody === undefined ? undefined : yield* readJsonBody(exchange.request.body, bodyLimit)
+    const parsed = yield* readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
     const handled = recover(
       Effect.gen(function* () {
-        const body = route.checkBody === undefined ? undefined : yield* checkBody(route.checkBody, parsed)
+        const body = route.checkBody === undefined ? parsed : yield* checkBody(route.checkBody, parsed)
         const result = yield* route.definition.handle({
           params: params as Record<string, unknown>,
           query: query as Record<string, unknown>,
@@ -371,6 +389,23 @@ const respond = (
     recover,
     Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
   )
+
+/**
+ * The parsed body of a route that takes one (a `body` schema or a `verifyRawBody` check),
+ * else `undefined`. With `verifyRawBody` the exact bytes are checked before parsing.
+ */
+const readBodyOf = (
+  definition: RouteDefinition,
+  check: CompiledCheck | undefined,
+  request: CoreRequest,
+  limitBytes: number
+): Effect.Effect<unknown, HttpFailure, RouteServices> => {
+  const verify = definition.verifyRawBody
+  if (verify === undefined) return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
+  return Effect.flatMap(readRawBody(request.body, limitBytes), (bytes) =>
+    Effect.zipRight(verify(bytes, request.header), parseJsonBody(bytes))
+  )
+}
 
 /**
  * Every failure of a request as its envelope response: an {@link HttpFailure} as it says,

@@ -13,6 +13,8 @@ export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"
 export { HttpFailure } from "./HttpFailure.js"
 export type { RateLimitHandlerOptions } from "./rateLimiting.js"
 export { defaultRoutes } from "./routes/index.js"
+export { verifyWhatsAppSignature, whatsAppHandshakeRoute } from "./routes/whatsappWebhook.js"
+export { HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptions } from "./settings.js"
 export {
   defineRoute,
   responseOfResult,
@@ -20,7 +22,8 @@ export {
   type RouteDefinition,
   type RouteMethod,
   type RouteRequest,
-  type RouteResult
+  type RouteResult,
+  type RouteServices
 } from "./routes/route.js"
 export {
   API_TITLE,

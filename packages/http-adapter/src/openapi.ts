@@ -32,7 +32,8 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
   { name: "Labels", description: "Labels (contact tags) and their assignment to contacts." },
   { name: "Basic replies", description: "Canned replies sent when an inbound message equals their trigger." },
   { name: "Templates", description: "Message templates and the send-ready template object." },
-  { name: "Chats", description: "Conversations, with the dashboard's filters, sorts and pagination." }
+  { name: "Chats", description: "Conversations, with the dashboard's filters, sorts and pagination." },
+  { name: "Webhooks", description: "What WhatsApp calls: the subscription handshake and its signed event POSTs. No API key, not rate limited." }
 ]
 
 /**
@@ -42,7 +43,7 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
  *
  * @category openapi
  */
-export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 403 | 404 | 409 | 422>> = {
+export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 | 409 | 422>> = {
   invalid_input: 400,
   invalid_cursor: 400,
   group_not_found: 400,
@@ -53,6 +54,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 403 | 404 | 409 
   template_not_found: 400,
   template_not_approved: 400,
   template_parameters_mismatch: 400,
+  invalid_verify_token: 403,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
   not_found: 404
@@ -323,8 +325,8 @@ const queryParametersOf = (route: RouteDefinition, where: string): ReadonlyArray
   }))
 
 const successResponseOf = (route: RouteDefinition, definitions: Record<string, JsonSchema>): OpenApiResponse => {
-  const headers =
-    route.idempotent === true ? { ...RATE_LIMIT_HEADERS, "Idempotent-Replayed": headerRef("Idempotent-Replayed") } : RATE_LIMIT_HEADERS
+  const limited = route.rateLimited === false ? REQUEST_ID_HEADER : RATE_LIMIT_HEADERS
+  const headers = route.idempotent === true ? { ...limited, "Idempotent-Replayed": headerRef("Idempotent-Replayed") } : limited
   if (route.content !== undefined) {
     return {
       description: route.summary,
@@ -387,12 +389,14 @@ const errorResponsesOf = (route: RouteDefinition, where: string): Record<string,
     if (status === undefined) throw new Error(`${where}: error code "${code}" has no status in ERROR_CODE_STATUSES`)
     add(status, code)
   }
-  if (route.body !== undefined) {
+  if (route.body !== undefined || route.verifyRawBody !== undefined) {
     add(413, "payload_too_large")
     add(415, "unsupported_media_type")
   }
-  add(429, "rate_limited")
-  add(503, "rate_limit_unavailable")
+  if (route.rateLimited !== false) {
+    add(429, "rate_limited")
+    add(503, "rate_limit_unavailable")
+  }
   return Object.fromEntries(
     [...codes.entries()]
       .sort(([a], [b]) => a - b)

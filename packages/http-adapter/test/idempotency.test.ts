@@ -239,7 +239,8 @@ describe("the Fetch handler", () => {
       const again = await send()
       expect(first.status).toBe(200)
       expect(again.headers.get("idempotent-replayed")).toBe("true")
-      expect((await again.json()).data.message_id).toBe((await first.json()).data.message_id)
+      const [again_, first_] = (await Promise.all([again.json(), first.json()])) as Array<{ data: { message_id: string } }>
+      expect(again_?.data.message_id).toBe(first_?.data.message_id)
     } finally {
       await fetchHandler.dispose()
     }

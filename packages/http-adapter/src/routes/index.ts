@@ -22,6 +22,7 @@ import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
+import { whatsAppHandshakeRoute } from "./whatsappWebhook.js"
 
 /**
  * Every route the handler serves by default, in documentation order: the discovery group
@@ -56,5 +57,6 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   listTemplatesRoute,
   getTemplateRoute,
   templatePayloadRoute,
-  listChatsRoute
+  listChatsRoute,
+  whatsAppHandshakeRoute
 ]

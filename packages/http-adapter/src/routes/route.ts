@@ -3,6 +3,7 @@ import type { ValidationSchema } from "fastest-validator"
 import type { AuthenticatedOrganization, Core, DomainError } from "@switchboard/core"
 import { successResponse, type ApiResponse } from "../envelope.js"
 import type { HttpFailure } from "../HttpFailure.js"
+import type { HandlerSettings } from "../settings.js"
 
 /**
  * HTTP methods a route may declare.
@@ -65,6 +66,11 @@ export interface RawContent {
  * - `authenticated` (default `true`): `false` serves the route without an API key (the
  *   discovery routes); it is then rate limited by client address in the `general` bucket,
  *   and its handler must not read `auth` (doing so is a defect, answered 500).
+ * - `rateLimited` (default `true`): `false` skips the rate limiter (provider webhooks,
+ *   whose senders retry whatever is refused).
+ * - `bodyLimit`: this route's largest body in bytes, instead of the handler's `bodyLimit`.
+ * - `verifyRawBody`: a check over the exact body bytes before they are parsed (a webhook
+ *   signature); the route then reads its body even without a `body` schema.
  * - `idempotent` (default `false`): the route honours an `Idempotency-Key` header (an
  *   authenticated route with a body; docs/messaging.md "Idempotency-Key"): the handler
  *   core claims the key, replays a stored 200, and answers 409/422 itself.
@@ -81,6 +87,12 @@ export interface RouteDefinition<Data = unknown> {
   readonly bucket?: "general" | "send"
   readonly authenticated?: boolean
   readonly idempotent?: boolean
+  readonly rateLimited?: boolean
+  readonly bodyLimit?: number
+  readonly verifyRawBody?: (
+    bytes: Uint8Array,
+    header: (name: string) => string | undefined
+  ) => Effect.Effect<void, HttpFailure, RouteServices>
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
@@ -104,8 +116,15 @@ export interface RouteDefinition<Data = unknown> {
   readonly errors?: ReadonlyArray<string>
   readonly handle: (
     request: RouteRequest
-  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent, DomainError | HttpFailure, Core.CoreServices>
+  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent, DomainError | HttpFailure, RouteServices>
 }
+
+/**
+ * The services a route's handler may use: core's, and the handler's own settings.
+ *
+ * @category routes
+ */
+export type RouteServices = Core.CoreServices | HandlerSettings
 
 /**
  * Declares a route and checks that its handler's `data` has the type of its `data`
