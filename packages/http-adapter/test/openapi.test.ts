@@ -77,7 +77,7 @@ describe("fastest-validator → JSON Schema", () => {
   })
 })
 
-describe("openApiDocument (DESIGN §2, §3 'Discovery')", () => {
+describe("openApiDocument (docs/api-reference.md)", () => {
   it("is OpenAPI 3.1 for API version 1.0.0 with the base path as server and the bearer scheme", () => {
     expect(document.openapi).toBe("3.1.0")
     expect(document.info).toMatchObject({ version: "1.0.0" })

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
 /**
- * Identifier of a label (contact tag); SPEC calls it `tag_uuid` in bodies.
+ * Identifier of a label (contact tag); request bodies call it `tag_uuid`.
  *
  * @category models
  */

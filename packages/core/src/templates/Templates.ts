@@ -27,7 +27,7 @@ import { checkSendComponents } from "./sendCheck.js"
 /**
  * Message templates of an organization (`/templates`, docs/templates-and-replies.md). Templates are written
  * programmatically and by
- * the admin import (SPEC has no create route); the API lists them, reads one and builds
+ * the admin import (the API has no create route); the API lists them, reads one and builds
  * the send payload.
  *
  * @category services

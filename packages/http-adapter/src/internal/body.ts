@@ -20,7 +20,7 @@ export interface BodySource {
 }
 
 /**
- * Reads a JSON request body (DESIGN §3 "Other edges"): a content type other than
+ * Reads a JSON request body (docs/http-adapter.md "Request edges"): a content type other than
  * `application/json` (or `application/*+json`) → 415 `unsupported_media_type`; more than
  * `limitBytes` → 413 `payload_too_large`; unparseable JSON → 400 `invalid_json`. A body
  * the host already parsed (`req.body`, as `express.json()` leaves it) is used as it is.

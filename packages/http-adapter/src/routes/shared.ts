@@ -5,7 +5,7 @@ import { paginationOf, type Page, type PageRequest, type Pagination } from "@swi
 export const uuidParams: ValidationSchema = { uuid: { type: "uuid" } }
 
 /**
- * Query of the paginated lists (DESIGN §3 "Pagination"): `page` ≥ 1 (default 1) and
+ * Query of the paginated lists (docs/http-api.md "Pagination"): `page` ≥ 1 (default 1) and
  * `per_page` 1–100 (default 20), integers.
  */
 export const pageQuery: ValidationSchema = {
@@ -19,7 +19,7 @@ export const pageRequestOf = (query: Readonly<Record<string, unknown>>): PageReq
   per_page: typeof query.per_page === "number" ? query.per_page : 20
 })
 
-/** List data `{<name>: [...], pagination}` (DESIGN §3 "Pagination"). */
+/** List data `{<name>: [...], pagination}` (docs/http-api.md "Pagination"). */
 export const listData = <const Name extends string, A>(
   name: Name,
   request: PageRequest,
@@ -29,7 +29,7 @@ export const listData = <const Name extends string, A>(
     readonly [K in Name]: ReadonlyArray<A>
   } & { readonly pagination: Pagination }
 
-/** One uuid, or an array of 1–1000 uuids (DESIGN §3 "Resources"). */
+/** One uuid, or an array of 1–1000 uuids (docs/http-api.md "Limits"). */
 export const uuidOrUuids = {
   type: "multi",
   rules: [
@@ -48,7 +48,7 @@ export const uuidOf = <Id extends string>(value: unknown): Id => String(value).t
 export const uuidsOf = <Id extends string>(value: unknown): ReadonlyArray<Id> =>
   (Array.isArray(value) ? value : [value]).map((item) => uuidOf<Id>(item))
 
-/** `{id, message, ...record}`: SPEC's `{id, message}` data carrying the record (DESIGN §3b). */
+/** `{id, message, ...record}`: the `{id, message}` data carrying the record (docs/http-api.md "Endpoints"). */
 export const withIdAndMessage = <R extends { readonly uuid: string }>(message: string, record: R) => ({
   id: record.uuid,
   message,
