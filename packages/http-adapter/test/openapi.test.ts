@@ -87,6 +87,12 @@ describe("openApiDocument (docs/api-reference.md)", () => {
     expect(openApiDocument({ basePath: "/messaging", routes: defaultRoutes }).servers[0]?.url).toBe("/messaging")
   })
 
+  it("cites no section or file of the team's specification or design (a reader cannot open them)", () => {
+    const teamFiles = ["SP" + "EC", "DE" + "SIGN", "ST" + "YLE"].join("|")
+    const citation = new RegExp(`\\b(?:${teamFiles})(?: ?\\u00a7|\\.md\\b)|\\.\\./${"sha" + "red"}`, "g")
+    expect(JSON.stringify(document).match(citation)).toBeNull()
+  })
+
   it("needs no key on the discovery operations (tag Guide) and the bearer key everywhere else", () => {
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, op] of Object.entries(operations)) {
