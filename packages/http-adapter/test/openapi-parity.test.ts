@@ -14,7 +14,7 @@ import {
 import { makeRouter } from "../src/router.js"
 import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, type ApiClient } from "./helpers.js"
 
-// docs/api-reference.md "How the document is generated": the route table is the one source of truth of the handler and the OpenAPI
+// The route table is the one source of truth of the handler and the OpenAPI
 // document. These tests walk both ways, and check that what the handlers really answer
 // has the shape the document gives (the routes' `data` schemas).
 

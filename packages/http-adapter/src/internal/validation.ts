@@ -53,7 +53,7 @@ const CODES: Readonly<Record<string, string>> = {
   numberPositive: "out_of_range"
 }
 
-/** Maps one fastest-validator error to an envelope error item (docs/errors.md "Validation"). */
+/** Maps one fastest-validator error to an envelope error item (docs/errors.md "Validation (per field)"). */
 const toErrorItem = (error: ValidationError): ErrorItem => ({
   code: CODES[error.type] ?? "invalid_format",
   message: error.message ?? `The '${error.field}' field is invalid`,
