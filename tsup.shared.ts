@@ -1,7 +1,7 @@
 import { defineConfig, type Options } from "tsup"
 
 /**
- * The build of every published package (DESIGN §1): `src/index.ts` to ESM and CJS with
+ * The build of every published package (docs/extending.md "Packaging and releases"): `src/index.ts` to ESM and CJS with
  * `.d.ts`/`.d.cts`, source maps, for Node 20. `overrides` adjust one package (for example
  * ESM only for the storage contract, which vitest cannot load through `require`).
  */

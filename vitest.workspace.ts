@@ -2,7 +2,7 @@ import { defineWorkspace } from "vitest/config"
 import { project } from "./vitest.shared.js"
 
 /**
- * One test project per package and example (DESIGN §1); each has its own vitest.config.ts.
+ * One test project per package and example; each has its own vitest.config.ts.
  * `http-adapter-sqlite` runs the endpoint suites of the http-adapter again on SQLite files
  * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite.
  */

@@ -1,5 +1,5 @@
 // POST /contacts/bulk of 1000 new contacts on SQLite, over a real socket, beside a raw
-// better-sqlite3 transaction inserting the same rows into the same schema (DESIGN §5).
+// better-sqlite3 transaction inserting the same rows into the same schema (docs/benchmarks.md).
 import { createServer } from "node:http"
 import { join } from "node:path"
 import Database from "better-sqlite3"

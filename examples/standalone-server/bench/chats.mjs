@@ -1,5 +1,5 @@
-// GET /chats over BENCH_CHATS (default 1 000 000) seeded chats on SQLite (DESIGN §5): p50
-// and p99 of one request at a time for no filter, each single filter of SPEC §4, one
+// GET /chats over BENCH_CHATS (default 1 000 000) seeded chats on SQLite (docs/benchmarks.md): p50
+// and p99 of one request at a time for no filter, each single filter of GET /chats, one
 // combined filter, and the first vs the 500th cursor page; each beside a baseline measured
 // in this run — the same page read by hand-written SQL on raw better-sqlite3 (the page's
 // ids from the best index, then the chats with contact and last message, their groups and
@@ -107,7 +107,7 @@ const timed = async (fn) => {
 const ALL = { from: "chats AS c", where: [], params: [], order: "c.last_message_at DESC, c.uuid DESC" }
 
 /**
- * One case per single filter of SPEC §4 and a combined one: the query string, and the
+ * One case per single filter of `GET /chats` and a combined one: the query string, and the
  * baseline's hand-written page query (`from`, conditions, order).
  */
 const filterCases = (v) => {

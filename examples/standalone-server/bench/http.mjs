@@ -1,4 +1,4 @@
-// HTTP throughput (DESIGN §5 "HTTP"): each figure beside a bare node:http baseline run in
+// HTTP throughput (docs/benchmarks.md): each figure beside a bare node:http baseline run in
 // the same bench, as a ratio. Servers run in child processes (one core each at most), the
 // load comes from autocannon in this process.
 //   GET /verify                          vs a bare node:http server returning the same envelope

@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, each figure beside its baseline measured in the same
-// run (DESIGN §5). Speed is measured here, never in tests.
+// run (docs/benchmarks.md). Speed is measured here, never in tests.
 import { run as bulkImport } from "./bulk-import.mjs"
 
 console.log(`Switchboard benchmarks — node ${process.version}, ${new Date().toISOString()}\n`)

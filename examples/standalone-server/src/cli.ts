@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The Switchboard admin CLI (DESIGN §4): `npm run -s cli -- <command>` from the
+ * The Switchboard admin CLI (docs/standalone-server.md): `npm run -s cli -- <command>` from the
  * repository root, or `switchboard <command>` once installed. Every command prints JSON
  * (2-space indented) on stdout; errors go to stderr with a non-zero exit code and nothing
  * written. The store is the one named by `DATABASE_URL` (see `config.ts`).

@@ -18,7 +18,7 @@ export class InvalidConfiguration extends Data.TaggedError("InvalidConfiguration
 }> {}
 
 /**
- * Where the data lives, parsed from `DATABASE_URL` (DESIGN §4): a SQLite file (an
+ * Where the data lives, parsed from `DATABASE_URL` (docs/configuration.md): a SQLite file (an
  * absolute `filename`), the in-memory store of one process, or a MongoDB server.
  *
  * @category models
@@ -41,7 +41,7 @@ export interface ServerConfig {
 }
 
 /**
- * `DATABASE_URL` when none is set (DESIGN §4).
+ * `DATABASE_URL` when none is set (docs/configuration.md).
  *
  * @category config
  */
@@ -104,7 +104,7 @@ export const loadConfig = <A>(config: Config.Config<A>): Effect.Effect<A, Invali
   Effect.mapError(config, (error) => new InvalidConfiguration({ message: describeConfigError(error) }))
 
 /**
- * Parses a `DATABASE_URL` (DESIGN §4):
+ * Parses a `DATABASE_URL` (docs/configuration.md):
  * - `sqlite:PATH`: a SQLite file; an absolute `PATH` (`sqlite:/var/db/s.db`, also
  *   `sqlite:///var/db/s.db`) is used as it is, a relative one (`sqlite:./data/s.db`,
  *   `sqlite:s.db`) is resolved against `baseDirectory`;

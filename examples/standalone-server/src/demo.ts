@@ -14,7 +14,7 @@ export interface DemoCredentials {
 }
 
 /**
- * Name of the organization created on an empty database (DESIGN §4).
+ * Name of the organization created on an empty database (docs/standalone-server.md).
  *
  * @category bootstrap
  */
@@ -23,7 +23,7 @@ export const DEMO_ORGANIZATION_NAME = "Demo organization"
 /**
  * On a database without organizations, creates "Demo organization" (unlimited plan with
  * API access, active subscription) and an API key for it, and returns its credentials;
- * on any other database does nothing and returns `None` (DESIGN §4).
+ * on any other database does nothing and returns `None` (docs/standalone-server.md).
  *
  * @category bootstrap
  */

@@ -1,8 +1,8 @@
 /**
- * The standalone Switchboard server (DESIGN §4): `npm start` from the repository root.
+ * The standalone Switchboard server (docs/standalone-server.md): `npm start` from the repository root.
  *
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
- * of SPEC §8 with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
+ * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), opens the store, creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
  * JSON line on stdout, that first time only), then serves the API with `node:http` and

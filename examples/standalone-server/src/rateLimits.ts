@@ -7,7 +7,7 @@ import { Config, ConfigError, Either, Layer, Option } from "effect"
 import type { DatabaseLocation } from "./config.js"
 
 /**
- * Where the standalone server keeps its rate-limit counters (DESIGN §3 "Rate limits"):
+ * Where the standalone server keeps its rate-limit counters (docs/rate-limits.md "Stores"):
  * in this process's memory, in Redis, or in the SQLite file or MongoDB database of
  * `DATABASE_URL`.
  *
@@ -20,7 +20,7 @@ export type RateLimitStoreChoice =
   | { readonly _tag: "MongoDb"; readonly url: string }
 
 /**
- * The rate-limit settings of SPEC §8, read from the environment:
+ * The rate-limit settings of docs/rate-limits.md, read from the environment:
  * - `general`, `send`: `{max, windowMs}` from `DEVELOPER_API_RATE_LIMIT_MAX` /
  *   `DEVELOPER_API_RATE_LIMIT_WINDOW_MS` and `DEVELOPER_API_SEND_RATE_LIMIT_MAX` /
  *   `DEVELOPER_API_SEND_RATE_LIMIT_WINDOW_MS` (positive integers; windows in ms);
@@ -37,7 +37,7 @@ export interface RateLimitConfig {
 }
 
 /**
- * Reads {@link RateLimitConfig}. Unset or empty variables take the defaults of DESIGN §3
+ * Reads {@link RateLimitConfig}. Unset or empty variables take the defaults of docs/rate-limits.md
  * (general 5000 per 3 600 000 ms, send 500 per 3 600 000 ms, Redis not disabled). Every
  * bad value is reported with its variable's name; `REDIS_URL` is never echoed (it may
  * hold a password).
@@ -61,7 +61,7 @@ export const rateLimitConfig: Config.Config<RateLimitConfig> = Config.all({
 )
 
 /**
- * Picks the store (DESIGN §3 "Rate limits", issue 5): `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`
+ * Picks the store (docs/rate-limits.md "Stores"): `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`
  * → memory (per instance); else `REDIS_URL` → Redis (shared by every instance on it); else
  * the configured storage: the SQLite file (shared by every process on it), the MongoDB
  * database (shared by every instance on it), memory for `memory:` (which is per process

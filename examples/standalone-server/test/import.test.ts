@@ -39,7 +39,7 @@ interface Imported {
   readonly contacts: Record<string, string>
 }
 
-describe.concurrent("import --org ID --file F.json (DESIGN §4)", () => {
+describe.concurrent("import --org ID --file F.json (docs/import.md)", () => {
   it("prints the uuids it created, keyed as in the file, and the API serves the data", async ({ expect }) => {
     const env = { DATABASE_URL: temporaryDatabaseUrl() }
     const org = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme"], env)

@@ -45,7 +45,7 @@ const rows = (from: number, count: number) =>
 const statusCounts = (replies: ReadonlyArray<Reply>) =>
   replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
 
-describe("plan limits across two server processes on one SQLite file (DESIGN §2 'atomic')", () => {
+describe("plan limits across two server processes on one SQLite file (docs/storage.md 'What each guarantees')", () => {
   it("never stores more than contacts_limit or label_limit, whichever process answers", async () => {
     const env = { DATABASE_URL: temporaryDatabaseUrl() }
     const org = await runCliJson<Created>(

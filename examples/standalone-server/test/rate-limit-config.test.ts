@@ -26,8 +26,8 @@ const loaded = async (variables: Record<string, string>): Promise<RateLimitConfi
 const failure = async (variables: Record<string, string>): Promise<string> =>
   Either.match(await load(variables), { onLeft: (error) => error.message, onRight: () => "loaded" })
 
-describe("rateLimitConfig: the five variables of SPEC §8 and REDIS_URL", () => {
-  it("defaults to DESIGN §3: general 5000 and send 500 per 3 600 000 ms, Redis not disabled, no Redis URL", async () => {
+describe("rateLimitConfig: the five variables of docs/rate-limits.md and REDIS_URL", () => {
+  it("defaults to docs/rate-limits.md: general 5000 and send 500 per 3 600 000 ms, Redis not disabled, no Redis URL", async () => {
     expect(await loaded({})).toEqual({
       general: { max: 5000, windowMs: 3_600_000 },
       send: { max: 500, windowMs: 3_600_000 },

@@ -46,7 +46,7 @@ const countRows = (url: string, table: "contacts" | "chats" | "messages" | "cont
 const createOrganization = (env: Record<string, string>, ...flags: Array<string>) =>
   runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme", ...flags], env)
 
-describe.concurrent("seed --org ID --contacts N --chats N (DESIGN §4)", () => {
+describe.concurrent("seed --org ID --contacts N --chats N (docs/standalone-server.md)", () => {
   it("writes varied contacts and chats that the API serves, and prints a summary", async ({ expect }) => {
     const env = { DATABASE_URL: temporaryDatabaseUrl() }
     const org = await createOrganization(env)

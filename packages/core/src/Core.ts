@@ -63,7 +63,7 @@ export const layerWithTransport = (
 /**
  * Every domain service of Switchboard, wired together, with the default recording
  * transport: sends are stored and marked `sent`, nothing goes over the network
- * (DESIGN §3 "Templates and sends"). Needs only a {@link Storage} (an adapter's Layer);
+ * (docs/messaging.md "Transports"). Needs only a {@link Storage} (an adapter's Layer);
  * provides the services and {@link SecureRandom}. Use {@link layerWithTransport} for
  * another transport.
  *

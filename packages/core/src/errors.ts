@@ -18,7 +18,7 @@ import type {
 } from "./templates/errors.js"
 
 /**
- * One problem with an input: a stable snake_case `code` (DESIGN §3b "Validation codes"),
+ * One problem with an input: a stable snake_case `code` (docs/errors.md "Validation (per field)"),
  * a human `message`, and the JSON path of the offending `field` when there is one.
  *
  * @category errors
@@ -48,7 +48,7 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
 /**
  * Every failure a domain service can produce. The http-adapter maps each `_tag` to an HTTP
  * status in one table typed over this union, so adding an error here without mapping it
- * fails to compile (DESIGN §2, STYLE §7).
+ * fails to compile (docs/errors.md "Where the codes come from").
  *
  * @category errors
  */

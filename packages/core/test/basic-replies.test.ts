@@ -18,7 +18,7 @@ const createIssues = (input: unknown) =>
     return error.issues.map(({ code, field }) => ({ code, field }))
   })
 
-describe("BasicReplies.create (SPEC §4, DESIGN §3b)", () => {
+describe("BasicReplies.create (docs/templates-and-replies.md)", () => {
   it.effect("creates a reply with trimmed fields and Clock timestamps", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization

@@ -50,7 +50,7 @@ describe("Chats.receiveInbound", () => {
       expect(contact.phone).toBe("+14155550100")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("never drops a message from a new phone, even over contacts_limit (DESIGN §3b)", () =>
+  it.effect("never drops a message from a new phone, even over contacts_limit (docs/chats.md)", () =>
     Effect.gen(function* () {
       const { orgId, chats } = yield* setUp({ contacts_limit: 0 })
       const first = yield* chats.receiveInbound(orgId, { phone: "+14155550100", type: "text", text: "one" })

@@ -29,7 +29,7 @@ const document = {
 
 const page = { page: 1, per_page: 100 }
 
-describe("Imports.importDocument: chats (DESIGN §4 \"Import file format\")", () => {
+describe("Imports.importDocument: chats (docs/import.md)", () => {
   it.effect("creates chats with attributes and messages, keyed by phone as written; last_message_at is the newest message", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization()

@@ -34,7 +34,7 @@ const counts = (orgId: Parameters<Templates["Type"]["list"]>[0]) =>
     }
   })
 
-describe("Imports.importDocument: templates and basic_replies (DESIGN §4)", () => {
+describe("Imports.importDocument: templates and basic_replies (docs/import.md)", () => {
   it.effect("creates them and returns uuids keyed \"name/language\" and by trigger, as written", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization()

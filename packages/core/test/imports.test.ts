@@ -16,7 +16,7 @@ const document = {
 const withOrganization = (plan: Partial<Plan> = {}) =>
   Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Acme", plan }))
 
-describe("Imports.importDocument (DESIGN §4 import)", () => {
+describe("Imports.importDocument (docs/import.md)", () => {
   it.effect("creates groups, labels and contacts and returns their uuids keyed as in the file", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization()

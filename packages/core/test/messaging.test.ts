@@ -123,7 +123,7 @@ describe("Messaging.sendText (POST /send)", () => {
       })
     ))
 
-  it.effect("reuses the contact's chat and never changes its status or unread count (DESIGN §3b)", () =>
+  it.effect("reuses the contact's chat and never changes its status or unread count (docs/chats.md)", () =>
     withTransport(() =>
       Effect.gen(function* () {
         const { orgId, messaging } = yield* setUp()
@@ -225,7 +225,7 @@ describe("Messaging.sendMedia (POST /send/media)", () => {
     ))
 })
 
-describe("Messaging.sendTemplate (SPEC §4 POST /send/template)", () => {
+describe("Messaging.sendTemplate (POST /send/template, docs/messaging.md)", () => {
   it.effect("records a template message with the normalised template object and the rendered text", () =>
     withTransport((transport) =>
       Effect.gen(function* () {
@@ -311,7 +311,7 @@ describe("Messaging.sendTemplate (SPEC §4 POST /send/template)", () => {
     ))
 })
 
-describe("contacts_limit on sends (DESIGN §3 'Templates and sends')", () => {
+describe("contacts_limit on sends (docs/messaging.md)", () => {
   it.effect("a new contact that would pass the limit → PlanLimitExceeded, nothing written; an existing contact at the limit is sent to", () =>
     withTransport((transport) =>
       Effect.gen(function* () {

@@ -47,7 +47,7 @@ const captureLogs = () => {
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
-describe("RateLimiter (SPEC §8, DESIGN §3 'Rate limits')", () => {
+describe("RateLimiter (docs/rate-limits.md)", () => {
   it.effect("accepts max requests per window, counting remaining down, then refuses with RateLimited", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(Date.UTC(2026, 0, 1, 10, 0, 0))
@@ -117,7 +117,7 @@ describe("RateLimiter (SPEC §8, DESIGN §3 'Rate limits')", () => {
       ])
     }).pipe(Effect.provide(memoryLimiter({ general: { max: 1 } }))))
 
-  it.effect("defaults to DESIGN §3: general 5000 and send 500 per hour, fail-open, 1000 ms store timeout", () =>
+  it.effect("defaults to docs/rate-limits.md: general 5000 and send 500 per hour, fail-open, 1000 ms store timeout", () =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
       expect(limiter.settings).toEqual({

@@ -65,7 +65,7 @@ const mismatchFields = (orgId: OrganizationId, components: unknown) =>
     return error.issues.map((issue) => issue.field)
   })
 
-describe("Templates.payload (DESIGN §3b 'Sends')", () => {
+describe("Templates.payload (docs/templates-and-replies.md)", () => {
   it.effect("has one empty parameter per placeholder of the header, body and URL buttons, and lists the slots", () =>
     Effect.gen(function* () {
       const { orgId, template } = yield* setUp()
@@ -130,7 +130,7 @@ describe("Templates.payload (DESIGN §3b 'Sends')", () => {
     }).pipe(Effect.provide(TestLayer)))
 })
 
-describe("Templates.resolveForSend (DESIGN §3 'Templates and sends')", () => {
+describe("Templates.resolveForSend (docs/templates-and-replies.md)", () => {
   it.effect("returns the template, the normalised send object and the rendered text", () =>
     Effect.gen(function* () {
       const { orgId, template } = yield* setUp()

@@ -27,7 +27,7 @@ const createIssues = (input: unknown) =>
 /** A valid template whose components are `components`. */
 const withComponents = (...components: ReadonlyArray<unknown>): TemplateInput => ({ ...valid, components })
 
-describe("Templates.create (DESIGN §3 'Templates and sends')", () => {
+describe("Templates.create (docs/templates-and-replies.md 'Template rules')", () => {
   it.effect("creates a template: trimmed texts, enums and types read in any case, E.164 phones, unknown fields dropped", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization

@@ -3,7 +3,7 @@ import { failureResponse, type ApiResponse, type ErrorItem } from "./envelope.js
 
 /**
  * A failure decided by the HTTP layer itself, not by the domain: authentication header
- * problems, unreadable or invalid requests (DESIGN §3 "Authentication", "Other edges").
+ * problems, unreadable or invalid requests (docs/http-adapter.md "Authentication", "Request edges").
  *
  * @category errors
  */

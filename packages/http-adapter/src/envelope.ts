@@ -1,7 +1,7 @@
 /**
  * One item of a failure envelope's `errors`: a stable snake_case `code`, a human
  * `message`, and the JSON path of the offending `field` (for example `contacts[3].email`)
- * when the error is about one (DESIGN §3 "Envelope").
+ * when the error is about one (docs/http-api.md "Envelope").
  *
  * @category envelope
  */
@@ -12,7 +12,7 @@ export interface ErrorItem {
 }
 
 /**
- * The JSON body of every response (SPEC §4, §7; DESIGN §3 "Envelope"): `status` equals
+ * The JSON body of every response (docs/http-api.md "Envelope"): `status` equals
  * the HTTP status; a success has `success: true` and `errors: []`; a failure has
  * `success: false`, `data: null` and at least one error item.
  *
@@ -41,7 +41,7 @@ export interface ApiResponse {
 }
 
 /**
- * A success response: HTTP 200 (DESIGN §3 "Statuses": creates and sends included).
+ * A success response: HTTP 200 (docs/http-api.md "Statuses": creates and sends included).
  *
  * @category envelope
  */

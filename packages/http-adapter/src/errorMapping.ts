@@ -4,7 +4,7 @@ import { failureResponse, type ApiResponse } from "./envelope.js"
 type ErrorOf<Tag extends DomainError["_tag"]> = Extract<DomainError, { readonly _tag: Tag }>
 
 /**
- * The one table from domain error to HTTP response (STYLE §7). Typed over every `_tag`
+ * The one table from domain error to HTTP response (docs/errors.md "Where the codes come from"). Typed over every `_tag`
  * of core's `DomainError`: a tag without an entry fails to compile. A `StorageError`
  * becomes a 500 that exposes nothing of its cause.
  *
@@ -72,7 +72,7 @@ export const responseForDomainError = (error: DomainError): ApiResponse =>
   (domainErrorResponses[error._tag] as (error: DomainError) => ApiResponse)(error)
 
 /**
- * HTTP 500 `internal_error`: no cause, no stack trace (DESIGN §3, "a 500 is a bug").
+ * HTTP 500 `internal_error`: no cause, no stack trace (docs/errors.md "Server").
  *
  * @category errors
  */

@@ -7,7 +7,7 @@ import { clientAddressOf } from "./rateLimiting.js"
 /**
  * What the host knows of one request beyond the `Request` itself, the second argument of
  * a {@link FetchHandler}. A `Request` has no socket, so the client address (the key of
- * unauthenticated rate limiting, DESIGN §3 "Rate limits") comes from here, for example
+ * unauthenticated rate limiting, docs/rate-limits.md) comes from here, for example
  * `server.requestIP(request)?.address` under Bun or `info.remoteAddr.hostname` under Deno.
  *
  * @category handler
@@ -49,7 +49,7 @@ export interface FetchHandler {
 }
 
 /**
- * Creates the API as a Fetch handler (DESIGN §3), on the same core as `createHandler`:
+ * Creates the API as a Fetch handler (docs/mounting.md), on the same core as `createHandler`:
  * the same routing, authentication, order of checks, envelope, validation, body limit,
  * rate limits, `X-Request-Id` and request logs. Every path outside `basePath` is answered
  * 404 `route_not_found` (route the API's prefix to it in your host). A request whose

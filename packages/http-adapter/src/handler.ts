@@ -45,7 +45,7 @@ import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js
 export interface HandlerOptions {
   /** The storage adapter's Layer, for example `SqliteStorage.layer({ filename })`. */
   readonly storage: Layer.Layer<Storage, unknown>
-  /** Path prefix of every route. Default `/api/v1/api` (SPEC §9). */
+  /** Path prefix of every route. Default `/api/v1/api` (docs/http-api.md "Base path and version"). */
   readonly basePath?: string
   /** Largest accepted request body, in bytes. Default 1 MiB (1 048 576). */
   readonly bodyLimit?: number
@@ -56,14 +56,14 @@ export interface HandlerOptions {
    */
   readonly whatsapp?: WhatsAppWebhookOptions
   /**
-   * Logger of the one-line-per-request logs (DESIGN §3 "Operations"). Default Effect's
+   * Logger of the one-line-per-request logs (docs/http-adapter.md "Every response"). Default Effect's
    * JSON logger on stdout; `false` silences them.
    */
   readonly logger?: Logger.Logger<unknown, unknown> | false
   /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
   readonly routes?: ReadonlyArray<RouteDefinition>
   /**
-   * Rate limits (DESIGN §3 "Rate limits"): limits per bucket, store failure policy, store
+   * Rate limits (docs/rate-limits.md): limits per bucket, store failure policy, store
    * timeout and the counters' store (default in memory, per handler). See
    * {@link RateLimitHandlerOptions}.
    */
@@ -96,14 +96,14 @@ export interface SwitchboardHandler {
 }
 
 /**
- * The default base path (SPEC §9).
+ * The default base path (docs/http-api.md "Base path and version").
  *
  * @category handler
  */
 export const DEFAULT_BASE_PATH = "/api/v1/api"
 
 /**
- * Creates the request handler (DESIGN §3) as a Node listener. The runtime, the router and
+ * Creates the request handler (docs/http-adapter.md) as a Node listener. The runtime, the router and
  * every validator are built once, here; each request runs as one fiber, interrupted when
  * the client goes away. Every response is the envelope with an `X-Request-Id` header.
  * The same core serves {@link createFetchHandler} (Fetch API hosts).
@@ -230,7 +230,7 @@ export interface WireResponse {
 }
 
 /**
- * The host-independent part of every handler (DESIGN §3): the runtime, the router, the
+ * The host-independent part of every handler (docs/http-adapter.md): the runtime, the router, the
  * order of checks, the envelope, the request id and the request log. `serve` answers one
  * request through `reply`, exactly once; the returned `interrupt` stops its fiber when the
  * client goes away.
@@ -342,7 +342,7 @@ interface Exchange {
 }
 
 /**
- * The checks of DESIGN §3 "Order of checks" then the route's handler, as one Effect that
+ * The checks of docs/http-api.md "Order of checks" then the route's handler, as one Effect that
  * never fails: every failure becomes its envelope response.
  */
 const respond = (

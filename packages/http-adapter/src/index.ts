@@ -1,6 +1,6 @@
 /**
  * `@switchboard/http-adapter`: the Node request handler serving the Developer Messaging
- * API (DESIGN §3): routing, API-key authentication, rate limits, the envelope, validation,
+ * API (docs/http-api.md): routing, API-key authentication, rate limits, the envelope, validation,
  * and the discovery routes with the generated OpenAPI document and reference page.
  *
  * @packageDocumentation

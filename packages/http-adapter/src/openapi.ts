@@ -10,15 +10,15 @@ import type { RouteDefinition } from "./routes/route.js"
 export const API_TITLE = "Switchboard Developer Messaging API"
 
 /**
- * The API version (SPEC §9).
+ * The API version (docs/http-api.md "Base path and version").
  *
  * @category openapi
  */
 export const API_VERSION = "1.0.0"
 
 /**
- * The operation tags of the document, in the order the reference page shows them (SPEC
- * §4: the discovery group is tag Guide). A route with another tag gets it added after
+ * The operation tags of the document, in the order the reference page shows them (the
+ * discovery group is tag Guide: docs/api-reference.md). A route with another tag gets it added after
  * these, without a description.
  *
  * @category openapi
@@ -37,8 +37,8 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
 ]
 
 /**
- * The HTTP status of each business error code a route may declare in `errors` (DESIGN §3,
- * §3b; docs/http-adapter.md lists every code). A declared code missing here makes
+ * The HTTP status of each business error code a route may declare in `errors`
+ * (docs/errors.md lists every code). A declared code missing here makes
  * {@link openApiDocument} throw.
  *
  * @category openapi
@@ -107,8 +107,8 @@ export interface OpenApiResponse {
 }
 
 /**
- * Generates the OpenAPI 3.1 document of `routes` served under `basePath` (DESIGN §2, §3
- * "Discovery"): one operation per route, with its tag, an `operationId` (`GET
+ * Generates the OpenAPI 3.1 document of `routes` served under `basePath` (docs/api-reference.md
+ * "How the document is generated"): one operation per route, with its tag, an `operationId` (`GET
  * /contacts/:uuid` → `getContactsByUuid`), summary, the path and query parameters and
  * the JSON request body converted from the fastest-validator schemas the handler validates
  * with, the success envelope whose `data` is the route's `data` schema (`JSONSchema` of
@@ -161,7 +161,7 @@ export const openApiDocument = (options: {
           type: "http",
           scheme: "bearer",
           description:
-            "The organization's API key: `Authorization: Bearer <API_KEY>` (SPEC §5). A user JWT is rejected with 401 `jwt_not_accepted`."
+            "The organization's API key: `Authorization: Bearer <API_KEY>`. A user JWT is rejected with 401 `jwt_not_accepted`."
         }
       },
       headers: HEADERS
@@ -222,7 +222,7 @@ const ERROR_ITEM: JsonSchema = {
 
 const ERROR_ENVELOPE: JsonSchema = {
   type: "object",
-  description: "The failure envelope (SPEC §7).",
+  description: "The failure envelope.",
   required: ["status", "success", "message", "data", "errors"],
   properties: {
     status: { type: "integer", description: "Equals the HTTP status." },

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 
-// The API reference page (DESIGN §3 "Discovery"): Swagger UI (`swagger-ui-dist`, an
+// The API reference page (docs/api-reference.md "The reference page"): Swagger UI (`swagger-ui-dist`, an
 // http-adapter dependency) rendering `{base}/openapi.json`. Its files are read from
 // node_modules and served by the handler under `{base}/docs/…`: no CDN, works offline.
 // The page has no inline script, so its Content-Security-Policy allows scripts from the

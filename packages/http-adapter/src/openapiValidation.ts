@@ -55,7 +55,7 @@ export const convertProperties = (schema: ValidationSchema, path: string): Reado
 /**
  * A fastest-validator schema as one JSON Schema object: `properties` and `required` of
  * {@link convertProperties}. Unknown properties are accepted by the handler and dropped
- * (`$$strict: "remove"`, DESIGN §3), so `additionalProperties` is left open.
+ * (`$$strict: "remove"`, docs/http-api.md), so `additionalProperties` is left open.
  *
  * @category openapi
  */

@@ -14,7 +14,7 @@ import type { ApiResponse } from "./envelope.js"
 import type { RouteDefinition } from "./routes/route.js"
 
 /**
- * The `rateLimit` option of `createHandler` (DESIGN §3 "Rate limits"): the limiter's
+ * The `rateLimit` option of `createHandler` (docs/rate-limits.md): the limiter's
  * options of `@switchboard/core` (`general` and `send` as `{max, windowMs}`,
  * `onStoreError`, `storeTimeoutMs`; defaults 5000 and 500 requests per 3 600 000 ms,
  * `fail-open`, 1000 ms) and the `store` holding the counters: a `RateLimitStore` Layer
@@ -38,7 +38,7 @@ export const rateLimiterLayer = (options: RateLimitHandlerOptions = {}): Layer.L
   RateLimiter.layer(options).pipe(Layer.provide(options.store ?? MemoryRateLimitStore.layer))
 
 /**
- * Counts the request in its route's bucket (DESIGN §3 "Order of checks": after
+ * Counts the request in its route's bucket (docs/http-api.md "Order of checks": after
  * authentication, before validation): an authenticated request for its organization, a
  * request to a route with `authenticated: false` for its client address (always in the
  * `general` bucket). The decision, allowed or refused, is handed to `note` so the

@@ -25,7 +25,7 @@ const expectUnauthorized = async (headers: Record<string, string>, code: string)
   expect(typeof body.message).toBe("string")
 }
 
-describe("authentication (SPEC §5, DESIGN §3)", () => {
+describe("authentication (docs/http-adapter.md)", () => {
   it("GET /verify answers 200 in the envelope with the organization", async () => {
     const response = await verify(bearer(apiKey))
     expect(response.statusCode).toBe(200)

@@ -19,7 +19,7 @@ const createReply = async (api: ApiClient, body: Record<string, unknown>) => {
 
 const replyCount = async (api: ApiClient) => (await api.get("/basic-replies")).data.pagination.total as number
 
-describe("POST /basic-replies (SPEC §4, DESIGN §3b)", () => {
+describe("POST /basic-replies (docs/templates-and-replies.md)", () => {
   it("creates a reply: data {id, message, ...reply}, fields trimmed, unknown fields dropped", async () => {
     const api = await tenant()
     const result = await api.post("/basic-replies", {

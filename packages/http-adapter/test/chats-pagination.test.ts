@@ -12,7 +12,7 @@ const CHATS = 47
 /** The whole list in one offset page: the order every other walk must reproduce. */
 const fullOrder = (api: ApiClient, query: string) => listedUuids(api, `${query}${query === "" ? "" : "&"}pagination=true&per_page=100`)
 
-describe("GET /chats pagination (DESIGN §3 \"Chats list\")", () => {
+describe("GET /chats pagination (docs/chats.md)", () => {
   let api: ApiClient
   let organizationId: OrganizationId
   let all: Array<string>

@@ -10,7 +10,7 @@ const tenant = () => makeTenant(storage, handler)
 
 const GROUP = "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a"
 
-describe("GET /chats parameters (SPEC §4, DESIGN §3b)", () => {
+describe("GET /chats parameters (docs/chats.md)", () => {
   it("every bad parameter → 400 naming it", async () => {
     const { api } = await tenant()
     const cases: ReadonlyArray<readonly [string, string]> = [
@@ -74,7 +74,7 @@ describe("GET /chats parameters (SPEC §4, DESIGN §3b)", () => {
     expect(await codes("group_uuid=1,2")).toEqual([{ code: "invalid_format", field: "group_uuid" }])
   })
 
-  it("answers 401 without a valid key (SPEC §4: 400 and 401)", async () => {
+  it("answers 401 without a valid key", async () => {
     const missing = await request(handler, { method: "GET", url: "/api/v1/api/chats" })
     expect(missing.statusCode).toBe(401)
     const wrong = await request(handler, { method: "GET", url: "/api/v1/api/chats", headers: { authorization: "Bearer nope" } })
@@ -104,8 +104,8 @@ describe("GET /chats parameters (SPEC §4, DESIGN §3b)", () => {
   })
 })
 
-describe("GET /chats records and filters (DESIGN §3 \"Records\", \"Chats list\")", () => {
-  it("a chat record has exactly the fields of DESIGN §3", async () => {
+describe("GET /chats records and filters (docs/chats.md)", () => {
+  it("a chat record has exactly the fields of docs/chats.md", async () => {
     const { api, organization } = await tenant()
     await importContacts(api, [{ phone: phone(1), first_name: "Ada", last_name: "Lovelace", email: "ada@example.com", group: ["VIP"] }])
     const chat = await receive(storage, organization.id, phone(1), 5, { text: "Hi!" })

@@ -33,7 +33,7 @@ const expectNothingWritten = async (api: ApiClient) => {
 const fieldsOf = (errors: ReadonlyArray<{ code: string; field?: string }>) =>
   errors.map(({ code, field }) => ({ code, field })).sort((a, b) => String(a.field).localeCompare(String(b.field)))
 
-describe("POST /contacts/bulk: upsert by E.164 phone (DESIGN §3 'Resources', §3b 'Bulk upsert')", () => {
+describe("POST /contacts/bulk: upsert by E.164 phone (docs/contacts.md 'Rules')", () => {
   it("creates contacts and answers {created, updated, contacts: [{uuid, phone, status}]}", async () => {
     const api = await tenant()
     const result = await api.post("/contacts/bulk", {

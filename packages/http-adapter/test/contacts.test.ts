@@ -39,7 +39,7 @@ const CONTACT_KEYS = [
 const createContact = async (api: ApiClient, row: Record<string, unknown>) =>
   (await importContacts(api, [row])).contacts[0]?.uuid as string
 
-describe("GET /contacts (DESIGN §3 'Pagination', 'Records')", () => {
+describe("GET /contacts (docs/http-api.md 'Pagination', docs/contacts.md 'Records')", () => {
   it("defaults to page 1 of 20 and answers {contacts, pagination: {page, per_page, total, total_pages}}", async () => {
     const api = await tenant()
     await importContacts(api, contactRows(0, 25))
@@ -94,7 +94,7 @@ describe("GET /contacts (DESIGN §3 'Pagination', 'Records')", () => {
     }
   })
 
-  it("shows each contact exactly as DESIGN §3 'Records' says, the same in the list and alone", async () => {
+  it("shows each contact exactly as docs/contacts.md 'Records' says, the same in the list and alone", async () => {
     const api = await tenant()
     const uuid = await createContact(api, {
       first_name: "Ada",

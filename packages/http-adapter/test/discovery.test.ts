@@ -11,7 +11,7 @@ import {
 } from "@switchboard/http-adapter"
 import { expectEnvelope, makeHandler, makeSharedStorage, request } from "./helpers.js"
 
-// SPEC §4 "discovery group (tag Guide)", DESIGN §3 "Discovery": GET {base}/ in the
+// docs/api-reference.md, the discovery group (tag Guide): GET {base}/ in the
 // envelope, GET {base}/openapi.json and GET {base}/docs (and its files) raw; no API key;
 // rate limited per client address.
 
@@ -149,7 +149,7 @@ describe("GET {base}/docs", () => {
   })
 })
 
-describe("discovery rate limits (DESIGN §3 'Rate limits': keyed by client address)", () => {
+describe("discovery rate limits (docs/rate-limits.md: keyed by client address)", () => {
   it("counts each client address in the general bucket, 429 rate_limited past the limit", async () => {
     const limited = makeHandler(makeSharedStorage(), { rateLimit: { general: { max: 2, windowMs: 3_600_000 } }, trustProxy: true })
     try {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { chromium, type Browser } from "playwright-core"
 import { listen, makeHandler, makeSharedStorage } from "./helpers.js"
 
-// DESIGN §3 "Discovery": GET {base}/docs renders the OpenAPI document with Swagger UI,
+// docs/api-reference.md: GET {base}/docs renders the OpenAPI document with Swagger UI,
 // from node_modules only. Loaded in Debian's headless Chromium over a real socket; every
 // request the page makes must go to this server (no CDN), the Content-Security-Policy must
 // not block anything, and the `/verify` operation must show and be callable ("Try it

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { defaultRoutes, defineRoute } from "@switchboard/http-adapter"
 import { bearer, createOrganization, makeHandler, makeSharedStorage, request } from "./helpers.js"
 
-/** A body route standing in for the resource routes of later issues (DESIGN §3b "Edge rules"). */
+/** A body route standing in for the resource routes of later issues (docs/http-adapter.md "Request edges"). */
 const echoRoute = defineRoute({
   method: "POST",
   path: "/test/echo",
@@ -47,7 +47,7 @@ const expectFailure = (response: Awaited<ReturnType<typeof echo>>, status: numbe
   expect(response.body).not.toMatch(/at .*\.ts:\d+/)
 }
 
-describe("routing (DESIGN §3 'Other edges')", () => {
+describe("routing (docs/http-adapter.md 'Request edges')", () => {
   it("404 route_not_found for an unknown path, without a key", async () => {
     expectFailure(await request(handler, { method: "GET", url: "/api/v1/api/nowhere" }), 404, "route_not_found")
     // GET {base} itself is the discovery index (test/discovery.test.ts).
@@ -100,7 +100,7 @@ describe("routing (DESIGN §3 'Other edges')", () => {
   })
 })
 
-describe("request bodies (DESIGN §3 'Other edges')", () => {
+describe("request bodies (docs/http-adapter.md 'Request edges')", () => {
   it("accepts a valid JSON body and drops unknown fields", async () => {
     const response = await echo(JSON.stringify({ name: "Ada", count: 2, admin: true }))
     expect(response.statusCode).toBe(200)
@@ -182,7 +182,7 @@ describe("request bodies (DESIGN §3 'Other edges')", () => {
   })
 })
 
-describe("request ids (DESIGN §3 'Operations')", () => {
+describe("request ids (docs/http-adapter.md 'Every response')", () => {
   it("echoes a sane client X-Request-Id and replaces an insane one", async () => {
     const kept = await request(handler, { method: "GET", url: "/api/v1/api/verify", headers: { ...headers, "x-request-id": "req-123.abc" } })
     expect(kept.headers["x-request-id"]).toBe("req-123.abc")

@@ -9,7 +9,7 @@ const tenant = async () => (await makeTenant(storage, handler)).api
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
-describe("POST /contact-groups (SPEC §4, DESIGN §3b)", () => {
+describe("POST /contact-groups (docs/contacts.md)", () => {
   it("creates a group: data {id, message, ...group} with id = uuid and the trimmed name", async () => {
     const api = await tenant()
     const result = await api.post("/contact-groups", { name: "  Customers  " })

@@ -100,7 +100,7 @@ export interface ApiResult {
 }
 
 /**
- * Checks the envelope rules every response must keep (SPEC §4, §7; DESIGN §3 "Envelope"):
+ * Checks the envelope rules every response must keep (docs/http-api.md "Envelope"):
  * exactly the five keys, `status` equal to the HTTP status, never a 500, a success with
  * `errors: []`, a failure with `data: null` and at least one `{code, message, field?}`
  * item, and no stack trace anywhere in the body.

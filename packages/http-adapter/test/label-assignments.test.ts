@@ -21,7 +21,7 @@ const labelNamesOf = async (api: ApiClient, contactId: string) =>
 
 const labelTotal = async (api: ApiClient) => (await api.get("/labels")).data.pagination.total as number
 
-describe("POST /labels/bulk-delete (DESIGN §3b 'Uuids in bodies')", () => {
+describe("POST /labels/bulk-delete (docs/contacts.md 'Rules')", () => {
   it("deletes one label given as a single uuid string", async () => {
     const { api, labelIds } = await setUp(2, 0)
     const result = await api.post("/labels/bulk-delete", { tag_uuids: labelIds[0] })
@@ -62,7 +62,7 @@ describe("POST /labels/bulk-delete (DESIGN §3b 'Uuids in bodies')", () => {
   })
 })
 
-describe("POST /contacts/labels/assign (SPEC §4, DESIGN §3b)", () => {
+describe("POST /contacts/labels/assign (docs/contacts.md)", () => {
   it("assigns to one contact given as a single uuid: data {tag_uuid, assigned, contact_uuids}", async () => {
     const { api, labelIds, contactIds } = await setUp(1, 2)
     const result = await api.post("/contacts/labels/assign", { contact_uuids: contactIds[0], tag_uuid: labelIds[0] })

@@ -17,7 +17,7 @@ const createLabel = async (api: ApiClient, body: Record<string, unknown>) => {
 
 const labelCount = async (api: ApiClient) => (await api.get("/labels")).data.pagination.total as number
 
-describe("POST /labels (SPEC §4, DESIGN §3b)", () => {
+describe("POST /labels (docs/contacts.md)", () => {
   it("creates a label: data is the record, color defaults to #808080, name trimmed", async () => {
     const api = await tenant()
     const result = await api.post("/labels", { name: "  VIP  " })

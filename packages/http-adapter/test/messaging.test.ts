@@ -61,7 +61,7 @@ const errorsOf = (result: { errors: ReadonlyArray<{ code: string; field?: string
 
 const chatList = async (api: ApiClient) => (await api.get("/chats")).data.chats as Array<Record<string, any>>
 
-describe("POST /send/template (SPEC §4, DESIGN §3 'Templates and sends')", () => {
+describe("POST /send/template (docs/messaging.md)", () => {
   it("answers {message_id, chat_uuid, contact_uuid, status}, upserts the contact and appends to its chat", async () => {
     const { api } = await tenant()
     const result = await api.post("/send/template", { phone: "+1 415 555 0100", template, first_name: "Ada", email: "ada@example.com", extra: 1 })
@@ -208,7 +208,7 @@ describe("POST /send/media", () => {
   })
 })
 
-describe("sends and rate limits (DESIGN §3 'Rate limits')", () => {
+describe("sends and rate limits (docs/rate-limits.md)", () => {
   it("the three sends count in the send bucket only", async () => {
     const store = makeSharedStorage()
     const limited = makeHandler(store, { rateLimit: { send: { max: 3, windowMs: 60_000 }, general: { max: 100, windowMs: 60_000 } } })

@@ -179,7 +179,7 @@ describe("failures of the store", () => {
   })
 })
 
-describe("request logs (DESIGN §3 'Operations')", () => {
+describe("request logs (docs/http-adapter.md 'Every response')", () => {
   it("writes one line per request with method, route, status, duration, organization and request id, and never the key", async () => {
     const entries: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
     const storage = makeSharedStorage()

@@ -14,7 +14,7 @@ import {
 import { makeRouter } from "../src/router.js"
 import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, type ApiClient } from "./helpers.js"
 
-// DESIGN §2: the route table is the one source of truth of the handler and the OpenAPI
+// The route table is the one source of truth of the handler and the OpenAPI
 // document. These tests walk both ways, and check that what the handlers really answer
 // has the shape the document gives (the routes' `data` schemas).
 
@@ -66,14 +66,14 @@ const parityProblems = (routes: ReadonlyArray<RouteDefinition>, document: OpenAp
 
 const document = openApiDocument({ basePath: DEFAULT_BASE_PATH, routes: defaultRoutes })
 
-describe("route table ⇄ OpenAPI document (DESIGN §2)", () => {
+describe("route table ⇄ OpenAPI document (docs/api-reference.md)", () => {
   it("every route is in the document with a tag, an operationId and its data schema, and every operation is served", () => {
     expect(parityProblems(defaultRoutes, document)).toEqual([])
     const operations = Object.values(document.paths).flatMap((operations) => Object.keys(operations))
     expect(operations).toHaveLength(defaultRoutes.length)
   })
 
-  it("covers every operation SPEC §4 lists, and the discovery group", () => {
+  it("covers every operation of the Developer Messaging API, and the discovery group", () => {
     const listed = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`)
     )

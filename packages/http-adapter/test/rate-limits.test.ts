@@ -14,7 +14,7 @@ import {
   updatePlan
 } from "./helpers.js"
 
-/** Stands in for `POST /send/template` and the other send routes (DESIGN §3 "Rate limits"). */
+/** Stands in for `POST /send/template` and the other send routes (docs/rate-limits.md "Buckets"). */
 const sendRoute = defineRoute({
   method: "POST",
   path: "/test/send",
@@ -68,7 +68,7 @@ const rateHeaders = (response: { headers: Record<string, unknown> }) => ({
   reset: response.headers["ratelimit-reset"]
 })
 
-describe("RateLimit-* headers and the 429 (DESIGN §3 'Rate limits')", () => {
+describe("RateLimit-* headers and the 429 (docs/rate-limits.md 'Headers and the 429')", () => {
   it("every response that passed the limiter carries limit, remaining and reset in whole seconds", async () => {
     const { handler, tenant } = setUp({ rateLimit: { general: { max: 3, windowMs: 60_000 } } })
     const apiKey = await tenant()
@@ -121,7 +121,7 @@ describe("RateLimit-* headers and the 429 (DESIGN §3 'Rate limits')", () => {
   })
 })
 
-describe("what is never counted (SPEC §5.6, DESIGN §3b 'Check order in practice')", () => {
+describe("what is never counted (docs/rate-limits.md, docs/http-api.md 'Order of checks')", () => {
   it("401s consume nothing and carry no RateLimit headers", async () => {
     const { handler, tenant } = setUp({ rateLimit: { general: { max: 2 } } })
     const apiKey = await tenant()

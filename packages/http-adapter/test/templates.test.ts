@@ -20,7 +20,7 @@ afterAll(() => handler.dispose())
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
 
-/** Creates a template through core (SPEC has no create route); returns the record. */
+/** Creates a template through core (the API has no create route); returns the record. */
 const createTemplate = (store: Layer.Layer<Storage>, organizationId: OrganizationId, input: Partial<TemplateInput> = {}) =>
   Effect.runPromise(
     Templates.pipe(
@@ -48,7 +48,7 @@ const tenant = async () => {
   return { api, create: (input: Partial<TemplateInput> = {}) => createTemplate(storage, organization.id, input) }
 }
 
-describe("GET /templates (SPEC §4, DESIGN §3 'Pagination')", () => {
+describe("GET /templates (docs/http-api.md 'Pagination')", () => {
   it("lists {templates, pagination} newest first with every record field", async () => {
     const { api, create } = await tenant()
     const first = await create()
@@ -103,7 +103,7 @@ describe("GET /templates/{uuid} (extension)", () => {
   })
 })
 
-describe("GET /templates/{uuid}/payload (DESIGN §3b 'Sends')", () => {
+describe("GET /templates/{uuid}/payload (docs/templates-and-replies.md)", () => {
   it("answers the send-ready template object with every slot empty, and the slots", async () => {
     const { api, create } = await tenant()
     const template = await create()
@@ -159,7 +159,7 @@ describe("templates: tenant isolation", () => {
   })
 })
 
-describe("template errors in the error table (STYLE §7)", () => {
+describe("template errors in the error table (docs/errors.md)", () => {
   it("map to 400 with their codes and fields", () => {
     const body = (error: Parameters<typeof responseForDomainError>[0]) => {
       const response = responseForDomainError(error)

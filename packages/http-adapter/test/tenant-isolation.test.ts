@@ -42,7 +42,7 @@ const expectNotFound = (result: { status: number; errors: ReadonlyArray<{ code: 
   for (const error of result.errors) expect(error.code).toBe("not_found")
 }
 
-describe("tenant isolation (STYLE §3, DESIGN §3b 'Uuids in bodies')", () => {
+describe("tenant isolation (docs/contacts.md 'Rules')", () => {
   it("another organization's key cannot read, change or delete the contacts, groups or labels: 404, data unchanged", async () => {
     const { owner, intruder, contactId, labelId, groupId } = await setUp()
     const before = await snapshot(owner)

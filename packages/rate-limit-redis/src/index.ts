@@ -1,7 +1,7 @@
 /**
  * `@switchboard/rate-limit-redis`: the `RateLimitStore` of `@switchboard/core` on Redis
- * (ioredis), so every server instance using one Redis shares its rate limits (DESIGN §1,
- * §3 "Rate limits"): one atomic Lua script per request, each key created with its expiry.
+ * (ioredis), so every server instance using one Redis shares its rate limits
+ * (docs/rate-limits.md "Stores"): one atomic Lua script per request, each key created with its expiry.
  *
  * @packageDocumentation
  */

@@ -27,8 +27,8 @@ const createReply = (organizationId: OrganizationId, trigger: string, now = inst
 
 /**
  * Contract of `Storage.basicReplies`: triggers unique per organization case-insensitively
- * after trimming, look-up by trigger, newest-first lists, tenant isolation (DESIGN §3b
- * "Uniqueness", "Lists"; issue 4 "Auto-reply").
+ * after trimming, look-up by trigger, newest-first lists, tenant isolation
+ * (docs/templates-and-replies.md "Basic replies"; docs/messaging.md "Auto-reply").
  */
 export const basicRepliesContract = (options: StorageContractOptions): void => {
   const run = runner(options)

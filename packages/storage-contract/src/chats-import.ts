@@ -16,7 +16,7 @@ import { assignLabel, createGroup, createLabel, importContact, importContacts, i
 const { instant, phone } = fixtures
 
 /**
- * Contract of `Storage.chats.importChats` (the admin import and `seed`, DESIGN §4): new
+ * Contract of `Storage.chats.importChats` (the admin import and `seed`, docs/import.md): new
  * chats with attributes, messages, last message and `updated_at`; re-import of the same
  * messages adds nothing; an existing chat gets its attributes and only new messages;
  * unknown contacts write nothing; the imported chats are listed and filtered like others;

@@ -51,8 +51,8 @@ const expectPages = (organizationId: OrganizationId, filters: ChatFilters, sort:
   })
 
 /**
- * Contract of `Storage.chats.listAfter` and `listPage` (DESIGN §3 "Chats list", §3b "Chats
- * list parameters"): every filter alone and together (AND, lists match any), the three
+ * Contract of `Storage.chats.listAfter` and `listPage` (docs/chats.md
+ * "`GET /chats`"): every filter alone and together (AND, lists match any), the three
  * sort keys both ways with uuid tie-breaks, chats without messages, keyset and offset
  * pages, search following contact changes, tenant isolation.
  */

@@ -12,7 +12,7 @@ const { instant, phone } = fixtures
  * Contract of `Storage.chats` apart from the list (chats-list.ts): appendMessage (contact
  * and chat created as needed, counters, reopening, last message, deduplication), ensure,
  * update, reads, messages and their status, tenant isolation, and chats going with their
- * contact (DESIGN §3 "Records", §3b "Lists", "Plan limits").
+ * contact (docs/chats.md "Records", "Status transitions").
  */
 export const chatsContract = (options: StorageContractOptions): void => {
   const run = runner(options)

@@ -17,7 +17,7 @@ const { groupNamed, groupWithId, importRow, instant, phone } = fixtures
 
 /**
  * Contract of `Storage.contacts.importBulk`: upserts by phone, groups by name or uuid, the
- * `contacts_limit` check, all or nothing (DESIGN §3 "Resources", §3b "Bulk upsert").
+ * `contacts_limit` check, all or nothing (docs/contacts.md "Rules", "Plan limits").
  */
 export const contactsImportContract = (options: StorageContractOptions): void => {
   const run = runner(options)

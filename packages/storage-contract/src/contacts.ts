@@ -20,7 +20,7 @@ const { groupWithId, importRow, instant, phone } = fixtures
 
 /**
  * Contract of `Storage.contacts` besides `importBulk`: list, findById, update, delete,
- * labelsOf, and tenant isolation (DESIGN §3 "Records", "Pagination", §3b "Lists").
+ * labelsOf, and tenant isolation (docs/contacts.md "Records"; docs/http-api.md "Pagination").
  */
 export const contactsContract = (options: StorageContractOptions): void => {
   const run = runner(options)

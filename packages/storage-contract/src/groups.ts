@@ -9,7 +9,7 @@ const { groupWithId, importRow, instant, phone } = fixtures
 
 /**
  * Contract of `Storage.groups`: names unique per organization case-insensitively,
- * `contacts_count`, lists newest first, tenant isolation (DESIGN §3 "Records", §3b).
+ * `contacts_count`, lists newest first, tenant isolation (docs/contacts.md "Records", "Rules").
  */
 export const groupsContract = (options: StorageContractOptions): void => {
   const run = runner(options)

@@ -1,6 +1,6 @@
 /**
  * `@switchboard/storage-contract`: the one test suite every Switchboard storage adapter
- * must pass (DESIGN §2), in the manner of Keyv's test-suite. Call
+ * must pass (docs/extending.md "The contract suite"), in the manner of Keyv's test-suite. Call
  * {@link runStorageContract} from a vitest test file of the adapter's package, and
  * {@link runRateLimitStoreContract} from the test file of a rate-limit store.
  *

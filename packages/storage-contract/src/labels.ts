@@ -26,8 +26,8 @@ const labelInput = (name: string, color = "#808080", now = instant(0)) => ({
 
 /**
  * Contract of `Storage.labels`: the atomic `label_limit` check, case-insensitive names,
- * deleteMany, idempotent all-or-nothing assign, tenant isolation (DESIGN §3 "Resources",
- * §3b "Uuids in bodies", "Plan limits").
+ * deleteMany, idempotent all-or-nothing assign, tenant isolation
+ * (docs/contacts.md "Rules", "Plan limits").
  */
 export const labelsContract = (options: StorageContractOptions): void => {
   const run = runner(options)

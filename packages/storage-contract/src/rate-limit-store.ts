@@ -21,8 +21,8 @@ export interface RateLimitStoreContractOptions {
 }
 
 /**
- * Registers the contract every rate-limit store must pass (DESIGN §2: "a rate-limit
- * increment is one atomic store operation") with vitest: counting from 1 per key and
+ * Registers the contract every rate-limit store must pass (a rate-limit
+ * increment is one atomic store operation: docs/extending.md "Writing a rate-limit store") with vitest: counting from 1 per key and
  * window, keys and windows kept apart, and N concurrent increments of one counter
  * answering 1..N, each exactly once.
  *

@@ -44,7 +44,7 @@ const createTemplate = (organizationId: OrganizationId, overrides: Partial<Templ
 /**
  * Contract of `Storage.templates`: identity (name by nameKey + exact language) unique per
  * organization, components stored as given, update, newest-first lists, tenant isolation
- * (DESIGN §3 "Templates and sends", §3b "Uniqueness", "Lists").
+ * (docs/templates-and-replies.md "Template rules").
  */
 export const templatesContract = (options: StorageContractOptions): void => {
   const run = runner(options)

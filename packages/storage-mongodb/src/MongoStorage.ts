@@ -59,7 +59,7 @@ export interface MongoStorageSetupOptions {
 /**
  * Connects to `options.url` (waiting at most `serverSelectionTimeoutMS` for a server),
  * creates the collections' indexes (idempotent), reconciles the plan-limit counters and
- * returns the {@link StorageService} (DESIGN §1–§2). The client belongs to the `Scope`: a
+ * returns the {@link StorageService} (docs/storage.md "MongoDB"). The client belongs to the `Scope`: a
  * finalizer closes it. Fails with `StorageError` (operation `"connect"`, `"indexes"` or
  * `"reconcile"`); after that, each repository method fails only with `StorageError` whose
  * `operation` names it.

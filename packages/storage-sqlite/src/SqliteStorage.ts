@@ -33,7 +33,7 @@ export interface SqliteStorageOptions {
 /**
  * Opens the database, sets it up (`busy_timeout`, `journal_mode = WAL` for files,
  * `synchronous = NORMAL`, `foreign_keys = ON`), applies pending migrations and returns the
- * {@link StorageService} (DESIGN §1–§2). The connection belongs to the `Scope`: a finalizer
+ * {@link StorageService} (docs/storage.md). The connection belongs to the `Scope`: a finalizer
  * closes it. Fails with `StorageError` (operation `"open"` or `"migrate"`); after that,
  * each repository method fails only with `StorageError` whose `operation` names it.
  *

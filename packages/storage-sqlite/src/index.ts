@@ -1,6 +1,6 @@
 /**
  * `@switchboard/storage-sqlite`: the `Storage` of `@switchboard/core` on better-sqlite3,
- * the embedded default (DESIGN §1): versioned migrations, WAL, prepared statements cached
+ * the embedded default (docs/storage.md "Choosing"): versioned migrations, WAL, prepared statements cached
  * per connection, every driver failure a `StorageError`; and `SqliteRateLimitStore`, the
  * rate-limit counters of processes sharing one database file.
  *

@@ -6,7 +6,7 @@ import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chat-list.js"
 
-// DESIGN §5: every filter and every cursor page of GET /chats is answered from an index,
+// docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement
 // of each plan (chat-list.ts), on the real schema of migration 4.
 
@@ -14,7 +14,7 @@ const ORG = fixtures.organization().id as OrganizationId
 const GROUPS = [fixtures.uuid(), fixtures.uuid()] as Array<GroupId>
 const LABELS = [fixtures.uuid()] as Array<LabelId>
 
-/** One filter at a time (DESIGN §5 "any single filter"), then a few combinations. */
+/** One filter at a time (docs/benchmarks.md), then a few combinations. */
 const SINGLE: ReadonlyArray<readonly [string, ChatFilters]> = [
   ["none", {}],
   ["status", { status: "open" }],

@@ -5,7 +5,7 @@ import { Effect, Either } from "effect"
 import { parseUuid, runAdminCommand } from "./admin.js"
 
 /**
- * Registers `import --org ID --file F.json` (DESIGN §4, docs/import.md): imports groups,
+ * Registers `import --org ID --file F.json` (docs/import.md): imports groups,
  * labels, contacts, templates, basic replies and chats with their messages from a JSON
  * file into the organization, all or nothing, and prints `{groups: {name: uuid}, labels:
  * {name: uuid}, contacts: {phone: uuid}, templates: {"name/language": uuid},

@@ -4,7 +4,7 @@ import { Effect } from "effect"
 import { parseUuid, runAdminCommand } from "./admin.js"
 
 /**
- * Registers `key create` and `key revoke` (DESIGN §4) on the program.
+ * Registers `key create` and `key revoke` (docs/standalone-server.md) on the program.
  *
  * - `key create --org ORG_ID` → `{key_id, api_key}`: a new key for the organization,
  *   shown only here (the store keeps its SHA-256 hash);

@@ -22,7 +22,7 @@ export interface OrganizationView {
 }
 
 /**
- * Registers `org create`, `org update` and `org list` (DESIGN §4) on the program.
+ * Registers `org create`, `org update` and `org list` (docs/standalone-server.md) on the program.
  *
  * - `org create --name N [--contacts-limit N|unlimited] [--label-limit N|unlimited]
  *   [--no-api-access] [--inactive]` → `{org_id, key_id, api_key}` (the key is shown

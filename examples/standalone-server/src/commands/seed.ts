@@ -49,8 +49,8 @@ export interface SeedSummary {
 }
 
 /**
- * Registers `seed --org ID --contacts N --chats N [--seed N]` (DESIGN §4,
- * docs/standalone-server.md "seed"): writes N synthetic contacts (names, e-mails, cities
+ * Registers `seed --org ID --contacts N --chats N [--seed N]`
+ * (docs/standalone-server.md "seed"): writes N synthetic contacts (names, e-mails, cities
  * and valid mobile numbers of eight countries; in groups and under labels of a small pool)
  * and chats for the first `--chats` of them, each with a few messages, a status, an
  * assignee or none, a favorite flag, an unread count and a last message within the past

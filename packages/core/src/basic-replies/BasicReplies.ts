@@ -12,7 +12,7 @@ import type { BasicReply, BasicReplyId, BasicReplyInput } from "./model.js"
 import { readBasicReply } from "./readBasicReply.js"
 
 /**
- * Basic (canned) replies of an organization (SPEC §4 `/basic-replies`, DESIGN §3b,
+ * Basic (canned) replies of an organization (`/basic-replies`, docs/templates-and-replies.md "Basic replies",
  * docs/templates-and-replies.md).
  *
  * @category services

@@ -10,7 +10,7 @@ export const BasicReplyId = Schema.UUID.pipe(Schema.brand("BasicReplyId"))
 export type BasicReplyId = typeof BasicReplyId.Type
 
 /**
- * A basic (canned) reply (SPEC §2, DESIGN §3 "Records"): `name` and `trigger` trimmed,
+ * A basic (canned) reply (docs/templates-and-replies.md "Basic replies"): `name` and `trigger` trimmed,
  * 1–255 characters; `response` trimmed, 1–4096 characters. The trigger is unique per
  * organization, case-insensitively; an inbound message whose trimmed text equals it,
  * ignoring case, is answered with `response`.
@@ -29,7 +29,7 @@ export const BasicReply = Schema.Struct({
 export type BasicReply = typeof BasicReply.Type
 
 /**
- * Input of `BasicReplies.create` (SPEC §4 `POST /basic-replies`): every field required.
+ * Input of `BasicReplies.create` (`POST /basic-replies`, docs/templates-and-replies.md "Basic replies"): every field required.
  * Values are checked at run time, so a value of another type is a 400, not a crash.
  *
  * @category models
@@ -41,7 +41,7 @@ export interface BasicReplyInput {
 }
 
 /**
- * Longest reply `response`, in characters (DESIGN §3b).
+ * Longest reply `response`, in characters (docs/templates-and-replies.md "Basic replies").
  *
  * @category models
  */

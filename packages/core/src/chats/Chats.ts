@@ -24,15 +24,15 @@ import type {
 } from "./model.js"
 
 /**
- * Chats and messages of an organization: what a dashboard does with its inbox (DESIGN §3
- * "Chats list", §3b "Lists"; docs/chats.md). One chat per contact; a chat starts `open`.
+ * Chats and messages of an organization: what a dashboard does with its inbox
+ * (docs/chats.md). One chat per contact; a chat starts `open`.
  *
  * @category services
  */
 export interface ChatsService {
   /**
    * Records an inbound message (a provider webhook): finds the contact by phone (E.164) or
-   * creates it — never refused, not even over `contacts_limit` (DESIGN §3b "Plan limits") —
+   * creates it — never refused, not even over `contacts_limit` (docs/chats.md "The `Chats` service (programmatic API)") —
    * creates its chat when missing, appends the message (status `delivered`), adds 1 to
    * `unread_count`, sets `last_message_at`, and reopens a `resolved` or `closed` chat
    * (`open`). A `provider_message_id` already received is a duplicate: nothing changes and

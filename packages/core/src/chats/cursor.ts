@@ -4,7 +4,7 @@ import type { OrganizationId } from "../organizations/model.js"
 import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatRepository.js"
 import type { Chat, ChatId } from "./model.js"
 
-// The opaque cursor of the chat list (DESIGN §3 "Chats list", §3b "Chats list parameters"):
+// The opaque cursor of the chat list (docs/chats.md "`GET /chats`"):
 // base64url of `{v, b, k, u}` — format version, binding (a hash of the organization, the
 // sort and the filters it was made with), the sort value and the uuid of the last chat of
 // the page. A cursor positions only; a forged one can do no more than a real one.

@@ -3,7 +3,7 @@ import { ChatStatus } from "./model.js"
 
 /**
  * `Chats.setStatus` was asked to set the status the chat already has: a transition is
- * between two different statuses (DESIGN §3b "Lists", docs/chats.md "Status
+ * between two different statuses (docs/chats.md "Status
  * transitions"). HTTP 400 `chat_status_unchanged`, naming the field `status`.
  *
  * @category errors

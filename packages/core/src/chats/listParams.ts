@@ -7,10 +7,10 @@ import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatReposit
 import { cursorBinding, decodeCursor } from "./cursor.js"
 import { CHAT_STATUSES, type ChatListParams, type ChatSortBy, type ChatSortOrder, type ChatStatus } from "./model.js"
 
-// Reading the chat list's parameters (SPEC §4, DESIGN §3 "Chats list", §3b "Chats list
-// parameters"): every bad parameter becomes one issue naming it, all reported at once.
+// Reading the chat list's parameters (docs/chats.md "`GET /chats`"):
+// every bad parameter becomes one issue naming it, all reported at once.
 
-/** Default and largest `limit` / `per_page` (SPEC §8 "Other limits"). */
+/** Default and largest `limit` / `per_page` (docs/http-api.md "Limits"). */
 export const DEFAULT_CHAT_PAGE_SIZE = 20
 /** Largest `limit` / `per_page`. */
 export const MAX_CHAT_PAGE_SIZE = 100
@@ -172,7 +172,7 @@ const assignedTo = (collector: IssueCollector, value: unknown): string | null | 
   return id
 }
 
-/** The literal of `assigned_to` that selects chats assigned to nobody (SPEC §4). */
+/** The literal of `assigned_to` that selects chats assigned to nobody (docs/chats.md "`GET /chats`"). */
 export const UNASSIGNED = "unassigned"
 
 /** A comma-separated list (or array) of 1–100 uuids, lowercased and deduplicated. */

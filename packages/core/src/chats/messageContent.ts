@@ -3,9 +3,9 @@ import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { MessageMediaContent, MessageTemplateContent, MessageType } from "../messages/model.js"
 
 // Reading the content of a message given to Chats.receiveInbound / appendOutbound
-// (DESIGN §3 "Templates and sends"): every problem an issue naming the field.
+// (docs/messaging.md "Endpoints"): every problem an issue naming the field.
 
-/** Longest message text and caption source, in characters (DESIGN §3 "POST /send"). */
+/** Longest message text and caption source, in characters (docs/messaging.md). */
 export const MAX_MESSAGE_TEXT_LENGTH = 4096
 /** Longest media caption, in characters (WhatsApp's limit). */
 export const MAX_CAPTION_LENGTH = 1024

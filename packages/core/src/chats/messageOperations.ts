@@ -24,7 +24,7 @@ import type {
 // The message side of the Chats service: inbound and outbound messages, message statuses,
 // opening a chat. Each rule is decided here and handed to the store as one atomic request.
 
-/** Statuses an inbound message reopens (DESIGN §3b "Lists"). */
+/** Statuses an inbound message reopens (docs/chats.md "Status transitions"). */
 const REOPENED_BY_INBOUND: ReadonlyArray<ChatStatus> = ["resolved", "closed"]
 
 const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collector.issues })

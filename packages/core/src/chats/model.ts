@@ -22,7 +22,7 @@ export const ChatId = Schema.UUID.pipe(Schema.brand("ChatId"))
 export type ChatId = typeof ChatId.Type
 
 /**
- * Status of a chat (SPEC §3). A chat starts `open`; the transition table is in
+ * Status of a chat (docs/chats.md "Status transitions"). A chat starts `open`; the transition table is in
  * docs/chats.md: any status may move to any other through `Chats.setStatus`;
  * an inbound message on a `resolved` or `closed` chat sets it to `open`.
  *
@@ -36,7 +36,7 @@ export type ChatStatus = typeof ChatStatus.Type
 export const CHAT_STATUSES: ReadonlyArray<ChatStatus> = ChatStatus.literals
 
 /**
- * The contact of a chat as embedded in the chat record (DESIGN §3 "Records").
+ * The contact of a chat as embedded in the chat record (docs/chats.md "Records").
  *
  * @category models
  */
@@ -50,7 +50,7 @@ export const ChatContact = Schema.Struct({
 export type ChatContact = typeof ChatContact.Type
 
 /**
- * The newest message of a chat as embedded in the chat record (DESIGN §3 "Records").
+ * The newest message of a chat as embedded in the chat record (docs/chats.md "Records").
  *
  * @category models
  */
@@ -66,7 +66,7 @@ export const ChatLastMessage = Schema.Struct({
 export type ChatLastMessage = typeof ChatLastMessage.Type
 
 /**
- * A chat record (DESIGN §3 "Records"): the conversation with one contact (one chat per
+ * A chat record (docs/chats.md "Records"): the conversation with one contact (one chat per
  * contact). `groups` and `labels` are the contact's, sorted by name. `unread` is
  * `unread_count > 0`. `last_message_at` is the `created_at` of the newest message and
  * `last_message` that message, both `null` for a chat without messages. Timestamps are ISO
@@ -94,7 +94,7 @@ export const Chat = Schema.Struct({
 export type Chat = typeof Chat.Type
 
 /**
- * The keys `GET /chats` sorts by (SPEC §4); default `last_message_at`.
+ * The keys `GET /chats` sorts by (docs/chats.md "`GET /chats`"); default `last_message_at`.
  *
  * @category models
  */
@@ -103,7 +103,7 @@ export const ChatSortBy = Schema.Literal("created_at", "updated_at", "last_messa
 export type ChatSortBy = typeof ChatSortBy.Type
 
 /**
- * Sort direction of `GET /chats` (SPEC §4); default `desc`.
+ * Sort direction of `GET /chats` (docs/chats.md "`GET /chats`"); default `desc`.
  *
  * @category models
  */
@@ -112,8 +112,8 @@ export const ChatSortOrder = Schema.Literal("asc", "desc")
 export type ChatSortOrder = typeof ChatSortOrder.Type
 
 /**
- * The parameters of the chat list as a client gives them (SPEC §4 "GET /chats query
- * parameters", DESIGN §3 "Chats list", §3b "Chats list parameters"), checked by
+ * The parameters of the chat list as a client gives them (docs/chats.md "`GET /chats`"),
+ * checked by
  * `Chats.list`; every bad one is an `InvalidInput` issue naming it.
  * - `search`: case-insensitive substring of first name, last name, full name, email, or
  *   (when it is made of digits and phone punctuation) of the phone's digits; ≤ 255
@@ -150,7 +150,7 @@ export interface ChatListParams {
 }
 
 /**
- * The `pagination` object of the chat list in offset mode (DESIGN §3 "Chats list").
+ * The `pagination` object of the chat list in offset mode (docs/chats.md "`GET /chats`").
  *
  * @category models
  */
@@ -163,7 +163,7 @@ export interface ChatOffsetPagination {
 }
 
 /**
- * The `pagination` object of the chat list in cursor mode (DESIGN §3 "Chats list"):
+ * The `pagination` object of the chat list in cursor mode (docs/chats.md "`GET /chats`"):
  * `next_cursor` is opaque and `null` on the last page.
  *
  * @category models

@@ -13,17 +13,17 @@ import { Storage } from "../storage/Storage.js"
 import { mergeRowsByPhone, readImportRow } from "./importRows.js"
 import type { Contact, ContactDetails, ContactId, ContactImportInput, ContactImportResult, ContactUpdateInput } from "./model.js"
 
-/** Most rows in one bulk import (SPEC §4 `POST /contacts/bulk`). */
+/** Most rows in one bulk import (`POST /contacts/bulk`, docs/contacts.md "Endpoints"). */
 export const MAX_IMPORT_ROWS = 1000
 
 /**
- * Contacts of an organization (SPEC §4, DESIGN §3 "Resources").
+ * Contacts of an organization (docs/contacts.md).
  *
  * @category services
  */
 export interface ContactsService {
   /**
-   * Imports 1–1000 rows, all or nothing (DESIGN §3 "Resources", §3b "Bulk upsert"): every
+   * Imports 1–1000 rows, all or nothing (docs/contacts.md "Rules"): every
    * row needs `phone` (normalised to E.164) and `first_name`; rows are upserted by phone,
    * a later duplicate row wins; groups in `group` (names, or uuids of existing groups) are
    * added, missing names created. Fails with `InvalidInput` listing every bad row as
@@ -39,7 +39,7 @@ export interface ContactsService {
   /** One contact; `RecordNotFound` when the organization has none with this uuid. */
   readonly get: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<Contact, RecordNotFound | StorageError>
   /**
-   * Partial update (SPEC §4 `PUT /contacts/{uuid}`, DESIGN §3b): fields left out are kept,
+   * Partial update (`PUT /contacts/{uuid}`, docs/contacts.md "Rules"): fields left out are kept,
    * `null` clears `last_name` or `email`. A phone of another contact → `UniqueValueTaken`
    * (`phone_taken`).
    */

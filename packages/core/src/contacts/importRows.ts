@@ -10,7 +10,7 @@ export interface ReadRow extends ContactImportRow {
 }
 
 /**
- * Reads one bulk-import row (DESIGN §3 "Resources", §3b "Required fields and limits"),
+ * Reads one bulk-import row (docs/contacts.md "Rules"),
  * adding an issue to `collector` for every bad field, named `<path>.<field>` (a row that
  * is not an object is one `invalid_type` issue at `<path>`). Fields other than those of
  * {@link ContactImportInput} are ignored.
@@ -61,7 +61,7 @@ export const readImportRow = (
 export const MAX_GROUPS_PER_ROW = 100
 
 /**
- * Merges rows with the same phone (DESIGN §3b "Bulk upsert"): the later row's fields
+ * Merges rows with the same phone (docs/contacts.md "Rules"): the later row's fields
  * overwrite, groups are added; the result keeps first-seen order. Also counts the
  * distinct group names (each may need a new uuid) and maps each group uuid to the path
  * of its first mention, for error messages.

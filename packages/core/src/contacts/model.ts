@@ -12,7 +12,7 @@ export const ContactId = Schema.UUID.pipe(Schema.brand("ContactId"))
 export type ContactId = typeof ContactId.Type
 
 /**
- * The writable text fields of a contact other than `phone` (SPEC §2 "Contact"). `null`
+ * The writable text fields of a contact other than `phone` (docs/contacts.md "Records"). `null`
  * means not set.
  *
  * @category models
@@ -41,7 +41,7 @@ export const CONTACT_DETAIL_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof ContactDetails>
 
 /**
- * A contact record (DESIGN §3 "Records"): `phone` in E.164, unique per organization;
+ * A contact record (docs/contacts.md "Records"): `phone` in E.164, unique per organization;
  * the groups it belongs to and the labels it carries, each sorted by name.
  *
  * @category models
@@ -56,7 +56,7 @@ export interface Contact extends ContactDetails {
 }
 
 /**
- * Input of one bulk-import row as the API takes it (SPEC §4 `POST /contacts/bulk`).
+ * Input of one bulk-import row as the API takes it (`POST /contacts/bulk`, docs/contacts.md "Endpoints").
  * `phone` and `first_name` are required; `group` holds group names or group uuids.
  *
  * @category models
@@ -75,8 +75,9 @@ export interface ContactImportInput {
 }
 
 /**
- * Input of a partial contact update (SPEC §4 `PUT /contacts/{uuid}`): fields left out
- * are kept; `null` clears `last_name` or `email` (DESIGN §3b).
+ * Input of a partial contact update (`PUT /contacts/{uuid}`,
+ * docs/contacts.md "Endpoints"): fields left out
+ * are kept; `null` clears `last_name` or `email` (docs/contacts.md "Rules").
  *
  * @category models
  */
@@ -110,7 +111,7 @@ export interface ContactImportRow {
 }
 
 /**
- * Result of a bulk import (DESIGN §3): one entry per distinct phone, in first-seen order.
+ * Result of a bulk import (docs/contacts.md "Endpoints"): one entry per distinct phone, in first-seen order.
  *
  * @category models
  */

@@ -11,7 +11,7 @@ import { Storage, type GroupWriteOutcome } from "../storage/Storage.js"
 import type { Group, GroupId } from "./model.js"
 
 /**
- * Contact groups (audiences) of an organization (SPEC §4 `/contact-groups`). Names are
+ * Contact groups (audiences) of an organization (`/contact-groups`, docs/contacts.md). Names are
  * trimmed, 1–255 characters, unique per organization case-insensitively
  * (`group_name_taken`).
  *
@@ -31,7 +31,7 @@ export interface ContactGroupsService {
   ) => Effect.Effect<Group, InvalidInput | UniqueValueTaken | RecordNotFound | StorageError>
   /** One group. */
   readonly get: (organizationId: OrganizationId, id: GroupId) => Effect.Effect<Group, RecordNotFound | StorageError>
-  /** One page of groups, newest first (extension of DESIGN §3). */
+  /** One page of groups, newest first (an extension: docs/contacts.md "Endpoints"). */
   readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Group>, StorageError>
 }
 

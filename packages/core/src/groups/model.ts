@@ -10,7 +10,7 @@ export const GroupId = Schema.UUID.pipe(Schema.brand("GroupId"))
 export type GroupId = typeof GroupId.Type
 
 /**
- * A contact group (audience), DESIGN §3 "Records": `contacts_count` is the number of
+ * A contact group (audience), docs/contacts.md "Records": `contacts_count` is the number of
  * contacts in it now. Names are unique per organization, case-insensitively.
  *
  * @category models

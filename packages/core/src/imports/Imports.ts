@@ -18,7 +18,7 @@ import { readChats, writeChats } from "./chats.js"
 import { readTemplatesAndReplies, type TemplatesAndRepliesResult, writeTemplatesAndReplies } from "./templatesAndReplies.js"
 
 /**
- * What an import created or matched (DESIGN §4 "import"): uuids by group name, label
+ * What an import created or matched (docs/import.md): uuids by group name, label
  * name and contact phone, each key as written in the file; templates by `"name/language"`
  * and basic replies by trigger ({@link TemplatesAndRepliesResult}); chat uuids by phone as
  * written in the `chats` entries.
@@ -33,7 +33,7 @@ export interface ImportResult extends TemplatesAndRepliesResult {
 }
 
 /**
- * Imports an organization's data from one JSON document (DESIGN §4 "Import file format",
+ * Imports an organization's data from one JSON document (docs/import.md,
  * docs/import.md): `groups`, `labels`, `contacts`, `templates`, `basic_replies` and `chats`
  * (with their messages), every key optional.
  *

@@ -12,7 +12,7 @@ import type { ChatImportEntry, ChatPatch, NewMessage } from "../storage/ChatRepo
 import type { StorageError } from "../storage/errors.js"
 import type { StorageService } from "../storage/Storage.js"
 
-// The `chats` key of the admin import (DESIGN §4 "Import file format", docs/import.md):
+// The `chats` key of the admin import (docs/import.md):
 // read with the rest of the document before anything is written, written after the
 // contacts step (which creates the contacts of chat phones the file does not list).
 // Used by Imports.importDocument.

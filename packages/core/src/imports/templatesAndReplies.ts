@@ -11,12 +11,12 @@ import { nameKey, type StorageService } from "../storage/Storage.js"
 import type { TemplateContent, TemplateId } from "../templates/model.js"
 import { readTemplate } from "../templates/readTemplate.js"
 
-// The `templates` and `basic_replies` keys of the admin import (DESIGN §4, docs/import.md),
+// The `templates` and `basic_replies` keys of the admin import (docs/import.md),
 // read with the rest of the document before anything is written, and written after the
 // contacts step. Used by Imports.importDocument.
 
 /**
- * What an import created or matched among templates and basic replies (DESIGN §4):
+ * What an import created or matched among templates and basic replies (docs/import.md):
  * template uuids keyed `"name/language"`, reply uuids keyed by trigger, each as written
  * in the file (trimmed); one key per distinct template or trigger, as first written.
  *

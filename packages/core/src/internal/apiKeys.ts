@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
 
 /** Visible start of every key; tells a Switchboard key apart from other secrets. */
 export const API_KEY_PREFIX = "sb_"
-/** Random bytes in a key (DESIGN §3: at least 32). */
+/** Random bytes in a key (at least 32; docs/http-adapter.md "Authentication"). */
 export const API_KEY_BYTES = 32
 /** Characters of the key kept in clear as its `prefix`: `sb_` plus 8 random characters. */
 export const VISIBLE_PREFIX_LENGTH = API_KEY_PREFIX.length + 8

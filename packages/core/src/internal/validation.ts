@@ -1,12 +1,12 @@
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js/max"
 import type { InputIssue } from "../errors.js"
 
-/** Longest name, trigger or other short text field, in characters (DESIGN §3b). */
+/** Longest name, trigger or other short text field, in characters (docs/contacts.md "Rules"). */
 export const MAX_NAME_LENGTH = 255
 
 /**
  * Collects the issues of one input while reading its fields, so every problem is
- * reported at once (DESIGN §3 "Resources": "listing every bad row").
+ * reported at once (docs/contacts.md "Rules": bulk import is all or nothing).
  */
 export class IssueCollector {
   readonly issues: Array<InputIssue> = []
@@ -37,7 +37,7 @@ export class IssueCollector {
     return trimmed === "" ? null : trimmed
   }
 
-  /** A phone number normalised to E.164 (DESIGN §2), or an issue. */
+  /** A phone number normalised to E.164 (docs/contacts.md "Rules"), or an issue. */
   phone(field: string, value: unknown, defaultCountry: CountryCode | undefined): string {
     if (this.wrongType(field, value)) return ""
     if (typeof value !== "string" || value.trim() === "") {
@@ -69,7 +69,7 @@ export class IssueCollector {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
-/** A UUID string of any version, as SPEC §2 requires for every `uuid`. */
+/** A UUID string of any version, as docs/http-api.md "Records and identifiers" requires for every `uuid`. */
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Trims `value` and returns an issue when it is empty or longer than `max` characters. */

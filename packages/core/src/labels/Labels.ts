@@ -12,7 +12,7 @@ import { Storage } from "../storage/Storage.js"
 import { DEFAULT_LABEL_COLOR, type Label, type LabelId } from "./model.js"
 
 /**
- * Result of {@link LabelsService.deleteMany} (DESIGN §3b "Uuids in bodies").
+ * Result of {@link LabelsService.deleteMany} (docs/contacts.md "Rules").
  *
  * @category models
  */
@@ -34,11 +34,11 @@ export interface LabelAssignResult {
   readonly contact_uuids: ReadonlyArray<ContactId>
 }
 
-/** Most contact uuids in one assignment and label uuids in one bulk delete (DESIGN §3). */
+/** Most contact uuids in one assignment and label uuids in one bulk delete (docs/contacts.md "Endpoints"). */
 export const MAX_UUIDS_PER_REQUEST = 1000
 
 /**
- * Labels (contact tags) of an organization (SPEC §4 `/labels`, DESIGN §3 "Resources").
+ * Labels (contact tags) of an organization (`/labels`, docs/contacts.md).
  *
  * @category services
  */
@@ -54,7 +54,7 @@ export interface LabelsService {
   ) => Effect.Effect<Label, InvalidInput | UniqueValueTaken | PlanLimitExceeded | StorageError>
   /** One label. */
   readonly get: (organizationId: OrganizationId, id: LabelId) => Effect.Effect<Label, RecordNotFound | StorageError>
-  /** One page of labels, newest first (extension of DESIGN §3). */
+  /** One page of labels, newest first (an extension: docs/contacts.md "Endpoints"). */
   readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Label>, StorageError>
   /** Deletes a label and its assignments. */
   readonly delete: (organizationId: OrganizationId, id: LabelId) => Effect.Effect<void, RecordNotFound | StorageError>

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
 /**
- * Identifier of a label (contact tag); SPEC calls it `tag_uuid` in bodies.
+ * Identifier of a label (contact tag); request bodies call it `tag_uuid`.
  *
  * @category models
  */
@@ -10,7 +10,7 @@ export const LabelId = Schema.UUID.pipe(Schema.brand("LabelId"))
 export type LabelId = typeof LabelId.Type
 
 /**
- * A label (contact tag), DESIGN §3 "Records": `color` is a lowercase CSS hex color
+ * A label (contact tag), docs/contacts.md "Records": `color` is a lowercase CSS hex color
  * (`#rgb` or `#rrggbb`), `contacts_count` the number of contacts carrying it now.
  *
  * @category models
@@ -37,5 +37,5 @@ export interface LabelSummary {
   readonly color: string
 }
 
-/** The color of a label created without one (DESIGN §3b). */
+/** The color of a label created without one (docs/contacts.md "Rules"). */
 export const DEFAULT_LABEL_COLOR = "#808080"

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { ContactId } from "../contacts/model.js"
 
 /**
- * Identifier of a message; over HTTP, a send's `message_id` (DESIGN §3b "Sends").
+ * Identifier of a message; over HTTP, a send's `message_id` (docs/messaging.md "Endpoints").
  *
  * @category models
  */
@@ -11,7 +11,7 @@ export const MessageId = Schema.UUID.pipe(Schema.brand("MessageId"))
 export type MessageId = typeof MessageId.Type
 
 /**
- * Who wrote a message: the contact (`inbound`) or the organization (`outbound`), DESIGN §3
+ * Who wrote a message: the contact (`inbound`) or the organization (`outbound`), docs/chats.md
  * "Records".
  *
  * @category models
@@ -21,8 +21,8 @@ export const MessageDirection = Schema.Literal("inbound", "outbound")
 export type MessageDirection = typeof MessageDirection.Type
 
 /**
- * What a message carries: `text`, a `template` (the send object of SPEC §4
- * `POST /send/template`) or `media` (DESIGN §3 "Templates and sends").
+ * What a message carries: `text`, a `template` (the send object of
+ * `POST /send/template`) or `media` (docs/messaging.md "Endpoints").
  *
  * @category models
  */
@@ -31,7 +31,7 @@ export const MessageType = Schema.Literal("text", "template", "media")
 export type MessageType = typeof MessageType.Type
 
 /**
- * Delivery status of a message (DESIGN §3 "Records"). An outbound message starts `queued`;
+ * Delivery status of a message (docs/chats.md "Message statuses"). An outbound message starts `queued`;
  * an inbound one is recorded `delivered` (it reached us). Status only moves forward, see
  * {@link MESSAGE_STATUS_PREDECESSORS}.
  *
@@ -60,7 +60,7 @@ export const MESSAGE_STATUS_PREDECESSORS: { readonly [S in MessageStatus]: Reado
 
 /**
  * The template of a `template` message: the send object `{name, language: {code},
- * components}` of SPEC §2 "Message template", stored as given.
+ * components}` of `POST /send/template` (docs/messaging.md), stored as given.
  *
  * @category models
  */
@@ -73,7 +73,7 @@ export const MessageTemplateContent = Schema.Struct({
 export type MessageTemplateContent = typeof MessageTemplateContent.Type
 
 /**
- * The media of a `media` message (DESIGN §3 "Templates and sends"): `type` image, video,
+ * The media of a `media` message (docs/messaging.md): `type` image, video,
  * audio or document; `url` an http(s) URL; `caption` and `filename` optional.
  *
  * @category models
@@ -98,7 +98,7 @@ export type MessageContent =
   | { readonly type: "media"; readonly media: MessageMediaContent }
 
 /**
- * A message record (DESIGN §3 "Records"): one entry of a chat. `text` is the text of a
+ * A message record (docs/messaging.md "Message records"): one entry of a chat. `text` is the text of a
  * `text` message or the caption of a `media` one, else `null`; `template` and `media` are
  * set for their type only. `provider_message_id` is the messaging provider's id once known
  * (it deduplicates inbound messages). Timestamps are ISO 8601 UTC strings.

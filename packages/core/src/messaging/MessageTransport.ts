@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Schema } from "effect"
  * What a transport is asked to deliver: one outbound message to an E.164 phone.
  * - `text`: `{type: "text", text}` (≤ 4096 characters);
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
- *   send object of SPEC §4 `POST /send/template`;
+ *   send object of `POST /send/template` (docs/messaging.md);
  * - `media`: `{type: "media", media: {type: image|video|audio|document, url, caption?, filename?}}`.
  * `message_id` is the message record's uuid, for correlation.
  *
@@ -61,7 +61,7 @@ export class TransportFailed extends Schema.TaggedError<TransportFailed>()("Tran
 }
 
 /**
- * Hands outbound messages to a messaging provider (DESIGN §3 "Templates and sends").
+ * Hands outbound messages to a messaging provider (docs/messaging.md "Transports").
  *
  * @category messaging
  */

@@ -22,8 +22,8 @@ import type { ReceiveResult, SendMediaInput, SendResult, SendTemplateInput, Send
 import { readMedia, readMessageText, readRecipient, readTemplateShape, type SendRecipient } from "./readSend.js"
 
 /**
- * Sends of an organization (SPEC §4 `POST /send/template`, `POST /send`, `POST /send/media`;
- * DESIGN §3 "Templates and sends", §3b "Sends"; docs/messaging.md) and the auto-reply to
+ * Sends of an organization (`POST /send/template`, `POST /send`, `POST /send/media`;
+ * docs/messaging.md) and the auto-reply to
  * inbound messages.
  *
  * Every send runs the same steps, in this order:
@@ -44,7 +44,7 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  * @category services
  */
 export interface MessagingService {
-  /** Sends a template message (SPEC §4 `POST /send/template`). */
+  /** Sends a template message (`POST /send/template`, docs/messaging.md). */
   readonly sendTemplate: (
     organizationId: OrganizationId,
     input: SendTemplateInput

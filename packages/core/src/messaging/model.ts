@@ -4,7 +4,7 @@ import type { MessageId, MessageMediaContent, MessageStatus } from "../messages/
 import type { TemplateSendRequest } from "../templates/model.js"
 
 /**
- * The contact fields a send may carry (SPEC §4 `POST /send/template`, DESIGN §3b "Sends"):
+ * The contact fields a send may carry (`POST /send/template`, docs/messaging.md "Endpoints"):
  * they update the contact like a partial `PUT /contacts/{uuid}` — fields left out are
  * kept, `null` (or `""`) clears `last_name` or `email`; `first_name` cannot be cleared.
  *
@@ -17,7 +17,7 @@ export interface SendContactFields {
 }
 
 /**
- * Input of `Messaging.sendTemplate` (SPEC §4 `POST /send/template`): the recipient's
+ * Input of `Messaging.sendTemplate` (`POST /send/template`, docs/messaging.md): the recipient's
  * `phone` (any format libphonenumber-js reads; stored in E.164), the `template` object
  * `{name, language: {code}, components}` built from `GET /templates/{uuid}/payload` with
  * every slot filled, and optional contact fields.
@@ -30,7 +30,7 @@ export interface SendTemplateInput extends SendContactFields {
 }
 
 /**
- * Input of `Messaging.sendText` (`POST /send`, DESIGN §3 "Templates and sends"): `message`
+ * Input of `Messaging.sendText` (`POST /send`, docs/messaging.md): `message`
  * is 1–4096 characters, not blank, sent as written (not trimmed).
  *
  * @category models
@@ -41,7 +41,7 @@ export interface SendTextInput {
 }
 
 /**
- * Input of `Messaging.sendMedia` (`POST /send/media`, DESIGN §3 "Templates and sends"):
+ * Input of `Messaging.sendMedia` (`POST /send/media`, docs/messaging.md):
  * `media.type` image, video, audio or document; `media.url` an http(s) URL of at most
  * 2048 characters; `caption` (≤ 1024) and `filename` (≤ 255) optional.
  *
@@ -53,8 +53,8 @@ export interface SendMediaInput {
 }
 
 /**
- * The result of a send, the `data` of the three send routes (DESIGN §3 "Templates and
- * sends"): `message_id` is the message record's uuid (DESIGN §3b "Sends"), `status` the
+ * The result of a send, the `data` of the three send routes (docs/messaging.md "Endpoints"):
+ * `message_id` is the message record's uuid, `status` the
  * status it was left in — `sent` when the transport accepted it, `failed` when the
  * provider refused it or could not be reached (the record is kept; docs/messaging.md).
  *

@@ -5,7 +5,7 @@ import type { IssueCollector } from "../internal/validation.js"
 import type { MessageMediaContent, MessageTemplateContent } from "../messages/model.js"
 import type { SendContactFields } from "./model.js"
 
-// Reading the input of a send (DESIGN §3 "Templates and sends", §3b "Sends") before
+// Reading the input of a send (docs/messaging.md) before
 // anything is written: every problem is an issue naming its JSON path, so one 400 lists
 // them all and a refused send leaves no contact, chat or message behind.
 

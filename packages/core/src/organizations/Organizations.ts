@@ -26,7 +26,7 @@ import type {
 } from "./model.js"
 
 /**
- * Organizations, plans, subscriptions and API keys (SPEC §5, DESIGN §3 "Authentication").
+ * Organizations, plans, subscriptions and API keys (docs/http-adapter.md "Authentication").
  *
  * @category services
  */
@@ -57,7 +57,7 @@ export interface OrganizationsService {
   readonly revokeApiKey: (id: ApiKeyId) => Effect.Effect<ApiKey, ApiKeyNotFound | StorageError>
   /**
    * Resolves a plain API key to its organization, comparing hashes in constant time, then
-   * checks access in the order of DESIGN §3: unknown or revoked key → `ApiKeyInvalid`;
+   * checks access in the order of docs/http-adapter.md "Authentication": unknown or revoked key → `ApiKeyInvalid`;
    * inactive subscription → `SubscriptionInactive`; plan without API access →
    * `ApiAccessNotAllowed`.
    */

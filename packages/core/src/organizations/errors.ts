@@ -28,7 +28,7 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
 }
 
 /**
- * The presented API key is unknown or revoked (SPEC §5.4, HTTP 401 `invalid_api_key`).
+ * The presented API key is unknown or revoked (docs/http-adapter.md "Authentication", HTTP 401 `invalid_api_key`).
  *
  * @category errors
  */
@@ -39,7 +39,7 @@ export class ApiKeyInvalid extends Schema.TaggedError<ApiKeyInvalid>()("ApiKeyIn
 }
 
 /**
- * The organization's subscription is not active (SPEC §5.5, HTTP 403
+ * The organization's subscription is not active (docs/http-adapter.md "Authentication", HTTP 403
  * `subscription_inactive`).
  *
  * @category errors
@@ -54,7 +54,7 @@ export class SubscriptionInactive extends Schema.TaggedError<SubscriptionInactiv
 }
 
 /**
- * The organization's plan does not include API access (SPEC §5.5, HTTP 403
+ * The organization's plan does not include API access (docs/http-adapter.md "Authentication", HTTP 403
  * `api_access_not_allowed`).
  *
  * @category errors

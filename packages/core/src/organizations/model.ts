@@ -26,7 +26,7 @@ export type ApiKeyId = typeof ApiKeyId.Type
 export const PlanLimit = Schema.NullOr(Schema.Int.pipe(Schema.nonNegative()))
 
 /**
- * An organization's plan (SPEC §8 "Other limits", DESIGN §3b "Plan limits"):
+ * An organization's plan (docs/contacts.md "Plan limits"):
  * `contacts_limit` and `label_limit` cap the current number of contacts and labels
  * (`null` = unlimited); `api_access` says whether the plan allows the Developer API at all.
  *
@@ -42,7 +42,7 @@ export type Plan = typeof Plan.Type
 
 /**
  * Subscription status of an organization. Only `active` organizations may use the API
- * (SPEC §5.5).
+ * (docs/http-adapter.md "Authentication").
  *
  * @category models
  */

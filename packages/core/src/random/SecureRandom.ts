@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { v7 as uuidv7 } from "uuid"
 
 /**
- * The one injectable source of randomness for ids and secrets (STYLE §5).
+ * The one injectable source of randomness for ids and secrets.
  * `bytes(size)` returns `size` cryptographically secure random bytes; `uuid()` returns a
  * time-ordered UUID v7 string and `uuids(count)` that many. Tests provide their own implementation to get
  * reproducible ids.

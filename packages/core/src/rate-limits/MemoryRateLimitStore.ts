@@ -13,7 +13,7 @@ export interface MemoryRateLimitStoreService extends RateLimitStoreService {
 
 /**
  * Builds an in-memory rate-limit store: one `Map` inside this process, so limits are per
- * instance (DESIGN §3 "Rate limits": `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`). Each
+ * instance (docs/rate-limits.md: `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`). Each
  * increment is synchronous, hence atomic. No timer is started: counters of ended windows
  * are dropped by the increments themselves, in one sweep whenever the clock passes the
  * earliest end of a held window (with aligned windows, about once per window length), so

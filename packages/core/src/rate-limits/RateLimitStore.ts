@@ -22,7 +22,7 @@ export interface RateLimitIncrement {
 }
 
 /**
- * Where rate-limit counters live (DESIGN §2–§3 "Rate limits"). One operation, which must
+ * Where rate-limit counters live (docs/rate-limits.md). One operation, which must
  * be atomic across every process sharing the store: add 1 to the counter of
  * `key` + `windowStart` (creating it at 1) and return the new count. N concurrent calls on
  * one counter return 1..N, each exactly once. Fails only with {@link StorageError}

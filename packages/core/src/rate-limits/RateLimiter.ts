@@ -15,8 +15,7 @@ import {
 import { RateLimitStore } from "./RateLimitStore.js"
 
 /**
- * The rate buckets of the domain (SPEC §5.6, §8; DESIGN §3 "Rate limits", §3b "Check order
- * in practice"): fixed windows aligned to `floor(now / windowMs)` on Effect's `Clock`, one
+ * The rate buckets of the domain (docs/rate-limits.md): fixed windows aligned to `floor(now / windowMs)` on Effect's `Clock`, one
  * counter per bucket and subject, kept in a {@link RateLimitStore}; never more than `max`
  * requests accepted per window across every instance sharing the store, while it answers.
  *

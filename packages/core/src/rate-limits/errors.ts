@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import type { RateLimitDecision } from "./model.js"
 
 /**
- * A bucket's limit is used up for this window (SPEC §7–§8, DESIGN §3 "Rate limits"): HTTP
+ * A bucket's limit is used up for this window (docs/rate-limits.md): HTTP
  * 429 `rate_limited` with `Retry-After`. `scope` says who was counted (the organization,
  * or on unauthenticated routes the client address); `limit` is the bucket's `max` per
  * `window_ms` milliseconds; `reset_seconds` and `retry_after_seconds` are whole seconds
@@ -42,7 +42,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
 
 /**
  * The rate-limit store failed or did not answer in time while `onStoreError` is
- * `fail-closed` (DESIGN §3 "Rate limits"): HTTP 503 `rate_limit_unavailable`. `cause`
+ * `fail-closed` (docs/rate-limits.md): HTTP 503 `rate_limit_unavailable`. `cause`
  * keeps the store's failure for logs; it is never exposed over HTTP.
  *
  * @category errors

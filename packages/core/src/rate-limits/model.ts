@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { InvalidInput, type InputIssue } from "../errors.js"
 
 /**
- * The two rate-limit buckets of an organization (SPEC §8, DESIGN §3 "Rate limits"): `send`
+ * The two rate-limit buckets of an organization (docs/rate-limits.md): `send`
  * for `POST /send`, `/send/template` and `/send/media`; `general` for every other route. A
  * request counts in one bucket only.
  *
@@ -23,7 +23,7 @@ export interface BucketLimit {
 
 /**
  * What the limiter does when its store fails or does not answer within `storeTimeoutMs`
- * (DESIGN §3 "Rate limits"): `fail-open` lets the request through uncounted and logs a
+ * (docs/rate-limits.md): `fail-open` lets the request through uncounted and logs a
  * warning; `fail-closed` refuses it with `RateLimitUnavailable` (HTTP 503).
  *
  * @category models
@@ -61,7 +61,7 @@ export interface RateLimitSettings {
 }
 
 /**
- * The defaults of DESIGN §3 "Rate limits": general 5000 requests per 3 600 000 ms (one
+ * The defaults of docs/rate-limits.md: general 5000 requests per 3 600 000 ms (one
  * hour), send 500 per 3 600 000 ms, `fail-open`, a 1000 ms store timeout.
  *
  * @category models
@@ -74,8 +74,8 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
 }
 
 /**
- * Who a request is counted for: the authenticated organization (SPEC §5.6), or, on the
- * unauthenticated routes, the client's network address (DESIGN §3 "Rate limits"). `id` is
+ * Who a request is counted for: the authenticated organization (docs/rate-limits.md), or, on the
+ * unauthenticated routes, the client's network address (docs/rate-limits.md). `id` is
  * the organization id or the address.
  *
  * @category models
@@ -86,7 +86,7 @@ export interface RateLimitSubject {
 }
 
 /**
- * The limiter's answer for one counted request (DESIGN §3 "Rate limits"):
+ * The limiter's answer for one counted request (docs/rate-limits.md):
  * - `allowed`: whether the request is within the limit;
  * - `limit`: the bucket's `max`;
  * - `remaining`: requests left in the current window after this one (0 or more);
@@ -106,7 +106,7 @@ export interface RateLimitDecision {
 }
 
 /**
- * The fixed window containing `nowMs` (DESIGN §3b "Check order in practice"): windows are
+ * The fixed window containing `nowMs` (docs/rate-limits.md): windows are
  * aligned to `floor(now / windowMs)`, so every instance agrees on them without talking.
  * Returns the window's first millisecond and its end (exclusive), both in ms since the
  * epoch.

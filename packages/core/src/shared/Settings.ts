@@ -2,7 +2,7 @@ import { Context } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 
 /**
- * Domain settings a host may change (DESIGN §2, issue "Contacts"):
+ * Domain settings a host may change (docs/contacts.md "Rules"):
  * - `defaultCountry`: ISO 3166-1 alpha-2 code used to read phone numbers written without
  *   a country code (`"0612345678"` with `"NL"` → `+31612345678`). Default none: such
  *   numbers are invalid.

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 /**
  * A record a request names does not exist in the organization (or belongs to another
  * one, which is the same to the caller): HTTP 404 `not_found`, one error item per
- * missing uuid (DESIGN §3 "Resources", §3b "Uuids in bodies").
+ * missing uuid (docs/contacts.md "Rules").
  *
  * @category errors
  */
@@ -25,7 +25,7 @@ export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("Record
 }
 
 /**
- * A plan limit blocks the action (SPEC §7 403, §8 "Other limits"): `plan_limit` names it,
+ * A plan limit blocks the action (HTTP 403, docs/contacts.md "Plan limits"): `plan_limit` names it,
  * `limit` is its value, `usage` the current count, `requested` how many would be added.
  * HTTP 403 `contacts_limit_reached` or `label_limit_reached`.
  *

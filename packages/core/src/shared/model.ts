@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
 /**
- * Offset pagination of the contact, group, label, basic-reply and template lists (DESIGN §3
+ * Offset pagination of the contact, group, label, basic-reply and template lists (docs/http-api.md
  * "Pagination"): `page` ≥ 1, `per_page` 1–100.
  *
  * @category models
@@ -45,5 +45,5 @@ export const paginationOf = (request: PageRequest, total: number): Pagination =>
   total_pages: Math.ceil(total / request.per_page)
 })
 
-/** A uuid string as SPEC §2 uses them ("All identifiers named `uuid` are UUID strings"). */
+/** A uuid string (docs/http-api.md "Records and identifiers": every identifier named `uuid` is a UUID string). */
 export const Uuid = Schema.UUID

@@ -14,11 +14,11 @@ export type BasicReplyCreateOutcome =
   | { readonly _tag: "TriggerTaken" }
 
 /**
- * Basic (canned) replies of one organization (SPEC §4 `/basic-replies`). Triggers are
+ * Basic (canned) replies of one organization (`/basic-replies`, docs/templates-and-replies.md "Basic replies"). Triggers are
  * unique per organization, compared with `nameKey` (trimmed, lowercase), enforced by the
- * store in the same atomic step as the insert (DESIGN §3b "Uniqueness"). Every method
- * takes the organization id first and never sees another organization's replies
- * (STYLE §3); each fails only with {@link StorageError}.
+ * store in the same atomic step as the insert (docs/templates-and-replies.md "Basic replies"). Every method
+ * takes the organization id first and never sees another organization's replies;
+ * each fails only with {@link StorageError}.
  *
  * @category storage
  */

@@ -11,7 +11,7 @@ import type { StorageError } from "./errors.js"
 /**
  * How {@link ChatRepository.appendMessage} finds the contact of a message: by E.164 phone,
  * creating the contact with `create` when the organization has none (inbound messages are
- * never dropped, not even over `contacts_limit`: DESIGN §3b "Plan limits"), or by uuid
+ * never dropped, not even over `contacts_limit`: docs/chats.md), or by uuid
  * (it must exist).
  *
  * @category storage
@@ -128,8 +128,8 @@ export type MessageStatusOutcome =
   | { readonly _tag: "NotFound" }
 
 /**
- * Filters of the chat list, already validated and normalised by core (DESIGN §3 "Chats
- * list"); every one given must hold (AND):
+ * Filters of the chat list, already validated and normalised by core (docs/chats.md "`GET /chats`"); every one given must
+ * hold (AND):
  * - `search`: lowercase, non-empty; matches when {@link chatSearchMatches} says so for the
  *   contact's {@link chatSearchText};
  * - `assignedTo`: a user id, or `null` for unassigned chats;
@@ -219,7 +219,7 @@ export type ChatImportOutcome =
   | { readonly _tag: "ContactsNotFound"; readonly contactIds: ReadonlyArray<ContactId> }
 
 /**
- * Chats and their messages, of one organization (STYLE §3). One chat per contact; deleting
+ * Chats and their messages, of one organization. One chat per contact; deleting
  * a contact deletes its chat and messages.
  *
  * @category storage
@@ -285,7 +285,7 @@ export interface ChatRepository {
   ) => Effect.Effect<Option.Option<Page<Message>>, StorageError>
   /**
    * Writes many chats with their messages in one atomic step (the admin import and `seed`,
-   * DESIGN §4), all or nothing: when a `contactId` is not a contact of the organization →
+   * docs/import.md), all or nothing: when a `contactId` is not a contact of the organization →
    * `ContactsNotFound`, nothing written. Per entry:
    * - no chat for the contact yet: the chat is created with uuid `chatId`, `created_at`,
    *   the defaults of a new chat (`open`, unassigned, not favorite, `unread_count` 0)
@@ -318,7 +318,7 @@ export interface ChatRepository {
 }
 
 /**
- * The text `search` is matched against (DESIGN §3b "Chats list parameters"): first name,
+ * The text `search` is matched against (docs/chats.md "`GET /chats`"): first name,
  * last name, full name (`first last`), email and the phone's digits, one per line (a term
  * never holds a line break, so no match spans two fields). SQLite keeps the same text in
  * `chats.search_text` (migration 4, `SEARCH_TEXT_SQL`).

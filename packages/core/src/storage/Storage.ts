@@ -28,7 +28,7 @@ export interface StoredCredential {
 
 /**
  * Organizations and their API keys. The one repository that reads across organizations
- * (authentication finds a key by its hash; the admin CLI lists organizations), STYLE §3.
+ * (authentication finds a key by its hash; the admin CLI lists organizations).
  * Every method fails only with {@link StorageError}.
  *
  * @category storage
@@ -100,7 +100,7 @@ export interface ContactImportRequest {
 
 /**
  * Contacts of one organization. Every method takes the organization id first and never
- * sees another organization's records (STYLE §3).
+ * sees another organization's records.
  *
  * @category storage
  */
@@ -244,7 +244,7 @@ export interface LabelRepository {
 }
 
 /**
- * The key names are compared by for uniqueness (DESIGN §3b "Uniqueness"): trimmed and
+ * The key names are compared by for uniqueness (docs/contacts.md "Rules"): trimmed and
  * lowercased. Every adapter stores and matches this key.
  *
  * @category storage
@@ -252,7 +252,7 @@ export interface LabelRepository {
 export const nameKey = (name: string): string => name.trim().toLowerCase()
 
 /**
- * The storage interface: one repository per domain (STYLE §1). Adapters (memory in
+ * The storage interface: one repository per domain. Adapters (memory in
  * `@switchboard/core`, SQLite, MongoDB) provide it; `@switchboard/storage-contract` is
  * the suite every adapter must pass.
  *

@@ -15,12 +15,12 @@ export type TemplateWriteOutcome =
   | { readonly _tag: "NameTaken" }
 
 /**
- * Message templates of one organization (DESIGN §3 "Templates and sends"). A template is
+ * Message templates of one organization (docs/templates-and-replies.md). A template is
  * identified by its name, compared with `nameKey` (trimmed, lowercase), together with its
  * language code, compared exactly: that pair is unique per organization, enforced by the
  * store in the same atomic step as the write. `components` are stored and returned as
  * given (plain JSON). Every method takes the organization id first and never sees another
- * organization's templates (STYLE §3); each fails only with {@link StorageError}.
+ * organization's templates; each fails only with {@link StorageError}.
  *
  * @category storage
  */

@@ -25,9 +25,9 @@ import { readTemplate } from "./readTemplate.js"
 import { checkSendComponents } from "./sendCheck.js"
 
 /**
- * Message templates of an organization (SPEC §4 `/templates`, DESIGN §3 "Templates and
- * sends", docs/templates-and-replies.md). Templates are written programmatically and by
- * the admin import (SPEC has no create route); the API lists them, reads one and builds
+ * Message templates of an organization (`/templates`, docs/templates-and-replies.md). Templates are written
+ * programmatically and by
+ * the admin import (the API has no create route); the API lists them, reads one and builds
  * the send payload.
  *
  * @category services
@@ -62,7 +62,7 @@ export interface TemplatesService {
   /** One page of templates, newest first. */
   readonly list: (organizationId: OrganizationId, page: PageRequest) => Effect.Effect<Page<Template>, StorageError>
   /**
-   * The send payload of a template, whatever its status (DESIGN §3b "Sends"):
+   * The send payload of a template, whatever its status (docs/templates-and-replies.md):
    * `{template: {name, language: {code}, components}, slots}` with one empty parameter
    * per placeholder of the HEADER and BODY, per media header and per URL button with
    * `{{1}}`; each slot is `template.components[component].parameters[index]`.
@@ -72,7 +72,7 @@ export interface TemplatesService {
     id: TemplateId
   ) => Effect.Effect<TemplatePayload, RecordNotFound | StorageError>
   /**
-   * Resolves the `template` object of a send (DESIGN §3 "Templates and sends"): by name
+   * Resolves the `template` object of a send (docs/templates-and-replies.md "Sending a template: how the `template` object is checked"): by name
    * (case-insensitively) and exact language code → else `TemplateNotFound`; status
    * APPROVED → else `TemplateNotApproved`; the parameters must fill every slot of the
    * payload one for one, none empty → else `TemplateParametersMismatch` listing every

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { InputIssue } from "../errors.js"
 
 /**
- * Another template of the organization has this name and language code (DESIGN §3b
- * "Uniqueness": template identity is name + language). HTTP 400 `template_name_taken`.
+ * Another template of the organization has this name and language code
+ * (docs/templates-and-replies.md "Template rules": identity is name + language code). HTTP 400 `template_name_taken`.
  *
  * @category errors
  */
@@ -18,7 +18,7 @@ export class TemplateNameTaken extends Schema.TaggedError<TemplateNameTaken>()("
 
 /**
  * A send names a template (name + language code) the organization does not have
- * (DESIGN §3 "Templates and sends"). HTTP 400 `template_not_found`.
+ * (docs/templates-and-replies.md "Error codes"). HTTP 400 `template_not_found`.
  *
  * @category errors
  */
@@ -32,8 +32,8 @@ export class TemplateNotFound extends Schema.TaggedError<TemplateNotFound>()("Te
 }
 
 /**
- * A send names a template whose status is not `APPROVED` (DESIGN §3 "Templates and
- * sends"). HTTP 400 `template_not_approved`.
+ * A send names a template whose status is not `APPROVED` (docs/templates-and-replies.md
+ * "Error codes"). HTTP 400 `template_not_approved`.
  *
  * @category errors
  */
@@ -50,7 +50,7 @@ export class TemplateNotApproved extends Schema.TaggedError<TemplateNotApproved>
 /**
  * The parameters of a send do not fill the template's placeholders one for one: a
  * component's parameter count differs from its placeholders, a slot is missing or empty,
- * or a parameter has the wrong type (DESIGN §3 "Templates and sends", §3b "Sends").
+ * or a parameter has the wrong type (docs/templates-and-replies.md).
  * `issues` lists every problem with its JSON path (`template.components[1].parameters[0]`).
  * HTTP 400 `template_parameters_mismatch`.
  *

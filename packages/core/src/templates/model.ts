@@ -10,8 +10,8 @@ export const TemplateId = Schema.UUID.pipe(Schema.brand("TemplateId"))
 export type TemplateId = typeof TemplateId.Type
 
 /**
- * Category of a template, as WhatsApp's template management names them (DESIGN §3
- * "Templates and sends").
+ * Category of a template, as WhatsApp's template management names them
+ * (docs/templates-and-replies.md "Records").
  *
  * @category models
  */
@@ -107,8 +107,8 @@ export const ButtonsComponent = Schema.Struct({
 })
 
 /**
- * One component of a template, in WhatsApp's management shape (DESIGN §3 "Templates and
- * sends"). A template has exactly one `BODY` and at most one of each other type.
+ * One component of a template, in WhatsApp's management shape (docs/templates-and-replies.md
+ * "Template rules"). A template has exactly one `BODY` and at most one of each other type.
  *
  * @category models
  */
@@ -123,7 +123,7 @@ export const TemplateComponent = Schema.Union(
 export type TemplateComponent = typeof TemplateComponent.Type
 
 /**
- * A message template (DESIGN §3 "Records"): `name` (lowercase letters, digits and
+ * A message template (docs/templates-and-replies.md "Records"): `name` (lowercase letters, digits and
  * underscores, 1–255) and `language` (a code such as `en_US`) identify it within the
  * organization; `components` keep the order they were given in.
  *
@@ -150,7 +150,7 @@ export type Template = typeof Template.Type
 export type TemplateContent = Pick<Template, "name" | "language" | "category" | "status" | "components">
 
 /**
- * Input of `Templates.create` and of an import entry (DESIGN §4): every field required.
+ * Input of `Templates.create` and of an import entry (docs/templates-and-replies.md, docs/import.md): every field required.
  * Values are checked at run time, so they are typed loosely; `category`, `status`,
  * component `type`, header `format` and button `type` are read case-insensitively.
  *
@@ -209,7 +209,7 @@ export const TemplateSendComponent = Schema.Union(
 export type TemplateSendComponent = typeof TemplateSendComponent.Type
 
 /**
- * The `template` object of `POST /send/template` (SPEC §4): `{name, language: {code},
+ * The `template` object of `POST /send/template` (docs/templates-and-replies.md): `{name, language: {code},
  * components}`.
  *
  * @category models
@@ -223,7 +223,7 @@ export const TemplateSendObject = Schema.Struct({
 export type TemplateSendObject = typeof TemplateSendObject.Type
 
 /**
- * One parameter to fill before sending (DESIGN §3b "Sends"): it is
+ * One parameter to fill before sending (docs/templates-and-replies.md): it is
  * `template.components[component].parameters[index]` of the payload; `type` says which
  * value it takes (`text`, or the link of an `image`, `video` or `document`); `example` is
  * the template's example for it, or `null`.
@@ -253,7 +253,7 @@ export const TemplatePayload = Schema.Struct({
 export type TemplatePayload = typeof TemplatePayload.Type
 
 /**
- * The `template` object a send names (SPEC §4 `POST /send/template`), before checking:
+ * The `template` object a send names (`POST /send/template`, docs/templates-and-replies.md), before checking:
  * `components` holds the filled parameters (unknown elements are checked at run time).
  *
  * @category models

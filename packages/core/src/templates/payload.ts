@@ -1,7 +1,7 @@
 import type { Template, TemplateComponent, TemplatePayload, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "./model.js"
 import { placeholdersOf } from "./placeholders.js"
 
-// The send-ready payload of a template (DESIGN §3 "Templates and sends", §3b "Sends"):
+// The send-ready payload of a template (docs/templates-and-replies.md):
 // one send component per template part that takes parameters, one empty parameter per
 // slot, in the WhatsApp Cloud API send format.
 

@@ -1,4 +1,4 @@
-// Placeholders `{{n}}` of template texts (DESIGN §3 "Templates and sends"). Internal to
+// Placeholders `{{n}}` of template texts (docs/templates-and-replies.md). Internal to
 // the templates module: not exported from the package.
 
 /** Anything written between double braces: a placeholder, or a malformed one. */

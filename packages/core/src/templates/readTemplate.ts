@@ -3,7 +3,7 @@ import { isRecord, type IssueCollector } from "../internal/validation.js"
 import type { TemplateButton, TemplateCategory, TemplateComponent, TemplateContent, TemplateStatus } from "./model.js"
 import { placeholdersOf } from "./placeholders.js"
 
-// Reading and checking a template's content (DESIGN §3 "Templates and sends", WhatsApp's
+// Reading and checking a template's content (docs/templates-and-replies.md "Template rules", WhatsApp's
 // management shape). Shared by Templates.create/update and the admin import, so the rules
 // live here once.
 

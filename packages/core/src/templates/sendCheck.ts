@@ -4,8 +4,8 @@ import { expectedComponents, type ExpectedComponent } from "./payload.js"
 import { render } from "./placeholders.js"
 import { isRecord } from "../internal/validation.js"
 
-// Checking the filled parameters of a send against a template (DESIGN §3 "Templates and
-// sends", §3b "Sends") and rendering the message text.
+// Checking the filled parameters of a send against a template (docs/templates-and-replies.md)
+// and rendering the message text.
 
 /** JSON path of the send's components (the `template` object of `POST /send/template`). */
 const PATH = "template.components"

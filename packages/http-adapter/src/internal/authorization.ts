@@ -1,7 +1,7 @@
 import { HttpFailure } from "../HttpFailure.js"
 
 /**
- * Reads the API key from an `Authorization` header (SPEC §5, DESIGN §3
+ * Reads the API key from an `Authorization` header (docs/http-adapter.md
  * "Authentication"). Returns the key, or the 401 failure: no header or no token →
  * `missing_api_key`; another scheme → `wrong_auth_scheme`; a token shaped like a JWT →
  * `jwt_not_accepted`. Whether the key is known is the domain's question.

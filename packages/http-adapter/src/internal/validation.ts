@@ -12,8 +12,8 @@ const validator = new Validator({ haltOnFirstError: false })
 export type CompiledCheck = (value: unknown) => { ok: true; value: unknown } | { ok: false; errors: Array<ErrorItem> }
 
 /**
- * Compiles a fastest-validator schema once (DESIGN §2): unknown properties are removed
- * (`$$strict: "remove"`, DESIGN §3 "unknown body fields are dropped"). `fieldPrefix`
+ * Compiles a fastest-validator schema once (docs/api-reference.md): unknown properties are removed
+ * (`$$strict: "remove"`, docs/http-adapter.md "Request edges"). `fieldPrefix`
  * names the request part in error paths when needed (path parameters and query keep bare
  * names).
  */
@@ -101,7 +101,7 @@ const CODES: Readonly<Record<string, string>> = {
   numberPositive: "out_of_range"
 }
 
-/** Maps one fastest-validator error to an envelope error item (DESIGN §3b "Validation codes"). */
+/** Maps one fastest-validator error to an envelope error item (docs/errors.md "Validation (per field)"). */
 const toErrorItem = (error: ValidationError): ErrorItem => ({
   code: CODES[error.type] ?? "invalid_format",
   message: error.message ?? `The '${error.field}' field is invalid`,

@@ -4,7 +4,7 @@ import { defineRoute } from "./route.js"
 import { BasicReplyListData, BasicReplyRecord, withIdAndMessageData } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessage } from "./shared.js"
 
-/** `GET /basic-replies` (SPEC §4, DESIGN §3 "Pagination"): data `{basic_replies, pagination}`. */
+/** `GET /basic-replies` (docs/http-api.md "Pagination"): data `{basic_replies, pagination}`. */
 export const listBasicRepliesRoute = defineRoute({
   method: "GET",
   path: "/basic-replies",
@@ -22,7 +22,7 @@ export const listBasicRepliesRoute = defineRoute({
 })
 
 /**
- * `POST /basic-replies` (SPEC §4): body `{name, trigger, response}`, all required strings
+ * `POST /basic-replies` (docs/templates-and-replies.md): body `{name, trigger, response}`, all required strings
  * (lengths and blanks are checked by core); data `{id, message, ...reply}`.
  */
 export const createBasicReplyRoute = defineRoute({
@@ -40,7 +40,7 @@ export const createBasicReplyRoute = defineRoute({
     )
 })
 
-/** `GET /basic-replies/{uuid}` (extension, DESIGN §3 "Resources"): data is the reply. */
+/** `GET /basic-replies/{uuid}` (extension, docs/http-api.md "Endpoints"): data is the reply. */
 export const getBasicReplyRoute = defineRoute({
   method: "GET",
   path: "/basic-replies/:uuid",

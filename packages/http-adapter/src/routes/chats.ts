@@ -20,8 +20,7 @@ const stringOf = (value: unknown): string | undefined => (typeof value === "stri
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" ? value : undefined)
 
 /**
- * `GET /chats` (SPEC §4 "GET /chats query parameters", DESIGN §3 "Chats list", §3b "Chats
- * list parameters"): filters `search`, `status`, `assigned_to`, `group_uuid`, `tag_uuid`,
+ * `GET /chats` (docs/chats.md "`GET /chats`"): filters `search`, `status`, `assigned_to`, `group_uuid`, `tag_uuid`,
  * `favorite`, `unread`, `date_from`, `date_to` (AND), `sort_by`, `sort_order`, and either
  * offset pages (`pagination=true`, `page`, `per_page`) or cursor pages (`cursor`,
  * `limit`). Data `{chats, pagination}`; every bad parameter → 400 naming it

@@ -7,7 +7,7 @@ import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessag
 const optionalString = { type: "string", optional: true } as const
 const nullableString = { type: "string", optional: true, nullable: true } as const
 
-/** `POST /contacts/bulk` (SPEC §4, DESIGN §3 "Resources"). */
+/** `POST /contacts/bulk` (docs/contacts.md "Rules"). */
 export const importContactsRoute = defineRoute({
   method: "POST",
   path: "/contacts/bulk",
@@ -20,7 +20,7 @@ export const importContactsRoute = defineRoute({
   errors: ["invalid_input", "group_not_found", "contacts_limit_reached"],
   // Only the array is checked here: Contacts.importBulk reads every row (a row that is not
   // an object, types, required fields, formats) so that one 400 lists every bad row at once
-  // (DESIGN §3 "Resources"), and takes only the fields of ContactImportInput (unknown
+  // (docs/contacts.md "Rules"), and takes only the fields of ContactImportInput (unknown
   // fields are dropped). `optional` lets `null` rows through to be named `contacts[i]`.
   body: { contacts: { type: "array", min: 1, max: 1000, items: { type: "any", optional: true } } },
   handle: ({ auth, body }) =>
@@ -32,7 +32,7 @@ export const importContactsRoute = defineRoute({
     )
 })
 
-/** `GET /contacts` (SPEC §4, DESIGN §3 "Pagination"). */
+/** `GET /contacts` (docs/http-api.md "Pagination"). */
 export const listContactsRoute = defineRoute({
   method: "GET",
   path: "/contacts",
@@ -49,7 +49,7 @@ export const listContactsRoute = defineRoute({
   }
 })
 
-/** `GET /contacts/{uuid}` (extension, DESIGN §3 "Resources"). */
+/** `GET /contacts/{uuid}` (extension, docs/http-api.md "Endpoints"). */
 export const getContactRoute = defineRoute({
   method: "GET",
   path: "/contacts/:uuid",
@@ -64,7 +64,7 @@ export const getContactRoute = defineRoute({
     )
 })
 
-/** `PUT /contacts/{uuid}` (SPEC §4): partial update; data `{id, message, ...contact}`. */
+/** `PUT /contacts/{uuid}` (docs/contacts.md): partial update; data `{id, message, ...contact}`. */
 export const updateContactRoute = defineRoute({
   method: "PUT",
   path: "/contacts/:uuid",
@@ -98,7 +98,7 @@ export const deleteContactRoute = defineRoute({
     )
 })
 
-/** `GET /contacts/{uuid}/labels` (SPEC §4): data `{labels}`. */
+/** `GET /contacts/{uuid}/labels` (docs/contacts.md): data `{labels}`. */
 export const contactLabelsRoute = defineRoute({
   method: "GET",
   path: "/contacts/:uuid/labels",

@@ -4,7 +4,7 @@ import { API_TITLE, API_VERSION, openApiDocument } from "../openapi.js"
 import { DOCS_CONTENT_SECURITY_POLICY, docsFile, docsPageHtml } from "../openapiDocsPage.js"
 import { defineRoute, type RawContent, type RouteDefinition } from "./route.js"
 
-// The discovery group (SPEC §4 "tag Guide", DESIGN §3 "Discovery"): no API key, rate
+// The discovery group (tag Guide, docs/api-reference.md): no API key, rate
 // limited per client address in the `general` bucket. `openapi.json` and the `/docs`
 // page and files are the only bodies outside the envelope.
 

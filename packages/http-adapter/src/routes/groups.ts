@@ -6,7 +6,7 @@ import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams, withIdAndMessag
 
 const nameBody = { name: { type: "string" } } as const
 
-/** `POST /contact-groups` (SPEC §4): data `{id, message, ...group}`. */
+/** `POST /contact-groups` (docs/contacts.md): data `{id, message, ...group}`. */
 export const createGroupRoute = defineRoute({
   method: "POST",
   path: "/contact-groups",
@@ -22,7 +22,7 @@ export const createGroupRoute = defineRoute({
     )
 })
 
-/** `PUT /contact-groups/{uuid}` (SPEC §4): data `{id, message, ...group}`. */
+/** `PUT /contact-groups/{uuid}` (docs/contacts.md): data `{id, message, ...group}`. */
 export const renameGroupRoute = defineRoute({
   method: "PUT",
   path: "/contact-groups/:uuid",

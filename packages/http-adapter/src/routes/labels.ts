@@ -4,7 +4,7 @@ import { defineRoute } from "./route.js"
 import { DeletedData, LabelAssignData, LabelBulkDeleteData, LabelListData, LabelRecord } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidOrUuids, uuidParams, uuidsOf } from "./shared.js"
 
-/** `POST /labels` (SPEC §4): data is the label. */
+/** `POST /labels` (docs/contacts.md): data is the label. */
 export const createLabelRoute = defineRoute({
   method: "POST",
   path: "/labels",
@@ -37,7 +37,7 @@ export const listLabelsRoute = defineRoute({
   }
 })
 
-/** `GET /labels/{uuid}` (SPEC §4). */
+/** `GET /labels/{uuid}` (docs/contacts.md). */
 export const getLabelRoute = defineRoute({
   method: "GET",
   path: "/labels/:uuid",
@@ -52,7 +52,7 @@ export const getLabelRoute = defineRoute({
     )
 })
 
-/** `DELETE /labels/{uuid}` (SPEC §4): data `{uuid, deleted: true}`. */
+/** `DELETE /labels/{uuid}` (docs/contacts.md): data `{uuid, deleted: true}`. */
 export const deleteLabelRoute = defineRoute({
   method: "DELETE",
   path: "/labels/:uuid",
@@ -67,7 +67,7 @@ export const deleteLabelRoute = defineRoute({
     )
 })
 
-/** `POST /labels/bulk-delete` (SPEC §4): data `{deleted, tag_uuids, not_found}`. */
+/** `POST /labels/bulk-delete` (docs/contacts.md): data `{deleted, tag_uuids, not_found}`. */
 export const bulkDeleteLabelsRoute = defineRoute({
   method: "POST",
   path: "/labels/bulk-delete",
@@ -84,7 +84,7 @@ export const bulkDeleteLabelsRoute = defineRoute({
     )
 })
 
-/** `POST /contacts/labels/assign` (SPEC §4): data `{tag_uuid, assigned, contact_uuids}`. */
+/** `POST /contacts/labels/assign` (docs/contacts.md): data `{tag_uuid, assigned, contact_uuids}`. */
 export const assignLabelRoute = defineRoute({
   method: "POST",
   path: "/contacts/labels/assign",

@@ -3,7 +3,7 @@ import { Messaging, type SendMediaInput, type SendResult, type SendTemplateInput
 import { defineRoute, type RouteResult } from "./route.js"
 import { SendData } from "./schemas.js"
 
-// The three sends (SPEC §4, DESIGN §3 "Templates and sends", docs/messaging.md). The schemas
+// The three sends (docs/messaging.md). The schemas
 // check types only; Messaging checks the content (phone format, lengths, media type and
 // URL, the template and its parameters), so one 400 names every bad field with the
 // domain's codes. Each route counts in the `send` rate-limit bucket only.
@@ -22,7 +22,7 @@ const sendResult = (result: SendResult): RouteResult<SendResult> => ({
 })
 
 /**
- * `POST /send/template` (SPEC §4): body `{phone, template: {name, language: {code},
+ * `POST /send/template` (docs/messaging.md): body `{phone, template: {name, language: {code},
  * components}, first_name?, last_name?, email?}`. 400 for an invalid phone or field,
  * `template_not_found`, `template_not_approved`, `template_parameters_mismatch`; 403
  * `contacts_limit_reached` when a new contact would pass the plan.
@@ -58,7 +58,7 @@ export const sendTemplateRoute = defineRoute({
 })
 
 /**
- * `POST /send` (SPEC §4 "Mentioned operations", DESIGN §3): body `{phone, message}`,
+ * `POST /send` (docs/messaging.md): body `{phone, message}`,
  * `message` 1–4096 characters. 403 `contacts_limit_reached` as for templates.
  */
 export const sendTextRoute = defineRoute({
@@ -79,7 +79,7 @@ export const sendTextRoute = defineRoute({
 })
 
 /**
- * `POST /send/media` (SPEC §4 "Mentioned operations", DESIGN §3): body `{phone, media:
+ * `POST /send/media` (docs/messaging.md): body `{phone, media:
  * {type: image|video|audio|document, url, caption?, filename?}}`, `url` http(s). 403
  * `contacts_limit_reached` as for templates.
  */

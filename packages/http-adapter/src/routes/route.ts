@@ -43,7 +43,7 @@ export interface RouteResult<Data = unknown> {
 
 /**
  * What a route declared with `content` returns instead of {@link RouteResult}: a 200 whose
- * body is `content` as it is, not the envelope (DESIGN §3 "Envelope": only
+ * body is `content` as it is, not the envelope (docs/http-api.md "Envelope": only
  * `openapi.json` and the `/docs` page and its files). `contentType` is the full
  * `Content-Type` header value; `headers` are added to the response (lowercase names).
  *
@@ -57,12 +57,12 @@ export interface RawContent {
 }
 
 /**
- * One route of the API, declared once (DESIGN §2): the validators are compiled from it at
+ * One route of the API, declared once (docs/api-reference.md "How the document is generated"): the validators are compiled from it at
  * start-up and the OpenAPI document is generated from it.
  * - `path` is relative to the base path, with `:name` parameters (find-my-way syntax).
  * - `params`, `query`, `body` are fastest-validator schemas; a route with `body` requires a
  *   JSON content type.
- * - `bucket` is the rate-limit bucket (DESIGN §3 "Rate limits"); default `general`.
+ * - `bucket` is the rate-limit bucket (docs/rate-limits.md "Buckets"); default `general`.
  * - `authenticated` (default `true`): `false` serves the route without an API key (the
  *   discovery routes); it is then rate limited by client address in the `general` bucket,
  *   and its handler must not read `auth` (doing so is a defect, answered 500).
@@ -97,7 +97,7 @@ export interface RouteDefinition<Data = unknown> {
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
   /**
-   * The `effect/Schema` of the success envelope's `data` (DESIGN §2): the handler's
+   * The `effect/Schema` of the success envelope's `data` (docs/api-reference.md): the handler's
    * result must have its type (checked by the compiler through {@link defineRoute}) and
    * the OpenAPI document's response schema is generated from it (`JSONSchema`). Every
    * route of {@link defaultRoutes} answering the envelope declares it (test/openapi-parity).

@@ -22,8 +22,8 @@ import {
   type SendResult
 } from "@switchboard/core"
 
-// The `data` schemas of the routes' success envelopes (DESIGN §2, §3 "Records", §3b "Data
-// shapes"). Records core declares as effect/Schema values (Label, Group, BasicReply,
+// The `data` schemas of the routes' success envelopes (docs/http-api.md
+// "Endpoints", "Records and identifiers"). Records core declares as effect/Schema values (Label, Group, BasicReply,
 // Template, TemplatePayload, Chat) are used as they are, given an `identifier` so the
 // OpenAPI document names them once under `components.schemas`. Shapes core declares as
 // TypeScript interfaces (Contact, the import, send, assign and bulk-delete results, the
@@ -33,14 +33,14 @@ import {
 // test/openapi-parity.test.ts decodes real responses with `onExcessProperty: "error"`.
 
 /**
- * A contact group (DESIGN §3 "Records").
+ * A contact group (docs/contacts.md "Records").
  *
  * @category schemas
  */
 export const GroupRecord = Group.annotations({ identifier: "Group", description: "A contact group (audience)" })
 
 /**
- * A label (DESIGN §3 "Records").
+ * A label (docs/contacts.md "Records").
  *
  * @category schemas
  */
@@ -50,21 +50,21 @@ export const LabelRecord = Label.annotations({
 })
 
 /**
- * A basic reply (DESIGN §3 "Records").
+ * A basic reply (docs/templates-and-replies.md "Records").
  *
  * @category schemas
  */
 export const BasicReplyRecord = BasicReply.annotations({ identifier: "BasicReply", description: "A basic (canned) reply" })
 
 /**
- * A message template in WhatsApp's management shape (DESIGN §3 "Templates and sends").
+ * A message template in WhatsApp's management shape (docs/templates-and-replies.md "Records").
  *
  * @category schemas
  */
 export const TemplateRecord = Template.annotations({ identifier: "Template", description: "A message template" })
 
 /**
- * A chat (DESIGN §3 "Records").
+ * A chat (docs/chats.md "Records").
  *
  * @category schemas
  */
@@ -91,7 +91,7 @@ export const LabelSummaryRecord = Schema.Struct({ uuid: LabelId, name: Schema.St
 const nullableText = Schema.NullOr(Schema.String)
 
 /**
- * A contact (DESIGN §3 "Records"): `phone` in E.164; groups and labels sorted by name.
+ * A contact (docs/contacts.md "Records"): `phone` in E.164; groups and labels sorted by name.
  *
  * @category schemas
  */
@@ -113,7 +113,7 @@ export const ContactRecord: Schema.Schema<Contact, any> = Schema.Struct({
 }).annotations({ identifier: "Contact", description: "A contact; `phone` in E.164" })
 
 /**
- * The `pagination` object of the offset-paginated lists (DESIGN §3 "Pagination").
+ * The `pagination` object of the offset-paginated lists (docs/http-api.md "Pagination").
  *
  * @category schemas
  */
@@ -163,7 +163,7 @@ export const BasicReplyListData = Schema.Struct({
 export const TemplateListData = Schema.Struct({ templates: Schema.Array(TemplateRecord), pagination: PaginationData })
 
 /**
- * Data of `GET /chats` (DESIGN §3 "Chats list"): `pagination` is the offset object with
+ * Data of `GET /chats` (docs/chats.md "`GET /chats`"): `pagination` is the offset object with
  * `mode: "offset"` or the cursor object with `mode: "cursor"`.
  *
  * @category schemas
@@ -188,7 +188,7 @@ export const ChatListData: Schema.Schema<ChatList, any> = Schema.Struct({
 })
 
 /**
- * SPEC's `{id, message}` data carrying the record (DESIGN §3b): `id` is the record's uuid.
+ * The `{id, message}` data carrying the record (docs/http-api.md "Endpoints"): `id` is the record's uuid.
  *
  * @category schemas
  */
@@ -204,14 +204,14 @@ export const UpdatedContactData: Schema.Schema<{ readonly id: string; readonly m
   Schema.extend(Schema.Struct({ id: Schema.UUID, message: Schema.String }), ContactRecord)
 
 /**
- * Data of a delete: `{uuid, deleted: true}` (DESIGN §3b).
+ * Data of a delete: `{uuid, deleted: true}` (docs/contacts.md "Endpoints").
  *
  * @category schemas
  */
 export const DeletedData = Schema.Struct({ uuid: Schema.UUID, deleted: Schema.Literal(true) })
 
 /**
- * Data of `POST /contacts/bulk` (DESIGN §3 "Resources"): one entry per distinct phone, in
+ * Data of `POST /contacts/bulk` (docs/contacts.md "Endpoints"): one entry per distinct phone, in
  * first-seen order.
  *
  * @category schemas
@@ -232,7 +232,7 @@ export const ContactImportData: Schema.Schema<ContactImportResult, any> = Schema
 export const ContactLabelsData = Schema.Struct({ labels: Schema.Array(LabelRecord) })
 
 /**
- * Data of `POST /contacts/labels/assign` (DESIGN §3b).
+ * Data of `POST /contacts/labels/assign` (docs/contacts.md "Rules").
  *
  * @category schemas
  */
@@ -243,7 +243,7 @@ export const LabelAssignData: Schema.Schema<LabelAssignResult, any> = Schema.Str
 })
 
 /**
- * Data of `POST /labels/bulk-delete` (DESIGN §3b "Uuids in bodies").
+ * Data of `POST /labels/bulk-delete` (docs/contacts.md "Rules").
  *
  * @category schemas
  */
@@ -254,7 +254,7 @@ export const LabelBulkDeleteData: Schema.Schema<LabelBulkDeleteResult, any> = Sc
 })
 
 /**
- * Data of the sends (DESIGN §3 "Templates and sends"): `message_id` is the message's uuid.
+ * Data of the sends (docs/messaging.md "Endpoints"): `message_id` is the message's uuid.
  *
  * @category schemas
  */
@@ -266,14 +266,14 @@ export const SendData: Schema.Schema<SendResult, any> = Schema.Struct({
 }).annotations({ identifier: "SendResult" })
 
 /**
- * Data of `GET /templates/{uuid}/payload` (DESIGN §3b "Sends").
+ * Data of `GET /templates/{uuid}/payload` (docs/templates-and-replies.md "The payload: `GET /templates/{uuid}/payload`").
  *
  * @category schemas
  */
 export const TemplatePayloadData = TemplatePayload.annotations({ identifier: "TemplatePayload" })
 
 /**
- * Data of `GET /verify` (DESIGN §3b).
+ * Data of `GET /verify` (docs/http-api.md "Endpoints").
  *
  * @category schemas
  */

@@ -11,7 +11,7 @@ export const uuidParams: ValidationSchema = { uuid: { type: "uuid" } }
 export const pageNumber = { type: "number", integer: true, min: 1, max: 1_000_000, convert: true, optional: true } as const
 
 /**
- * Query of the paginated lists (DESIGN §3 "Pagination"): `page` ≥ 1 (default 1) and
+ * Query of the paginated lists (docs/http-api.md "Pagination"): `page` 1–1 000 000 (default 1) and
  * `per_page` 1–100 (default 20), integers.
  */
 export const pageQuery: ValidationSchema = {
@@ -25,7 +25,7 @@ export const pageRequestOf = (query: Readonly<Record<string, unknown>>): PageReq
   per_page: typeof query.per_page === "number" ? query.per_page : 20
 })
 
-/** List data `{<name>: [...], pagination}` (DESIGN §3 "Pagination"). */
+/** List data `{<name>: [...], pagination}` (docs/http-api.md "Pagination"). */
 export const listData = <const Name extends string, A>(
   name: Name,
   request: PageRequest,
@@ -35,7 +35,7 @@ export const listData = <const Name extends string, A>(
     readonly [K in Name]: ReadonlyArray<A>
   } & { readonly pagination: Pagination }
 
-/** One uuid, or an array of 1–1000 uuids (DESIGN §3 "Resources"). */
+/** One uuid, or an array of 1–1000 uuids (docs/http-api.md "Limits"). */
 export const uuidOrUuids = {
   type: "multi",
   rules: [
@@ -54,7 +54,7 @@ export const uuidOf = <Id extends string>(value: unknown): Id => String(value).t
 export const uuidsOf = <Id extends string>(value: unknown): ReadonlyArray<Id> =>
   (Array.isArray(value) ? value : [value]).map((item) => uuidOf<Id>(item))
 
-/** `{id, message, ...record}`: SPEC's `{id, message}` data carrying the record (DESIGN §3b). */
+/** `{id, message, ...record}`: the `{id, message}` data carrying the record (docs/http-api.md "Endpoints"). */
 export const withIdAndMessage = <R extends { readonly uuid: string }>(message: string, record: R) => ({
   id: record.uuid,
   message,

@@ -4,7 +4,7 @@ import { defineRoute } from "./route.js"
 import { TemplateListData, TemplatePayloadData, TemplateRecord } from "./schemas.js"
 import { listData, pageQuery, pageRequestOf, uuidOf, uuidParams } from "./shared.js"
 
-/** `GET /templates` (SPEC §4, DESIGN §3 "Pagination"): data `{templates, pagination}`. */
+/** `GET /templates` (docs/http-api.md "Pagination"): data `{templates, pagination}`. */
 export const listTemplatesRoute = defineRoute({
   method: "GET",
   path: "/templates",
@@ -21,7 +21,7 @@ export const listTemplatesRoute = defineRoute({
   }
 })
 
-/** `GET /templates/{uuid}` (extension, DESIGN §3 "Resources"): data is the template. */
+/** `GET /templates/{uuid}` (extension, docs/http-api.md "Endpoints"): data is the template. */
 export const getTemplateRoute = defineRoute({
   method: "GET",
   path: "/templates/:uuid",
@@ -37,7 +37,7 @@ export const getTemplateRoute = defineRoute({
 })
 
 /**
- * `GET /templates/{uuid}/payload` (SPEC §4 "Mentioned operations", DESIGN §3b "Sends"):
+ * `GET /templates/{uuid}/payload` (docs/templates-and-replies.md):
  * data `{template: {name, language: {code}, components}, slots: [{component, index, type,
  * example}]}`, every slot empty.
  */

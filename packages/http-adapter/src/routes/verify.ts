@@ -3,9 +3,9 @@ import { defineRoute } from "./route.js"
 import { VerifyData } from "./schemas.js"
 
 /**
- * `GET /verify` (SPEC §4, §5.5): the key is valid, the subscription active and the plan
+ * `GET /verify` (docs/http-api.md "Authentication"): the key is valid, the subscription active and the plan
  * allows API access — all checked before any handler runs. Data:
- * `{message, organization: {id, name}}` (DESIGN §3b).
+ * `{message, organization: {id, name}}`.
  *
  * @category routes
  */

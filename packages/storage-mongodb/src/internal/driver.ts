@@ -4,7 +4,7 @@ import { StorageError } from "@switchboard/core"
 /**
  * Runs one repository operation (a promise over driver calls) as an Effect; any rejection
  * becomes the one infrastructure failure, a `StorageError` naming `operation` and keeping
- * the driver's error as its cause (STYLE "Effect v3": every driver call wrapped once).
+ * the driver's error as its cause (every driver call is wrapped once).
  */
 export const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Effect<A, StorageError> =>
   Effect.tryPromise({ try: run, catch: (cause) => new StorageError({ operation, cause }) })

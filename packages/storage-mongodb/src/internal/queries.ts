@@ -57,7 +57,7 @@ export const ownedAmong = (organizationId: string, ids: ReadonlyArray<unknown>):
   _id: anyOf(ids)
 })
 
-/** The lists' order (DESIGN §3b "Lists"): `created_at desc, uuid desc`. */
+/** The lists' order (docs/http-api.md "Pagination"): `created_at desc, uuid desc`. */
 export const NEWEST_FIRST = { created_at: -1, _id: -1 } as const
 
 /** `find` options of one offset page, newest first. */
@@ -154,7 +154,7 @@ export interface ChatListQuery {
 }
 
 /**
- * The query of `listAfter` / `listPage` (DESIGN §3 "Chats list"): the organization's
+ * The query of `listAfter` / `listPage` (docs/chats.md "`GET /chats`"): the organization's
  * contacts with a chat, every filter given (AND; lists match any), in `sort` order with the
  * chat uuid as tie-break, strictly after `after` when given (keyset: `value < v OR (value
  * = v AND uuid < u)` descending, `>` ascending). A missing `last_message_at` is `""` in the
@@ -234,7 +234,7 @@ export type UsageField = "contacts" | "labels"
 /**
  * The filter of a reservation of `amount` slots of `field`: the organization's usage
  * document, only while `count + amount <= limit` (`null`: no condition). Applied with
- * {@link usageIncrement}, it is the conditional `$inc` of DESIGN §2.
+ * {@link usageIncrement}, it is the conditional `$inc` of docs/storage.md "Plan limits without transactions".
  */
 export const usageReservation = (organizationId: string, field: UsageField, amount: number, limit: number | null): Document =>
   limit === null ? byId(organizationId) : { _id: eq(organizationId), [field]: { $lte: limit - amount } }

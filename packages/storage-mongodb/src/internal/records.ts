@@ -15,7 +15,7 @@ import type { ContactDocument, GroupDocument, LabelDocument, MessageDocument } f
 import { anyOf, eq, ownedAmong } from "./queries.js"
 import type { Collections } from "./schema.js"
 
-// Documents → API records (DESIGN §3 "Records"): reads that several repositories share.
+// Documents → API records (docs/http-api.md "Records and identifiers"): reads that several repositories share.
 
 /** Sorts records by name (code-unit order, like every adapter), in place. */
 export const byName = <A extends { readonly name: string }>(records: Array<A>): Array<A> =>

@@ -88,7 +88,7 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
 
 /**
  * Every index, by collection, created idempotently at start-up (`createIndexes` with the
- * same names and keys is a no-op). Uniqueness rules of DESIGN §3 live here:
+ * same names and keys is a no-op). Uniqueness rules (docs/storage.md "What each guarantees") live here:
  * one E.164 phone per organization, label and group names per organization by their
  * normalised `name_key` (trimmed, lowercased: case-insensitive), template identity,
  * basic-reply triggers, API-key hashes, one chat uuid. Chat indexes: one per sort key, and

@@ -3,7 +3,7 @@ import { isDuplicateKey } from "./driver.js"
 import type { Collections } from "./schema.js"
 
 /**
- * Plan-limit counters without multi-document transactions (DESIGN §2): each organization
+ * Plan-limit counters without multi-document transactions (docs/storage.md "Plan limits without transactions"): each organization
  * has one `usage` document holding how many contacts and labels it has. A write that adds
  * rows first reserves slots with one conditional `$inc` (`count + n <= limit`), which
  * MongoDB applies atomically to the one document, so concurrent requests on any number of

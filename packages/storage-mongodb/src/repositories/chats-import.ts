@@ -23,7 +23,7 @@ interface EntryPlan {
 }
 
 /**
- * `chats.importChats` (the admin import and `seed`, DESIGN §4) in a few round trips for
+ * `chats.importChats` (the admin import and `seed`, docs/import.md) in a few round trips for
  * the whole batch: one read of the contacts (`ContactsNotFound` before any write), one read
  * of the message identities of the chats that exist, one unordered `insertMany` of every
  * new message, one unordered `bulkWrite` of the chats (a new chat set on its contact only

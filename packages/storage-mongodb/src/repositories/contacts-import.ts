@@ -21,7 +21,7 @@ import { missingGroups } from "./groups.js"
 const ATTEMPTS = 3
 
 /**
- * `contacts.importBulk` without multi-document transactions (DESIGN §2), in this order:
+ * `contacts.importBulk` without multi-document transactions (docs/storage.md "Plan limits without transactions"), in this order:
  * 1. checks: group uuids must be the organization's (`GroupsNotFound`); the phones that
  *    exist decide which rows are new;
  * 2. reserves one `contacts` slot per new row with the conditional `$inc` of usage.ts

@@ -8,7 +8,8 @@ const { importRow, instant, phone } = fixtures
 /**
  * Two storages on one database, as two server instances would have, used at the same
  * time: concurrent imports and label creates split between them never pass the plan's
- * limits together, and each sees the other's writes (DESIGN §2). Run on the driver
+ * limits together, and each sees the other's writes (docs/storage.md
+ * "Scaling out with several instances"). Run on the driver
  * stand-in (adapter.test.ts) and on a real server (storage-contract.test.ts).
  */
 export const limitsHoldAcrossInstances = (first: StorageService, second: StorageService) =>

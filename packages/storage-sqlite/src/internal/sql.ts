@@ -5,7 +5,7 @@ import { StorageError } from "@switchboard/core"
 /**
  * Runs one synchronous driver call and turns whatever it throws into a `StorageError`
  * carrying `operation` (the repository method, for example `"organizations.insert"`) and
- * the driver's error as `cause` (DESIGN §2, STYLE §4). Every call into better-sqlite3 goes
+ * the driver's error as `cause` (docs/errors.md "Server"). Every call into better-sqlite3 goes
  * through here, once.
  */
 export const attempt = <A>(operation: string, run: () => A): Effect.Effect<A, StorageError> =>
@@ -56,7 +56,7 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
 /**
  * Runs `fn` inside one `BEGIN IMMEDIATE` transaction (better-sqlite3's
  * `db.transaction(fn).immediate()`): the write lock is taken up front, so a check and the
- * write that depends on it (a plan limit, DESIGN §2) cannot interleave with another
+ * write that depends on it (a plan limit, docs/storage.md "What each guarantees") cannot interleave with another
  * connection or process. Commits when `fn` returns, rolls back and rethrows when it throws;
  * nested calls become savepoints. `fn` must be synchronous (better-sqlite3 rejects a
  * transaction function that returns a promise); since it is, no other fiber can run on the

@@ -1,7 +1,7 @@
 import type { ChatFilters, ChatPosition, ChatSort, OrganizationId } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
 
-// The chat list on SQLite (DESIGN §3 "Chats list", §5): which index answers which query.
+// The chat list on SQLite (docs/chats.md "Storage", docs/benchmarks.md): which index answers which query.
 //
 // - "merge": a group or label filter, sorted by last_message_at: per uuid of the list, one
 //   range of `chat_links (kind, link_uuid, last_message_at, uuid)` from the position, the

@@ -11,7 +11,7 @@ import {
 import type { Statements } from "../internal/sql.js"
 
 /**
- * The body of `chats.importChats` (DESIGN §4 import and `seed`); run it inside one
+ * The body of `chats.importChats` (the admin import and `seed`, docs/import.md); run it inside one
  * `BEGIN IMMEDIATE` transaction. Checks every contact first (`ContactsNotFound` before any
  * write), then writes entry by entry with cached prepared statements:
  * - a new chat is inserted with its final `last_message_at`, `last_message_uuid` and

@@ -12,7 +12,7 @@ const searchText = (p: string): string =>
   `coalesce(${p}.email, '') || char(10) || replace(${p}.phone, '+', '')`
 
 /**
- * Migration 4. Design (DESIGN §5: 1 000 000 chats, any single filter p99 ≤ 20 ms, the
+ * Migration 4. Design (docs/benchmarks.md: 1 000 000 chats, any single filter p99 ≤ 20 ms, the
  * 500th cursor page as cheap as the first):
  * - `chats` keeps what the list filters and sorts on, denormalised on the row:
  *   `status`, `assigned_to`, `favorite`, `unread_count` (and `unread`, stored),

@@ -14,7 +14,7 @@ import type { Statements } from "../internal/sql.js"
 import { CONTACTS_COUNT, countOf, jsonArray } from "./rows.js"
 
 /**
- * The body of `contacts.importBulk` (DESIGN §3 "Resources", §3b "Bulk upsert"); run it
+ * The body of `contacts.importBulk` (docs/contacts.md "Rules"); run it
  * inside one `BEGIN IMMEDIATE` transaction so the checks and the writes are atomic. Reads
  * with a fixed number of queries (existing phones, groups by uuid and by name, the count),
  * then writes with prepared statements reused row by row. Returns `GroupsNotFound` or

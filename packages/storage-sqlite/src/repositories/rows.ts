@@ -52,7 +52,7 @@ export const LABEL_SELECT = `SELECT l.uuid, l.name, l.color, l.created_at, l.upd
     (SELECT COUNT(*) FROM contact_labels AS cl WHERE cl.label_uuid = l.uuid) AS contacts_count
   FROM labels AS l`
 
-/** The sort of every list (DESIGN §3b "Lists") and the page bounds: `LIMIT ? OFFSET ?`. */
+/** The sort of every list (docs/http-api.md "Pagination") and the page bounds: `LIMIT ? OFFSET ?`. */
 export const NEWEST_FIRST = "ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?"
 
 /** The `LIMIT` and `OFFSET` parameters of a page request. */
