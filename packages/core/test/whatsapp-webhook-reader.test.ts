@@ -1,0 +1,154 @@
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { readWhatsAppWebhook, type WhatsAppWebhookChange } from "@switchboard/core"
+
+/** Fixtures in the shapes of Meta's webhook reference (test/fixtures/whatsapp/). */
+const fixture = (name: string): unknown =>
+  JSON.parse(readFileSync(new URL(`./fixtures/whatsapp/${name}.json`, import.meta.url), "utf8"))
+
+const only = (name: string): WhatsAppWebhookChange => {
+  const changes = readWhatsAppWebhook(fixture(name))
+  expect(changes).toHaveLength(1)
+  return changes![0]!
+}
+
+const messageOf = (name: string) => {
+  const change = only(name)
+  if (change._tag !== "Messages") return expect.fail(`expected Messages, got ${change._tag}`)
+  expect(change.phone_number_id).toBe("106540352242922")
+  expect(change.messages).toHaveLength(1)
+  return change.messages[0]!
+}
+
+describe("readWhatsAppWebhook: customers' messages", () => {
+  it("a text: body, sender, profile name, WhatsApp's timestamp kept in content", () => {
+    expect(messageOf("text")).toEqual({
+      provider_message_id: "wamid.text1",
+      from: "16505551234",
+      profile_name: "Sheena Nelson",
+      type: "text",
+      text: "Does it come in another color?",
+      media: null,
+      content: { timestamp: "1749416383" }
+    })
+  })
+
+  it("a reply keeps its context", () => {
+    expect(messageOf("text-reply").content).toEqual({
+      timestamp: "1749416383",
+      context: { from: "15550783881", id: "wamid.original" }
+    })
+  })
+
+  it.each([
+    ["image", { type: "image", id: "1003383421387256", mime_type: "image/jpeg", caption: "This one" }, "This one"],
+    ["document", { type: "document", id: "1003383421387257", mime_type: "application/pdf", caption: "Invoice", filename: "invoice.pdf" }, "Invoice"],
+    ["audio", { type: "audio", id: "1003383421387258", mime_type: "audio/ogg; codecs=opus" }, null],
+    ["video", { type: "video", id: "1003383421387259", mime_type: "video/mp4" }, null],
+    ["sticker", { type: "sticker", id: "1003383421387260", mime_type: "image/webp" }, null]
+  ])("%s: the media id and MIME type (no URL), the caption as text", (name, media, text) => {
+    const message = messageOf(name)
+    expect(message.type).toBe(name)
+    expect(message.media).toEqual(media)
+    expect(message.text).toBe(text)
+  })
+
+  it.each([
+    ["location", "location", "Main Campus", { latitude: 37.483307, longitude: -122.148981 }],
+    ["contacts", "contacts", null, [{ name: { formatted_name: "Barbara Johnson" } }]],
+    ["interactive-button-reply", "interactive", "Cancel order", { type: "button_reply", button_reply: { id: "cancel-order" } }],
+    ["interactive-list-reply", "interactive", "Express shipping", { type: "list_reply", list_reply: { id: "priority-express" } }],
+    ["button", "button", "Stop promotions", { payload: "Unsubscribe" }],
+    ["reaction", "reaction", "👍", { message_id: "wamid.outbound1", emoji: "👍" }]
+  ])("%s: its fields in content, a readable text", (name, type, text, fields) => {
+    const message = messageOf(name)
+    expect(message.type).toBe(type)
+    expect(message.text).toBe(text)
+    expect(message.media).toBeNull()
+    expect(message.content[type]).toMatchObject(fields)
+  })
+
+  it("unsupported, and any type not listed (an order), are `unsupported` with the original type", () => {
+    expect(messageOf("unsupported")).toMatchObject({
+      type: "unsupported",
+      text: null,
+      content: { original_type: "unsupported", errors: [{ code: 131051 }] }
+    })
+    expect(messageOf("order")).toMatchObject({ type: "unsupported", content: { original_type: "order" } })
+  })
+})
+
+describe("readWhatsAppWebhook: statuses and template updates", () => {
+  it("statuses of the business's messages, in order", () => {
+    const change = only("statuses")
+    expect(change).toMatchObject({
+      _tag: "Messages",
+      messages: [],
+      statuses: [
+        { provider_message_id: "wamid.outbound1", status: "delivered", recipient: "16505551234", failure: null },
+        { provider_message_id: "wamid.outbound1", status: "read", failure: null }
+      ]
+    })
+  })
+
+  it("a failed status carries the first error as {code, title}", () => {
+    const change = only("status-failed")
+    expect(change._tag === "Messages" && change.statuses[0]).toEqual({
+      provider_message_id: "wamid.outbound2",
+      status: "failed",
+      recipient: "16505551234",
+      failure: { code: "131047", title: "Re-engagement message" }
+    })
+  })
+
+  it("a template status update is routed by the entry's WhatsApp Business Account id; reason NONE is null", () => {
+    expect(only("template-approved")).toEqual({
+      _tag: "TemplateStatus",
+      waba_id: "102290129340398",
+      name: "order_update",
+      language: "en_US",
+      status: "APPROVED",
+      reason: null
+    })
+    expect(only("template-rejected")).toMatchObject({ status: "REJECTED", reason: "INVALID_FORMAT" })
+  })
+
+  it("other fields are ignored, by name", () => {
+    expect(only("account-update")).toEqual({ _tag: "Ignored", field: "account_update" })
+  })
+})
+
+describe("readWhatsAppWebhook: what is not Meta's shape", () => {
+  it.each([null, [], "x", 1, {}, { object: "page", entry: [] }, { object: "whatsapp_business_account" }])(
+    "%j is not a WhatsApp notification",
+    (payload) => expect(readWhatsAppWebhook(payload)).toBeUndefined()
+  )
+
+  it("skips malformed parts instead of failing the whole batch", () => {
+    const payload = {
+      object: "whatsapp_business_account",
+      entry: [
+        null,
+        { id: "1", changes: [null, { field: "messages" }, { field: "messages", value: { metadata: {} } }] },
+        {
+          id: "2",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: "42" },
+                messages: [null, { id: "m1" }, { id: "m2", from: "1", type: "image", image: {} }, { id: "m3", from: "1", type: "text" }],
+                statuses: [{ id: "s1", status: "bogus" }, { status: "read" }, { id: "s2", status: "sent" }]
+              }
+            }
+          ]
+        }
+      ]
+    }
+    const changes = readWhatsAppWebhook(payload)!
+    expect(changes.map((change) => change._tag)).toEqual(["Ignored", "Ignored", "Ignored", "Messages"])
+    const last = changes[3]!
+    expect(last._tag === "Messages" && last.messages.map((message) => message.provider_message_id)).toEqual(["m3"])
+    expect(last._tag === "Messages" && last.statuses.map((status) => status.provider_message_id)).toEqual(["s2"])
+  })
+})
