@@ -1,5 +1,7 @@
 import { Layer } from "effect"
 import { BasicReplies } from "./basic-replies/BasicReplies.js"
+import { Channels } from "./channels/Channels.js"
+import type { SecretKeyMismatch } from "./channels/errors.js"
 import { Chats } from "./chats/Chats.js"
 import { Contacts } from "./contacts/Contacts.js"
 import { ContactGroups } from "./groups/ContactGroups.js"
@@ -9,16 +11,19 @@ import { Messaging } from "./messaging/Messaging.js"
 import { MessageTransport } from "./messaging/MessageTransport.js"
 import { Organizations } from "./organizations/Organizations.js"
 import { SecureRandom } from "./random/SecureRandom.js"
+import type { StorageError } from "./storage/errors.js"
 import type { Storage } from "./storage/Storage.js"
 import { Templates } from "./templates/Templates.js"
 
 /**
  * Every domain service but {@link Messaging} (which needs a transport), wired together.
- * Needs only a {@link Storage}; provides the services and {@link SecureRandom}.
+ * Needs only a {@link Storage}; provides the services and {@link SecureRandom}. Fails to
+ * build only when a configured `SecretKey` is not the store's (`SecretKeyMismatch`) or
+ * the store cannot be read for that check (docs/channels.md "The secret key").
  */
 const services: Layer.Layer<
-  Organizations | Contacts | ContactGroups | Labels | Imports | Templates | BasicReplies | Chats | SecureRandom,
-  never,
+  Organizations | Contacts | ContactGroups | Labels | Imports | Templates | BasicReplies | Chats | Channels | SecureRandom,
+  SecretKeyMismatch | StorageError,
   Storage
 > = Layer.mergeAll(
   Organizations.layer,
@@ -27,6 +32,7 @@ const services: Layer.Layer<
   ContactGroups.layer,
   Templates.layer,
   BasicReplies.layer,
+  Channels.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
 ).pipe(Layer.provideMerge(SecureRandom.layer))
 
@@ -46,7 +52,7 @@ const services: Layer.Layer<
  */
 export const layerWithTransport = (
   transport: Layer.Layer<MessageTransport>
-): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =>
+): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =>
   Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services)
 
 /**
@@ -58,7 +64,7 @@ export const layerWithTransport = (
  *
  * @category layers
  */
-export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =
+export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =
   layerWithTransport(MessageTransport.recording)
 
 /**

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
 import {
+  type ChannelVerifier,
   Core,
   Organizations,
   type MessageTransport,
@@ -13,6 +14,7 @@ import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
+import { channelLayerOf } from "./internal/channelOptions.js"
 import { nodeBodySource, readJsonBody, type BodySource, type HostRequest } from "./internal/body.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
@@ -63,6 +65,20 @@ export interface HandlerOptions {
    * `MessageTransport.recording`: messages are stored and marked `sent`, no network.
    */
   readonly transport?: Layer.Layer<MessageTransport>
+  /**
+   * The 32-byte key that encrypts channel access tokens at rest (docs/channels.md "The
+   * secret key"): base64 or hex text, or the bytes. Without it the channel routes answer
+   * 503 `secret_key_not_configured` and nothing else changes. A malformed key throws
+   * here; a key that is not the one the store's tokens were encrypted with makes `ready`
+   * reject (`SecretKeyMismatch`). Every instance sharing a store must use the same key.
+   */
+  readonly secretKey?: string | Uint8Array
+  /**
+   * How `POST /channels` proves a token may use a number. Default Meta's Graph API at
+   * `https://graph.facebook.com` (`ChannelVerifier.graph({ baseUrl, apiVersion })` for
+   * another address).
+   */
+  readonly channelVerifier?: Layer.Layer<ChannelVerifier>
 }
 
 /**
@@ -195,6 +211,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const logsRequests = options.logger !== false
   const runtime = ManagedRuntime.make(
     (options.transport === undefined ? Core.layer : Core.layerWithTransport(options.transport)).pipe(
+      Layer.provide(channelLayerOf(options)),
       Layer.provide(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.provideMerge(loggerLayer(options.logger))

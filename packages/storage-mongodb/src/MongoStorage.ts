@@ -13,6 +13,7 @@ import { attempt } from "./internal/driver.js"
 import type { Collections } from "./internal/schema.js"
 import { DEFAULT_RECONCILE_QUIET_MS, makeUsage, reconcileUsage } from "./internal/usage.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
+import { channelRepository } from "./repositories/channels.js"
 import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
@@ -166,6 +167,7 @@ const assemble = (collections: Collections): StorageService => {
     labels: labelRepository(collections, usage),
     chats: chatRepository(collections, usage),
     templates: templateRepository(collections),
-    basicReplies: basicReplyRepository(collections)
+    basicReplies: basicReplyRepository(collections),
+    channels: channelRepository(collections, usage)
   }
 }

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { basicReplyRepository } from "./memory/basicReplies.js"
+import { channelRepository } from "./memory/channels.js"
 import { chatRepository } from "./memory/chats.js"
 import { contactRepository } from "./memory/contacts.js"
 import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
@@ -24,7 +25,8 @@ export const make = (): StorageService => {
     labels: labelRepository(state),
     chats: chatRepository(state),
     templates: templateRepository(),
-    basicReplies: basicReplyRepository()
+    basicReplies: basicReplyRepository(),
+    channels: channelRepository()
   }
 }
 

@@ -2,6 +2,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
 import type { BasicReplyRepository } from "./BasicReplyRepository.js"
+import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
 import type {
@@ -265,6 +266,7 @@ export interface StorageService {
   readonly chats: ChatRepository
   readonly templates: TemplateRepository
   readonly basicReplies: BasicReplyRepository
+  readonly channels: ChannelRepository
 }
 
 /**

@@ -2,11 +2,13 @@ import type { Collection, Db, IndexDescription } from "mongodb"
 import type {
   ApiKeyDocument,
   BasicReplyDocument,
+  ChannelDocument,
   ContactDocument,
   GroupDocument,
   LabelDocument,
   MessageDocument,
   OrganizationDocument,
+  SettingDocument,
   TemplateDocument,
   UsageDocument
 } from "./documents.js"
@@ -21,7 +23,9 @@ export const COLLECTION_NAMES = {
   labels: "labels",
   templates: "templates",
   basicReplies: "basic_replies",
-  messages: "messages"
+  messages: "messages",
+  channels: "channels",
+  settings: "settings"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -38,6 +42,8 @@ export interface Collections {
   readonly templates: Collection<TemplateDocument>
   readonly basicReplies: Collection<BasicReplyDocument>
   readonly messages: Collection<MessageDocument>
+  readonly channels: Collection<ChannelDocument>
+  readonly settings: Collection<SettingDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -50,7 +56,9 @@ export const collectionsOf = (db: Db): Collections => ({
   labels: db.collection(COLLECTION_NAMES.labels),
   templates: db.collection(COLLECTION_NAMES.templates),
   basicReplies: db.collection(COLLECTION_NAMES.basicReplies),
-  messages: db.collection(COLLECTION_NAMES.messages)
+  messages: db.collection(COLLECTION_NAMES.messages),
+  channels: db.collection(COLLECTION_NAMES.channels),
+  settings: db.collection(COLLECTION_NAMES.settings)
 })
 
 /** Only contacts that have a chat enter the chat indexes. */
@@ -87,7 +95,8 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * same names and keys is a no-op). Uniqueness rules of DESIGN §3 live here:
  * one E.164 phone per organization, label and group names per organization by their
  * normalised `name_key` (trimmed, lowercased: case-insensitive), template identity,
- * basic-reply triggers, API-key hashes, one chat uuid. Chat indexes: one per sort key, and
+ * basic-reply triggers, API-key hashes, one chat uuid, a channel's `phone_number_id` across
+ * every organization. Chat indexes: one per sort key, and
  * one per equality filter followed by the default sort key, each ending with `chat.uuid`
  * (the keyset tie-break) and holding only contacts with a chat.
  */
@@ -136,7 +145,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       unique: true,
       partialFilterExpression: { dedupe_key: { $exists: true } }
     }
-  ]
+  ],
+  channels: [
+    { name: "channels_by_phone_number_id", key: { phone_number_id: 1 }, unique: true },
+    { name: "channels_by_organization", key: { organization_id: 1, created_at: 1, _id: 1 } },
+    { name: "channels_by_waba_id", key: { waba_id: 1, created_at: 1, _id: 1 } }
+  ],
+  settings: []
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */
