@@ -40,7 +40,9 @@ const services: Layer.Layer<
  * Every domain service of Switchboard, wired together, with {@link Messaging} sending
  * through `transport` (for example `WhatsAppCloudTransport.layer(options)`, or a test's
  * own). Needs only a {@link Storage} (an adapter's Layer); provides the services and
- * {@link SecureRandom}. docs/messaging.md "Transports".
+ * {@link SecureRandom}. docs/messaging.md "Transports". `Channels` reads the optional
+ * `SecretKey` and `ChannelVerifier` (provide them with `Layer.provide`); with a key that
+ * is not the store's the Layer fails with `SecretKeyMismatch` (docs/channels.md).
  *
  * @category layers
  * @example
