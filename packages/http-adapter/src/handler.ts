@@ -66,18 +66,12 @@ export interface HandlerOptions {
    */
   readonly transport?: Layer.Layer<MessageTransport>
   /**
-   * The 32-byte key that encrypts channel access tokens at rest (docs/channels.md "The
-   * secret key"): base64 or hex text, or the bytes. Without it the channel routes answer
-   * 503 `secret_key_not_configured` and nothing else changes. A malformed key throws
-   * here; a key that is not the one the store's tokens were encrypted with makes `ready`
-   * reject (`SecretKeyMismatch`). Every instance sharing a store must use the same key.
+   * The 32-byte key (base64, hex or bytes) encrypting channel access tokens; without it the
+   * channel routes answer 503. Malformed → throws here; not the store's key → `ready`
+   * rejects. docs/channels.md "The secret key".
    */
   readonly secretKey?: string | Uint8Array
-  /**
-   * How `POST /channels` proves a token may use a number. Default Meta's Graph API at
-   * `https://graph.facebook.com` (`ChannelVerifier.graph({ baseUrl, apiVersion })` for
-   * another address).
-   */
+  /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
   readonly channelVerifier?: Layer.Layer<ChannelVerifier>
 }
 
