@@ -10,6 +10,7 @@
  * @packageDocumentation
  */
 import { Command, CommanderError } from "commander"
+import { registerChannelCommands } from "./commands/channel.js"
 import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
@@ -23,11 +24,12 @@ import { registerSeedCommand } from "./commands/seed.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys and data import. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys, channels and data import. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
   registerKeyCommands(program)
+  registerChannelCommands(program)
   registerImportCommand(program)
   registerSeedCommand(program)
   return program

@@ -3,7 +3,9 @@
  *
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
- * sends' transport (see `transport.ts`), opens the store, creates a
+ * sends' transport (see `transport.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
+ * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
  * JSON line on stdout, that first time only), then serves the API with `node:http` and
  * prints `Switchboard listening on http://HOST:PORT/api/v1/api` on stderr. Request logs
@@ -15,7 +17,7 @@
  */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Core, Storage } from "@switchboard/core"
+import { Core, SecretKey, Storage } from "@switchboard/core"
 import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
 import { Effect, Exit, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
@@ -23,7 +25,8 @@ import { ensureDemoOrganization } from "./demo.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
-import { describeTransport, transportConfig, transportLayerFor } from "./transport.js"
+import { loadSecretKey } from "./secretKey.js"
+import { channelVerifierFor, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -34,11 +37,21 @@ const main = async (): Promise<void> => {
   const transport = await Effect.runPromiseExit(loadConfig(transportConfig))
   if (Exit.isFailure(transport)) return fail(describeCause(transport.cause))
   const transportLayer = transportLayerFor(transport.value)
+  const graphApi = await Effect.runPromiseExit(loadConfig(graphApiConfig))
+  if (Exit.isFailure(graphApi)) return fail(describeCause(graphApi.cause))
+  const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
+  if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
+  // `create: true` always yields a key (or fails above).
+  const secretKey = Option.getOrThrow(secret.value)
+  if (secretKey.note !== undefined) process.stderr.write(`${secretKey.note}\n`)
 
   // One store for the whole process: the bootstrap uses it, then the handler shares it
   // (which also makes `memory:` work). The handler's dispose leaves it open;
   // `runtime.dispose()` closes it.
-  const runtime = ManagedRuntime.make(Core.layer.pipe(Layer.provideMerge(storageLayerFor(config.value.database))))
+  // With the key, building Core checks it against the store's check value first.
+  const runtime = ManagedRuntime.make(
+    Core.layer.pipe(Layer.provide(SecretKey.layer(secretKey.key)), Layer.provideMerge(storageLayerFor(config.value.database)))
+  )
   const bootstrap = await runtime.runPromiseExit(Effect.zip(Storage, ensureDemoOrganization))
   if (Exit.isFailure(bootstrap)) {
     await runtime.dispose()
@@ -53,6 +66,8 @@ const main = async (): Promise<void> => {
     rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
     // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
     whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },
+    secretKey: secretKey.key,
+    channelVerifier: channelVerifierFor(graphApi.value),
     ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {

@@ -1,4 +1,4 @@
-import { type MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+import { ChannelVerifier, type GraphApiOptions, type MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
 import { Config, ConfigError, Either, type Layer, Option } from "effect"
 
 /**
@@ -18,7 +18,7 @@ export type TransportChoice =
  *   API transport; both unset or empty → the recording transport; only one → an error
  *   naming the other;
  * - `WHATSAPP_API_BASE_URL` (default `https://graph.facebook.com`; an `http(s)` URL) and
- *   `WHATSAPP_API_VERSION` (default `v21.0`; like `v21.0`), only with the two above.
+ *   `WHATSAPP_API_VERSION` (default `v21.0`; like `v21.0`): see {@link graphApiConfig}.
  *
  * Errors name the variable and never echo the access token.
  *
@@ -31,16 +31,7 @@ export const transportConfig: Config.Config<TransportChoice> = Config.all({
   apiVersion: optionalText("WHATSAPP_API_VERSION").pipe(Config.mapOrFail(parseApiVersion))
 }).pipe(
   Config.mapOrFail(({ accessToken, apiVersion, baseUrl, phoneNumberId }): Either.Either<TransportChoice, ConfigError.ConfigError> => {
-    if (Option.isNone(phoneNumberId) && Option.isNone(accessToken)) {
-      return Option.isSome(baseUrl) || Option.isSome(apiVersion)
-        ? Either.left(
-            ConfigError.InvalidData(
-              [],
-              "WHATSAPP_API_BASE_URL and WHATSAPP_API_VERSION need WHATSAPP_PHONE_NUMBER_ID and WHATSAPP_ACCESS_TOKEN"
-            )
-          )
-        : Either.right({ _tag: "Recording" })
-    }
+    if (Option.isNone(phoneNumberId) && Option.isNone(accessToken)) return Either.right({ _tag: "Recording" })
     if (Option.isNone(phoneNumberId)) {
       return Either.left(ConfigError.MissingData(["WHATSAPP_PHONE_NUMBER_ID"], "WHATSAPP_ACCESS_TOKEN is set without WHATSAPP_PHONE_NUMBER_ID"))
     }
@@ -58,6 +49,31 @@ export const transportConfig: Config.Config<TransportChoice> = Config.all({
     })
   })
 )
+
+/**
+ * Where the Graph API is, for channel verification (`POST /channels`, `channel add`) and
+ * the sends: `WHATSAPP_API_BASE_URL` (default `https://graph.facebook.com`; an `http(s)`
+ * URL, trailing slashes dropped) and `WHATSAPP_API_VERSION` (default `v21.0`; like
+ * `v21.0`). docs/channels.md "Verification".
+ *
+ * @category config
+ */
+export const graphApiConfig: Config.Config<GraphApiOptions> = Config.all({
+  baseUrl: optionalText("WHATSAPP_API_BASE_URL").pipe(Config.mapOrFail(parseBaseUrl)),
+  apiVersion: optionalText("WHATSAPP_API_VERSION").pipe(Config.mapOrFail(parseApiVersion))
+}).pipe(
+  Config.map(({ apiVersion, baseUrl }) => ({
+    ...Option.match(baseUrl, { onNone: () => ({}), onSome: (url) => ({ baseUrl: url }) }),
+    ...Option.match(apiVersion, { onNone: () => ({}), onSome: (version) => ({ apiVersion: version }) })
+  }))
+)
+
+/**
+ * The channel verifier of the Graph API options (see {@link graphApiConfig}).
+ *
+ * @category layers
+ */
+export const channelVerifierFor = (options: GraphApiOptions): Layer.Layer<ChannelVerifier> => ChannelVerifier.graph(options)
 
 /**
  * The `transport` option of `createHandler` for the choice: `undefined` (the handler's

@@ -138,7 +138,10 @@ describe("standalone server end to end", () => {
     [{ PORT: "http" }, 'PORT must be an integer from 0 to 65535 (got "http")'],
     // Nothing listens on port 9: connecting gives up after serverSelectionTimeoutMS.
     [
-      { DATABASE_URL: "mongodb://admin:secret@127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300" },
+      {
+        DATABASE_URL: "mongodb://admin:secret@127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300",
+        SWITCHBOARD_SECRET_KEY: "a".repeat(64)
+      },
       "DATABASE_URL mongodb://127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300: cannot reach the MongoDB server"
     ],
     [{ DATABASE_URL: "postgres://localhost/switchboard" }, "DATABASE_URL must be sqlite:PATH, memory: or mongodb://…"]

@@ -1,5 +1,7 @@
 import { Layer } from "effect"
 import { BasicReplies } from "./basic-replies/BasicReplies.js"
+import { Channels } from "./channels/Channels.js"
+import type { SecretKeyMismatch } from "./channels/errors.js"
 import { Chats } from "./chats/Chats.js"
 import { Contacts } from "./contacts/Contacts.js"
 import { ContactGroups } from "./groups/ContactGroups.js"
@@ -10,12 +12,15 @@ import { Messaging } from "./messaging/Messaging.js"
 import { MessageTransport } from "./messaging/MessageTransport.js"
 import { Organizations } from "./organizations/Organizations.js"
 import { SecureRandom } from "./random/SecureRandom.js"
+import type { StorageError } from "./storage/errors.js"
 import type { Storage } from "./storage/Storage.js"
 import { Templates } from "./templates/Templates.js"
 
 /**
  * Every domain service but {@link Messaging} (which needs a transport), wired together.
- * Needs only a {@link Storage}; provides the services and {@link SecureRandom}.
+ * Needs only a {@link Storage}; provides the services and {@link SecureRandom}. Fails to
+ * build only when a configured `SecretKey` is not the store's (`SecretKeyMismatch`) or
+ * the store cannot be read for that check (docs/channels.md "The secret key").
  */
 const services: Layer.Layer<
   | Organizations
@@ -27,8 +32,9 @@ const services: Layer.Layer<
   | BasicReplies
   | Chats
   | Idempotency
+  | Channels
   | SecureRandom,
-  never,
+  SecretKeyMismatch | StorageError,
   Storage
 > = Layer.mergeAll(
   Organizations.layer,
@@ -38,6 +44,7 @@ const services: Layer.Layer<
   Templates.layer,
   BasicReplies.layer,
   Idempotency.layer,
+  Channels.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
 ).pipe(Layer.provideMerge(SecureRandom.layer))
 
@@ -45,7 +52,9 @@ const services: Layer.Layer<
  * Every domain service of Switchboard, wired together, with {@link Messaging} sending
  * through `transport` (for example `WhatsAppCloudTransport.layer(options)`, or a test's
  * own). Needs only a {@link Storage} (an adapter's Layer); provides the services and
- * {@link SecureRandom}. docs/messaging.md "Transports".
+ * {@link SecureRandom}. docs/messaging.md "Transports". `Channels` reads the optional
+ * `SecretKey` and `ChannelVerifier` (provide them with `Layer.provide`); with a key that
+ * is not the store's the Layer fails with `SecretKeyMismatch` (docs/channels.md).
  *
  * @category layers
  * @example
@@ -57,7 +66,7 @@ const services: Layer.Layer<
  */
 export const layerWithTransport = (
   transport: Layer.Layer<MessageTransport>
-): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =>
+): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =>
   Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services)
 
 /**
@@ -69,7 +78,7 @@ export const layerWithTransport = (
  *
  * @category layers
  */
-export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, never, Storage> =
+export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =
   layerWithTransport(MessageTransport.recording)
 
 /**

@@ -7,6 +7,13 @@ import type {
   SubscriptionInactive
 } from "./organizations/errors.js"
 import type { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "./shared/errors.js"
+import type {
+  ChannelLimitReached,
+  ChannelPhoneNumberIdTaken,
+  ChannelVerificationFailed,
+  SecretKeyMismatch,
+  SecretKeyMissing
+} from "./channels/errors.js"
 import type { ChatStatusUnchanged } from "./chats/errors.js"
 import type { RateLimited, RateLimitUnavailable } from "./rate-limits/errors.js"
 import type { StorageError } from "./storage/errors.js"
@@ -69,4 +76,9 @@ export type DomainError =
   | TemplateNotFound
   | TemplateNotApproved
   | TemplateParametersMismatch
+  | ChannelPhoneNumberIdTaken
+  | ChannelLimitReached
+  | ChannelVerificationFailed
+  | SecretKeyMissing
+  | SecretKeyMismatch
   | StorageError

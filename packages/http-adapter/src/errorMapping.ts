@@ -60,6 +60,17 @@ export const domainErrorResponses: {
     ]),
   TemplateParametersMismatch: (error) =>
     failureResponse(400, "template_parameters_mismatch", error.message, error.issues),
+  ChannelPhoneNumberIdTaken: (error) =>
+    failureResponse(400, "phone_number_id_taken", error.message, [
+      { code: "phone_number_id_taken", message: error.message, field: "phone_number_id" }
+    ]),
+  ChannelLimitReached: (error) => failureResponse(400, "channel_limit_reached", error.message),
+  ChannelVerificationFailed: (error) =>
+    failureResponse(400, "channel_verification_failed", error.message, [
+      { code: "channel_verification_failed", message: error.message, field: "access_token" }
+    ]),
+  SecretKeyMissing: (error) => failureResponse(503, "secret_key_not_configured", error.message),
+  SecretKeyMismatch: () => internalErrorResponse(),
   StorageError: () => internalErrorResponse()
 }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
 import {
+  type ChannelVerifier,
   Core,
   type DomainError,
   Organizations,
@@ -14,6 +15,7 @@ import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
+import { channelLayerOf } from "./internal/channelOptions.js"
 import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
 import {
   nodeBodySource,
@@ -79,6 +81,14 @@ export interface HandlerOptions {
    * `MessageTransport.recording`: messages are stored and marked `sent`, no network.
    */
   readonly transport?: Layer.Layer<MessageTransport>
+  /**
+   * The 32-byte key (base64, hex or bytes) encrypting channel access tokens; without it the
+   * channel routes answer 503. Malformed → throws here; not the store's key → `ready`
+   * rejects. docs/channels.md "The secret key".
+   */
+  readonly secretKey?: string | Uint8Array
+  /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
+  readonly channelVerifier?: Layer.Layer<ChannelVerifier>
 }
 
 /**
@@ -257,6 +267,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const logsRequests = options.logger !== false
   const runtime = ManagedRuntime.make(
     (options.transport === undefined ? Core.layer : Core.layerWithTransport(options.transport)).pipe(
+      Layer.provide(channelLayerOf(options)),
       Layer.provide(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),

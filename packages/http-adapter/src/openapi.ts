@@ -33,6 +33,7 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
   { name: "Basic replies", description: "Canned replies sent when an inbound message equals their trigger." },
   { name: "Templates", description: "Message templates and the send-ready template object." },
   { name: "Chats", description: "Conversations, with the dashboard's filters, sorts and pagination." },
+  { name: "Channels", description: "The organization's own WhatsApp numbers; access tokens are encrypted at rest and never returned." },
   { name: "Webhooks", description: "What WhatsApp calls: the subscription handshake and its signed event POSTs. No API key, not rate limited." }
 ]
 
@@ -43,7 +44,7 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
  *
  * @category openapi
  */
-export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 | 409 | 422>> = {
+export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 | 409 | 422 | 503>> = {
   invalid_input: 400,
   invalid_cursor: 400,
   group_not_found: 400,
@@ -55,9 +56,13 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   template_not_approved: 400,
   template_parameters_mismatch: 400,
   invalid_verify_token: 403,
+  phone_number_id_taken: 400,
+  channel_limit_reached: 400,
+  channel_verification_failed: 400,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
-  not_found: 404
+  not_found: 404,
+  secret_key_not_configured: 503
 }
 
 /**

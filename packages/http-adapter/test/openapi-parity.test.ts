@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Effect, Either, Schema } from "effect"
-import { Core, Templates } from "@switchboard/core"
+import { Effect, Either, Layer, Schema } from "effect"
+import { ChannelVerifier, Core, Templates } from "@switchboard/core"
 import {
   defaultRoutes,
   DEFAULT_BASE_PATH,
@@ -161,7 +161,10 @@ describe("defineRoute ties a handler to its data schema", () => {
 
 describe("what the handlers answer has the documented data shape", () => {
   const storage = makeSharedStorage()
-  const handler = makeHandler(storage)
+  const handler = makeHandler(storage, {
+    secretKey: "a".repeat(64),
+    channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) })
+  })
   let api: ApiClient
 
   beforeAll(async () => {
@@ -241,6 +244,9 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("GET", "/chats")
     await run("GET", "/chats?pagination=true&page=1&per_page=5")
     await run("DELETE", `/contacts/${imported.contacts[1].uuid}`)
+    const channel = await run("POST", "/channels", { phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: "EAAG-parity-token-0001" })
+    await run("GET", "/channels")
+    await run("DELETE", `/channels/${channel.uuid}`)
 
     const envelopeRoutes = defaultRoutes.filter((route) => route.content === undefined)
     expect([...seen].sort()).toEqual(envelopeRoutes.map((route) => `${route.method} ${route.path}`).sort())

@@ -2,6 +2,7 @@ import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
 import { basicRepliesContract } from "./basic-replies.js"
+import { channelsContract } from "./channels.js"
 import { chatsContract } from "./chats.js"
 import { chatsImportContract } from "./chats-import.js"
 import { chatsListContract } from "./chats-list.js"
@@ -31,7 +32,7 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `templates.ts`, `basic-replies.ts`, `idempotency.ts`), each test on a fresh store from
+ * `labels.ts`, `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
  * @category contract
@@ -54,5 +55,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     templatesContract(options)
     basicRepliesContract(options)
     idempotencyContract(options)
+    channelsContract(options)
   })
 }

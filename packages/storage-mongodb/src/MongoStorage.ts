@@ -14,6 +14,7 @@ import type { Collections } from "./internal/schema.js"
 import { DEFAULT_RECONCILE_QUIET_MS, makeUsage, reconcileUsage } from "./internal/usage.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { idempotencyRepository } from "./repositories/idempotency.js"
+import { channelRepository } from "./repositories/channels.js"
 import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
@@ -168,6 +169,7 @@ const assemble = (collections: Collections): StorageService => {
     chats: chatRepository(collections, usage),
     templates: templateRepository(collections),
     basicReplies: basicReplyRepository(collections),
-    idempotency: idempotencyRepository(collections)
+    idempotency: idempotencyRepository(collections),
+    channels: channelRepository(collections, usage)
   }
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import type { MongoClient } from "mongodb"
-import { type ContactId, type LabelId, Storage, type TemplateId } from "@switchboard/core"
+import { type ChannelId, type ContactId, type LabelId, Storage, type TemplateId } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { MongoRateLimitStore, MongoStorage } from "@switchboard/storage-mongodb"
 import { RateLimitStore } from "@switchboard/core"
@@ -260,6 +260,41 @@ describe("plan limits without transactions", () => {
         Object.assign(usage, { touched_at: new Date(Date.now() - 120_000) })
         expect(yield* Effect.promise(() => reconcileUsage(collections, 60_000))).toBe(1)
         expect([usageOf(fake, org.id)?.contacts, usageOf(fake, org.id)?.labels]).toEqual([2, 0])
+      })
+    )
+  })
+
+  it.effect("channels: the counter is added from the real count, kept by inserts and deletes, and reconciled when left high", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { channels } = yield* Storage
+        const org = yield* insertOrganization()
+        const channel = (n: number) => ({
+          uuid: `00000000-0000-4000-8000-0000000c000${n}` as ChannelId,
+          provider: "whatsapp_cloud" as const,
+          phone_number_id: `77${n}`,
+          display_phone_number: "+31612345678",
+          waba_id: "1",
+          access_token_set: true as const,
+          access_token_last4: "abcd",
+          created_at: instant(n),
+          updated_at: instant(n)
+        })
+        // A channel stored before the counter existed (no `channels` field): it is counted.
+        yield* Effect.promise(() => collectionsOf(fake.db).channels.insertOne({ _id: channel(1).uuid, organization_id: org.id, ...channel(1), access_token_sealed: "s" }))
+        expect(usageOf(fake, org.id)?.channels).toBeUndefined()
+        expect((yield* channels.insert(org.id, { channel: channel(2), access_token_sealed: "s" }, 2))._tag).toBe("Inserted")
+        expect(usageOf(fake, org.id)?.channels).toBe(2)
+        expect(yield* channels.insert(org.id, { channel: channel(3), access_token_sealed: "s" }, 2)).toEqual({ _tag: "LimitReached", limit: 2 })
+        expect(yield* channels.insert(org.id, { channel: { ...channel(4), phone_number_id: "772" }, access_token_sealed: "s" }, 5)).toEqual({ _tag: "PhoneNumberIdTaken" })
+        expect(usageOf(fake, org.id)?.channels).toBe(2)
+        expect(yield* channels.delete(org.id, channel(2).uuid)).toBe(true)
+        expect(usageOf(fake, org.id)?.channels).toBe(1)
+        Object.assign(usageOf(fake, org.id)!, { channels: 5, touched_at: new Date(Date.now() - 120_000) }) // a crash after reserving
+        expect(yield* Effect.promise(() => reconcileUsage(collectionsOf(fake.db), 60_000))).toBe(1)
+        expect(usageOf(fake, org.id)?.channels).toBe(1)
       })
     )
   })

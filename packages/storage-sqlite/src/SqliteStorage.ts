@@ -5,6 +5,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { attempt, statementsOf } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
+import { channelRepository } from "./repositories/channels.js"
 import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
@@ -121,7 +122,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       chats: chatRepository(db, statements),
       templates: templateRepository(db, statements),
       basicReplies: basicReplyRepository(db, statements),
-      idempotency: idempotencyRepository(db, statements)
+      idempotency: idempotencyRepository(db, statements),
+      channels: channelRepository(db, statements)
     }
   })
 

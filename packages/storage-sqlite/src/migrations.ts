@@ -2,6 +2,7 @@ import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
+import { CHANNELS_MIGRATION } from "./repositories/channels.js"
 import { CHATS_MIGRATION } from "./repositories/chats-schema.js"
 
 /**
@@ -197,6 +198,14 @@ export const migrations: ReadonlyArray<Migration> = [
         UPDATE contact_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
       END;
     `
+  },
+  {
+    version: 8,
+    name: "channels",
+    // Channels (organizations' WhatsApp numbers) and the store's settings: see
+    // repositories/channels.ts. Versions need not be consecutive: the runner applies every
+    // version not yet recorded, in ascending order.
+    up: CHANNELS_MIGRATION
   },
   {
     version: 9,

@@ -58,6 +58,7 @@ describe("migrations", () => {
       expect(inspect(filename, tableNames)).toEqual([
         "api_keys",
         "basic_replies",
+        "channels",
         "chat_links",
         "chat_search",
         "chat_search_config",
@@ -76,6 +77,7 @@ describe("migrations", () => {
         "organizations",
         "rate_buckets",
         "schema_migrations",
+        "settings",
         "templates"
       ])
       expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
@@ -111,6 +113,15 @@ describe("migrations", () => {
       { version: 100, applied_at: "t2" },
       { version: 101, applied_at: "t2" }
     ])
+    db.close()
+  })
+
+  it("accepts a gap in the versions: a version below the newest applied is applied when it arrives", () => {
+    const db = new Sqlite(":memory:")
+    const table = (version: number): Migration => ({ version, name: `m${version}`, up: `CREATE TABLE m${version} (id INTEGER PRIMARY KEY)` })
+    expect(applyPending(db, [table(1), table(3)], "t1")).toEqual([1, 3])
+    expect(applyPending(db, [table(1), table(2), table(3)], "t2")).toEqual([2])
+    expect(db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all()).toEqual([1, 2, 3])
     db.close()
   })
 

@@ -1,8 +1,10 @@
-import { Core, type Storage } from "@switchboard/core"
+import { Core, SecretKey, type Storage } from "@switchboard/core"
 import { type Command, InvalidArgumentError } from "commander"
-import { type Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
+import { type Cause, Effect, Exit, Layer, ManagedRuntime, Option, Schema } from "effect"
 import { databaseConfig, InvalidConfiguration, loadConfig, storageLayerFor } from "../config.js"
 import { describeCause } from "../failures.js"
+import { loadSecretKey } from "../secretKey.js"
+import { channelVerifierFor, graphApiConfig } from "../transport.js"
 
 /**
  * Everything an admin command's Effect program may use: the services of `Core.layer` and
@@ -18,13 +20,19 @@ export type AdminServices = Layer.Layer.Success<typeof Core.layer> | Storage
  *
  * The store is opened through a `ManagedRuntime` of `Core.layer` and the storage Layer,
  * and closed at the end whatever happens. `memory:` is refused (that store lives only
- * inside a server process). Any failure (bad configuration, a domain error such as
+ * inside a server process). The secret key is found like the server finds it
+ * (`SWITCHBOARD_SECRET_KEY`, else the SQLite key file; see `secretKey.ts`); only
+ * `options.createSecretKey` (`channel add`) may create the key file. The channel verifier
+ * uses `WHATSAPP_API_BASE_URL` / `WHATSAPP_API_VERSION`. Any failure (bad configuration, a domain error such as
  * `OrganizationNotFound`, `ApiKeyNotFound` or `InvalidInput`, a storage failure) prints
  * `error: <message>` on stderr, prints nothing on stdout and sets exit code 1.
  *
  * @category cli
  */
-export const runAdminCommand = async <A, E>(program: Effect.Effect<A, E, AdminServices>): Promise<void> => {
+export const runAdminCommand = async <A, E>(
+  program: Effect.Effect<A, E, AdminServices>,
+  options: { readonly createSecretKey?: boolean } = {}
+): Promise<void> => {
   const location = await Effect.runPromiseExit(
     loadConfig(databaseConfig).pipe(
       Effect.filterOrFail(
@@ -37,7 +45,19 @@ export const runAdminCommand = async <A, E>(program: Effect.Effect<A, E, AdminSe
     )
   )
   if (Exit.isFailure(location)) return reportFailure(location.cause)
-  const runtime = ManagedRuntime.make(Core.layer.pipe(Layer.provideMerge(storageLayerFor(location.value))))
+  const setup = await Effect.runPromiseExit(
+    Effect.all([loadSecretKey(location.value, { create: options.createSecretKey ?? false }), loadConfig(graphApiConfig)])
+  )
+  if (Exit.isFailure(setup)) return reportFailure(setup.cause)
+  const [secret, graphApi] = setup.value
+  if (Option.isSome(secret) && secret.value.note !== undefined) process.stderr.write(`${secret.value.note}\n`)
+  const channelContext = Layer.merge(
+    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ key }) => SecretKey.layer(key) }),
+    channelVerifierFor(graphApi)
+  )
+  const runtime = ManagedRuntime.make(
+    Core.layer.pipe(Layer.provide(channelContext), Layer.provideMerge(storageLayerFor(location.value)))
+  )
   const result = await runtime.runPromiseExit(program)
   await runtime.dispose()
   if (Exit.isFailure(result)) return reportFailure(result.cause)

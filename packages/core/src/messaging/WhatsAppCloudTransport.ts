@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { type GraphApiOptions, graphSignal, graphUrl } from "./graphApi.js"
 import { MessageTransport, TransportFailed, type OutboundMessage, type TransportReceipt } from "./MessageTransport.js"
 
 /**
@@ -10,12 +11,9 @@ import { MessageTransport, TransportFailed, type OutboundMessage, type Transport
  *
  * @category messaging
  */
-export interface WhatsAppCloudOptions {
+export interface WhatsAppCloudOptions extends GraphApiOptions {
   readonly phoneNumberId: string
   readonly accessToken: string
-  readonly baseUrl?: string
-  readonly apiVersion?: string
-  readonly timeoutMs?: number
 }
 
 /**
@@ -51,14 +49,14 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
 }
 
 const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.Effect<TransportReceipt, TransportFailed> => {
-  const url = `${(options.baseUrl ?? "https://graph.facebook.com").replace(/\/+$/, "")}/${options.apiVersion ?? "v21.0"}/${encodeURIComponent(options.phoneNumberId)}/messages`
+  const url = graphUrl(options, options.phoneNumberId, "messages")
   return Effect.tryPromise({
     try: async (signal) => {
       const response = await fetch(url, {
         method: "POST",
         headers: { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" },
         body: JSON.stringify(requestBody(message)),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 10_000)])
+        signal: graphSignal(options, signal)
       })
       const body = (await response.json().catch(() => ({}))) as GraphResponse
       return { ok: response.ok, status: response.status, body }

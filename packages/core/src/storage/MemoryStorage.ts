@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { basicReplyRepository } from "./memory/basicReplies.js"
+import { channelRepository } from "./memory/channels.js"
 import { chatRepository } from "./memory/chats.js"
 import { contactRepository } from "./memory/contacts.js"
 import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
@@ -26,7 +27,8 @@ export const make = (): StorageService => {
     chats: chatRepository(state),
     templates: templateRepository(),
     basicReplies: basicReplyRepository(),
-    idempotency: idempotencyRepository()
+    idempotency: idempotencyRepository(),
+    channels: channelRepository()
   }
 }
 

@@ -2,6 +2,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
 import type { BasicReplyRepository } from "./BasicReplyRepository.js"
+import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
@@ -267,6 +268,7 @@ export interface StorageService {
   readonly templates: TemplateRepository
   readonly basicReplies: BasicReplyRepository
   readonly idempotency: IdempotencyRepository
+  readonly channels: ChannelRepository
 }
 
 /**

@@ -16,6 +16,7 @@ import {
   getLabelRoute,
   listLabelsRoute
 } from "./labels.js"
+import { channelRoutes } from "./channels.js"
 import { listChatsRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
@@ -58,5 +59,6 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   getTemplateRoute,
   templatePayloadRoute,
   listChatsRoute,
-  whatsAppHandshakeRoute
+  whatsAppHandshakeRoute,
+  ...channelRoutes
 ]

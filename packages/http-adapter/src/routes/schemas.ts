@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import {
   BasicReply,
+  Channel,
   Chat,
   ChatId,
   ContactId,
@@ -62,6 +63,24 @@ export const BasicReplyRecord = BasicReply.annotations({ identifier: "BasicReply
  * @category schemas
  */
 export const TemplateRecord = Template.annotations({ identifier: "Template", description: "A message template" })
+
+/**
+ * A channel: one of the organization's WhatsApp numbers (docs/channels.md). The access
+ * token is never part of it; `access_token_last4` tells which token is stored.
+ *
+ * @category schemas
+ */
+export const ChannelRecord = Channel.annotations({
+  identifier: "Channel",
+  description: "An organization's WhatsApp number; the access token is stored encrypted and never returned"
+})
+
+/**
+ * Data of `GET /channels`: oldest first, the first is the default.
+ *
+ * @category schemas
+ */
+export const ChannelListData = Schema.Struct({ channels: Schema.Array(ChannelRecord) })
 
 /**
  * A chat (docs/chats.md "Records").

@@ -30,12 +30,14 @@ export interface ApiKeyDocument {
  * `usage`: the plan-limit counters of one organization (`_id` = its id): how many contacts
  * and labels it has, plus the slots reserved by writes in flight. `touched_at` is the
  * server time of the last change, which the start-up reconciliation reads (see
- * `usage.ts`).
+ * `usage.ts`). `channels` (the channel limit's counter) is added to a document the first
+ * time its organization connects a channel, from the real count.
  */
 export interface UsageDocument {
   readonly _id: string
   readonly contacts: number
   readonly labels: number
+  readonly channels?: number
   readonly touched_at: Date
 }
 
@@ -148,6 +150,29 @@ export interface MessageDocument {
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string
+}
+
+/**
+ * `channels`: an organization's WhatsApp number; `phone_number_id` unique across every
+ * organization (a unique index); the access token only sealed (AES-256-GCM text).
+ */
+export interface ChannelDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly provider: "whatsapp_cloud"
+  readonly phone_number_id: string
+  readonly display_phone_number: string
+  readonly waba_id: string
+  readonly access_token_sealed: string
+  readonly access_token_last4: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `settings`: the store's own key–value documents (`_id` = the key), such as the secret-key check value. */
+export interface SettingDocument {
+  readonly _id: string
+  readonly value: string
 }
 
 /** `rate_buckets`: one fixed-window counter; `_id` is `windowStart:key`. */

@@ -229,7 +229,7 @@ export const chatTouchPipeline = (request: ChatAppendRequest): Array<Document> =
 // Plan-limit usage
 
 /** The counters of `usage.ts`. */
-export type UsageField = "contacts" | "labels"
+export type UsageField = "contacts" | "labels" | "channels"
 
 /**
  * The filter of a reservation of `amount` slots of `field`: the organization's usage
@@ -251,12 +251,13 @@ export const usageIncrement = (field: UsageField, amount: number): Document => (
  */
 export const usageReconcileFilter = (
   organizationId: string,
-  seen: { readonly contacts: number; readonly labels: number },
+  seen: { readonly contacts: number; readonly labels: number; readonly channels?: number | undefined },
   quietMs: number
 ): Document => ({
   _id: eq(organizationId),
   contacts: eq(seen.contacts),
   labels: eq(seen.labels),
+  channels: seen.channels === undefined ? { $exists: false } : eq(seen.channels),
   $expr: { $lt: ["$touched_at", { $subtract: ["$$NOW", quietMs] }] }
 })
 

@@ -2,12 +2,14 @@ import type { Collection, Db, IndexDescription } from "mongodb"
 import type {
   ApiKeyDocument,
   BasicReplyDocument,
+  ChannelDocument,
   ContactDocument,
   GroupDocument,
   IdempotencyKeyDocument,
   LabelDocument,
   MessageDocument,
   OrganizationDocument,
+  SettingDocument,
   TemplateDocument,
   UsageDocument
 } from "./documents.js"
@@ -23,7 +25,9 @@ export const COLLECTION_NAMES = {
   templates: "templates",
   basicReplies: "basic_replies",
   messages: "messages",
-  idempotencyKeys: "idempotency_keys"
+  idempotencyKeys: "idempotency_keys",
+  channels: "channels",
+  settings: "settings"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -41,6 +45,8 @@ export interface Collections {
   readonly basicReplies: Collection<BasicReplyDocument>
   readonly messages: Collection<MessageDocument>
   readonly idempotencyKeys: Collection<IdempotencyKeyDocument>
+  readonly channels: Collection<ChannelDocument>
+  readonly settings: Collection<SettingDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -54,7 +60,9 @@ export const collectionsOf = (db: Db): Collections => ({
   templates: db.collection(COLLECTION_NAMES.templates),
   basicReplies: db.collection(COLLECTION_NAMES.basicReplies),
   messages: db.collection(COLLECTION_NAMES.messages),
-  idempotencyKeys: db.collection(COLLECTION_NAMES.idempotencyKeys)
+  idempotencyKeys: db.collection(COLLECTION_NAMES.idempotencyKeys),
+  channels: db.collection(COLLECTION_NAMES.channels),
+  settings: db.collection(COLLECTION_NAMES.settings)
 })
 
 /** Only contacts that have a chat enter the chat indexes. */
@@ -91,7 +99,8 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * same names and keys is a no-op). Uniqueness rules (docs/storage.md "What each guarantees") live here:
  * one E.164 phone per organization, label and group names per organization by their
  * normalised `name_key` (trimmed, lowercased: case-insensitive), template identity,
- * basic-reply triggers, API-key hashes, one chat uuid. Chat indexes: one per sort key, and
+ * basic-reply triggers, API-key hashes, one chat uuid, a channel's `phone_number_id` across
+ * every organization. Chat indexes: one per sort key, and
  * one per equality filter followed by the default sort key, each ending with `chat.uuid`
  * (the keyset tie-break) and holding only contacts with a chat.
  */
@@ -144,7 +153,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
   idempotencyKeys: [
     { name: "idempotency_keys_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 },
     { name: "idempotency_keys_by_expires_at", key: { expires_at: 1 } }
-  ]
+  ],
+  channels: [
+    { name: "channels_by_phone_number_id", key: { phone_number_id: 1 }, unique: true },
+    { name: "channels_by_organization", key: { organization_id: 1, created_at: 1, _id: 1 } },
+    { name: "channels_by_waba_id", key: { waba_id: 1, created_at: 1, _id: 1 } }
+  ],
+  settings: []
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */

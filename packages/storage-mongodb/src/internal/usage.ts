@@ -39,6 +39,12 @@ export interface Usage {
   readonly create: (organizationId: string) => Promise<void>
   /** Creates the usage document from the real counts when it is missing. */
   readonly ensure: (organizationId: string) => Promise<void>
+  /**
+   * Adds the `channels` counter, from the real count, to a usage document that lacks it
+   * (documents from before channels existed). Only a document without the field is set,
+   * and every channel write reserves through the field first, so the count cannot be stale.
+   */
+  readonly ensureChannels: (organizationId: string) => Promise<void>
 }
 
 /** The {@link Usage} of the storage's `usage` collection. */
@@ -76,16 +82,23 @@ export const makeUsage = (collections: Collections): Usage => {
       )
       if (result.matchedCount > 0) return { reserved: true }
       const current = await collections.usage.findOne(byId(organizationId))
-      if (current !== null) return { reserved: false, usage: current[field] }
+      if (current !== null) return { reserved: false, usage: current[field] ?? 0 }
       await ensure(organizationId)
     }
     throw new Error(`usage document of organization ${organizationId} is missing`)
+  }
+
+  const ensureChannels = async (organizationId: string) => {
+    await ensure(organizationId)
+    const channels = await collections.channels.countDocuments(ofOrganization(organizationId))
+    await collections.usage.updateOne({ ...byId(organizationId), channels: { $exists: false } }, { $set: { channels } })
   }
 
   return {
     reserve,
     add,
     ensure,
+    ensureChannels,
     touch: async (organizationId) => {
       await collections.usage.updateOne(byId(organizationId), { $currentDate: { touched_at: true } })
     },
@@ -121,12 +134,17 @@ export const reconcileUsage = async (collections: Collections, quietMs: number =
       changed++
       continue
     }
-    const [contacts, labels] = await Promise.all([
+    const [contacts, labels, channels] = await Promise.all([
       collections.contacts.countDocuments(ofOrganization(organizationId)),
-      collections.labels.countDocuments(ofOrganization(organizationId))
+      collections.labels.countDocuments(ofOrganization(organizationId)),
+      collections.channels.countDocuments(ofOrganization(organizationId))
     ])
-    const next = { contacts: Math.min(seen.contacts, contacts), labels: Math.min(seen.labels, labels) }
-    if (next.contacts === seen.contacts && next.labels === seen.labels) continue
+    const next = {
+      contacts: Math.min(seen.contacts, contacts),
+      labels: Math.min(seen.labels, labels),
+      ...(seen.channels === undefined ? {} : { channels: Math.min(seen.channels, channels) })
+    }
+    if (next.contacts === seen.contacts && next.labels === seen.labels && next.channels === seen.channels) continue
     const result = await collections.usage.updateOne(usageReconcileFilter(organizationId, seen, quietMs), { $set: next })
     changed += result.modifiedCount
   }

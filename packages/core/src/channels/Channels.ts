@@ -1,0 +1,198 @@
+import { Context, Effect, Layer, Option } from "effect"
+import type { InvalidInput } from "../errors.js"
+import { nowIso } from "../internal/time.js"
+import type { OrganizationId } from "../organizations/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import { RecordNotFound } from "../shared/errors.js"
+import type { StorageError } from "../storage/errors.js"
+import { Storage, type StorageService } from "../storage/Storage.js"
+import { ChannelVerifier } from "./ChannelVerifier.js"
+import {
+  ChannelLimitReached,
+  ChannelPhoneNumberIdTaken,
+  ChannelVerificationFailed,
+  SecretKeyMismatch,
+  SecretKeyMissing
+} from "./errors.js"
+import {
+  type Channel,
+  type ChannelId,
+  type ChannelInput,
+  type ChannelOwner,
+  type ChannelWithToken,
+  MAX_CHANNELS_PER_ORGANIZATION
+} from "./model.js"
+import { displayNumberOf, readChannelInput } from "./readChannelInput.js"
+import { openSecret, sealSecret } from "./secretBox.js"
+import { SecretKey } from "./SecretKey.js"
+
+/**
+ * Channels: each organization's own WhatsApp numbers (docs/channels.md). Managing them
+ * (`add`, `list`, `remove`, `getWithToken`) needs the {@link SecretKey}; without one they
+ * fail with `SecretKeyMissing`. The look-ups by `phone_number_id` and `waba_id` read
+ * across organizations (webhook routing) and need no key.
+ *
+ * @category services
+ */
+export interface ChannelsService {
+  /**
+   * Connects a number: checks the input (`InvalidInput`), proves with the
+   * {@link ChannelVerifier} that the token may use it (`ChannelVerificationFailed`), takes
+   * `display_phone_number` from Meta's answer when not given, encrypts the token and
+   * stores the channel. A `phone_number_id` connected anywhere → `ChannelPhoneNumberIdTaken`;
+   * an organization with {@link MAX_CHANNELS_PER_ORGANIZATION} channels → `ChannelLimitReached`.
+   */
+  readonly add: (
+    organizationId: OrganizationId,
+    input: ChannelInput
+  ) => Effect.Effect<
+    Channel,
+    | InvalidInput
+    | ChannelVerificationFailed
+    | ChannelPhoneNumberIdTaken
+    | ChannelLimitReached
+    | SecretKeyMissing
+    | SecretKeyMismatch
+    | StorageError
+  >
+  /** The organization's channels, oldest first: the first is its default. */
+  readonly list: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<Channel>, SecretKeyMissing | StorageError>
+  /** Disconnects a channel (its encrypted token is deleted with it); unknown → `RecordNotFound`. */
+  readonly remove: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<void, RecordNotFound | SecretKeyMissing | StorageError>
+  /** The channel of a `phone_number_id`, with its organization, whichever that is. */
+  readonly findByPhoneNumberId: (phoneNumberId: string) => Effect.Effect<Option.Option<ChannelOwner>, StorageError>
+  /** The channels of a WhatsApp Business Account, with their organizations, oldest first. */
+  readonly findByWabaId: (wabaId: string) => Effect.Effect<ReadonlyArray<ChannelOwner>, StorageError>
+  /** The organization's default channel: the first added that still exists. */
+  readonly defaultChannel: (organizationId: OrganizationId) => Effect.Effect<Option.Option<Channel>, StorageError>
+  /**
+   * A channel with its decrypted access token, for sending through it. Internal: never
+   * answer it over HTTP or log it. A token that does not open under the key →
+   * `SecretKeyMismatch`.
+   */
+  readonly getWithToken: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<ChannelWithToken, RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError>
+}
+
+/**
+ * Tag of the {@link ChannelsService}. `Channels.layer` needs `Storage` and
+ * `SecureRandom`, and reads {@link SecretKey} and {@link ChannelVerifier} (both have
+ * defaults). With a key, building it checks the key against the store's check value and
+ * fails with `SecretKeyMismatch` when it is another key.
+ *
+ * @category services
+ * @example
+ * import { Effect } from "effect"
+ * import { Channels, type OrganizationId } from "@switchboard/core"
+ *
+ * const connect = (organizationId: OrganizationId, access_token: string) =>
+ *   Effect.flatMap(Channels, (channels) =>
+ *     channels.add(organizationId, { phone_number_id: "106540352242922", waba_id: "102290129340398", access_token })
+ *   )
+ */
+export class Channels extends Context.Tag("@switchboard/core/Channels")<Channels, ChannelsService>() {
+  static readonly layer: Layer.Layer<Channels, SecretKeyMismatch | StorageError, Storage | SecureRandom> = Layer.effect(
+    Channels,
+    Effect.suspend(() => make)
+  )
+}
+
+/** The plaintext sealed as the store's secret-key check value. */
+const KEY_CHECK_PLAINTEXT = "switchboard-secret-key-check-v1"
+
+const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "channel", uuid: id }] })
+
+/** Fails with `SecretKeyMismatch` unless `sealed` is the check value sealed under `key`. */
+const expectKeyCheck = (key: Uint8Array, sealed: string): Effect.Effect<void, SecretKeyMismatch> =>
+  Option.contains(openSecret(key, sealed), KEY_CHECK_PLAINTEXT) ? Effect.void : Effect.fail(new SecretKeyMismatch())
+
+/** At start-up: a stored check value must open under the key (none stored yet is fine). */
+const checkStoredKey = (storage: StorageService, key: Uint8Array) =>
+  Effect.flatMap(storage.channels.secretKeyCheck(), (stored) =>
+    Option.match(stored, { onNone: () => Effect.void, onSome: (sealed) => expectKeyCheck(key, sealed) })
+  )
+
+const make = Effect.gen(function* () {
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  const { key } = yield* SecretKey
+  const verifier = yield* ChannelVerifier
+  if (key !== undefined) yield* checkStoredKey(storage, key)
+  const requireKey: Effect.Effect<Uint8Array, SecretKeyMissing> =
+    key === undefined ? Effect.fail(new SecretKeyMissing()) : Effect.succeed(key)
+
+  const add = Effect.fn("Channels.add")(function* (organizationId: OrganizationId, input: ChannelInput) {
+    const secretKey = yield* requireKey
+    const fields = yield* readChannelInput(input)
+    const verified = yield* verifier.verify({ phone_number_id: fields.phone_number_id, access_token: fields.access_token })
+    const display = fields.display_phone_number ?? Option.getOrNull(Option.flatMap(Option.fromNullable(verified.display_phone_number), displayNumberOf))
+    if (display === null) {
+      return yield* new ChannelVerificationFailed({
+        phone_number_id: fields.phone_number_id,
+        reason: "Meta's answer has no usable display_phone_number; give display_phone_number"
+      })
+    }
+    // The first channel stores the key's check value; a different key claimed it first → mismatch.
+    yield* Effect.flatMap(storage.channels.claimSecretKeyCheck(sealSecret(secretKey, KEY_CHECK_PLAINTEXT)), (stored) =>
+      expectKeyCheck(secretKey, stored)
+    )
+    const now = yield* nowIso
+    const channel: Channel = {
+      uuid: (yield* random.uuid()) as ChannelId,
+      provider: "whatsapp_cloud",
+      phone_number_id: fields.phone_number_id,
+      display_phone_number: display,
+      waba_id: fields.waba_id,
+      access_token_set: true,
+      access_token_last4: fields.access_token.slice(-4),
+      created_at: now,
+      updated_at: now
+    }
+    const sealed = sealSecret(secretKey, fields.access_token)
+    const outcome = yield* storage.channels.insert(organizationId, { channel, access_token_sealed: sealed }, MAX_CHANNELS_PER_ORGANIZATION)
+    switch (outcome._tag) {
+      case "Inserted":
+        return outcome.channel
+      case "PhoneNumberIdTaken":
+        return yield* new ChannelPhoneNumberIdTaken({ phone_number_id: fields.phone_number_id })
+      case "LimitReached":
+        return yield* new ChannelLimitReached({ limit: outcome.limit })
+    }
+  })
+
+  const getWithToken = Effect.fn("Channels.getWithToken")(function* (organizationId: OrganizationId, id: ChannelId) {
+    const secretKey = yield* requireKey
+    const stored = yield* storage.channels.findById(organizationId, id)
+    if (Option.isNone(stored)) return yield* notFound(id)
+    const token = openSecret(secretKey, stored.value.access_token_sealed)
+    if (Option.isNone(token)) return yield* new SecretKeyMismatch()
+    const result: ChannelWithToken = { organization_id: organizationId, channel: stored.value.channel, access_token: token.value }
+    return result
+  })
+
+  const service: ChannelsService = {
+    add,
+    list: (organizationId) => Effect.zipRight(requireKey, storage.channels.list(organizationId)),
+    remove: (organizationId, id) =>
+      Effect.zipRight(
+        requireKey,
+        Effect.flatMap(storage.channels.delete(organizationId, id), (deleted) => (deleted ? Effect.void : Effect.fail(notFound(id))))
+      ),
+    findByPhoneNumberId: (phoneNumberId) =>
+      Effect.map(storage.channels.findByPhoneNumberId(phoneNumberId), Option.map(ownerOf)),
+    findByWabaId: (wabaId) => Effect.map(storage.channels.findByWabaId(wabaId), (rows) => rows.map(ownerOf)),
+    defaultChannel: (organizationId) => Effect.map(storage.channels.list(organizationId), (channels) => Option.fromNullable(channels[0])),
+    getWithToken
+  }
+  return service
+})
+
+const ownerOf = (stored: { readonly organization_id: OrganizationId; readonly channel: Channel }): ChannelOwner => ({
+  organization_id: stored.organization_id,
+  channel: stored.channel
+})

@@ -1,0 +1,78 @@
+import { Schema } from "effect"
+import type { OrganizationId } from "../organizations/model.js"
+
+/**
+ * Identifier of a channel.
+ *
+ * @category models
+ */
+export const ChannelId = Schema.UUID.pipe(Schema.brand("ChannelId"))
+/** @category models */
+export type ChannelId = typeof ChannelId.Type
+
+/**
+ * An organization's own WhatsApp Business number (docs/channels.md): Meta's
+ * `phone_number_id` (unique across all organizations), the number in E.164, the WhatsApp
+ * Business Account id `waba_id`, and the last four characters of its access token. The
+ * token itself is encrypted at rest and never part of the record.
+ *
+ * @category models
+ */
+export const Channel = Schema.Struct({
+  uuid: ChannelId,
+  provider: Schema.Literal("whatsapp_cloud"),
+  phone_number_id: Schema.String,
+  display_phone_number: Schema.String,
+  waba_id: Schema.String,
+  access_token_set: Schema.Literal(true),
+  access_token_last4: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+/** @category models */
+export type Channel = typeof Channel.Type
+
+/**
+ * Input of `Channels.add` (`POST /channels`, `channel add`): `phone_number_id` and
+ * `waba_id` are Meta's numeric ids; `access_token` a Graph API token allowed to use the
+ * number (16–4096 characters, no whitespace); `display_phone_number` optional (taken from
+ * Meta's answer when absent), any format libphonenumber-js reads as an international number.
+ *
+ * @category models
+ */
+export interface ChannelInput {
+  readonly phone_number_id: unknown
+  readonly waba_id: unknown
+  readonly access_token: unknown
+  readonly display_phone_number?: unknown
+}
+
+/**
+ * A channel with its organization: what the cross-organization look-ups answer
+ * (routing of provider webhooks by `phone_number_id` or `waba_id`).
+ *
+ * @category models
+ */
+export interface ChannelOwner {
+  readonly organization_id: OrganizationId
+  readonly channel: Channel
+}
+
+/**
+ * A channel with its decrypted access token, for sending through it. Internal: never
+ * serialised, logged, or answered over HTTP.
+ *
+ * @category models
+ */
+export interface ChannelWithToken {
+  readonly organization_id: OrganizationId
+  readonly channel: Channel
+  readonly access_token: string
+}
+
+/**
+ * The most channels one organization may have (a fixed product limit).
+ *
+ * @category models
+ */
+export const MAX_CHANNELS_PER_ORGANIZATION = 20

@@ -1,0 +1,68 @@
+import type { Effect, Option } from "effect"
+import type { Channel, ChannelId } from "../channels/model.js"
+import type { OrganizationId } from "../organizations/model.js"
+import type { StorageError } from "./errors.js"
+
+/**
+ * A channel as stored: the record, its organization and its access token sealed by
+ * `sealSecret` (AES-256-GCM; never the plaintext).
+ *
+ * @category storage
+ */
+export interface StoredChannel {
+  readonly organization_id: OrganizationId
+  readonly channel: Channel
+  readonly access_token_sealed: string
+}
+
+/**
+ * Outcome of {@link ChannelRepository.insert}. Anything but `Inserted` wrote nothing.
+ *
+ * @category storage
+ */
+export type ChannelInsertOutcome =
+  | { readonly _tag: "Inserted"; readonly channel: Channel }
+  | { readonly _tag: "PhoneNumberIdTaken" }
+  | { readonly _tag: "LimitReached"; readonly limit: number }
+
+/**
+ * Channels (organizations' own WhatsApp numbers, docs/channels.md). Methods take the
+ * organization id first, except the look-ups by `phone_number_id` and `waba_id` and the
+ * secret-key check value, which read across organizations (provider webhooks are routed
+ * by them before any organization is known; the key is the store's). Every method fails
+ * only with {@link StorageError}.
+ *
+ * @category storage
+ */
+export interface ChannelRepository {
+  /**
+   * Inserts a channel in one atomic step with two checks: `phone_number_id` unique across
+   * all organizations (`PhoneNumberIdTaken`, a unique index), and the organization below
+   * `limit` channels (`LimitReached`).
+   */
+  readonly insert: (
+    organizationId: OrganizationId,
+    stored: { readonly channel: Channel; readonly access_token_sealed: string },
+    limit: number
+  ) => Effect.Effect<ChannelInsertOutcome, StorageError>
+  /** The organization's channels, oldest first (`created_at asc, uuid asc`): the first is the default. */
+  readonly list: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<Channel>, StorageError>
+  /** The channel with this uuid, with its sealed token. */
+  readonly findById: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<Option.Option<StoredChannel>, StorageError>
+  /** Deletes the channel; `false` when the organization has none with this uuid. */
+  readonly delete: (organizationId: OrganizationId, id: ChannelId) => Effect.Effect<boolean, StorageError>
+  /** The channel with this `phone_number_id`, whichever organization owns it. */
+  readonly findByPhoneNumberId: (phoneNumberId: string) => Effect.Effect<Option.Option<StoredChannel>, StorageError>
+  /** Every channel with this `waba_id`, of any organization, oldest first. */
+  readonly findByWabaId: (wabaId: string) => Effect.Effect<ReadonlyArray<StoredChannel>, StorageError>
+  /** The stored secret-key check value (a sealed known constant), when one was stored. */
+  readonly secretKeyCheck: () => Effect.Effect<Option.Option<string>, StorageError>
+  /**
+   * Stores `value` as the secret-key check value unless one is stored already (atomic
+   * insert-if-absent), and returns the value stored afterwards: `value` or the earlier one.
+   */
+  readonly claimSecretKeyCheck: (value: string) => Effect.Effect<string, StorageError>
+}

@@ -1,0 +1,47 @@
+import { Effect, Option } from "effect"
+import type { Channel } from "../../channels/model.js"
+import type { ChannelRepository, StoredChannel } from "../ChannelRepository.js"
+
+/**
+ * The channels repository of the memory store: its own map of channels (oldest first by
+ * insertion, which is `created_at` order within one process) and the secret-key check
+ * value. Every method is synchronous, so each check and its write are atomic.
+ */
+export const channelRepository = (): ChannelRepository => {
+  const rows = new Map<string, StoredChannel>()
+  let keyCheck: string | undefined
+
+  const ofOrganization = (organizationId: string) =>
+    [...rows.values()].filter((row) => row.organization_id === organizationId).sort(oldestFirst)
+
+  return {
+    insert: (organizationId, { channel, access_token_sealed }, limit) =>
+      Effect.sync(() => {
+        for (const row of rows.values()) {
+          if (row.channel.phone_number_id === channel.phone_number_id) return { _tag: "PhoneNumberIdTaken" } as const
+        }
+        if (ofOrganization(organizationId).length >= limit) return { _tag: "LimitReached", limit } as const
+        rows.set(channel.uuid, { organization_id: organizationId, channel, access_token_sealed })
+        return { _tag: "Inserted", channel } as const
+      }),
+    list: (organizationId) => Effect.sync(() => ofOrganization(organizationId).map((row) => row.channel)),
+    findById: (organizationId, id) =>
+      Effect.sync(() => Option.filter(Option.fromNullable(rows.get(id)), (row) => row.organization_id === organizationId)),
+    delete: (organizationId, id) =>
+      Effect.sync(() => rows.get(id)?.organization_id === organizationId && rows.delete(id)),
+    findByPhoneNumberId: (phoneNumberId) =>
+      Effect.sync(() => Option.fromNullable([...rows.values()].find((row) => row.channel.phone_number_id === phoneNumberId))),
+    findByWabaId: (wabaId) =>
+      Effect.sync(() => [...rows.values()].filter((row) => row.channel.waba_id === wabaId).sort(oldestFirst)),
+    secretKeyCheck: () => Effect.sync(() => Option.fromNullable(keyCheck)),
+    claimSecretKeyCheck: (value) =>
+      Effect.sync(() => {
+        keyCheck ??= value
+        return keyCheck
+      })
+  }
+}
+
+/** `created_at asc, uuid asc`: the order of channel lists (the first is the default). */
+const oldestFirst = (a: { readonly channel: Channel }, b: { readonly channel: Channel }): number =>
+  a.channel.created_at < b.channel.created_at ? -1 : a.channel.created_at > b.channel.created_at ? 1 : a.channel.uuid < b.channel.uuid ? -1 : a.channel.uuid > b.channel.uuid ? 1 : 0

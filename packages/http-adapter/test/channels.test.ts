@@ -1,0 +1,302 @@
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Cause, Effect, HashMap, Layer, Logger, Scope } from "effect"
+import { ChannelVerifier, MAX_CHANNELS_PER_ORGANIZATION, Storage } from "@switchboard/core"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { bearer, makeHandler, makeSharedStorage, makeTenant, request, UNKNOWN_UUID } from "./helpers.js"
+
+// Channels over HTTP (docs/channels.md): verification through a local recorder standing
+// in for Meta's Graph API, the rules of POST /channels, and the access token never
+// leaving the server in any form.
+
+const SECRET_KEY = Buffer.alloc(32, 7).toString("base64")
+const GOOD_TOKEN = "EAAGgoodtoken0000000000000000001"
+
+/** What the recorder saw of each Graph request. */
+interface GraphCall {
+  readonly method: string
+  readonly url: string
+  readonly authorization: string | undefined
+}
+
+/**
+ * A stand-in for the Graph API on 127.0.0.1: `GET /v21.0/{id}` with `Bearer` + a token
+ * starting with `EAAGgood` answers the number's record; any other token a 401 in Meta's
+ * error shape, echoing the token in its message (the API must cut it out).
+ */
+const startGraphRecorder = async () => {
+  const calls: Array<GraphCall> = []
+  const server: Server = createServer((req, res) => {
+    calls.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization })
+    const token = (req.headers.authorization ?? "").replace(/^Bearer /, "")
+    const id = (req.url ?? "").split("/")[2] ?? ""
+    res.setHeader("content-type", "application/json")
+    if (!token.startsWith("EAAGgood")) {
+      res.statusCode = 401
+      res.end(JSON.stringify({ error: { message: `Invalid OAuth access token - Cannot parse access token ${token}`, type: "OAuthException", code: 190 } }))
+      return
+    }
+    res.end(JSON.stringify({ id, display_phone_number: "+31 6 1234 5678", verified_name: "Acme", quality_rating: "GREEN" }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { calls, baseUrl, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+let graph: Awaited<ReturnType<typeof startGraphRecorder>>
+beforeAll(async () => {
+  graph = await startGraphRecorder()
+})
+afterAll(() => graph.close())
+
+const verifier = () => ChannelVerifier.graph({ baseUrl: graph.baseUrl, apiVersion: "v21.0" })
+
+/** A handler with a secret key and the recorder as Graph API, and a fresh tenant on it. */
+const setup = async (options: { readonly logger?: Logger.Logger<unknown, unknown>; readonly storage?: Layer.Layer<Storage> } = {}) => {
+  const storage = options.storage ?? makeSharedStorage()
+  const handler = makeHandler(storage, { secretKey: SECRET_KEY, channelVerifier: verifier(), ...(options.logger ? { logger: options.logger } : {}) })
+  const tenant = await makeTenant(storage, handler)
+  return { storage, handler, ...tenant }
+}
+
+let nextId = 0
+/** A phone_number_id no other test uses. */
+const phoneNumberId = () => String(106540352250000 + ++nextId)
+
+const body = (overrides: Record<string, unknown> = {}) => ({
+  phone_number_id: phoneNumberId(),
+  waba_id: "102290129340398",
+  access_token: GOOD_TOKEN,
+  ...overrides
+})
+
+describe("POST /channels", () => {
+  it("verifies the token with Meta, takes display_phone_number from its answer (E.164) and answers the channel without the token", async () => {
+    const { api, handler } = await setup()
+    const input = body()
+    const before = graph.calls.length
+    const result = await api.post("/channels", input)
+    expect(result.status, JSON.stringify(result.errors)).toBe(200)
+    expect(result.data).toEqual({
+      uuid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      provider: "whatsapp_cloud",
+      phone_number_id: input.phone_number_id,
+      display_phone_number: "+31612345678",
+      waba_id: "102290129340398",
+      access_token_set: true,
+      access_token_last4: "0001",
+      created_at: expect.any(String),
+      updated_at: expect.any(String)
+    })
+    expect(graph.calls.slice(before)).toEqual([
+      { method: "GET", url: `/v21.0/${input.phone_number_id}`, authorization: `Bearer ${GOOD_TOKEN}` }
+    ])
+    await handler.dispose()
+  })
+
+  it("keeps a display_phone_number given in the body, normalised to E.164", async () => {
+    const { api, handler } = await setup()
+    const result = await api.post("/channels", body({ display_phone_number: "+1 (415) 555-2671" }))
+    expect(result.data.display_phone_number).toBe("+14155552671")
+    await handler.dispose()
+  })
+
+  it("400 channel_verification_failed when Meta refuses the token; the message never holds the token; nothing stored", async () => {
+    const { api, handler } = await setup()
+    const refused = "EAAGrefusedtoken-0123456789abcdef"
+    const result = await api.post("/channels", body({ access_token: refused }))
+    expect(result.status).toBe(400)
+    expect(result.errors.map((e) => e.code)).toEqual(["channel_verification_failed"])
+    expect(result.message).toContain("Invalid OAuth access token")
+    expect(JSON.stringify(result)).not.toContain(refused)
+    expect((await api.get("/channels")).data.channels).toEqual([])
+    await handler.dispose()
+  })
+
+  it("400 channel_verification_failed when the Graph API cannot be reached", async () => {
+    const storage = makeSharedStorage()
+    const handler = makeHandler(storage, { secretKey: SECRET_KEY, channelVerifier: ChannelVerifier.graph({ baseUrl: "http://127.0.0.1:9" }) })
+    const { api } = await makeTenant(storage, handler)
+    const result = await api.post("/channels", body())
+    expect(result.status).toBe(400)
+    expect(result.errors.map((e) => e.code)).toEqual(["channel_verification_failed"])
+    expect((await api.get("/channels")).data.channels).toEqual([])
+    await handler.dispose()
+  })
+
+  it("400 naming each bad field, before asking Meta; nothing stored", async () => {
+    const { api, handler } = await setup()
+    const before = graph.calls.length
+    for (const [input, field, code] of [
+      [{ waba_id: "1", access_token: GOOD_TOKEN }, "phone_number_id", "required"],
+      [body({ phone_number_id: "12ab" }), "phone_number_id", "invalid_format"],
+      [body({ waba_id: "" }), "waba_id", "required"],
+      [body({ access_token: "EAAGgoodshort" }), "access_token", "out_of_range"],
+      [body({ access_token: "EAAGgood token with spaces" }), "access_token", "invalid_format"],
+      [body({ display_phone_number: "12" }), "display_phone_number", "invalid_format"],
+      [body({ phone_number_id: 1234 }), "phone_number_id", "invalid_type"]
+    ] as const) {
+      const result = await api.post("/channels", input)
+      expect(result.status, JSON.stringify(input)).toBe(400)
+      expect(result.errors.map((e) => [e.field, e.code]), JSON.stringify(input)).toEqual([[field, code]])
+    }
+    expect(graph.calls.length).toBe(before)
+    expect((await api.get("/channels")).data.channels).toEqual([])
+    await handler.dispose()
+  })
+
+  it("400 phone_number_id_taken for a number connected by this or another organization", async () => {
+    const { api, storage, handler } = await setup()
+    const other = await makeTenant(storage, handler)
+    const input = body()
+    expect((await api.post("/channels", input)).status).toBe(200)
+    for (const client of [api, other.api]) {
+      const result = await client.post("/channels", { ...input, access_token: "EAAGgoodanothertoken00000000002" })
+      expect(result.status).toBe(400)
+      expect(result.errors).toEqual([{ code: "phone_number_id_taken", field: "phone_number_id", message: expect.any(String) }])
+    }
+    expect((await other.api.get("/channels")).data.channels).toEqual([])
+    await handler.dispose()
+  })
+
+  it(`400 channel_limit_reached past ${MAX_CHANNELS_PER_ORGANIZATION} channels; a removal frees a slot`, async () => {
+    const { api, handler } = await setup()
+    const created: Array<string> = []
+    for (let i = 0; i < MAX_CHANNELS_PER_ORGANIZATION; i++) {
+      const result = await api.post("/channels", body())
+      expect(result.status).toBe(200)
+      created.push(result.data.uuid)
+    }
+    const over = await api.post("/channels", body())
+    expect(over.status).toBe(400)
+    expect(over.errors.map((e) => e.code)).toEqual(["channel_limit_reached"])
+    expect((await api.delete(`/channels/${created[0]}`)).status).toBe(200)
+    expect((await api.post("/channels", body())).status).toBe(200)
+    expect((await api.get("/channels")).data.channels).toHaveLength(MAX_CHANNELS_PER_ORGANIZATION)
+    await handler.dispose()
+  })
+})
+
+describe("GET /channels and DELETE /channels/{uuid}", () => {
+  it("lists the organization's channels oldest first (the default first), never another's", async () => {
+    const { api, storage, handler } = await setup()
+    const other = await makeTenant(storage, handler)
+    const first = (await api.post("/channels", body())).data
+    const second = (await api.post("/channels", body())).data
+    await other.api.post("/channels", body())
+    const listed = await api.get("/channels")
+    expect(listed.status).toBe(200)
+    expect(listed.data).toEqual({ channels: [first, second] })
+    await handler.dispose()
+  })
+
+  it("removes a channel → {uuid, deleted: true}; an unknown or another organization's uuid → 404 not_found, nothing removed", async () => {
+    const { api, storage, handler } = await setup()
+    const other = await makeTenant(storage, handler)
+    const channel = (await api.post("/channels", body())).data
+    for (const [client, uuid] of [[other.api, channel.uuid], [api, UNKNOWN_UUID]] as const) {
+      const result = await client.delete(`/channels/${uuid}`)
+      expect(result.status).toBe(404)
+      expect(result.errors.map((e) => e.code)).toEqual(["not_found"])
+    }
+    expect((await api.get("/channels")).data.channels).toEqual([channel])
+    expect(await api.delete(`/channels/${channel.uuid.toUpperCase()}`)).toMatchObject({ status: 200, data: { uuid: channel.uuid, deleted: true } })
+    expect((await api.get("/channels")).data.channels).toEqual([])
+    expect((await api.delete(`/channels/${channel.uuid}`)).status).toBe(404)
+    expect((await api.delete("/channels/not-a-uuid")).status).toBe(400)
+    await handler.dispose()
+  })
+})
+
+describe("the secret key", () => {
+  it("without secretKey, the channel routes answer 503 secret_key_not_configured and the rest works", async () => {
+    const storage = makeSharedStorage()
+    const handler = makeHandler(storage, { channelVerifier: verifier() })
+    const { api, apiKey } = await makeTenant(storage, handler)
+    for (const [method, path] of [["GET", "/channels"], ["POST", "/channels"], ["DELETE", `/channels/${UNKNOWN_UUID}`]] as const) {
+      const response = await request(handler, {
+        method,
+        url: `/api/v1/api${path}`,
+        headers: { ...bearer(apiKey), "content-type": "application/json" },
+        ...(method === "POST" ? { payload: JSON.stringify(body()) } : {})
+      })
+      expect(response.statusCode).toBe(503)
+      expect(response.json()).toMatchObject({ status: 503, success: false, data: null, errors: [{ code: "secret_key_not_configured" }] })
+      expect(response.json().message).toContain("SWITCHBOARD_SECRET_KEY")
+    }
+    expect((await api.get("/verify")).status).toBe(200)
+    await handler.dispose()
+  })
+
+  it("a malformed secretKey throws at createHandler, naming the option and not the value", () => {
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: "not-a-key-at-all" })).toThrow(/secretKey must be 32 bytes/)
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: "not-a-key-at-all" })).not.toThrow(/not-a-key-at-all/)
+  })
+
+  it("another key than the one the store's tokens were encrypted with makes ready reject, naming SWITCHBOARD_SECRET_KEY", async () => {
+    const { api, storage, handler } = await setup()
+    expect((await api.post("/channels", body())).status).toBe(200)
+    await handler.dispose()
+    const wrong = makeHandler(storage, { secretKey: Buffer.alloc(32, 8).toString("hex") })
+    await expect(wrong.ready).rejects.toThrow(/SWITCHBOARD_SECRET_KEY/)
+    const response = await request(wrong, { method: "GET", url: "/api/v1/api/channels", headers: bearer("sb_any") })
+    expect(response.statusCode).toBe(500)
+    await wrong.dispose().catch(() => undefined)
+    const same = makeHandler(storage, { secretKey: Buffer.alloc(32, 7).toString("hex") })
+    await expect(same.ready).resolves.toBeUndefined()
+    await same.dispose()
+  })
+})
+
+describe("the access token never leaves the server", () => {
+  const directory = mkdtempSync(join(tmpdir(), "switchboard-channels-"))
+  afterAll(() => rmSync(directory, { recursive: true, force: true }))
+
+  it("in no response body, no log line, no error message, and not in plaintext in the SQLite file", async () => {
+    const token = "EAAGgoodDISTINCTIVE9f3k2j5h7g1q0zz"
+    const refused = "EAAGrefusedDISTINCTIVE4m8n2b6v1c"
+    const filename = join(directory, "channels.db")
+    const sqlite = Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), Effect.runSync(Scope.make())))
+    const lines: Array<string> = []
+    const logger = Logger.make(({ annotations, cause, message }) => {
+      lines.push(`${JSON.stringify(message)} ${JSON.stringify([...HashMap.toEntries(annotations)])} ${Cause.pretty(cause)}`)
+    })
+    const { api, apiKey, handler } = await setup({ logger, storage: Layer.succeed(Storage, sqlite) })
+    const bodies: Array<string> = []
+    const call = async (method: "GET" | "POST" | "DELETE", path: string, payload?: unknown) => {
+      const response = await request(handler, {
+        method,
+        url: `/api/v1/api${path}`,
+        headers: { ...bearer(apiKey), ...(payload === undefined ? {} : { "content-type": "application/json" }) },
+        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) })
+      })
+      bodies.push(response.body)
+      return response.json() as { status: number; data: { uuid: string } }
+    }
+    const input = body({ access_token: token })
+    const added = await call("POST", "/channels", input)
+    expect(added.status).toBe(200)
+    const kept = await call("POST", "/channels", body({ access_token: token }))
+    expect(kept.status).toBe(200)
+    expect((await call("POST", "/channels", body({ access_token: refused }))).status).toBe(400)
+    expect((await call("POST", "/channels", { ...input, access_token: `${token}x` })).status).toBe(400)
+    await call("GET", "/channels")
+    expect((await call("DELETE", `/channels/${added.data.uuid}`)).status).toBe(200)
+    await handler.dispose()
+
+    expect(bodies).toHaveLength(6)
+    expect(lines.length).toBeGreaterThanOrEqual(6)
+    for (const text of [...bodies, ...lines]) {
+      expect(text).not.toContain(token)
+      expect(text).not.toContain(refused)
+    }
+    const bytes = Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((file) => readFileSync(file)))
+    expect(bytes.includes(input.phone_number_id as string)).toBe(true)
+    expect(bytes.includes(token)).toBe(false)
+    expect(bytes.includes(Buffer.from(token, "utf16le"))).toBe(false)
+  })
+})

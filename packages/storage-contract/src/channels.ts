@@ -1,0 +1,174 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { type Channel, type ChannelId, type OrganizationId, Storage } from "@switchboard/core"
+import type { StorageContractOptions } from "./contract.js"
+import * as fixtures from "./fixtures.js"
+import { insertOrganization, runner, sorted } from "./support.js"
+
+const { instant } = fixtures
+
+let phoneNumberIds = 0
+
+/** A channel record with a fresh uuid and a `phone_number_id` no other fixture has. */
+const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
+  phoneNumberIds += 1
+  return {
+    uuid: fixtures.uuid() as ChannelId,
+    provider: "whatsapp_cloud",
+    phone_number_id: String(106540352240000 + phoneNumberIds),
+    display_phone_number: "+31612345678",
+    waba_id: "102290129340398",
+    access_token_set: true,
+    access_token_last4: "wxyz",
+    created_at: instant(phoneNumberIds),
+    updated_at: instant(phoneNumberIds),
+    ...overrides
+  }
+}
+
+/** Inserts a channel (limit 20) and expects it inserted; returns it. */
+const insertChannel = (organizationId: OrganizationId, overrides: Partial<Channel> = {}, sealed = "v1.sealed") =>
+  Effect.gen(function* () {
+    const { channels } = yield* Storage
+    const channel = channelRecord(overrides)
+    const outcome = yield* channels.insert(organizationId, { channel, access_token_sealed: sealed }, 20)
+    if (outcome._tag !== "Inserted") return expect.fail(`expected Inserted, got ${outcome._tag}`)
+    return channel
+  })
+
+/**
+ * Contract of `Storage.channels` (docs/channels.md): `phone_number_id` unique across every
+ * organization, the per-organization limit checked atomically with the insert, lists
+ * oldest first, the cross-organization look-ups, tenant isolation of reads and deletes,
+ * and the secret-key check value claimed once.
+ */
+export const channelsContract = (options: StorageContractOptions): void => {
+  const run = runner(options)
+
+  describe("channels", () => {
+    it.effect("inserts a channel and reads it back by uuid, by phone_number_id and in the list, with its sealed token", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, {}, "v1.iv.tag.ciphertext")
+          const stored = { organization_id: org.id, channel, access_token_sealed: "v1.iv.tag.ciphertext" }
+          expect(yield* channels.findById(org.id, channel.uuid)).toEqual(Option.some(stored))
+          expect(yield* channels.findByPhoneNumberId(channel.phone_number_id)).toEqual(Option.some(stored))
+          expect(yield* channels.list(org.id)).toEqual([channel])
+          expect(yield* channels.findByPhoneNumberId("1")).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("lists oldest first (created_at, then uuid), only the organization's own", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const newer = yield* insertChannel(org.id, { created_at: instant(500), updated_at: instant(500) })
+          const older = yield* insertChannel(org.id, { created_at: instant(400), updated_at: instant(400) })
+          const tieB = yield* insertChannel(org.id, { uuid: "00000000-0000-4000-8000-ffffffffff02" as ChannelId, created_at: instant(600) })
+          const tieA = yield* insertChannel(org.id, { uuid: "00000000-0000-4000-8000-ffffffffff01" as ChannelId, created_at: instant(600) })
+          yield* insertChannel(other.id)
+          expect((yield* channels.list(org.id)).map((c) => c.uuid)).toEqual([older.uuid, newer.uuid, tieA.uuid, tieB.uuid])
+          expect(yield* channels.list(fixtures.uuid() as OrganizationId)).toEqual([])
+        })
+      ))
+
+    it.effect("insert → PhoneNumberIdTaken for a phone_number_id of any organization; nothing written", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const first = yield* insertChannel(org.id)
+          for (const owner of [org.id, other.id]) {
+            const again = channelRecord({ phone_number_id: first.phone_number_id })
+            expect(yield* channels.insert(owner, { channel: again, access_token_sealed: "x" }, 20)).toEqual({ _tag: "PhoneNumberIdTaken" })
+            expect(yield* channels.findById(owner, again.uuid)).toEqual(Option.none())
+          }
+          expect((yield* channels.list(org.id)).length + (yield* channels.list(other.id)).length).toBe(1)
+        })
+      ))
+
+    it.effect("insert → LimitReached at the limit, per organization; a delete frees a slot", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const first = yield* insertChannel(org.id)
+          yield* insertChannel(org.id)
+          const third = channelRecord()
+          expect(yield* channels.insert(org.id, { channel: third, access_token_sealed: "x" }, 2)).toEqual({ _tag: "LimitReached", limit: 2 })
+          expect(yield* channels.findById(org.id, third.uuid)).toEqual(Option.none())
+          expect((yield* channels.insert(other.id, { channel: channelRecord(), access_token_sealed: "x" }, 2))._tag).toBe("Inserted")
+          expect(yield* channels.delete(org.id, first.uuid)).toBe(true)
+          expect((yield* channels.insert(org.id, { channel: third, access_token_sealed: "x" }, 2))._tag).toBe("Inserted")
+          expect((yield* channels.list(org.id)).length).toBe(2)
+        })
+      ))
+
+    it.effect("concurrent inserts never pass the limit", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const outcomes = yield* Effect.all(
+            Array.from({ length: 8 }, () => channels.insert(org.id, { channel: channelRecord(), access_token_sealed: "x" }, 3)),
+            { concurrency: "unbounded" }
+          )
+          expect(outcomes.filter((o) => o._tag === "Inserted").length).toBe(3)
+          expect((yield* channels.list(org.id)).length).toBe(3)
+        })
+      ))
+
+    it.effect("delete → false for an unknown uuid or another organization's channel, which stays", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          expect(yield* channels.delete(other.id, channel.uuid)).toBe(false)
+          expect(yield* channels.findById(other.id, channel.uuid)).toEqual(Option.none())
+          expect(yield* channels.delete(org.id, fixtures.uuid() as ChannelId)).toBe(false)
+          expect(yield* channels.list(org.id)).toEqual([channel])
+          expect(yield* channels.delete(org.id, channel.uuid)).toBe(true)
+          expect(yield* channels.findByPhoneNumberId(channel.phone_number_id)).toEqual(Option.none())
+          expect(yield* channels.delete(org.id, channel.uuid)).toBe(false)
+        })
+      ))
+
+    it.effect("findByWabaId answers every organization's channels of that account, oldest first", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const later = yield* insertChannel(org.id, { waba_id: "555", created_at: instant(900) })
+          const earlier = yield* insertChannel(other.id, { waba_id: "555", created_at: instant(800) })
+          yield* insertChannel(org.id, { waba_id: "777" })
+          const found = yield* channels.findByWabaId("555")
+          expect(found.map((s) => [s.organization_id, s.channel.uuid])).toEqual([
+            [other.id, earlier.uuid],
+            [org.id, later.uuid]
+          ])
+          expect(sorted(found.map((s) => s.access_token_sealed))).toEqual(["v1.sealed", "v1.sealed"])
+          expect(yield* channels.findByWabaId("999")).toEqual([])
+        })
+      ))
+
+    it.effect("the secret-key check value: none at first, then the first claim's value for good", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          expect(yield* channels.secretKeyCheck()).toEqual(Option.none())
+          expect(yield* channels.claimSecretKeyCheck("first")).toBe("first")
+          expect(yield* channels.claimSecretKeyCheck("second")).toBe("first")
+          expect(yield* channels.secretKeyCheck()).toEqual(Option.some("first"))
+        })
+      ))
+  })
+}

@@ -1,0 +1,111 @@
+import { Option } from "effect"
+import type { Channel, ChannelId, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import type { ChannelDocument } from "../internal/documents.js"
+import { attempt, isDuplicateKey, onDuplicateKey } from "../internal/driver.js"
+import { byId, eq, ofOrganization, owned } from "../internal/queries.js"
+import type { Collections } from "../internal/schema.js"
+import type { Usage } from "../internal/usage.js"
+
+/**
+ * `Storage.channels` on MongoDB: collection `channels` (`phone_number_id` unique across
+ * every organization by a unique index) and `settings` (the secret-key check value).
+ * `insert` keeps the channel limit like the plan limits (usage.ts): it reserves a slot of
+ * the organization's `channels` counter with a conditional `$inc`, inserts, and releases
+ * the slot when the insert fails (a `phone_number_id` taken meanwhile); `delete` releases
+ * after the document is gone.
+ *
+ * @category repositories
+ */
+export const channelRepository = (collections: Collections, usage: Usage): ChannelRepository => ({
+  insert: (organizationId, { access_token_sealed, channel }, limit) =>
+    attempt("channels.insert", async (): Promise<ChannelInsertOutcome> => {
+      const byPhoneNumberId = { phone_number_id: eq(channel.phone_number_id) }
+      if ((await collections.channels.countDocuments(byPhoneNumberId, { limit: 1 })) > 0) return { _tag: "PhoneNumberIdTaken" }
+      await usage.ensureChannels(organizationId)
+      const reservation = await usage.reserve(organizationId, "channels", 1, limit)
+      if (!reservation.reserved) return { _tag: "LimitReached", limit }
+      try {
+        await collections.channels.insertOne(documentOf(organizationId, channel, access_token_sealed))
+      } catch (error) {
+        await usage.add(organizationId, "channels", -1)
+        if (isDuplicateKey(error)) return { _tag: "PhoneNumberIdTaken" }
+        throw error
+      }
+      return { _tag: "Inserted", channel }
+    }),
+  list: (organizationId) =>
+    attempt("channels.list", async () =>
+      (await collections.channels.find(ofOrganization(organizationId), { sort: OLDEST_FIRST }).toArray()).map(channelOf)
+    ),
+  findById: (organizationId, id) =>
+    attempt("channels.findById", async () =>
+      Option.map(Option.fromNullable(await collections.channels.findOne(owned(organizationId, id))), storedOf)
+    ),
+  delete: (organizationId, id) =>
+    attempt("channels.delete", async () => {
+      await usage.touch(organizationId)
+      const { deletedCount } = await collections.channels.deleteOne(owned(organizationId, id))
+      if (deletedCount > 0) await usage.add(organizationId, "channels", -deletedCount)
+      return deletedCount > 0
+    }),
+  findByPhoneNumberId: (phoneNumberId) =>
+    attempt("channels.findByPhoneNumberId", async () =>
+      Option.map(Option.fromNullable(await collections.channels.findOne({ phone_number_id: eq(phoneNumberId) })), storedOf)
+    ),
+  findByWabaId: (wabaId) =>
+    attempt("channels.findByWabaId", async () =>
+      (await collections.channels.find({ waba_id: eq(wabaId) }, { sort: OLDEST_FIRST }).toArray()).map(storedOf)
+    ),
+  secretKeyCheck: () =>
+    attempt("channels.secretKeyCheck", async () =>
+      Option.map(Option.fromNullable(await collections.settings.findOne(byId(SECRET_KEY_CHECK))), (setting) => setting.value)
+    ),
+  claimSecretKeyCheck: (value) =>
+    attempt("channels.claimSecretKeyCheck", async () => {
+      // Two first claims at once: one upsert inserts, the other fails on `_id` and reads it.
+      await onDuplicateKey(
+        () => collections.settings.updateOne(byId(SECRET_KEY_CHECK), { $setOnInsert: { value } }, { upsert: true }),
+        () => undefined
+      )
+      const stored = await collections.settings.findOne(byId(SECRET_KEY_CHECK))
+      if (stored === null) throw new Error("the secret-key check value vanished after it was stored")
+      return stored.value
+    })
+})
+
+/** The `settings` `_id` of the secret-key check value. */
+const SECRET_KEY_CHECK = "secret_key_check"
+
+/** `created_at asc, _id asc`: channel lists, the first is the default. */
+const OLDEST_FIRST = { created_at: 1, _id: 1 } as const
+
+const documentOf = (organizationId: string, channel: Channel, sealed: string): ChannelDocument => ({
+  _id: channel.uuid,
+  organization_id: organizationId,
+  provider: channel.provider,
+  phone_number_id: channel.phone_number_id,
+  display_phone_number: channel.display_phone_number,
+  waba_id: channel.waba_id,
+  access_token_sealed: sealed,
+  access_token_last4: channel.access_token_last4,
+  created_at: channel.created_at,
+  updated_at: channel.updated_at
+})
+
+const channelOf = (document: ChannelDocument): Channel => ({
+  uuid: document._id as ChannelId,
+  provider: "whatsapp_cloud",
+  phone_number_id: document.phone_number_id,
+  display_phone_number: document.display_phone_number,
+  waba_id: document.waba_id,
+  access_token_set: true,
+  access_token_last4: document.access_token_last4,
+  created_at: document.created_at,
+  updated_at: document.updated_at
+})
+
+const storedOf = (document: ChannelDocument): StoredChannel => ({
+  organization_id: document.organization_id as OrganizationId,
+  channel: channelOf(document),
+  access_token_sealed: document.access_token_sealed
+})

@@ -1,0 +1,147 @@
+import { Option } from "effect"
+import type { Channel, ChannelId, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
+
+/**
+ * Migration 8: `channels` (one row per connected WhatsApp number; `phone_number_id`
+ * unique across every organization by a UNIQUE index; the access token only as the
+ * sealed AES-256-GCM text `access_token_sealed`) and `settings`, the store's own
+ * key–value rows (the secret-key check value lives there, key `secret_key_check`).
+ */
+export const CHANNELS_MIGRATION = `
+  CREATE TABLE channels (
+    uuid TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    provider TEXT NOT NULL CHECK (provider IN ('whatsapp_cloud')),
+    phone_number_id TEXT NOT NULL,
+    display_phone_number TEXT NOT NULL,
+    waba_id TEXT NOT NULL,
+    access_token_sealed TEXT NOT NULL,
+    access_token_last4 TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  CREATE UNIQUE INDEX channels_phone_number_id ON channels (phone_number_id);
+  CREATE INDEX channels_oldest ON channels (organization_id, created_at, uuid);
+  CREATE INDEX channels_waba_id ON channels (waba_id, created_at, uuid);
+
+  CREATE TABLE settings (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+  ) STRICT, WITHOUT ROWID;
+`
+
+/**
+ * `Storage.channels` on SQLite (migration 8). `insert` is one `BEGIN IMMEDIATE`
+ * transaction counting the organization's channels before the insert (the limit), and the
+ * unique index refuses a `phone_number_id` used anywhere; `claimSecretKeyCheck` is one
+ * insert-if-absent.
+ *
+ * @category repositories
+ */
+export const channelRepository: RepositoryFactory<ChannelRepository> = (db, statements) => {
+  const stored = (row: ChannelRow): StoredChannel => ({
+    organization_id: row.organization_id as OrganizationId,
+    channel: decodeChannel(row),
+    access_token_sealed: row.access_token_sealed
+  })
+  return {
+    insert: (organizationId, { access_token_sealed, channel }, limit) =>
+      attempt("channels.insert", () =>
+        transaction(db, (): ChannelInsertOutcome => {
+          if (statements.prepare(SQL.phoneNumberIdUsed).get(channel.phone_number_id) !== undefined) {
+            return { _tag: "PhoneNumberIdTaken" }
+          }
+          const { count } = statements.prepare<{ count: number }>(SQL.count).get(organizationId)!
+          if (count >= limit) return { _tag: "LimitReached", limit }
+          statements
+            .prepare(SQL.insert)
+            .run(
+              channel.uuid,
+              organizationId,
+              channel.provider,
+              channel.phone_number_id,
+              channel.display_phone_number,
+              channel.waba_id,
+              access_token_sealed,
+              channel.access_token_last4,
+              channel.created_at,
+              channel.updated_at
+            )
+          return { _tag: "Inserted", channel }
+        })
+      ),
+    list: (organizationId) =>
+      attempt("channels.list", () => statements.prepare<ChannelRow>(SQL.list).all(organizationId).map(decodeChannel)),
+    findById: (organizationId, id) =>
+      attempt("channels.findById", () =>
+        Option.map(Option.fromNullable(statements.prepare<ChannelRow>(SQL.findById).get(organizationId, id)), stored)
+      ),
+    delete: (organizationId, id) =>
+      attempt("channels.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
+    findByPhoneNumberId: (phoneNumberId) =>
+      attempt("channels.findByPhoneNumberId", () =>
+        Option.map(Option.fromNullable(statements.prepare<ChannelRow>(SQL.findByPhoneNumberId).get(phoneNumberId)), stored)
+      ),
+    findByWabaId: (wabaId) =>
+      attempt("channels.findByWabaId", () => statements.prepare<ChannelRow>(SQL.findByWabaId).all(wabaId).map(stored)),
+    secretKeyCheck: () =>
+      attempt("channels.secretKeyCheck", () =>
+        Option.fromNullable(statements.prepare<{ value: string }>(SQL.setting).get(SECRET_KEY_CHECK)?.value)
+      ),
+    claimSecretKeyCheck: (value) =>
+      attempt("channels.claimSecretKeyCheck", () =>
+        transaction(db, () => {
+          statements.prepare(SQL.claimSetting).run(SECRET_KEY_CHECK, value)
+          return statements.prepare<{ value: string }>(SQL.setting).get(SECRET_KEY_CHECK)!.value
+        })
+      )
+  }
+}
+
+/** The `settings` key of the secret-key check value. */
+const SECRET_KEY_CHECK = "secret_key_check"
+
+/** A row of `channels`. */
+interface ChannelRow {
+  readonly uuid: string
+  readonly organization_id: string
+  readonly phone_number_id: string
+  readonly display_phone_number: string
+  readonly waba_id: string
+  readonly access_token_sealed: string
+  readonly access_token_last4: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+const COLUMNS = `uuid, organization_id, phone_number_id, display_phone_number, waba_id, access_token_sealed,
+  access_token_last4, created_at, updated_at`
+const OLDEST_FIRST = "ORDER BY created_at ASC, uuid ASC"
+
+const SQL = {
+  phoneNumberIdUsed: "SELECT 1 AS used FROM channels WHERE phone_number_id = ?",
+  count: "SELECT COUNT(*) AS count FROM channels WHERE organization_id = ?",
+  insert: `INSERT INTO channels (uuid, organization_id, provider, phone_number_id, display_phone_number, waba_id,
+    access_token_sealed, access_token_last4, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  list: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? ${OLDEST_FIRST}`,
+  findById: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? AND uuid = ?`,
+  delete: "DELETE FROM channels WHERE organization_id = ? AND uuid = ?",
+  findByPhoneNumberId: `SELECT ${COLUMNS} FROM channels WHERE phone_number_id = ?`,
+  findByWabaId: `SELECT ${COLUMNS} FROM channels WHERE waba_id = ? ${OLDEST_FIRST}`,
+  setting: "SELECT value FROM settings WHERE key = ?",
+  claimSetting: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
+} as const
+
+/** The channel record of a row (never its sealed token). */
+const decodeChannel = (row: ChannelRow): Channel => ({
+  uuid: row.uuid as ChannelId,
+  provider: "whatsapp_cloud",
+  phone_number_id: row.phone_number_id,
+  display_phone_number: row.display_phone_number,
+  waba_id: row.waba_id,
+  access_token_set: true,
+  access_token_last4: row.access_token_last4,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
