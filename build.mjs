@@ -68,13 +68,21 @@ const inDependencyOrder = (packages, selected) => {
   return order
 }
 
-/** Whether process `pid` still runs (a process we may not signal counts as running). */
+/**
+ * Whether process `pid` still runs (a process we may not signal counts as running). A zombie
+ * does not: a killed build whose parent died too stays one where no init process reaps it
+ * (containers), so on Linux its state in `/proc/<pid>/stat` is read as well.
+ */
 const isAlive = (pid) => {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
     return error.code === "EPERM"
+  }
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return true
   }
 }
 
