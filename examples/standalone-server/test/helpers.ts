@@ -45,7 +45,7 @@ export interface CommandResult {
 }
 
 /** The environment of a child process: this one's, minus the server variables, plus `env`. */
-const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv => {
+export const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv => {
   const { HOST: _host, PORT: _port, DATABASE_URL: _databaseUrl, ...inherited } = process.env
   return { ...inherited, ...env }
 }
