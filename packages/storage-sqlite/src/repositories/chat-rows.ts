@@ -44,6 +44,17 @@ export const MESSAGE_COLUMNS =
 export const INSERT_MESSAGE_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+/**
+ * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
+ * `after` binds `(chat_uuid, created_at, uuid, limit)` of the last message of the previous
+ * page. Each is one range of the index `messages_by_chat` (test/chats-query-plan.test.ts).
+ */
+export const MESSAGE_PAGE_SQL = {
+  first: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? ORDER BY created_at DESC, uuid DESC LIMIT ?`,
+  after: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND (created_at, uuid) < (?, ?)
+    ORDER BY created_at DESC, uuid DESC LIMIT ?`
+} as const
+
 const jsonOrNull = (value: unknown): string | null => (value === null ? null : JSON.stringify(value))
 const parsedOrNull = (text: string | null) => (text === null ? null : JSON.parse(text))
 

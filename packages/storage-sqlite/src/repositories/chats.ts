@@ -13,7 +13,15 @@ import {
   type OrganizationId
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
-import { chatsByIds, decodeMessage, INSERT_MESSAGE_SQL, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./chat-rows.js"
+import {
+  chatsByIds,
+  decodeMessage,
+  INSERT_MESSAGE_SQL,
+  MESSAGE_COLUMNS,
+  MESSAGE_PAGE_SQL,
+  type MessageRow,
+  messageValues
+} from "./chat-rows.js"
 import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
 import { importChats } from "./chats-import.js"
 import { countOf, pageBounds } from "./rows.js"
@@ -104,8 +112,8 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           if (statements.prepare(SQL.idByUuid).get(organizationId, chatId) === undefined) return Option.none()
           const rows =
             after === null
-              ? statements.prepare<MessageRow>(SQL.messagesFirst).all(chatId, limit)
-              : statements.prepare<MessageRow>(SQL.messagesAfter).all(chatId, after.created_at, after.uuid, limit)
+              ? statements.prepare<MessageRow>(MESSAGE_PAGE_SQL.first).all(chatId, limit)
+              : statements.prepare<MessageRow>(MESSAGE_PAGE_SQL.after).all(chatId, after.created_at, after.uuid, limit)
           return Option.some(rows.map(decodeMessage))
         })
       ),
@@ -166,12 +174,7 @@ const SQL = {
   updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
-  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
-  // Keyset pages of a chat's messages: one range of messages_by_chat (test/chats-query-plan).
-  messagesFirst: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
-    ORDER BY created_at DESC, uuid DESC LIMIT ?`,
-  messagesAfter: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND (created_at, uuid) < (?, ?)
-    ORDER BY created_at DESC, uuid DESC LIMIT ?`
+  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?"
 } as const
 
 /** The chat whose id `sql` selects with `(organizationId, key)`. */
