@@ -157,11 +157,11 @@ const make = Effect.gen(function* () {
       const status: MessageStatus = Either.isRight(sent) ? sent.right.status : "failed"
       if (Either.isLeft(sent)) yield* logTransportFailure(message.uuid, sent.left)
       const providerId = Either.isRight(sent) ? usableProviderId(sent.right.provider_message_id) : undefined
-      const failure = Either.isLeft(sent) ? failureOf(sent.left) : undefined
+      const failure = Either.isLeft(sent) ? failureOfRefusal(sent.left) : undefined
       const updated = yield* chats.updateMessageStatus(organizationId, message.uuid, status, providerId, failure).pipe(
         // The contact (and so the message) was deleted meanwhile: the send itself happened.
         Effect.catchTag("RecordNotFound", () => Effect.succeed({ status })),
-        // Only the status, a checked provider id and failureOf's failure: a refusal is a bug.
+        // Only the status, a checked provider id and a failureOfRefusal: a refusal is a bug.
         Effect.catchTag("InvalidInput", (error) => Effect.die(error))
       )
       const result: SendResult = {
@@ -284,7 +284,7 @@ const usableProviderId = (id: string | null): string | undefined => {
  * (unreachable, timed out, or an answer without a code); `title` is the reason. Cut to the
  * lengths `Chats.updateMessageStatus` accepts, so a refusal is always recorded.
  */
-export const failureOf = (error: TransportFailed): MessageFailure => {
+const failureOfRefusal = (error: TransportFailed): MessageFailure => {
   const code = error.provider_code?.trim().slice(0, MAX_NAME_LENGTH) ?? ""
   const title = error.reason.trim() === "" ? "The provider gave no reason" : error.reason
   return { code: code === "" ? "network_error" : code, title }
