@@ -238,8 +238,13 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("POST", "/send/template", { phone: phone(1), template: payload.template })
     await run("POST", "/send", { phone: phone(3), message: "Hello" })
     await run("POST", "/send/media", { phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } })
-    await run("GET", "/chats")
+    const chats = await run("GET", "/chats")
     await run("GET", "/chats?pagination=true&page=1&per_page=5")
+    const chatUuid: string = chats.chats[0].uuid
+    await run("GET", `/chats/${chatUuid}`)
+    await run("GET", `/chats/${chatUuid}/messages?limit=5`)
+    await run("PUT", `/chats/${chatUuid}`, { status: "pending", assigned_to: "agent-1", favorite: true })
+    await run("POST", `/chats/${chatUuid}/read`)
     await run("DELETE", `/contacts/${imported.contacts[1].uuid}`)
 
     const envelopeRoutes = defaultRoutes.filter((route) => route.content === undefined)

@@ -16,7 +16,7 @@ import {
   getLabelRoute,
   listLabelsRoute
 } from "./labels.js"
-import { listChatsRoute } from "./chats.js"
+import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
@@ -56,5 +56,9 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   listTemplatesRoute,
   getTemplateRoute,
   templatePayloadRoute,
-  listChatsRoute
+  listChatsRoute,
+  getChatRoute,
+  listChatMessagesRoute,
+  updateChatRoute,
+  markChatReadRoute
 ]
