@@ -254,3 +254,19 @@ describe("the inbox routes never reach another organization's chat", () => {
     expect((await owner.api.get(`/chats/${owner.chat.uuid}`)).data).toEqual(before)
   })
 })
+
+describe("the inbox routes count in the general rate-limit bucket", () => {
+  it("the fourth inbox call of a window of three → 429 rate_limited", async () => {
+    const limited = makeHandler(storage, { rateLimit: { send: { max: 100, windowMs: 60_000 }, general: { max: 3, windowMs: 60_000 } } })
+    handlers.push(limited)
+    const { api, organization } = await makeTenant(storage, limited)
+    const chat = await receive(storage, organization.id, phone(1), 1)
+    const statuses = [
+      (await api.get(`/chats/${chat.uuid}`)).status,
+      (await api.get(`/chats/${chat.uuid}/messages`)).status,
+      (await api.put(`/chats/${chat.uuid}`, { favorite: true })).status
+    ]
+    const refused = await api.post(`/chats/${chat.uuid}/read`, undefined)
+    expect([...statuses, refused.status, refused.errors[0]?.code]).toEqual([200, 200, 200, 429, "rate_limited"])
+  })
+})
