@@ -113,8 +113,11 @@ describe("Messaging.sendText (POST /send)", () => {
             text: " Hello there ",
             template: null,
             media: null,
+            content: null,
             status: "sent",
             provider_message_id: "wamid.1",
+            failure: null,
+            channel_uuid: null,
             created_at: "1970-01-01T00:00:00.000Z",
             updated_at: "1970-01-01T00:00:00.000Z"
           }
@@ -170,11 +173,30 @@ describe("Messaging.sendText (POST /send)", () => {
         expect(result.status).toBe("failed")
         const [message] = yield* messagesOf(orgId, result.chat_uuid)
         expect(message).toMatchObject({ uuid: result.message_id, direction: "outbound", status: "failed", provider_message_id: null, text: "Hi" })
+        expect(message?.failure).toEqual({ code: "131030", title: "Recipient not in allowed list" })
         const chat = yield* Effect.flatMap(Chats, (chats) => chats.get(orgId, result.chat_uuid))
         expect(chat.last_message).toMatchObject({ uuid: result.message_id, status: "failed" })
         transport.refuse(undefined)
         expect((yield* messaging.sendText(orgId, { phone: PHONE, message: "Again" })).status).toBe("sent")
         expect(transport.sent).toHaveLength(2)
+        const [accepted] = yield* messagesOf(orgId, result.chat_uuid)
+        expect([accepted?.status, accepted?.failure]).toEqual(["sent", null])
+      })
+    ))
+
+  it.effect("a refusal without a provider code (network error, timeout) records failure code network_error", () =>
+    withTransport((transport) =>
+      Effect.gen(function* () {
+        const { orgId, messaging } = yield* setUp()
+        transport.refuse(new TransportFailed({ reason: "connect ECONNREFUSED 127.0.0.1:9", provider_code: null }))
+        const text = yield* messaging.sendText(orgId, { phone: PHONE, message: "Hi" })
+        transport.refuse(new TransportFailed({ reason: "  ", provider_code: " " }))
+        const media = yield* messaging.sendMedia(orgId, { phone: PHONE, media: { type: "image", url: "https://example.com/a.png" } })
+        const messages = yield* messagesOf(orgId, text.chat_uuid)
+        expect(messages.map((m) => [m.uuid, m.status, m.failure])).toEqual([
+          [media.message_id, "failed", { code: "network_error", title: "The provider gave no reason" }],
+          [text.message_id, "failed", { code: "network_error", title: "connect ECONNREFUSED 127.0.0.1:9" }]
+        ])
       })
     ))
 
@@ -401,6 +423,7 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         expect(refused.auto_reply?.status).toBe("failed")
         const [reply] = (yield* messagesOf(orgId, refused.chat.uuid)).filter((message) => message.direction === "outbound")
         expect(reply).toMatchObject({ uuid: refused.auto_reply!.message_id, status: "failed", text: "We are open 9–17." })
+        expect(reply?.failure).toEqual({ code: "network_error", title: "down" })
       })
     ))
 

@@ -72,8 +72,11 @@ const message = (
   text: options.text ?? `${direction} at ${now}`,
   template: null,
   media: null,
+  content: null,
   status,
   provider_message_id: options.providerId ?? null,
+  failure: null,
+  channel_uuid: null,
   created_at: options.createdAt ?? now,
   updated_at: options.createdAt ?? now
 })

@@ -233,8 +233,11 @@ const message = (direction: "inbound" | "outbound", text: string, createdAt: str
   text,
   template: null,
   media: null,
+  content: null,
   status: direction === "inbound" ? "delivered" : "sent",
   provider_message_id: null,
+  failure: null,
+  channel_uuid: null,
   created_at: createdAt,
   updated_at: createdAt
 })

@@ -11,6 +11,7 @@ import { contactsImportContract } from "./contacts-import.js"
 import { groupsContract } from "./groups.js"
 import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
+import { messagesContract } from "./messages.js"
 import { organizationsContract } from "./organizations.js"
 import { templatesContract } from "./templates.js"
 
@@ -32,7 +33,8 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`), each test on a fresh store from
+ * `labels.ts`, `chats.ts`, `messages.ts`, `chats-list.ts`, `chats-import.ts`,
+ * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
  * @category contract
@@ -50,6 +52,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     groupsContract(options)
     labelsContract(options)
     chatsContract(options)
+    messagesContract(options)
     chatsListContract(options)
     chatsImportContract(options)
     templatesContract(options)

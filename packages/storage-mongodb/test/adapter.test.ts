@@ -330,7 +330,7 @@ describe("plan limits without transactions", () => {
         const request = {
           contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
           newChat: { uuid: fixtures.uuid() as never, status: "open" },
-          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, status: "delivered", provider_message_id: null, created_at: instant(1), updated_at: instant(1) },
+          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, created_at: instant(1), updated_at: instant(1) },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: false,

@@ -3,7 +3,7 @@ import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
 import { CHANNELS_MIGRATION } from "./repositories/channels.js"
-import { CHATS_MIGRATION } from "./repositories/chats-schema.js"
+import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION } from "./repositories/chats-schema.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -198,6 +198,13 @@ export const migrations: ReadonlyArray<Migration> = [
         UPDATE contact_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
       END;
     `
+  },
+  {
+    version: 7,
+    name: "messages_widened",
+    // Every inbound message type, content, failure and channel_uuid: see
+    // repositories/chats-schema.ts (the table is rebuilt, every row kept).
+    up: MESSAGES_WIDENED_MIGRATION
   },
   {
     version: 8,

@@ -5,6 +5,7 @@ import { type ChatFilters, type ChatId, type ChatSort, type GroupId, type LabelI
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chat-list.js"
+import { MESSAGE_PAGE_SQL } from "../src/repositories/chat-rows.js"
 
 // docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement
@@ -161,6 +162,21 @@ describe("chat list query plans (EXPLAIN QUERY PLAN)", () => {
           }
         }
       }
+      db.close()
+    }))
+})
+
+describe("a chat's message pages (EXPLAIN QUERY PLAN)", () => {
+  it.effect("the first page and every later one are one range of messages_by_chat, in index order: no sort, cost independent of depth", () =>
+    Effect.gen(function* () {
+      const db = yield* openDatabase
+      const first = db.prepare<Array<unknown>, { detail: string }>(`EXPLAIN QUERY PLAN ${MESSAGE_PAGE_SQL.first}`).all(fixtures.uuid(), 21).map((row) => row.detail)
+      expect(first).toEqual(["SEARCH messages USING INDEX messages_by_chat (chat_uuid=?)"])
+      const after = db
+        .prepare<Array<unknown>, { detail: string }>(`EXPLAIN QUERY PLAN ${MESSAGE_PAGE_SQL.after}`)
+        .all(fixtures.uuid(), "2026-03-01T12:00:00.000Z", fixtures.uuid(), 21)
+        .map((row) => row.detail)
+      expect(after).toEqual(["SEARCH messages USING INDEX messages_by_chat (chat_uuid=? AND (created_at,uuid)<(?,?))"])
       db.close()
     }))
 })

@@ -208,8 +208,11 @@ const importChats = (organizationId: OrganizationId, contactIds: ReadonlyArray<C
             text: message.text,
             template: null,
             media: null,
+            content: null,
             status: message.direction === "inbound" ? "read" : "delivered",
             provider_message_id: null,
+            failure: null,
+            channel_uuid: null,
             created_at: at,
             updated_at: at
           }

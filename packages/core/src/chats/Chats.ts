@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { ContactId } from "../contacts/model.js"
 import type { InvalidInput } from "../errors.js"
-import type { Message, MessageId, MessageStatus } from "../messages/model.js"
+import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { RecordNotFound } from "../shared/errors.js"
@@ -19,6 +19,8 @@ import type {
   ChatStatus,
   InboundMessageInput,
   InboundReceipt,
+  MessageList,
+  MessageListParams,
   OutboundAppend,
   OutboundMessageInput
 } from "./model.js"
@@ -66,13 +68,17 @@ export interface ChatsService {
   /**
    * Moves a message's status forward (`MESSAGE_STATUS_PREDECESSORS`: queued → sent →
    * delivered → read, `failed` from queued or sent); an update that would move it back is
-   * ignored. `providerMessageId`, when given, is recorded. Returns the message as stored.
+   * ignored. `providerMessageId`, when given, is recorded. `failure` (the provider's
+   * refusal, docs/messaging.md "Failure reasons") is allowed with `failed` only and
+   * recorded with that status: `code` 1–255 characters, `title` non-empty, cut to 1024
+   * characters. Returns the message as stored.
    */
   readonly updateMessageStatus: (
     organizationId: OrganizationId,
     id: MessageId,
     status: MessageStatus,
-    providerMessageId?: string
+    providerMessageId?: string,
+    failure?: MessageFailure
   ) => Effect.Effect<Message, InvalidInput | RecordNotFound | StorageError>
   /**
    * Assigns the chat to a user id (trimmed, 1–255 characters, not the reserved
@@ -113,6 +119,17 @@ export interface ChatsService {
     id: ChatId,
     page: PageRequest
   ) => Effect.Effect<Page<Message>, RecordNotFound | StorageError>
+  /**
+   * One cursor page of a chat's messages, newest first (`created_at desc, uuid desc`;
+   * `GET /chats/{uuid}/messages`, docs/chats.md): `limit` 1–100 (default 20), `cursor` the
+   * `next_cursor` of the previous page. A bad parameter is an `InvalidInput` issue naming
+   * it (`invalid_cursor` for a cursor of another chat); an unknown chat → `RecordNotFound`.
+   */
+  readonly listMessages: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    params: MessageListParams
+  ) => Effect.Effect<MessageList, InvalidInput | RecordNotFound | StorageError>
   /**
    * One page of the chat list (`GET /chats`): filters, sort and both pagination modes of
    * `ChatListParams`. Every bad parameter is an `InvalidInput` issue naming it; a cursor made

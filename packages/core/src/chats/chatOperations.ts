@@ -8,10 +8,18 @@ import { paginationOf } from "../shared/model.js"
 import type { ChatPatch } from "../storage/ChatRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
-import { encodeCursor, positionOf } from "./cursor.js"
+import { cursorPage, encodeCursor, positionOf } from "./cursor.js"
 import { ChatStatusUnchanged } from "./errors.js"
-import { readChatListParams, UNASSIGNED } from "./listParams.js"
-import { CHAT_STATUSES, type ChatId, type ChatList, type ChatListParams, type ChatStatus } from "./model.js"
+import { readChatListParams, readMessageListParams, UNASSIGNED } from "./listParams.js"
+import {
+  CHAT_STATUSES,
+  type ChatId,
+  type ChatList,
+  type ChatListParams,
+  type ChatStatus,
+  type MessageList,
+  type MessageListParams
+} from "./model.js"
 
 // The chat side of the Chats service: status, assignment, favorite, read, and the reads.
 
@@ -72,18 +80,22 @@ export const makeChatOperations = (
       return result
     }
     const rows = yield* storage.chats.listAfter(organizationId, filters, sort, mode.after, mode.limit + 1)
-    const chats = rows.slice(0, mode.limit)
-    const last = chats[chats.length - 1]
-    const hasMore = rows.length > mode.limit && last !== undefined
-    const result: ChatList = {
-      chats,
-      pagination: {
-        mode: "cursor",
-        limit: mode.limit,
-        next_cursor: hasMore ? encodeCursor(binding, positionOf(last, sort)) : null,
-        has_more: hasMore
-      }
-    }
+    const page = cursorPage(rows, mode.limit, (last) => encodeCursor(binding, positionOf(last, sort)))
+    const result: ChatList = { chats: page.items, pagination: page.pagination }
+    return result
+  })
+
+  const listMessages = Effect.fn("Chats.listMessages")(function* (
+    organizationId: OrganizationId,
+    id: ChatId,
+    params: MessageListParams
+  ) {
+    const read = readMessageListParams(organizationId, id, params)
+    if ("issues" in read) return yield* new InvalidInput({ issues: read.issues })
+    const { binding, limit, after } = read.query
+    const rows = yield* found(yield* storage.chats.listMessagesAfter(organizationId, id, after, limit + 1), () => chatNotFound(id))
+    const page = cursorPage(rows, limit, (last) => encodeCursor(binding, { value: last.created_at, uuid: last.uuid }))
+    const result: MessageList = { messages: page.items, pagination: page.pagination }
     return result
   })
 
@@ -102,6 +114,7 @@ export const makeChatOperations = (
       Effect.flatMap(storage.chats.listMessages(organizationId, id, page), (messages) =>
         found(messages, () => chatNotFound(id))
       ),
+    listMessages,
     list
   }
 }

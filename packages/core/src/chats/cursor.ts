@@ -2,11 +2,12 @@ import { Either, Encoding } from "effect"
 import { UUID_PATTERN } from "../internal/validation.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatRepository.js"
-import type { Chat, ChatId } from "./model.js"
+import type { Chat, ChatCursorPagination, ChatId } from "./model.js"
 
-// The opaque cursor of the chat list (docs/chats.md "`GET /chats`"):
-// base64url of `{v, b, k, u}` — format version, binding (a hash of the organization, the
-// sort and the filters it was made with), the sort value and the uuid of the last chat of
+// The opaque cursor of the chat list and of a chat's messages (docs/chats.md "GET /chats",
+// "GET /chats/{uuid}/messages"): base64url of `{v, b, k, u}` — format version, binding (a
+// hash of the organization and of what decides the list: the sort and filters of the chat
+// list, the chat of a message list), the sort value and the uuid of the last record of
 // the page. A cursor positions only; a forged one can do no more than a real one.
 
 const VERSION = 1
@@ -36,11 +37,15 @@ export const cursorBinding = (organizationId: OrganizationId, filters: ChatFilte
     ])
   )
 
+/** The binding of a cursor through the messages of one chat (newest first). */
+export const messagesCursorBinding = (organizationId: OrganizationId, chatId: ChatId): string =>
+  hash(JSON.stringify([organizationId, "messages", chatId]))
+
 /** The position of `chat` in a list sorted by `sort.by`. */
 export const positionOf = (chat: Chat, sort: ChatSort): ChatPosition => ({ value: chat[sort.by], uuid: chat.uuid })
 
-/** Encodes a position with its binding. */
-export const encodeCursor = (binding: string, position: ChatPosition): string =>
+/** Encodes a position (a sort value and a uuid) with its binding. */
+export const encodeCursor = (binding: string, position: { readonly value: string | null; readonly uuid: string }): string =>
   Encoding.encodeBase64Url(JSON.stringify({ v: VERSION, b: binding, k: position.value, u: position.uuid }))
 
 /**
@@ -48,7 +53,11 @@ export const encodeCursor = (binding: string, position: ChatPosition): string =>
  * of ours, is damaged, or was made with another organization, sort or filters.
  * `nullable` says whether the sort value may be `null` (sort by `last_message_at`).
  */
-export const decodeCursor = (cursor: string, binding: string, nullable: boolean): ChatPosition | undefined => {
+export const decodeCursor = <Id extends string = ChatId>(
+  cursor: string,
+  binding: string,
+  nullable: boolean
+): { readonly value: string | null; readonly uuid: Id } | undefined => {
   if (cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) return undefined
   const json = Encoding.decodeBase64UrlString(cursor)
   if (Either.isLeft(json)) return undefined
@@ -62,7 +71,23 @@ export const decodeCursor = (cursor: string, binding: string, nullable: boolean)
   const { v, b, k, u } = payload as Record<string, unknown>
   if (v !== VERSION || b !== binding || typeof u !== "string" || !UUID_PATTERN.test(u)) return undefined
   if (!(typeof k === "string" || (k === null && nullable))) return undefined
-  return { value: k, uuid: u as ChatId }
+  return { value: k, uuid: u as Id }
+}
+
+/**
+ * One cursor page of `rows`, which the store answered for `limit + 1` (the extra row only
+ * says whether there is more): the first `limit` rows and the cursor pagination object,
+ * whose `next_cursor` is `cursorOf` the last row of the page, or `null` on the last page.
+ */
+export const cursorPage = <A>(
+  rows: ReadonlyArray<A>,
+  limit: number,
+  cursorOf: (last: A) => string
+): { readonly items: ReadonlyArray<A>; readonly pagination: ChatCursorPagination } => {
+  const items = rows.slice(0, limit)
+  const last = items[items.length - 1]
+  const hasMore = rows.length > limit && last !== undefined
+  return { items, pagination: { mode: "cursor", limit, next_cursor: hasMore ? cursorOf(last) : null, has_more: hasMore } }
 }
 
 /** cyrb53: a fast, well-mixed 53-bit string hash (not cryptographic; none is needed). */

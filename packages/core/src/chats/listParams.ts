@@ -3,9 +3,18 @@ import { IssueCollector, MAX_NAME_LENGTH, UUID_PATTERN } from "../internal/valid
 import type { LabelId } from "../labels/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { PageRequest } from "../shared/model.js"
-import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatRepository.js"
-import { cursorBinding, decodeCursor } from "./cursor.js"
-import { CHAT_STATUSES, type ChatListParams, type ChatSortBy, type ChatSortOrder, type ChatStatus } from "./model.js"
+import type { MessageId } from "../messages/model.js"
+import type { ChatFilters, ChatPosition, ChatSort, MessagePosition } from "../storage/ChatRepository.js"
+import { cursorBinding, decodeCursor, messagesCursorBinding } from "./cursor.js"
+import {
+  CHAT_STATUSES,
+  type ChatId,
+  type ChatListParams,
+  type ChatSortBy,
+  type ChatSortOrder,
+  type ChatStatus,
+  type MessageListParams
+} from "./model.js"
 
 // Reading the chat list's parameters (docs/chats.md "`GET /chats`"):
 // every bad parameter becomes one issue naming it, all reported at once.
@@ -70,6 +79,36 @@ export const readChatListParams = (
     ? { _tag: "Offset", page: { page, per_page: perPage } }
     : { _tag: "Cursor", limit, after }
   return { query: { filters, sort, binding, mode } }
+}
+
+/** What {@link readMessageListParams} makes of valid parameters. */
+export interface MessageListQuery {
+  readonly binding: string
+  readonly limit: number
+  readonly after: MessagePosition | null
+}
+
+/**
+ * The query of a chat's messages (`limit` 1–100, default 20; `cursor` a `next_cursor` of
+ * this chat's messages), or the issues found, each naming its parameter.
+ */
+export const readMessageListParams = (
+  organizationId: OrganizationId,
+  chatId: ChatId,
+  params: MessageListParams
+): { readonly query: MessageListQuery } | { readonly issues: IssueCollector["issues"] } => {
+  const collector = new IssueCollector()
+  const binding = messagesCursorBinding(organizationId, chatId)
+  const limit = int(collector, "limit", params.limit, 1, MAX_CHAT_PAGE_SIZE) ?? DEFAULT_CHAT_PAGE_SIZE
+  let after: MessagePosition | null = null
+  if (params.cursor !== undefined) {
+    const decoded = typeof params.cursor === "string" ? decodeCursor<MessageId>(params.cursor, binding, false) : undefined
+    if (decoded === undefined) {
+      collector.add("invalid_cursor", "cursor", "cursor is not valid for this chat: use the next_cursor of a page of its messages")
+    } else after = { created_at: decoded.value ?? "", uuid: decoded.uuid }
+  }
+  if (collector.issues.length > 0) return { issues: collector.issues }
+  return { query: { binding, limit, after } }
 }
 
 const SORT_KEYS: ReadonlyArray<ChatSortBy> = ["created_at", "updated_at", "last_message_at"]

@@ -1,6 +1,6 @@
 import type { IssueCollector } from "../internal/validation.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { MessageMediaContent, MessageTemplateContent, MessageType } from "../messages/model.js"
+import type { MessageTemplateContent, MessageType, OutboundMediaContent } from "../messages/model.js"
 
 // Reading the content of a message given to Chats.receiveInbound / appendOutbound
 // (docs/messaging.md "Endpoints"): every problem an issue naming the field.
@@ -12,14 +12,14 @@ export const MAX_CAPTION_LENGTH = 1024
 /** Longest media URL, in characters. */
 export const MAX_MEDIA_URL_LENGTH = 2048
 
-const MEDIA_TYPES: ReadonlyArray<MessageMediaContent["type"]> = ["image", "video", "audio", "document"]
+const MEDIA_TYPES: ReadonlyArray<OutboundMediaContent["type"]> = ["image", "video", "audio", "document"]
 
 /** The content columns of a message record: `text`, `template`, `media` by `type`. */
 export interface ReadContent {
   readonly type: MessageType
   readonly text: string | null
   readonly template: MessageTemplateContent | null
-  readonly media: MessageMediaContent | null
+  readonly media: OutboundMediaContent | null
 }
 
 /**
@@ -30,14 +30,14 @@ export interface ReadContent {
 export const readContent = (
   collector: IssueCollector,
   input: { readonly type?: unknown; readonly text?: unknown; readonly template?: unknown; readonly media?: unknown },
-  allowed: ReadonlyArray<MessageType>
+  allowed: ReadonlyArray<"text" | "template" | "media">
 ): ReadContent => {
   const type = input.type
   if (typeof type !== "string" || !(allowed as ReadonlyArray<string>).includes(type)) {
     collector.add("invalid_format", "type", `type must be one of ${allowed.join(", ")}`)
     return { type: "text", text: null, template: null, media: null }
   }
-  switch (type as MessageType) {
+  switch (type as (typeof allowed)[number]) {
     case "text":
       return { type: "text", text: messageText(collector, "text", input.text, true), template: null, media: null }
     case "template":
@@ -97,7 +97,7 @@ const template = (collector: IssueCollector, value: unknown): MessageTemplateCon
   return { name, language: { code }, components }
 }
 
-const mediaOf = (collector: IssueCollector, value: unknown): MessageMediaContent | null => {
+const mediaOf = (collector: IssueCollector, value: unknown): OutboundMediaContent | null => {
   if (!isObject(value)) {
     collector.add(value === undefined ? "required" : "invalid_type", "media", "media must be an object {type, url, caption?, filename?}")
     return null
@@ -111,7 +111,7 @@ const mediaOf = (collector: IssueCollector, value: unknown): MessageMediaContent
   const caption = collector.optionalText("media.caption", value.caption, MAX_CAPTION_LENGTH)
   const filename = collector.optionalText("media.filename", value.filename, MAX_NAME_LENGTH)
   return {
-    type: type as MessageMediaContent["type"],
+    type: type as OutboundMediaContent["type"],
     url,
     ...(caption === null ? {} : { caption }),
     ...(filename === null ? {} : { filename })

@@ -2,8 +2,14 @@ import { Effect } from "effect"
 import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector } from "../internal/validation.js"
-import { MESSAGE_STATUS_PREDECESSORS, MessageStatus, type Message, type MessageId } from "../messages/model.js"
+import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
+import {
+  MESSAGE_STATUS_PREDECESSORS,
+  MessageStatus,
+  type Message,
+  type MessageFailure,
+  type MessageId
+} from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../shared/errors.js"
@@ -106,17 +112,20 @@ export const makeMessageOperations = (
     organizationId: OrganizationId,
     id: MessageId,
     status: MessageStatus,
-    providerMessageIdInput?: string
+    providerMessageIdInput?: string,
+    failureInput?: MessageFailure
   ) {
     const collector = new IssueCollector()
     if (!(MessageStatus.literals as ReadonlyArray<unknown>).includes(status)) {
       collector.add("invalid_format", "status", `status must be one of ${MessageStatus.literals.join(", ")}`)
     }
     const providerId = providerMessageId(collector, providerMessageIdInput)
+    const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
     if (collector.issues.length > 0) return yield* invalid(collector)
     const outcome = yield* storage.chats.updateMessageStatus(organizationId, id, {
       status,
       from: MESSAGE_STATUS_PREDECESSORS[status],
+      ...(failure === undefined ? {} : { failure }),
       ...(providerId === null ? {} : { provider_message_id: providerId }),
       now: yield* nowIso
     })
@@ -148,11 +157,29 @@ const newMessage = (
   uuid: uuid as MessageId,
   direction,
   ...content,
+  content: null,
   status,
   provider_message_id,
+  failure: null,
+  channel_uuid: null,
   created_at: now,
   updated_at: now
 })
+
+/** Longest `failure.title` kept; a longer provider reason is cut (never refused). */
+export const MAX_FAILURE_TITLE_LENGTH = 1024
+
+/** A failure to record with `status`: only with `failed`; `code` 1–255, `title` cut to 1024. */
+const readFailure = (collector: IssueCollector, status: MessageStatus, value: MessageFailure): MessageFailure | undefined => {
+  if (status !== "failed") {
+    collector.add("invalid_format", "failure", "failure is only recorded with the status failed")
+    return undefined
+  }
+  const code = collector.requiredText("failure.code", value?.code, MAX_NAME_LENGTH)
+  const title = typeof value?.title === "string" ? value.title.trim().slice(0, MAX_FAILURE_TITLE_LENGTH) : ""
+  if (title === "") collector.add("required", "failure.title", "failure.title is required")
+  return { code, title }
+}
 
 const receipt = (outcome: Extract<ChatAppendOutcome, { _tag: "Appended" }>, duplicate: boolean): InboundReceipt => ({
   chat: outcome.chat,

@@ -186,6 +186,28 @@ export interface ChatList {
 }
 
 /**
+ * The parameters of a chat's messages (`GET /chats/{uuid}/messages`), checked by
+ * `Chats.listMessages`: `limit` 1–100 (default 20) and `cursor`, the `next_cursor` of the
+ * previous page of the same chat's messages.
+ *
+ * @category models
+ */
+export interface MessageListParams {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+/**
+ * One page of a chat's messages, newest first: the `data` of `GET /chats/{uuid}/messages`.
+ *
+ * @category models
+ */
+export interface MessageList {
+  readonly messages: ReadonlyArray<Message>
+  readonly pagination: ChatCursorPagination
+}
+
+/**
  * An inbound message as a provider webhook reports it, input of
  * `Chats.receiveInbound`: the sender's `phone` (normalised to E.164), the
  * content (`type` `text` with `text` of 1–4096 characters, or `media` with `media` and

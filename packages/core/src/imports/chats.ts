@@ -194,8 +194,11 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
   return {
     direction: outbound ? "outbound" : "inbound",
     ...content,
+    content: null,
     status,
     provider_message_id: null,
+    failure: null,
+    channel_uuid: null,
     created_at: createdAt,
     updated_at: createdAt
   }

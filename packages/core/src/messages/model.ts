@@ -21,14 +21,36 @@ export const MessageDirection = Schema.Literal("inbound", "outbound")
 export type MessageDirection = typeof MessageDirection.Type
 
 /**
- * What a message carries: `text`, a `template` (the send object of
- * `POST /send/template`) or `media` (docs/messaging.md "Endpoints").
+ * What a message carries (docs/chats.md "Message types"). Outbound messages are `text`, a
+ * `template` (the send object of `POST /send/template`) or `media`. Inbound messages are
+ * `text`, or one of WhatsApp's other message types: `image`, `audio`, `video`, `document`,
+ * `sticker` (with `media`), `location`, `contacts`, `interactive` (a button or list reply),
+ * `button` (a quick-reply button), `reaction` (with `content`), and `unsupported` for any
+ * type not listed (its original type kept in `content`).
  *
  * @category models
  */
-export const MessageType = Schema.Literal("text", "template", "media")
+export const MessageType = Schema.Literal(
+  "text",
+  "template",
+  "media",
+  "image",
+  "audio",
+  "video",
+  "document",
+  "sticker",
+  "location",
+  "contacts",
+  "interactive",
+  "button",
+  "reaction",
+  "unsupported"
+)
 /** @category models */
 export type MessageType = typeof MessageType.Type
+
+/** Every {@link MessageType}, in declaration order. @category models */
+export const MESSAGE_TYPES: ReadonlyArray<MessageType> = MessageType.literals
 
 /**
  * Delivery status of a message (docs/chats.md "Message statuses"). An outbound message starts `queued`;
@@ -73,19 +95,60 @@ export const MessageTemplateContent = Schema.Struct({
 export type MessageTemplateContent = typeof MessageTemplateContent.Type
 
 /**
- * The media of a `media` message (docs/messaging.md): `type` image, video,
- * audio or document; `url` an http(s) URL; `caption` and `filename` optional.
+ * The media of a message record (docs/chats.md "Records"): `type` image, video, audio,
+ * document or sticker; an outbound `media` message has the http(s) `url` it was sent
+ * with, an inbound media message the provider's media `id` and `mime_type` (no URL);
+ * `caption` and `filename` when given.
  *
  * @category models
  */
 export const MessageMediaContent = Schema.Struct({
-  type: Schema.Literal("image", "video", "audio", "document"),
-  url: Schema.String,
+  type: Schema.Literal("image", "video", "audio", "document", "sticker"),
+  id: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.String),
+  mime_type: Schema.optional(Schema.String),
   caption: Schema.optional(Schema.String),
   filename: Schema.optional(Schema.String)
 })
 /** @category models */
 export type MessageMediaContent = typeof MessageMediaContent.Type
+
+/**
+ * The media of an outbound `media` message, as a send gives it (`POST /send/media`):
+ * `type` image, video, audio or document, an http(s) `url`, `caption` and `filename`
+ * optional. A {@link MessageMediaContent}.
+ *
+ * @category models
+ */
+export interface OutboundMediaContent {
+  readonly type: "image" | "video" | "audio" | "document"
+  readonly url: string
+  readonly caption?: string
+  readonly filename?: string
+}
+
+/**
+ * The fields of an inbound message that `text`, `template` and `media` do not hold
+ * (docs/chats.md "Records"): a free-form JSON object stored as given — for example a
+ * location `{latitude, longitude, name?, address?}`, a reaction `{message_id, emoji}`,
+ * the provider's own timestamp — or `null`.
+ *
+ * @category models
+ */
+export const MessageContentFields = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+/** @category models */
+export type MessageContentFields = typeof MessageContentFields.Type
+
+/**
+ * Why the provider refused a message (docs/messaging.md "Failure reasons"): `code` is the
+ * provider's error code (as a string), or `network_error` when the provider could not be
+ * reached or gave no code; `title` is its reason.
+ *
+ * @category models
+ */
+export const MessageFailure = Schema.Struct({ code: Schema.String, title: Schema.String })
+/** @category models */
+export type MessageFailure = typeof MessageFailure.Type
 
 /**
  * What a message says, by `type`; the fields of the other types are `null` in the record.
@@ -98,10 +161,13 @@ export type MessageContent =
   | { readonly type: "media"; readonly media: MessageMediaContent }
 
 /**
- * A message record (docs/messaging.md "Message records"): one entry of a chat. `text` is the text of a
- * `text` message or the caption of a `media` one, else `null`; `template` and `media` are
- * set for their type only. `provider_message_id` is the messaging provider's id once known
- * (it deduplicates inbound messages). Timestamps are ISO 8601 UTC strings.
+ * A message record (docs/chats.md "Records"): one entry of a chat. `text` is the text of a
+ * `text` message or the caption of a media one, else `null`; `template` and `media` are
+ * set for their types only; `content` holds the other inbound types' fields (or `null`).
+ * `provider_message_id` is the messaging provider's id once known (it deduplicates inbound
+ * messages). `failure` is the provider's refusal of a `failed` message, else `null`.
+ * `channel_uuid` is the channel (business number) the message went through, `null` when
+ * none. Timestamps are ISO 8601 UTC strings.
  *
  * @category models
  */
@@ -116,8 +182,11 @@ export const Message = Schema.Struct({
   text: Schema.NullOr(Schema.String),
   template: Schema.NullOr(MessageTemplateContent),
   media: Schema.NullOr(MessageMediaContent),
+  content: Schema.NullOr(MessageContentFields),
   status: MessageStatus,
   provider_message_id: Schema.NullOr(Schema.String),
+  failure: Schema.NullOr(MessageFailure),
+  channel_uuid: Schema.NullOr(Schema.UUID),
   created_at: Schema.String,
   updated_at: Schema.String
 })

@@ -7,7 +7,7 @@ import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { MessageMediaContent, MessageStatus } from "../messages/model.js"
+import type { MessageFailure, MessageStatus, OutboundMediaContent } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { contactsLimitExceeded, type PlanLimitExceeded, type RecordNotFound } from "../shared/errors.js"
@@ -112,7 +112,7 @@ export class Messaging extends Context.Tag("@switchboard/core/Messaging")<Messag
 type SendContent =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "template"; readonly template: TemplateSendObject; readonly text: string }
-  | { readonly type: "media"; readonly media: MessageMediaContent }
+  | { readonly type: "media"; readonly media: OutboundMediaContent }
 
 const make = Effect.gen(function* () {
   const storage = yield* Storage
@@ -157,10 +157,11 @@ const make = Effect.gen(function* () {
       const status: MessageStatus = Either.isRight(sent) ? sent.right.status : "failed"
       if (Either.isLeft(sent)) yield* logTransportFailure(message.uuid, sent.left)
       const providerId = Either.isRight(sent) ? usableProviderId(sent.right.provider_message_id) : undefined
-      const updated = yield* chats.updateMessageStatus(organizationId, message.uuid, status, providerId).pipe(
+      const failure = Either.isLeft(sent) ? failureOfRefusal(sent.left) : undefined
+      const updated = yield* chats.updateMessageStatus(organizationId, message.uuid, status, providerId, failure).pipe(
         // The contact (and so the message) was deleted meanwhile: the send itself happened.
         Effect.catchTag("RecordNotFound", () => Effect.succeed({ status })),
-        // Only the status and a checked provider id are passed: a refusal is a bug.
+        // Only the status, a checked provider id and a failureOfRefusal: a refusal is a bug.
         Effect.catchTag("InvalidInput", (error) => Effect.die(error))
       )
       const result: SendResult = {
@@ -275,6 +276,18 @@ const preview = (text: string): string =>
 const usableProviderId = (id: string | null): string | undefined => {
   const trimmed = id?.trim() ?? ""
   return trimmed === "" || trimmed.length > MAX_NAME_LENGTH ? undefined : trimmed
+}
+
+/**
+ * The `failure` recorded on a message the transport refused (docs/messaging.md "Failure
+ * reasons"): `code` is the provider's error code, or `network_error` when it gave none
+ * (unreachable, timed out, or an answer without a code); `title` is the reason. Cut to the
+ * lengths `Chats.updateMessageStatus` accepts, so a refusal is always recorded.
+ */
+const failureOfRefusal = (error: TransportFailed): MessageFailure => {
+  const code = error.provider_code?.trim().slice(0, MAX_NAME_LENGTH) ?? ""
+  const title = error.reason.trim() === "" ? "The provider gave no reason" : error.reason
+  return { code: code === "" ? "network_error" : code, title }
 }
 
 /** One warning per failed hand-off, with the provider's reason and code (never credentials). */

@@ -1,6 +1,6 @@
 import type { ChatId, InboundReceipt } from "../chats/model.js"
 import type { ContactId } from "../contacts/model.js"
-import type { MessageId, MessageMediaContent, MessageStatus } from "../messages/model.js"
+import type { MessageId, OutboundMediaContent, MessageStatus } from "../messages/model.js"
 import type { TemplateSendRequest } from "../templates/model.js"
 
 /**
@@ -49,7 +49,7 @@ export interface SendTextInput {
  */
 export interface SendMediaInput {
   readonly phone: string
-  readonly media: MessageMediaContent
+  readonly media: OutboundMediaContent
 }
 
 /**

@@ -2,7 +2,7 @@ import type { CountryCode } from "libphonenumber-js"
 import { MAX_MESSAGE_TEXT_LENGTH, readContent } from "../chats/messageContent.js"
 import type { ContactDetails } from "../contacts/model.js"
 import type { IssueCollector } from "../internal/validation.js"
-import type { MessageMediaContent, MessageTemplateContent } from "../messages/model.js"
+import type { MessageTemplateContent, OutboundMediaContent } from "../messages/model.js"
 import type { SendContactFields } from "./model.js"
 
 // Reading the input of a send (docs/messaging.md) before
@@ -58,7 +58,7 @@ export const readMessageText = (collector: IssueCollector, value: unknown): stri
  * (`media.type`, `media.url` http(s) ≤ 2048, `media.caption` ≤ 1024, `media.filename`
  * ≤ 255; captions and filenames trimmed, blank dropped).
  */
-export const readMedia = (collector: IssueCollector, value: unknown): MessageMediaContent =>
+export const readMedia = (collector: IssueCollector, value: unknown): OutboundMediaContent =>
   readContent(collector, { type: "media", media: value }, ["media"]).media ?? { type: "image", url: "" }
 
 /**

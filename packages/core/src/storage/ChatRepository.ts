@@ -3,7 +3,7 @@ import type { Chat, ChatId, ChatSortBy, ChatSortOrder, ChatStatus } from "../cha
 import type { ContactId } from "../contacts/model.js"
 import type { GroupId } from "../groups/model.js"
 import type { LabelId } from "../labels/model.js"
-import type { Message, MessageId, MessageStatus } from "../messages/model.js"
+import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { Page, PageRequest } from "../shared/model.js"
 import type { StorageError } from "./errors.js"
@@ -105,16 +105,30 @@ export type ChatUpdateOutcome =
 
 /**
  * Input of {@link ChatRepository.updateMessageStatus}: `status` is written only when the
- * stored status is one of `from` (core's rule, applied atomically); `provider_message_id`
- * is written when given; `updated_at` = `now` when anything changed.
+ * stored status is one of `from` (core's rule, applied atomically); `failure`, when given,
+ * is written with it (only when the status is written); `provider_message_id` is written
+ * when given; `updated_at` = `now` when anything changed.
  *
  * @category storage
  */
 export interface MessageStatusUpdate {
   readonly status: MessageStatus
   readonly from: ReadonlyArray<MessageStatus>
+  readonly failure?: MessageFailure | undefined
   readonly provider_message_id?: string | undefined
   readonly now: string
+}
+
+/**
+ * A position in a chat's messages, newest first: the `created_at` and uuid of a message.
+ * {@link ChatRepository.listMessagesAfter} answers the messages strictly after it, that is
+ * older, or as old with a smaller uuid.
+ *
+ * @category storage
+ */
+export interface MessagePosition {
+  readonly created_at: string
+  readonly uuid: MessageId
 }
 
 /**
@@ -283,6 +297,17 @@ export interface ChatRepository {
     chatId: ChatId,
     page: PageRequest
   ) => Effect.Effect<Option.Option<Page<Message>>, StorageError>
+  /**
+   * Up to `limit` messages of the chat, newest first (`created_at desc, uuid desc`),
+   * strictly after `after` (from the newest when `null`): keyset pagination, whose cost
+   * does not grow with the depth. `None` when the organization has no such chat.
+   */
+  readonly listMessagesAfter: (
+    organizationId: OrganizationId,
+    chatId: ChatId,
+    after: MessagePosition | null,
+    limit: number
+  ) => Effect.Effect<Option.Option<ReadonlyArray<Message>>, StorageError>
   /**
    * Writes many chats with their messages in one atomic step (the admin import and `seed`,
    * docs/import.md), all or nothing: when a `contactId` is not a contact of the organization →

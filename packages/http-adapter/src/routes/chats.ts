@@ -1,8 +1,8 @@
 import { Effect } from "effect"
-import { CHAT_STATUSES, type ChatListParams, Chats } from "@switchboard/core"
+import { type Chat, type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput } from "@switchboard/core"
 import { defineRoute } from "./route.js"
-import { ChatListData } from "./schemas.js"
-import { pageNumber } from "./shared.js"
+import { ChatListData, ChatRecord, MessageListData } from "./schemas.js"
+import { pageNumber, uuidOf, uuidParams } from "./shared.js"
 
 // Query values arrive as strings. The schema checks what it can say of one parameter alone
 // (enums, booleans, integer ranges); Chats.list checks the rest (uuid lists, dates, search
@@ -76,3 +76,112 @@ export const listChatsRoute = defineRoute({
     )
   }
 })
+
+/** `GET /chats/{uuid}` (extension, docs/chats.md "Inbox routes"): the chat as `GET /chats` lists it. */
+export const getChatRoute = defineRoute({
+  method: "GET",
+  path: "/chats/:uuid",
+  tag: "Chats",
+  summary: "Read a chat (extension)",
+  data: ChatRecord,
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(Chats, (chats) => chats.get(auth.organization.id, uuidOf<ChatId>(params.uuid))),
+      (chat) => ({ message: "Chat retrieved", data: chat })
+    )
+})
+
+/**
+ * `GET /chats/{uuid}/messages` (extension, docs/chats.md "Inbox routes"): the chat's
+ * messages newest first, cursor pages (`limit` 1–100, default 20; `cursor`); data
+ * `{messages, pagination: {mode: "cursor", limit, next_cursor, has_more}}`.
+ */
+export const listChatMessagesRoute = defineRoute({
+  method: "GET",
+  path: "/chats/:uuid/messages",
+  tag: "Chats",
+  summary: "List a chat's messages, newest first (extension)",
+  data: MessageListData,
+  errors: ["invalid_input", "invalid_cursor"],
+  params: uuidParams,
+  query: { limit: pageSize, cursor: text },
+  handle: ({ auth, params, query }) =>
+    Effect.map(
+      Effect.flatMap(Chats, (chats) =>
+        chats.listMessages(auth.organization.id, uuidOf<ChatId>(params.uuid), {
+          limit: numberOf(query.limit),
+          cursor: stringOf(query.cursor)
+        })
+      ),
+      (list) => ({ message: "Messages retrieved", data: list })
+    )
+})
+
+/**
+ * `PUT /chats/{uuid}` (extension, docs/chats.md "Inbox routes"): sets any of `status`,
+ * `assigned_to` (a user id, or `null` to unassign) and `favorite`; data is the chat. A
+ * field given its current value changes nothing (200); a body with none of the three →
+ * 400. Applied with the Chats service's own operations, `assigned_to` first: it is the
+ * only one whose value the service may still refuse (the reserved `unassigned`, a blank
+ * id), so a refused body writes nothing.
+ */
+export const updateChatRoute = defineRoute({
+  method: "PUT",
+  path: "/chats/:uuid",
+  tag: "Chats",
+  summary: "Set a chat's status, assignee or favorite flag (extension)",
+  data: ChatRecord,
+  errors: ["invalid_input"],
+  params: uuidParams,
+  body: {
+    status: { type: "enum", values: [...CHAT_STATUSES], optional: true },
+    assigned_to: { type: "string", min: 1, max: 255, optional: true, nullable: true },
+    favorite: { type: "boolean", optional: true }
+  },
+  handle: ({ auth, params, body }) =>
+    Effect.gen(function* () {
+      const input = body as { status?: ChatStatus | null; assigned_to?: string | null; favorite?: boolean | null }
+      yield* checkChatUpdate(input)
+      const chats = yield* Chats
+      const organizationId = auth.organization.id
+      const id = uuidOf<ChatId>(params.uuid)
+      let chat: Chat | undefined
+      if (input.assigned_to !== undefined) chat = yield* chats.assign(organizationId, id, input.assigned_to)
+      if (input.status != null) {
+        const status = input.status
+        chat = yield* chats.setStatus(organizationId, id, status).pipe(
+          // The status the chat already has: nothing to change, not an error here.
+          Effect.catchTag("ChatStatusUnchanged", () => chats.get(organizationId, id))
+        )
+      }
+      if (input.favorite != null) chat = yield* chats.setFavorite(organizationId, id, input.favorite)
+      return { message: "Chat updated", data: chat ?? (yield* chats.get(organizationId, id)) }
+    })
+})
+
+/** `POST /chats/{uuid}/read` (extension): `unread_count` 0, `unread` false; data is the chat. */
+export const markChatReadRoute = defineRoute({
+  method: "POST",
+  path: "/chats/:uuid/read",
+  tag: "Chats",
+  summary: "Mark a chat read (extension)",
+  data: ChatRecord,
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(Chats, (chats) => chats.markRead(auth.organization.id, uuidOf<ChatId>(params.uuid))),
+      (chat) => ({ message: "Chat marked read", data: chat })
+    )
+})
+
+/** What the schema of `PUT /chats/{uuid}` lets through but the route refuses. */
+const checkChatUpdate = (input: { status?: unknown; assigned_to?: unknown; favorite?: unknown }) => {
+  const issues: Array<{ code: string; field?: string; message: string }> = []
+  if (input.status === undefined && input.assigned_to === undefined && input.favorite === undefined) {
+    issues.push({ code: "required", message: "Give at least one of status, assigned_to, favorite" })
+  }
+  if (input.status === null) issues.push({ code: "invalid_type", field: "status", message: "status must be one of " + CHAT_STATUSES.join(", ") })
+  if (input.favorite === null) issues.push({ code: "invalid_type", field: "favorite", message: "favorite must be true or false" })
+  return issues.length === 0 ? Effect.void : Effect.fail(new InvalidInput({ issues }))
+}

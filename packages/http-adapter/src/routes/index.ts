@@ -17,7 +17,7 @@ import {
   listLabelsRoute
 } from "./labels.js"
 import { channelRoutes } from "./channels.js"
-import { listChatsRoute } from "./chats.js"
+import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
@@ -59,6 +59,10 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   getTemplateRoute,
   templatePayloadRoute,
   listChatsRoute,
+  getChatRoute,
+  listChatMessagesRoute,
+  updateChatRoute,
+  markChatReadRoute,
   whatsAppHandshakeRoute,
   ...channelRoutes
 ]

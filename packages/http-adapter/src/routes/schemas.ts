@@ -9,6 +9,7 @@ import {
   GroupId,
   Label,
   LabelId,
+  Message,
   MessageId,
   MessageStatus,
   OrganizationId,
@@ -19,6 +20,7 @@ import {
   type ContactImportResult,
   type LabelAssignResult,
   type LabelBulkDeleteResult,
+  type MessageList,
   type Pagination,
   type SendResult
 } from "@switchboard/core"
@@ -88,6 +90,16 @@ export const ChannelListData = Schema.Struct({ channels: Schema.Array(ChannelRec
  * @category schemas
  */
 export const ChatRecord = Chat.annotations({ identifier: "Chat", description: "The conversation with one contact" })
+
+/**
+ * A message of a chat (docs/chats.md "Records").
+ *
+ * @category schemas
+ */
+export const MessageRecord = Message.annotations({
+  identifier: "Message",
+  description: "One message of a chat; `content` holds the other inbound types' fields, `failure` a refused send's reason"
+})
 
 /**
  * A group as embedded in a contact record.
@@ -181,6 +193,14 @@ export const BasicReplyListData = Schema.Struct({
  */
 export const TemplateListData = Schema.Struct({ templates: Schema.Array(TemplateRecord), pagination: PaginationData })
 
+/** The cursor `pagination` object of `GET /chats` and `GET /chats/{uuid}/messages`. */
+const ChatCursorPagination = Schema.Struct({
+  mode: Schema.Literal("cursor"),
+  limit: Schema.Int,
+  next_cursor: Schema.NullOr(Schema.String),
+  has_more: Schema.Boolean
+}).annotations({ identifier: "ChatCursorPagination" })
+
 /**
  * Data of `GET /chats` (docs/chats.md "`GET /chats`"): `pagination` is the offset object with
  * `mode: "offset"` or the cursor object with `mode: "cursor"`.
@@ -197,13 +217,19 @@ export const ChatListData: Schema.Schema<ChatList, any> = Schema.Struct({
       total: Schema.Int,
       total_pages: Schema.Int
     }).annotations({ identifier: "ChatOffsetPagination" }),
-    Schema.Struct({
-      mode: Schema.Literal("cursor"),
-      limit: Schema.Int,
-      next_cursor: Schema.NullOr(Schema.String),
-      has_more: Schema.Boolean
-    }).annotations({ identifier: "ChatCursorPagination" })
+    ChatCursorPagination
   )
+})
+
+/**
+ * Data of `GET /chats/{uuid}/messages`: newest first, `pagination` the cursor object of
+ * `GET /chats`.
+ *
+ * @category schemas
+ */
+export const MessageListData: Schema.Schema<MessageList, any> = Schema.Struct({
+  messages: Schema.Array(MessageRecord),
+  pagination: ChatCursorPagination
 })
 
 /**

@@ -130,7 +130,10 @@ export interface BasicReplyDocument {
 }
 
 /**
- * `messages`: `template` and `media` are JSON text (like template components).
+ * `messages`: `template`, `media` and `content` are JSON text (like template components:
+ * a free-form `content` may hold keys MongoDB would refuse, such as `$…`); `failure` is
+ * `{code, title}`. `content`, `failure` and `channel_uuid` are absent from documents
+ * written before they existed and read as `null`.
  * `dedupe_key` (`direction provider_message_id`) is set only on messages appended with
  * deduplication; a unique partial index on it makes two concurrent deliveries of one
  * provider message store it once.
@@ -145,8 +148,11 @@ export interface MessageDocument {
   readonly text: string | null
   readonly template: string | null
   readonly media: string | null
+  readonly content?: string | null
   readonly status: MessageStatus
   readonly provider_message_id: string | null
+  readonly failure?: { readonly code: string; readonly title: string } | null
+  readonly channel_uuid?: string | null
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string

@@ -141,8 +141,11 @@ export const messageRecord = (d: MessageDocument): Message => ({
   text: d.text,
   template: d.template === null ? null : JSON.parse(d.template),
   media: d.media === null ? null : JSON.parse(d.media),
+  content: d.content === undefined || d.content === null ? null : JSON.parse(d.content),
   status: d.status,
   provider_message_id: d.provider_message_id,
+  failure: d.failure === undefined || d.failure === null ? null : { code: d.failure.code, title: d.failure.title },
+  channel_uuid: d.channel_uuid ?? null,
   created_at: d.created_at,
   updated_at: d.updated_at
 })
@@ -158,8 +161,11 @@ export const messageDocument = (organizationId: string, message: Message, dedupe
   text: message.text,
   template: message.template === null ? null : JSON.stringify(message.template),
   media: message.media === null ? null : JSON.stringify(message.media),
+  content: message.content === null ? null : JSON.stringify(message.content),
   status: message.status,
   provider_message_id: message.provider_message_id,
+  failure: message.failure,
+  channel_uuid: message.channel_uuid,
   ...(dedupeKey === undefined ? {} : { dedupe_key: dedupeKey }),
   created_at: message.created_at,
   updated_at: message.updated_at

@@ -215,24 +215,41 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
         ])
         return Option.some({ items: documents.map(messageRecord), total })
       }),
+    listMessagesAfter: (organizationId, chatId, after, limit) =>
+      attempt("chats.listMessagesAfter", async () => {
+        if (!(await chatExists(collections, organizationId, chatId))) return Option.none()
+        // One range of messages_by_chat: (created_at, _id) strictly below the position.
+        const filter = {
+          ...ofOrganization(organizationId),
+          chat_uuid: eq(chatId),
+          ...(after === null
+            ? {}
+            : { $or: [{ created_at: { $lt: after.created_at } }, { created_at: eq(after.created_at), _id: { $lt: after.uuid } }] })
+        }
+        const documents = await collections.messages.find(filter, { sort: { created_at: -1, _id: -1 }, limit }).toArray()
+        return Option.some(documents.map(messageRecord))
+      }),
     importChats: (organizationId, request) => attempt("chats.importChats", () => importChats(collections, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       attempt("chats.updateMessageStatus", async (): Promise<MessageStatusOutcome> => {
         for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
           const document = await collections.messages.findOne(owned(organizationId, id))
           if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
-          const status = update.from.includes(document.status) ? update.status : document.status
+          const written = update.from.includes(document.status)
+          const status = written ? update.status : document.status
           const providerId = update.provider_message_id ?? document.provider_message_id
           const current = messageRecord(document)
-          if (status === document.status && providerId === document.provider_message_id) {
+          const failure = written && update.failure !== undefined ? update.failure : current.failure
+          if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
             return { _tag: "Updated", message: current, changed: false }
           }
           const result = await collections.messages.updateOne(
             { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
-            { $set: { status, provider_message_id: providerId, updated_at: update.now } }
+            { $set: { status, provider_message_id: providerId, failure, updated_at: update.now } }
           )
           if (result.matchedCount === 0) continue
-          return { _tag: "Updated", message: { ...current, status, provider_message_id: providerId, updated_at: update.now }, changed: true }
+          const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
+          return { _tag: "Updated", message, changed: true }
         }
         throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
       })

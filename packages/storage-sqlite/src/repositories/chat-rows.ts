@@ -7,12 +7,13 @@ import type {
   MessageDirection,
   MessageId,
   MessageStatus,
-  MessageType
+  MessageType,
+  NewMessage
 } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
 import { groupsAndLabelsOf } from "./rows.js"
 
-// Rows of migration 4 (chats, messages) and their decoding into core's records. The casts
+// Rows of migrations 4 and 7 (chats, messages) and their decoding into core's records. The casts
 // to branded ids are safe: every id was written from a branded value.
 
 /** A row of `messages` (every column but `organization_id`); JSON columns as text. */
@@ -25,15 +26,62 @@ export interface MessageRow {
   readonly text: string | null
   readonly template: string | null
   readonly media: string | null
+  readonly content: string | null
   readonly status: string
   readonly provider_message_id: string | null
+  readonly failure: string | null
+  readonly channel_uuid: string | null
   readonly created_at: string
   readonly updated_at: string
 }
 
-/** The columns of a {@link MessageRow}, in `SELECT` order. */
+/** The columns of a {@link MessageRow}, in `SELECT` order (migration 7). */
 export const MESSAGE_COLUMNS =
-  "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, status, provider_message_id, created_at, updated_at"
+  "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, content, status, provider_message_id, " +
+  "failure, channel_uuid, created_at, updated_at"
+
+/** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id`: bind {@link messageValues}. */
+export const INSERT_MESSAGE_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+/**
+ * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
+ * `after` binds `(chat_uuid, created_at, uuid, limit)` of the last message of the previous
+ * page. Each is one range of the index `messages_by_chat` (test/chats-query-plan.test.ts).
+ */
+export const MESSAGE_PAGE_SQL = {
+  first: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? ORDER BY created_at DESC, uuid DESC LIMIT ?`,
+  after: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND (created_at, uuid) < (?, ?)
+    ORDER BY created_at DESC, uuid DESC LIMIT ?`
+} as const
+
+const jsonOrNull = (value: unknown): string | null => (value === null ? null : JSON.stringify(value))
+const parsedOrNull = (text: string | null) => (text === null ? null : JSON.parse(text))
+
+/** The parameters of {@link INSERT_MESSAGE_SQL} for a message of a chat and contact. */
+export const messageValues = (
+  message: NewMessage,
+  chatId: string,
+  contactId: string,
+  organizationId: string
+): Array<string | null> => [
+  message.uuid,
+  chatId,
+  contactId,
+  message.direction,
+  message.type,
+  message.text,
+  jsonOrNull(message.template),
+  jsonOrNull(message.media),
+  jsonOrNull(message.content),
+  message.status,
+  message.provider_message_id,
+  jsonOrNull(message.failure),
+  message.channel_uuid,
+  message.created_at,
+  message.updated_at,
+  organizationId
+]
 
 /** A message record from its row. */
 export const decodeMessage = (row: MessageRow): Message => ({
@@ -43,10 +91,13 @@ export const decodeMessage = (row: MessageRow): Message => ({
   direction: row.direction as MessageDirection,
   type: row.type as MessageType,
   text: row.text,
-  template: row.template === null ? null : JSON.parse(row.template),
-  media: row.media === null ? null : JSON.parse(row.media),
+  template: parsedOrNull(row.template),
+  media: parsedOrNull(row.media),
+  content: parsedOrNull(row.content),
   status: row.status as MessageStatus,
   provider_message_id: row.provider_message_id,
+  failure: parsedOrNull(row.failure),
+  channel_uuid: row.channel_uuid,
   created_at: row.created_at,
   updated_at: row.updated_at
 })

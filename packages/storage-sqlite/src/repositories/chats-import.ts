@@ -9,6 +9,7 @@ import {
   type OrganizationId
 } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
+import { INSERT_MESSAGE_SQL, messageValues } from "./chat-rows.js"
 
 /**
  * The body of `chats.importChats` (the admin import and `seed`, docs/import.md); run it inside one
@@ -73,8 +74,6 @@ const SQL = {
   insertChat: `INSERT INTO chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
       last_message_at, last_message_uuid, search_text, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  insertMessage: `INSERT INTO messages (uuid, chat_uuid, contact_uuid, direction, type, text, template, media, status,
-      provider_message_id, created_at, updated_at, organization_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   messageKeys: "SELECT direction, type, text, created_at FROM messages WHERE chat_uuid = ?",
   updateChat: `UPDATE chats SET status = ?, assigned_to = ?, favorite = ?, unread_count = ?, last_message_at = ?,
       last_message_uuid = ?, updated_at = ? WHERE id = ?`
@@ -163,22 +162,6 @@ const insertMessages = (
   contactId: string,
   messages: ReadonlyArray<NewMessage>
 ): void => {
-  const insert = statements.prepare(SQL.insertMessage)
-  for (const message of messages) {
-    insert.run(
-      message.uuid,
-      chatId,
-      contactId,
-      message.direction,
-      message.type,
-      message.text,
-      message.template === null ? null : JSON.stringify(message.template),
-      message.media === null ? null : JSON.stringify(message.media),
-      message.status,
-      message.provider_message_id,
-      message.created_at,
-      message.updated_at,
-      organizationId
-    )
-  }
+  const insert = statements.prepare(INSERT_MESSAGE_SQL)
+  for (const message of messages) insert.run(...messageValues(message, chatId, contactId, organizationId))
 }

@@ -1,5 +1,6 @@
-// Migration 4 (chats and messages), kept beside the repositories that use it; migrations.ts
-// lists it. Never edit this text once released: add a migration instead.
+// Migrations 4 (chats and messages) and 7 (messages widened), kept beside the repositories
+// that use them; migrations.ts lists them. Never edit this text once released: add a
+// migration instead.
 
 /**
  * The search text of a contact (core's `chatSearchText`, same fields, same order): first
@@ -131,4 +132,48 @@ export const CHATS_MIGRATION = `
     UPDATE chats SET search_text = ${searchText("new")}
       WHERE contact_uuid = new.uuid AND search_text IS NOT ${searchText("new")};
   END;
+`
+
+/**
+ * Migration 7: messages carry every inbound type and three new columns (docs/chats.md
+ * "Records"): `content` (JSON object text of the other inbound types' fields), `failure`
+ * (JSON `{code, title}` text of a refused send) and `channel_uuid` (no foreign key: the
+ * channel may go, the message stays). A CHECK cannot be altered in SQLite, so the table is
+ * rebuilt the documented way (ALTER TABLE, "making other kinds of table schema changes"):
+ * create the new table, copy every row, drop the old one, rename, recreate the indexes.
+ * Nothing references `messages` (chats keep `last_message_uuid` without a foreign key) and
+ * no trigger or view reads it, so foreign keys can stay on; the whole migration runs in the
+ * migration transaction, so a failure leaves version 6 as it was. `messages_by_chat`
+ * `(chat_uuid, created_at DESC, uuid DESC)` serves a chat's keyset pages.
+ */
+export const MESSAGES_WIDENED_MIGRATION = `
+  CREATE TABLE messages_v7 (
+    uuid TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    chat_uuid TEXT NOT NULL REFERENCES chats (uuid) ON DELETE CASCADE,
+    contact_uuid TEXT NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    type TEXT NOT NULL CHECK (type IN ('text', 'template', 'media', 'image', 'audio', 'video', 'document',
+      'sticker', 'location', 'contacts', 'interactive', 'button', 'reaction', 'unsupported')),
+    text TEXT,
+    template TEXT CHECK (template IS NULL OR json_valid(template)),
+    media TEXT CHECK (media IS NULL OR json_valid(media)),
+    content TEXT CHECK (content IS NULL OR json_valid(content)),
+    status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'delivered', 'read', 'failed')),
+    provider_message_id TEXT,
+    failure TEXT CHECK (failure IS NULL OR json_valid(failure)),
+    channel_uuid TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  INSERT INTO messages_v7 (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, template, media,
+      status, provider_message_id, created_at, updated_at)
+    SELECT uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, template, media,
+      status, provider_message_id, created_at, updated_at
+    FROM messages;
+  DROP TABLE messages;
+  ALTER TABLE messages_v7 RENAME TO messages;
+  CREATE INDEX messages_by_chat ON messages (chat_uuid, created_at DESC, uuid DESC);
+  CREATE INDEX messages_by_provider_id ON messages (organization_id, direction, provider_message_id)
+    WHERE provider_message_id IS NOT NULL;
 `

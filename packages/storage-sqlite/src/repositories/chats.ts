@@ -13,7 +13,15 @@ import {
   type OrganizationId
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
-import { chatsByIds, decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
+import {
+  chatsByIds,
+  decodeMessage,
+  INSERT_MESSAGE_SQL,
+  MESSAGE_COLUMNS,
+  MESSAGE_PAGE_SQL,
+  type MessageRow,
+  messageValues
+} from "./chat-rows.js"
 import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
 import { importChats } from "./chats-import.js"
 import { countOf, pageBounds } from "./rows.js"
@@ -98,6 +106,17 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           return Option.some({ items: rows.map(decodeMessage), total: countOf(statements, SQL.messagesCount, chatId) })
         })
       ),
+    listMessagesAfter: (organizationId, chatId, after, limit) =>
+      attempt("chats.listMessagesAfter", () =>
+        snapshot(db, () => {
+          if (statements.prepare(SQL.idByUuid).get(organizationId, chatId) === undefined) return Option.none()
+          const rows =
+            after === null
+              ? statements.prepare<MessageRow>(MESSAGE_PAGE_SQL.first).all(chatId, limit)
+              : statements.prepare<MessageRow>(MESSAGE_PAGE_SQL.after).all(chatId, after.created_at, after.uuid, limit)
+          return Option.some(rows.map(decodeMessage))
+        })
+      ),
     importChats: (organizationId, request) =>
       attempt("chats.importChats", () => transaction(db, () => importChats(statements, organizationId, request))),
     updateMessageStatus: (organizationId, id, update) =>
@@ -105,12 +124,14 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         transaction(db, (): MessageStatusOutcome => {
           const row = statements.prepare<MessageRow>(SQL.message).get(organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
-          const status = update.from.includes(row.status as MessageStatus) ? update.status : row.status
+          const written = update.from.includes(row.status as MessageStatus)
+          const status = written ? update.status : row.status
+          const failure = written && update.failure !== undefined ? JSON.stringify(update.failure) : row.failure
           const providerId = update.provider_message_id ?? row.provider_message_id
-          const changed = status !== row.status || providerId !== row.provider_message_id
+          const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
           if (!changed) return { _tag: "Updated", message: decodeMessage(row), changed }
-          statements.prepare(SQL.updateMessage).run(status, providerId, update.now, id)
-          const message = decodeMessage({ ...row, status, provider_message_id: providerId, updated_at: update.now })
+          statements.prepare(SQL.updateMessage).run(status, providerId, failure, update.now, id)
+          const message = decodeMessage({ ...row, status, provider_message_id: providerId, failure, updated_at: update.now })
           return { _tag: "Updated", message, changed }
         })
       )
@@ -140,7 +161,6 @@ const SQL = {
   chatOfContact: "SELECT id, uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?",
   // search_text is filled from the contact by the trigger chats_after_insert.
   insertChat: "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-  insertMessage: `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   // Every SET expression reads the row as it was: the message becomes the last one unless
   // the chat has a newer one ('' = none, below every timestamp).
   touchChat: `UPDATE chats SET
@@ -151,7 +171,7 @@ const SQL = {
       updated_at = ?
     WHERE id = ?`,
   message: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ?`,
-  updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, updated_at = ? WHERE uuid = ?",
+  updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
   messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?"
@@ -183,23 +203,7 @@ const appendMessage = (
   if (contact === undefined) return { _tag: "ContactNotFound" }
   const { created: chatCreated, ...chat } = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
   const stored: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
-  statements
-    .prepare(SQL.insertMessage)
-    .run(
-      stored.uuid,
-      stored.chat_uuid,
-      stored.contact_uuid,
-      stored.direction,
-      stored.type,
-      stored.text,
-      stored.template === null ? null : JSON.stringify(stored.template),
-      stored.media === null ? null : JSON.stringify(stored.media),
-      stored.status,
-      stored.provider_message_id,
-      stored.created_at,
-      stored.updated_at,
-      organizationId
-    )
+  statements.prepare(INSERT_MESSAGE_SQL).run(...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
   statements
     .prepare(SQL.touchChat)
     .run(

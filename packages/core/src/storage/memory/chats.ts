@@ -110,15 +110,25 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const start = (page.page - 1) * page.per_page
         return Option.some({ items: messages.slice(start, start + page.per_page).map(withoutOrganization), total: messages.length })
       }),
+    listMessagesAfter: (organizationId, chatId, after, limit) =>
+      Effect.sync(() => {
+        if (view.owned(organizationId, chatId) === undefined) return Option.none()
+        const ids = chats.messageIdsByChat.get(chatId) ?? []
+        const messages = ids.map((id) => chats.messages.get(id)!).sort(newestFirst)
+        const start = after === null ? 0 : messages.findIndex((message) => newestFirst(message, { ...after }) > 0)
+        return Option.some((start === -1 ? [] : messages.slice(start, start + limit)).map(withoutOrganization))
+      }),
     importChats: (organizationId, request) => Effect.sync(() => importChats(state, chats, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       Effect.sync(() => {
         const message = view.ownedMessage(organizationId, id)
         if (message === undefined) return { _tag: "NotFound" } as const
-        const status = update.from.includes(message.status) ? update.status : message.status
+        const written = update.from.includes(message.status)
+        const status = written ? update.status : message.status
+        const failure = written && update.failure !== undefined ? update.failure : message.failure
         const providerId = update.provider_message_id ?? message.provider_message_id
-        const changed = status !== message.status || providerId !== message.provider_message_id
-        const stored = changed ? { ...message, status, provider_message_id: providerId, updated_at: update.now } : message
+        const changed = status !== message.status || providerId !== message.provider_message_id || failure !== message.failure
+        const stored = changed ? { ...message, status, failure, provider_message_id: providerId, updated_at: update.now } : message
         chats.messages.set(id, stored)
         if (changed && providerId !== null) chats.providerIds.set(providerKey(organizationId, stored.direction, providerId), id)
         return { _tag: "Updated", message: withoutOrganization(stored), changed } as const
@@ -131,7 +141,8 @@ const withoutOrganization = ({ organization_id: _, ...message }: Message & { rea
 
 const providerKey = (organizationId: OrganizationId, direction: string, providerId: string) => `${organizationId} ${direction} ${providerId}`
 
-const newestFirst = (a: Message, b: Message): number =>
+/** Newest first (`created_at desc, uuid desc`): negative when `a` comes first. */
+const newestFirst = (a: Pick<Message, "created_at" | "uuid">, b: Pick<Message, "created_at" | "uuid">): number =>
   a.created_at === b.created_at ? (a.uuid < b.uuid ? 1 : -1) : a.created_at < b.created_at ? 1 : -1
 
 /** The sort position of a row; a missing `last_message_at` sorts as `""`, before any time. */
