@@ -6,7 +6,7 @@ import type {
   OrganizationNotFound,
   SubscriptionInactive
 } from "./organizations/errors.js"
-import type { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "./shared/errors.js"
+import type { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "./common/errors.js"
 import type {
   ChannelLimitReached,
   ChannelPhoneNumberIdTaken,

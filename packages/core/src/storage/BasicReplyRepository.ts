@@ -1,7 +1,7 @@
 import type { Effect, Option } from "effect"
 import type { BasicReply, BasicReplyId } from "../basic-replies/model.js"
 import type { OrganizationId } from "../organizations/model.js"
-import type { Page, PageRequest } from "../shared/model.js"
+import type { Page, PageRequest } from "../common/model.js"
 import type { StorageError } from "./errors.js"
 
 /**

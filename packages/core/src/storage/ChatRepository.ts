@@ -5,7 +5,7 @@ import type { GroupId } from "../groups/model.js"
 import type { LabelId } from "../labels/model.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
-import type { Page, PageRequest } from "../shared/model.js"
+import type { Page, PageRequest } from "../common/model.js"
 import type { StorageError } from "./errors.js"
 
 /**

@@ -15,7 +15,7 @@ import type {
 } from "../contacts/model.js"
 import type { Group, GroupId } from "../groups/model.js"
 import type { Label, LabelId } from "../labels/model.js"
-import type { Page, PageRequest } from "../shared/model.js"
+import type { Page, PageRequest } from "../common/model.js"
 
 /**
  * An API key together with the organization it belongs to, as found by its hash.

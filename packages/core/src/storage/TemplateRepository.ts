@@ -1,6 +1,6 @@
 import type { Effect, Option } from "effect"
 import type { OrganizationId } from "../organizations/model.js"
-import type { Page, PageRequest } from "../shared/model.js"
+import type { Page, PageRequest } from "../common/model.js"
 import type { Template, TemplateContent, TemplateId } from "../templates/model.js"
 import type { StorageError } from "./errors.js"
 

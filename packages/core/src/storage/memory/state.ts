@@ -2,7 +2,7 @@ import type { ContactDetails, ContactId } from "../../contacts/model.js"
 import type { GroupId } from "../../groups/model.js"
 import type { LabelId } from "../../labels/model.js"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../../organizations/model.js"
-import type { Page, PageRequest } from "../../shared/model.js"
+import type { Page, PageRequest } from "../../common/model.js"
 
 /** A contact as the memory store keeps it: scalar fields only. */
 export interface ContactRow extends ContactDetails {
