@@ -3,8 +3,8 @@
  * `package-lock.json`) cites the team's specification, design or style files, which a
  * clone does not have — by section (the file's name in capitals, then `§` and a number),
  * by file name (`<NAME>.md`), or by a relative path climbing to a folder named `shared`
- * the repository has no folder of that name, so such a path always leaves it). Behaviour is cited from the project's own `docs/` pages instead
- * (docs/README.md lists them).
+ * (the repository has no folder of that name, so such a path always leaves it). Behaviour
+ * is cited from the project's own `docs/` pages instead (docs/README.md lists them).
  *
  * The tracked files come from `git ls-files`; without git or a `.git` directory the test
  * is skipped and says why. The patterns are built from pieces so this file does not match
