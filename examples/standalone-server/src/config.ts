@@ -2,7 +2,6 @@ import { mkdirSync } from "node:fs"
 import { dirname, isAbsolute, resolve } from "node:path"
 import { MemoryStorage, type Storage, type StorageError } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { MongoStorage } from "@switchboard/storage-mongodb"
 import { Config, ConfigError, Data, Effect, Either, Layer, Option } from "effect"
 
 /**
@@ -191,10 +190,27 @@ export const storageLayerFromUrl = (
  */
 export const MONGODB_CONNECT_TIMEOUT_MS = 5000
 
+/**
+ * The MongoDB storage, its package loaded only when a `mongodb://` URL asks for it: the
+ * driver takes about a second to load, which every SQLite start and CLI command would pay.
+ */
 const mongoStorageLayer = (url: string): Layer.Layer<Storage, InvalidConfiguration | StorageError> => {
   const ownTimeout = /[?&]serverSelectionTimeoutMS=/i.test(url)
   const timeout = ownTimeout ? {} : { serverSelectionTimeoutMS: MONGODB_CONNECT_TIMEOUT_MS }
-  return MongoStorage.layer({ url, ...timeout }).pipe(
+  return Layer.unwrapEffect(
+    Effect.map(
+      Effect.promise(() => import("@switchboard/storage-mongodb")),
+      ({ MongoStorage }) => mongoStorageLayerOf(MongoStorage, url, timeout)
+    )
+  )
+}
+
+const mongoStorageLayerOf = (
+  MongoStorage: typeof import("@switchboard/storage-mongodb").MongoStorage,
+  url: string,
+  timeout: { readonly serverSelectionTimeoutMS?: number }
+): Layer.Layer<Storage, InvalidConfiguration | StorageError> =>
+  MongoStorage.layer({ url, ...timeout }).pipe(
     Layer.catchAll((error) =>
       Layer.fail(
         error.operation === "connect"
@@ -207,7 +223,6 @@ const mongoStorageLayer = (url: string): Layer.Layer<Storage, InvalidConfigurati
       )
     )
   )
-}
 
 const parseSqlitePath = (
   path: string,

@@ -2,8 +2,7 @@ import { DEFAULT_RATE_LIMITS, MemoryRateLimitStore, resolveRateLimitOptions, typ
 import type { RateLimitHandlerOptions } from "@switchboard/http-adapter"
 import { RedisRateLimitStore } from "@switchboard/rate-limit-redis"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
-import { MongoRateLimitStore } from "@switchboard/storage-mongodb"
-import { Config, ConfigError, Either, Layer, Option } from "effect"
+import { Config, ConfigError, Effect, Either, Layer, Option } from "effect"
 import type { DatabaseLocation } from "./config.js"
 
 /**
@@ -115,7 +114,12 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
     case "Sqlite":
       return SqliteRateLimitStore.layer({ filename: choice.filename })
     case "MongoDb":
-      return MongoRateLimitStore.layer({ url: choice.url })
+      // Loaded only here: the MongoDB driver takes about a second to load.
+      return Layer.unwrapEffect(
+        Effect.map(Effect.promise(() => import("@switchboard/storage-mongodb")), ({ MongoRateLimitStore }) =>
+          MongoRateLimitStore.layer({ url: choice.url })
+        )
+      )
   }
 }
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest"
-import { Effect } from "effect"
-import { Core, type OrganizationId, Templates } from "@switchboard/core"
+import { Effect, Layer } from "effect"
+import { ChannelVerifier, Core, type OrganizationId, Templates } from "@switchboard/core"
 import { defaultRoutes } from "@switchboard/http-adapter"
 import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
@@ -11,9 +11,14 @@ import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, pho
  * 500) and changes nothing.
  */
 const storage = makeSharedStorage()
-const handler = makeHandler(storage)
+// Channels need a secret key; Meta's check always passes here, so a hostile body that
+// wrongly got through would write a channel (and the snapshot would show it).
+const handler = makeHandler(storage, {
+  secretKey: Buffer.alloc(32, 7).toString("base64"),
+  channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+15550783881" }) })
+})
 let apiKey = ""
-let ids = { contact: "", label: "", group: "" }
+const ids = { contact: "", label: "", group: "", chat: "" }
 
 const template = {
   name: "order_update",
@@ -51,12 +56,18 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "PUT /contact-groups/:uuid": () => ({ name: "Renamed" }),
   "POST /labels": () => ({ name: "New label", color: "#abcdef" }),
   "POST /labels/bulk-delete": () => ({ tag_uuids: [ids.label] }),
-  "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" })
+  "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" }),
+  "PUT /chats/:uuid": () => ({ status: "pending", assigned_to: "agent-1", favorite: true }),
+  "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` })
 }
 
 const bodyRoutes = defaultRoutes.filter((route) => route.body !== undefined)
 const urlOf = (path: string) =>
-  "/api/v1/api" + path.replace("/contacts/:uuid", `/contacts/${ids.contact}`).replace(":uuid", ids.group)
+  "/api/v1/api" +
+  path
+    .replace("/contacts/:uuid", `/contacts/${ids.contact}`)
+    .replace("/chats/:uuid", `/chats/${ids.chat}`)
+    .replace(":uuid", ids.group)
 
 const send = (method: string, path: string, payload: string | Buffer) =>
   request(handler, {
@@ -100,7 +111,8 @@ const snapshot = async () => {
     groups: await read("/contact-groups"),
     labels: await read("/labels"),
     replies: await read("/basic-replies?per_page=100"),
-    chats: await read("/chats?limit=100")
+    chats: await read("/chats?limit=100"),
+    channels: await read("/channels")
   }
 }
 
@@ -122,6 +134,7 @@ beforeAll(async () => {
   ids.contact = imported.data.contacts[0].uuid
   ids.label = (await tenant.api.post("/labels", { name: "Hot", color: "#e11d48" })).data.uuid
   ids.group = (await tenant.api.post("/contact-groups", { name: "Team" })).data.uuid
+  ids.chat = (await tenant.api.post("/send", { phone: phone(1), message: "Hello" })).data.chat_uuid
 })
 
 describe("every body route has a valid body to start from", () => {
@@ -198,7 +211,7 @@ describe("very long strings, huge arrays and huge numbers", () => {
   it("are a 4xx on every body route and every field they replace, and write nothing", async () => {
     await expectRefusedEverywhere(
       [
-        ["a 600 000-character string", JSON.stringify("a".repeat(600_000))],
+        ["a 300 000-character string", JSON.stringify("a".repeat(300_000))],
         ["a 200 000-element array", JSON.stringify(Array.from({ length: 200_000 }, () => "a"))],
         ["1e309 (Infinity once parsed)", "1e309"],
         ["-1e308", "-1e308"],
@@ -264,15 +277,16 @@ const queryRoutes = defaultRoutes.filter((route) => route.method === "GET" && ro
 describe("hostile query strings", () => {
   const numeric = ["NaN", "Infinity", "-Infinity", "1e309", "1e308", "99999999999999999999", "-1", "0", "1.5", "0x10", "", "1e2x"]
 
-  it.each(queryRoutes.map((route) => [route.path, Object.keys(route.query ?? {})] as const))(
+  const numberParameters = (route: (typeof queryRoutes)[number]) =>
+    Object.keys(route.query ?? {}).filter((name) => ["page", "per_page", "limit"].includes(name))
+
+  it.each(queryRoutes.filter((route) => numberParameters(route).length > 0).map((route) => [route.path, numberParameters(route)] as const))(
     "%s: every number parameter refuses NaN, Infinity, huge and fractional values with a 400 naming it",
-    async (path, names) => {
-      const numbers = names.filter((name) => ["page", "per_page", "limit"].includes(name))
-      expect(numbers.length).toBeGreaterThan(0)
+    async (path, numbers) => {
       for (const name of numbers) {
         const prefix = path === "/chats" && name !== "limit" ? "pagination=true&" : ""
         for (const value of numeric) {
-          const url = `/api/v1/api${path}?${prefix}${name}=${encodeURIComponent(value)}`
+          const url = `${urlOf(path)}?${prefix}${name}=${encodeURIComponent(value)}`
           const response = await request(handler, { method: "GET", url, headers: bearer(apiKey) })
           const where = `${path} ${name}=${value}`
           expect(response.statusCode, where).toBe(400)
@@ -286,7 +300,7 @@ describe("hostile query strings", () => {
     "%s: a parameter given twice is a 400 naming it",
     async (path, names) => {
       for (const name of names) {
-        const url = `/api/v1/api${path}?${name}=1&${name}=2`
+        const url = `${urlOf(path)}?${name}=1&${name}=2`
         const response = await request(handler, { method: "GET", url, headers: bearer(apiKey) })
         expect(response.statusCode, name).toBe(400)
         const errors = expectEnvelope(response.statusCode, response.body).errors
@@ -300,14 +314,14 @@ describe("hostile query strings", () => {
     async (path, names) => {
       for (const name of names) {
         for (const value of ["x".repeat(8_000), "%FF%FE", "\u0000", "🙂".repeat(100), "__proto__"]) {
-          const url = `/api/v1/api${path}?${name}=${value.startsWith("%") ? value : encodeURIComponent(value)}`
+          const url = `${urlOf(path)}?${name}=${value.startsWith("%") ? value : encodeURIComponent(value)}`
           const response = await request(handler, { method: "GET", url, headers: bearer(apiKey) })
           expectEnvelope(response.statusCode, response.body)
         }
       }
       const response = await request(handler, {
         method: "GET",
-        url: `/api/v1/api${path}?__proto__[polluted]=1&constructor[prototype][polluted]=1`,
+        url: `${urlOf(path)}?__proto__[polluted]=1&constructor[prototype][polluted]=1`,
         headers: bearer(apiKey)
       })
       expectEnvelope(response.statusCode, response.body)
