@@ -1,4 +1,5 @@
 import { isRecord } from "../internal/validation.js"
+import { MESSAGE_TYPES, type MessageType } from "../messages/model.js"
 
 // Reading the WhatsApp Cloud API's webhook payloads (docs/whatsapp-webhooks.md "What a
 // webhook carries") into plain records, with no storage and no I/O: the `messages` field
@@ -6,29 +7,19 @@ import { isRecord } from "../internal/validation.js"
 // `message_template_status_update` field. The payload is signed by Meta, so it is trusted
 // to be Meta's; still, a part of unexpected shape is skipped, never a crash.
 
+/** @category whatsapp */
+export type WhatsAppInboundType = Exclude<MessageType, "template" | "media">
+
 /**
- * The inbound message types Switchboard keeps (docs/chats.md "Message types"); any other
- * WhatsApp type is read as `unsupported`, its own type kept in `content.original_type`.
+ * The inbound message types Switchboard keeps (docs/chats.md "Message types"): every
+ * message type but the outbound-only `template` and `media`. Any other WhatsApp type is
+ * read as `unsupported`, its own type kept in `content.original_type`.
  *
  * @category whatsapp
  */
-export const WHATSAPP_INBOUND_TYPES = [
-  "text",
-  "image",
-  "audio",
-  "video",
-  "document",
-  "sticker",
-  "location",
-  "contacts",
-  "interactive",
-  "button",
-  "reaction",
-  "unsupported"
-] as const
-
-/** @category whatsapp */
-export type WhatsAppInboundType = (typeof WHATSAPP_INBOUND_TYPES)[number]
+export const WHATSAPP_INBOUND_TYPES: ReadonlyArray<WhatsAppInboundType> = MESSAGE_TYPES.filter(
+  (type): type is WhatsAppInboundType => type !== "template" && type !== "media"
+)
 
 /**
  * One customer message of a webhook: its WhatsApp id (`wamid…`), the sender's WhatsApp id
