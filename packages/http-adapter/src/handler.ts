@@ -25,6 +25,8 @@ import {
   type BodySource,
   type HostRequest
 } from "./internal/body.js"
+import { writeResponse } from "./internal/nodeResponse.js"
+import { readQuery, repeatedParameters, type Query } from "./internal/query.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
 import {
@@ -157,58 +159,6 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
   }
 
   return Object.assign(listener, { ready: core.ready, dispose: core.dispose })
-}
-
-/**
- * Writes a {@link WireResponse} to a Node response. A response that closes the connection
- * (`Connection: close`, the 413 of an oversized body) while the client is still uploading
- * is written at once but ended only once the rest of the request body has been read and
- * discarded ({@link lingerThenEnd}): Node destroys the socket when such a response ends, and
- * a socket closed with unread bytes is reset, which clients report as `EPIPE` or
- * `ECONNRESET` instead of the answer (docs/errors.md "Limits").
- */
-const writeResponse = (req: HostRequest, res: ServerResponse, response: WireResponse): void => {
-  if (res.headersSent || res.writableEnded) return
-  res.statusCode = response.status
-  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
-  if (response.headers.connection === "close" && !req.complete && !req.destroyed) {
-    if (response.body !== undefined) res.write(response.body)
-    lingerThenEnd(req, res)
-  } else if (response.body === undefined) res.end()
-  else res.end(response.body)
-}
-
-/**
- * How long a connection being closed may keep reading a request body it refused: at most
- * 30 s in all and 5 s without data (nginx's `lingering_time` and `lingering_timeout`).
- */
-const LINGER_TOTAL_MS = 30_000
-const LINGER_IDLE_MS = 5_000
-
-/**
- * Reads and discards what is left of `req`'s body, then ends `res` (Node then closes the
- * socket cleanly); gives up after {@link LINGER_TOTAL_MS}, or {@link LINGER_IDLE_MS} without
- * data, so a client that never stops uploading cannot hold the socket.
- */
-const lingerThenEnd = (req: HostRequest, res: ServerResponse): void => {
-  let idle: NodeJS.Timeout | undefined
-  const total = setTimeout(() => end(), LINGER_TOTAL_MS)
-  const restartIdle = () => {
-    clearTimeout(idle)
-    idle = setTimeout(() => end(), LINGER_IDLE_MS)
-  }
-  const end = () => {
-    clearTimeout(total)
-    clearTimeout(idle)
-    req.off("data", restartIdle)
-    if (!res.writableEnded) res.end()
-  }
-  req.on("data", restartIdle)
-  req.once("end", end)
-  req.once("error", end)
-  req.once("close", end)
-  restartIdle()
-  req.resume()
 }
 
 /**
@@ -435,42 +385,6 @@ const recover = <R>(
         : Effect.succeed(response)
     }),
     Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
-  )
-
-/** A query string's parameters, and the names given more than once. */
-interface Query {
-  readonly values: Record<string, string>
-  readonly repeated: ReadonlyArray<string>
-}
-
-const readQuery = (search: string): Query => {
-  // No prototype: a parameter named `__proto__` is a plain (unknown, dropped) key.
-  const values: Record<string, string> = Object.create(null)
-  const repeated = new Set<string>()
-  if (search === "") return { values, repeated: [] }
-  for (const [name, value] of new URLSearchParams(search)) {
-    if (Object.hasOwn(values, name)) repeated.add(name)
-    else values[name] = value
-  }
-  return { values, repeated: [...repeated] }
-}
-
-/**
- * 400 for a query parameter given more than once (`?page=1&page=2`): which one was meant
- * is ambiguous, so neither is picked (docs/errors.md "Limits").
- */
-const repeatedParameters = (names: ReadonlyArray<string>) =>
-  Effect.fail(
-    new HttpFailure({
-      status: 400,
-      code: "invalid_request",
-      message: `Query parameter '${names[0]}' is given more than once`,
-      errors: names.map((name) => ({
-        code: "duplicate_parameter",
-        field: name,
-        message: `Query parameter '${name}' is given more than once`
-      }))
-    })
   )
 
 /** Reads and checks the API key (401, then 403), noting the organization for the log line. */

@@ -93,6 +93,29 @@ describe("openApiDocument (docs/api-reference.md)", () => {
     expect(JSON.stringify(document).match(citation)).toBeNull()
   })
 
+  it("declares Idempotency-Key, Idempotent-Replayed and the 400/409/422 codes on exactly the idempotent routes", () => {
+    const idempotent = ["post /send", "post /send/template", "post /send/media", "post /contacts/bulk"]
+    const seen: Array<string> = []
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, op] of Object.entries(operations)) {
+        const where = `${method} ${path.replace(DEFAULT_BASE_PATH, "")}`
+        const expected = idempotent.includes(where)
+        const header = (op.parameters ?? []).find((parameter) => parameter.name === "Idempotency-Key")
+        expect(header !== undefined, where).toBe(expected)
+        expect(op.responses["409"] !== undefined, where).toBe(expected)
+        expect(op.responses["422"] !== undefined, where).toBe(expected)
+        if (!expected) continue
+        seen.push(where)
+        expect(header).toMatchObject({ in: "header", required: false, schema: { minLength: 1, maxLength: 255 } })
+        expect(op.responses["200"]?.headers).toHaveProperty("Idempotent-Replayed")
+        expect(op.responses["400"]?.description).toContain("invalid_idempotency_key")
+        expect(op.responses["409"]?.description).toContain("idempotency_key_in_progress")
+        expect(op.responses["422"]?.description).toContain("idempotency_key_reused")
+      }
+    }
+    expect(seen.sort()).toEqual([...idempotent].sort())
+  })
+
   it("needs no key on the discovery operations (tag Guide) and the bearer key everywhere else", () => {
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, op] of Object.entries(operations)) {
