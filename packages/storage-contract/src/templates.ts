@@ -57,7 +57,7 @@ export const templatesContract = (options: StorageContractOptions): void => {
           const org = yield* insertOrganization()
           const uuid = fixtures.uuid() as TemplateId
           const written = content({ components: richComponents, category: "MARKETING", status: "PENDING" })
-          const template: Template = { uuid, ...written, created_at: instant(1), updated_at: instant(1) }
+          const template: Template = { uuid, ...written, rejected_reason: null, created_at: instant(1), updated_at: instant(1) }
           expect(yield* templates.create(org.id, { uuid, content: written, now: instant(1) })).toEqual({ _tag: "Written", template })
           const found = yield* templates.findById(org.id, uuid)
           expect(found).toEqual(Option.some(template))
@@ -104,7 +104,7 @@ export const templatesContract = (options: StorageContractOptions): void => {
           const org = yield* insertOrganization()
           const template = yield* createTemplate(org.id, {}, instant(1))
           const changed = content({ name: "order_shipped", status: "REJECTED", components: richComponents })
-          const expected: Template = { uuid: template.uuid, ...changed, created_at: instant(1), updated_at: instant(5) }
+          const expected: Template = { uuid: template.uuid, ...changed, rejected_reason: null, created_at: instant(1), updated_at: instant(5) }
           expect(yield* templates.update(org.id, template.uuid, changed, instant(5))).toEqual({ _tag: "Written", template: expected })
           expect(yield* templates.findById(org.id, template.uuid)).toEqual(Option.some(expected))
           expect(yield* templates.findByIdentity(org.id, "order_update", "en_US")).toEqual(Option.none())

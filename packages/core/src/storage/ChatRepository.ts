@@ -120,6 +120,36 @@ export interface MessageStatusUpdate {
 }
 
 /**
+ * Input of {@link ChatRepository.updateMessageStatusByProviderId}: a status reported by the
+ * provider for the outbound message it knows as `provider_message_id`
+ * (docs/whatsapp-webhooks.md "Statuses"). `status` is written only when the stored status
+ * is one of `from`; `failure`, when given, with it; `updated_at` = `now` when anything
+ * changed. When no outbound message of the organization has that provider id yet (the
+ * provider can be faster than the send recording its id), the status is kept as pending
+ * until `pendingUntil` (an ISO 8601 instant): see {@link MessageStatusUpdate}.
+ *
+ * @category storage
+ */
+export interface ProviderStatusUpdate {
+  readonly status: MessageStatus
+  readonly from: ReadonlyArray<MessageStatus>
+  readonly failure?: MessageFailure | undefined
+  readonly now: string
+  readonly pendingUntil: string
+}
+
+/**
+ * Outcome of {@link ChatRepository.updateMessageStatusByProviderId}: the message as stored
+ * afterwards and whether anything changed, or `Pending` when no outbound message has the
+ * provider id yet (the status was kept as pending).
+ *
+ * @category storage
+ */
+export type ProviderStatusOutcome =
+  | { readonly _tag: "Updated"; readonly message: Message; readonly changed: boolean }
+  | { readonly _tag: "Pending" }
+
+/**
  * A position in a chat's messages, newest first: the `created_at` and uuid of a message.
  * {@link ChatRepository.listMessagesAfter} answers the messages strictly after it, that is
  * older, or as old with a smaller uuid.
@@ -334,12 +364,40 @@ export interface ChatRepository {
     organizationId: OrganizationId,
     request: ChatImportRequest
   ) => Effect.Effect<ChatImportOutcome, StorageError>
-  /** Applies a {@link MessageStatusUpdate} atomically. */
+  /**
+   * Applies a {@link MessageStatusUpdate} atomically. When the update records a
+   * `provider_message_id` on an outbound message, the pending statuses of that id (kept by
+   * {@link updateMessageStatusByProviderId}, not yet past their `pendingUntil` at `now`)
+   * are applied in the same atomic step, in the order they arrived, each only when the
+   * message's status is then one of its `from` (with its `failure`); they are deleted,
+   * and the outcome's message shows their effect.
+   */
   readonly updateMessageStatus: (
     organizationId: OrganizationId,
     id: MessageId,
     update: MessageStatusUpdate
   ) => Effect.Effect<MessageStatusOutcome, StorageError>
+  /**
+   * Applies a provider's status report to the organization's outbound message with this
+   * `provider_message_id` ({@link ProviderStatusUpdate}), atomically. No such message →
+   * the report is kept as pending until `update.pendingUntil` (`Pending`), and applied by
+   * {@link updateMessageStatus} when a send records that id; pending reports past their
+   * `pendingUntil` are ignored and may be deleted at any write.
+   */
+  readonly updateMessageStatusByProviderId: (
+    organizationId: OrganizationId,
+    providerMessageId: string,
+    update: ProviderStatusUpdate
+  ) => Effect.Effect<ProviderStatusOutcome, StorageError>
+  /**
+   * The `channel_uuid` of the newest inbound message (by `created_at`, then uuid) of the
+   * contact's chat that has one: the channel the contact last wrote to. `None` when the
+   * contact has no chat or never wrote through a channel.
+   */
+  readonly lastInboundChannel: (
+    organizationId: OrganizationId,
+    contactId: ContactId
+  ) => Effect.Effect<Option.Option<string>, StorageError>
 }
 
 /**

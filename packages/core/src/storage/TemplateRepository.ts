@@ -1,7 +1,7 @@
 import type { Effect, Option } from "effect"
 import type { OrganizationId } from "../organizations/model.js"
 import type { Page, PageRequest } from "../common/model.js"
-import type { Template, TemplateContent, TemplateId } from "../templates/model.js"
+import type { Template, TemplateContent, TemplateId, TemplateStatus } from "../templates/model.js"
 import type { StorageError } from "./errors.js"
 
 /**
@@ -15,6 +15,29 @@ export type TemplateWriteOutcome =
   | { readonly _tag: "NameTaken" }
 
 /**
+ * Input of {@link TemplateRepository.updateStatus}: the review status Meta reported and its
+ * reason (`rejected_reason`, `null` when none), docs/whatsapp-webhooks.md "Template statuses".
+ *
+ * @category storage
+ */
+export interface TemplateStatusUpdate {
+  readonly status: TemplateStatus
+  readonly rejected_reason: string | null
+  readonly now: string
+}
+
+/**
+ * Outcome of {@link TemplateRepository.updateStatus}: the template afterwards and whether
+ * anything changed (when both fields already had their values nothing is written,
+ * `updated_at` included), or `NotFound`.
+ *
+ * @category storage
+ */
+export type TemplateStatusOutcome =
+  | { readonly _tag: "Updated"; readonly template: Template; readonly changed: boolean }
+  | { readonly _tag: "NotFound" }
+
+/**
  * Message templates of one organization (docs/templates-and-replies.md). A template is
  * identified by its name, compared with `nameKey` (trimmed, lowercase), together with its
  * language code, compared exactly: that pair is unique per organization, enforced by the
@@ -25,13 +48,17 @@ export type TemplateWriteOutcome =
  * @category storage
  */
 export interface TemplateRepository {
-  /** Inserts a template (`created_at` = `updated_at` = `now`); `NameTaken` when the identity is used. */
+  /**
+   * Inserts a template (`created_at` = `updated_at` = `now`, `rejected_reason` `null`);
+   * `NameTaken` when the identity is used.
+   */
   readonly create: (
     organizationId: OrganizationId,
     template: { readonly uuid: TemplateId; readonly content: TemplateContent; readonly now: string }
   ) => Effect.Effect<TemplateWriteOutcome, StorageError>
   /**
-   * Replaces a template's content and sets `updated_at`; `NotFound` when the organization
+   * Replaces a template's content and sets `updated_at`; `rejected_reason` is kept when the
+   * new status is `REJECTED`, else cleared to `null`. `NotFound` when the organization
    * has no such template, `NameTaken` when another of its templates has the new identity.
    */
   readonly update: (
@@ -40,6 +67,15 @@ export interface TemplateRepository {
     content: TemplateContent,
     now: string
   ) => Effect.Effect<TemplateWriteOutcome, StorageError>
+  /**
+   * Sets `status` and `rejected_reason` of a template, and `updated_at` = `now` when either
+   * differs, atomically (a template status update from the provider).
+   */
+  readonly updateStatus: (
+    organizationId: OrganizationId,
+    id: TemplateId,
+    update: TemplateStatusUpdate
+  ) => Effect.Effect<TemplateStatusOutcome, StorageError>
   /** The template with this uuid. */
   readonly findById: (
     organizationId: OrganizationId,

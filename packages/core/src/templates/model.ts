@@ -20,12 +20,25 @@ export const TemplateCategory = Schema.Literal("MARKETING", "UTILITY", "AUTHENTI
 export type TemplateCategory = typeof TemplateCategory.Type
 
 /**
- * Review status of a template. Only `APPROVED` templates can be sent (400
- * `template_not_approved` otherwise).
+ * Review status of a template, Meta's list (docs/templates-and-replies.md "Records"). Only
+ * `APPROVED` templates can be sent (400 `template_not_approved` otherwise). Provider
+ * webhooks update it (docs/whatsapp-webhooks.md "Template statuses").
  *
  * @category models
  */
-export const TemplateStatus = Schema.Literal("APPROVED", "PENDING", "REJECTED")
+export const TemplateStatus = Schema.Literal(
+  "APPROVED",
+  "PENDING",
+  "REJECTED",
+  "PAUSED",
+  "DISABLED",
+  "IN_APPEAL",
+  "PENDING_DELETION",
+  "DELETED",
+  "FLAGGED",
+  "REINSTATED",
+  "LIMIT_EXCEEDED"
+)
 /** @category models */
 export type TemplateStatus = typeof TemplateStatus.Type
 
@@ -125,7 +138,8 @@ export type TemplateComponent = typeof TemplateComponent.Type
 /**
  * A message template (docs/templates-and-replies.md "Records"): `name` (lowercase letters, digits and
  * underscores, 1–255) and `language` (a code such as `en_US`) identify it within the
- * organization; `components` keep the order they were given in.
+ * organization; `components` keep the order they were given in. `rejected_reason` is
+ * Meta's reason for the last `REJECTED` (or other) status it reported, else `null`.
  *
  * @category models
  */
@@ -135,6 +149,7 @@ export const Template = Schema.Struct({
   language: Schema.String,
   category: TemplateCategory,
   status: TemplateStatus,
+  rejected_reason: Schema.NullOr(Schema.String),
   components: Schema.Array(TemplateComponent),
   created_at: Schema.String,
   updated_at: Schema.String

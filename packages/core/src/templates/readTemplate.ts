@@ -1,6 +1,6 @@
 import type { CountryCode } from "libphonenumber-js"
 import { isRecord, type IssueCollector } from "../internal/validation.js"
-import type { TemplateButton, TemplateCategory, TemplateComponent, TemplateContent, TemplateStatus } from "./model.js"
+import { type TemplateButton, type TemplateCategory, type TemplateComponent, type TemplateContent, TemplateStatus } from "./model.js"
 import { placeholdersOf } from "./placeholders.js"
 
 // Reading and checking a template's content (docs/templates-and-replies.md "Template rules", WhatsApp's
@@ -22,7 +22,7 @@ const NAME_FORMAT = /^[a-z0-9_]+$/
 const LANGUAGE_FORMAT = /^[a-z]{2,3}(?:_[A-Za-z]{2,4})?$/
 const HTTP_URL = /^https?:\/\/\S+$/i
 const CATEGORIES: ReadonlyArray<TemplateCategory> = ["MARKETING", "UTILITY", "AUTHENTICATION"]
-const STATUSES: ReadonlyArray<TemplateStatus> = ["APPROVED", "PENDING", "REJECTED"]
+const STATUSES: ReadonlyArray<TemplateStatus> = TemplateStatus.literals
 const COMPONENT_TYPES = ["HEADER", "BODY", "FOOTER", "BUTTONS"] as const
 const HEADER_FORMATS = ["TEXT", "IMAGE", "VIDEO", "DOCUMENT"] as const
 const BUTTON_TYPES = ["QUICK_REPLY", "URL", "PHONE_NUMBER"] as const

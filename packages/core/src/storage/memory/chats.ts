@@ -12,6 +12,9 @@ import {
   type ChatPosition,
   type ChatRepository,
   type ChatSort,
+  type MessageStatusOutcome,
+  type MessageStatusUpdate,
+  type ProviderStatusUpdate,
   chatSearchMatches,
   chatSearchText
 } from "../ChatRepository.js"
@@ -40,6 +43,8 @@ interface ChatState {
   readonly messageIdsByChat: Map<ChatId, Array<MessageId>>
   /** `organizationId direction providerMessageId` → message uuid, for deduplication. */
   readonly providerIds: Map<string, MessageId>
+  /** `organizationId outbound providerMessageId` → status reports waiting for that id, in arrival order. */
+  readonly pendingStatuses: Map<string, Array<ProviderStatusUpdate>>
 }
 
 const chatStates = new WeakMap<MemoryState, ChatState>()
@@ -48,7 +53,14 @@ const chatStates = new WeakMap<MemoryState, ChatState>()
 const chatStateOf = (state: MemoryState): ChatState => {
   let chatState = chatStates.get(state)
   if (chatState === undefined) {
-    chatState = { chats: new Map(), chatIdsByContact: new Map(), messages: new Map(), messageIdsByChat: new Map(), providerIds: new Map() }
+    chatState = {
+      chats: new Map(),
+      chatIdsByContact: new Map(),
+      messages: new Map(),
+      messageIdsByChat: new Map(),
+      providerIds: new Map(),
+      pendingStatuses: new Map()
+    }
     chatStates.set(state, chatState)
   }
   return chatState
@@ -120,20 +132,67 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
       }),
     importChats: (organizationId, request) => Effect.sync(() => importChats(state, chats, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
-      Effect.sync(() => {
+      Effect.sync((): MessageStatusOutcome => {
         const message = view.ownedMessage(organizationId, id)
-        if (message === undefined) return { _tag: "NotFound" } as const
-        const written = update.from.includes(message.status)
-        const status = written ? update.status : message.status
-        const failure = written && update.failure !== undefined ? update.failure : message.failure
-        const providerId = update.provider_message_id ?? message.provider_message_id
-        const changed = status !== message.status || providerId !== message.provider_message_id || failure !== message.failure
-        const stored = changed ? { ...message, status, failure, provider_message_id: providerId, updated_at: update.now } : message
-        chats.messages.set(id, stored)
-        if (changed && providerId !== null) chats.providerIds.set(providerKey(organizationId, stored.direction, providerId), id)
-        return { _tag: "Updated", message: withoutOrganization(stored), changed } as const
+        if (message === undefined) return { _tag: "NotFound" }
+        let outcome = applyStatus(chats, organizationId, message, update)
+        const providerId = outcome.message.provider_message_id
+        if (update.provider_message_id === undefined || providerId === null || message.direction !== "outbound") return outcome
+        const key = providerKey(organizationId, "outbound", providerId)
+        const pending = chats.pendingStatuses.get(key) ?? []
+        chats.pendingStatuses.delete(key)
+        for (const report of pending.filter((report) => report.pendingUntil > update.now)) {
+          const next = applyStatus(chats, organizationId, chats.messages.get(id)!, report)
+          outcome = { ...next, changed: outcome.changed || next.changed }
+        }
+        return outcome
+      }),
+    updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
+      Effect.sync(() => {
+        const key = providerKey(organizationId, "outbound", providerMessageId)
+        const id = chats.providerIds.get(key)
+        const message = id === undefined ? undefined : view.ownedMessage(organizationId, id)
+        if (message !== undefined && message.provider_message_id === providerMessageId) {
+          return applyStatus(chats, organizationId, message, update)
+        }
+        for (const [otherKey, reports] of chats.pendingStatuses) {
+          const live = reports.filter((report) => report.pendingUntil > update.now)
+          if (live.length === 0) chats.pendingStatuses.delete(otherKey)
+          else if (live.length !== reports.length) chats.pendingStatuses.set(otherKey, live)
+        }
+        chats.pendingStatuses.set(key, [...(chats.pendingStatuses.get(key) ?? []), update])
+        return { _tag: "Pending" } as const
+      }),
+    lastInboundChannel: (organizationId, contactId) =>
+      Effect.sync(() => {
+        const chatId = chats.chatIdsByContact.get(contactId)
+        if (chatId === undefined || view.owned(organizationId, chatId) === undefined) return Option.none()
+        const ids = chats.messageIdsByChat.get(chatId) ?? []
+        const newest = ids
+          .map((id) => chats.messages.get(id)!)
+          .filter((message) => message.direction === "inbound" && message.channel_uuid !== null)
+          .sort(newestFirst)[0]
+        return Option.fromNullable(newest?.channel_uuid)
       })
   }
+}
+
+/** Writes one status update to a stored message per the rules of `MessageStatusUpdate`. */
+const applyStatus = (
+  chats: ChatState,
+  organizationId: OrganizationId,
+  message: Message & { readonly organization_id: OrganizationId },
+  update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "now" | "provider_message_id">
+): Extract<MessageStatusOutcome, { _tag: "Updated" }> => {
+  const written = update.from.includes(message.status)
+  const status = written ? update.status : message.status
+  const failure = written && update.failure !== undefined ? update.failure : message.failure
+  const providerId = update.provider_message_id ?? message.provider_message_id
+  const changed = status !== message.status || providerId !== message.provider_message_id || failure !== message.failure
+  const stored = changed ? { ...message, status, failure, provider_message_id: providerId, updated_at: update.now } : message
+  chats.messages.set(message.uuid, stored)
+  if (changed && providerId !== null) chats.providerIds.set(providerKey(organizationId, stored.direction, providerId), message.uuid)
+  return { _tag: "Updated", message: withoutOrganization(stored), changed }
 }
 
 const withoutOrganization = ({ organization_id: _, ...message }: Message & { readonly organization_id: OrganizationId }): Message =>

@@ -30,9 +30,12 @@ export const templateRepository = (): TemplateRepository => {
     }
     return undefined
   }
-  const write = (base: Pick<TemplateRow, "organization_id" | "uuid" | "created_at">, content: TemplateContent, now: string) => {
+  const write = (
+    base: Pick<TemplateRow, "organization_id" | "uuid" | "created_at"> & { readonly rejected_reason?: string | null },
+    content: TemplateContent, now: string) => {
     const components = structuredClone(content.components)
-    const row: TemplateRow = { ...base, ...content, components, name_key: nameKey(content.name), updated_at: now }
+    const rejected_reason = content.status === "REJECTED" ? (base.rejected_reason ?? null) : null
+    const row: TemplateRow = { ...base, ...content, components, rejected_reason, name_key: nameKey(content.name), updated_at: now }
     rows.set(row.uuid, row)
     return { _tag: "Written", template: templateOf(row) } as const
   }
@@ -51,6 +54,15 @@ export const templateRepository = (): TemplateRepository => {
         const other = holder(organizationId, content.name, content.language)
         if (other !== undefined && other.uuid !== id) return { _tag: "NameTaken" } as const
         return write(row, content, now)
+      }),
+    updateStatus: (organizationId, id, { now, rejected_reason, status }) =>
+      Effect.sync(() => {
+        const row = owned(organizationId, id)
+        if (row === undefined) return { _tag: "NotFound" } as const
+        const changed = row.status !== status || row.rejected_reason !== rejected_reason
+        const updated: TemplateRow = changed ? { ...row, status, rejected_reason, updated_at: now } : row
+        rows.set(id, updated)
+        return { _tag: "Updated", template: templateOf(updated), changed } as const
       }),
     findById: (organizationId, id) => Effect.sync(() => Option.map(Option.fromNullable(owned(organizationId, id)), templateOf)),
     findByIdentity: (organizationId, name, language) =>
