@@ -15,6 +15,7 @@ import { SecureRandom } from "./random/SecureRandom.js"
 import type { StorageError } from "./storage/errors.js"
 import type { Storage } from "./storage/Storage.js"
 import { Templates } from "./templates/Templates.js"
+import { WhatsAppWebhooks } from "./whatsapp/WhatsAppWebhooks.js"
 
 /**
  * Every domain service but {@link Messaging} (which needs a transport), wired together.
@@ -66,8 +67,8 @@ const services: Layer.Layer<
  */
 export const layerWithTransport = (
   transport: Layer.Layer<MessageTransport>
-): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =>
-  Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services)
+): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging | WhatsAppWebhooks, Layer.Layer.Error<typeof services>, Storage> =>
+  Layer.provideMerge(WhatsAppWebhooks.layer, Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services))
 
 /**
  * Every domain service of Switchboard, wired together, with the default recording
@@ -78,7 +79,11 @@ export const layerWithTransport = (
  *
  * @category layers
  */
-export const layer: Layer.Layer<Layer.Layer.Success<typeof services> | Messaging, Layer.Layer.Error<typeof services>, Storage> =
+export const layer: Layer.Layer<
+  Layer.Layer.Success<typeof services> | Messaging | WhatsAppWebhooks,
+  Layer.Layer.Error<typeof services>,
+  Storage
+> =
   layerWithTransport(MessageTransport.recording)
 
 /**

@@ -85,13 +85,13 @@ describe("Chats.receiveInbound", () => {
       expect((yield* chats.get(orgId, first.chat.uuid)).unread_count).toBe(1)
     }).pipe(Effect.provide(TestLayer)))
 
-  it.effect("media messages keep their media; the caption is the text", () =>
+  it.effect("media messages keep their media (the provider's id and MIME type); the caption is the text", () =>
     Effect.gen(function* () {
       const { orgId, chats } = yield* setUp()
-      const media = { type: "image" as const, url: "https://cdn.example.com/a.jpg", caption: "Look" }
-      const { message, chat } = yield* chats.receiveInbound(orgId, { phone: "+14155550100", type: "media", media })
-      expect(message).toMatchObject({ type: "media", media, text: "Look" })
-      expect(chat.last_message).toMatchObject({ type: "media", text: "Look" })
+      const media = { type: "image" as const, id: "1479537139650973", mime_type: "image/jpeg", caption: "Look" }
+      const { message, chat } = yield* chats.receiveInbound(orgId, { phone: "+14155550100", type: "image", text: "Look", media })
+      expect(message).toMatchObject({ type: "image", media, text: "Look" })
+      expect(chat.last_message).toMatchObject({ type: "image", text: "Look" })
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("InvalidInput names every bad field, and nothing is written", () =>
@@ -104,8 +104,12 @@ describe("Chats.receiveInbound", () => {
         [{ phone: "+14155550100", type: "text", text: "   " }, [["text", "required"]]],
         [{ phone: "+14155550100", type: "text", text: "x".repeat(4097) }, [["text", "too_long"]]],
         [{ phone: "+14155550100", type: "template", text: "x" }, [["type", "invalid_format"]]],
-        [{ phone: "+14155550100", type: "media" }, [["media", "required"]]],
-        [{ phone: "+14155550100", type: "media", media: { type: "gif", url: "ftp://x" } }, [["media.type", "invalid_format"], ["media.url", "invalid_format"]]],
+        [{ phone: "+14155550100", type: "media", media: { type: "image", id: "1" } }, [["type", "invalid_format"]]],
+        [{ phone: "+14155550100", type: "image" }, [["media", "required"]]],
+        [{ phone: "+14155550100", type: "image", media: { type: "video", mime_type: 3 } }, [["media.type", "invalid_format"], ["media.id", "required"], ["media.mime_type", "invalid_type"]]],
+        [{ phone: "+14155550100", type: "location", media: { type: "image", id: "1" } }, [["media", "invalid_format"]]],
+        [{ phone: "+14155550100", type: "location", content: [1] }, [["content", "invalid_type"]]],
+        [{ phone: "+14155550100", type: "text", text: "x", channel_uuid: "nope" }, [["channel_uuid", "invalid_format"]]],
         [{ phone: "+14155550100", type: "text", text: "x", provider_message_id: "p".repeat(256) }, [["provider_message_id", "too_long"]]],
         [{ phone: 5, type: "sms", first_name: 7 }, [["phone", "invalid_type"], ["type", "invalid_format"], ["first_name", "invalid_type"]]]
       ]

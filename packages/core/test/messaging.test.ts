@@ -122,7 +122,7 @@ describe("Messaging.sendText (POST /send)", () => {
             updated_at: "1970-01-01T00:00:00.000Z"
           }
         ])
-        expect(transport.sent).toEqual([{ message_id: result.message_id, to: PHONE, type: "text", text: " Hello there " }])
+        expect(transport.sent).toEqual([{ channel: null, message_id: result.message_id, to: PHONE, type: "text", text: " Hello there " }])
       })
     ))
 
@@ -220,7 +220,7 @@ describe("Messaging.sendMedia (POST /send/media)", () => {
         const [message] = yield* messagesOf(orgId, result.chat_uuid)
         const expected = { type: "document", url: "https://example.com/invoice.pdf", caption: "Your invoice", filename: "invoice.pdf" }
         expect(message).toMatchObject({ direction: "outbound", type: "media", text: "Your invoice", media: expected, template: null, status: "sent" })
-        expect(transport.sent).toEqual([{ message_id: result.message_id, to: PHONE, type: "media", media: expected }])
+        expect(transport.sent).toEqual([{ channel: null, message_id: result.message_id, to: PHONE, type: "media", media: expected }])
         const image = yield* messaging.sendMedia(orgId, { phone: PHONE, media: { type: "image", url: "http://example.com/a.png" } })
         expect((yield* messagesOf(orgId, image.chat_uuid))[0]).toMatchObject({ text: null, media: { type: "image", url: "http://example.com/a.png" } })
       })
@@ -266,7 +266,7 @@ describe("Messaging.sendTemplate (POST /send/template, docs/messaging.md)", () =
           status: "sent",
           provider_message_id: "wamid.1"
         })
-        expect(transport.sent).toEqual([{ message_id: result.message_id, to: PHONE, type: "template", template }])
+        expect(transport.sent).toEqual([{ channel: null, message_id: result.message_id, to: PHONE, type: "template", template }])
       })
     ))
 
@@ -377,7 +377,7 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         const result = yield* messaging.receive(orgId, { phone: PHONE, type: "text", text: "  opening HOURS \n", provider_message_id: "in-1" })
         expect([result.contact_created, result.chat_created, result.duplicate]).toEqual([true, true, false])
         expect(result.auto_reply).toEqual({ message_id: expect.any(String), chat_uuid: result.chat.uuid, contact_uuid: result.chat.contact.uuid, status: "sent" })
-        expect(transport.sent).toEqual([{ message_id: result.auto_reply!.message_id, to: PHONE, type: "text", text: "We are open 9–17." }])
+        expect(transport.sent).toEqual([{ channel: null, message_id: result.auto_reply!.message_id, to: PHONE, type: "text", text: "We are open 9–17." }])
         const messages = yield* messagesOf(orgId, result.chat.uuid)
         expect(messages.map((message) => [message.direction, message.type, message.text, message.status]).sort()).toEqual([
           ["inbound", "text", "  opening HOURS \n", "delivered"],
@@ -397,8 +397,9 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         expect(other.auto_reply).toBeNull()
         const media = yield* messaging.receive(orgId, {
           phone: PHONE,
-          type: "media",
-          media: { type: "image", url: "https://example.com/a.png", caption: "opening hours" }
+          type: "image",
+          text: "opening hours",
+          media: { type: "image", id: "1479537139650973", caption: "opening hours" }
         })
         expect(media.auto_reply).toBeNull()
         expect(transport.sent).toEqual([])

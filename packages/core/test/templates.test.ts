@@ -57,6 +57,7 @@ describe("Templates.create (docs/templates-and-replies.md 'Template rules')", ()
         language: "en_US",
         category: "UTILITY",
         status: "APPROVED",
+        rejected_reason: null,
         components: [
           { type: "HEADER", format: "TEXT", text: "Order {{1}}", example: { header_text: ["#1"] } },
           { type: "BODY", text: "Hi {{1}}, {{1}} again and {{2}}.", example: { body_text: [["Ada", "#1"]] } },

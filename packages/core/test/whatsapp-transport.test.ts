@@ -49,7 +49,7 @@ describe("WhatsApp Cloud API transport", () => {
       recorded.length = 0
       answer = { status: 200, body: { messaging_product: "whatsapp", contacts: [{ wa_id: "14155550100" }], messages: [{ id: "wamid.HBgL" }] } }
       const template = { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: "42" }] }] }
-      const receipt = yield* send({ message_id: "m-1", to: "+14155550100", type: "template", template })
+      const receipt = yield* send({ channel: null, message_id: "m-1", to: "+14155550100", type: "template", template })
       expect(receipt).toEqual({ provider_message_id: "wamid.HBgL", status: "sent" })
       expect(recorded).toEqual([
         {
@@ -65,9 +65,9 @@ describe("WhatsApp Cloud API transport", () => {
     Effect.gen(function* () {
       recorded.length = 0
       answer = { status: 200, body: { messages: [{ id: "wamid.2" }] } }
-      yield* send({ message_id: "m-2", to: "+14155550100", type: "text", text: "Hello" })
-      yield* send({ message_id: "m-3", to: "+14155550100", type: "media", media: { type: "document", url: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } })
-      yield* send({ message_id: "m-4", to: "+14155550100", type: "media", media: { type: "audio", url: "https://example.com/a.ogg", caption: "ignored" } })
+      yield* send({ channel: null, message_id: "m-2", to: "+14155550100", type: "text", text: "Hello" })
+      yield* send({ channel: null, message_id: "m-3", to: "+14155550100", type: "media", media: { type: "document", url: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } })
+      yield* send({ channel: null, message_id: "m-4", to: "+14155550100", type: "media", media: { type: "audio", url: "https://example.com/a.ogg", caption: "ignored" } })
       expect(recorded.map((r) => r.body)).toEqual([
         { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "text", text: { preview_url: false, body: "Hello" } },
         { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "document", document: { link: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } },
@@ -78,27 +78,56 @@ describe("WhatsApp Cloud API transport", () => {
   it.live("maps a provider error to TransportFailed with its message and code", () =>
     Effect.gen(function* () {
       answer = { status: 400, body: { error: { message: "(#131030) Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } } }
-      const error = yield* Effect.flip(send({ message_id: "m-5", to: "+14155550100", type: "text", text: "Hi" }))
+      const error = yield* Effect.flip(send({ channel: null, message_id: "m-5", to: "+14155550100", type: "text", text: "Hi" }))
       expect(error).toMatchObject({ _tag: "TransportFailed", reason: "(#131030) Recipient phone number not in allowed list", provider_code: "131030" })
     }))
 
   it.live("fails with TransportFailed on a timeout and on an unreachable provider, never hangs", () =>
     Effect.gen(function* () {
       answer = { status: 200, body: { messages: [{ id: "late" }] }, delayMs: 1000 }
-      const timedOut = yield* Effect.flip(send({ message_id: "m-6", to: "+14155550100", type: "text", text: "Hi" }, 100))
+      const timedOut = yield* Effect.flip(send({ channel: null, message_id: "m-6", to: "+14155550100", type: "text", text: "Hi" }, 100))
       expect(timedOut._tag).toBe("TransportFailed")
       const unreachable = yield* Effect.flip(
-        Effect.flatMap(MessageTransport, (t) => t.send({ message_id: "m-7", to: "+1", type: "text", text: "x" })).pipe(
+        Effect.flatMap(MessageTransport, (t) => t.send({ channel: null, message_id: "m-7", to: "+1", type: "text", text: "x" })).pipe(
           Effect.provide(WhatsAppCloudTransport.layer({ phoneNumberId: "1", accessToken: "t", baseUrl: "http://127.0.0.1:9" }))
         )
       )
       expect(unreachable).toMatchObject({ _tag: "TransportFailed", provider_code: null })
     }))
 
+  it.live("a message with a channel goes out through the channel's number and token, not the configured ones", () =>
+    Effect.gen(function* () {
+      recorded.length = 0
+      answer = { status: 200, body: { messages: [{ id: "wamid.channel" }] } }
+      const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "998877", access_token: "channel-token" }
+      const receipt = yield* send({ channel, message_id: "m-9", to: "+14155550100", type: "text", text: "Hi" })
+      expect(receipt.provider_message_id).toBe("wamid.channel")
+      expect(recorded.map(({ authorization, url }) => ({ authorization, url }))).toEqual([
+        { url: "/v21.0/998877/messages", authorization: "Bearer channel-token" }
+      ])
+    }))
+
+  it.live("withChannels: channel messages through the Graph API, the others to the fallback transport", () =>
+    Effect.gen(function* () {
+      recorded.length = 0
+      answer = { status: 200, body: { messages: [{ id: "wamid.3" }] } }
+      const handed: Array<string> = []
+      const fallback = { send: (message: { message_id: string }) => Effect.sync(() => (handed.push(message.message_id), { provider_message_id: "fallback", status: "sent" as const })) }
+      const combined = WhatsAppCloudTransport.withChannels({ baseUrl, apiVersion: "v22.0" }, fallback)
+      const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "5550001", access_token: "token-a" }
+      const viaChannel = yield* combined.send({ channel, message_id: "m-10", to: "+14155550100", type: "text", text: "Hi" })
+      const viaFallback = yield* combined.send({ channel: null, message_id: "m-11", to: "+14155550100", type: "text", text: "Hi" })
+      expect([viaChannel.provider_message_id, viaFallback.provider_message_id]).toEqual(["wamid.3", "fallback"])
+      expect(handed).toEqual(["m-11"])
+      expect(recorded.map(({ authorization, url }) => ({ authorization, url }))).toEqual([
+        { url: "/v22.0/5550001/messages", authorization: "Bearer token-a" }
+      ])
+    }))
+
   it.live("the recording transport accepts every message without a network call", () =>
     Effect.gen(function* () {
       recorded.length = 0
-      const receipt = yield* Effect.flatMap(MessageTransport, (t) => t.send({ message_id: "m-8", to: "+1", type: "text", text: "x" })).pipe(
+      const receipt = yield* Effect.flatMap(MessageTransport, (t) => t.send({ channel: null, message_id: "m-8", to: "+1", type: "text", text: "x" })).pipe(
         Effect.provide(MessageTransport.recording)
       )
       expect(receipt).toEqual({ provider_message_id: null, status: "sent" })

@@ -1,11 +1,12 @@
 import { Context, Effect, Layer } from "effect"
 import type { ContactId } from "../contacts/model.js"
 import type { InvalidInput } from "../errors.js"
-import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
+import type { Message, MessageFailure, MessageId, MessageStatus, PENDING_STATUS_TTL_MS } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { RecordNotFound } from "../common/errors.js"
 import type { Page, PageRequest } from "../common/model.js"
+import type { ProviderStatusOutcome } from "../storage/ChatRepository.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { makeChatOperations } from "./chatOperations.js"
@@ -80,6 +81,19 @@ export interface ChatsService {
     providerMessageId?: string,
     failure?: MessageFailure
   ) => Effect.Effect<Message, InvalidInput | RecordNotFound | StorageError>
+  /**
+   * Applies a status the provider reported for the outbound message it knows as
+   * `providerMessageId` (docs/whatsapp-webhooks.md "Statuses"), with the rules of
+   * {@link ChatsService.updateMessageStatus} (never moves back; `failure` with `failed`
+   * only, cut like there). No such message yet → the report is kept for
+   * {@link PENDING_STATUS_TTL_MS} and applied when a send records that id (`Pending`).
+   */
+  readonly applyProviderStatus: (
+    organizationId: OrganizationId,
+    providerMessageId: string,
+    status: MessageStatus,
+    failure?: MessageFailure
+  ) => Effect.Effect<ProviderStatusOutcome, InvalidInput | StorageError>
   /**
    * Assigns the chat to a user id (trimmed, 1–255 characters, not the reserved
    * `unassigned`), or unassigns it with `null`. Idempotent.

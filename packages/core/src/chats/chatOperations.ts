@@ -33,7 +33,7 @@ const found = <A>(option: Option.Option<A>, onNone: () => RecordNotFound) =>
 /** Every operation of the Chats service but those of `messageOperations.ts`. */
 export const makeChatOperations = (
   storage: StorageService
-): Omit<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "ensure"> => {
+): Omit<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "applyProviderStatus" | "ensure"> => {
   /** Applies `patch`; answers the chat and whether anything changed. */
   const patch = (organizationId: OrganizationId, id: ChatId, changes: ChatPatch) =>
     Effect.flatMap(nowIso, (now) => storage.chats.update(organizationId, id, changes, now)).pipe(

@@ -1,6 +1,13 @@
 import type { IssueCollector } from "../internal/validation.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { MessageTemplateContent, MessageType, OutboundMediaContent } from "../messages/model.js"
+import {
+  INBOUND_MESSAGE_TYPES,
+  type MessageContentFields,
+  type MessageMediaContent,
+  type MessageTemplateContent,
+  type MessageType,
+  type OutboundMediaContent
+} from "../messages/model.js"
 
 // Reading the content of a message given to Chats.receiveInbound / appendOutbound
 // (docs/messaging.md "Endpoints"): every problem an issue naming the field.
@@ -14,12 +21,13 @@ export const MAX_MEDIA_URL_LENGTH = 2048
 
 const MEDIA_TYPES: ReadonlyArray<OutboundMediaContent["type"]> = ["image", "video", "audio", "document"]
 
-/** The content columns of a message record: `text`, `template`, `media` by `type`. */
+/** The content columns of a message record: `text`, `template`, `media`, `content` by `type`. */
 export interface ReadContent {
   readonly type: MessageType
   readonly text: string | null
   readonly template: MessageTemplateContent | null
-  readonly media: OutboundMediaContent | null
+  readonly media: MessageMediaContent | null
+  readonly content: MessageContentFields | null
 }
 
 /**
@@ -35,23 +43,83 @@ export const readContent = (
   const type = input.type
   if (typeof type !== "string" || !(allowed as ReadonlyArray<string>).includes(type)) {
     collector.add("invalid_format", "type", `type must be one of ${allowed.join(", ")}`)
-    return { type: "text", text: null, template: null, media: null }
+    return { type: "text", text: null, template: null, media: null, content: null }
   }
   switch (type as (typeof allowed)[number]) {
     case "text":
-      return { type: "text", text: messageText(collector, "text", input.text, true), template: null, media: null }
+      return { type: "text", text: messageText(collector, "text", input.text, true), template: null, media: null, content: null }
     case "template":
       return {
         type: "template",
         text: messageText(collector, "text", input.text, false),
         template: template(collector, input.template),
-        media: null
+        media: null,
+        content: null
       }
     case "media": {
-      const media = mediaOf(collector, input.media)
-      return { type: "media", text: media?.caption ?? null, template: null, media }
+      const media = readOutboundMedia(collector, input.media)
+      return { type: "media", text: media?.caption ?? null, template: null, media, content: null }
     }
   }
+}
+
+const INBOUND_MEDIA_TYPES: ReadonlyArray<MessageMediaContent["type"]> = ["image", "audio", "video", "document", "sticker"]
+
+/**
+ * Reads an inbound message's `type` and content (`Chats.receiveInbound`, docs/chats.md
+ * "Message types"): `text` messages need `text` (1–4096 characters); the media types need
+ * `media` `{type (the message's type), id (1–255), mime_type?, caption?, filename?}`;
+ * another type's `text` is optional and cut to 4096 characters; `content`, when given,
+ * must be a JSON object.
+ */
+export const readInboundContent = (
+  collector: IssueCollector,
+  input: { readonly type?: unknown; readonly text?: unknown; readonly media?: unknown; readonly content?: unknown }
+): ReadContent => {
+  const type = input.type
+  const content = input.content === undefined || input.content === null ? null : contentFields(collector, input.content)
+  if (typeof type !== "string" || !(INBOUND_MESSAGE_TYPES as ReadonlyArray<string>).includes(type)) {
+    collector.add("invalid_format", "type", `type must be one of ${INBOUND_MESSAGE_TYPES.join(", ")}`)
+    return { type: "text", text: null, template: null, media: null, content }
+  }
+  if (type === "text") return { type, text: messageText(collector, "text", input.text, true), template: null, media: null, content }
+  const isMedia = (INBOUND_MEDIA_TYPES as ReadonlyArray<string>).includes(type)
+  const media = isMedia ? inboundMedia(collector, type, input.media) : null
+  if (!isMedia && input.media !== undefined && input.media !== null) {
+    collector.add("invalid_format", "media", `media is only given with the types ${INBOUND_MEDIA_TYPES.join(", ")}`)
+  }
+  const text = typeof input.text === "string" && input.text.trim() !== "" ? input.text.slice(0, MAX_MESSAGE_TEXT_LENGTH) : null
+  if (input.text !== undefined && input.text !== null && typeof input.text !== "string") {
+    collector.add("invalid_type", "text", "text must be a string")
+  }
+  return { type: type as MessageType, text, template: null, media, content }
+}
+
+const inboundMedia = (collector: IssueCollector, type: string, value: unknown): MessageMediaContent | null => {
+  if (!isObject(value)) {
+    collector.add(value === undefined || value === null ? "required" : "invalid_type", "media", "media must be an object {type, id, mime_type?, caption?, filename?}")
+    return null
+  }
+  if (value.type !== type) collector.add("invalid_format", "media.type", `media.type must be the message's type, ${type}`)
+  const id = collector.requiredText("media.id", value.id, MAX_NAME_LENGTH)
+  const mime_type = collector.optionalText("media.mime_type", value.mime_type, MAX_NAME_LENGTH)
+  const caption = collector.optionalText("media.caption", value.caption, MAX_MESSAGE_TEXT_LENGTH)
+  const filename = collector.optionalText("media.filename", value.filename, MAX_NAME_LENGTH)
+  return {
+    type: type as MessageMediaContent["type"],
+    id,
+    ...(mime_type === null ? {} : { mime_type }),
+    ...(caption === null ? {} : { caption }),
+    ...(filename === null ? {} : { filename })
+  }
+}
+
+const contentFields = (collector: IssueCollector, value: unknown): MessageContentFields | null => {
+  if (!isObject(value)) {
+    collector.add("invalid_type", "content", "content must be a JSON object")
+    return null
+  }
+  return value
 }
 
 /** An optional provider message id: trimmed, 1–255 characters; blank is absent. */
@@ -97,7 +165,8 @@ const template = (collector: IssueCollector, value: unknown): MessageTemplateCon
   return { name, language: { code }, components }
 }
 
-const mediaOf = (collector: IssueCollector, value: unknown): OutboundMediaContent | null => {
+/** Reads the `media` of an outbound `media` message (`POST /send/media`), or `null` with an issue. */
+export const readOutboundMedia = (collector: IssueCollector, value: unknown): OutboundMediaContent | null => {
   if (!isObject(value)) {
     collector.add(value === undefined ? "required" : "invalid_type", "media", "media must be an object {type, url, caption?, filename?}")
     return null

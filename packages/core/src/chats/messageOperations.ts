@@ -6,6 +6,7 @@ import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,
   MessageStatus,
+  PENDING_STATUS_TTL_MS,
   type Message,
   type MessageFailure,
   type MessageId
@@ -17,7 +18,7 @@ import { Settings } from "../common/Settings.js"
 import type { ChatAppendOutcome, ChatAppendRequest } from "../storage/ChatRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
-import { providerMessageId, readContent } from "./messageContent.js"
+import { providerMessageId, readContent, readInboundContent } from "./messageContent.js"
 import type {
   ChatId,
   ChatStatus,
@@ -39,7 +40,7 @@ const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collec
 export const makeMessageOperations = (
   storage: StorageService,
   random: SecureRandomService
-): Pick<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "ensure"> => {
+): Pick<ChatsService, "receiveInbound" | "appendOutbound" | "updateMessageStatus" | "applyProviderStatus" | "ensure"> => {
   /** Appends per `request` built from three fresh ids and the current time. */
   const append = (organizationId: OrganizationId, build: (ids: ReadonlyArray<string>, now: string) => ChatAppendRequest) =>
     Effect.flatMap(Effect.zip(random.uuids(3), nowIso), ([ids, now]) =>
@@ -53,17 +54,20 @@ export const makeMessageOperations = (
     const { defaultCountry } = yield* Settings
     const collector = new IssueCollector()
     const phone = collector.phone("phone", input.phone, defaultCountry)
-    const content = readContent(collector, input, ["text", "media"])
+    const content = readInboundContent(collector, input)
     const providerId = providerMessageId(collector, input.provider_message_id)
     const first_name = collector.optionalText("first_name", input.first_name)
     const last_name = collector.optionalText("last_name", input.last_name)
+    const channelId = collector.optionalUuid("channel_uuid", input.channel_uuid)
     if (collector.issues.length > 0) return yield* invalid(collector)
+    // A reaction is not something to read or answer: it neither counts as unread nor reopens.
+    const isReaction = content.type === "reaction"
     const outcome: ChatAppendOutcome = yield* append(organizationId, ([contactId, chatId, messageId], now) => ({
       contact: { _tag: "ByPhone", phone, create: { uuid: contactId as ContactId, first_name, last_name } },
       newChat: { uuid: chatId as ChatId, status: "open" },
-      message: newMessage(messageId!, "inbound", content, "delivered", providerId, now),
-      unreadIncrement: 1,
-      reopen: { from: REOPENED_BY_INBOUND, to: "open" },
+      message: newMessage(messageId!, "inbound", content, "delivered", providerId, now, channelId),
+      unreadIncrement: isReaction ? 0 : 1,
+      reopen: { from: isReaction ? [] : REOPENED_BY_INBOUND, to: "open" },
       dedupe: true,
       now
     }))
@@ -86,11 +90,12 @@ export const makeMessageOperations = (
     const collector = new IssueCollector()
     const content = readContent(collector, input, ["text", "template", "media"])
     const providerId = providerMessageId(collector, input.provider_message_id)
+    const channelId = collector.optionalUuid("channel_uuid", input.channel_uuid)
     if (collector.issues.length > 0) return yield* invalid(collector)
     const outcome = yield* append(organizationId, ([, chatId, messageId], now) => ({
       contact: { _tag: "ById", uuid: contactId },
       newChat: { uuid: chatId as ChatId, status: "open" },
-      message: newMessage(messageId!, "outbound", content, "queued", providerId, now),
+      message: newMessage(messageId!, "outbound", content, "queued", providerId, now, channelId),
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,
@@ -116,9 +121,7 @@ export const makeMessageOperations = (
     failureInput?: MessageFailure
   ) {
     const collector = new IssueCollector()
-    if (!(MessageStatus.literals as ReadonlyArray<unknown>).includes(status)) {
-      collector.add("invalid_format", "status", `status must be one of ${MessageStatus.literals.join(", ")}`)
-    }
+    readStatus(collector, status)
     const providerId = providerMessageId(collector, providerMessageIdInput)
     const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
     if (collector.issues.length > 0) return yield* invalid(collector)
@@ -133,6 +136,27 @@ export const makeMessageOperations = (
     return outcome.message
   })
 
+  const applyProviderStatus = Effect.fn("Chats.applyProviderStatus")(function* (
+    organizationId: OrganizationId,
+    providerMessageIdInput: string,
+    status: MessageStatus,
+    failureInput?: MessageFailure
+  ) {
+    const collector = new IssueCollector()
+    const statusIssue = readStatus(collector, status)
+    const providerId = collector.requiredText("provider_message_id", providerMessageIdInput, MAX_NAME_LENGTH)
+    const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
+    if (collector.issues.length > 0 || statusIssue) return yield* invalid(collector)
+    const now = yield* nowIso
+    return yield* storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
+      status,
+      from: MESSAGE_STATUS_PREDECESSORS[status],
+      ...(failure === undefined ? {} : { failure }),
+      now,
+      pendingUntil: new Date(Date.parse(now) + PENDING_STATUS_TTL_MS).toISOString()
+    })
+  })
+
   const ensure = Effect.fn("Chats.ensure")(function* (organizationId: OrganizationId, contactId: ContactId) {
     const uuid = (yield* random.uuid()) as ChatId
     const outcome = yield* storage.chats.ensure(organizationId, contactId, { uuid, status: "open" }, yield* nowIso)
@@ -142,7 +166,7 @@ export const makeMessageOperations = (
     return { chat: outcome.chat, created: outcome.created }
   })
 
-  return { receiveInbound, appendOutbound, updateMessageStatus, ensure }
+  return { receiveInbound, appendOutbound, updateMessageStatus, applyProviderStatus, ensure }
 }
 
 /** A new message record of `content`, created now. */
@@ -152,19 +176,26 @@ const newMessage = (
   content: ReturnType<typeof readContent>,
   status: MessageStatus,
   provider_message_id: string | null,
-  now: string
+  now: string,
+  channel_uuid: string | null = null
 ): ChatAppendRequest["message"] => ({
   uuid: uuid as MessageId,
   direction,
   ...content,
-  content: null,
   status,
   provider_message_id,
   failure: null,
-  channel_uuid: null,
+  channel_uuid,
   created_at: now,
   updated_at: now
 })
+
+/** Adds an issue unless `status` is a {@link MessageStatus}; whether it added one. */
+const readStatus = (collector: IssueCollector, status: unknown): boolean => {
+  if ((MessageStatus.literals as ReadonlyArray<unknown>).includes(status)) return false
+  collector.add("invalid_format", "status", `status must be one of ${MessageStatus.literals.join(", ")}`)
+  return true
+}
 
 /** Longest `failure.title` kept; a longer provider reason is cut (never refused). */
 export const MAX_FAILURE_TITLE_LENGTH = 1024

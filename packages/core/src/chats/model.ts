@@ -3,7 +3,9 @@ import { ContactId } from "../contacts/model.js"
 import { GroupId } from "../groups/model.js"
 import { LabelId } from "../labels/model.js"
 import {
+  type InboundMessageType,
   type Message,
+  type MessageContentFields,
   MessageDirection,
   MessageId,
   type MessageMediaContent,
@@ -208,22 +210,33 @@ export interface MessageList {
 }
 
 /**
- * An inbound message as a provider webhook reports it, input of
- * `Chats.receiveInbound`: the sender's `phone` (normalised to E.164), the
- * content (`type` `text` with `text` of 1–4096 characters, or `media` with `media` and
- * an optional caption in `media.caption`), the provider's id (used to drop a redelivered
- * webhook), and the sender's names, used only when the contact is new.
+ * An inbound message as a provider webhook reports it, input of `Chats.receiveInbound`
+ * (docs/chats.md "Message types"):
+ * - `phone`: the sender's phone (normalised to E.164);
+ * - `type`: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`,
+ *   `contacts`, `interactive`, `button`, `reaction` or `unsupported`;
+ * - `text`: required for `text` (1–4096 characters); for the other types the text a
+ *   person reads (a caption, a button's title, an emoji), optional, cut to 4096;
+ * - `media`: required for the media types `{type (the message's type), id (the provider's
+ *   media id, 1–255), mime_type?, caption?, filename?}`, refused for the others;
+ * - `content`: the type's other fields as a JSON object (location, contacts, the reply,
+ *   the provider's timestamp…), optional;
+ * - `provider_message_id`: the provider's id, used to drop a redelivered webhook;
+ * - `first_name`, `last_name`: the sender's names, used only when the contact is new;
+ * - `channel_uuid`: the channel (business number) the message came in through.
  *
  * @category models
  */
 export interface InboundMessageInput {
   readonly phone: string
-  readonly type: "text" | "media"
-  readonly text?: string | undefined
-  readonly media?: MessageMediaContent | undefined
+  readonly type: InboundMessageType
+  readonly text?: string | null | undefined
+  readonly media?: MessageMediaContent | null | undefined
+  readonly content?: MessageContentFields | null | undefined
   readonly provider_message_id?: string | undefined
-  readonly first_name?: string | undefined
-  readonly last_name?: string | undefined
+  readonly first_name?: string | null | undefined
+  readonly last_name?: string | null | undefined
+  readonly channel_uuid?: string | null | undefined
 }
 
 /**
@@ -239,6 +252,8 @@ export interface OutboundMessageInput {
   readonly template?: MessageTemplateContent | undefined
   readonly media?: MessageMediaContent | undefined
   readonly provider_message_id?: string | undefined
+  /** The channel the message goes out through, `null` or absent when none. */
+  readonly channel_uuid?: string | null | undefined
 }
 
 /**

@@ -59,6 +59,16 @@ export class IssueCollector {
     return text
   }
 
+  /** An optional uuid ({@link UUID_PATTERN}, lowercased); absent or `null` is `null`. */
+  optionalUuid(field: string, value: unknown): string | null {
+    if (value === null || value === undefined) return null
+    if (typeof value !== "string" || !UUID_PATTERN.test(value)) {
+      this.add("invalid_format", field, `${field} must be a uuid`)
+      return null
+    }
+    return value.toLowerCase()
+  }
+
   /** Adds `invalid_type` for a value present but not a string (`null` counts as absent). */
   private wrongType(field: string, value: unknown): boolean {
     if (value === null || value === undefined || typeof value === "string") return false

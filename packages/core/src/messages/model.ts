@@ -53,6 +53,19 @@ export type MessageType = typeof MessageType.Type
 export const MESSAGE_TYPES: ReadonlyArray<MessageType> = MessageType.literals
 
 /**
+ * The types an inbound message may have: every {@link MessageType} but the outbound-only
+ * `template` and `media`.
+ *
+ * @category models
+ */
+export type InboundMessageType = Exclude<MessageType, "template" | "media">
+
+/** Every {@link InboundMessageType}, in declaration order. @category models */
+export const INBOUND_MESSAGE_TYPES: ReadonlyArray<InboundMessageType> = MESSAGE_TYPES.filter(
+  (type): type is InboundMessageType => type !== "template" && type !== "media"
+)
+
+/**
  * Delivery status of a message (docs/chats.md "Message statuses"). An outbound message starts `queued`;
  * an inbound one is recorded `delivered` (it reached us). Status only moves forward, see
  * {@link MESSAGE_STATUS_PREDECESSORS}.
@@ -79,6 +92,15 @@ export const MESSAGE_STATUS_PREDECESSORS: { readonly [S in MessageStatus]: Reado
   read: ["queued", "sent", "delivered"],
   failed: ["queued", "sent"]
 }
+
+/**
+ * How long a status the provider reported for a provider message id no message has yet is
+ * kept, waiting for the send to record that id (the provider can be faster than our
+ * write): 10 minutes, in milliseconds (docs/whatsapp-webhooks.md "Statuses").
+ *
+ * @category models
+ */
+export const PENDING_STATUS_TTL_MS = 600_000
 
 /**
  * The template of a `template` message: the send object `{name, language: {code},

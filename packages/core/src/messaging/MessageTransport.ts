@@ -1,38 +1,58 @@
 import { Context, Effect, Layer, Schema } from "effect"
 
 /**
+ * The channel (an organization's own WhatsApp number, docs/channels.md) a message goes
+ * out through: its uuid, Meta's `phone_number_id` and the decrypted access token. The
+ * token is a secret: a transport uses it for the request and never logs or returns it.
+ *
+ * @category messaging
+ */
+export interface OutboundChannel {
+  readonly uuid: string
+  readonly phone_number_id: string
+  readonly access_token: string
+}
+
+/** What every {@link OutboundMessage} carries besides its content. */
+interface OutboundEnvelope {
+  readonly message_id: string
+  readonly to: string
+  readonly channel: OutboundChannel | null
+}
+
+/**
  * What a transport is asked to deliver: one outbound message to an E.164 phone.
  * - `text`: `{type: "text", text}` (≤ 4096 characters);
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
  *   send object of `POST /send/template` (docs/messaging.md);
  * - `media`: `{type: "media", media: {type: image|video|audio|document, url, caption?, filename?}}`.
- * `message_id` is the message record's uuid, for correlation.
+ * `message_id` is the message record's uuid, for correlation. `channel` is the
+ * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
+ * the organization has none: then the transport's own configuration applies.
  *
  * @category messaging
  */
-export type OutboundMessage =
-  | { readonly message_id: string; readonly to: string; readonly type: "text"; readonly text: string }
-  | {
-      readonly message_id: string
-      readonly to: string
-      readonly type: "template"
-      readonly template: {
-        readonly name: string
-        readonly language: { readonly code: string }
-        readonly components: ReadonlyArray<unknown>
+export type OutboundMessage = OutboundEnvelope &
+  (
+    | { readonly type: "text"; readonly text: string }
+    | {
+        readonly type: "template"
+        readonly template: {
+          readonly name: string
+          readonly language: { readonly code: string }
+          readonly components: ReadonlyArray<unknown>
+        }
       }
-    }
-  | {
-      readonly message_id: string
-      readonly to: string
-      readonly type: "media"
-      readonly media: {
-        readonly type: "image" | "video" | "audio" | "document"
-        readonly url: string
-        readonly caption?: string | undefined
-        readonly filename?: string | undefined
+    | {
+        readonly type: "media"
+        readonly media: {
+          readonly type: "image" | "video" | "audio" | "document"
+          readonly url: string
+          readonly caption?: string | undefined
+          readonly filename?: string | undefined
+        }
       }
-    }
+  )
 
 /**
  * What the provider said: its message id and the status to record (`sent` when accepted).
@@ -81,7 +101,15 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
   MessageTransportService
 >() {
   /** Accepts every message without a network call; no provider id. */
-  static readonly recording: Layer.Layer<MessageTransport> = Layer.succeed(MessageTransport, {
-    send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const })
-  })
+  static readonly recording: Layer.Layer<MessageTransport> = Layer.suspend(() => Layer.succeed(MessageTransport, recordingTransport))
+}
+
+/**
+ * The recording transport's service: accepts every message without a network call and
+ * answers no provider id, so the store records the message as `sent`.
+ *
+ * @category messaging
+ */
+export const recordingTransport: MessageTransportService = {
+  send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const })
 }

@@ -17,7 +17,10 @@ import { Storage } from "../storage/Storage.js"
 import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
 import type { TemplateSendObject } from "../templates/model.js"
 import { Templates } from "../templates/Templates.js"
-import { MessageTransport, type OutboundMessage, type TransportFailed } from "./MessageTransport.js"
+import { MessageTransport, type OutboundChannel, type OutboundMessage, type TransportFailed } from "./MessageTransport.js"
+import { Channels } from "../channels/Channels.js"
+import type { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
+import type { ChannelId } from "../channels/model.js"
 import type { ReceiveResult, SendMediaInput, SendResult, SendTemplateInput, SendTextInput } from "./model.js"
 import { readMedia, readMessageText, readRecipient, readTemplateShape, type SendRecipient } from "./readSend.js"
 
@@ -35,8 +38,11 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
  *    the contact like a partial PUT;
  * 4. append an outbound message (status `queued`) to the contact's chat, created `open` when
- *    missing; the chat's status never changes;
- * 5. hand it to the {@link MessageTransport}: accepted → `sent` with the provider's id;
+ *    missing; the chat's status never changes; it records the channel it goes through:
+ *    `channel_uuid` when given (one of the organization's channels, else
+ *    `RecordNotFound` with nothing written), else the channel the contact last wrote to,
+ *    else the organization's default channel, else none (docs/messaging.md "Channels");
+ * 5. hand it to the {@link MessageTransport} with that channel: accepted → `sent` with the provider's id;
  *    refused or unreachable (`TransportFailed`) → `failed`, the record kept, and the send
  *    still succeeds with `status: "failed"`.
  * Steps 4–5 run uninterruptibly: a client that goes away never leaves a message `queued`.
@@ -56,25 +62,29 @@ export interface MessagingService {
     | TemplateParametersMismatch
     | PlanLimitExceeded
     | RecordNotFound
+    | SecretKeyMissing
+    | SecretKeyMismatch
     | StorageError
   >
   /** Sends a text message (`POST /send`): `message` 1–4096 characters. */
   readonly sendText: (
     organizationId: OrganizationId,
     input: SendTextInput
-  ) => Effect.Effect<SendResult, InvalidInput | PlanLimitExceeded | RecordNotFound | StorageError>
+  ) => Effect.Effect<SendResult, SendError>
   /** Sends a media message (`POST /send/media`). */
   readonly sendMedia: (
     organizationId: OrganizationId,
     input: SendMediaInput
-  ) => Effect.Effect<SendResult, InvalidInput | PlanLimitExceeded | RecordNotFound | StorageError>
+  ) => Effect.Effect<SendResult, SendError>
   /**
    * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
    * needed, never refused over `contacts_limit`), then answers it automatically when its
    * text, trimmed, equals a basic reply's trigger ignoring case (`BasicReplies.matchInbound`):
    * the reply's `response` is sent as a text message through the transport (steps 4–5
-   * above). A duplicate delivery (same `provider_message_id`) and a media message are never
-   * answered. `auto_reply` is the reply's send result, or `null`.
+   * above), through the channel the message came in by (`channel_uuid`). A duplicate
+   * delivery (same `provider_message_id`) and a message of another type are never
+   * answered. `auto_reply` is the reply's send result, or `null` (also when the reply's
+   * channel cannot be opened: a warning is logged, the message is kept).
    */
   readonly receive: (
     organizationId: OrganizationId,
@@ -83,8 +93,17 @@ export interface MessagingService {
 }
 
 /**
+ * What the text and media sends fail with: a bad input (nothing written), the plan's
+ * `contacts_limit`, an unknown `channel_uuid` (`RecordNotFound`), a channel whose token
+ * cannot be opened (`SecretKeyMissing`, `SecretKeyMismatch`), or the store.
+ *
+ * @category services
+ */
+export type SendError = InvalidInput | PlanLimitExceeded | RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError
+
+/**
  * Tag of the {@link MessagingService}. `Messaging.layer` needs `Storage`, `SecureRandom`,
- * `MessageTransport`, `Templates`, `Chats` and `BasicReplies`; `Core.layer` provides them
+ * `MessageTransport`, `Templates`, `Chats`, `BasicReplies` and `Channels`; `Core.layer` provides them
  * all with the recording transport, `Core.layerWithTransport(transport)` with another.
  *
  * @category services
@@ -101,7 +120,7 @@ export class Messaging extends Context.Tag("@switchboard/core/Messaging")<Messag
   static readonly layer: Layer.Layer<
     Messaging,
     never,
-    Storage | SecureRandom | MessageTransport | Templates | Chats | BasicReplies
+    Storage | SecureRandom | MessageTransport | Templates | Chats | BasicReplies | Channels
   > = Layer.effect(
     Messaging,
     Effect.suspend(() => make)
@@ -121,6 +140,39 @@ const make = Effect.gen(function* () {
   const templates = yield* Templates
   const chats = yield* Chats
   const replies = yield* BasicReplies
+  const channels = yield* Channels
+
+  /** A channel of the organization, as the transport takes it; `RecordNotFound` when it has none with this uuid. */
+  const openChannel = (organizationId: OrganizationId, id: string) =>
+    Effect.map(
+      channels.getWithToken(organizationId, id as ChannelId),
+      ({ access_token, channel }): OutboundChannel => ({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
+    )
+
+  /**
+   * The channel of a send, before anything is written: the requested one, else the
+   * organization's default (its first channel), else `null`. `refine` then prefers the
+   * channel the contact last wrote to, once the contact is known.
+   */
+  const chooseChannel = Effect.fn("Messaging.chooseChannel")(function* (organizationId: OrganizationId, requested: string | null) {
+    if (requested !== null) return { channel: yield* openChannel(organizationId, requested), requested: true }
+    const [first] = yield* storage.channels.list(organizationId)
+    return { channel: first === undefined ? null : yield* openChannel(organizationId, first.uuid), requested: false }
+  })
+
+  /** The contact's last inbound channel when it is not the chosen one and still exists, else the chosen one. */
+  const refineChannel = (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    chosen: { readonly channel: OutboundChannel | null; readonly requested: boolean }
+  ) =>
+    Effect.gen(function* () {
+      if (chosen.requested || chosen.channel === null) return chosen.channel
+      const last = yield* storage.chats.lastInboundChannel(organizationId, contactId)
+      if (Option.isNone(last) || last.value === chosen.channel.uuid) return chosen.channel
+      // Removed since the contact wrote: the default stands.
+      return yield* openChannel(organizationId, last.value).pipe(Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen.channel)))
+    })
 
   /** Step 3: the contact's uuid after the upsert, or `PlanLimitExceeded` with nothing written. */
   const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
@@ -150,10 +202,17 @@ const make = Effect.gen(function* () {
   })
 
   /** Steps 4–5: append the message, hand it to the transport, record the outcome. */
-  const deliver = (organizationId: OrganizationId, contactId: ContactId, phone: string, content: SendContent) =>
+  const deliver = (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    phone: string,
+    content: SendContent,
+    channel: OutboundChannel | null
+  ) =>
     Effect.gen(function* () {
-      const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, recordOf(content))
-      const sent = yield* Effect.either(transport.send(outboundOf(message.uuid, phone, content)))
+      const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
+      const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, record)
+      const sent = yield* Effect.either(transport.send(outboundOf(message.uuid, phone, content, channel)))
       const status: MessageStatus = Either.isRight(sent) ? sent.right.status : "failed"
       if (Either.isLeft(sent)) yield* logTransportFailure(message.uuid, sent.left)
       const providerId = Either.isRight(sent) ? usableProviderId(sent.right.provider_message_id) : undefined
@@ -176,17 +235,20 @@ const make = Effect.gen(function* () {
   /** Steps 1 and 3–5 around `readContent` (which adds step 1's content issues). */
   const send = <C extends SendContent, E, R>(
     organizationId: OrganizationId,
-    input: Parameters<typeof readRecipient>[1],
+    input: Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown },
     readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>
   ) =>
     Effect.gen(function* () {
       const { defaultCountry } = yield* Settings
       const collector = new IssueCollector()
       const recipient = readRecipient(collector, input, defaultCountry)
+      const requestedChannel = collector.optionalUuid("channel_uuid", input.channel_uuid)
       const content = yield* readContent(collector)
       if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
+      const chosen = yield* chooseChannel(organizationId, requestedChannel)
       const contactId = yield* upsertContact(organizationId, recipient)
-      return yield* deliver(organizationId, contactId, recipient.phone, content)
+      const channel = yield* refineChannel(organizationId, contactId, chosen)
+      return yield* deliver(organizationId, contactId, recipient.phone, content, channel)
     })
 
   const sendTemplate = Effect.fn("Messaging.sendTemplate")(function* (
@@ -206,13 +268,13 @@ const make = Effect.gen(function* () {
   })
 
   const sendText = Effect.fn("Messaging.sendText")(function* (organizationId: OrganizationId, input: SendTextInput) {
-    return yield* send(organizationId, { phone: input?.phone }, (collector) =>
+    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, (collector) =>
       Effect.succeed({ type: "text", text: readMessageText(collector, input?.message) } as const)
     )
   })
 
   const sendMedia = Effect.fn("Messaging.sendMedia")(function* (organizationId: OrganizationId, input: SendMediaInput) {
-    return yield* send(organizationId, { phone: input?.phone }, (collector) =>
+    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, (collector) =>
       Effect.succeed({ type: "media", media: readMedia(collector, input?.media) } as const)
     )
   })
@@ -223,12 +285,21 @@ const make = Effect.gen(function* () {
     if (receipt.duplicate || message.type !== "text" || message.text === null) return { ...receipt, auto_reply: null }
     const reply = yield* replies.matchInbound(organizationId, message.text)
     if (Option.isNone(reply)) return { ...receipt, auto_reply: null }
-    const auto_reply = yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, {
-      type: "text",
-      text: reply.value.response
+    const auto_reply = yield* Effect.gen(function* () {
+      // The channel the message came in by; removed meanwhile → the send's default.
+      const chosen = yield* chooseChannel(organizationId, message.channel_uuid).pipe(
+        Effect.catchTag("RecordNotFound", () => chooseChannel(organizationId, null))
+      )
+      const channel = yield* refineChannel(organizationId, chat.contact.uuid, chosen)
+      return yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, { type: "text", text: reply.value.response }, channel)
     }).pipe(
       // The contact was deleted between the inbound message and its answer: nobody to answer.
       Effect.catchTag("RecordNotFound", () => Effect.succeed(null)),
+      // The channel's token cannot be opened: the message is kept, the reply not sent.
+      Effect.catchTags({
+        SecretKeyMissing: (error) => logUnansweredReply(message.uuid, error.message),
+        SecretKeyMismatch: (error) => logUnansweredReply(message.uuid, error.message)
+      }),
       // A stored reply always makes a valid text message: a refusal is a bug.
       Effect.catchTag("InvalidInput", (error) => Effect.die(error))
     )
@@ -253,14 +324,14 @@ const recordOf = (content: SendContent): OutboundMessageInput => {
 }
 
 /** What the transport is asked to deliver. */
-const outboundOf = (message_id: string, to: string, content: SendContent): OutboundMessage => {
+const outboundOf = (message_id: string, to: string, content: SendContent, channel: OutboundChannel | null): OutboundMessage => {
   switch (content.type) {
     case "text":
-      return { message_id, to, type: "text", text: content.text }
+      return { message_id, to, channel, type: "text", text: content.text }
     case "template":
-      return { message_id, to, type: "template", template: content.template }
+      return { message_id, to, channel, type: "template", template: content.template }
     case "media":
-      return { message_id, to, type: "media", media: content.media }
+      return { message_id, to, channel, type: "media", media: content.media }
   }
 }
 
@@ -289,6 +360,15 @@ const failureOfRefusal = (error: TransportFailed): MessageFailure => {
   const title = error.reason.trim() === "" ? "The provider gave no reason" : error.reason
   return { code: code === "" ? "network_error" : code, title }
 }
+
+/** The automatic reply to a message could not be sent through its channel (never the token). */
+const logUnansweredReply = (messageId: string, reason: string) =>
+  Effect.as(
+    Effect.logWarning("Automatic reply not sent: the channel's token cannot be opened").pipe(
+      Effect.annotateLogs({ message_id: messageId, reason })
+    ),
+    null
+  )
 
 /** One warning per failed hand-off, with the provider's reason and code (never credentials). */
 const logTransportFailure = (messageId: string, error: TransportFailed) =>

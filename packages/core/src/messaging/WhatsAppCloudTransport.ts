@@ -1,6 +1,12 @@
 import { Effect, Layer } from "effect"
 import { type GraphApiOptions, graphSignal, graphUrl } from "./graphApi.js"
-import { MessageTransport, TransportFailed, type OutboundMessage, type TransportReceipt } from "./MessageTransport.js"
+import {
+  MessageTransport,
+  type MessageTransportService,
+  TransportFailed,
+  type OutboundMessage,
+  type TransportReceipt
+} from "./MessageTransport.js"
 
 /**
  * Options of the WhatsApp Cloud API transport.
@@ -18,7 +24,9 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
 
 /**
  * A {@link MessageTransport} that posts to the Graph API messages endpoint
- * (`POST {baseUrl}/{apiVersion}/{phoneNumberId}/messages`). A 2xx answer gives the
+ * (`POST {baseUrl}/{apiVersion}/{phoneNumberId}/messages`). A message with a `channel`
+ * goes out through that channel's `phone_number_id` with its token instead (the
+ * organization's own number, docs/messaging.md "Channels"). A 2xx answer gives the
  * provider's message id (`messages[0].id`); any other answer, a timeout or a network error
  * fails with `TransportFailed` carrying the provider's `error.message` and `error.code`.
  *
@@ -28,7 +36,32 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
  * const transport = WhatsAppCloudTransport.layer({ phoneNumberId: "1234", accessToken: process.env.WA_TOKEN! })
  */
 export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTransport> =>
-  Layer.succeed(MessageTransport, { send: (message) => send(options, message) })
+  Layer.succeed(MessageTransport, {
+    send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message)
+  })
+
+/**
+ * A transport that sends the messages with a `channel` through the Graph API with that
+ * channel's number and token (`options` says where the Graph API is), and hands the
+ * others to `fallback` (for example the recording transport): an organization without
+ * a channel keeps the deployment's default (docs/messaging.md "Transports").
+ *
+ * @category messaging
+ */
+export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => ({
+  send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message))
+})
+
+const channelOptions = (
+  options: GraphApiOptions,
+  channel: NonNullable<OutboundMessage["channel"]>
+): WhatsAppCloudOptions => ({
+  ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
+  ...(options.apiVersion === undefined ? {} : { apiVersion: options.apiVersion }),
+  ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  phoneNumberId: channel.phone_number_id,
+  accessToken: channel.access_token
+})
 
 /** The Graph API request body of one outbound message. */
 export const requestBody = (message: OutboundMessage): Record<string, unknown> => {

@@ -17,6 +17,18 @@ export interface SendContactFields {
 }
 
 /**
+ * The channel a send goes out through (docs/messaging.md "Channels"): `channel_uuid`, one
+ * of the organization's channels (`RecordNotFound` otherwise). Without it: the channel
+ * the contact last wrote to, else the organization's default (its first channel), else
+ * no channel (the deployment's transport).
+ *
+ * @category models
+ */
+export interface SendChannelField {
+  readonly channel_uuid?: string | undefined
+}
+
+/**
  * Input of `Messaging.sendTemplate` (`POST /send/template`, docs/messaging.md): the recipient's
  * `phone` (any format libphonenumber-js reads; stored in E.164), the `template` object
  * `{name, language: {code}, components}` built from `GET /templates/{uuid}/payload` with
@@ -24,7 +36,7 @@ export interface SendContactFields {
  *
  * @category models
  */
-export interface SendTemplateInput extends SendContactFields {
+export interface SendTemplateInput extends SendContactFields, SendChannelField {
   readonly phone: string
   readonly template: TemplateSendRequest
 }
@@ -35,7 +47,7 @@ export interface SendTemplateInput extends SendContactFields {
  *
  * @category models
  */
-export interface SendTextInput {
+export interface SendTextInput extends SendChannelField {
   readonly phone: string
   readonly message: string
 }
@@ -47,7 +59,7 @@ export interface SendTextInput {
  *
  * @category models
  */
-export interface SendMediaInput {
+export interface SendMediaInput extends SendChannelField {
   readonly phone: string
   readonly media: OutboundMediaContent
 }

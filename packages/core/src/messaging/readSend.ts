@@ -1,5 +1,5 @@
 import type { CountryCode } from "libphonenumber-js"
-import { MAX_MESSAGE_TEXT_LENGTH, readContent } from "../chats/messageContent.js"
+import { MAX_MESSAGE_TEXT_LENGTH, readContent, readOutboundMedia } from "../chats/messageContent.js"
 import type { ContactDetails } from "../contacts/model.js"
 import type { IssueCollector } from "../internal/validation.js"
 import type { MessageTemplateContent, OutboundMediaContent } from "../messages/model.js"
@@ -59,7 +59,7 @@ export const readMessageText = (collector: IssueCollector, value: unknown): stri
  * ≤ 255; captions and filenames trimmed, blank dropped).
  */
 export const readMedia = (collector: IssueCollector, value: unknown): OutboundMediaContent =>
-  readContent(collector, { type: "media", media: value }, ["media"]).media ?? { type: "image", url: "" }
+  readOutboundMedia(collector, value) ?? { type: "image", url: "" }
 
 /**
  * Checks the shape of a send's `template` object (`template`, `template.name`,

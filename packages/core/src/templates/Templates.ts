@@ -11,14 +11,15 @@ import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { TemplateWriteOutcome } from "../storage/TemplateRepository.js"
 import { TemplateNameTaken, TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "./errors.js"
-import type {
-  ResolvedTemplate,
-  Template,
-  TemplateContent,
-  TemplateId,
-  TemplateInput,
-  TemplatePayload,
-  TemplateSendRequest
+import {
+  type ResolvedTemplate,
+  type Template,
+  type TemplateContent,
+  type TemplateId,
+  type TemplateInput,
+  type TemplatePayload,
+  type TemplateSendRequest,
+  TemplateStatus
 } from "./model.js"
 import { payloadOf } from "./payload.js"
 import { readTemplate } from "./readTemplate.js"
@@ -85,6 +86,17 @@ export interface TemplatesService {
     ResolvedTemplate,
     TemplateNotFound | TemplateNotApproved | TemplateParametersMismatch | StorageError
   >
+  /**
+   * Applies a review status the provider reported (docs/whatsapp-webhooks.md "Template
+   * statuses"): the template with this name (case-insensitively) and language (`en-US`
+   * read as `en_US`) gets `status` and, for `REJECTED`, `rejected_reason` = `reason`
+   * (`null` otherwise). `None` when the organization has no such template or `status`
+   * is not one of {@link TemplateStatus}'s (nothing written).
+   */
+  readonly applyProviderStatus: (
+    organizationId: OrganizationId,
+    report: { readonly name: string; readonly language: string; readonly status: string; readonly reason: string | null }
+  ) => Effect.Effect<Option.Option<Template>, StorageError>
 }
 
 /**
@@ -187,10 +199,24 @@ const make = Effect.gen(function* () {
     get,
     list: (organizationId, page) => storage.templates.list(organizationId, page),
     payload: (organizationId, id) => Effect.map(get(organizationId, id), payloadOf),
-    resolveForSend
+    resolveForSend,
+    applyProviderStatus: Effect.fn("Templates.applyProviderStatus")(function* (organizationId, report) {
+      const status = (TemplateStatus.literals as ReadonlyArray<string>).includes(report.status)
+        ? (report.status as TemplateStatus)
+        : undefined
+      if (status === undefined) return Option.none()
+      const found = yield* storage.templates.findByIdentity(organizationId, report.name.trim(), report.language.trim().replace(/-/g, "_"))
+      if (Option.isNone(found)) return Option.none()
+      const rejected_reason = status === "REJECTED" ? (report.reason?.trim().slice(0, MAX_REJECTED_REASON_LENGTH) ?? null) : null
+      const outcome = yield* storage.templates.updateStatus(organizationId, found.value.uuid, { status, rejected_reason, now: yield* nowIso })
+      return outcome._tag === "Updated" ? Option.some(outcome.template) : Option.none()
+    })
   }
   return service
 })
+
+/** Longest `rejected_reason` kept; a longer reason is cut. */
+const MAX_REJECTED_REASON_LENGTH = 1024
 
 /** The fields of a partial input that are set (`undefined` means "keep"). */
 const definedFields = (input: Partial<TemplateInput>): Partial<TemplateInput> =>

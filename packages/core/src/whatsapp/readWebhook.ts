@@ -1,5 +1,5 @@
 import { isRecord } from "../internal/validation.js"
-import { MESSAGE_TYPES, type MessageType } from "../messages/model.js"
+import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../messages/model.js"
 
 // Reading the WhatsApp Cloud API's webhook payloads (docs/whatsapp-webhooks.md "What a
 // webhook carries") into plain records, with no storage and no I/O: the `messages` field
@@ -8,7 +8,7 @@ import { MESSAGE_TYPES, type MessageType } from "../messages/model.js"
 // to be Meta's; still, a part of unexpected shape is skipped, never a crash.
 
 /** @category whatsapp */
-export type WhatsAppInboundType = Exclude<MessageType, "template" | "media">
+export type WhatsAppInboundType = InboundMessageType
 
 /**
  * The inbound message types Switchboard keeps (docs/chats.md "Message types"): every
@@ -17,9 +17,7 @@ export type WhatsAppInboundType = Exclude<MessageType, "template" | "media">
  *
  * @category whatsapp
  */
-export const WHATSAPP_INBOUND_TYPES: ReadonlyArray<WhatsAppInboundType> = MESSAGE_TYPES.filter(
-  (type): type is WhatsAppInboundType => type !== "template" && type !== "media"
-)
+export const WHATSAPP_INBOUND_TYPES: ReadonlyArray<WhatsAppInboundType> = INBOUND_MESSAGE_TYPES
 
 /**
  * One customer message of a webhook: its WhatsApp id (`wamid…`), the sender's WhatsApp id

@@ -1,0 +1,344 @@
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import {
+  BasicReplies,
+  type Channel,
+  Channels,
+  ChannelVerifier,
+  Chats,
+  Contacts,
+  Core,
+  generateSecretKey,
+  MemoryStorage,
+  Messaging,
+  MessageTransport,
+  type OrganizationId,
+  Organizations,
+  type OutboundMessage,
+  SecretKey,
+  Storage,
+  Templates,
+  WhatsAppWebhooks
+} from "@switchboard/core"
+import { failureOf } from "./failure.js"
+
+// The provider webhooks in core (docs/whatsapp-webhooks.md): what each event stores, on
+// the memory store, with fixtures in the shapes of Meta's webhook reference.
+
+const fixture = (name: string): Record<string, unknown> =>
+  JSON.parse(readFileSync(new URL(`./fixtures/whatsapp/${name}.json`, import.meta.url), "utf8"))
+
+/** The fixtures' business number, account and sender. */
+const PHONE_NUMBER_ID = "106540352242922"
+const WABA_ID = "102290129340398"
+const SENDER = "+16505551234"
+const TOKEN = "EAAGwebhooktoken-0000000000000042"
+
+/** A transport that records what it is given and answers the provider ids it is told, in order. */
+const makeTransport = () => {
+  const sent: Array<OutboundMessage> = []
+  const ids: Array<string> = []
+  const layer = Layer.succeed(MessageTransport, {
+    send: (message) =>
+      Effect.sync(() => {
+        sent.push(message)
+        return { provider_message_id: ids.shift() ?? `wamid.auto${sent.length}`, status: "sent" as const }
+      })
+  })
+  return { sent, ids, layer }
+}
+
+/** Verifies every token (the Graph API is not this file's subject). */
+const acceptingVerifier = Layer.succeed(ChannelVerifier, {
+  verify: () => Effect.succeed({ display_phone_number: "+1 555-078-3881" })
+})
+
+const run = <A, E>(body: (transport: ReturnType<typeof makeTransport>) => Effect.Effect<A, E, Layer.Layer.Success<typeof Core.layer> | Storage>) =>
+  Effect.suspend(() => {
+    const transport = makeTransport()
+    const layer = Core.layerWithTransport(transport.layer).pipe(
+      Layer.provide(Layer.merge(SecretKey.layer(generateSecretKey()), acceptingVerifier)),
+      Layer.provideMerge(MemoryStorage.layer)
+    )
+    return body(transport).pipe(Effect.provide(layer))
+  })
+
+/** An organization with the fixtures' number as its channel. */
+const withChannel = (phoneNumberId = PHONE_NUMBER_ID, wabaId = WABA_ID) =>
+  Effect.gen(function* () {
+    const org = yield* Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Acme" }))
+    const channel = yield* Effect.flatMap(Channels, (channels) =>
+      channels.add(org.id, { phone_number_id: phoneNumberId, waba_id: wabaId, access_token: TOKEN })
+    )
+    return { orgId: org.id, channel }
+  })
+
+const receive = (payload: unknown) => Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(payload))
+
+/** The organization's only chat and its messages, newest first. */
+const onlyChat = (orgId: OrganizationId) =>
+  Effect.gen(function* () {
+    const chats = yield* Chats
+    const list = yield* chats.list(orgId, {})
+    expect(list.chats).toHaveLength(1)
+    const chat = list.chats[0]!
+    const messages = yield* chats.listMessages(orgId, chat.uuid, { limit: 100 })
+    return { chat, messages: messages.messages }
+  })
+
+/** A payload of Meta's `messages` field for `phoneNumberId` with these statuses. */
+const statusesPayload = (statuses: ReadonlyArray<Record<string, unknown>>, phoneNumberId = PHONE_NUMBER_ID) => ({
+  object: "whatsapp_business_account",
+  entry: [
+    {
+      id: WABA_ID,
+      changes: [
+        {
+          field: "messages",
+          value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId }, statuses }
+        }
+      ]
+    }
+  ]
+})
+
+const status = (id: string, value: string) => ({ id, status: value, timestamp: "1749416400", recipient_id: "16505551234" })
+
+describe("WhatsAppWebhooks.receive: customer messages", () => {
+  it.effect("a text from a new number creates the contact (profile name), an unread chat and the message, through the channel; a redelivery changes nothing", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId, channel } = yield* withChannel()
+        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        const { chat, messages } = yield* onlyChat(orgId)
+        expect(chat).toMatchObject({ unread_count: 1, status: "open", contact: { phone: SENDER, first_name: "Sheena Nelson", last_name: null } })
+        expect(messages).toHaveLength(1)
+        expect(messages[0]).toMatchObject({
+          direction: "inbound",
+          type: "text",
+          text: "Does it come in another color?",
+          provider_message_id: "wamid.text1",
+          status: "delivered",
+          channel_uuid: channel.uuid,
+          content: { timestamp: "1749416383" }
+        })
+        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        const again = yield* onlyChat(orgId)
+        expect(again.messages).toEqual(messages)
+        expect(again.chat.unread_count).toBe(1)
+      })
+    ))
+
+  it.effect("every listed type is stored with its fields; an unknown type is unsupported with its original type", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const names = ["image", "audio", "video", "document", "sticker", "location", "contacts", "interactive-button-reply", "interactive-list-reply", "button", "unsupported", "order"]
+        for (const name of names) expect(yield* receive(fixture(name))).toEqual({ received: 1 })
+        const { messages } = yield* onlyChat(orgId)
+        const byType = new Map(messages.map((message) => [message.provider_message_id, message]))
+        expect(messages.map((message) => message.type).sort()).toEqual(
+          ["image", "audio", "video", "document", "sticker", "location", "contacts", "interactive", "interactive", "button", "unsupported", "unsupported"].sort()
+        )
+        for (const message of messages) {
+          if (["image", "audio", "video", "document", "sticker"].includes(message.type)) {
+            expect(message.media).toMatchObject({ type: message.type, id: expect.any(String), mime_type: expect.any(String) })
+            expect(message.media).not.toHaveProperty("url")
+          } else {
+            expect(message.media).toBeNull()
+          }
+        }
+        const location = messages.find((message) => message.type === "location")!
+        expect(location.content).toMatchObject({ location: { latitude: expect.any(Number), longitude: expect.any(Number) } })
+        const order = messages.filter((message) => message.type === "unsupported").map((message) => message.content?.original_type)
+        expect(order.sort()).toEqual(["order", "unsupported"])
+        expect(byType.size).toBe(names.length)
+      })
+    ))
+
+  it.effect("a reaction is stored but neither counts as unread nor reopens a resolved chat", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        yield* receive(fixture("text"))
+        const chats = yield* Chats
+        const { chat } = yield* onlyChat(orgId)
+        yield* chats.markRead(orgId, chat.uuid)
+        yield* chats.setStatus(orgId, chat.uuid, "resolved")
+        expect(yield* receive(fixture("reaction"))).toEqual({ received: 1 })
+        const after = yield* onlyChat(orgId)
+        expect(after.chat).toMatchObject({ unread_count: 0, status: "resolved" })
+        expect(after.messages[0]).toMatchObject({ type: "reaction", content: { reaction: { message_id: expect.any(String), emoji: expect.any(String) } } })
+      })
+    ))
+
+  it.effect("a number no channel has is acknowledged and nothing is stored", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel("999000111")
+        expect(yield* receive(fixture("text"))).toEqual({ received: 0 })
+        expect(yield* receive(statusesPayload([status("wamid.x", "read")]))).toEqual({ received: 0 })
+        expect((yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))).total).toBe(0)
+        expect(yield* receive({ object: "page", entry: [] })).toEqual({ received: 0 })
+        expect(yield* receive(fixture("account-update"))).toEqual({ received: 0 })
+      })
+    ))
+
+  it.effect("a matching basic reply is answered through the channel the message came in by, with its token", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId, channel } = yield* withChannel()
+        yield* Effect.flatMap(BasicReplies, (replies) =>
+          replies.create(orgId, { name: "Colors", trigger: "Does it come in another color?", response: "Red, green and blue." })
+        )
+        yield* receive(fixture("text"))
+        expect(transport.sent).toEqual([
+          expect.objectContaining({
+            to: SENDER,
+            type: "text",
+            text: "Red, green and blue.",
+            channel: { uuid: channel.uuid, phone_number_id: PHONE_NUMBER_ID, access_token: TOKEN }
+          })
+        ])
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages.find((message) => message.direction === "outbound")).toMatchObject({ status: "sent", channel_uuid: channel.uuid })
+        yield* receive(fixture("text"))
+        expect(transport.sent).toHaveLength(1)
+      })
+    ))
+})
+
+describe("WhatsAppWebhooks.receive: statuses", () => {
+  it.effect("delivered then read moves a sent message forward; a late delivered never moves it back; failed keeps the error", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const messaging = yield* Messaging
+        transport.ids.push("wamid.outbound1", "wamid.outbound2")
+        const first = yield* messaging.sendText(orgId, { phone: SENDER, message: "Your order shipped" })
+        const second = yield* messaging.sendText(orgId, { phone: SENDER, message: "Another" })
+        expect(yield* receive(fixture("statuses"))).toEqual({ received: 1 })
+        const chats = yield* Chats
+        const find = (id: string) => Effect.map(onlyChat(orgId), ({ messages }) => messages.find((message) => message.uuid === id)!)
+        expect((yield* find(first.message_id)).status).toBe("read")
+        yield* receive(statusesPayload([status("wamid.outbound1", "delivered")]))
+        expect((yield* find(first.message_id)).status).toBe("read")
+        yield* receive(fixture("status-failed"))
+        expect(yield* find(second.message_id)).toMatchObject({ status: "failed", failure: { code: expect.any(String), title: expect.any(String) } })
+        expect(chats).toBeDefined()
+      })
+    ))
+
+  it.effect("out of order: read before delivered ends read", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        transport.ids.push("wamid.ooo")
+        const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
+        yield* receive(statusesPayload([status("wamid.ooo", "read"), status("wamid.ooo", "delivered")]))
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages.find((message) => message.uuid === sent.message_id)?.status).toBe("read")
+      })
+    ))
+
+  it.effect("a status that arrives before the send records its provider id is applied when it does", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toEqual({ received: 1 })
+        transport.ids.push("wamid.early")
+        const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
+        expect(sent.status).toBe("delivered")
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages[0]).toMatchObject({ uuid: sent.message_id, status: "delivered", provider_message_id: "wamid.early" })
+      })
+    ))
+})
+
+describe("WhatsAppWebhooks.receive: template statuses", () => {
+  it.effect("routes by the account to the template with that name and language; REJECTED keeps Meta's reason", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const templates = yield* Templates
+        const body = [{ type: "BODY" as const, text: "Hello" }]
+        const order = yield* templates.create(orgId, { name: "order_update", language: "en_US", category: "UTILITY", status: "PENDING", components: body })
+        const sale = yield* templates.create(orgId, { name: "summer_sale", language: "en", category: "MARKETING", status: "PENDING", components: body })
+        expect(yield* receive(fixture("template-approved"))).toEqual({ received: 1 })
+        expect(yield* templates.get(orgId, order.uuid)).toMatchObject({ status: "APPROVED", rejected_reason: null })
+        yield* receive(fixture("template-rejected"))
+        expect(yield* templates.get(orgId, sale.uuid)).toMatchObject({ status: "REJECTED", rejected_reason: "INVALID_FORMAT" })
+        const other = fixture("template-approved") as { entry: Array<{ id: string }> }
+        other.entry[0]!.id = "777"
+        expect(yield* receive(other)).toEqual({ received: 0 })
+      })
+    ))
+
+  it.effect("en-US is read as en_US; an unknown template or status changes nothing", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const templates = yield* Templates
+        const order = yield* templates.create(orgId, {
+          name: "order_update",
+          language: "en_US",
+          category: "UTILITY",
+          status: "APPROVED",
+          components: [{ type: "BODY", text: "Hello" }]
+        })
+        const payload = (event: string, language: string) => ({
+          object: "whatsapp_business_account",
+          entry: [{ id: WABA_ID, changes: [{ field: "message_template_status_update", value: { event, message_template_id: 1, message_template_name: "order_update", message_template_language: language, reason: "NONE" } }] }]
+        })
+        yield* receive(payload("PAUSED", "en-US"))
+        expect((yield* templates.get(orgId, order.uuid)).status).toBe("PAUSED")
+        yield* receive(payload("SOMETHING_NEW", "en_US"))
+        yield* receive(payload("APPROVED", "fr"))
+        expect((yield* templates.get(orgId, order.uuid)).status).toBe("PAUSED")
+      })
+    ))
+})
+
+describe("sends through channels", () => {
+  it.effect("default channel, then the channel the contact last wrote to; channel_uuid wins; an unknown one writes nothing", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId, channel: first } = yield* withChannel()
+        const second: Channel = yield* Effect.flatMap(Channels, (channels) =>
+          channels.add(orgId, { phone_number_id: "106540352242923", waba_id: WABA_ID, access_token: `${TOKEN}-2` })
+        )
+        const messaging = yield* Messaging
+        yield* messaging.sendText(orgId, { phone: SENDER, message: "one" })
+        const inbound = fixture("text") as { entry: Array<{ changes: Array<{ value: { metadata: { phone_number_id: string } } }> }> }
+        inbound.entry[0]!.changes[0]!.value.metadata.phone_number_id = "106540352242923"
+        yield* receive(inbound)
+        yield* messaging.sendText(orgId, { phone: SENDER, message: "two" })
+        yield* messaging.sendText(orgId, { phone: SENDER, message: "three", channel_uuid: first.uuid })
+        expect(transport.sent.map((message) => [message.type === "text" ? message.text : "", message.channel?.uuid])).toEqual([
+          ["one", first.uuid],
+          ["two", second.uuid],
+          ["three", first.uuid]
+        ])
+        expect(transport.sent[1]?.channel?.access_token).toBe(`${TOKEN}-2`)
+        const error = yield* failureOf(messaging.sendText(orgId, { phone: "+14155550199", message: "x", channel_uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b" }))
+        expect(error).toMatchObject({ _tag: "RecordNotFound", missing: [{ resource: "channel" }] })
+        const invalid = yield* failureOf(messaging.sendText(orgId, { phone: "+14155550199", message: "x", channel_uuid: "not-a-uuid" }))
+        expect(invalid).toMatchObject({ _tag: "InvalidInput", issues: [{ field: "channel_uuid" }] })
+        const contacts = yield* Effect.flatMap(Storage, (storage) => storage.contacts.list(orgId, { page: 1, per_page: 10 }))
+        expect(contacts.items.map((contact) => contact.phone)).toEqual([SENDER])
+      })
+    ))
+
+  it.effect("an organization without a channel sends with channel null, and its messages record none", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const org = yield* Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Plain" }))
+        yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(org.id, { phone: SENDER, message: "hi" }))
+        expect(transport.sent.map((message) => message.channel)).toEqual([null])
+        const { messages } = yield* onlyChat(org.id)
+        expect(messages[0]?.channel_uuid).toBeNull()
+        expect(Option.isNone(yield* Effect.flatMap(Storage, (storage) => storage.chats.lastInboundChannel(org.id, messages[0]!.contact_uuid)))).toBe(true)
+      })
+    ))
+})
