@@ -27,7 +27,8 @@ export default defineWorkspace([
         "test/plan-limits.test.ts",
         "test/templates.test.ts",
         "test/storage-under-test.test.ts",
-        "test/tenant-isolation.test.ts"
+        "test/tenant-isolation.test.ts",
+        "test/whatsapp-webhook.test.ts"
       ]
     }),
     root: "./packages/http-adapter"

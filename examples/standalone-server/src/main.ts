@@ -26,7 +26,7 @@ import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStor
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
-import { channelVerifierFor, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
+import { describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -67,7 +67,8 @@ const main = async (): Promise<void> => {
     // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
     whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },
     secretKey: secretKey.key,
-    channelVerifier: channelVerifierFor(graphApi.value),
+    // Channel verification and channel sends reach the Graph API here (docs/channels.md).
+    graphApi: graphApi.value,
     ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {

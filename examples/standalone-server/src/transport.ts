@@ -85,17 +85,17 @@ export const transportLayerFor = (choice: TransportChoice): Layer.Layer<MessageT
   choice._tag === "Recording" ? undefined : WhatsAppCloudTransport.layer(choice.options)
 
 /**
- * One line for stderr at start-up, for example
- * `Sends: WhatsApp Cloud API, phone number id 1234, https://graph.facebook.com` or
- * `Sends: recording transport (stored and marked sent, nothing leaves this server)`.
+ * One line for stderr at start-up, saying that organizations with a channel send through
+ * it, and what the others use: the `WHATSAPP_*` number (with its Graph API address) or the
+ * recording transport.
  * Never the access token.
  *
  * @category config
  */
 export const describeTransport = (choice: TransportChoice): string =>
   choice._tag === "Recording"
-    ? "Sends: recording transport (stored and marked sent, nothing leaves this server)"
-    : `Sends: WhatsApp Cloud API, phone number id ${choice.options.phoneNumberId}, ` +
+    ? "Sends: through each organization's channel when it has one, else recorded (stored and marked sent, nothing leaves this server)"
+    : `Sends: through each organization's channel when it has one, else WhatsApp Cloud API phone number id ${choice.options.phoneNumberId}, ` +
       `${choice.options.baseUrl ?? "https://graph.facebook.com"}`
 
 /** A variable's trimmed value; `None` when unset or empty. */

@@ -42,7 +42,7 @@ describe("transportConfig: the WHATSAPP_* variables", () => {
       options: { phoneNumberId: "1234", accessToken: TOKEN, baseUrl: "http://127.0.0.1:9999/graph", apiVersion: "v22.0" }
     })
     expect(transportLayerFor(custom)).toBeDefined()
-    expect(describeTransport(custom)).toBe("Sends: WhatsApp Cloud API, phone number id 1234, http://127.0.0.1:9999/graph")
+    expect(describeTransport(custom)).toBe("Sends: through each organization's channel when it has one, else WhatsApp Cloud API phone number id 1234, http://127.0.0.1:9999/graph")
   })
 
   it("names the missing or bad variable and never echoes the token", async () => {
@@ -99,7 +99,7 @@ describe("the standalone server's sends (built server, a local Graph API recorde
     expect(received[0]).toMatchObject({ method: "POST", url: "/v21.0/1234/messages" })
     expect(received[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`)
     expect(JSON.parse(received[0]!.body)).toMatchObject({ type: "text", text: { body: "Your order has shipped." } })
-    expect(server.output().stderr).toContain(`Sends: WhatsApp Cloud API, phone number id 1234, ${recorderUrl}`)
+    expect(server.output().stderr).toContain(`else WhatsApp Cloud API phone number id 1234, ${recorderUrl}`)
     expect(server.output().stderr).not.toContain(TOKEN)
   })
 
@@ -114,7 +114,7 @@ describe("the standalone server's sends (built server, a local Graph API recorde
     })
     expect(response.status).toBe(200)
     expect(received.length).toBe(before)
-    expect(server.output().stderr).toContain("Sends: recording transport")
+    expect(server.output().stderr).toContain("else recorded (stored and marked sent")
   })
 
   it("exits 1 with the variable's name when only one credential is set", async () => {

@@ -5,6 +5,7 @@ import {
   type ChannelVerifier,
   Core,
   type DomainError,
+  type GraphApiOptions,
   Organizations,
   type MessageTransport,
   type RateLimitDecision,
@@ -15,7 +16,7 @@ import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { readApiKey } from "./internal/authorization.js"
-import { channelLayerOf } from "./internal/channelOptions.js"
+import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
 import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
 import {
   nodeBodySource,
@@ -79,10 +80,18 @@ export interface HandlerOptions {
   readonly trustProxy?: boolean
   /**
    * How sends reach the messaging provider (docs/messaging.md "Transports"), for example
-   * `WhatsAppCloudTransport.layer({ phoneNumberId, accessToken })`. Default
-   * `MessageTransport.recording`: messages are stored and marked `sent`, no network.
+   * `WhatsAppCloudTransport.layer({ phoneNumberId, accessToken })`; it receives each
+   * message's `channel` (the organization's own number) and must send through it. Default:
+   * a message with a channel goes through the WhatsApp Cloud API at `graphApi` with that
+   * channel's number and token; one without is recorded (stored and marked `sent`, no network).
    */
   readonly transport?: Layer.Layer<MessageTransport>
+  /**
+   * Where Meta's Graph API is reached (`baseUrl`, default `https://graph.facebook.com`;
+   * `apiVersion`, default `v21.0`; `timeoutMs`): for the default transport's channel sends
+   * and the default channel verifier. Tests point it at a local recorder.
+   */
+  readonly graphApi?: GraphApiOptions
   /**
    * The 32-byte key (base64, hex or bytes) encrypting channel access tokens; without it the
    * channel routes answer 503. Malformed → throws here; not the store's key → `ready`
@@ -216,7 +225,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   // `logger: false` skips building the request log line at all (one fiber less per 404).
   const logsRequests = options.logger !== false
   const runtime = ManagedRuntime.make(
-    (options.transport === undefined ? Core.layer : Core.layerWithTransport(options.transport)).pipe(
+    Core.layerWithTransport(transportLayerOf(options)).pipe(
       Layer.provide(channelLayerOf(options)),
       Layer.provide(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),

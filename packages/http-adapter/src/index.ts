@@ -13,7 +13,12 @@ export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"
 export { HttpFailure } from "./HttpFailure.js"
 export type { RateLimitHandlerOptions } from "./rateLimiting.js"
 export { defaultRoutes } from "./routes/index.js"
-export { verifyWhatsAppSignature, whatsAppHandshakeRoute } from "./routes/whatsappWebhook.js"
+export {
+  verifyWhatsAppSignature,
+  WHATSAPP_WEBHOOK_BODY_LIMIT,
+  whatsAppHandshakeRoute,
+  whatsAppWebhookRoute
+} from "./routes/whatsappWebhook.js"
 export { HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptions } from "./settings.js"
 export {
   defineRoute,

@@ -56,6 +56,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   template_not_approved: 400,
   template_parameters_mismatch: 400,
   invalid_verify_token: 403,
+  invalid_signature: 401,
   phone_number_id_taken: 400,
   channel_limit_reached: 400,
   channel_verification_failed: 400,

@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
 import { ChannelVerifier, Core, Templates } from "@switchboard/core"
@@ -12,7 +13,7 @@ import {
   type RouteDefinition
 } from "@switchboard/http-adapter"
 import { makeRouter } from "../src/router.js"
-import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, type ApiClient } from "./helpers.js"
+import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, request, type ApiClient } from "./helpers.js"
 
 // The route table is the one source of truth of the handler and the OpenAPI
 // document. These tests walk both ways, and check that what the handlers really answer
@@ -163,7 +164,8 @@ describe("what the handlers answer has the documented data shape", () => {
   const storage = makeSharedStorage()
   const handler = makeHandler(storage, {
     secretKey: "a".repeat(64),
-    channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) })
+    channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) }),
+    whatsapp: { appSecret: "parity-app-secret" }
   })
   let api: ApiClient
 
@@ -252,6 +254,17 @@ describe("what the handlers answer has the documented data shape", () => {
     const channel = await run("POST", "/channels", { phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: "EAAG-parity-token-0001" })
     await run("GET", "/channels")
     await run("DELETE", `/channels/${channel.uuid}`)
+    // The provider webhook: no API key, a signature over the bytes.
+    const webhook = JSON.stringify({ object: "whatsapp_business_account", entry: [] })
+    track("POST", "/webhooks/whatsapp")
+    const signed = await request(handler, {
+      method: "POST",
+      url: `${DEFAULT_BASE_PATH}/webhooks/whatsapp`,
+      headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${createHmac("sha256", "parity-app-secret").update(webhook).digest("hex")}` },
+      payload: webhook
+    })
+    expect(signed.statusCode).toBe(200)
+    expectDocumented("POST", "/webhooks/whatsapp", JSON.parse(signed.body).data)
 
     const envelopeRoutes = defaultRoutes.filter((route) => route.content === undefined)
     expect([...seen].sort()).toEqual(envelopeRoutes.map((route) => `${route.method} ${route.path}`).sort())

@@ -65,6 +65,7 @@ describe("GET /templates (docs/http-api.md 'Pagination')", () => {
       language: "en_US",
       category: "UTILITY",
       status: "APPROVED",
+      rejected_reason: null,
       components: orderUpdate.components,
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: expect.stringMatching(ISO_UTC)

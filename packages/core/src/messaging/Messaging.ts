@@ -10,7 +10,7 @@ import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { MessageFailure, MessageStatus, OutboundMediaContent } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { contactsLimitExceeded, type PlanLimitExceeded, type RecordNotFound } from "../common/errors.js"
+import { contactsLimitExceeded, type PlanLimitExceeded, RecordNotFound } from "../common/errors.js"
 import { Settings } from "../common/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
@@ -155,7 +155,14 @@ const make = Effect.gen(function* () {
    * channel the contact last wrote to, once the contact is known.
    */
   const chooseChannel = Effect.fn("Messaging.chooseChannel")(function* (organizationId: OrganizationId, requested: string | null) {
-    if (requested !== null) return { channel: yield* openChannel(organizationId, requested), requested: true }
+    if (requested !== null) {
+      const channel = yield* openChannel(organizationId, requested).pipe(
+        Effect.catchTag("RecordNotFound", () =>
+          Effect.fail(new RecordNotFound({ missing: [{ resource: "channel", uuid: requested, field: "channel_uuid" }] }))
+        )
+      )
+      return { channel, requested: true }
+    }
     const [first] = yield* storage.channels.list(organizationId)
     return { channel: first === undefined ? null : yield* openChannel(organizationId, first.uuid), requested: false }
   })

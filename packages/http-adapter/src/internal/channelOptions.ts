@@ -1,20 +1,43 @@
 import { Either, Layer } from "effect"
-import { type ChannelVerifier, parseSecretKey, SecretKey } from "@switchboard/core"
+import {
+  ChannelVerifier,
+  type GraphApiOptions,
+  MessageTransport,
+  parseSecretKey,
+  recordingTransport,
+  SecretKey,
+  WhatsAppCloudTransport
+} from "@switchboard/core"
 
 /**
  * The Layer giving core's `Channels` the handler's `secretKey` and `channelVerifier`
- * options (docs/channels.md). A `secretKey` string that is not 32 bytes of base64 or hex
+ * options (docs/channels.md); without a `channelVerifier`, the Graph API at `graphApi`
+ * verifies. A `secretKey` string that is not 32 bytes of base64 or hex
  * throws at once, naming the option and never repeating the value: a misconfigured host
  * must not start serving.
  */
 export const channelLayerOf = (options: {
   readonly secretKey?: string | Uint8Array | undefined
   readonly channelVerifier?: Layer.Layer<ChannelVerifier> | undefined
+  readonly graphApi?: GraphApiOptions | undefined
 }): Layer.Layer<SecretKey | ChannelVerifier> => {
   const key = options.secretKey === undefined ? undefined : secretKeyBytes(options.secretKey)
   const keyLayer = key === undefined ? Layer.empty : SecretKey.layer(key)
-  return Layer.merge(keyLayer, options.channelVerifier ?? Layer.empty) as Layer.Layer<SecretKey | ChannelVerifier>
+  const verifier = options.channelVerifier ?? ChannelVerifier.graph(options.graphApi ?? {})
+  return Layer.merge(keyLayer, verifier) as Layer.Layer<SecretKey | ChannelVerifier>
 }
+
+/**
+ * The handler's transport (docs/messaging.md "Transports"): the `transport` option as
+ * given (it receives each message's `channel`), else the default — a message with a
+ * channel through the WhatsApp Cloud API at `graphApi` with that channel's number and
+ * token, the others recorded (stored and marked sent, no network).
+ */
+export const transportLayerOf = (options: {
+  readonly transport?: Layer.Layer<MessageTransport> | undefined
+  readonly graphApi?: GraphApiOptions | undefined
+}): Layer.Layer<MessageTransport> =>
+  options.transport ?? Layer.succeed(MessageTransport, WhatsAppCloudTransport.withChannels(options.graphApi ?? {}, recordingTransport))
 
 const secretKeyBytes = (secretKey: string | Uint8Array): Uint8Array => {
   if (typeof secretKey !== "string") {

@@ -23,7 +23,7 @@ import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
-import { whatsAppHandshakeRoute } from "./whatsappWebhook.js"
+import { whatsAppHandshakeRoute, whatsAppWebhookRoute } from "./whatsappWebhook.js"
 
 /**
  * Every route the handler serves by default, in documentation order: the discovery group
@@ -64,5 +64,6 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   updateChatRoute,
   markChatReadRoute,
   whatsAppHandshakeRoute,
+  whatsAppWebhookRoute,
   ...channelRoutes
 ]

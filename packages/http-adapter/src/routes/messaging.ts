@@ -6,7 +6,9 @@ import { SendData } from "./schemas.js"
 // The three sends (docs/messaging.md). The schemas
 // check types only; Messaging checks the content (phone format, lengths, media type and
 // URL, the template and its parameters), so one 400 names every bad field with the
-// domain's codes. Each route counts in the `send` rate-limit bucket only.
+// domain's codes. Each route counts in the `send` rate-limit bucket only. Each takes an
+// optional `channel_uuid` (docs/messaging.md "Channels"): an unknown one is a 404
+// `not_found`; a channel whose token cannot be opened without the secret key a 503.
 
 const text = { type: "string" } as const
 const optionalText = { type: "string", optional: true } as const
@@ -33,7 +35,15 @@ export const sendTemplateRoute = defineRoute({
   tag: "Messages",
   summary: "Send a template message",
   data: SendData,
-  errors: ["invalid_input", "template_not_found", "template_not_approved", "template_parameters_mismatch", "contacts_limit_reached"],
+  errors: [
+    "invalid_input",
+    "template_not_found",
+    "template_not_approved",
+    "template_parameters_mismatch",
+    "contacts_limit_reached",
+    "not_found",
+    "secret_key_not_configured"
+  ],
   bucket: "send",
   idempotent: true,
   body: {
@@ -48,7 +58,8 @@ export const sendTemplateRoute = defineRoute({
     },
     first_name: optionalText,
     last_name: nullableText,
-    email: nullableText
+    email: nullableText,
+    channel_uuid: optionalText
   },
   handle: ({ auth, body }) =>
     Effect.map(
@@ -67,10 +78,10 @@ export const sendTextRoute = defineRoute({
   tag: "Messages",
   summary: "Send a text message",
   data: SendData,
-  errors: ["invalid_input", "contacts_limit_reached"],
+  errors: ["invalid_input", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
   idempotent: true,
-  body: { phone: text, message: text },
+  body: { phone: text, message: text, channel_uuid: optionalText },
   handle: ({ auth, body }) =>
     Effect.map(
       Effect.flatMap(Messaging, (messaging) => messaging.sendText(auth.organization.id, body as SendTextInput)),
@@ -89,12 +100,13 @@ export const sendMediaRoute = defineRoute({
   tag: "Messages",
   summary: "Send an image, video, audio or document",
   data: SendData,
-  errors: ["invalid_input", "contacts_limit_reached"],
+  errors: ["invalid_input", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
   idempotent: true,
   body: {
     phone: text,
-    media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } }
+    media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } },
+    channel_uuid: optionalText
   },
   handle: ({ auth, body }) =>
     Effect.map(

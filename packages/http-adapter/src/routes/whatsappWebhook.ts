@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { WhatsAppWebhooks } from "@switchboard/core"
 import { HttpFailure } from "../HttpFailure.js"
 import { HandlerSettings } from "../settings.js"
 import { defineRoute, type RawContent } from "./route.js"
@@ -51,6 +52,38 @@ export const whatsAppHandshakeRoute = defineRoute({
         content: String(query["hub.challenge"])
       } satisfies RawContent
     })
+})
+
+/** Largest webhook body, in bytes: 4 MiB (Meta sends up to 3 MB). */
+export const WHATSAPP_WEBHOOK_BODY_LIMIT = 4 * 1_048_576
+
+/**
+ * `POST {base}/webhooks/whatsapp`: Meta's event notifications (docs/whatsapp-webhooks.md).
+ * No API key (the `X-Hub-Signature-256` over the raw bytes authenticates it, checked
+ * before parsing: missing or wrong → 401 `invalid_signature`, nothing stored), not rate
+ * limited, bodies up to 4 MiB. Everything in it is stored (`WhatsAppWebhooks.receive`)
+ * before the answer, 200 `{received: n}`; a storage failure is a 500, and Meta retries.
+ *
+ * @category routes
+ */
+export const whatsAppWebhookRoute = defineRoute({
+  method: "POST",
+  path: "/webhooks/whatsapp",
+  tag: "Webhooks",
+  summary: "Receive Meta's signed WhatsApp notifications",
+  description:
+    "Meta posts customers' messages, the statuses of your messages and template review results here. The `X-Hub-Signature-256` header must be `sha256=` and the HMAC-SHA256 of the exact body bytes under the app secret, else 401 `invalid_signature` and nothing is stored. Each change is routed by its `phone_number_id` (templates: by the WhatsApp Business Account id) to the organization whose channel it is; an unknown number is acknowledged and skipped. The answer comes after everything is stored: `received` counts the changes routed to an organization. Repeated deliveries change nothing.",
+  authenticated: false,
+  rateLimited: false,
+  bodyLimit: WHATSAPP_WEBHOOK_BODY_LIMIT,
+  verifyRawBody: (bytes, header) => verifyWhatsAppSignature(bytes, header),
+  data: Schema.Struct({ received: Schema.Number }),
+  errors: ["invalid_signature"],
+  handle: ({ body }) =>
+    Effect.map(
+      Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(body)),
+      (receipt) => ({ message: "Webhook received", data: receipt })
+    )
 })
 
 /**

@@ -1,0 +1,241 @@
+import { createHmac } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect, Layer, Logger } from "effect"
+import { ChannelVerifier, Storage, StorageError, type StorageService } from "@switchboard/core"
+import { createFetchHandler, type SwitchboardHandler } from "@switchboard/http-adapter"
+import { expectEnvelope, makeHandler, makeSharedStorage, makeTenant, request } from "./helpers.js"
+
+// POST /webhooks/whatsapp end to end in the handler (docs/whatsapp-webhooks.md): signature
+// over the raw bytes, routing by phone_number_id, what is stored, the answer after
+// storing, a storage failure as a 500, and sends and automatic replies through the
+// channel's number and token (a local Graph API recorder).
+
+const APP_SECRET = "webhook-app-secret"
+const SECRET_KEY = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+const TOKEN = "EAAGwebhookHTTPtoken-00000000000042"
+const PHONE_NUMBER_ID = "106540352242922"
+const WABA_ID = "102290129340398"
+
+const fixtureText = (name: string): string =>
+  readFileSync(new URL(`../../core/test/fixtures/whatsapp/${name}.json`, import.meta.url), "utf8")
+
+/** The Graph API recorder: every messages POST is answered with a new wamid. */
+const graphCalls: Array<{ url: string; authorization: string | undefined; body: Record<string, unknown> }> = []
+let graph: Server
+let graphUrl = ""
+beforeAll(async () => {
+  graph = createServer((req: IncomingMessage, res) => {
+    let text = ""
+    req.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
+    req.on("end", () => {
+      graphCalls.push({ url: req.url ?? "", authorization: req.headers.authorization, body: text === "" ? {} : JSON.parse(text) })
+      res.setHeader("content-type", "application/json")
+      res.end(JSON.stringify({ messaging_product: "whatsapp", messages: [{ id: `wamid.graph${graphCalls.length}` }] }))
+    })
+  })
+  await new Promise<void>((resolve) => graph.listen(0, "127.0.0.1", resolve))
+  graphUrl = `http://127.0.0.1:${(graph.address() as AddressInfo).port}`
+})
+afterAll(() => new Promise<void>((resolve) => graph.close(() => resolve())))
+
+const acceptingVerifier = Layer.succeed(ChannelVerifier, {
+  verify: () => Effect.succeed({ display_phone_number: "+1 555-078-3881" })
+})
+
+const handlers: Array<SwitchboardHandler> = []
+afterAll(() => Promise.all(handlers.map((handler) => handler.dispose())))
+
+const sign = (body: string, secret = APP_SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
+
+/** POSTs `body` signed with `signature` (default: the right one; `null`: no header). */
+const post = (handler: SwitchboardHandler, body: string, signature: string | null = sign(body)) =>
+  request(handler, {
+    method: "POST",
+    url: "/api/v1/api/webhooks/whatsapp",
+    headers: { "content-type": "application/json", ...(signature === null ? {} : { "x-hub-signature-256": signature }) },
+    payload: body
+  })
+
+/** Each test uses its own phone_number_id, so tests on one shared store never see each other's webhooks. */
+let nextNumber = 0
+const withNumber = (body: string, phoneNumberId: string) => body.replaceAll(PHONE_NUMBER_ID, phoneNumberId)
+
+const statuses = (phoneNumberId: string, list: ReadonlyArray<[string, string]>) =>
+  JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [
+      {
+        id: WABA_ID,
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId },
+              statuses: list.map(([id, status]) => ({ id, status, timestamp: "1749416400", recipient_id: "16505551234" }))
+            }
+          }
+        ]
+      }
+    ]
+  })
+
+/** A fresh handler and tenant whose channel has a number of its own; the fixtures rewritten to it. */
+const freshChannel = async (
+  options: { readonly storage?: Layer.Layer<Storage>; readonly logger?: Logger.Logger<unknown, unknown> } = {}
+) => {
+  const phoneNumberId = String(206540352240000 + ++nextNumber)
+  const storage = options.storage ?? makeSharedStorage()
+  const handler = makeHandler(storage, {
+    whatsapp: { appSecret: APP_SECRET },
+    secretKey: SECRET_KEY,
+    channelVerifier: acceptingVerifier,
+    graphApi: { baseUrl: graphUrl, apiVersion: "v22.0" },
+    ...(options.logger === undefined ? {} : { logger: options.logger })
+  })
+  handlers.push(handler)
+  const tenant = await makeTenant(storage, handler)
+  const channel = await tenant.api.post("/channels", { phone_number_id: phoneNumberId, waba_id: WABA_ID, access_token: TOKEN })
+  expect(channel.status, JSON.stringify(channel.errors)).toBe(200)
+  return { handler, phoneNumberId, channel: channel.data as { uuid: string }, fixture: (name: string) => withNumber(fixtureText(name), phoneNumberId), ...tenant }
+}
+
+describe("POST /webhooks/whatsapp", () => {
+  it("stores an inbound text from a new number: contact named by the profile, unread chat, 200 {received: 1} once stored; a redelivery changes nothing", async () => {
+    const { api, channel, fixture, handler } = await freshChannel()
+    const body = fixture("text")
+    const response = await post(handler, body)
+    expect(expectEnvelope(response.statusCode, response.body).data).toEqual({ received: 1 })
+    const chats = await api.get("/chats")
+    expect(chats.data.chats).toHaveLength(1)
+    expect(chats.data.chats[0]).toMatchObject({ unread_count: 1, contact: { phone: "+16505551234", first_name: "Sheena Nelson" } })
+    const messages = await api.get(`/chats/${chats.data.chats[0].uuid}/messages`)
+    expect(messages.data.messages).toEqual([
+      expect.objectContaining({ direction: "inbound", type: "text", text: "Does it come in another color?", provider_message_id: "wamid.text1", channel_uuid: channel.uuid })
+    ])
+    expect(expectEnvelope(200, (await post(handler, body)).body).data).toEqual({ received: 1 })
+    expect((await api.get(`/chats/${chats.data.chats[0].uuid}/messages`)).data.messages).toHaveLength(1)
+  })
+
+  it("401 invalid_signature and nothing stored: wrong secret, missing header, the same JSON re-serialized", async () => {
+    const { api, fixture, handler } = await freshChannel()
+    const body = fixture("text")
+    const reformatted = JSON.stringify(JSON.parse(body))
+    for (const [payload, signature] of [
+      [body, sign(body, "not-the-secret")],
+      [body, null],
+      [reformatted, sign(body)]
+    ] as const) {
+      const response = await post(handler, payload, signature)
+      expect(response.statusCode).toBe(401)
+      expect(expectEnvelope(401, response.body).errors[0]?.code).toBe("invalid_signature")
+    }
+    expect((await api.get("/chats")).data.chats).toEqual([])
+    expect((await api.get("/contacts")).data.contacts).toEqual([])
+  })
+
+  it("a number no channel has: 200 {received: 0}, nothing stored", async () => {
+    const { api, handler } = await freshChannel()
+    const body = withNumber(fixtureText("text"), "999999999999")
+    expect(expectEnvelope(200, (await post(handler, body)).body).data).toEqual({ received: 0 })
+    expect((await api.get("/chats")).data.chats).toEqual([])
+  })
+
+  it("a send goes to the Graph API with the channel's number and token; delivered and read (in any order, repeated) end read", async () => {
+    const { api, handler, phoneNumberId } = await freshChannel()
+    const before = graphCalls.length
+    const sent = await api.post("/send", { phone: "+16505551234", message: "Your order shipped" })
+    expect(sent.status, JSON.stringify(sent.errors)).toBe(200)
+    const call = graphCalls[before]!
+    expect(graphCalls.length - before).toBe(1)
+    expect(call).toMatchObject({ url: `/v22.0/${phoneNumberId}/messages`, authorization: `Bearer ${TOKEN}`, body: { to: "16505551234", type: "text" } })
+    const wamid = `wamid.graph${before + 1}`
+    const deliveries: ReadonlyArray<ReadonlyArray<[string, string]>> = [[[wamid, "read"]], [[wamid, "delivered"]], [[wamid, "read"], [wamid, "delivered"]]]
+    for (const list of deliveries) {
+      const response = await post(handler, statuses(phoneNumberId, list))
+      expect(expectEnvelope(response.statusCode, response.body).data).toEqual({ received: 1 })
+    }
+    const messages = await api.get(`/chats/${sent.data.chat_uuid}/messages`)
+    expect(messages.data.messages[0]).toMatchObject({ uuid: sent.data.message_id, status: "read", provider_message_id: wamid })
+  })
+
+  it("answers a basic reply's trigger through the same channel; the token appears in no response and no log line", async () => {
+    const lines: Array<string> = []
+    const logger = Logger.make(({ annotations, message }) => lines.push(JSON.stringify({ message, annotations: [...annotations] })))
+    const { api, fixture, handler, phoneNumberId } = await freshChannel({ logger })
+    const reply = await api.post("/basic-replies", { name: "Colors", trigger: "does it come in another color?", response: "Red and blue." })
+    expect(reply.status, JSON.stringify(reply.errors)).toBe(200)
+    const before = graphCalls.length
+    const response = await post(handler, fixture("text"))
+    expect(response.statusCode).toBe(200)
+    expect(graphCalls.slice(before)).toEqual([
+      expect.objectContaining({ url: `/v22.0/${phoneNumberId}/messages`, authorization: `Bearer ${TOKEN}`, body: expect.objectContaining({ text: { preview_url: false, body: "Red and blue." } }) })
+    ])
+    expect(response.body).not.toContain(TOKEN)
+    const chat = (await api.get("/chats")).data.chats[0]
+    const messages = await api.get(`/chats/${chat.uuid}/messages`)
+    expect(messages.data.messages.map((message: { direction: string }) => message.direction)).toEqual(["outbound", "inbound"])
+    expect(JSON.stringify(messages.data)).not.toContain(TOKEN)
+    expect(lines.length).toBeGreaterThan(0)
+    expect(lines.join("\n")).not.toContain(TOKEN)
+  })
+
+  it("an unknown channel_uuid on a send is a 404 naming the field, and nothing is written", async () => {
+    const { api } = await freshChannel()
+    const result = await api.post("/send", { phone: "+16505550000", message: "x", channel_uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" })
+    expect(result.status).toBe(404)
+    expect(result.errors[0]).toMatchObject({ code: "not_found", field: "channel_uuid" })
+    expect((await api.get("/contacts")).data.contacts).toEqual([])
+  })
+
+  it("a storage failure while storing is a 500 (Meta retries), never an acknowledgement", async () => {
+    const shared = makeSharedStorage()
+    const service = Effect.runSync(Effect.provide(Storage, shared))
+    let failing = false
+    const failingStorage = Layer.succeed(Storage, {
+      ...service,
+      chats: {
+        ...service.chats,
+        appendMessage: (organizationId, request) =>
+          failing ? Effect.fail(new StorageError({ operation: "appendMessage", cause: new Error("disk full") })) : service.chats.appendMessage(organizationId, request)
+      }
+    } satisfies StorageService)
+    const { fixture, handler } = await freshChannel({ storage: failingStorage })
+    failing = true
+    const response = await post(handler, fixture("text"))
+    expect(response.statusCode).toBe(500)
+    expect(response.body).not.toContain("disk full")
+    failing = false
+    expect(expectEnvelope(200, (await post(handler, fixture("text"))).body).data).toEqual({ received: 1 })
+  })
+
+  it("is served by the Fetch handler too, with the same signature rule", async () => {
+    const storage = makeSharedStorage()
+    const { fixture } = await freshChannel({ storage })
+    const fetchHandler = createFetchHandler({
+      storage,
+      logger: false,
+      whatsapp: { appSecret: APP_SECRET },
+      secretKey: SECRET_KEY,
+      channelVerifier: acceptingVerifier,
+      graphApi: { baseUrl: graphUrl }
+    })
+    const body = fixture("text")
+    const call = (signature: string) =>
+      fetchHandler(
+        new Request("http://localhost/api/v1/api/webhooks/whatsapp", {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-hub-signature-256": signature },
+          body
+        })
+      )
+    const refused = await call(sign(body, "wrong"))
+    expect(refused.status).toBe(401)
+    const accepted = await call(sign(body))
+    expect(expectEnvelope(accepted.status, await accepted.text()).data).toEqual({ received: 1 })
+    await fetchHandler.dispose()
+  })
+})
