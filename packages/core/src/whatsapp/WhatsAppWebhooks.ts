@@ -3,6 +3,7 @@ import { Channels } from "../channels/Channels.js"
 import type { ChannelOwner } from "../channels/model.js"
 import { Chats } from "../chats/Chats.js"
 import type { InboundMessageInput } from "../chats/model.js"
+import type { InvalidInput } from "../errors.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import { Messaging } from "../messaging/Messaging.js"
 import type { OrganizationId } from "../organizations/model.js"
@@ -83,27 +84,13 @@ const make = Effect.gen(function* () {
   const receiveMessage = (owner: ChannelOwner, message: WhatsAppInboundMessage) =>
     messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
       Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) =>
-        Effect.logWarning("WhatsApp webhook: inbound message skipped").pipe(
-          Effect.annotateLogs({
-            provider_message_id: message.provider_message_id,
-            issues: error.issues.map((issue) => `${issue.field}: ${issue.code}`).join("; ")
-          })
-        )
-      )
+      Effect.catchTag("InvalidInput", (error) => logSkipped("inbound message", message.provider_message_id, error))
     )
 
   const applyStatus = (organizationId: OrganizationId, status: WhatsAppStatusUpdate) =>
     chats.applyProviderStatus(organizationId, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
       Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) =>
-        Effect.logWarning("WhatsApp webhook: status skipped").pipe(
-          Effect.annotateLogs({
-            provider_message_id: status.provider_message_id.slice(0, MAX_NAME_LENGTH),
-            issues: error.issues.map((issue) => `${issue.field}: ${issue.code}`).join("; ")
-          })
-        )
-      )
+      Effect.catchTag("InvalidInput", (error) => logSkipped("status", status.provider_message_id, error))
     )
 
   /** Stores one change item; whether it was routed to an organization (counted). */
@@ -167,6 +154,15 @@ const make = Effect.gen(function* () {
   const service: WhatsAppWebhooksService = { receive }
   return service
 })
+
+/** One warning for a part of a webhook core refused (what, its provider id, the issues); the rest is stored. */
+const logSkipped = (what: string, providerMessageId: string, error: InvalidInput) =>
+  Effect.logWarning(`WhatsApp webhook: ${what} skipped`).pipe(
+    Effect.annotateLogs({
+      provider_message_id: providerMessageId.slice(0, MAX_NAME_LENGTH),
+      issues: error.issues.map((issue) => `${issue.field}: ${issue.code}`).join("; ")
+    })
+  )
 
 /** The `Messaging.receive` input of a customer message that came in through `owner`'s channel. */
 const inboundInputOf = (owner: ChannelOwner, message: WhatsAppInboundMessage): InboundMessageInput => ({
