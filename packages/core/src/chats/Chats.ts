@@ -36,10 +36,13 @@ export interface ChatsService {
   /**
    * Records an inbound message (a provider webhook): finds the contact by phone (E.164) or
    * creates it — never refused, not even over `contacts_limit` (docs/chats.md "The `Chats` service (programmatic API)") —
-   * creates its chat when missing, appends the message (status `delivered`), adds 1 to
+   * creates its chat when missing, appends the message (status `delivered`, any inbound
+   * type of {@link InboundMessageInput}, with its `channel_uuid`), adds 1 to
    * `unread_count`, sets `last_message_at`, and reopens a `resolved` or `closed` chat
-   * (`open`). A `provider_message_id` already received is a duplicate: nothing changes and
-   * the stored message is returned. `InvalidInput` names each bad field.
+   * (`open`) — except a `reaction`, which neither counts as unread nor reopens
+   * (docs/chats.md "Message types"). A `provider_message_id` already received is a
+   * duplicate: nothing changes and the stored message is returned. `InvalidInput` names
+   * each bad field.
    */
   readonly receiveInbound: (
     organizationId: OrganizationId,
