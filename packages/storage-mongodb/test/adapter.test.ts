@@ -127,6 +127,39 @@ describe("injection payloads through the repositories", () => {
     )
   })
 
+  it.effect("a template stored before rejected_reason existed reads it as null; updateStatus writes only what differs", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { templates } = yield* Storage
+        const org = yield* insertOrganization()
+        const uuid = fixtures.uuid() as TemplateId
+        fake.documents("templates").push({
+          _id: uuid,
+          organization_id: org.id,
+          name: "t",
+          name_key: "t",
+          language: "en_US",
+          category: "UTILITY",
+          status: "REJECTED",
+          components: "[]",
+          created_at: instant(0),
+          updated_at: instant(0)
+        })
+        const stored = { uuid, name: "t", language: "en_US", category: "UTILITY", status: "REJECTED", rejected_reason: null, components: [], created_at: instant(0), updated_at: instant(0) }
+        expect(yield* templates.findById(org.id, uuid)).toEqual(Option.some(stored))
+        const unchanged = yield* templates.updateStatus(org.id, uuid, { status: "REJECTED", rejected_reason: null, now: instant(1) })
+        expect(unchanged).toEqual({ _tag: "Updated", template: stored, changed: false })
+        expect(fake.documents("templates")[0]).not.toHaveProperty("rejected_reason")
+        const updates = fake.calls.filter((call) => call.collection === "templates" && call.method === "findOneAndUpdate")
+        expect(updates).toHaveLength(1)
+        const reason = yield* templates.updateStatus(org.id, uuid, { status: "REJECTED", rejected_reason: "INVALID_FORMAT", now: instant(2) })
+        expect(reason).toEqual({ _tag: "Updated", template: { ...stored, rejected_reason: "INVALID_FORMAT", updated_at: instant(2) }, changed: true })
+      })
+    )
+  })
+
   it.effect("search metacharacters match themselves only", () =>
     withStorage(
       makeFakeDb(),
