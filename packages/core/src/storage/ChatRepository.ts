@@ -370,7 +370,7 @@ export interface ChatRepository {
    * {@link updateMessageStatusByProviderId}, not yet past their `pendingUntil` at `now`)
    * are applied in the same atomic step, in the order they arrived, each only when the
    * message's status is then one of its `from` (with its `failure`); they are deleted,
-   * and the outcome's message shows their effect.
+   * and the outcome's message shows their effect (`updated_at` = this update's `now`).
    */
   readonly updateMessageStatus: (
     organizationId: OrganizationId,

@@ -192,8 +192,8 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
 
   /**
    * Applies to the message of `outcome` the pending reports of its provider id not yet past
-   * `pending_until` at `now`, in arrival order, each by {@link writeStatus} at its own
-   * `now`. Each report is claimed by a `findOneAndDelete` first, so of two processes
+   * `pending_until` at `now`, in arrival order, each by {@link writeStatus} at `now`
+   * (the time of the write that applies them). Each report is claimed by a `findOneAndDelete` first, so of two processes
    * applying them together (a send recording the id, a report arriving) each report is
    * applied by exactly one.
    */
@@ -214,7 +214,7 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
         status: report.status,
         from: report.from,
         failure: report.failure ?? undefined,
-        now: report.reported_at
+        now
       })
       if (next._tag === "NotFound") return next
       result = { ...next, changed: result.changed || next.changed }

@@ -265,7 +265,7 @@ const applyStatus = (
 
 /**
  * Applies to an outbound message the pending status reports of its provider id, in arrival
- * order, each by {@link applyStatus} at its own `now`, skipping those past their
+ * order, each by {@link applyStatus} at `now` (the send's time), skipping those past their
  * `pending_until` at `now`; then deletes them all.
  */
 const applyPending = (
@@ -282,7 +282,7 @@ const applyPending = (
       status: report.status,
       from: JSON.parse(report.from_statuses) as ReadonlyArray<MessageStatus>,
       failure: report.failure === null ? undefined : (JSON.parse(report.failure) as MessageFailure),
-      now: report.reported_at
+      now
     })
     written = { row: next.row, changed: written.changed || next.changed }
   }

@@ -142,7 +142,7 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const pending = chats.pendingStatuses.get(key) ?? []
         chats.pendingStatuses.delete(key)
         for (const report of pending.filter((report) => report.pendingUntil > update.now)) {
-          const next = applyStatus(chats, organizationId, chats.messages.get(id)!, report)
+          const next = applyStatus(chats, organizationId, chats.messages.get(id)!, { ...report, now: update.now })
           outcome = { ...next, changed: outcome.changed || next.changed }
         }
         return outcome
