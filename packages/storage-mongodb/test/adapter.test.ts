@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import type { MongoClient } from "mongodb"
-import { type ChannelId, type ContactId, type LabelId, Storage, type TemplateId } from "@switchboard/core"
+import { type ChannelId, type ContactId, type LabelId, MESSAGE_STATUS_PREDECESSORS, Storage, type TemplateId } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { MongoRateLimitStore, MongoStorage } from "@switchboard/storage-mongodb"
 import { RateLimitStore } from "@switchboard/core"
@@ -343,6 +343,108 @@ describe("plan limits without transactions", () => {
         expect(outcome._tag).toBe("Appended")
         expect(fake.documents("messages")).toHaveLength(0)
         expect(usageOf(fake, org.id)?.contacts).toBe(0)
+      })
+    )
+  })
+})
+
+describe("provider status reports without transactions", () => {
+  /** An organization with one queued outbound message, to a new contact. */
+  const queuedOutbound = Effect.gen(function* () {
+    const { chats } = yield* Storage
+    const org = yield* insertOrganization()
+    const outcome = yield* chats.appendMessage(org.id, {
+      contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
+      newChat: { uuid: fixtures.uuid() as never, status: "open" },
+      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, created_at: instant(0), updated_at: instant(0) },
+      unreadIncrement: 0,
+      reopen: { from: [], to: "open" },
+      dedupe: false,
+      now: instant(0)
+    })
+    if (outcome._tag !== "Appended") return expect.fail(`expected Appended, got ${outcome._tag}`)
+    return { org, message: outcome.message }
+  })
+
+  /** Wraps the fake's insert of a pending report: `before` runs first, `after` once it is stored. */
+  const aroundPendingInsert = (fake: FakeDb, hooks: { readonly before?: () => Promise<unknown>; readonly after?: () => Promise<unknown> }) => {
+    const collection = fake.db.collection("pending_message_statuses") as unknown as { insertOne: (document: unknown) => Promise<unknown> }
+    const insertOne = collection.insertOne.bind(collection)
+    collection.insertOne = async (document) => {
+      await hooks.before?.()
+      const result = await insertOne(document)
+      await hooks.after?.()
+      return result
+    }
+  }
+
+  const delivered = { status: "delivered", from: MESSAGE_STATUS_PREDECESSORS.delivered, now: instant(1), pendingUntil: instant(60) } as const
+  const sent = { status: "sent", from: MESSAGE_STATUS_PREDECESSORS.sent, provider_message_id: "wamid.1", now: instant(2) } as const
+
+  it.effect("a report for an unknown provider id is stored with expire_at for the TTL index", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { chats } = yield* Storage
+        const { org } = yield* queuedOutbound
+        const failure = { code: "131047", title: "Re-engagement message" }
+        expect(yield* chats.updateMessageStatusByProviderId(org.id, "wamid.1", { ...delivered, status: "failed", failure })).toEqual({ _tag: "Pending" })
+        expect(fake.documents("pending_message_statuses")).toEqual([
+          {
+            _id: expect.any(String),
+            organization_id: org.id,
+            provider_message_id: "wamid.1",
+            status: "failed",
+            from: MESSAGE_STATUS_PREDECESSORS.delivered,
+            failure,
+            reported_at: instant(1),
+            pending_until: instant(60),
+            expire_at: new Date(instant(60))
+          }
+        ])
+        expect(fake.indexes("pending_message_statuses")).toContainEqual({ name: "pending_message_statuses_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 })
+      })
+    )
+  })
+
+  it.effect("the send records the id between a report's look-up and its insert: the report looks again and applies itself", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const storage = yield* Storage
+        const { message, org } = yield* queuedOutbound
+        const sends: Array<unknown> = []
+        aroundPendingInsert(fake, {
+          before: async () => sends.push(await Effect.runPromise(storage.chats.updateMessageStatus(org.id, message.uuid, sent)))
+        })
+        const outcome = yield* storage.chats.updateMessageStatusByProviderId(org.id, "wamid.1", delivered)
+        expect(sends).toMatchObject([{ _tag: "Updated", changed: true, message: { status: "sent" } }])
+        expect(outcome).toMatchObject({ _tag: "Updated", changed: true, message: { status: "delivered", provider_message_id: "wamid.1" } })
+        expect(Option.map(yield* storage.chats.findMessage(org.id, message.uuid), (m) => m.status)).toEqual(Option.some("delivered"))
+        expect(fake.documents("pending_message_statuses")).toEqual([])
+      })
+    )
+  })
+
+  it.effect("the send records the id and claims the reports between a report's insert and its second look-up: applied once, by the send", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const storage = yield* Storage
+        const { message, org } = yield* queuedOutbound
+        const sends: Array<unknown> = []
+        aroundPendingInsert(fake, {
+          after: async () => sends.push(await Effect.runPromise(storage.chats.updateMessageStatus(org.id, message.uuid, sent)))
+        })
+        const outcome = yield* storage.chats.updateMessageStatusByProviderId(org.id, "wamid.1", delivered)
+        expect(sends).toMatchObject([{ _tag: "Updated", changed: true, message: { status: "delivered" } }])
+        expect(outcome).toMatchObject({ _tag: "Updated", changed: false, message: { status: "delivered" } })
+        const claims = fake.calls.filter((call) => call.collection === "pending_message_statuses" && call.method === "findOneAndDelete")
+        expect(claims).toHaveLength(3) // the send's claim and its end, the report's empty claim
+        expect(fake.documents("pending_message_statuses")).toEqual([])
       })
     )
   })

@@ -3,7 +3,8 @@ import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
 import { CHANNELS_MIGRATION } from "./repositories/channels.js"
-import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION } from "./repositories/chats-schema.js"
+import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
+import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -234,6 +235,14 @@ export const migrations: ReadonlyArray<Migration> = [
       ) STRICT, WITHOUT ROWID;
       CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
     `
+  },
+  {
+    version: 10,
+    name: "provider_webhooks",
+    // What provider webhooks write: Meta's template statuses and rejected_reason (the
+    // templates table is rebuilt, every row kept: repositories/templates.ts) and the status
+    // reports waiting for their message (repositories/chats-schema.ts).
+    up: TEMPLATES_WIDENED_MIGRATION + PENDING_MESSAGE_STATUSES_MIGRATION
   }
 ]
 

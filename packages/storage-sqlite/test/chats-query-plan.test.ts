@@ -6,6 +6,7 @@ import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chat-list.js"
 import { MESSAGE_PAGE_SQL } from "../src/repositories/chat-rows.js"
+import { SQL as CHATS } from "../src/repositories/chats.js"
 
 // docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement
@@ -179,4 +180,52 @@ describe("a chat's message pages (EXPLAIN QUERY PLAN)", () => {
       expect(after).toEqual(["SEARCH messages USING INDEX messages_by_chat (chat_uuid=? AND (created_at,uuid)<(?,?))"])
       db.close()
     }))
+})
+
+describe("provider status reports and the last inbound channel (EXPLAIN QUERY PLAN)", () => {
+  const cases: ReadonlyArray<readonly [string, string, ReadonlyArray<unknown>, ReadonlyArray<string>]> = [
+    [
+      "the outbound message of a provider id",
+      CHATS.outboundByProviderId,
+      [ORG, "wamid.1"],
+      ["SEARCH messages USING INDEX messages_by_provider_id (organization_id=? AND direction=? AND provider_message_id=?)"]
+    ],
+    [
+      "the pending reports of a provider id, in arrival order",
+      CHATS.pendingOf,
+      [ORG, "wamid.1"],
+      ["SEARCH pending_message_statuses USING INDEX pending_message_statuses_by_provider_id (organization_id=? AND provider_message_id=?)"]
+    ],
+    [
+      "deleting the pending reports of a provider id",
+      CHATS.deletePendingOf,
+      [ORG, "wamid.1"],
+      ["SEARCH pending_message_statuses USING COVERING INDEX pending_message_statuses_by_provider_id (organization_id=? AND provider_message_id=?)"]
+    ],
+    [
+      "pruning the reports past pending_until",
+      CHATS.prunePending,
+      ["2026-03-01T12:00:00.000Z"],
+      ["SEARCH pending_message_statuses USING COVERING INDEX pending_message_statuses_by_pending_until (pending_until<?)"]
+    ],
+    [
+      "the last inbound channel of a contact",
+      CHATS.lastInboundChannel,
+      [ORG, fixtures.uuid()],
+      [
+        "SEARCH messages USING INDEX messages_by_chat (chat_uuid=?)",
+        "SCALAR SUBQUERY 1",
+        "SEARCH chats USING INDEX sqlite_autoindex_chats_2 (contact_uuid=?)"
+      ]
+    ]
+  ]
+  for (const [name, sql, params, expected] of cases) {
+    it.effect(`${name}: one index range, no scan and no sort`, () =>
+      Effect.gen(function* () {
+        const db = yield* openDatabase
+        const plan = db.prepare<Array<unknown>, { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`).all(...params).map((row) => row.detail)
+        expect(plan, name).toEqual(expected)
+        db.close()
+      }))
+  }
 })

@@ -75,6 +75,7 @@ describe("migrations", () => {
         "labels",
         "messages",
         "organizations",
+        "pending_message_statuses",
         "rate_buckets",
         "schema_migrations",
         "settings",
@@ -212,6 +213,49 @@ describe("migrations", () => {
       after.prepare("DELETE FROM contacts WHERE uuid = 'c1'").run()
       expect(after.prepare("SELECT COUNT(*) FROM messages").pluck().get()).toBe(0)
       after.close()
+    }))
+
+  it.effect("migration 10 rebuilds templates keeping every row, index and constraint; rejected_reason is null", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      db.pragma("foreign_keys = ON")
+      applyPending(db, migrations.filter((m) => m.version < 10), "t1")
+      db.prepare("INSERT INTO organizations VALUES ('org', 'Org', NULL, NULL, 1, 'active', 't', 't')").run()
+      const insert = db.prepare(
+        `INSERT INTO templates (uuid, organization_id, name, name_key, language, category, status, components, created_at, updated_at)
+          VALUES (?, 'org', ?, ?, ?, ?, ?, ?, ?, ?)`
+      )
+      const components = '[{"type":"BODY","text":"Hi {{1}}","example":{"body_text":[["Ada"]]}},{"type":"FOOTER","text":"Bye"}]'
+      const rows = [
+        ["t1", "order_update", "order_update", "en_US", "UTILITY", "APPROVED", components, "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"],
+        ["t2", "Welcome", "welcome", "es", "MARKETING", "PENDING", "[]", "2026-01-03T00:00:00.000Z", "2026-01-03T00:00:00.000Z"],
+        ["t3", "code", "code", "en", "AUTHENTICATION", "REJECTED", '[{"type":"BODY","text":"{{1}}"}]', "2026-01-04T00:00:00.000Z", "2026-01-05T00:00:00.000Z"]
+      ] as const
+      for (const row of rows) insert.run(...row)
+      expect(() => insert.run("t4", "paused", "paused", "en", "UTILITY", "PAUSED", "[]", "t", "t")).toThrow(/CHECK/)
+      const before = db.prepare("SELECT * FROM templates ORDER BY uuid").all()
+      const indexesOf = () =>
+        db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'templates' ORDER BY name").all()
+      const indexes = indexesOf()
+      applyPending(db, migrations, "t2")
+      expect(db.prepare("SELECT * FROM templates ORDER BY uuid").all()).toEqual(
+        before.map((row) => ({ ...(row as object), rejected_reason: null }))
+      )
+      expect(indexesOf()).toEqual(indexes)
+      expect(() => insert.run("t5", "Order_Update", "order_update", "en_US", "UTILITY", "PAUSED", "[]", "t", "t")).toThrow(/UNIQUE/)
+      expect(() => insert.run("t5", "other", "other", "en_US", "UTILITY", "UNKNOWN", "[]", "t", "t")).toThrow(/CHECK/)
+      insert.run("t5", "paused", "paused", "en", "UTILITY", "PAUSED", "[]", "t", "t")
+      expect(db.prepare("PRAGMA foreign_key_check").all()).toEqual([])
+      db.close()
+      // Through the adapter: the old rows read as records, with rejected_reason null.
+      const read = yield* withStorage(
+        filename,
+        Effect.flatMap(Storage, ({ templates }) => templates.findById("org" as never, "t1" as never))
+      )
+      expect(read).toMatchObject({
+        value: { uuid: "t1", name: "order_update", status: "APPROVED", rejected_reason: null, components: JSON.parse(components), updated_at: "2026-01-02T00:00:00.000Z" }
+      })
     }))
 
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>

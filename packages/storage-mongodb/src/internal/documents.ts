@@ -103,6 +103,7 @@ export interface LabelDocument extends GroupDocument {
 /**
  * `templates`: `components` is the JSON text of the components as given, so keys that
  * MongoDB treats specially (`$…`, dotted) are stored verbatim and never interpreted.
+ * `rejected_reason` is absent from documents written before it existed and reads as `null`.
  */
 export interface TemplateDocument {
   readonly _id: string
@@ -112,6 +113,7 @@ export interface TemplateDocument {
   readonly language: string
   readonly category: string
   readonly status: string
+  readonly rejected_reason?: string | null
   readonly components: string
   readonly created_at: string
   readonly updated_at: string
@@ -156,6 +158,27 @@ export interface MessageDocument {
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string
+}
+
+/**
+ * `pending_message_statuses`: a provider's status report waiting for an outbound message
+ * of the organization to record `provider_message_id` (`_id` a random uuid). `from` are the
+ * statuses it may move the message from, `failure` what it writes with a `failed` status,
+ * `reported_at` the report's `now` (the message's `updated_at` when it is applied; reports
+ * apply in `reported_at` order, then `_id`). `expire_at` (a Date, for the TTL index) mirrors
+ * `pending_until`; reads also skip documents past `pending_until`, the TTL monitor being
+ * lazy.
+ */
+export interface PendingMessageStatusDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly provider_message_id: string
+  readonly status: MessageStatus
+  readonly from: ReadonlyArray<MessageStatus>
+  readonly failure: { readonly code: string; readonly title: string } | null
+  readonly reported_at: string
+  readonly pending_until: string
+  readonly expire_at: Date
 }
 
 /**

@@ -9,6 +9,7 @@ import type {
   LabelDocument,
   MessageDocument,
   OrganizationDocument,
+  PendingMessageStatusDocument,
   SettingDocument,
   TemplateDocument,
   UsageDocument
@@ -25,6 +26,7 @@ export const COLLECTION_NAMES = {
   templates: "templates",
   basicReplies: "basic_replies",
   messages: "messages",
+  pendingMessageStatuses: "pending_message_statuses",
   idempotencyKeys: "idempotency_keys",
   channels: "channels",
   settings: "settings"
@@ -44,6 +46,7 @@ export interface Collections {
   readonly templates: Collection<TemplateDocument>
   readonly basicReplies: Collection<BasicReplyDocument>
   readonly messages: Collection<MessageDocument>
+  readonly pendingMessageStatuses: Collection<PendingMessageStatusDocument>
   readonly idempotencyKeys: Collection<IdempotencyKeyDocument>
   readonly channels: Collection<ChannelDocument>
   readonly settings: Collection<SettingDocument>
@@ -60,6 +63,7 @@ export const collectionsOf = (db: Db): Collections => ({
   templates: db.collection(COLLECTION_NAMES.templates),
   basicReplies: db.collection(COLLECTION_NAMES.basicReplies),
   messages: db.collection(COLLECTION_NAMES.messages),
+  pendingMessageStatuses: db.collection(COLLECTION_NAMES.pendingMessageStatuses),
   idempotencyKeys: db.collection(COLLECTION_NAMES.idempotencyKeys),
   channels: db.collection(COLLECTION_NAMES.channels),
   settings: db.collection(COLLECTION_NAMES.settings)
@@ -102,7 +106,9 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * basic-reply triggers, API-key hashes, one chat uuid, a channel's `phone_number_id` across
  * every organization. Chat indexes: one per sort key, and
  * one per equality filter followed by the default sort key, each ending with `chat.uuid`
- * (the keyset tie-break) and holding only contacts with a chat.
+ * (the keyset tie-break) and holding only contacts with a chat. Pending status reports are
+ * read by provider id in arrival order; they and idempotency keys expire through a TTL
+ * index on their `expire_at` Date.
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -149,6 +155,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       unique: true,
       partialFilterExpression: { dedupe_key: { $exists: true } }
     }
+  ],
+  pendingMessageStatuses: [
+    {
+      name: "pending_message_statuses_by_provider_id",
+      key: { organization_id: 1, provider_message_id: 1, reported_at: 1, _id: 1 }
+    },
+    { name: "pending_message_statuses_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 }
   ],
   idempotencyKeys: [
     { name: "idempotency_keys_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 },

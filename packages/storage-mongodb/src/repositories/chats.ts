@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { Option } from "effect"
 import type {
   Chat,
@@ -9,7 +10,9 @@ import type {
   ChatUpdateOutcome,
   Message,
   MessageStatusOutcome,
-  OrganizationId
+  MessageStatusUpdate,
+  OrganizationId,
+  ProviderStatusOutcome
 } from "@switchboard/core"
 import type { ChatDocument, ContactDocument } from "../internal/documents.js"
 import { attempt, isDuplicateKey } from "../internal/driver.js"
@@ -51,6 +54,15 @@ const CAS_ATTEMPTS = 10
  * `updated_at`). A crash between the last two leaves the message stored and the chat not
  * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
  * are compare-and-set on the values read, retried when another write came first.
+ *
+ * A status report whose provider id no outbound message has yet is stored in
+ * `pending_message_statuses` (a TTL index removes it after `pending_until`). Without a
+ * transaction, both sides look again after their own write: `updateMessageStatus` records
+ * the provider id, then applies the pending reports of that id; `updateMessageStatusByProviderId`
+ * stores its report, then looks the message up again and, found, applies the pending
+ * reports itself. Each report is claimed with `findOneAndDelete` before it is applied, so
+ * it is applied once whichever side gets it; a crash between the claim and the write loses
+ * that one report.
  *
  * @category repositories
  */
@@ -146,6 +158,73 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     }
   }
 
+  /**
+   * Writes one status update to the message per the rules of `MessageStatusUpdate`,
+   * compare-and-set on the status and provider id read, retried when another write came
+   * first. `NotFound` when the organization has no such message in a chat.
+   */
+  const writeStatus = async (
+    organizationId: string,
+    id: string,
+    update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
+  ): Promise<MessageStatusOutcome> => {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const document = await collections.messages.findOne(owned(organizationId, id))
+      if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
+      const written = update.from.includes(document.status)
+      const status = written ? update.status : document.status
+      const providerId = update.provider_message_id ?? document.provider_message_id
+      const current = messageRecord(document)
+      const failure = written && update.failure !== undefined ? update.failure : current.failure
+      if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
+        return { _tag: "Updated", message: current, changed: false }
+      }
+      const result = await collections.messages.updateOne(
+        { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
+        { $set: { status, provider_message_id: providerId, failure, updated_at: update.now } }
+      )
+      if (result.matchedCount === 0) continue
+      const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
+      return { _tag: "Updated", message, changed: true }
+    }
+    throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
+  }
+
+  /**
+   * Applies to the message of `outcome` the pending reports of its provider id not yet past
+   * `pending_until` at `now`, in arrival order, each by {@link writeStatus} at its own
+   * `now`. Each report is claimed by a `findOneAndDelete` first, so of two processes
+   * applying them together (a send recording the id, a report arriving) each report is
+   * applied by exactly one.
+   */
+  const applyPending = async (
+    organizationId: string,
+    providerMessageId: string,
+    now: string,
+    outcome: Extract<MessageStatusOutcome, { _tag: "Updated" }>
+  ): Promise<MessageStatusOutcome> => {
+    let result = outcome
+    for (;;) {
+      const report = await collections.pendingMessageStatuses.findOneAndDelete(
+        { ...ofOrganization(organizationId), provider_message_id: eq(providerMessageId), pending_until: { $gt: now } },
+        { sort: { reported_at: 1, _id: 1 } }
+      )
+      if (report === null) return result
+      const next = await writeStatus(organizationId, result.message.uuid, {
+        status: report.status,
+        from: report.from,
+        failure: report.failure ?? undefined,
+        now: report.reported_at
+      })
+      if (next._tag === "NotFound") return next
+      result = { ...next, changed: result.changed || next.changed }
+    }
+  }
+
+  /** The organization's outbound message with this provider id (on `messages_by_provider_id`). */
+  const outboundByProviderId = (organizationId: string, providerMessageId: string) =>
+    collections.messages.findOne({ ...ofOrganization(organizationId), direction: eq("outbound"), provider_message_id: eq(providerMessageId) })
+
   return {
     appendMessage: (organizationId, request) => attempt("chats.appendMessage", () => appendMessage(organizationId, request)),
     ensure: (organizationId, contactId, newChat, now) =>
@@ -232,26 +311,50 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     importChats: (organizationId, request) => attempt("chats.importChats", () => importChats(collections, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       attempt("chats.updateMessageStatus", async (): Promise<MessageStatusOutcome> => {
-        for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-          const document = await collections.messages.findOne(owned(organizationId, id))
-          if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
-          const written = update.from.includes(document.status)
-          const status = written ? update.status : document.status
-          const providerId = update.provider_message_id ?? document.provider_message_id
-          const current = messageRecord(document)
-          const failure = written && update.failure !== undefined ? update.failure : current.failure
-          if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
-            return { _tag: "Updated", message: current, changed: false }
-          }
-          const result = await collections.messages.updateOne(
-            { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
-            { $set: { status, provider_message_id: providerId, failure, updated_at: update.now } }
+        const outcome = await writeStatus(organizationId, id, update)
+        const providerId = update.provider_message_id
+        if (outcome._tag === "NotFound" || providerId === undefined || outcome.message.direction !== "outbound") return outcome
+        return applyPending(organizationId, providerId, update.now, outcome)
+      }),
+    updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
+      attempt("chats.updateMessageStatusByProviderId", async (): Promise<ProviderStatusOutcome> => {
+        const found = await outboundByProviderId(organizationId, providerMessageId)
+        const outcome = found === null ? undefined : await writeStatus(organizationId, found._id, update)
+        if (outcome?._tag === "Updated") return outcome
+        await collections.pendingMessageStatuses.insertOne({
+          _id: randomUUID(),
+          organization_id: organizationId,
+          provider_message_id: providerMessageId,
+          status: update.status,
+          from: [...update.from],
+          failure: update.failure ?? null,
+          reported_at: update.now,
+          pending_until: update.pendingUntil,
+          expire_at: new Date(update.pendingUntil)
+        })
+        // A send may have recorded the id after the look-up above and claimed the pending
+        // reports before this one was stored: look again, and apply what is left.
+        const recorded = await outboundByProviderId(organizationId, providerMessageId)
+        if (recorded === null || !(await chatExists(collections, organizationId, recorded.chat_uuid))) return { _tag: "Pending" }
+        const applied = await applyPending(organizationId, providerMessageId, update.now, {
+          _tag: "Updated",
+          message: messageRecord(recorded),
+          changed: false
+        })
+        return applied._tag === "Updated" ? applied : { _tag: "Pending" }
+      }),
+    lastInboundChannel: (organizationId, contactId) =>
+      attempt("chats.lastInboundChannel", async () => {
+        const contact = await collections.contacts.findOne({ ...owned(organizationId, contactId), ...HAS_CHAT }, { projection: { "chat.uuid": 1 } })
+        if (contact?.chat === undefined) return Option.none()
+        // One range of messages_by_chat, newest first, read until the first match.
+        const [message] = await collections.messages
+          .find(
+            { ...ofOrganization(organizationId), chat_uuid: eq(contact.chat.uuid), direction: eq("inbound"), channel_uuid: { $type: "string" } },
+            { sort: { created_at: -1, _id: -1 }, limit: 1, projection: { channel_uuid: 1 } }
           )
-          if (result.matchedCount === 0) continue
-          const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
-          return { _tag: "Updated", message, changed: true }
-        }
-        throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
+          .toArray()
+        return Option.fromNullable(message?.channel_uuid)
       })
   }
 }

@@ -5,6 +5,7 @@ import {
   type TemplateContent,
   type TemplateId,
   type TemplateRepository,
+  type TemplateStatusOutcome,
   type TemplateWriteOutcome
 } from "@switchboard/core"
 import type { TemplateDocument } from "../internal/documents.js"
@@ -16,7 +17,8 @@ import type { Collections } from "../internal/schema.js"
  * `Storage.templates` on MongoDB: collection `templates`; the identity (name by `nameKey`,
  * language exactly) is unique per organization through the unique index on
  * `(organization_id, name_key, language)`, enforced by the write itself. `components` are
- * stored as JSON text and returned as written.
+ * stored as JSON text and returned as written. `update` and `updateStatus` are each one
+ * `findOneAndUpdate`, so `rejected_reason` follows its rules atomically.
  *
  * @category repositories
  */
@@ -25,7 +27,14 @@ export const templateRepository = (collections: Collections): TemplateRepository
     attempt("templates.create", () =>
       onDuplicateKey(
         async (): Promise<TemplateWriteOutcome> => {
-          const document: TemplateDocument = { _id: uuid, organization_id: organizationId, ...contentFields(content), created_at: now, updated_at: now }
+          const document: TemplateDocument = {
+            _id: uuid,
+            organization_id: organizationId,
+            ...contentFields(content),
+            rejected_reason: null,
+            created_at: now,
+            updated_at: now
+          }
           await collections.templates.insertOne(document)
           return { _tag: "Written", template: templateRecord(document) }
         },
@@ -36,9 +45,11 @@ export const templateRepository = (collections: Collections): TemplateRepository
     attempt("templates.update", () =>
       onDuplicateKey(
         async (): Promise<TemplateWriteOutcome> => {
+          // rejected_reason is kept while the template stays REJECTED, else cleared.
+          const reason = content.status === "REJECTED" ? {} : { rejected_reason: null }
           const document = await collections.templates.findOneAndUpdate(
             owned(organizationId, id),
-            { $set: { ...contentFields(content), updated_at: now } },
+            { $set: { ...contentFields(content), ...reason, updated_at: now } },
             { returnDocument: "after" }
           )
           return document === null ? { _tag: "NotFound" } : { _tag: "Written", template: templateRecord(document) }
@@ -46,6 +57,20 @@ export const templateRepository = (collections: Collections): TemplateRepository
         () => ({ _tag: "NameTaken" }) as const
       )
     ),
+  updateStatus: (organizationId, id, { now, rejected_reason, status }) =>
+    attempt("templates.updateStatus", async (): Promise<TemplateStatusOutcome> => {
+      // Matches only when a field differs (a missing rejected_reason equals null), so an
+      // unchanged template is never written.
+      const differs = { $or: [{ status: { $not: eq(status) } }, { rejected_reason: { $not: eq(rejected_reason) } }] }
+      const updated = await collections.templates.findOneAndUpdate(
+        { ...owned(organizationId, id), ...differs },
+        { $set: { status, rejected_reason, updated_at: now } },
+        { returnDocument: "after" }
+      )
+      if (updated !== null) return { _tag: "Updated", template: templateRecord(updated), changed: true }
+      const current = await collections.templates.findOne(owned(organizationId, id))
+      return current === null ? { _tag: "NotFound" } : { _tag: "Updated", template: templateRecord(current), changed: false }
+    }),
   findById: (organizationId, id) =>
     attempt("templates.findById", async () =>
       Option.map(Option.fromNullable(await collections.templates.findOne(owned(organizationId, id))), templateRecord)
@@ -81,6 +106,7 @@ const templateRecord = (d: TemplateDocument): Template => ({
   language: d.language,
   category: d.category as Template["category"],
   status: d.status as Template["status"],
+  rejected_reason: d.rejected_reason ?? null,
   components: JSON.parse(d.components),
   created_at: d.created_at,
   updated_at: d.updated_at

@@ -223,9 +223,11 @@ class FakeCollection {
     return answer === undefined ? null : project(clone(answer), options.projection)
   }
 
-  async findOneAndDelete(filter: AnyDocument, options: { projection?: AnyDocument } = {}) {
+  /** The driver's `findOneAndDelete`: the first match in `sort` order (natural order without one) is deleted and returned. */
+  async findOneAndDelete(filter: AnyDocument, options: { sort?: AnyDocument; projection?: AnyDocument } = {}) {
     this.log("findOneAndDelete", filter, options)
-    const row = this.matching(filter)[0]
+    const matches = this.matching(filter)
+    const row = options.sort === undefined ? matches[0] : (mingoFind(matches, {}).sort(options.sort).limit(1).all()[0] as AnyDocument | undefined)
     if (row === undefined) return null
     this.rows.splice(this.rows.indexOf(row), 1)
     return project(clone(row), options.projection)

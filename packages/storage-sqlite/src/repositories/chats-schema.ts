@@ -1,5 +1,5 @@
-// Migrations 4 (chats and messages) and 7 (messages widened), kept beside the repositories
-// that use them; migrations.ts lists them. Never edit this text once released: add a
+// Migrations 4 (chats and messages), 7 (messages widened) and the pending statuses of
+// migration 10, kept beside the repositories that use them; migrations.ts lists them. Never edit this text once released: add a
 // migration instead.
 
 /**
@@ -176,4 +176,29 @@ export const MESSAGES_WIDENED_MIGRATION = `
   CREATE INDEX messages_by_chat ON messages (chat_uuid, created_at DESC, uuid DESC);
   CREATE INDEX messages_by_provider_id ON messages (organization_id, direction, provider_message_id)
     WHERE provider_message_id IS NOT NULL;
+`
+
+/**
+ * Part of migration 10: `pending_message_statuses`, the provider's status reports whose
+ * provider message id no outbound message has yet (`ChatRepository.updateMessageStatusByProviderId`).
+ * `id` (the rowid) is the arrival order: a new row's rowid is above every row present.
+ * `from_statuses` is the JSON array of the statuses the report may move a message from,
+ * `failure` the JSON `{code, title}` text it writes with a `failed` status, `reported_at`
+ * the report's `now` (the message's `updated_at` when it is applied). Rows are found by
+ * `(organization_id, provider_message_id)` when a send records the id, and pruned through
+ * the `pending_until` index. No foreign key to `messages`: the message does not exist yet.
+ */
+export const PENDING_MESSAGE_STATUSES_MIGRATION = `
+  CREATE TABLE pending_message_statuses (
+    id INTEGER PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    provider_message_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'delivered', 'read', 'failed')),
+    from_statuses TEXT NOT NULL CHECK (json_valid(from_statuses)),
+    failure TEXT CHECK (failure IS NULL OR json_valid(failure)),
+    reported_at TEXT NOT NULL,
+    pending_until TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX pending_message_statuses_by_provider_id ON pending_message_statuses (organization_id, provider_message_id);
+  CREATE INDEX pending_message_statuses_by_pending_until ON pending_message_statuses (pending_until);
 `

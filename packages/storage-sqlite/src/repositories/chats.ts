@@ -8,9 +8,12 @@ import {
   chatSearchMatches,
   type ChatUpdateOutcome,
   type Message,
+  type MessageFailure,
   type MessageStatus,
   type MessageStatusOutcome,
-  type OrganizationId
+  type MessageStatusUpdate,
+  type OrganizationId,
+  type ProviderStatusOutcome
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
 import {
@@ -28,10 +31,13 @@ import { countOf, pageBounds } from "./rows.js"
 
 /**
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
- * (migration 4, `chats-schema.ts`). `appendMessage` (contact, chat, message and the chat's
- * counters), `update` and `updateMessageStatus` are each one `BEGIN IMMEDIATE`
- * transaction, so core's rules apply atomically across processes; reads of several
- * statements share one snapshot. The list's query plans are in `chat-list.ts`. Registers
+ * (migration 4, `chats-schema.ts`), and the provider's status reports waiting for their
+ * message in `pending_message_statuses` (migration 10). `appendMessage` (contact, chat,
+ * message and the chat's counters), `update`, `updateMessageStatus` (with the pending
+ * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
+ * message's status, or a pending report) are each one `BEGIN IMMEDIATE` transaction, so
+ * core's rules apply atomically across processes; reads of several statements share one
+ * snapshot. The list's query plans are in `chat-list.ts`. Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
  * @category repositories
@@ -124,16 +130,43 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         transaction(db, (): MessageStatusOutcome => {
           const row = statements.prepare<MessageRow>(SQL.message).get(organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
-          const written = update.from.includes(row.status as MessageStatus)
-          const status = written ? update.status : row.status
-          const failure = written && update.failure !== undefined ? JSON.stringify(update.failure) : row.failure
-          const providerId = update.provider_message_id ?? row.provider_message_id
-          const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
-          if (!changed) return { _tag: "Updated", message: decodeMessage(row), changed }
-          statements.prepare(SQL.updateMessage).run(status, providerId, failure, update.now, id)
-          const message = decodeMessage({ ...row, status, provider_message_id: providerId, failure, updated_at: update.now })
-          return { _tag: "Updated", message, changed }
+          const written = applyStatus(statements, row, update)
+          const providerId = update.provider_message_id
+          if (providerId === undefined || row.direction !== "outbound") {
+            return { _tag: "Updated", message: decodeMessage(written.row), changed: written.changed }
+          }
+          const pending = applyPending(statements, organizationId, written.row, providerId, update.now)
+          return { _tag: "Updated", message: decodeMessage(pending.row), changed: written.changed || pending.changed }
         })
+      ),
+    updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
+      attempt("chats.updateMessageStatusByProviderId", () =>
+        transaction(db, (): ProviderStatusOutcome => {
+          const row = statements.prepare<MessageRow>(SQL.outboundByProviderId).get(organizationId, providerMessageId)
+          if (row !== undefined) {
+            const written = applyStatus(statements, row, update)
+            return { _tag: "Updated", message: decodeMessage(written.row), changed: written.changed }
+          }
+          statements.prepare(SQL.prunePending).run(update.now)
+          statements
+            .prepare(SQL.insertPending)
+            .run(
+              organizationId,
+              providerMessageId,
+              update.status,
+              JSON.stringify(update.from),
+              update.failure === undefined ? null : JSON.stringify(update.failure),
+              update.now,
+              update.pendingUntil
+            )
+          return { _tag: "Pending" }
+        })
+      ),
+    lastInboundChannel: (organizationId, contactId) =>
+      attempt("chats.lastInboundChannel", () =>
+        Option.fromNullable(
+          statements.prepare<{ channel_uuid: string }>(SQL.lastInboundChannel).get(organizationId, contactId)?.channel_uuid
+        )
       )
   }
 }
@@ -147,7 +180,8 @@ interface ChatStateRow {
   readonly unread_count: number
 }
 
-const SQL = {
+/** The statements of this repository (exported for the query-plan test). */
+export const SQL = {
   state: "SELECT id, status, assigned_to, favorite, unread_count FROM chats WHERE organization_id = ? AND uuid = ?",
   update: "UPDATE chats SET status = ?, assigned_to = ?, favorite = ?, unread_count = ?, updated_at = ? WHERE id = ?",
   idByUuid: "SELECT id FROM chats WHERE organization_id = ? AND uuid = ?",
@@ -171,11 +205,90 @@ const SQL = {
       updated_at = ?
     WHERE id = ?`,
   message: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ?`,
+  // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
+  outboundByProviderId: `SELECT ${MESSAGE_COLUMNS} FROM messages
+    WHERE organization_id = ? AND direction = 'outbound' AND provider_message_id = ? LIMIT 1`,
   updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
-  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?"
+  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
+  insertPending: `INSERT INTO pending_message_statuses
+      (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
+    VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  prunePending: "DELETE FROM pending_message_statuses WHERE pending_until <= ?",
+  // In arrival order: the rowid ends every index, so this is one range of the index.
+  pendingOf: `SELECT status, from_statuses, failure, reported_at, pending_until FROM pending_message_statuses
+    WHERE organization_id = ? AND provider_message_id = ? ORDER BY id`,
+  deletePendingOf: "DELETE FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ?",
+  // The newest inbound message with a channel in the contact's chat: one range of
+  // messages_by_chat, newest first, read until the first match.
+  lastInboundChannel: `SELECT channel_uuid FROM messages
+    WHERE chat_uuid = (SELECT uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?)
+      AND direction = 'inbound' AND channel_uuid IS NOT NULL
+    ORDER BY created_at DESC, uuid DESC LIMIT 1`
 } as const
+
+/** A row of `pending_message_statuses`, as `applyPending` reads it (JSON columns as text). */
+interface PendingStatusRow {
+  readonly status: MessageStatus
+  readonly from_statuses: string
+  readonly failure: string | null
+  readonly reported_at: string
+  readonly pending_until: string
+}
+
+/** A message row after one or more status writes, and whether any of them changed it. */
+interface StatusWritten {
+  readonly row: MessageRow
+  readonly changed: boolean
+}
+
+/**
+ * Writes one status update to a message row per the rules of `MessageStatusUpdate`: the
+ * status (with the failure given) only from one of `from`, the provider id when given,
+ * `updated_at` = `now` when anything changed. Returns the row as stored afterwards.
+ */
+const applyStatus = (
+  statements: Statements,
+  row: MessageRow,
+  update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
+): StatusWritten => {
+  const written = update.from.includes(row.status as MessageStatus)
+  const status = written ? update.status : row.status
+  const failure = written && update.failure !== undefined ? JSON.stringify(update.failure) : row.failure
+  const providerId = update.provider_message_id ?? row.provider_message_id
+  const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
+  if (!changed) return { row, changed }
+  statements.prepare(SQL.updateMessage).run(status, providerId, failure, update.now, row.uuid)
+  return { row: { ...row, status, provider_message_id: providerId, failure, updated_at: update.now }, changed }
+}
+
+/**
+ * Applies to an outbound message the pending status reports of its provider id, in arrival
+ * order, each by {@link applyStatus} at its own `now`, skipping those past their
+ * `pending_until` at `now`; then deletes them all.
+ */
+const applyPending = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  row: MessageRow,
+  providerMessageId: string,
+  now: string
+): StatusWritten => {
+  const reports = statements.prepare<PendingStatusRow>(SQL.pendingOf).all(organizationId, providerMessageId)
+  let written: StatusWritten = { row, changed: false }
+  for (const report of reports.filter((pending) => pending.pending_until > now)) {
+    const next = applyStatus(statements, written.row, {
+      status: report.status,
+      from: JSON.parse(report.from_statuses) as ReadonlyArray<MessageStatus>,
+      failure: report.failure === null ? undefined : (JSON.parse(report.failure) as MessageFailure),
+      now: report.reported_at
+    })
+    written = { row: next.row, changed: written.changed || next.changed }
+  }
+  if (reports.length > 0) statements.prepare(SQL.deletePendingOf).run(organizationId, providerMessageId)
+  return written
+}
 
 /** The chat whose id `sql` selects with `(organizationId, key)`. */
 const chatWhere = (statements: Statements, sql: string, organizationId: OrganizationId, key: string) => {
