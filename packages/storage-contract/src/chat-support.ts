@@ -20,6 +20,7 @@ export interface MessageOptions {
   readonly createdAt?: string
   readonly text?: string
   readonly providerId?: string | null
+  readonly channelUuid?: string | null
   readonly firstName?: string | null
   readonly lastName?: string | null
 }
@@ -76,7 +77,7 @@ const message = (
   status,
   provider_message_id: options.providerId ?? null,
   failure: null,
-  channel_uuid: null,
+  channel_uuid: options.channelUuid ?? null,
   created_at: options.createdAt ?? now,
   updated_at: options.createdAt ?? now
 })

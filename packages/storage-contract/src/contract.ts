@@ -13,6 +13,7 @@ import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
 import { messagesContract } from "./messages.js"
 import { organizationsContract } from "./organizations.js"
+import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
 
 /**
@@ -33,7 +34,7 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `chats.ts`, `messages.ts`, `chats-list.ts`, `chats-import.ts`,
+ * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
@@ -53,6 +54,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     labelsContract(options)
     chatsContract(options)
     messagesContract(options)
+    providerStatusesContract(options)
     chatsListContract(options)
     chatsImportContract(options)
     templatesContract(options)

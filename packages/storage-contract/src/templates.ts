@@ -1,6 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { Storage, type OrganizationId, type Template, type TemplateContent, type TemplateId } from "@switchboard/core"
+import {
+  Storage,
+  type OrganizationId,
+  type Template,
+  type TemplateContent,
+  type TemplateId,
+  TemplateStatus
+} from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
 import { insertOrganization, runner } from "./support.js"
@@ -44,7 +51,8 @@ const createTemplate = (organizationId: OrganizationId, overrides: Partial<Templ
 /**
  * Contract of `Storage.templates`: identity (name by nameKey + exact language) unique per
  * organization, components stored as given, update, newest-first lists, tenant isolation
- * (docs/templates-and-replies.md "Template rules").
+ * (docs/templates-and-replies.md "Template rules"); Meta's statuses and `rejected_reason`
+ * (`updateStatus`, docs/whatsapp-webhooks.md "Template statuses").
  */
 export const templatesContract = (options: StorageContractOptions): void => {
   const run = runner(options)
@@ -110,6 +118,82 @@ export const templatesContract = (options: StorageContractOptions): void => {
           expect(yield* templates.findByIdentity(org.id, "order_update", "en_US")).toEqual(Option.none())
           const own = content({ name: "ORDER_SHIPPED", status: "APPROVED" })
           expect((yield* templates.update(org.id, template.uuid, own, instant(6)))._tag).toBe("Written")
+        })
+      ))
+
+    it.effect("updateStatus sets status and rejected_reason, and updated_at only when either changes", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const template = yield* createTemplate(org.id, {}, instant(1))
+          const steps: ReadonlyArray<readonly [TemplateStatus, string | null, boolean]> = [
+            ["REJECTED", "INVALID_FORMAT", true],
+            ["REJECTED", "INVALID_FORMAT", false],
+            ["REJECTED", "TAG_CONTENT_MISMATCH", true],
+            ["PAUSED", "TAG_CONTENT_MISMATCH", true],
+            ["PAUSED", null, true],
+            ["PAUSED", null, false],
+            ["APPROVED", null, true]
+          ]
+          let expected = template
+          for (const [n, [status, rejected_reason, changed]] of steps.entries()) {
+            const now = instant(2 + n)
+            if (changed) expected = { ...expected, status, rejected_reason, updated_at: now }
+            expect(yield* templates.updateStatus(org.id, template.uuid, { status, rejected_reason, now })).toEqual({ _tag: "Updated", template: expected, changed })
+            expect(yield* templates.findById(org.id, template.uuid)).toEqual(Option.some(expected))
+          }
+        })
+      ))
+
+    it.effect("updateStatus → NotFound for another organization's template or an unknown uuid; nothing written", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const mine = yield* createTemplate(org.id, {}, instant(1))
+          const update = { status: "REJECTED", rejected_reason: "INVALID_FORMAT", now: instant(2) } as const
+          expect(yield* templates.updateStatus(other.id, mine.uuid, update)).toEqual({ _tag: "NotFound" })
+          expect(yield* templates.updateStatus(org.id, fixtures.uuid() as TemplateId, update)).toEqual({ _tag: "NotFound" })
+          expect(yield* templates.findById(org.id, mine.uuid)).toEqual(Option.some(mine))
+        })
+      ))
+
+    it.effect("update keeps rejected_reason while the status stays REJECTED, and clears it otherwise", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const template = yield* createTemplate(org.id, { status: "REJECTED" }, instant(1))
+          expect(template.rejected_reason).toBeNull()
+          yield* templates.updateStatus(org.id, template.uuid, { status: "REJECTED", rejected_reason: "INVALID_FORMAT", now: instant(2) })
+          const kept = yield* templates.update(org.id, template.uuid, content({ status: "REJECTED", name: "order_fixed" }), instant(3))
+          expect(kept._tag === "Written" && [kept.template.name, kept.template.rejected_reason]).toEqual(["order_fixed", "INVALID_FORMAT"])
+          expect(Option.map(yield* templates.findById(org.id, template.uuid), (t) => t.rejected_reason)).toEqual(Option.some("INVALID_FORMAT"))
+          const cleared = yield* templates.update(org.id, template.uuid, content({ status: "PENDING" }), instant(4))
+          expect(cleared._tag === "Written" && [cleared.template.status, cleared.template.rejected_reason]).toEqual(["PENDING", null])
+          expect(Option.map(yield* templates.findById(org.id, template.uuid), (t) => t.rejected_reason)).toEqual(Option.some(null))
+        })
+      ))
+
+    it.effect("a template with each of Meta's statuses round-trips", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          expect(TemplateStatus.literals).toHaveLength(11)
+          for (const [n, status] of TemplateStatus.literals.entries()) {
+            const created = yield* createTemplate(org.id, { name: `status_${n}`, status }, instant(n))
+            expect(created).toMatchObject({ status, rejected_reason: null })
+            expect(yield* templates.findById(org.id, created.uuid)).toEqual(Option.some(created))
+            const other = TemplateStatus.literals[(n + 1) % TemplateStatus.literals.length]!
+            const updated = yield* templates.update(org.id, created.uuid, content({ name: `status_${n}`, status: other }), instant(n))
+            expect(updated._tag === "Written" && updated.template.status).toBe(other)
+            yield* templates.updateStatus(org.id, created.uuid, { status, rejected_reason: null, now: instant(n) })
+            expect(Option.map(yield* templates.findById(org.id, created.uuid), (t) => t.status)).toEqual(Option.some(status))
+          }
+          expect((yield* templates.list(org.id, { page: 1, per_page: 20 })).total).toBe(11)
         })
       ))
 
