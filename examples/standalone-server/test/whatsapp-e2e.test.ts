@@ -1,0 +1,334 @@
+import { createHmac } from "node:crypto"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  assertBuilt,
+  killServers,
+  removeTemporaryDirectories,
+  runCli,
+  runCliJson,
+  startServer,
+  temporaryDatabaseUrl,
+  temporaryDirectory,
+  type RunningServer
+} from "./helpers.js"
+
+// WhatsApp through the built CLI and server on one temporary SQLite file, Meta's Graph API
+// replaced by a local recorder: a channel added with the CLI, the webhook handshake, a send
+// through the channel, signed status and inbound-message webhooks (repeated, out of order,
+// badly signed, for an unknown number), a basic reply answered through the channel, and
+// finally the channel's token and the app secret looked for everywhere they must not be.
+// The steps run in order on one server and share its state.
+
+const TOKEN = "EAAGe2eChannelToken5Vq8Rm2Kx7Nw3Pz"
+const APP_SECRET = "e2e-app-secret-4f9c1d7a2b"
+const VERIFY_TOKEN = "e2e-verify-token-8d3b"
+// The fixtures' number and account, so their metadata needs no change.
+const PHONE_NUMBER_ID = "106540352242922"
+const WABA_ID = "102290129340398"
+const UNKNOWN_PHONE_NUMBER_ID = "199999999999999"
+
+/** One request the Graph API recorder received. */
+interface GraphCall {
+  readonly method: string
+  readonly url: string
+  readonly authorization: string | undefined
+  readonly body: unknown
+}
+
+const graphCalls: Array<GraphCall> = []
+let recorder: Server
+let graphUrl = ""
+
+/** The Graph API: a number lookup answers the number, a messages POST Meta's answer with a new wamid. */
+const startRecorder = async (): Promise<void> => {
+  recorder = createServer((req, res) => {
+    let text = ""
+    req.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
+    req.on("end", () => {
+      const call = { method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body: text === "" ? undefined : JSON.parse(text) }
+      graphCalls.push(call)
+      res.setHeader("content-type", "application/json")
+      if (call.method === "GET") {
+        res.end(JSON.stringify({ id: call.url.split("/")[2], display_phone_number: "+1 555-078-3881" }))
+        return
+      }
+      const to = (call.body as { to?: string } | undefined)?.to ?? ""
+      res.end(
+        JSON.stringify({
+          messaging_product: "whatsapp",
+          contacts: [{ input: to, wa_id: to }],
+          messages: [{ id: wamidOf(graphCalls.length) }]
+        })
+      )
+    })
+  })
+  await new Promise<void>((resolve) => recorder.listen(0, "127.0.0.1", resolve))
+  graphUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`
+}
+
+/** The wamid the recorder gives the message of its `n`th call. */
+const wamidOf = (n: number): string => `wamid.HBgLMTQxNTU1NTAxMDEVAgARGBJFMkUtT1VUQk9VTkQt${n}`
+
+beforeAll(async () => {
+  assertBuilt()
+  await startRecorder()
+})
+afterAll(async () => {
+  killServers()
+  removeTemporaryDirectories()
+  await new Promise<void>((resolve) => recorder.close(() => resolve()))
+})
+
+// Payloads are Meta's own fixtures with ids, numbers and texts changed.
+const fixture = (name: string): any =>
+  JSON.parse(readFileSync(new URL(`../../../packages/core/test/fixtures/whatsapp/${name}.json`, import.meta.url), "utf8"))
+
+/** `statuses.json` with one status: `status` of the message `wamid`, sent to `recipient`. */
+const statusWebhook = (wamid: string, status: "delivered" | "read", recipient: string): string => {
+  const payload = fixture("statuses")
+  const value = payload.entry[0].changes[0].value
+  const [first] = value.statuses
+  value.statuses = [{ ...first, id: wamid, status, recipient_id: recipient }]
+  return JSON.stringify(payload)
+}
+
+/** `text.json` with one text from `from` (profile `name`) to `phoneNumberId`. */
+const textWebhook = (options: { from: string; name: string; id: string; body: string; phoneNumberId?: string }): string => {
+  const payload = fixture("text")
+  const value = payload.entry[0].changes[0].value
+  value.metadata.phone_number_id = options.phoneNumberId ?? PHONE_NUMBER_ID
+  value.contacts[0].profile.name = options.name
+  value.contacts[0].wa_id = options.from
+  Object.assign(value.messages[0], { from: options.from, id: options.id, text: { body: options.body } })
+  return JSON.stringify(payload)
+}
+
+const sign = (body: string, secret = APP_SECRET): string => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
+
+/** Every response body this test received, to look for the token in at the end. */
+const responseBodies: Array<string> = []
+
+interface Answer {
+  readonly status: number
+  readonly contentType: string | null
+  readonly text: string
+  readonly json: any
+}
+
+/** One request to the server; the body is sent as the exact string given. */
+const call = async (
+  method: string,
+  path: string,
+  options: { body?: string; headers?: Record<string, string> } = {}
+): Promise<Answer> => {
+  const response = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { ...(options.body === undefined ? {} : { "content-type": "application/json" }), ...options.headers },
+    ...(options.body === undefined ? {} : { body: options.body })
+  })
+  const text = await response.text()
+  responseBodies.push(text)
+  const contentType = response.headers.get("content-type")
+  return { status: response.status, contentType, text, json: contentType?.includes("json") === true ? JSON.parse(text) : undefined }
+}
+
+/** A request with the organization's API key. */
+const api = (method: string, path: string, body?: unknown): Promise<Answer> =>
+  call(method, path, { headers: { authorization: `Bearer ${apiKey}` }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+
+/** POSTs a webhook body signed with `signature` (default: the right one). */
+const webhook = (body: string, signature = sign(body)): Promise<Answer> =>
+  call("POST", "/webhooks/whatsapp", { body, headers: { "x-hub-signature-256": signature } })
+
+const messagesOf = async (chatUuid: string): Promise<Array<any>> => {
+  const answer = await api("GET", `/chats/${chatUuid}/messages`)
+  expect(answer.status, answer.text).toBe(200)
+  return answer.json.data.messages
+}
+
+const chats = async (): Promise<Array<any>> => {
+  const answer = await api("GET", "/chats")
+  expect(answer.status, answer.text).toBe(200)
+  return answer.json.data.chats
+}
+
+const contactPhones = async (): Promise<Array<string>> => {
+  const answer = await api("GET", "/contacts")
+  expect(answer.status, answer.text).toBe(200)
+  return answer.json.data.contacts.map((contact: { phone: string }) => contact.phone).sort()
+}
+
+/** What a Graph API text send carries (Meta's shape). */
+const textSend = (to: string, body: string) => ({
+  messaging_product: "whatsapp",
+  recipient_type: "individual",
+  to,
+  type: "text",
+  text: { preview_url: false, body }
+})
+
+// State shared by the steps, in order.
+let databaseFile = ""
+let env: Record<string, string> = {}
+let apiKey = ""
+let server: RunningServer
+let cliOutput = ""
+let sent: { message_id: string; chat_uuid: string; contact_uuid: string; status: string }
+let sentWamid = ""
+
+describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorder", () => {
+  it("org create, then channel add with a token file, verified by the Graph API", async () => {
+    const databaseUrl = temporaryDatabaseUrl()
+    databaseFile = databaseUrl.slice("sqlite:".length)
+    env = {
+      DATABASE_URL: databaseUrl,
+      WHATSAPP_API_BASE_URL: graphUrl,
+      WHATSAPP_APP_SECRET: APP_SECRET,
+      WHATSAPP_WEBHOOK_VERIFY_TOKEN: VERIFY_TOKEN,
+      // Rate limits in the SQLite file even when the caller's environment names a Redis.
+      REDIS_URL: ""
+    }
+    const org = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme"], env)
+    apiKey = org.api_key
+    const tokenFile = join(temporaryDirectory(), "token.txt")
+    writeFileSync(tokenFile, `${TOKEN}\n`)
+    const added = await runCli(
+      ["channel", "add", "--org", org.org_id, "--phone-number-id", PHONE_NUMBER_ID, "--waba-id", WABA_ID, "--access-token-file", tokenFile],
+      env
+    )
+    expect(added.code, added.stderr).toBe(0)
+    cliOutput = added.stdout + added.stderr
+    expect(JSON.parse(added.stdout)).toMatchObject({ phone_number_id: PHONE_NUMBER_ID, display_phone_number: "+15550783881", access_token_set: true })
+    expect(graphCalls).toEqual([{ method: "GET", url: `/v21.0/${PHONE_NUMBER_ID}`, authorization: `Bearer ${TOKEN}`, body: undefined }])
+  })
+
+  it("starts the server; the handshake echoes the challenge with the right verify token, 403 with another", async () => {
+    server = await startServer(env)
+    const challenge = "1158201444"
+    const right = await call("GET", `/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=${VERIFY_TOKEN}&hub.challenge=${challenge}`)
+    expect(right.status).toBe(200)
+    expect(right.contentType).toMatch(/^text\/plain/)
+    expect(right.text).toBe(challenge)
+    const wrong = await call("GET", `/webhooks/whatsapp?hub.mode=subscribe&hub.verify_token=not-${VERIFY_TOKEN}&hub.challenge=${challenge}`)
+    expect(wrong.status).toBe(403)
+    expect(wrong.json.errors[0].code).toBe("invalid_verify_token")
+    expect(wrong.text).not.toContain(challenge)
+  })
+
+  it("POST /send reaches the Graph API with the channel's number, token and the text", async () => {
+    const before = graphCalls.length
+    const answer = await api("POST", "/send", { phone: "+14155550101", message: "Your order shipped" })
+    expect(answer.status, answer.text).toBe(200)
+    sent = answer.json.data
+    expect(graphCalls.slice(before)).toEqual([
+      {
+        method: "POST",
+        url: `/v21.0/${PHONE_NUMBER_ID}/messages`,
+        authorization: `Bearer ${TOKEN}`,
+        body: textSend("14155550101", "Your order shipped")
+      }
+    ])
+    sentWamid = wamidOf(before + 1)
+    expect(sent.status).toBe("sent")
+    const [message] = await messagesOf(sent.chat_uuid)
+    expect(message).toMatchObject({ uuid: sent.message_id, direction: "outbound", status: "sent", provider_message_id: sentWamid })
+  })
+
+  it("signed delivered then read → 200 {received: 1} each, the message is read; delivered again leaves it read", async () => {
+    const delivered = statusWebhook(sentWamid, "delivered", "14155550101")
+    for (const body of [delivered, statusWebhook(sentWamid, "read", "14155550101"), delivered]) {
+      const answer = await webhook(body)
+      expect(answer.status, answer.text).toBe(200)
+      expect(answer.json).toMatchObject({ status: 200, data: { received: 1 }, errors: [] })
+    }
+    const [message] = await messagesOf(sent.chat_uuid)
+    expect(message).toMatchObject({ uuid: sent.message_id, status: "read", provider_message_id: sentWamid })
+  })
+
+  it("a webhook with a wrong signature → 401 invalid_signature, nothing stored", async () => {
+    const contactsBefore = await contactPhones()
+    const body = textWebhook({ from: "16505559876", name: "Mallory", id: "wamid.forged1", body: "hello" })
+    for (const signature of [sign(body, "not-the-app-secret"), sign(`${body} `)]) {
+      const answer = await webhook(body, signature)
+      expect(answer.status).toBe(401)
+      expect(answer.json.errors[0].code).toBe("invalid_signature")
+    }
+    expect(await contactPhones()).toEqual(contactsBefore)
+    expect(contactsBefore).not.toContain("+16505559876")
+  })
+
+  it("an inbound text from a new number: contact named by the profile, unread chat; the same delivery again changes nothing", async () => {
+    const body = textWebhook({ from: "16505551234", name: "Sheena Nelson", id: "wamid.inbound-e2e-1", body: "Does it come in another color?" })
+    const first = await webhook(body)
+    expect(first.status, first.text).toBe(200)
+    expect(first.json.data).toEqual({ received: 1 })
+    const chat = (await chats()).find((c) => c.contact.phone === "+16505551234")
+    expect(chat).toMatchObject({ unread_count: 1, contact: { phone: "+16505551234", first_name: "Sheena Nelson" } })
+    const again = await webhook(body)
+    expect(again.status, again.text).toBe(200)
+    expect((await chats()).find((c) => c.contact.phone === "+16505551234")).toMatchObject({ uuid: chat.uuid, unread_count: 1 })
+    const messages = await messagesOf(chat.uuid)
+    expect(messages).toHaveLength(1)
+    expect(messages[0]).toMatchObject({ direction: "inbound", type: "text", text: "Does it come in another color?", provider_message_id: "wamid.inbound-e2e-1" })
+    expect(await contactPhones()).toEqual(["+14155550101", "+16505551234"])
+  })
+
+  it("a basic reply's trigger is answered through the same channel, and the chat shows the reply", async () => {
+    const reply = await api("POST", "/basic-replies", { name: "Hours", trigger: "opening hours", response: "We are open 9 to 5, Monday to Friday." })
+    expect(reply.status, reply.text).toBe(200)
+    const before = graphCalls.length
+    const answer = await webhook(textWebhook({ from: "16505550199", name: "Ravi", id: "wamid.inbound-e2e-2", body: "  Opening Hours " }))
+    expect(answer.status, answer.text).toBe(200)
+    expect(answer.json.data).toEqual({ received: 1 })
+    expect(graphCalls.slice(before)).toEqual([
+      {
+        method: "POST",
+        url: `/v21.0/${PHONE_NUMBER_ID}/messages`,
+        authorization: `Bearer ${TOKEN}`,
+        body: textSend("16505550199", "We are open 9 to 5, Monday to Friday.")
+      }
+    ])
+    const chat = (await chats()).find((c) => c.contact.phone === "+16505550199")
+    const messages = await messagesOf(chat.uuid)
+    expect(messages.map((m) => [m.direction, m.text])).toEqual([
+      ["outbound", "We are open 9 to 5, Monday to Friday."],
+      ["inbound", "  Opening Hours "]
+    ])
+    expect(messages[0]).toMatchObject({ status: "sent", provider_message_id: wamidOf(before + 1), channel_uuid: messages[1].channel_uuid })
+  })
+
+  it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, nothing stored", async () => {
+    const contactsBefore = await contactPhones()
+    const chatsBefore = await chats()
+    const answer = await webhook(
+      textWebhook({ from: "16505550777", name: "Nobody", id: "wamid.inbound-e2e-3", body: "hi", phoneNumberId: UNKNOWN_PHONE_NUMBER_ID })
+    )
+    expect(answer.status, answer.text).toBe(200)
+    expect(answer.json.data).toEqual({ received: 0 })
+    expect(await contactPhones()).toEqual(contactsBefore)
+    expect(await chats()).toEqual(chatsBefore)
+  })
+
+  it("the channel's token is in no log line, no response, no CLI output, not in the SQLite files; the secrets in no log line", () => {
+    const { stdout, stderr } = server.output()
+    const logs = `${stdout}\n${stderr}`
+    // The server did log requests and webhooks: an empty log would prove nothing.
+    expect(stderr.split("\n").length).toBeGreaterThan(10)
+    expect(logs).not.toContain(TOKEN)
+    expect(logs).not.toContain(APP_SECRET)
+    expect(logs).not.toContain(VERIFY_TOKEN)
+    expect(cliOutput).not.toContain(TOKEN)
+    expect(responseBodies.length).toBeGreaterThan(10)
+    for (const body of responseBodies) expect(body).not.toContain(TOKEN)
+    const files = [databaseFile, `${databaseFile}-wal`, `${databaseFile}-shm`].filter(existsSync)
+    const bytes = Buffer.concat(files.map((file) => readFileSync(file)))
+    // The files do hold this flow's data; they just do not hold the token.
+    expect(bytes.includes(PHONE_NUMBER_ID)).toBe(true)
+    expect(bytes.includes("We are open 9 to 5")).toBe(true)
+    expect(bytes.includes(TOKEN)).toBe(false)
+  })
+})
