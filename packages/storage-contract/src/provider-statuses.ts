@@ -148,13 +148,13 @@ export const providerStatusesContract = (options: StorageContractOptions): void 
         })
       ))
 
-    it.effect("a pending failed report takes effect with its failure and its own time", () =>
+    it.effect("a pending failed report takes effect with its failure, at the time of the send's write", () =>
       run(
         Effect.gen(function* () {
           const org = yield* insertOrganization()
           const message = yield* queuedMessage(org.id)
           yield* report(org.id, "wamid.1", "failed", instant(2), { failure })
-          const failed: Message = { ...message, status: "failed", provider_message_id: "wamid.1", failure, updated_at: instant(2) }
+          const failed: Message = { ...message, status: "failed", provider_message_id: "wamid.1", failure, updated_at: instant(5) }
           expect(yield* recordProviderId(org.id, message.uuid, "wamid.1", instant(5))).toEqual({ _tag: "Updated", message: failed, changed: true })
           expect(yield* messageOf(org.id, message.uuid)).toEqual(failed)
         })
