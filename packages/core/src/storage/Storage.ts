@@ -6,6 +6,7 @@ import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
+import type { WebhookRepository } from "./WebhookRepository.js"
 import type {
   Contact,
   ContactDetails,
@@ -97,6 +98,11 @@ export interface ContactImportRequest {
   readonly ids: ReadonlyArray<string>
   readonly contactsLimit: number | null
   readonly now: string
+  /**
+   * Whether the created contacts write `contact.created` events to the outbox (see
+   * `WebhookRepository`); default `true`. The admin CLI's `import` passes `false`.
+   */
+  readonly events?: boolean
 }
 
 /**
@@ -269,6 +275,7 @@ export interface StorageService {
   readonly basicReplies: BasicReplyRepository
   readonly idempotency: IdempotencyRepository
   readonly channels: ChannelRepository
+  readonly webhooks: WebhookRepository
 }
 
 /**

@@ -1,0 +1,188 @@
+import type { Effect, Option } from "effect"
+import type { OrganizationId } from "../organizations/model.js"
+import type {
+  WebhookDeliveryAttempt,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointId,
+  WebhookEvent,
+  WebhookEventType
+} from "../webhooks/model.js"
+import type { StorageError } from "./errors.js"
+
+// Outgoing webhooks (docs/webhooks.md): the organization's endpoints, the outbox of events
+// and their deliveries, and what the dispatcher needs to claim and record attempts.
+//
+// THE OUTBOX. A store writes an event, and one `pending` delivery (due now) for each
+// enabled endpoint of the organization whose `events` include its type (or are `null`),
+// in the same atomic step as the change that causes it — and nothing at all when no such
+// endpoint exists. Event `id`s are new UUIDs, `created_at` the write's `now`, `data` the
+// record as the store returns it. The changes that write events:
+// - `contacts.importBulk` with `request.events !== false`: `contact.created` per created contact;
+// - `chats.appendMessage` of an inbound message (not a duplicate): `message.received`, and
+//   `chat.updated` when it reopened the chat;
+// - `chats.updateMessageStatus` and `chats.updateMessageStatusByProviderId` when the
+//   status changed (pending reports applied included): `message.status_updated`;
+// - `chats.update` when anything changed: `chat.updated`;
+// - `templates.updateStatus` when anything changed: `template.status_updated`.
+// `chats.importChats` and every other write record none.
+
+/**
+ * A webhook endpoint as stored: the record, its organization, and its signing secret
+ * sealed by `sealSecret` (never the plaintext).
+ *
+ * @category storage
+ */
+export interface StoredWebhookEndpoint {
+  readonly organization_id: OrganizationId
+  readonly endpoint: WebhookEndpoint
+  readonly secret_sealed: string
+}
+
+/**
+ * Fields {@link WebhookRepository.updateEndpoint} may set; absent fields are kept.
+ *
+ * @category storage
+ */
+export interface WebhookEndpointPatch {
+  readonly url?: string
+  readonly events?: ReadonlyArray<WebhookEventType> | null
+  readonly description?: string | null
+  readonly enabled?: boolean
+}
+
+/**
+ * A delivery the dispatcher claimed: leased to it until `lease_until` under `lease`, a
+ * token only the holder knows; with everything needed to send it.
+ *
+ * @category storage
+ */
+export interface ClaimedDelivery {
+  readonly delivery_id: string
+  readonly lease: string
+  readonly organization_id: OrganizationId
+  readonly endpoint_uuid: WebhookEndpointId
+  readonly url: string
+  readonly secret_sealed: string
+  readonly event: WebhookEvent
+  /** The number of this attempt, from 1. */
+  readonly attempt: number
+}
+
+/**
+ * The outcome of one attempt, recorded by {@link WebhookRepository.recordAttempt}:
+ * `delivery_status` `delivered` (a 2xx), `pending` again (due at `next_attempt_at`) or
+ * `failed` (no attempt left); the receiver's `status` or the `error`, `duration_ms`,
+ * `response_body` (at most 1 KiB, or `null`).
+ *
+ * @category storage
+ */
+export interface AttemptRecord {
+  readonly attempt_id: string
+  readonly delivery_status: Exclude<WebhookDeliveryStatus, "cancelled">
+  readonly status: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+  readonly response_body: string | null
+  readonly attempted_at: string
+  readonly next_attempt_at: string | null
+}
+
+/**
+ * A position in an endpoint's attempts, newest first: the `attempted_at` and id of an
+ * attempt. {@link WebhookRepository.listAttempts} answers the attempts strictly after it.
+ *
+ * @category storage
+ */
+export interface AttemptPosition {
+  readonly attempted_at: string
+  readonly id: string
+}
+
+/**
+ * Outcome of {@link WebhookRepository.insertEndpoint}: `LimitReached` wrote nothing.
+ *
+ * @category storage
+ */
+export type WebhookEndpointInsertOutcome =
+  | { readonly _tag: "Inserted"; readonly endpoint: WebhookEndpoint }
+  | { readonly _tag: "LimitReached"; readonly limit: number }
+
+/**
+ * Outgoing webhooks of the organizations (docs/webhooks.md), and the outbox described at
+ * the top of this module. Every method fails only with {@link StorageError}.
+ *
+ * @category storage
+ */
+export interface WebhookRepository {
+  /** Inserts an endpoint in one atomic step with the check that the organization has fewer than `limit`. */
+  readonly insertEndpoint: (
+    organizationId: OrganizationId,
+    stored: { readonly endpoint: WebhookEndpoint; readonly secret_sealed: string },
+    limit: number
+  ) => Effect.Effect<WebhookEndpointInsertOutcome, StorageError>
+  /** The organization's endpoints, newest first (`created_at desc, uuid desc`). */
+  readonly listEndpoints: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<WebhookEndpoint>, StorageError>
+  /** The endpoint with this uuid, with its sealed secret. */
+  readonly findEndpoint: (
+    organizationId: OrganizationId,
+    id: WebhookEndpointId
+  ) => Effect.Effect<Option.Option<StoredWebhookEndpoint>, StorageError>
+  /**
+   * Sets the fields of `patch` that differ (and `updated_at` = `now` when any does); when
+   * it disables the endpoint, its `pending` deliveries become `cancelled` in the same
+   * atomic step. `None` when the organization has no such endpoint.
+   */
+  readonly updateEndpoint: (
+    organizationId: OrganizationId,
+    id: WebhookEndpointId,
+    patch: WebhookEndpointPatch,
+    now: string
+  ) => Effect.Effect<Option.Option<WebhookEndpoint>, StorageError>
+  /** Replaces the sealed secret (and `updated_at`); later attempts, retries included, use it. `None` when not found. */
+  readonly rotateSecret: (
+    organizationId: OrganizationId,
+    id: WebhookEndpointId,
+    secretSealed: string,
+    now: string
+  ) => Effect.Effect<Option.Option<WebhookEndpoint>, StorageError>
+  /** Deletes the endpoint with its deliveries and attempts; `false` when not found. */
+  readonly deleteEndpoint: (organizationId: OrganizationId, id: WebhookEndpointId) => Effect.Effect<boolean, StorageError>
+  /**
+   * Up to `limit` attempts of the endpoint's deliveries, newest first (`attempted_at desc,
+   * id desc`), strictly after `after` (from the newest when `null`). `None` when the
+   * organization has no such endpoint.
+   */
+  readonly listAttempts: (
+    organizationId: OrganizationId,
+    id: WebhookEndpointId,
+    after: AttemptPosition | null,
+    limit: number
+  ) => Effect.Effect<Option.Option<ReadonlyArray<WebhookDeliveryAttempt>>, StorageError>
+  /**
+   * Claims up to `limit` due deliveries of any organization — `pending`, `next_attempt_at`
+   * ≤ `now`, not leased or with a lease ended before `now` — oldest due first, leasing each
+   * until `leaseUntil` under a new lease token, atomically: of several processes claiming
+   * together, each delivery goes to one.
+   */
+  readonly claimDue: (now: string, leaseUntil: string, limit: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, StorageError>
+  /**
+   * Records an attempt and the delivery's new state, only while `lease` still holds it
+   * (the lease token matches and the delivery is `pending`): then `true`, and the lease is
+   * released; else nothing is written and `false` (another process took it over).
+   */
+  readonly recordAttempt: (deliveryId: string, lease: string, attempt: AttemptRecord) => Effect.Effect<boolean, StorageError>
+  /**
+   * Makes one delivery of the endpoint due again now (a hand retry of a `failed` or
+   * `delivered` one: state `pending`, attempt count kept); `false` when the organization
+   * has no such delivery for that endpoint.
+   */
+  readonly retryDelivery: (
+    organizationId: OrganizationId,
+    endpointId: WebhookEndpointId,
+    deliveryId: string,
+    now: string
+  ) => Effect.Effect<boolean, StorageError>
+  /** Deletes deliveries (with their attempts and unreferenced events) created before `before`; how many. */
+  readonly pruneDeliveries: (before: string) => Effect.Effect<number, StorageError>
+}
