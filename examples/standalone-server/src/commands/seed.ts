@@ -165,7 +165,14 @@ const writeBatch = (
       details: contact.details,
       groups: contact.groups.map((index) => ({ _tag: "ById", uuid: batch.groups[index]! }))
     }))
-    const outcome = yield* storage.contacts.importBulk(organizationId, { rows, ids: yield* random.uuids(rows.length), contactsLimit: batch.limit, now })
+    const outcome = yield* storage.contacts.importBulk(organizationId, {
+      rows,
+      ids: yield* random.uuids(rows.length),
+      contactsLimit: batch.limit,
+      now,
+      // Synthetic data writes no webhook events.
+      events: false
+    })
     if (outcome._tag === "LimitExceeded") return yield* new PlanLimitExceeded({ plan_limit: "contacts_limit", ...outcome })
     if (outcome._tag === "GroupsNotFound") return yield* Effect.dieMessage(`seed: groups ${outcome.uuids.join(", ")} vanished`)
     const contactIds = outcome.result.contacts.map((entry) => entry.uuid)

@@ -112,7 +112,9 @@ const make = Effect.gen(function* () {
       rows: read.rows.rows,
       ids,
       contactsLimit,
-      now: yield* nowIso
+      now: yield* nowIso,
+      // An administrator's import of a file writes no webhook events (docs/webhooks.md).
+      events: false
     })
     if (outcome._tag === "LimitExceeded") {
       return yield* contactsLimitExceeded(outcome)
