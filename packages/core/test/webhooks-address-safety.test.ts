@@ -94,7 +94,7 @@ describe("checkWebhookUrl", () => {
     ["https://2130706433/", "loopback"],
     ["https://internal.example.com/", "loopback"],
     ["https://mixed.example.com/", "private"]
-  ])("refuses %s (%s)", ([url, range]) =>
+  ] as Array<[string, string]>)("refuses %s (%s)", ([url, range]) =>
     Effect.gen(function*() {
       const reason = yield* refusal(url)
       expect(reason).toContain(`(${range})`)
