@@ -1,4 +1,4 @@
-import { Clock, Effect, Option, Random } from "effect"
+import { Cause, Clock, Effect, Option, Random } from "effect"
 import { SecretKey } from "../channels/SecretKey.js"
 import { openSecret } from "../channels/secretBox.js"
 import { SecureRandom } from "../random/SecureRandom.js"
@@ -194,11 +194,39 @@ export const pruneWebhookDeliveries = (now: Date): Effect.Effect<number, Storage
     storage.webhooks.pruneDeliveries(new Date(now.getTime() - DELIVERY_RETENTION_MS).toISOString()))
 
 /**
+ * A pause of `ms` milliseconds on a timer that does not keep the process alive (`unref`):
+ * a host that stops serving without stopping the dispatcher still exits.
+ */
+const pause = (ms: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), ms)
+    timer.unref?.()
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+/** Logs a failure or defect of `effect` as a warning and answers `fallback` (an interruption goes on). */
+const survive = <A, E, R>(effect: Effect.Effect<A, E, R>, message: string, fallback: A): Effect.Effect<A, never, R> =>
+  Effect.catchAllCause(effect, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.failCause(cause as Cause.Cause<never>)
+      : Effect.logWarning(message).pipe(
+        Effect.annotateLogs({ error: describeCause(cause) }),
+        Effect.as(fallback)
+      ))
+
+/** The message of a cause's main error (a storage error names only its operation). */
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  return error instanceof Error ? error.message : "unknown error"
+}
+
+/**
  * The dispatcher's loop; runs until interrupted and never fails: a round
  * ({@link dispatchWebhooksOnce}) right after another while full batches are due, else one
  * every `pollIntervalMs` (default 1 s); prunes old deliveries at the start and every hour.
- * Storage errors are logged and the loop goes on. Interrupting it (graceful shutdown)
- * waits for the attempts in flight, then stops.
+ * Storage errors (and defects) are logged and the loop goes on. Interrupting it (graceful
+ * shutdown) waits for the attempts in flight, then stops. Its pauses do not keep the
+ * process alive, and use the real clock (not Effect's `TestClock`).
  *
  * @category webhooks
  */
@@ -213,20 +241,13 @@ export const runWebhookDispatcher = (
       const nowMs = yield* Clock.currentTimeMillis
       if (lastPruneMs === undefined || nowMs - lastPruneMs >= PRUNE_INTERVAL_MS) {
         lastPruneMs = nowMs
-        yield* pruneWebhookDeliveries(new Date(nowMs)).pipe(
-          Effect.catchAll((error) =>
-            Effect.logWarning("webhook deliveries could not be pruned").pipe(Effect.annotateLogs({ error: error.message }))
-          )
-        )
+        yield* survive(pruneWebhookDeliveries(new Date(nowMs)), "webhook deliveries could not be pruned", 0)
       }
-      const summary = yield* dispatchWebhooksOnce(new Date(nowMs), batchSize).pipe(
-        Effect.catchAll((error) =>
-          Effect.logWarning("webhook deliveries could not be claimed").pipe(
-            Effect.annotateLogs({ error: error.message }),
-            Effect.as(undefined)
-          )
-        )
+      const summary = yield* survive(
+        dispatchWebhooksOnce(new Date(nowMs), batchSize),
+        "webhook deliveries could not be dispatched",
+        undefined
       )
-      if (summary === undefined || summary.claimed < batchSize) yield* Effect.sleep(pollIntervalMs)
+      if (summary === undefined || summary.claimed < batchSize) yield* pause(pollIntervalMs)
     }
   })
