@@ -48,15 +48,15 @@ export class ChannelVerificationFailed extends Schema.TaggedError<ChannelVerific
 }
 
 /**
- * Channels need a secret key to encrypt access tokens and none is configured
- * (`createHandler({ secretKey })`; standalone server and CLI: `SWITCHBOARD_SECRET_KEY`).
- * HTTP 503 `secret_key_not_configured`.
+ * Channels and webhook endpoints need a secret key to encrypt access tokens and signing
+ * secrets, and none is configured (`createHandler({ secretKey })`; standalone server and
+ * CLI: `SWITCHBOARD_SECRET_KEY`). HTTP 503 `secret_key_not_configured`.
  *
  * @category errors
  */
 export class SecretKeyMissing extends Schema.TaggedError<SecretKeyMissing>()("SecretKeyMissing", {}) {
   override get message(): string {
-    return "Channels need a secret key to encrypt access tokens: none is configured (SWITCHBOARD_SECRET_KEY, or createHandler({ secretKey }))"
+    return "Channels and webhook endpoints need a secret key to encrypt access tokens and signing secrets: none is configured (SWITCHBOARD_SECRET_KEY, or createHandler({ secretKey }))"
   }
 }
 
