@@ -15,6 +15,8 @@ import { contactRows, importContacts, makeSharedStorage, makeTenant } from "./he
 
 const KEY = generateSecretKey()
 const SECRET = `whsec_${randomBytes(24).toString("base64")}`
+/** The secret the receiver verifies with: {@link SECRET}, or one the API answered. */
+let secret = SECRET
 const received: Array<{ readonly headers: IncomingHttpHeaders; readonly verified: any }> = []
 let delayMs = 0
 let server: Server
@@ -28,7 +30,7 @@ beforeAll(async () => {
       const body = Buffer.concat(chunks).toString("utf8")
       let verified: unknown
       try {
-        verified = new Webhook(SECRET).verify(body, request.headers as Record<string, string>)
+        verified = new Webhook(secret).verify(body, request.headers as Record<string, string>)
       } catch (error) {
         verified = error
       }
@@ -48,6 +50,7 @@ afterAll(async () => {
 beforeEach(() => {
   received.length = 0
   delayMs = 0
+  secret = SECRET
 })
 
 const local = { allowInsecureUrls: true, allowPrivateNetworks: true, retryDelaysMs: [10, 10], pollIntervalMs: 20 }
@@ -98,6 +101,31 @@ describe("the webhook dispatcher in the handler", () => {
         imported.contacts.map((contact) => contact.uuid).sort()
       )
       expect(new Set(received.map((request) => request.headers["webhook-id"])).size).toBe(3)
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("an endpoint created with POST /webhook-endpoints receives the events, signed with the secret shown then", async () => {
+    const storage = makeSharedStorage()
+    const handler = createHandler({ storage, logger: false, secretKey: KEY, webhooks: local })
+    try {
+      await handler.ready
+      const { api } = await makeTenant(storage, handler)
+      const created = await api.post("/webhook-endpoints", { url: receiverUrl, events: ["contact.created"] })
+      expect(created.status).toBe(200)
+      secret = created.data.secret
+      await importContacts(api, contactRows(30, 2))
+      await waitFor(() => received.length >= 2)
+      expect(received.map((request) => request.verified.type)).toEqual(["contact.created", "contact.created"])
+      // The attempts are recorded once the receiver has answered.
+      let log = await api.get(`/webhook-endpoints/${created.data.uuid}/deliveries`)
+      for (let wait = 0; wait < 100 && log.data.deliveries.length < 2; wait++) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        log = await api.get(`/webhook-endpoints/${created.data.uuid}/deliveries`)
+      }
+      expect(log.data.deliveries).toHaveLength(2)
+      expect(log.data.deliveries.every((attempt: { status: number }) => attempt.status === 204)).toBe(true)
     } finally {
       await handler.dispose()
     }
