@@ -63,12 +63,15 @@ export interface WebhookSenderValue {
 
 /**
  * Options of {@link makeHttpWebhookSender}: `timeoutMs`, the longest an attempt may take,
- * in milliseconds (default 10 000, `DELIVERY_TIMEOUT_MS`).
+ * in milliseconds (default 10 000, `DELIVERY_TIMEOUT_MS`); `ca`, certificate authorities
+ * (PEM) to trust instead of Node's bundled ones, for tests with a receiver whose
+ * certificate is self-signed.
  *
  * @category webhooks
  */
 export interface HttpWebhookSenderOptions {
   readonly timeoutMs?: number
+  readonly ca?: string | ReadonlyArray<string>
 }
 
 /**
@@ -145,7 +148,8 @@ const post = (
   checked: CheckedAddress,
   headers: Record<string, string>,
   payload: string,
-  timeoutMs: number
+  timeoutMs: number,
+  ca: string | ReadonlyArray<string> | undefined
 ): Effect.Effect<{ readonly status: number; readonly body: string } | { readonly error: string }> =>
   Effect.async((resume) => {
     let settled = false
@@ -167,6 +171,7 @@ const post = (
       headers: { ...headers, "content-length": String(body.length), "user-agent": "Switchboard-Webhooks/1" },
       lookup: fixedLookup(checked),
       ...(url.protocol === "https:" && isIP(host) === 0 ? { servername: host } : {}),
+      ...(ca === undefined ? {} : { ca: typeof ca === "string" ? ca : [...ca] }),
       agent: false
     })
     const timer = setTimeout(() => {
@@ -244,7 +249,7 @@ export const makeHttpWebhookSender = (options: HttpWebhookSenderOptions = {}): W
         } catch {
           return yield* outcome({ error: "the endpoint secret is not a usable signing secret" })
         }
-        return yield* outcome(yield* post(parsed, checked.right, headers, payload, timeoutMs))
+        return yield* outcome(yield* post(parsed, checked.right, headers, payload, timeoutMs, options.ca))
       })
   }
 }
