@@ -278,6 +278,15 @@ describe("webhook delivery", () => {
       expect(attempts[0]!.error).toBe("the endpoint secret cannot be opened with the configured secret key")
     }).pipe(Effect.provide(layerWith(local))))
 
+  it.live("without a secret key nothing is sent and the attempt says why", () =>
+    Effect.gen(function*() {
+      const { endpointId, organizationId } = yield* setUp(receiverUrl)
+      yield* dispatchWebhooksOnce(new Date()).pipe(Effect.provide(Layer.succeed(SecretKey, { key: undefined })))
+      expect(received).toHaveLength(0)
+      const attempts = yield* attemptsOf(organizationId, endpointId)
+      expect(attempts[0]!.error).toBe("no secret key is configured, so the endpoint secret cannot be opened")
+    }).pipe(Effect.provide(layerWith(local))))
+
   it.live("the loop delivers many events, stops after the attempts in flight, and logs no secret", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []

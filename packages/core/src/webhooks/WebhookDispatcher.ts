@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, Option, Random } from "effect"
+import { Cause, Clock, Effect, Either, Option, Random } from "effect"
 import { SecretKey } from "../channels/SecretKey.js"
 import { openSecret } from "../channels/secretBox.js"
 import { SecureRandom } from "../random/SecureRandom.js"
@@ -80,9 +80,17 @@ export const nextDeliveryState = (
   }
 }
 
-/** The plaintext secret of a claimed delivery, or why it cannot be had (never the secret). */
-const endpointSecret = (delivery: ClaimedDelivery): Effect.Effect<Option.Option<string>> =>
-  Effect.map(SecretKey, ({ key }) => (key === undefined ? Option.none() : openSecret(key, delivery.secret_sealed)))
+/**
+ * The plaintext secret of a claimed delivery under `key`, or the attempt error saying why
+ * there is none (never the secret itself).
+ */
+const endpointSecret = (key: Uint8Array | undefined, delivery: ClaimedDelivery) =>
+  key === undefined
+    ? Either.left("no secret key is configured, so the endpoint secret cannot be opened")
+    : Option.match(openSecret(key, delivery.secret_sealed), {
+      onNone: () => Either.left("the endpoint secret cannot be opened with the configured secret key"),
+      onSome: (secret) => Either.right(secret)
+    })
 
 /** One claimed delivery: sent, and its attempt recorded; which state it ended in. */
 const deliverOne = (
@@ -94,19 +102,11 @@ const deliverOne = (
     const settings = yield* WebhookSettings
     const sender = yield* WebhookSender
     const attemptedAtMs = yield* Clock.currentTimeMillis
-    const secret = yield* endpointSecret(delivery)
     const { key } = yield* SecretKey
-    const outcome: WebhookSendOutcome = Option.isSome(secret)
-      ? yield* sender.send({ url: delivery.url, secret: secret.value, event: delivery.event })
-      : {
-        delivered: false,
-        status: null,
-        error: key === undefined
-          ? "no secret key is configured, so the endpoint secret cannot be opened"
-          : "the endpoint secret cannot be opened with the configured secret key",
-        duration_ms: 0,
-        response_body: null
-      }
+    const secret = endpointSecret(key, delivery)
+    const outcome: WebhookSendOutcome = Either.isRight(secret)
+      ? yield* sender.send({ url: delivery.url, secret: secret.right, event: delivery.event })
+      : { delivered: false, status: null, error: secret.left, duration_ms: 0, response_body: null }
     const jitter = (yield* Random.next) * 0.1
     const next = nextDeliveryState(outcome, delivery.attempt, attemptedAtMs, settings.retryDelaysMs, jitter)
     const recorded = yield* storage.webhooks.recordAttempt(delivery.delivery_id, delivery.lease, {
