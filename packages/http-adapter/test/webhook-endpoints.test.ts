@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Cause, Effect, HashMap, Layer, Logger } from "effect"
 import { MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION, Storage } from "@switchboard/core"
+import type { HandlerOptions } from "@switchboard/http-adapter"
 import { bearer, makeHandler, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
 
 // Webhook endpoints over HTTP (docs/webhooks.md): the routes, the signing secret shown on
@@ -8,12 +9,20 @@ import { bearer, makeHandler, makeSharedStorage, makeTenant, phone, request, UNK
 // the deliveries log and hand retries, and the secret in no log line.
 
 const SECRET_KEY = Buffer.alloc(32, 9).toString("base64")
+
+/**
+ * These tests record delivery attempts by hand, as the dispatcher would: the handler's own
+ * dispatcher (the `webhooks.dispatch` option, default on where the handler runs one) must
+ * not claim them first. A handler without that option ignores it.
+ */
+const NO_DISPATCH = { webhooks: { dispatch: false } } as unknown as Partial<HandlerOptions>
 const URL_A = "https://hooks.example.com/switchboard"
 
 /** A handler with a secret key (and `logger` when given), and a fresh tenant on it. */
 const setup = async (options: { readonly logger?: Logger.Logger<unknown, unknown>; readonly secretKey?: string | null } = {}) => {
   const storage = makeSharedStorage()
   const handler = makeHandler(storage, {
+    ...NO_DISPATCH,
     ...(options.secretKey === null ? {} : { secretKey: options.secretKey ?? SECRET_KEY }),
     ...(options.logger ? { logger: options.logger } : {})
   })
