@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { Cause, Effect, HashMap, Layer, Logger } from "effect"
+import * as core from "@switchboard/core"
 import { MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION, Storage } from "@switchboard/core"
+import type { HandlerOptions } from "@switchboard/http-adapter"
 import { bearer, makeHandler, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
 
 // Webhook endpoints over HTTP (docs/webhooks.md): the routes, the signing secret shown on
@@ -10,10 +12,25 @@ import { bearer, makeHandler, makeSharedStorage, makeTenant, phone, request, UNK
 const SECRET_KEY = Buffer.alloc(32, 9).toString("base64")
 const URL_A = "https://hooks.example.com/switchboard"
 
+/**
+ * The handler's `webhooks` option for these tests (a handler without that option ignores
+ * it): no dispatcher of its own, since the tests record delivery attempts by hand; and
+ * internal addresses allowed, so that registering `hooks.example.com` makes no DNS query
+ * (names are not looked up then). The address rules have their own test, without it.
+ */
+const TEST_WEBHOOKS = { dispatch: false, allowPrivateNetworks: true }
+
 /** A handler with a secret key (and `logger` when given), and a fresh tenant on it. */
-const setup = async (options: { readonly logger?: Logger.Logger<unknown, unknown>; readonly secretKey?: string | null } = {}) => {
+const setup = async (
+  options: {
+    readonly logger?: Logger.Logger<unknown, unknown>
+    readonly secretKey?: string | null
+    readonly webhooks?: Record<string, unknown>
+  } = {}
+) => {
   const storage = makeSharedStorage()
   const handler = makeHandler(storage, {
+    ...({ webhooks: options.webhooks ?? TEST_WEBHOOKS } as unknown as Partial<HandlerOptions>),
     ...(options.secretKey === null ? {} : { secretKey: options.secretKey ?? SECRET_KEY }),
     ...(options.logger ? { logger: options.logger } : {})
   })
@@ -112,6 +129,44 @@ describe("POST /webhook-endpoints", () => {
     }
     await handler.dispose()
   })
+})
+
+/**
+ * Whether core has the address rules (an https-only, public-addresses-only
+ * `checkWebhookUrl`, which exports `internalAddressRange`) rather than the placeholder
+ * that only parses the URL.
+ */
+const addressRulesImplemented = "internalAddressRange" in core
+
+describe("address rules (docs/webhooks.md \"Address safety\")", () => {
+  it.skipIf(!addressRulesImplemented)(
+    "refuse http, credentials and internal addresses with 400 webhook_url_refused; the handler's development options accept them",
+    async () => {
+      const { api, handler, storage } = await setup({ webhooks: { dispatch: false } })
+      for (const url of ["http://hooks.example.com/x", "https://user:password@hooks.example.com/x", "https://127.0.0.1/x", "https://10.1.2.3/x", "https://[::1]/x", "https://169.254.169.254/latest"]) {
+        const refused = await api.post("/webhook-endpoints", { url })
+        expect(refused.status, url).toBe(400)
+        expect(errorsOf(refused), url).toEqual(["url: webhook_url_refused"])
+        expect(JSON.stringify(refused)).not.toContain("password")
+      }
+      const created = await api.post("/webhook-endpoints", { url: "https://93.184.215.14/x" })
+      expect(created.status).toBe(200)
+      const moved = await api.put(`/webhook-endpoints/${created.data.uuid}`, { url: "https://192.168.1.10/x" })
+      expect(errorsOf(moved)).toEqual(["url: webhook_url_refused"])
+      expect((await api.get("/webhook-endpoints")).data.webhook_endpoints).toHaveLength(1)
+      await handler.dispose()
+
+      const relaxed = makeHandler(storage, {
+        secretKey: SECRET_KEY,
+        ...({ webhooks: { dispatch: false, allowInsecureUrls: true, allowPrivateNetworks: true } } as unknown as Partial<HandlerOptions>)
+      })
+      const tenant = await makeTenant(storage, relaxed)
+      const local = await tenant.api.post("/webhook-endpoints", { url: "http://127.0.0.1:4000/hooks" })
+      expect(local.status).toBe(200)
+      expect(local.data.url).toBe("http://127.0.0.1:4000/hooks")
+      await relaxed.dispose()
+    }
+  )
 })
 
 describe("PUT, DELETE and rotate-secret", () => {

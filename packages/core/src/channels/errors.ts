@@ -69,6 +69,6 @@ export class SecretKeyMissing extends Schema.TaggedError<SecretKeyMissing>()("Se
  */
 export class SecretKeyMismatch extends Schema.TaggedError<SecretKeyMismatch>()("SecretKeyMismatch", {}) {
   override get message(): string {
-    return "SWITCHBOARD_SECRET_KEY (the secret key) is not the key this database's channel access tokens were encrypted with; set the key used before"
+    return "SWITCHBOARD_SECRET_KEY (the secret key) is not the key this database's channel access tokens and webhook signing secrets were encrypted with; set the key used before"
   }
 }

@@ -32,6 +32,7 @@ const events = {
   type: "array",
   items: { type: "enum", values: [...WEBHOOK_EVENT_TYPES] },
   empty: false,
+  max: WEBHOOK_EVENT_TYPES.length,
   unique: true,
   optional: true,
   nullable: true

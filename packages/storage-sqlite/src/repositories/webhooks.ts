@@ -126,14 +126,16 @@ export const SQL = {
     ORDER BY attempted_at DESC, id DESC LIMIT ?`,
   attemptsAfter: `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE endpoint_uuid = ? AND (attempted_at, id) < (?, ?)
     ORDER BY attempted_at DESC, id DESC LIMIT ?`,
-  // One range of webhook_deliveries_due (status = 'pending', next_attempt_at <= now), in order.
+  // One range of webhook_deliveries_due (status = 'pending', next_attempt_at <= now), read in
+  // its order (deliveries due at the same instant: in the index's rowid order, first inserted
+  // first), stopping at the limit: no sort.
   due: `SELECT d.id, d.organization_id, d.endpoint_uuid, d.attempts, e.url, e.secret_sealed,
       v.id AS event_id, v.type AS event_type, v.created_at AS event_created_at, v.data AS event_data
     FROM webhook_deliveries AS d
       JOIN webhook_endpoints AS e ON e.uuid = d.endpoint_uuid
       JOIN webhook_events AS v ON v.id = d.event_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-    ORDER BY d.next_attempt_at, d.created_at, d.id LIMIT ?`,
+    ORDER BY d.next_attempt_at LIMIT ?`,
   lease: "UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?",
   leased: `SELECT d.endpoint_uuid, d.attempts, v.id AS event_id, v.type AS event_type
     FROM webhook_deliveries AS d JOIN webhook_events AS v ON v.id = d.event_id
