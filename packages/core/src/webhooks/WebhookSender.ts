@@ -196,7 +196,7 @@ const post = (
       })
       response.on("end", done)
       response.on("error", done)
-      response.on("aborted", done)
+      response.on("close", done)
     })
     request.end(body)
     return Effect.sync(() => {
