@@ -19,6 +19,7 @@ import {
   generateSecretKey,
   makeHttpWebhookSender,
   nextDeliveryState,
+  pruneWebhookDeliveries,
   runWebhookDispatcher,
   sealSecret,
   type OrganizationId,
@@ -276,6 +277,16 @@ describe("webhook delivery", () => {
       expect(received).toHaveLength(0)
       const attempts = yield* attemptsOf(organizationId, endpointId)
       expect(attempts[0]!.error).toBe("the endpoint secret cannot be opened with the configured secret key")
+    }).pipe(Effect.provide(layerWith(local))))
+
+  it.live("pruning deletes deliveries created more than 30 days before now, with their attempts", () =>
+    Effect.gen(function*() {
+      const { endpointId, organizationId } = yield* setUp(receiverUrl)
+      yield* dispatchWebhooksOnce(new Date())
+      expect(yield* pruneWebhookDeliveries(new Date(Date.now() + 29 * 24 * 3_600_000))).toBe(0)
+      expect(yield* attemptsOf(organizationId, endpointId)).toHaveLength(1)
+      expect(yield* pruneWebhookDeliveries(new Date(Date.now() + 31 * 24 * 3_600_000))).toBe(1)
+      expect(yield* attemptsOf(organizationId, endpointId)).toHaveLength(0)
     }).pipe(Effect.provide(layerWith(local))))
 
   it.live("without a secret key nothing is sent and the attempt says why", () =>
