@@ -28,6 +28,8 @@ export default defineWorkspace([
         "test/templates.test.ts",
         "test/storage-under-test.test.ts",
         "test/tenant-isolation.test.ts",
+        "test/webhook-endpoints.test.ts",
+        "test/webhooks-dispatch.test.ts",
         "test/whatsapp-webhook.test.ts"
       ]
     }),

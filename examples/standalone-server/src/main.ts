@@ -3,7 +3,8 @@
  *
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
- * sends' transport (see `transport.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
+ * webhooks (see `webhooks.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
@@ -27,6 +28,7 @@ import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
 import { describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
+import { webhookConfig } from "./webhooks.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -39,6 +41,8 @@ const main = async (): Promise<void> => {
   const transportLayer = transportLayerFor(transport.value)
   const graphApi = await Effect.runPromiseExit(loadConfig(graphApiConfig))
   if (Exit.isFailure(graphApi)) return fail(describeCause(graphApi.cause))
+  const webhooks = await Effect.runPromiseExit(loadConfig(webhookConfig))
+  if (Exit.isFailure(webhooks)) return fail(describeCause(webhooks.cause))
   const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
   if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
   // `create: true` always yields a key (or fails above).
@@ -69,6 +73,9 @@ const main = async (): Promise<void> => {
     secretKey: secretKey.key,
     // Channel verification and channel sends reach the Graph API here (docs/channels.md).
     graphApi: graphApi.value,
+    // Outgoing webhooks: the handler runs the dispatcher; dispose() stops it after the
+    // attempts in flight (docs/webhooks.md).
+    webhooks: webhooks.value,
     ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {

@@ -15,6 +15,7 @@ import { SecureRandom } from "./random/SecureRandom.js"
 import type { StorageError } from "./storage/errors.js"
 import type { Storage } from "./storage/Storage.js"
 import { Templates } from "./templates/Templates.js"
+import { WebhookEndpoints } from "./webhooks/WebhookEndpoints.js"
 import { WhatsAppWebhooks } from "./whatsapp/WhatsAppWebhooks.js"
 
 /**
@@ -34,6 +35,7 @@ const services: Layer.Layer<
   | Chats
   | Idempotency
   | Channels
+  | WebhookEndpoints
   | SecureRandom,
   SecretKeyMismatch | StorageError,
   Storage
@@ -46,6 +48,7 @@ const services: Layer.Layer<
   BasicReplies.layer,
   Idempotency.layer,
   Channels.layer,
+  WebhookEndpoints.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
 ).pipe(Layer.provideMerge(SecureRandom.layer))
 

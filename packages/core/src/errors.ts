@@ -23,6 +23,8 @@ import type {
   TemplateNotFound,
   TemplateParametersMismatch
 } from "./templates/errors.js"
+import type { WebhookUrlRefused } from "./webhooks/addressSafety.js"
+import type { WebhookEndpointLimitReached } from "./webhooks/errors.js"
 
 /**
  * One problem with an input: a stable snake_case `code` (docs/errors.md "Validation (per field)"),
@@ -81,4 +83,6 @@ export type DomainError =
   | ChannelVerificationFailed
   | SecretKeyMissing
   | SecretKeyMismatch
+  | WebhookUrlRefused
+  | WebhookEndpointLimitReached
   | StorageError

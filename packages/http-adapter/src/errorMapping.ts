@@ -71,6 +71,11 @@ export const domainErrorResponses: {
     ]),
   SecretKeyMissing: (error) => failureResponse(503, "secret_key_not_configured", error.message),
   SecretKeyMismatch: () => internalErrorResponse(),
+  WebhookUrlRefused: (error) =>
+    failureResponse(400, "webhook_url_refused", error.message, [
+      { code: "webhook_url_refused", message: error.message, field: "url" }
+    ]),
+  WebhookEndpointLimitReached: (error) => failureResponse(400, "webhook_endpoint_limit_reached", error.message),
   StorageError: () => internalErrorResponse()
 }
 

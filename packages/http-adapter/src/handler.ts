@@ -41,6 +41,7 @@ import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
 import { responseOfResult, type RouteDefinition, type RouteServices } from "./routes/route.js"
 import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
+import { startDispatcher, webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
 
 /**
  * Options of {@link createHandler}.
@@ -100,6 +101,14 @@ export interface HandlerOptions {
   readonly secretKey?: string | Uint8Array
   /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
   readonly channelVerifier?: Layer.Layer<ChannelVerifier>
+  /**
+   * Outgoing webhooks (docs/webhooks.md "Options"): whether this handler runs the
+   * dispatcher (`dispatch`, default `true`: it starts once `ready`, and `dispose()` stops
+   * it after the attempts in flight), the retry delays in milliseconds, and whether
+   * `http://` URLs and internal addresses are accepted (development and tests only).
+   * See {@link WebhookHandlerOptions}; malformed values throw here.
+   */
+  readonly webhooks?: WebhookHandlerOptions
 }
 
 /**
@@ -112,7 +121,10 @@ export interface SwitchboardHandler {
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void
   /** Resolves when the storage Layer is built; rejects with its error. */
   readonly ready: Promise<void>
-  /** Releases the runtime: runs the storage's finalizers (closes the database). */
+  /**
+   * Releases the runtime: stops the webhook dispatcher after the attempts in flight, then
+   * runs the storage's finalizers (closes the database).
+   */
   readonly dispose: () => Promise<void>
 }
 
@@ -226,8 +238,10 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const logsRequests = options.logger !== false
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
-      Layer.provide(channelLayerOf(options)),
-      Layer.provide(options.storage),
+      // The dispatcher also reads the secret key, the webhook settings and the storage.
+      Layer.provideMerge(channelLayerOf(options)),
+      Layer.provideMerge(webhookSettingsLayerOf(options.webhooks)),
+      Layer.provideMerge(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(options.logger))
@@ -286,15 +300,15 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     return { interrupt: () => fiber.unsafeInterruptAsFork(fiber.id()) }
   }
 
-  const ready = runtime.runtime().then(() => undefined)
+  // Once the runtime is built, the webhook dispatcher runs in it unless `dispatch: false`.
   // A host that never awaits `ready` must not crash on an unhandled rejection when the
   // storage fails to open: its requests answer 500 instead. Awaiting `ready` still rejects.
-  ready.catch(() => undefined)
+  const dispatcher = startDispatcher(runtime, options.webhooks, options.webhooks?.dispatch !== false)
   return {
     inBasePath,
     serve,
-    ready,
-    dispose: () => runtime.dispose()
+    ready: dispatcher.ready,
+    dispose: dispatcher.stop
   }
 }
 

@@ -7,6 +7,12 @@
  */
 export { createHandler, DEFAULT_BASE_PATH, type HandlerOptions, type SwitchboardHandler } from "./handler.js"
 export { answerClientError } from "./clientError.js"
+export {
+  dispatchWebhooks,
+  type DispatchWebhooksOptions,
+  type WebhookDispatcherHandle,
+  type WebhookHandlerOptions
+} from "./webhooks.js"
 export { createFetchHandler, type FetchContext, type FetchHandler, type FetchHandlerOptions } from "./fetchHandler.js"
 export { failureResponse, successResponse, type ApiResponse, type Envelope, type ErrorItem } from "./envelope.js"
 export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"

@@ -34,6 +34,11 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
   { name: "Templates", description: "Message templates and the send-ready template object." },
   { name: "Chats", description: "Conversations, with the dashboard's filters, sorts and pagination." },
   { name: "Channels", description: "The organization's own WhatsApp numbers; access tokens are encrypted at rest and never returned." },
+  {
+    name: "Webhook endpoints",
+    description:
+      "The organization's own URLs receiving its events (messages, statuses, chats, contacts, templates), signed per Standard Webhooks."
+  },
   { name: "Webhooks", description: "What WhatsApp calls: the subscription handshake and its signed event POSTs. No API key, not rate limited." }
 ]
 
@@ -60,6 +65,8 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   phone_number_id_taken: 400,
   channel_limit_reached: 400,
   channel_verification_failed: 400,
+  webhook_url_refused: 400,
+  webhook_endpoint_limit_reached: 400,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
   not_found: 404,

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { ChannelVerifier, Core, type OrganizationId, Templates } from "@switchboard/core"
-import { defaultRoutes } from "@switchboard/http-adapter"
+import { defaultRoutes, type HandlerOptions } from "@switchboard/http-adapter"
 import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
 /**
@@ -15,10 +15,14 @@ const storage = makeSharedStorage()
 // wrongly got through would write a channel (and the snapshot would show it).
 const handler = makeHandler(storage, {
   secretKey: Buffer.alloc(32, 7).toString("base64"),
-  channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+15550783881" }) })
+  channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+15550783881" }) }),
+  // No webhook leaves this test (no dispatcher), and registration looks no host name up
+  // (internal addresses allowed: names are not resolved). A handler without the
+  // `webhooks` option ignores it.
+  ...({ webhooks: { dispatch: false, allowPrivateNetworks: true } } as unknown as Partial<HandlerOptions>)
 })
 let apiKey = ""
-const ids = { contact: "", label: "", group: "", chat: "" }
+const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "" }
 
 const template = {
   name: "order_update",
@@ -58,7 +62,14 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "POST /labels/bulk-delete": () => ({ tag_uuids: [ids.label] }),
   "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" }),
   "PUT /chats/:uuid": () => ({ status: "pending", assigned_to: "agent-1", favorite: true }),
-  "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` })
+  "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` }),
+  "POST /webhook-endpoints": () => ({ url: "https://hooks.example.com/hostile", events: ["message.received"], description: "Hostile" }),
+  "PUT /webhook-endpoints/:uuid": () => ({
+    url: "https://hooks.example.com/hostile",
+    events: ["chat.updated"],
+    description: "Hostile",
+    enabled: true
+  })
 }
 
 const bodyRoutes = defaultRoutes.filter((route) => route.body !== undefined)
@@ -67,6 +78,7 @@ const urlOf = (path: string) =>
   path
     .replace("/contacts/:uuid", `/contacts/${ids.contact}`)
     .replace("/chats/:uuid", `/chats/${ids.chat}`)
+    .replace("/webhook-endpoints/:uuid", `/webhook-endpoints/${ids.webhookEndpoint}`)
     .replace(":uuid", ids.group)
 
 const send = (method: string, path: string, payload: string | Buffer) =>
@@ -112,7 +124,8 @@ const snapshot = async () => {
     labels: await read("/labels"),
     replies: await read("/basic-replies?per_page=100"),
     chats: await read("/chats?limit=100"),
-    channels: await read("/channels")
+    channels: await read("/channels"),
+    webhookEndpoints: await read("/webhook-endpoints")
   }
 }
 
@@ -135,6 +148,7 @@ beforeAll(async () => {
   ids.label = (await tenant.api.post("/labels", { name: "Hot", color: "#e11d48" })).data.uuid
   ids.group = (await tenant.api.post("/contact-groups", { name: "Team" })).data.uuid
   ids.chat = (await tenant.api.post("/send", { phone: phone(1), message: "Hello" })).data.chat_uuid
+  ids.webhookEndpoint = (await tenant.api.post("/webhook-endpoints", { url: "https://hooks.example.com/start" })).data.uuid
 })
 
 describe("every body route has a valid body to start from", () => {

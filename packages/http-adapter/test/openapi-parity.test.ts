@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { ChannelVerifier, Core, Templates } from "@switchboard/core"
+import { ChannelVerifier, Core, Storage, Templates } from "@switchboard/core"
 import {
   defaultRoutes,
   DEFAULT_BASE_PATH,
@@ -9,6 +9,7 @@ import {
   OPENAPI_TAGS,
   openApiDocument,
   openApiPathOf,
+  type HandlerOptions,
   type OpenApiDocument,
   type RouteDefinition
 } from "@switchboard/http-adapter"
@@ -165,7 +166,10 @@ describe("what the handlers answer has the documented data shape", () => {
   const handler = makeHandler(storage, {
     secretKey: "a".repeat(64),
     channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) }),
-    whatsapp: { appSecret: "parity-app-secret" }
+    whatsapp: { appSecret: "parity-app-secret" },
+    // The walk records a webhook delivery attempt by hand: no dispatcher may claim it first
+    // (a handler without the `webhooks` option ignores it).
+    ...({ webhooks: { dispatch: false } } as unknown as Partial<HandlerOptions>)
   })
   let api: ApiClient
 
@@ -254,6 +258,35 @@ describe("what the handlers answer has the documented data shape", () => {
     const channel = await run("POST", "/channels", { phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: "EAAG-parity-token-0001" })
     await run("GET", "/channels")
     await run("DELETE", `/channels/${channel.uuid}`)
+    const endpoint = await run("POST", "/webhook-endpoints", { url: "https://hooks.example.com/parity", events: ["chat.updated"] })
+    await run("GET", "/webhook-endpoints")
+    await run("GET", `/webhook-endpoints/${endpoint.uuid}`)
+    await run("PUT", `/webhook-endpoints/${endpoint.uuid}`, { description: "Parity" })
+    await run("POST", `/webhook-endpoints/${endpoint.uuid}/rotate-secret`)
+    // A chat change writes a delivery; one failed attempt, recorded as the dispatcher would, fills the log.
+    await run("PUT", `/chats/${chatUuid}`, { favorite: false })
+    const deliveryId = await Effect.runPromise(
+      Effect.gen(function* () {
+        const store = yield* Storage
+        const [claimed] = yield* store.webhooks.claimDue("2100-01-01T00:00:00.000Z", "2100-01-01T00:01:00.000Z", 1)
+        if (claimed === undefined) throw new Error("no delivery to attempt")
+        yield* store.webhooks.recordAttempt(claimed.delivery_id, claimed.lease, {
+          attempt_id: "0190f6b4-7b7e-7c4e-8a5d-000000000001",
+          delivery_status: "failed",
+          status: 500,
+          error: null,
+          duration_ms: 5,
+          response_body: null,
+          attempted_at: "2026-01-01T00:00:00.000Z",
+          next_attempt_at: null
+        })
+        return claimed.delivery_id
+      }).pipe(Effect.provide(storage))
+    )
+    const deliveries = await run("GET", `/webhook-endpoints/${endpoint.uuid}/deliveries?limit=5`)
+    expect(deliveries.deliveries).toHaveLength(1)
+    await run("POST", `/webhook-endpoints/${endpoint.uuid}/deliveries/${deliveryId}/retry`)
+    await run("DELETE", `/webhook-endpoints/${endpoint.uuid}`)
     // The provider webhook: no API key, a signature over the bytes.
     const webhook = JSON.stringify({ object: "whatsapp_business_account", entry: [] })
     track("POST", "/webhooks/whatsapp")

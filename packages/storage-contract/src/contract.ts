@@ -15,6 +15,7 @@ import { messagesContract } from "./messages.js"
 import { organizationsContract } from "./organizations.js"
 import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
+import { webhooksContract } from "./webhooks.js"
 
 /**
  * Options of {@link runStorageContract}.
@@ -35,7 +36,7 @@ export interface StorageContractOptions {
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `chats-list.ts`, `chats-import.ts`,
- * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`), each test on a fresh store from
+ * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
  * @category contract
@@ -61,5 +62,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     basicRepliesContract(options)
     idempotencyContract(options)
     channelsContract(options)
+    webhooksContract(options)
   })
 }

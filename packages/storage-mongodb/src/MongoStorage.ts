@@ -21,6 +21,7 @@ import { groupRepository } from "./repositories/groups.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { templateRepository } from "./repositories/templates.js"
+import { webhookRepository } from "./repositories/webhooks.js"
 
 /**
  * Options of the MongoDB storage.
@@ -170,6 +171,7 @@ const assemble = (collections: Collections): StorageService => {
     templates: templateRepository(collections),
     basicReplies: basicReplyRepository(collections),
     idempotency: idempotencyRepository(collections),
-    channels: channelRepository(collections, usage)
+    channels: channelRepository(collections, usage),
+    webhooks: webhookRepository(collections)
   }
 }

@@ -13,6 +13,7 @@ import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { templateRepository } from "./repositories/templates.js"
+import { webhookRepository } from "./repositories/webhooks.js"
 
 /**
  * Options of the SQLite storage.
@@ -123,7 +124,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       templates: templateRepository(db, statements),
       basicReplies: basicReplyRepository(db, statements),
       idempotency: idempotencyRepository(db, statements),
-      channels: channelRepository(db, statements)
+      channels: channelRepository(db, statements),
+      webhooks: webhookRepository(db, statements)
     }
   })
 

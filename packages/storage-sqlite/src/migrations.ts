@@ -5,6 +5,7 @@ import { attempt, transaction } from "./internal/sql.js"
 import { CHANNELS_MIGRATION } from "./repositories/channels.js"
 import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
+import { WEBHOOKS_MIGRATION } from "./repositories/webhooks.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -243,6 +244,12 @@ export const migrations: ReadonlyArray<Migration> = [
     // templates table is rebuilt, every row kept: repositories/templates.ts) and the status
     // reports waiting for their message (repositories/chats-schema.ts).
     up: TEMPLATES_WIDENED_MIGRATION + PENDING_MESSAGE_STATUSES_MIGRATION
+  },
+  {
+    version: 11,
+    name: "outgoing_webhooks",
+    // Endpoints, the outbox's events, their deliveries and attempts (repositories/webhooks.ts).
+    up: WEBHOOKS_MIGRATION
   }
 ]
 

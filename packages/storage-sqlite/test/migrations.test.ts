@@ -79,7 +79,11 @@ describe("migrations", () => {
         "rate_buckets",
         "schema_migrations",
         "settings",
-        "templates"
+        "templates",
+        "webhook_attempts",
+        "webhook_deliveries",
+        "webhook_endpoints",
+        "webhook_events"
       ])
       expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
     }))
@@ -256,6 +260,28 @@ describe("migrations", () => {
       expect(read).toMatchObject({
         value: { uuid: "t1", name: "order_update", status: "APPROVED", rejected_reason: null, components: JSON.parse(components), updated_at: "2026-01-02T00:00:00.000Z" }
       })
+    }))
+
+  it.effect("migration 11 adds the webhook tables to a version-10 file: its organizations get endpoints and events", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      db.pragma("foreign_keys = ON")
+      applyPending(db, migrations.filter((m) => m.version < 11), "t1")
+      db.prepare("INSERT INTO organizations VALUES ('org', 'Org', NULL, NULL, 1, 'active', 't', 't')").run()
+      db.close()
+      const claimed = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { contacts, webhooks } = yield* Storage
+          const endpoint = { uuid: fixtures.uuid() as never, url: "https://example.com/hooks", events: null, description: null, enabled: true, created_at: "t", updated_at: "t" }
+          yield* webhooks.insertEndpoint("org" as never, { endpoint, secret_sealed: "sealed" }, 10)
+          yield* contacts.importBulk("org" as never, fixtures.importRequest([fixtures.importRow("+14155550100")], { now: fixtures.instant(1) }))
+          return yield* webhooks.claimDue(fixtures.instant(2), fixtures.instant(3), 10)
+        })
+      )
+      expect(claimed.map((delivery) => [delivery.organization_id, delivery.event.type, delivery.attempt])).toEqual([["org", "contact.created", 1]])
+      expect(appliedRows(filename).map((row) => (row as { version: number }).version)).toContain(11)
     }))
 
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>

@@ -5,7 +5,7 @@ import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../common/errors.js"
 import type { StorageError } from "../storage/errors.js"
-import { Storage, type StorageService } from "../storage/Storage.js"
+import { Storage } from "../storage/Storage.js"
 import { ChannelVerifier } from "./ChannelVerifier.js"
 import {
   ChannelLimitReached,
@@ -24,6 +24,7 @@ import {
 } from "./model.js"
 import { displayNumberOf, readChannelInput } from "./readChannelInput.js"
 import { openSecret, sealSecret } from "./secretBox.js"
+import { checkStoredKey, claimKeyCheck } from "./secretKeyCheck.js"
 import { SecretKey } from "./SecretKey.js"
 
 /**
@@ -102,20 +103,7 @@ export class Channels extends Context.Tag("@switchboard/core/Channels")<Channels
   )
 }
 
-/** The plaintext sealed as the store's secret-key check value. */
-const KEY_CHECK_PLAINTEXT = "switchboard-secret-key-check-v1"
-
 const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "channel", uuid: id }] })
-
-/** Fails with `SecretKeyMismatch` unless `sealed` is the check value sealed under `key`. */
-const expectKeyCheck = (key: Uint8Array, sealed: string): Effect.Effect<void, SecretKeyMismatch> =>
-  Option.contains(openSecret(key, sealed), KEY_CHECK_PLAINTEXT) ? Effect.void : Effect.fail(new SecretKeyMismatch())
-
-/** At start-up: a stored check value must open under the key (none stored yet is fine). */
-const checkStoredKey = (storage: StorageService, key: Uint8Array) =>
-  Effect.flatMap(storage.channels.secretKeyCheck(), (stored) =>
-    Option.match(stored, { onNone: () => Effect.void, onSome: (sealed) => expectKeyCheck(key, sealed) })
-  )
 
 const make = Effect.gen(function* () {
   const storage = yield* Storage
@@ -138,9 +126,7 @@ const make = Effect.gen(function* () {
       })
     }
     // The first channel stores the key's check value; a different key claimed it first → mismatch.
-    yield* Effect.flatMap(storage.channels.claimSecretKeyCheck(sealSecret(secretKey, KEY_CHECK_PLAINTEXT)), (stored) =>
-      expectKeyCheck(secretKey, stored)
-    )
+    yield* claimKeyCheck(storage, secretKey)
     const now = yield* nowIso
     const channel: Channel = {
       uuid: (yield* random.uuid()) as ChannelId,

@@ -48,15 +48,15 @@ export class ChannelVerificationFailed extends Schema.TaggedError<ChannelVerific
 }
 
 /**
- * Channels need a secret key to encrypt access tokens and none is configured
- * (`createHandler({ secretKey })`; standalone server and CLI: `SWITCHBOARD_SECRET_KEY`).
- * HTTP 503 `secret_key_not_configured`.
+ * Channels and webhook endpoints need a secret key to encrypt access tokens and signing
+ * secrets, and none is configured (`createHandler({ secretKey })`; standalone server and
+ * CLI: `SWITCHBOARD_SECRET_KEY`). HTTP 503 `secret_key_not_configured`.
  *
  * @category errors
  */
 export class SecretKeyMissing extends Schema.TaggedError<SecretKeyMissing>()("SecretKeyMissing", {}) {
   override get message(): string {
-    return "Channels need a secret key to encrypt access tokens: none is configured (SWITCHBOARD_SECRET_KEY, or createHandler({ secretKey }))"
+    return "Channels and webhook endpoints need a secret key to encrypt access tokens and signing secrets: none is configured (SWITCHBOARD_SECRET_KEY, or createHandler({ secretKey }))"
   }
 }
 
@@ -69,6 +69,6 @@ export class SecretKeyMissing extends Schema.TaggedError<SecretKeyMissing>()("Se
  */
 export class SecretKeyMismatch extends Schema.TaggedError<SecretKeyMismatch>()("SecretKeyMismatch", {}) {
   override get message(): string {
-    return "SWITCHBOARD_SECRET_KEY (the secret key) is not the key this database's channel access tokens were encrypted with; set the key used before"
+    return "SWITCHBOARD_SECRET_KEY (the secret key) is not the key this database's channel access tokens and webhook signing secrets were encrypted with; set the key used before"
   }
 }

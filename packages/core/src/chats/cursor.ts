@@ -37,9 +37,16 @@ export const cursorBinding = (organizationId: OrganizationId, filters: ChatFilte
     ])
   )
 
+/**
+ * The binding of a cursor through a list that belongs to one record: `scope` names the
+ * list (`"messages"` of a chat, `"webhook_deliveries"` of an endpoint), `recordId` its record.
+ */
+export const recordListCursorBinding = (organizationId: OrganizationId, scope: string, recordId: string): string =>
+  hash(JSON.stringify([organizationId, scope, recordId]))
+
 /** The binding of a cursor through the messages of one chat (newest first). */
 export const messagesCursorBinding = (organizationId: OrganizationId, chatId: ChatId): string =>
-  hash(JSON.stringify([organizationId, "messages", chatId]))
+  recordListCursorBinding(organizationId, "messages", chatId)
 
 /** The position of `chat` in a list sorted by `sort.by`. */
 export const positionOf = (chat: Chat, sort: ChatSort): ChatPosition => ({ value: chat[sort.by], uuid: chat.uuid })

@@ -97,18 +97,40 @@ export const readMessageListParams = (
   chatId: ChatId,
   params: MessageListParams
 ): { readonly query: MessageListQuery } | { readonly issues: IssueCollector["issues"] } => {
-  const collector = new IssueCollector()
   const binding = messagesCursorBinding(organizationId, chatId)
+  const read = readCursorPageParams<MessageId>(
+    params,
+    binding,
+    "cursor is not valid for this chat: use the next_cursor of a page of its messages"
+  )
+  if ("issues" in read) return read
+  const { limit, after } = read.query
+  return { query: { binding, limit, after: after === null ? null : { created_at: after.value, uuid: after.uuid } } }
+}
+
+/**
+ * The `limit` (1–100, default 20) and `cursor` of a keyset list newest first whose
+ * cursors are made with `binding` (a chat's messages, an endpoint's deliveries): the
+ * position after which the page starts, or the issues found, each naming its parameter
+ * (`invalid_cursor` with `invalidCursorMessage` for a cursor of another list).
+ */
+export const readCursorPageParams = <Id extends string>(
+  params: { readonly limit?: unknown; readonly cursor?: unknown },
+  binding: string,
+  invalidCursorMessage: string
+):
+  | { readonly query: { readonly limit: number; readonly after: { readonly value: string; readonly uuid: Id } | null } }
+  | { readonly issues: IssueCollector["issues"] } => {
+  const collector = new IssueCollector()
   const limit = int(collector, "limit", params.limit, 1, MAX_CHAT_PAGE_SIZE) ?? DEFAULT_CHAT_PAGE_SIZE
-  let after: MessagePosition | null = null
+  let after: { readonly value: string; readonly uuid: Id } | null = null
   if (params.cursor !== undefined) {
-    const decoded = typeof params.cursor === "string" ? decodeCursor<MessageId>(params.cursor, binding, false) : undefined
-    if (decoded === undefined) {
-      collector.add("invalid_cursor", "cursor", "cursor is not valid for this chat: use the next_cursor of a page of its messages")
-    } else after = { created_at: decoded.value ?? "", uuid: decoded.uuid }
+    const decoded = typeof params.cursor === "string" ? decodeCursor<Id>(params.cursor, binding, false) : undefined
+    if (decoded === undefined) collector.add("invalid_cursor", "cursor", invalidCursorMessage)
+    else after = { value: decoded.value ?? "", uuid: decoded.uuid }
   }
   if (collector.issues.length > 0) return { issues: collector.issues }
-  return { query: { binding, limit, after } }
+  return { query: { limit, after } }
 }
 
 const SORT_KEYS: ReadonlyArray<ChatSortBy> = ["created_at", "updated_at", "last_message_at"]

@@ -8,6 +8,7 @@ import { idempotencyRepository } from "./memory/idempotency.js"
 import { organizationRepository } from "./memory/organizations.js"
 import { makeState } from "./memory/state.js"
 import { templateRepository } from "./memory/templates.js"
+import { webhookRepository } from "./memory/webhooks.js"
 import { Storage, type StorageService } from "./Storage.js"
 
 /**
@@ -25,10 +26,11 @@ export const make = (): StorageService => {
     groups: groupRepository(state),
     labels: labelRepository(state),
     chats: chatRepository(state),
-    templates: templateRepository(),
+    templates: templateRepository(state),
     basicReplies: basicReplyRepository(),
     idempotency: idempotencyRepository(),
-    channels: channelRepository()
+    channels: channelRepository(),
+    webhooks: webhookRepository(state)
   }
 }
 

@@ -23,6 +23,7 @@ import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
+import { webhookEndpointRoutes } from "./webhookEndpoints.js"
 import { whatsAppHandshakeRoute, whatsAppWebhookRoute } from "./whatsappWebhook.js"
 
 /**
@@ -65,5 +66,6 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   markChatReadRoute,
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute,
-  ...channelRoutes
+  ...channelRoutes,
+  ...webhookEndpointRoutes
 ]

@@ -15,6 +15,8 @@ import {
   OrganizationId,
   Template,
   TemplatePayload,
+  WebhookDeliveryAttempt,
+  WebhookEndpoint,
   type ChatList,
   type Contact,
   type ContactImportResult,
@@ -22,7 +24,8 @@ import {
   type LabelBulkDeleteResult,
   type MessageList,
   type Pagination,
-  type SendResult
+  type SendResult,
+  type WebhookDeliveryList
 } from "@switchboard/core"
 
 // The `data` schemas of the routes' success envelopes (docs/http-api.md
@@ -230,6 +233,61 @@ export const ChatListData: Schema.Schema<ChatList, any> = Schema.Struct({
 export const MessageListData: Schema.Schema<MessageList, any> = Schema.Struct({
   messages: Schema.Array(MessageRecord),
   pagination: ChatCursorPagination
+})
+
+/**
+ * A webhook endpoint (docs/webhooks.md "Endpoints"). Its signing secret is never part of it.
+ *
+ * @category schemas
+ */
+export const WebhookEndpointRecord = WebhookEndpoint.annotations({
+  identifier: "WebhookEndpoint",
+  description: "An organization's URL receiving its events; `events` null means every type. The signing secret is never returned here"
+})
+
+/**
+ * Data of `POST /webhook-endpoints` and `POST /webhook-endpoints/{uuid}/rotate-secret`:
+ * the endpoint and its signing `secret` (`whsec_` and base64), shown only in these answers.
+ *
+ * @category schemas
+ */
+export const WebhookEndpointWithSecretData = Schema.Struct({ ...WebhookEndpoint.fields, secret: Schema.String }).annotations({
+  identifier: "WebhookEndpointWithSecret",
+  description: "A webhook endpoint with its signing secret, shown once: store it now"
+})
+
+/**
+ * Data of `GET /webhook-endpoints`: newest first, without secrets.
+ *
+ * @category schemas
+ */
+export const WebhookEndpointListData = Schema.Struct({ webhook_endpoints: Schema.Array(WebhookEndpointRecord) })
+
+/**
+ * Data of `GET /webhook-endpoints/{uuid}/deliveries` (docs/webhooks.md "The deliveries
+ * log"): attempts newest first, `pagination` the cursor object of `GET /chats`.
+ *
+ * @category schemas
+ */
+export const WebhookDeliveryListData: Schema.Schema<WebhookDeliveryList, any> = Schema.Struct({
+  deliveries: Schema.Array(
+    WebhookDeliveryAttempt.annotations({
+      identifier: "WebhookDeliveryAttempt",
+      description: "One attempt to deliver an event: the receiver's HTTP status or the error, and the delivery's state after it"
+    })
+  ),
+  pagination: ChatCursorPagination
+})
+
+/**
+ * Data of `POST /webhook-endpoints/{uuid}/deliveries/{id}/retry`: the delivery, due again now.
+ *
+ * @category schemas
+ */
+export const WebhookDeliveryRetryData = Schema.Struct({
+  endpoint_uuid: Schema.UUID,
+  delivery_id: Schema.String,
+  delivery_status: Schema.Literal("pending")
 })
 
 /**

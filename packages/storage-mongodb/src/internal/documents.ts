@@ -65,6 +65,8 @@ export interface ContactDocument {
   readonly created_at: string
   readonly updated_at: string
   readonly chat?: ChatDocument
+  /** Webhook events of writes to this contact or its chat, waiting for the relay (webhooks.ts). */
+  readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
 }
 
 /**
@@ -117,6 +119,8 @@ export interface TemplateDocument {
   readonly components: string
   readonly created_at: string
   readonly updated_at: string
+  /** Webhook events of writes to this template, waiting for the relay (webhooks.ts). */
+  readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
 }
 
 /** `basic_replies`: `trigger_key` is `nameKey(trigger)`, unique per organization. */
@@ -158,6 +162,8 @@ export interface MessageDocument {
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string
+  /** Webhook events of writes to this message, waiting for the relay (webhooks.ts). */
+  readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
 }
 
 /**
@@ -226,4 +232,87 @@ export interface IdempotencyKeyDocument {
   readonly response_status: number | null
   readonly response_body: string | null
   readonly created_at: string
+}
+
+/**
+ * A webhook event embedded in the document whose write caused it, in that same
+ * single-document write (docs/storage.md "Outgoing webhook events"): `id` (a new uuid),
+ * `type`, `created_at` (the write's `now`), `data` the record as JSON text (`null` for a
+ * `chat.updated` event written by the pipeline of `appendMessage`, filled by the next
+ * write; the relay reads the chat itself when that one never came), and `endpoints`, the
+ * uuids of the organization's enabled endpoints subscribed to `type` at the write. The
+ * relay moves it to `webhook_events` and `webhook_deliveries`, then pulls it.
+ */
+export interface PendingWebhookEvent {
+  readonly id: string
+  readonly type: string
+  readonly created_at: string
+  readonly data: string | null
+  readonly endpoints: ReadonlyArray<string>
+}
+
+/**
+ * `webhook_endpoints`: an organization's endpoint; `events` `null` for every type; the
+ * secret only sealed. `enabled_since` is when it was last enabled (`null` while disabled):
+ * the relay gives it deliveries only of events written since, so an event written before a
+ * disable (whose deliveries the disable would have cancelled) never reaches it after it is
+ * enabled again.
+ */
+export interface WebhookEndpointDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly url: string
+  readonly events: ReadonlyArray<string> | null
+  readonly description: string | null
+  readonly enabled: boolean
+  readonly enabled_since: string | null
+  readonly secret_sealed: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** `webhook_events`: an event moved out of its document by the relay (`_id` = the event id); `data` JSON text. */
+export interface WebhookEventDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly type: string
+  readonly data: string
+  readonly created_at: string
+}
+
+/**
+ * `webhook_deliveries`: one event to one endpoint (`_id` = `<event id>:<endpoint uuid>`, so
+ * the relay's upserts are idempotent); `attempts` recorded so far, `next_attempt_at`
+ * (`null` unless `pending`), the claim's `lease` token and `lease_until`.
+ */
+export interface WebhookDeliveryDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly endpoint_uuid: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly status: "pending" | "delivered" | "failed" | "cancelled"
+  readonly attempts: number
+  readonly next_attempt_at: string | null
+  readonly lease: string | null
+  readonly lease_until: string | null
+  readonly created_at: string
+}
+
+/** `webhook_attempts`: one attempt (`_id` = its id), with its endpoint for the newest-first list. */
+export interface WebhookAttemptDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly endpoint_uuid: string
+  readonly delivery_id: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly attempt: number
+  readonly status: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+  readonly response_body: string | null
+  readonly attempted_at: string
+  readonly delivery_status: "pending" | "delivered" | "failed"
+  readonly next_attempt_at: string | null
 }

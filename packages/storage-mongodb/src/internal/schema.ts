@@ -12,7 +12,11 @@ import type {
   PendingMessageStatusDocument,
   SettingDocument,
   TemplateDocument,
-  UsageDocument
+  UsageDocument,
+  WebhookAttemptDocument,
+  WebhookDeliveryDocument,
+  WebhookEndpointDocument,
+  WebhookEventDocument
 } from "./documents.js"
 
 /** The collection names this adapter uses, in the database it is given. */
@@ -29,7 +33,11 @@ export const COLLECTION_NAMES = {
   pendingMessageStatuses: "pending_message_statuses",
   idempotencyKeys: "idempotency_keys",
   channels: "channels",
-  settings: "settings"
+  settings: "settings",
+  webhookEndpoints: "webhook_endpoints",
+  webhookEvents: "webhook_events",
+  webhookDeliveries: "webhook_deliveries",
+  webhookAttempts: "webhook_attempts"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -50,6 +58,10 @@ export interface Collections {
   readonly idempotencyKeys: Collection<IdempotencyKeyDocument>
   readonly channels: Collection<ChannelDocument>
   readonly settings: Collection<SettingDocument>
+  readonly webhookEndpoints: Collection<WebhookEndpointDocument>
+  readonly webhookEvents: Collection<WebhookEventDocument>
+  readonly webhookDeliveries: Collection<WebhookDeliveryDocument>
+  readonly webhookAttempts: Collection<WebhookAttemptDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -66,7 +78,21 @@ export const collectionsOf = (db: Db): Collections => ({
   pendingMessageStatuses: db.collection(COLLECTION_NAMES.pendingMessageStatuses),
   idempotencyKeys: db.collection(COLLECTION_NAMES.idempotencyKeys),
   channels: db.collection(COLLECTION_NAMES.channels),
-  settings: db.collection(COLLECTION_NAMES.settings)
+  settings: db.collection(COLLECTION_NAMES.settings),
+  webhookEndpoints: db.collection(COLLECTION_NAMES.webhookEndpoints),
+  webhookEvents: db.collection(COLLECTION_NAMES.webhookEvents),
+  webhookDeliveries: db.collection(COLLECTION_NAMES.webhookDeliveries),
+  webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts)
+})
+
+/** Only documents holding webhook events for the relay enter its indexes. */
+export const HAS_PENDING_EVENTS = { "pending_events.id": { $exists: true } } as const
+
+/** The relay's index on a collection whose documents may carry `pending_events`. */
+const pendingEventsIndex = (collection: string): IndexDescription => ({
+  name: `${collection}_pending_events`,
+  key: { "pending_events.id": 1 },
+  partialFilterExpression: HAS_PENDING_EVENTS
 })
 
 /** Only contacts that have a chat enter the chat indexes. */
@@ -108,7 +134,11 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * one per equality filter followed by the default sort key, each ending with `chat.uuid`
  * (the keyset tie-break) and holding only contacts with a chat. Pending status reports are
  * read by provider id in arrival order; they and idempotency keys expire through a TTL
- * index on their `expire_at` Date.
+ * index on their `expire_at` Date. Contacts, messages and templates carrying webhook
+ * events for the relay are found by a partial index on `pending_events.id`; an
+ * organization's enabled endpoints by `webhook_endpoints_enabled`; due deliveries by
+ * `webhook_deliveries_due` (status, next_attempt_at); an endpoint's attempts, newest first,
+ * by `webhook_attempts_newest`.
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -128,7 +158,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     chatIndex("chats_by_updated_at", [CHAT_SORT_FIELDS.updated_at]),
     ...(Object.entries(CHAT_FILTER_FIELDS) as ReadonlyArray<[string, string]>).map(([filter, field]) =>
       chatIndex(`chats_by_${filter}`, [field, CHAT_SORT_FIELDS.last_message_at])
-    )
+    ),
+    pendingEventsIndex("contacts")
   ],
   groups: [
     { name: "groups_by_name", key: { organization_id: 1, name_key: 1 }, unique: true },
@@ -140,7 +171,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
   ],
   templates: [
     { name: "templates_by_identity", key: { organization_id: 1, name_key: 1, language: 1 }, unique: true },
-    { name: "templates_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
+    { name: "templates_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    pendingEventsIndex("templates")
   ],
   basicReplies: [
     { name: "basic_replies_by_trigger", key: { organization_id: 1, trigger_key: 1 }, unique: true },
@@ -154,7 +186,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       key: { organization_id: 1, dedupe_key: 1 },
       unique: true,
       partialFilterExpression: { dedupe_key: { $exists: true } }
-    }
+    },
+    pendingEventsIndex("messages")
   ],
   pendingMessageStatuses: [
     {
@@ -172,7 +205,22 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "channels_by_organization", key: { organization_id: 1, created_at: 1, _id: 1 } },
     { name: "channels_by_waba_id", key: { waba_id: 1, created_at: 1, _id: 1 } }
   ],
-  settings: []
+  settings: [],
+  webhookEndpoints: [
+    { name: "webhook_endpoints_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    { name: "webhook_endpoints_enabled", key: { organization_id: 1, enabled: 1 } }
+  ],
+  webhookEvents: [{ name: "webhook_events_by_created_at", key: { created_at: 1 } }],
+  webhookDeliveries: [
+    { name: "webhook_deliveries_due", key: { status: 1, next_attempt_at: 1 } },
+    { name: "webhook_deliveries_by_endpoint", key: { endpoint_uuid: 1, status: 1 } },
+    { name: "webhook_deliveries_by_event", key: { event_id: 1 } },
+    { name: "webhook_deliveries_by_created_at", key: { created_at: 1 } }
+  ],
+  webhookAttempts: [
+    { name: "webhook_attempts_newest", key: { endpoint_uuid: 1, attempted_at: -1, _id: -1 } },
+    { name: "webhook_attempts_by_delivery", key: { delivery_id: 1 } }
+  ]
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */

@@ -31,6 +31,7 @@ import { type Collections, HAS_CHAT } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { importChats } from "./chats-import.js"
 import { newContactDocument } from "./contacts-import.js"
+import { fillMarker, pendingEvent, reopenMarkerStage, subscribersOf } from "./webhooks.js"
 
 /** The fields a chat record is made from. */
 const CHAT_PROJECTION = { phone: 1, first_name: 1, last_name: 1, group_ids: 1, label_ids: 1, chat: 1 } as const
@@ -133,25 +134,39 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     const chatId = chat.document.chat!.uuid
     const message: Message = { ...request.message, chat_uuid: chatId as Message["chat_uuid"], contact_uuid: contact.document._id as Message["contact_uuid"] }
     const dedupeKey = request.dedupe && message.provider_message_id !== null ? `${message.direction} ${message.provider_message_id}` : undefined
+    // Webhook events of an inbound message: message.received in the message's insert, and a
+    // chat.updated marker in the chat's update when it reopens the chat (webhooks.ts).
+    const subscribers = message.direction === "inbound" ? await subscribersOf(collections, organizationId) : () => []
+    const received = subscribers("message.received")
+    const reopened = subscribers("chat.updated")
+    const marker = reopened.length > 0 && !chat.created ? pendingEvent("chat.updated", request.now, reopened, null) : undefined
     try {
-      await collections.messages.insertOne(messageDocument(organizationId, message, dedupeKey))
+      const document = messageDocument(organizationId, message, dedupeKey)
+      await collections.messages.insertOne(
+        received.length === 0 ? document : { ...document, pending_events: [pendingEvent("message.received", request.now, received, message)] }
+      )
     } catch (error) {
       if (!isDuplicateKey(error)) throw error
       const winner = await duplicateOf(organizationId, request)
       if (winner === undefined) throw error
       return winner
     }
-    const touched = (await collections.contacts.findOneAndUpdate(chatById(organizationId, chatId), chatTouchPipeline(request), {
+    const pipeline = marker === undefined ? chatTouchPipeline(request) : [reopenMarkerStage(request.reopen, marker), ...chatTouchPipeline(request)]
+    const touched = (await collections.contacts.findOneAndUpdate(chatById(organizationId, chatId), pipeline, {
       returnDocument: "after",
-      projection: CHAT_PROJECTION
+      projection: marker === undefined ? CHAT_PROJECTION : { ...CHAT_PROJECTION, pending_events: 1 }
     })) as ContactDocument | null
     if (touched === null) {
       await collections.messages.deleteOne(owned(organizationId, message.uuid)) // the contact was deleted meanwhile
       return { _tag: "ContactNotFound" }
     }
+    const chatRecord = await record(organizationId, touched)
+    if (marker !== undefined && touched.pending_events?.some((event) => event.id === marker.id) === true) {
+      await fillMarker(collections, touched._id, marker.id, chatRecord)
+    }
     return {
       _tag: "Appended",
-      chat: await record(organizationId, touched),
+      chat: chatRecord,
       message,
       contactCreated: contact.created,
       chatCreated: chat.created
@@ -179,12 +194,15 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
       if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
         return { _tag: "Updated", message: current, changed: false }
       }
+      const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
+      // A status change carries its message.status_updated event in the same update.
+      const endpoints = status === document.status ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
+      const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.status_updated", update.now, endpoints, message) } }
       const result = await collections.messages.updateOne(
         { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
-        { $set: { status, provider_message_id: providerId, failure, updated_at: update.now } }
+        { $set: { status, provider_message_id: providerId, failure, updated_at: update.now }, ...event }
       )
       if (result.matchedCount === 0) continue
-      const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
       return { _tag: "Updated", message, changed: true }
     }
     throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
@@ -241,6 +259,17 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
           if (document?.chat === undefined) return { _tag: "NotFound" }
           const write = chatPatchUpdate(organizationId, document.chat, patch, now)
           if (!write.changed) return { _tag: "Updated", chat: await record(organizationId, document), changed: false }
+          const endpoints = (await subscribersOf(collections, organizationId))("chat.updated")
+          if (endpoints.length > 0) {
+            // The chat as this write leaves it, carried by its chat.updated event in the same update.
+            const chat = { ...document.chat }
+            for (const [key, value] of Object.entries(write.update.$set as Record<string, unknown>)) (chat as Record<string, unknown>)[key.slice("chat.".length)] = value
+            const updated = await record(organizationId, { ...document, chat })
+            const event = pendingEvent("chat.updated", now, endpoints, updated)
+            const result = await collections.contacts.updateOne(write.filter, { ...write.update, $push: { pending_events: event } })
+            if (result.matchedCount === 0) continue // another write came first: read again
+            return { _tag: "Updated", chat: updated, changed: true }
+          }
           const result = await collections.contacts.updateOne(write.filter, write.update)
           if (result.matchedCount === 0) continue // another write came first: read again
           const updated = await findChat(organizationId, id)

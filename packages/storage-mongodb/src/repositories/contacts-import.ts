@@ -13,9 +13,11 @@ import type { AnyBulkWriteOperation } from "mongodb"
 import type { ContactDocument } from "../internal/documents.js"
 import { isDuplicateKey } from "../internal/driver.js"
 import { byKeys, contactsByPhones, contactUpdatePipeline, knownDetails, owned, ownedAmong } from "../internal/queries.js"
+import { contactRecords } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { missingGroups } from "./groups.js"
+import { pendingEvent, subscribersOf } from "./webhooks.js"
 
 /** How many times an import restarts after a concurrent request created one of its phones. */
 const ATTEMPTS = 3
@@ -28,7 +30,9 @@ const ATTEMPTS = 3
  *    (`LimitExceeded` when it would pass `contactsLimit`): nothing written before this;
  * 3. creates the groups named by name that are missing (unique `name_key`: a concurrent
  *    import creating the same name is matched, not duplicated);
- * 4. inserts the new contacts with one unordered `insertMany`; if any fails (a concurrent
+ * 4. inserts the new contacts with one unordered `insertMany` (with `request.events !==
+ *    false` and endpoints subscribed, each carries its `contact.created` event in
+ *    `pending_events`: webhooks.ts); if any fails (a concurrent
  *    request created the same phone: duplicate key), it deletes the ones this batch
  *    inserted and the groups it created, releases the reservation and starts again
  *    (up to 3 times), so a refused batch leaves nothing behind;
@@ -97,6 +101,16 @@ const importOnce = async (
       fresh.push(newContactDocument(organizationId, id, row.phone, row.details, groupIdsOf(row), now))
     }
   })
+  if (fresh.length > 0 && request.events !== false) {
+    // Each created contact carries its own contact.created event, written with it.
+    const endpoints = (await subscribersOf(collections, organizationId))("contact.created")
+    if (endpoints.length > 0) {
+      const records = await contactRecords(collections, organizationId, fresh)
+      fresh.forEach((document, index) => {
+        fresh[index] = { ...document, pending_events: [pendingEvent("contact.created", now, endpoints, records[index])] }
+      })
+    }
+  }
   if (fresh.length > 0) {
     try {
       await collections.contacts.insertMany(fresh, { ordered: false })

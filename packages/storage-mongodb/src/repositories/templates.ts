@@ -12,6 +12,7 @@ import type { TemplateDocument } from "../internal/documents.js"
 import { attempt, onDuplicateKey } from "../internal/driver.js"
 import { eq, ofOrganization, owned, pageOptions } from "../internal/queries.js"
 import type { Collections } from "../internal/schema.js"
+import { pendingEvent, subscribersOf } from "./webhooks.js"
 
 /**
  * `Storage.templates` on MongoDB: collection `templates`; the identity (name by `nameKey`,
@@ -59,6 +60,8 @@ export const templateRepository = (collections: Collections): TemplateRepository
     ),
   updateStatus: (organizationId, id, { now, rejected_reason, status }) =>
     attempt("templates.updateStatus", async (): Promise<TemplateStatusOutcome> => {
+      const endpoints = (await subscribersOf(collections, organizationId))("template.status_updated")
+      if (endpoints.length > 0) return updateStatusWithEvent(collections, organizationId, id, { now, rejected_reason, status }, endpoints)
       // Matches only when a field differs (a missing rejected_reason equals null), so an
       // unchanged template is never written.
       const differs = { $or: [{ status: { $not: eq(status) } }, { rejected_reason: { $not: eq(rejected_reason) } }] }
@@ -89,6 +92,34 @@ export const templateRepository = (collections: Collections): TemplateRepository
       return { items: documents.map(templateRecord), total }
     })
 })
+
+/**
+ * `updateStatus` when endpoints receive `template.status_updated`: compare-and-set on the
+ * template as read (its `updated_at`, status and reason), writing the change and the event
+ * (the template record afterwards) in one single-document update; retried when another
+ * write came first.
+ */
+const updateStatusWithEvent = async (
+  collections: Collections,
+  organizationId: string,
+  id: string,
+  { now, rejected_reason, status }: { readonly now: string; readonly rejected_reason: string | null; readonly status: Template["status"] },
+  endpoints: ReadonlyArray<string>
+): Promise<TemplateStatusOutcome> => {
+  for (let round = 0; round < 10; round++) {
+    const current = await collections.templates.findOne(owned(organizationId, id))
+    if (current === null) return { _tag: "NotFound" }
+    const record = templateRecord(current)
+    if (record.status === status && record.rejected_reason === rejected_reason) return { _tag: "Updated", template: record, changed: false }
+    const template: Template = { ...record, status, rejected_reason, updated_at: now }
+    const result = await collections.templates.updateOne(
+      { ...owned(organizationId, id), updated_at: eq(current.updated_at), status: eq(current.status), rejected_reason: eq(current.rejected_reason ?? null) },
+      { $set: { status, rejected_reason, updated_at: now }, $push: { pending_events: pendingEvent("template.status_updated", now, endpoints, template) } }
+    )
+    if (result.matchedCount > 0) return { _tag: "Updated", template, changed: true }
+  }
+  throw new Error("templates.updateStatus: the template kept changing concurrently")
+}
 
 /** The stored fields of template content (components as JSON text). */
 const contentFields = (content: TemplateContent) => ({

@@ -102,8 +102,12 @@ class FakeCollection {
     this.rows.push(stored)
   }
 
-  /** Applies `update` to `row` in place (unique indexes checked); whether anything changed. */
-  private apply(row: AnyDocument, update: AnyDocument | Array<AnyDocument>, inserting: boolean): boolean {
+  /**
+   * Applies `update` to `row` in place (unique indexes checked); whether anything changed.
+   * `filter` is the query that matched the row: the positional operator `$` of an update
+   * names the array element it matched, as with the driver.
+   */
+  private apply(row: AnyDocument, update: AnyDocument | Array<AnyDocument>, inserting: boolean, filter: AnyDocument = {}): boolean {
     let modifier: AnyDocument | Array<AnyDocument> = update
     if (!Array.isArray(update) && "$setOnInsert" in update) {
       const { $setOnInsert, ...rest } = update
@@ -111,7 +115,7 @@ class FakeCollection {
     }
     const before = JSON.stringify(row)
     const copy = [clone(row)]
-    mingoUpdateOne(copy, {}, modifier as never, { cloneMode: "deep" })
+    mingoUpdateOne(copy, filter as never, modifier as never, { cloneMode: "deep" })
     const next = copy[0]!
     if (JSON.stringify(next) === before) return false
     if (next._id !== row._id) throw Object.assign(new Error("Performing an update on the path '_id' would modify the immutable field '_id'"), { code: 66 })
@@ -177,7 +181,7 @@ class FakeCollection {
 
   private updateOneNow(filter: AnyDocument, update: AnyDocument | Array<AnyDocument>, options: { upsert?: boolean } = {}) {
     const row = this.matching(filter)[0]
-    if (row !== undefined) return { matchedCount: 1, modifiedCount: this.apply(row, update, false) ? 1 : 0, upsertedCount: 0, row }
+    if (row !== undefined) return { matchedCount: 1, modifiedCount: this.apply(row, update, false, filter) ? 1 : 0, upsertedCount: 0, row }
     if (options.upsert !== true) return { matchedCount: 0, modifiedCount: 0, upsertedCount: 0, row: undefined }
     const created: AnyDocument = { ...equalityFields(filter) }
     this.apply(created, update, true)
@@ -213,12 +217,14 @@ class FakeCollection {
   async findOneAndUpdate(
     filter: AnyDocument,
     update: AnyDocument | Array<AnyDocument>,
-    options: { upsert?: boolean; returnDocument?: "before" | "after"; projection?: AnyDocument } = {}
+    options: { upsert?: boolean; returnDocument?: "before" | "after"; projection?: AnyDocument; sort?: AnyDocument } = {}
   ) {
     this.log("findOneAndUpdate", filter, update, options)
-    const before = this.matching(filter)[0]
+    // The driver's `sort`: of several matches, the first in that order is updated.
+    const matches = this.matching(filter)
+    const before = options.sort === undefined ? matches[0] : (mingoFind(matches, {}).sort(options.sort).limit(1).all()[0] as AnyDocument | undefined)
     const snapshot = before === undefined ? undefined : clone(before)
-    const { row } = this.updateOneNow(filter, update, options)
+    const { row } = before === undefined ? this.updateOneNow(filter, update, options) : this.updateOneNow({ _id: before._id }, update, options)
     const answer = options.returnDocument === "after" ? row : snapshot
     return answer === undefined ? null : project(clone(answer), options.projection)
   }

@@ -28,6 +28,7 @@ import {
 import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
 import { importChats } from "./chats-import.js"
 import { countOf, pageBounds } from "./rows.js"
+import { recordWebhookEvent } from "./webhooks.js"
 
 /**
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
@@ -37,7 +38,9 @@ import { countOf, pageBounds } from "./rows.js"
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
  * message's status, or a pending report) are each one `BEGIN IMMEDIATE` transaction, so
  * core's rules apply atomically across processes; reads of several statements share one
- * snapshot. The list's query plans are in `chat-list.ts`. Registers
+ * snapshot. Their webhook events (`message.received`, `message.status_updated`,
+ * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
+ * list's query plans are in `chat-list.ts`. Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
  * @category repositories
@@ -71,10 +74,11 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
             unread_count: patch.unread_count ?? row.unread_count
           }
           const changed = (Object.keys(next) as Array<keyof typeof next>).some((key) => next[key] !== row[key])
-          if (changed) {
-            statements.prepare(SQL.update).run(next.status, next.assigned_to, next.favorite, next.unread_count, now, row.id)
-          }
-          return { _tag: "Updated", chat: chatsByIds(statements, [row.id])[0]!, changed }
+          if (!changed) return { _tag: "Updated", chat: chatsByIds(statements, [row.id])[0]!, changed }
+          statements.prepare(SQL.update).run(next.status, next.assigned_to, next.favorite, next.unread_count, now, row.id)
+          const chat = chatsByIds(statements, [row.id])[0]!
+          recordWebhookEvent(statements, organizationId, "chat.updated", now, () => chat)
+          return { _tag: "Updated", chat, changed }
         })
       ),
     findById: (organizationId, id) =>
@@ -132,11 +136,15 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           if (row === undefined) return { _tag: "NotFound" }
           const written = applyStatus(statements, row, update)
           const providerId = update.provider_message_id
-          if (providerId === undefined || row.direction !== "outbound") {
-            return { _tag: "Updated", message: decodeMessage(written.row), changed: written.changed }
+          const final =
+            providerId === undefined || row.direction !== "outbound"
+              ? written
+              : applyPending(statements, organizationId, written.row, providerId, update.now)
+          const message = decodeMessage(final.row)
+          if (final.row.status !== row.status) {
+            recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
           }
-          const pending = applyPending(statements, organizationId, written.row, providerId, update.now)
-          return { _tag: "Updated", message: decodeMessage(pending.row), changed: written.changed || pending.changed }
+          return { _tag: "Updated", message, changed: written.changed || final.changed }
         })
       ),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
@@ -145,7 +153,11 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           const row = statements.prepare<MessageRow>(SQL.outboundByProviderId).get(organizationId, providerMessageId)
           if (row !== undefined) {
             const written = applyStatus(statements, row, update)
-            return { _tag: "Updated", message: decodeMessage(written.row), changed: written.changed }
+            const message = decodeMessage(written.row)
+            if (written.row.status !== row.status) {
+              recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
+            }
+            return { _tag: "Updated", message, changed: written.changed }
           }
           statements.prepare(SQL.prunePending).run(update.now)
           statements
@@ -192,7 +204,7 @@ export const SQL = {
   contactById: "SELECT uuid FROM contacts WHERE organization_id = ? AND uuid = ?",
   insertContact: `INSERT INTO contacts (uuid, organization_id, phone, first_name, last_name, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  chatOfContact: "SELECT id, uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?",
+  chatOfContact: "SELECT id, uuid, status FROM chats WHERE organization_id = ? AND contact_uuid = ?",
   // search_text is filled from the contact by the trigger chats_after_insert.
   insertChat: "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
   // Every SET expression reads the row as it was: the message becomes the last one unless
@@ -331,23 +343,27 @@ const appendMessage = (
       chat.id
     )
   const record = chatsByIds(statements, [chat.id])[0]!
+  if (message.direction === "inbound") {
+    recordWebhookEvent(statements, organizationId, "message.received", now, () => stored)
+    if (!chatCreated && record.status !== chat.status) recordWebhookEvent(statements, organizationId, "chat.updated", now, () => record)
+  }
   return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated }
 }
 
-/** The chat of a contact of the organization, inserted as `newChat` when missing. */
+/** The chat of a contact of the organization (its status before this write), inserted as `newChat` when missing. */
 const chatOfContact = (
   statements: Statements,
   organizationId: OrganizationId,
   contactId: string,
   newChat: { readonly uuid: string; readonly status: ChatStatus },
   now: string
-): { readonly id: number; readonly uuid: string; readonly created: boolean } => {
-  const found = statements.prepare<{ id: number; uuid: string }>(SQL.chatOfContact).get(organizationId, contactId)
+): { readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean } => {
+  const found = statements.prepare<{ id: number; uuid: string; status: ChatStatus }>(SQL.chatOfContact).get(organizationId, contactId)
   if (found !== undefined) return { ...found, created: false }
   const { lastInsertRowid } = statements
     .prepare(SQL.insertChat)
     .run(newChat.uuid, organizationId, contactId, newChat.status, now, now)
-  return { id: Number(lastInsertRowid), uuid: newChat.uuid, created: true }
+  return { id: Number(lastInsertRowid), uuid: newChat.uuid, status: newChat.status, created: true }
 }
 
 /** The contact of a request: found by uuid or phone, or created by phone (never refused). */

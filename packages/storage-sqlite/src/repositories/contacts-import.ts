@@ -11,14 +11,17 @@ import {
   type OrganizationId
 } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
-import { CONTACTS_COUNT, countOf, jsonArray } from "./rows.js"
+import { CONTACT_COLUMNS, type ContactRow, CONTACTS_COUNT, countOf, jsonArray, withRelations } from "./rows.js"
+import { recordWebhookEvents } from "./webhooks.js"
 
 /**
  * The body of `contacts.importBulk` (docs/contacts.md "Rules"); run it
  * inside one `BEGIN IMMEDIATE` transaction so the checks and the writes are atomic. Reads
  * with a fixed number of queries (existing phones, groups by uuid and by name, the count),
- * then writes with prepared statements reused row by row. Returns `GroupsNotFound` or
- * `LimitExceeded` before writing anything; throws the driver's error.
+ * then writes with prepared statements reused row by row; with `request.events !== false`,
+ * writes a `contact.created` event per created contact to the outbox (one look-up when the
+ * organization has no subscribed endpoint). Returns `GroupsNotFound` or `LimitExceeded`
+ * before writing anything; throws the driver's error.
  */
 export const importRows = (
   statements: Statements,
@@ -48,6 +51,12 @@ export const importRows = (
       addMember.run(groupUuid, result.contacts[i]!.uuid, now)
     }
   })
+  if (request.events !== false && result.created > 0) {
+    const created = result.contacts.filter((contact) => contact.status === "created").map((contact) => contact.uuid)
+    recordWebhookEvents(statements, organizationId, "contact.created", now, () =>
+      withRelations(statements, statements.prepare<ContactRow>(SQL.contactsByUuid).all(jsonArray(created)))
+    )
+  }
   return { _tag: "Imported", result }
 }
 
@@ -86,7 +95,10 @@ const SQL = {
     WHERE uuid = @uuid`,
   insertGroup: `INSERT INTO contact_groups (uuid, organization_id, name, name_key, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?)`,
-  addMember: "INSERT OR IGNORE INTO group_members (group_uuid, contact_uuid, added_at) VALUES (?, ?, ?)"
+  addMember: "INSERT OR IGNORE INTO group_members (group_uuid, contact_uuid, added_at) VALUES (?, ?, ?)",
+  // In the order of the JSON array: the created contacts in row order.
+  contactsByUuid: `SELECT ${CONTACT_COLUMNS.split(", ").map((column) => `c.${column}`).join(", ")}
+    FROM json_each(?) AS j JOIN contacts AS c ON c.uuid = j.value ORDER BY j.key`
 } as const
 
 /** Phone → uuid of the organization's contacts among the rows' phones: one query. */

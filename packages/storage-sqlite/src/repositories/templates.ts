@@ -10,6 +10,7 @@ import {
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
 import { countOf, NEWEST_FIRST, pageBounds } from "./rows.js"
+import { recordWebhookEvent } from "./webhooks.js"
 
 /**
  * Part of migration 10: `templates` takes Meta's eleven review statuses and
@@ -51,7 +52,8 @@ export const TEMPLATES_WIDENED_MIGRATION = `
  * stored as JSON text; the identity (`organization_id`, `name_key`, `language`) is a UNIQUE
  * index, `name_key` being core's `nameKey(name)`. `create` is one statement; `update` and
  * `updateStatus` are each one `BEGIN IMMEDIATE` transaction, so neither can race another
- * writer into a duplicate or a lost `rejected_reason`.
+ * writer into a duplicate or a lost `rejected_reason`; a status change writes its
+ * `template.status_updated` event to the outbox in that transaction.
  *
  * @category repositories
  */
@@ -83,7 +85,9 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db, st
           return { _tag: "Updated", template: current, changed: false }
         }
         statements.prepare(SQL.updateStatus).run(status, rejected_reason, now, organizationId, id)
-        return { _tag: "Updated", template: { ...current, status, rejected_reason, updated_at: now }, changed: true }
+        const template: Template = { ...current, status, rejected_reason, updated_at: now }
+        recordWebhookEvent(statements, organizationId, "template.status_updated", now, () => template)
+        return { _tag: "Updated", template, changed: true }
       })
     ),
   findById: (organizationId, id) =>

@@ -19,6 +19,7 @@ import {
   chatSearchText
 } from "../ChatRepository.js"
 import { byName, type ContactRow, type MemoryState, phoneKey } from "./state.js"
+import { recordWebhookEvent } from "./webhooks.js"
 
 /** A chat as the memory store keeps it: its own fields, the rest is read from the contact. */
 interface ChatRow {
@@ -93,6 +94,7 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const changed = (Object.keys(patch) as Array<keyof typeof patch>).some((key) => patch[key] !== row[key])
         const updated: ChatRow = changed ? { ...row, ...patch, updated_at: now } : row
         chats.chats.set(id, updated)
+        if (changed) recordWebhookEvent(state, organizationId, "chat.updated", now, () => view.chatOf(updated))
         return { _tag: "Updated", chat: view.chatOf(updated), changed } as const
       }),
     findById: (organizationId, id) => Effect.sync(() => Option.map(Option.fromNullable(view.owned(organizationId, id)), view.chatOf)),
@@ -137,13 +139,18 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         if (message === undefined) return { _tag: "NotFound" }
         let outcome = applyStatus(chats, organizationId, message, update)
         const providerId = outcome.message.provider_message_id
-        if (update.provider_message_id === undefined || providerId === null || message.direction !== "outbound") return outcome
-        const key = providerKey(organizationId, "outbound", providerId)
-        const pending = chats.pendingStatuses.get(key) ?? []
-        chats.pendingStatuses.delete(key)
-        for (const report of pending.filter((report) => report.pendingUntil > update.now)) {
-          const next = applyStatus(chats, organizationId, chats.messages.get(id)!, { ...report, now: update.now })
-          outcome = { ...next, changed: outcome.changed || next.changed }
+        if (update.provider_message_id !== undefined && providerId !== null && message.direction === "outbound") {
+          const key = providerKey(organizationId, "outbound", providerId)
+          const pending = chats.pendingStatuses.get(key) ?? []
+          chats.pendingStatuses.delete(key)
+          for (const report of pending.filter((report) => report.pendingUntil > update.now)) {
+            const next = applyStatus(chats, organizationId, chats.messages.get(id)!, { ...report, now: update.now })
+            outcome = { ...next, changed: outcome.changed || next.changed }
+          }
+        }
+        const written = outcome.message
+        if (written.status !== message.status) {
+          recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => written)
         }
         return outcome
       }),
@@ -153,7 +160,11 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const id = chats.providerIds.get(key)
         const message = id === undefined ? undefined : view.ownedMessage(organizationId, id)
         if (message !== undefined && message.provider_message_id === providerMessageId) {
-          return applyStatus(chats, organizationId, message, update)
+          const outcome = applyStatus(chats, organizationId, message, update)
+          if (outcome.message.status !== message.status) {
+            recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => outcome.message)
+          }
+          return outcome
         }
         for (const [otherKey, reports] of chats.pendingStatuses) {
           const live = reports.filter((report) => report.pendingUntil > update.now)
@@ -359,6 +370,12 @@ const appendMessage = (
   }
   chats.chats.set(chat.uuid, updated)
   chats.chatIdsByContact.set(contact.row.uuid, chat.uuid)
+  if (message.direction === "inbound") {
+    recordWebhookEvent(state, organizationId, "message.received", request.now, () => withoutOrganization(stored))
+    if (existing !== undefined && updated.status !== existing.status) {
+      recordWebhookEvent(state, organizationId, "chat.updated", request.now, () => view.chatOf(updated))
+    }
+  }
   return { _tag: "Appended", chat: view.chatOf(updated), message: withoutOrganization(stored), contactCreated: contact.created, chatCreated: existing === undefined }
 }
 

@@ -6,6 +6,7 @@ import type { OrganizationId } from "../../organizations/model.js"
 import { nameKey, type ContactImportRequest, type ContactRepository } from "../Storage.js"
 import { findByName, labelOf } from "./groupsAndLabels.js"
 import { byName, pageOf, phoneKey, type ContactRow, type MemoryState } from "./state.js"
+import { recordWebhookEvent } from "./webhooks.js"
 
 /** The contact record of a stored row, with its groups and labels by name. */
 const contactOf = (state: MemoryState, row: ContactRow): Contact => {
@@ -120,6 +121,12 @@ const importBulk = (state: MemoryState, organizationId: OrganizationId, request:
     }
     contacts.push({ uuid, phone: row.phone, status: existing === undefined ? "created" : "updated" })
   })
+  if (request.events !== false) {
+    for (const contact of contacts) {
+      if (contact.status !== "created") continue
+      recordWebhookEvent(state, organizationId, "contact.created", request.now, () => contactOf(state, state.contacts.get(contact.uuid)!))
+    }
+  }
   const result: ContactImportResult = { created, updated: contacts.length - created, contacts }
   return { _tag: "Imported", result } as const
 }

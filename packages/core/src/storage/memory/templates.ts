@@ -3,7 +3,8 @@ import type { OrganizationId } from "../../organizations/model.js"
 import type { Template, TemplateContent, TemplateId } from "../../templates/model.js"
 import { nameKey } from "../Storage.js"
 import type { TemplateRepository } from "../TemplateRepository.js"
-import { pageOf } from "./state.js"
+import { type MemoryState, pageOf } from "./state.js"
+import { recordWebhookEvent } from "./webhooks.js"
 
 /** A template as the memory store keeps it. */
 interface TemplateRow extends Template {
@@ -13,10 +14,11 @@ interface TemplateRow extends Template {
 
 /**
  * The templates repository of the memory store. It keeps its own map (templates refer to
- * nothing else in the store); every method is synchronous, so each is atomic. Components
- * are copied on write, so callers cannot change what is stored.
+ * nothing else in the store; `state` is for the webhook outbox); every method is
+ * synchronous, so each is atomic. Components are copied on write, so callers cannot
+ * change what is stored.
  */
-export const templateRepository = (): TemplateRepository => {
+export const templateRepository = (state: MemoryState): TemplateRepository => {
   const rows = new Map<TemplateId, TemplateRow>()
 
   const owned = (organizationId: OrganizationId, id: TemplateId) => {
@@ -62,6 +64,7 @@ export const templateRepository = (): TemplateRepository => {
         const changed = row.status !== status || row.rejected_reason !== rejected_reason
         const updated: TemplateRow = changed ? { ...row, status, rejected_reason, updated_at: now } : row
         rows.set(id, updated)
+        if (changed) recordWebhookEvent(state, organizationId, "template.status_updated", now, () => templateOf(updated))
         return { _tag: "Updated", template: templateOf(updated), changed } as const
       }),
     findById: (organizationId, id) => Effect.sync(() => Option.map(Option.fromNullable(owned(organizationId, id)), templateOf)),

@@ -1,0 +1,58 @@
+import type { WebhookHandlerOptions } from "@switchboard/http-adapter"
+import { Config, ConfigError, Either, Option } from "effect"
+
+/**
+ * Outgoing webhooks of the standalone server (docs/webhooks.md "Options"), read from the
+ * environment; the server's handler runs the dispatcher:
+ * - `SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE`: `1` (or `true`) accepts `http://` endpoint URLs
+ *   and loopback, private and other internal addresses (development and tests only);
+ *   `0`, `false`, unset or empty: `https` and public addresses only;
+ * - `SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS`: the delays between attempts, a comma-separated
+ *   list of milliseconds (integers ≥ 0, for example `5000,300000`); unset or empty: the
+ *   default schedule (about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h).
+ *
+ * A bad value fails with an error naming its variable.
+ *
+ * @category config
+ */
+export const webhookConfig: Config.Config<WebhookHandlerOptions> = Config.all({
+  allowPrivate: optionalText("SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE").pipe(Config.mapOrFail(parseAllowPrivate)),
+  retryDelaysMs: optionalText("SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS").pipe(Config.mapOrFail(parseRetryDelays))
+}).pipe(
+  Config.map(({ allowPrivate, retryDelaysMs }) => ({
+    allowInsecureUrls: allowPrivate,
+    allowPrivateNetworks: allowPrivate,
+    ...Option.match(retryDelaysMs, { onNone: () => ({}), onSome: (delays) => ({ retryDelaysMs: delays }) })
+  }))
+)
+
+function parseAllowPrivate(value: Option.Option<string>): Either.Either<boolean, ConfigError.ConfigError> {
+  if (Option.isNone(value)) return Either.right(false)
+  const text = value.value.toLowerCase()
+  if (text === "1" || text === "true") return Either.right(true)
+  if (text === "0" || text === "false") return Either.right(false)
+  return Either.left(
+    ConfigError.InvalidData(["SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE"], "SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE must be 1, true, 0 or false")
+  )
+}
+
+function parseRetryDelays(
+  value: Option.Option<string>
+): Either.Either<Option.Option<ReadonlyArray<number>>, ConfigError.ConfigError> {
+  if (Option.isNone(value)) return Either.right(Option.none())
+  const parts = value.value.split(",").map((part) => part.trim())
+  if (parts.every((part) => /^\d{1,10}$/.test(part))) return Either.right(Option.some(parts.map(Number)))
+  return Either.left(
+    ConfigError.InvalidData(
+      ["SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS"],
+      "SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS must be a comma-separated list of milliseconds (integers ≥ 0), like 5000,300000"
+    )
+  )
+}
+
+/** A variable's trimmed value; `None` when unset or empty. */
+function optionalText(name: string): Config.Config<Option.Option<string>> {
+  return Config.option(Config.string(name)).pipe(
+    Config.map((value) => Option.filter(Option.map(value, (text) => text.trim()), (text) => text !== ""))
+  )
+}

@@ -1,0 +1,424 @@
+import { randomUUID } from "node:crypto"
+import { Option } from "effect"
+import type {
+  ClaimedDelivery,
+  OrganizationId,
+  StoredWebhookEndpoint,
+  WebhookDeliveryAttempt,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointId,
+  WebhookEndpointInsertOutcome,
+  WebhookEventType,
+  WebhookRepository
+} from "@switchboard/core"
+import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { jsonArray } from "./rows.js"
+
+/**
+ * Migration 11: outgoing webhooks (docs/webhooks.md, docs/storage.md "Outgoing webhook
+ * events").
+ * - `webhook_endpoints`: an organization's endpoints; `events` a JSON array of event types
+ *   or `NULL` (every type), `secret_sealed` the sealed signing secret. The partial index
+ *   `webhook_endpoints_enabled` makes the outbox's look-up of an organization's enabled
+ *   endpoints one index probe, on every write that may record an event.
+ * - `webhook_events`: the outbox's events, `data` the record as JSON text.
+ * - `webhook_deliveries`: one per event and subscribed endpoint; `status`, the number of
+ *   `attempts` recorded, `next_attempt_at` (`NULL` unless `pending`), and the claim's
+ *   `lease` token and `lease_until`. `webhook_deliveries_due` (status, next_attempt_at)
+ *   serves the claims.
+ * - `webhook_attempts`: one per attempt; `webhook_attempts_newest` (endpoint_uuid,
+ *   attempted_at DESC, id DESC) serves the endpoint's attempt list and its cursor.
+ */
+export const WEBHOOKS_MIGRATION = `
+  CREATE TABLE webhook_endpoints (
+    uuid TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    url TEXT NOT NULL,
+    events TEXT CHECK (events IS NULL OR json_valid(events)),
+    description TEXT,
+    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+    secret_sealed TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX webhook_endpoints_newest ON webhook_endpoints (organization_id, created_at DESC, uuid DESC);
+  CREATE INDEX webhook_endpoints_enabled ON webhook_endpoints (organization_id) WHERE enabled = 1;
+
+  CREATE TABLE webhook_events (
+    id TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    type TEXT NOT NULL,
+    data TEXT NOT NULL CHECK (json_valid(data)),
+    created_at TEXT NOT NULL
+  ) STRICT;
+
+  CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    endpoint_uuid TEXT NOT NULL REFERENCES webhook_endpoints (uuid),
+    event_id TEXT NOT NULL REFERENCES webhook_events (id),
+    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'cancelled')),
+    attempts INTEGER NOT NULL CHECK (attempts >= 0),
+    next_attempt_at TEXT,
+    lease TEXT,
+    lease_until TEXT,
+    created_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
+  CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_uuid, status);
+  CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
+  CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);
+
+  CREATE TABLE webhook_attempts (
+    id TEXT PRIMARY KEY NOT NULL,
+    delivery_id TEXT NOT NULL REFERENCES webhook_deliveries (id),
+    endpoint_uuid TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status INTEGER,
+    error TEXT,
+    duration_ms REAL NOT NULL,
+    response_body TEXT,
+    attempted_at TEXT NOT NULL,
+    delivery_status TEXT NOT NULL CHECK (delivery_status IN ('pending', 'delivered', 'failed')),
+    next_attempt_at TEXT
+  ) STRICT;
+  CREATE INDEX webhook_attempts_newest ON webhook_attempts (endpoint_uuid, attempted_at DESC, id DESC);
+  CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);
+`
+
+const ATTEMPT_COLUMNS =
+  "id, delivery_id, event_id, event_type, attempt, status, error, duration_ms, attempted_at, delivery_status, next_attempt_at"
+
+/** The statements of this repository and of the outbox (exported for the query-plan test). */
+export const SQL = {
+  // The outbox's one look-up: a probe of webhook_endpoints_enabled, then the few rows found.
+  subscribers: `SELECT uuid FROM webhook_endpoints
+    WHERE organization_id = ? AND enabled = 1
+      AND (events IS NULL OR EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?))`,
+  insertEvent: "INSERT INTO webhook_events (id, organization_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+  insertDelivery: `INSERT INTO webhook_deliveries
+      (id, organization_id, endpoint_uuid, event_id, status, attempts, next_attempt_at, lease, lease_until, created_at)
+    VALUES (?, ?, ?, ?, 'pending', 0, ?, NULL, NULL, ?)`,
+  countEndpoints: "SELECT COUNT(*) AS count FROM webhook_endpoints WHERE organization_id = ?",
+  insertEndpoint: `INSERT INTO webhook_endpoints
+      (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  listEndpoints: `SELECT uuid, url, events, description, enabled, secret_sealed, created_at, updated_at
+    FROM webhook_endpoints WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC`,
+  findEndpoint: `SELECT uuid, url, events, description, enabled, secret_sealed, created_at, updated_at
+    FROM webhook_endpoints WHERE organization_id = ? AND uuid = ?`,
+  updateEndpoint: `UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, enabled = ?, updated_at = ?
+    WHERE organization_id = ? AND uuid = ?`,
+  cancelPending: `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, lease = NULL, lease_until = NULL
+    WHERE endpoint_uuid = ? AND status = 'pending'`,
+  rotateSecret: "UPDATE webhook_endpoints SET secret_sealed = ?, updated_at = ? WHERE organization_id = ? AND uuid = ?",
+  eventsOfEndpoint: "SELECT DISTINCT event_id FROM webhook_deliveries WHERE endpoint_uuid = ?",
+  deleteEndpointAttempts: "DELETE FROM webhook_attempts WHERE endpoint_uuid = ?",
+  deleteEndpointDeliveries: "DELETE FROM webhook_deliveries WHERE endpoint_uuid = ?",
+  deleteEndpoint: "DELETE FROM webhook_endpoints WHERE organization_id = ? AND uuid = ?",
+  // Events among the JSON array `?` that no delivery references any more.
+  deleteUnreferencedEvents: `DELETE FROM webhook_events WHERE id IN (SELECT value FROM json_each(?))
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS d WHERE d.event_id = webhook_events.id)`,
+  attemptsFirst: `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE endpoint_uuid = ?
+    ORDER BY attempted_at DESC, id DESC LIMIT ?`,
+  attemptsAfter: `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE endpoint_uuid = ? AND (attempted_at, id) < (?, ?)
+    ORDER BY attempted_at DESC, id DESC LIMIT ?`,
+  // One range of webhook_deliveries_due (status = 'pending', next_attempt_at <= now), read in
+  // its order (deliveries due at the same instant: in the index's rowid order, first inserted
+  // first), stopping at the limit: no sort.
+  due: `SELECT d.id, d.organization_id, d.endpoint_uuid, d.attempts, e.url, e.secret_sealed,
+      v.id AS event_id, v.type AS event_type, v.created_at AS event_created_at, v.data AS event_data
+    FROM webhook_deliveries AS d
+      JOIN webhook_endpoints AS e ON e.uuid = d.endpoint_uuid
+      JOIN webhook_events AS v ON v.id = d.event_id
+    WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+    ORDER BY d.next_attempt_at LIMIT ?`,
+  lease: "UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?",
+  leased: `SELECT d.endpoint_uuid, d.attempts, v.id AS event_id, v.type AS event_type
+    FROM webhook_deliveries AS d JOIN webhook_events AS v ON v.id = d.event_id
+    WHERE d.id = ? AND d.lease = ? AND d.status = 'pending'`,
+  recordDelivery: `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, next_attempt_at = ?,
+      lease = NULL, lease_until = NULL
+    WHERE id = ?`,
+  insertAttempt: `INSERT INTO webhook_attempts (${ATTEMPT_COLUMNS}, endpoint_uuid, response_body)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // Every SET expression reads the row as it was: a pending delivery keeps its lease.
+  retry: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?,
+      lease = CASE WHEN status = 'pending' THEN lease ELSE NULL END,
+      lease_until = CASE WHEN status = 'pending' THEN lease_until ELSE NULL END
+    WHERE id = ? AND organization_id = ? AND endpoint_uuid = ?`,
+  oldDeliveries: "SELECT id, event_id FROM webhook_deliveries WHERE created_at < ?",
+  deleteAttemptsOf: "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))",
+  deleteDeliveriesOf: "DELETE FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?))"
+} as const
+
+/**
+ * The outbox of the SQLite store (the rules at the top of core's `WebhookRepository`):
+ * finds the organization's enabled endpoints subscribed to `type` (one prepared statement,
+ * one probe of an index) and, when there are any, inserts one event per element of
+ * `records()` (`data` that record as JSON, `created_at` = `now`) and one `pending` delivery
+ * per event and endpoint, due at `now`. Writes nothing and never calls `records` when there
+ * is no such endpoint. Call it inside the write's `BEGIN IMMEDIATE` transaction, so the
+ * events commit or roll back with the change; throws the driver's error.
+ */
+export const recordWebhookEvents = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  type: WebhookEventType,
+  now: string,
+  records: () => ReadonlyArray<unknown>
+): void => {
+  const endpoints = statements.prepare<string>(SQL.subscribers).pluck().all(organizationId, type)
+  if (endpoints.length === 0) return
+  const insertEvent = statements.prepare(SQL.insertEvent)
+  const insertDelivery = statements.prepare(SQL.insertDelivery)
+  for (const record of records()) {
+    const eventId = randomUUID()
+    insertEvent.run(eventId, organizationId, type, JSON.stringify(record), now)
+    for (const endpoint of endpoints) insertDelivery.run(randomUUID(), organizationId, endpoint, eventId, now, now)
+  }
+}
+
+/** {@link recordWebhookEvents} of one record. */
+export const recordWebhookEvent = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  type: WebhookEventType,
+  now: string,
+  record: () => unknown
+): void => recordWebhookEvents(statements, organizationId, type, now, () => [record()])
+
+/** A row of `webhook_endpoints` (every column but `organization_id`); `events` as JSON text. */
+interface EndpointRow {
+  readonly uuid: string
+  readonly url: string
+  readonly events: string | null
+  readonly description: string | null
+  readonly enabled: number
+  readonly secret_sealed: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** A due delivery as `SQL.due` reads it. */
+interface DueRow {
+  readonly id: string
+  readonly organization_id: string
+  readonly endpoint_uuid: string
+  readonly attempts: number
+  readonly url: string
+  readonly secret_sealed: string
+  readonly event_id: string
+  readonly event_type: WebhookEventType
+  readonly event_created_at: string
+  readonly event_data: string
+}
+
+const decodeEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  uuid: row.uuid as WebhookEndpointId,
+  url: row.url,
+  events: row.events === null ? null : (JSON.parse(row.events) as Array<WebhookEventType>),
+  description: row.description,
+  enabled: row.enabled === 1,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const eventsText = (events: ReadonlyArray<WebhookEventType> | null): string | null =>
+  events === null ? null : JSON.stringify(events)
+
+/**
+ * `Storage.webhooks` on SQLite: tables `webhook_endpoints`, `webhook_events`,
+ * `webhook_deliveries` and `webhook_attempts` (migration 11, {@link WEBHOOKS_MIGRATION}).
+ * Events are written by {@link recordWebhookEvents} inside the transactions of the writes
+ * that cause them. Every write here is one `BEGIN IMMEDIATE` transaction: `claimDue` selects
+ * the due deliveries and leases them under the write lock, so two connections or processes
+ * on one file never claim the same delivery; `recordAttempt` writes only while the lease
+ * token still matches a `pending` delivery.
+ *
+ * @category repositories
+ */
+export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, statements) => {
+  const findRow = (organizationId: OrganizationId, id: string) =>
+    statements.prepare<EndpointRow>(SQL.findEndpoint).get(organizationId, id)
+  const deleteUnreferencedEvents = (eventIds: ReadonlyArray<string>) => {
+    if (eventIds.length > 0) statements.prepare(SQL.deleteUnreferencedEvents).run(jsonArray(eventIds))
+  }
+  return {
+    insertEndpoint: (organizationId, { endpoint, secret_sealed }, limit) =>
+      attempt("webhooks.insertEndpoint", () =>
+        transaction(db, (): WebhookEndpointInsertOutcome => {
+          const count = statements.prepare<{ count: number }>(SQL.countEndpoints).get(organizationId)?.count ?? 0
+          if (count >= limit) return { _tag: "LimitReached", limit }
+          statements
+            .prepare(SQL.insertEndpoint)
+            .run(
+              endpoint.uuid,
+              organizationId,
+              endpoint.url,
+              eventsText(endpoint.events),
+              endpoint.description,
+              endpoint.enabled ? 1 : 0,
+              secret_sealed,
+              endpoint.created_at,
+              endpoint.updated_at
+            )
+          return { _tag: "Inserted", endpoint }
+        })
+      ),
+    listEndpoints: (organizationId) =>
+      attempt("webhooks.listEndpoints", () => statements.prepare<EndpointRow>(SQL.listEndpoints).all(organizationId).map(decodeEndpoint)),
+    findEndpoint: (organizationId, id) =>
+      attempt("webhooks.findEndpoint", () =>
+        Option.map(
+          Option.fromNullable(findRow(organizationId, id)),
+          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decodeEndpoint(row), secret_sealed: row.secret_sealed })
+        )
+      ),
+    updateEndpoint: (organizationId, id, patch, now) =>
+      attempt("webhooks.updateEndpoint", () =>
+        transaction(db, () => {
+          const row = findRow(organizationId, id)
+          if (row === undefined) return Option.none()
+          const current = decodeEndpoint(row)
+          const next: WebhookEndpoint = {
+            ...current,
+            url: patch.url ?? current.url,
+            events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
+            description: patch.description === undefined ? current.description : patch.description,
+            enabled: patch.enabled ?? current.enabled
+          }
+          const changed =
+            next.url !== current.url ||
+            eventsText(next.events) !== eventsText(current.events) ||
+            next.description !== current.description ||
+            next.enabled !== current.enabled
+          if (!changed) return Option.some(current)
+          statements
+            .prepare(SQL.updateEndpoint)
+            .run(next.url, eventsText(next.events), next.description, next.enabled ? 1 : 0, now, organizationId, id)
+          if (current.enabled && !next.enabled) statements.prepare(SQL.cancelPending).run(id)
+          return Option.some({ ...next, updated_at: now })
+        })
+      ),
+    rotateSecret: (organizationId, id, secretSealed, now) =>
+      attempt("webhooks.rotateSecret", () =>
+        transaction(db, () => {
+          const row = findRow(organizationId, id)
+          if (row === undefined) return Option.none()
+          statements.prepare(SQL.rotateSecret).run(secretSealed, now, organizationId, id)
+          return Option.some({ ...decodeEndpoint(row), updated_at: now })
+        })
+      ),
+    deleteEndpoint: (organizationId, id) =>
+      attempt("webhooks.deleteEndpoint", () =>
+        transaction(db, () => {
+          if (findRow(organizationId, id) === undefined) return false
+          const eventIds = statements.prepare<string>(SQL.eventsOfEndpoint).pluck().all(id)
+          statements.prepare(SQL.deleteEndpointAttempts).run(id)
+          statements.prepare(SQL.deleteEndpointDeliveries).run(id)
+          deleteUnreferencedEvents(eventIds)
+          statements.prepare(SQL.deleteEndpoint).run(organizationId, id)
+          return true
+        })
+      ),
+    listAttempts: (organizationId, id, after, limit) =>
+      attempt("webhooks.listAttempts", () =>
+        snapshot(db, () => {
+          if (findRow(organizationId, id) === undefined) return Option.none()
+          const rows =
+            after === null
+              ? statements.prepare<AttemptRow>(SQL.attemptsFirst).all(id, limit)
+              : statements.prepare<AttemptRow>(SQL.attemptsAfter).all(id, after.attempted_at, after.id, limit)
+          return Option.some(rows.map(decodeAttempt))
+        })
+      ),
+    claimDue: (now, leaseUntil, limit) =>
+      attempt("webhooks.claimDue", () =>
+        transaction(db, () => {
+          if (limit <= 0) return []
+          const rows = statements.prepare<DueRow>(SQL.due).all(now, now, limit)
+          const lease = statements.prepare(SQL.lease)
+          return rows.map((row): ClaimedDelivery => {
+            const token = randomUUID()
+            lease.run(token, leaseUntil, row.id)
+            return {
+              delivery_id: row.id,
+              lease: token,
+              organization_id: row.organization_id as OrganizationId,
+              endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
+              url: row.url,
+              secret_sealed: row.secret_sealed,
+              event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: JSON.parse(row.event_data) },
+              attempt: row.attempts + 1
+            }
+          })
+        })
+      ),
+    recordAttempt: (deliveryId, lease, record) =>
+      attempt("webhooks.recordAttempt", () =>
+        transaction(db, () => {
+          const held = statements
+            .prepare<{ endpoint_uuid: string; attempts: number; event_id: string; event_type: string }>(SQL.leased)
+            .get(deliveryId, lease)
+          if (held === undefined) return false
+          const next = record.delivery_status === "pending" ? record.next_attempt_at : null
+          statements.prepare(SQL.recordDelivery).run(record.delivery_status, next, deliveryId)
+          statements
+            .prepare(SQL.insertAttempt)
+            .run(
+              record.attempt_id,
+              deliveryId,
+              held.event_id,
+              held.event_type,
+              held.attempts + 1,
+              record.status,
+              record.error,
+              record.duration_ms,
+              record.attempted_at,
+              record.delivery_status,
+              next,
+              held.endpoint_uuid,
+              record.response_body
+            )
+          return true
+        })
+      ),
+    retryDelivery: (organizationId, endpointId, deliveryId, now) =>
+      attempt("webhooks.retryDelivery", () =>
+        statements.prepare(SQL.retry).run(now, deliveryId, organizationId, endpointId).changes > 0
+      ),
+    pruneDeliveries: (before) =>
+      attempt("webhooks.pruneDeliveries", () =>
+        transaction(db, () => {
+          const old = statements.prepare<{ id: string; event_id: string }>(SQL.oldDeliveries).all(before)
+          if (old.length === 0) return 0
+          const ids = jsonArray(old.map((row) => row.id))
+          statements.prepare(SQL.deleteAttemptsOf).run(ids)
+          statements.prepare(SQL.deleteDeliveriesOf).run(ids)
+          deleteUnreferencedEvents([...new Set(old.map((row) => row.event_id))])
+          return old.length
+        })
+      )
+  }
+}
+
+/** A row of `webhook_attempts` as the lists read it. */
+interface AttemptRow {
+  readonly id: string
+  readonly delivery_id: string
+  readonly event_id: string
+  readonly event_type: WebhookEventType
+  readonly attempt: number
+  readonly status: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+  readonly attempted_at: string
+  readonly delivery_status: WebhookDeliveryStatus
+  readonly next_attempt_at: string | null
+}
+
+const decodeAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({ ...row })
