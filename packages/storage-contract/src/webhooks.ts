@@ -609,7 +609,12 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           expect([again.delivery_id, again.attempt, again.event]).toEqual([first.delivery_id, 2, first.event])
           yield* webhooks.recordAttempt(again.delivery_id, again.lease, attemptRecord(instant(5)))
           expect(yield* webhooks.retryDelivery(org.id, endpoint.uuid, first.delivery_id, instant(7))).toBe(true)
-          expect((yield* claimOne(instant(7), instant(8))).attempt).toBe(3)
+          const third = yield* claimOne(instant(7), instant(9))
+          expect(third.attempt).toBe(3)
+          // A retry of a delivery being sent keeps its lease: nobody else claims it meanwhile.
+          expect(yield* webhooks.retryDelivery(org.id, endpoint.uuid, first.delivery_id, instant(8))).toBe(true)
+          expect(yield* claim(instant(8), instant(10))).toEqual([])
+          expect(yield* webhooks.recordAttempt(third.delivery_id, third.lease, attemptRecord(instant(8)))).toBe(true)
         })
       ))
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import type { MongoClient } from "mongodb"
-import { type ChannelId, type ContactId, type LabelId, MESSAGE_STATUS_PREDECESSORS, Storage, type TemplateId } from "@switchboard/core"
+import { type ChannelId, type ContactId, type LabelId, MESSAGE_STATUS_PREDECESSORS, Storage, type TemplateId, type WebhookEndpointId } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { MongoRateLimitStore, MongoStorage } from "@switchboard/storage-mongodb"
 import { RateLimitStore } from "@switchboard/core"
@@ -497,4 +497,61 @@ describe("MongoRateLimitStore", () => {
       expect(fake.indexes("rate_buckets")).toEqual([{ name: "rate_buckets_expiry", key: { expires_at: 1 }, expireAfterSeconds: 0 }])
     }).pipe(Effect.provide(Layer.effect(RateLimitStore, MongoRateLimitStore.fromDb(fake.db))))
   })
+})
+
+describe("outgoing webhooks without transactions", () => {
+  const endpoint = (minutes: number) => ({
+    uuid: fixtures.uuid() as WebhookEndpointId,
+    url: "https://example.com/hooks",
+    events: null,
+    description: null,
+    enabled: true,
+    created_at: instant(minutes),
+    updated_at: instant(minutes)
+  })
+
+  it.effect("concurrent inserts past the limit: exactly the endpoints past it in (created_at, _id) order are refused and deleted", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      yield* withStorage(
+        fake,
+        Effect.gen(function* () {
+          const { webhooks } = yield* Storage
+          const org = yield* insertOrganization()
+          for (let n = 0; n < 8; n++) yield* webhooks.insertEndpoint(org.id, { endpoint: endpoint(n), secret_sealed: "s" }, 10)
+          const racing = [endpoint(10), endpoint(11), endpoint(12), endpoint(13)]
+          const outcomes = yield* Effect.all(
+            racing.map((candidate) => webhooks.insertEndpoint(org.id, { endpoint: candidate, secret_sealed: "s" }, 10)),
+            { concurrency: "unbounded" }
+          )
+          expect(outcomes.map((outcome) => outcome._tag)).toEqual(["Inserted", "Inserted", "LimitReached", "LimitReached"])
+          expect((yield* webhooks.listEndpoints(org.id)).map((e) => e.uuid).slice(0, 2)).toEqual([racing[1]!.uuid, racing[0]!.uuid])
+          expect(fake.documents("webhook_endpoints")).toHaveLength(10)
+        })
+      )
+    }))
+
+  it.effect("an event rides in the changed document until the relay moves it; a second relay moves nothing again", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      yield* withStorage(
+        fake,
+        Effect.gen(function* () {
+          const { contacts, webhooks } = yield* Storage
+          const org = yield* insertOrganization()
+          const created = endpoint(0)
+          yield* webhooks.insertEndpoint(org.id, { endpoint: created, secret_sealed: "s" }, 10)
+          yield* contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(1))], { now: instant(1) }))
+          const [contact] = fake.documents("contacts")
+          const [pending] = contact!.pending_events as Array<{ id: string; type: string; endpoints: Array<string> }>
+          expect([pending!.type, pending!.endpoints]).toEqual(["contact.created", [created.uuid]])
+          expect(fake.documents("webhook_events")).toEqual([])
+          const claimed = yield* webhooks.claimDue(instant(2), instant(3), 10)
+          expect(claimed.map((delivery) => [delivery.delivery_id, delivery.event.id])).toEqual([[`${pending!.id}:${created.uuid}`, pending!.id]])
+          expect(fake.documents("contacts")[0]!.pending_events).toEqual([])
+          expect(yield* webhooks.claimDue(instant(2), instant(3), 10)).toEqual([])
+          expect(fake.documents("webhook_deliveries")).toHaveLength(1)
+        })
+      )
+    }))
 })

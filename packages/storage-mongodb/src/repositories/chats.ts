@@ -65,6 +65,12 @@ const CAS_ATTEMPTS = 10
  * it is applied once whichever side gets it; a crash between the claim and the write loses
  * that one report.
  *
+ * Webhook events (webhooks.ts) ride in the document each write changes: `message.received`
+ * in the inbound message's insert; `message.status_updated` in each status write;
+ * `chat.updated` in `update`'s compare-and-set, and, for a chat an inbound message
+ * reopens, as a marker appended by the chat's pipeline update (only when it reopens),
+ * whose data the next write fills with the chat record returned.
+ *
  * @category repositories
  */
 export const chatRepository = (collections: Collections, usage: Usage): ChatRepository => {

@@ -19,7 +19,9 @@ import { pendingEvent, subscribersOf } from "./webhooks.js"
  * language exactly) is unique per organization through the unique index on
  * `(organization_id, name_key, language)`, enforced by the write itself. `components` are
  * stored as JSON text and returned as written. `update` and `updateStatus` are each one
- * `findOneAndUpdate`, so `rejected_reason` follows its rules atomically.
+ * `findOneAndUpdate`, so `rejected_reason` follows its rules atomically; when endpoints
+ * receive `template.status_updated`, `updateStatus` is instead a compare-and-set update
+ * carrying the event in `pending_events` (webhooks.ts).
  *
  * @category repositories
  */
