@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { ChannelVerifier, Core, type OrganizationId, Templates } from "@switchboard/core"
-import { defaultRoutes, type HandlerOptions } from "@switchboard/http-adapter"
+import { defaultRoutes } from "@switchboard/http-adapter"
 import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
 /**
@@ -19,7 +19,7 @@ const handler = makeHandler(storage, {
   // No webhook leaves this test (no dispatcher), and registration looks no host name up
   // (internal addresses allowed: names are not resolved). A handler without the
   // `webhooks` option ignores it.
-  ...({ webhooks: { dispatch: false, allowPrivateNetworks: true } } as unknown as Partial<HandlerOptions>)
+  webhooks: { dispatch: false, allowPrivateNetworks: true }
 })
 let apiKey = ""
 const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "" }

@@ -9,7 +9,6 @@ import {
   OPENAPI_TAGS,
   openApiDocument,
   openApiPathOf,
-  type HandlerOptions,
   type OpenApiDocument,
   type RouteDefinition
 } from "@switchboard/http-adapter"
@@ -169,7 +168,7 @@ describe("what the handlers answer has the documented data shape", () => {
     whatsapp: { appSecret: "parity-app-secret" },
     // The walk records a webhook delivery attempt by hand: no dispatcher may claim it first
     // (a handler without the `webhooks` option ignores it).
-    ...({ webhooks: { dispatch: false } } as unknown as Partial<HandlerOptions>)
+    webhooks: { dispatch: false }
   })
   let api: ApiClient
 

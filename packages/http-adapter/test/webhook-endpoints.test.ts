@@ -25,12 +25,12 @@ const setup = async (
   options: {
     readonly logger?: Logger.Logger<unknown, unknown>
     readonly secretKey?: string | null
-    readonly webhooks?: Record<string, unknown>
+    readonly webhooks?: HandlerOptions["webhooks"]
   } = {}
 ) => {
   const storage = makeSharedStorage()
   const handler = makeHandler(storage, {
-    ...({ webhooks: options.webhooks ?? TEST_WEBHOOKS } as unknown as Partial<HandlerOptions>),
+    webhooks: options.webhooks ?? TEST_WEBHOOKS,
     ...(options.secretKey === null ? {} : { secretKey: options.secretKey ?? SECRET_KEY }),
     ...(options.logger ? { logger: options.logger } : {})
   })
@@ -158,7 +158,7 @@ describe("address rules (docs/webhooks.md \"Address safety\")", () => {
 
       const relaxed = makeHandler(storage, {
         secretKey: SECRET_KEY,
-        ...({ webhooks: { dispatch: false, allowInsecureUrls: true, allowPrivateNetworks: true } } as unknown as Partial<HandlerOptions>)
+        webhooks: { dispatch: false, allowInsecureUrls: true, allowPrivateNetworks: true }
       })
       const tenant = await makeTenant(storage, relaxed)
       const local = await tenant.api.post("/webhook-endpoints", { url: "http://127.0.0.1:4000/hooks" })
