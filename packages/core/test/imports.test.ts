@@ -1,6 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { ContactGroups, Contacts, Core, Imports, Labels, MemoryStorage, Organizations, type Plan } from "@switchboard/core"
+import {
+  ContactGroups,
+  Contacts,
+  Core,
+  Imports,
+  Labels,
+  MemoryStorage,
+  Organizations,
+  type Plan,
+  Storage,
+  type WebhookEndpointId
+} from "@switchboard/core"
 
 const TestLayer = Core.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
 
@@ -82,5 +93,33 @@ describe("Imports.importDocument (docs/import.md)", () => {
       const org = yield* withOrganization()
       const error = yield* Effect.flip((yield* Imports).importDocument(org.id, [1, 2]))
       expect(error._tag).toBe("InvalidInput")
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("webhook events of imports (docs/webhooks.md)", () => {
+  it.effect("the admin import writes no contact.created events; POST /contacts/bulk's import does", () =>
+    Effect.gen(function* () {
+      const org = yield* withOrganization()
+      const storage = yield* Storage
+      const now = new Date().toISOString()
+      const endpoint = {
+        uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" as WebhookEndpointId,
+        url: "https://hooks.example.com/switchboard",
+        events: null,
+        description: null,
+        enabled: true,
+        created_at: now,
+        updated_at: now
+      }
+      expect((yield* storage.webhooks.insertEndpoint(org.id, { endpoint, secret_sealed: "sealed" }, 10))._tag).toBe("Inserted")
+      const later = new Date(Date.now() + 60_000).toISOString()
+      const farLater = new Date(Date.now() + 120_000).toISOString()
+      yield* (yield* Imports).importDocument(org.id, { contacts: [{ first_name: "Ada", phone: "+14155550100" }] })
+      expect(yield* storage.webhooks.claimDue(later, farLater, 10)).toEqual([])
+      yield* (yield* Contacts).importBulk(org.id, [{ first_name: "Bob", phone: "+14155550101" }])
+      const claimed = yield* storage.webhooks.claimDue(later, farLater, 10)
+      expect(claimed.map((delivery) => [delivery.event.type, (delivery.event.data as { phone: string }).phone])).toEqual([
+        ["contact.created", "+14155550101"]
+      ])
     }).pipe(Effect.provide(TestLayer)))
 })
