@@ -250,6 +250,29 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "outgoing_webhooks",
     // Endpoints, the outbox's events, their deliveries and attempts (repositories/webhooks.ts).
     up: WEBHOOKS_MIGRATION
+  },
+  {
+    version: 12,
+    name: "chat_counts",
+    // The number of chats per organization, kept by triggers on every insert and delete
+    // (inbound and outbound messages, imports, seed, cascades from deleted contacts), so the
+    // total of an unfiltered offset page of GET /chats reads one row instead of counting the
+    // index (COUNT(*) grew with the table: about 37 ms at 300 000 chats).
+    up: `
+      CREATE TABLE chat_counts (
+        organization_id TEXT PRIMARY KEY NOT NULL REFERENCES organizations (id),
+        count INTEGER NOT NULL CHECK (count >= 0)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO chat_counts (organization_id, count)
+        SELECT organization_id, COUNT(*) FROM chats GROUP BY organization_id;
+      CREATE TRIGGER chat_counts_insert AFTER INSERT ON chats BEGIN
+        INSERT INTO chat_counts (organization_id, count) VALUES (NEW.organization_id, 1)
+          ON CONFLICT (organization_id) DO UPDATE SET count = count + 1;
+      END;
+      CREATE TRIGGER chat_counts_delete AFTER DELETE ON chats BEGIN
+        UPDATE chat_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
+      END;
+    `
   }
 ]
 

@@ -6,7 +6,7 @@ import { once } from "node:events"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Effect, TestClock } from "effect"
-import { Storage } from "@switchboard/core"
+import { type ChatId, Storage } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { openDatabase } from "../src/internal/connection.js"
@@ -15,6 +15,8 @@ import { tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
+/** The database of the chat_counts test of the storage (opened by its Layer). */
+const chatCountsFile = files.file()
 
 /** Reads the file with a connection of its own, outside the Layer under test. */
 const inspect = <A>(filename: string, read: (db: Sqlite.Database) => A): A => {
@@ -59,6 +61,7 @@ describe("migrations", () => {
         "api_keys",
         "basic_replies",
         "channels",
+        "chat_counts",
         "chat_links",
         "chat_search",
         "chat_search_config",
@@ -170,6 +173,66 @@ describe("migrations", () => {
     ])
     db.close()
   })
+
+  it("migration 12 counts the chats already there, then its triggers keep chat_counts exact (cascades too), and the unfiltered chat total reads it", () => {
+    const db = new Sqlite(":memory:")
+    db.pragma("foreign_keys = ON")
+    applyPending(db, migrations.filter((m) => m.version < 12), "t1")
+    const organization = (id: string) =>
+      db.prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')").run(id)
+    const chat = (uuid: string, organizationId: string, phone: string) => {
+      db.prepare("INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES (?, ?, ?, 't', 't')").run(
+        `contact-${uuid}`,
+        organizationId,
+        phone
+      )
+      db.prepare(
+        "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, 'open', 't', 't')"
+      ).run(uuid, organizationId, `contact-${uuid}`)
+    }
+    organization("a")
+    organization("b")
+    chat("a1", "a", "+14155550100")
+    chat("a2", "a", "+14155550101")
+    chat("b1", "b", "+14155550100")
+    const counts = () =>
+      Object.fromEntries(
+        db.prepare("SELECT organization_id, count FROM chat_counts ORDER BY organization_id").all().map(
+          (row) => [(row as { organization_id: string }).organization_id, (row as { count: number }).count]
+        )
+      )
+    applyPending(db, migrations, "t2")
+    expect(counts()).toEqual({ a: 2, b: 1 })
+    chat("a3", "a", "+14155550102")
+    // Deleting a contact deletes its chat by cascade: the trigger still counts it.
+    db.prepare("DELETE FROM contacts WHERE uuid = 'contact-a1'").run()
+    db.prepare("DELETE FROM chats WHERE uuid = 'b1'").run()
+    expect(counts()).toEqual({ a: 2, b: 0 })
+    expect(db.prepare("SELECT COUNT(*) FROM chats WHERE organization_id = 'a'").pluck().get()).toBe(2)
+    db.close()
+  })
+
+  it.effect("an unfiltered offset page of chats takes its total from chat_counts; a filtered one counts", () =>
+    Effect.gen(function* () {
+      const file = chatCountsFile
+      const storage = yield* Storage
+      const org = fixtures.organization()
+      yield* storage.organizations.insert(org)
+      yield* storage.contacts.importBulk(org.id, fixtures.importRequest([fixtures.importRow(fixtures.phone(1)), fixtures.importRow(fixtures.phone(2))]))
+      const contacts = (yield* storage.contacts.list(org.id, { page: 1, per_page: 10 })).items
+      for (const contact of contacts) {
+        yield* storage.chats.ensure(org.id, contact.uuid, { uuid: fixtures.uuid() as ChatId, status: "open" }, fixtures.instant(1))
+      }
+      const sort = { by: "last_message_at", order: "desc" } as const
+      const page = { page: 1, per_page: 20 }
+      expect((yield* storage.chats.listPage(org.id, {}, sort, page)).total).toBe(2)
+      // A counter that says otherwise shows which one the unfiltered total reads.
+      const other = new Sqlite(file)
+      other.prepare("UPDATE chat_counts SET count = 999 WHERE organization_id = ?").run(org.id)
+      other.close()
+      expect((yield* storage.chats.listPage(org.id, {}, sort, page)).total).toBe(999)
+      expect((yield* storage.chats.listPage(org.id, { status: "open" }, sort, page)).total).toBe(2)
+    }).pipe(Effect.provide(SqliteStorage.layer({ filename: chatCountsFile }))))
 
   it.effect("migration 7 rebuilds messages keeping every row and index; new types and fields then round-trip", () =>
     Effect.gen(function* () {

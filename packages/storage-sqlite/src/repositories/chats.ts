@@ -3,6 +3,7 @@ import {
   type ChatAppendOutcome,
   type ChatAppendRequest,
   type ChatEnsureOutcome,
+  type ChatFilters,
   type ChatRepository,
   type ChatStatus,
   chatSearchMatches,
@@ -97,7 +98,8 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         snapshot(db, () => {
           const [limit, offset] = pageBounds(page)
           const plan = planChatList(organizationId, filters, sort, { after: null, offset, limit })
-          const count = planChatCount(organizationId, filters)
+          // Unfiltered, the total is the organization's counter (migration 12), not a COUNT(*).
+          const count = hasFilters(filters) ? planChatCount(organizationId, filters) : { sql: SQL.chatsCount, params: [organizationId] }
           return {
             items: chatsByIds(statements, runChatList(statements, plan)),
             total: countOf(statements, count.sql, ...count.params)
@@ -224,6 +226,7 @@ export const SQL = {
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
   messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
+  chatsCount: "SELECT COALESCE((SELECT count FROM chat_counts WHERE organization_id = ?), 0) AS count",
   insertPending: `INSERT INTO pending_message_statuses
       (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
     VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -379,3 +382,6 @@ const resolveContact = (statements: Statements, organizationId: OrganizationId, 
   statements.prepare(SQL.insertContact).run(uuid, organizationId, reference.phone, first_name, last_name, request.now, request.now)
   return { uuid: uuid as string, created: true }
 }
+
+/** Whether any filter of the chat list is set (`undefined` fields are unset). */
+const hasFilters = (filters: ChatFilters): boolean => Object.values(filters).some((value) => value !== undefined)
