@@ -60,9 +60,20 @@ export const rateLimitConfig: Config.Config<RateLimitConfig> = Config.all({
 )
 
 /**
+ * The SQLite file of the rate-limit counters of the database `filename`: beside it, named
+ * after it (`switchboard.db` → `switchboard.db-rate-limits`), so every process on one
+ * database shares one counters file, and a counter's write never invalidates the page
+ * cache of the data's connection (docs/rate-limits.md "Stores"). `:memory:` stays `:memory:`.
+ *
+ * @category config
+ */
+export const rateLimitFileOf = (filename: string): string => (filename === ":memory:" ? filename : `${filename}-rate-limits`)
+
+/**
  * Picks the store (docs/rate-limits.md "Stores"): `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`
  * → memory (per instance); else `REDIS_URL` → Redis (shared by every instance on it); else
- * the configured storage: the SQLite file (shared by every process on it), the MongoDB
+ * the configured storage: for SQLite the counters file {@link rateLimitFileOf} the database
+ * (shared by every process on that database), the MongoDB
  * database (shared by every instance on it), memory for `memory:` (which is per process
  * anyway).
  *
@@ -73,7 +84,7 @@ export const rateLimitStoreFor = (config: RateLimitConfig, database: DatabaseLoc
   if (Option.isSome(config.redisUrl)) return { _tag: "Redis", url: config.redisUrl.value }
   switch (database._tag) {
     case "Sqlite":
-      return { _tag: "Sqlite", filename: database.filename }
+      return { _tag: "Sqlite", filename: rateLimitFileOf(database.filename) }
     case "Memory":
       return { _tag: "Memory" }
     case "MongoDb":

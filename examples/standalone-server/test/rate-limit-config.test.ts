@@ -100,7 +100,8 @@ describe("rateLimitStoreFor (issue 5: selection)", () => {
       url: "redis://cache:6379"
     })
     const none = { ...base, redisDisabled: false, redisUrl: Option.none() }
-    expect(rateLimitStoreFor(none, sqlite)).toEqual({ _tag: "Sqlite", filename: "/data/s.db" })
+    // SQLite: a counters file of its own, named after the database (shared by its processes).
+    expect(rateLimitStoreFor(none, sqlite)).toEqual({ _tag: "Sqlite", filename: "/data/s.db-rate-limits" })
     expect(rateLimitStoreFor(none, { _tag: "Memory" })).toEqual({ _tag: "Memory" })
     // mongodb:// → MongoRateLimitStore on the same database; the start-up line never shows the URL.
     const mongo = { _tag: "MongoDb", url: "mongodb://user:secret@db:27017/switchboard" } as const

@@ -1,4 +1,5 @@
 import { createServer } from "node:net"
+import Sqlite from "better-sqlite3"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   assertBuilt,
@@ -114,6 +115,25 @@ const proofs = (store: "sqlite" | "redis", env: Record<string, string>) => {
 
 describe("two server processes sharing one SQLite file (store sqlite)", () => {
   proofs("sqlite", { REDIS_URL: "" })
+
+  it("keeps the counters in <database>-rate-limits, never in the data's file (whose page cache they would empty)", async () => {
+    const databaseUrl = temporaryDatabaseUrl()
+    const filename = databaseUrl.slice("sqlite:".length)
+    const env = { DATABASE_URL: databaseUrl, REDIS_URL: "" }
+    const org = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const server = await startServer(env)
+    expect((await verify(server, org.api_key)).status).toBe(200)
+    const buckets = (file: string) => {
+      const db = new Sqlite(file, { readonly: true })
+      try {
+        return db.prepare("SELECT COUNT(*) FROM rate_buckets").pluck().get()
+      } finally {
+        db.close()
+      }
+    }
+    expect(buckets(`${filename}-rate-limits`)).toBe(1)
+    expect(buckets(filename)).toBe(0)
+  }, 60_000)
 })
 
 describe.skipIf(redisUrl === "")("two server processes sharing Redis (store redis)", () => {

@@ -1,5 +1,6 @@
 // Benchmark server: Switchboard as the standalone server runs it by default (SQLite file,
-// rate buckets in the same file; BENCH_RATE_STORE=memory keeps them in memory), with limits
+// rate buckets in `<file>-rate-limits`; BENCH_RATE_STORE=memory keeps them in memory,
+// BENCH_RATE_STORE=same in the data's file), with limits
 // no run reaches. Argument: the SQLite file.
 // Prints "ready <port>" once listening.
 import { createServer } from "node:http"
@@ -13,7 +14,9 @@ const handler = createHandler({
   storage: SqliteStorage.layer({ filename }),
   logger: false,
   rateLimit: { general: unreached, send: unreached, store:
-      process.env.BENCH_RATE_STORE === "memory" ? MemoryRateLimitStore.layer : SqliteRateLimitStore.layer({ filename }) }
+      process.env.BENCH_RATE_STORE === "memory"
+        ? MemoryRateLimitStore.layer
+        : SqliteRateLimitStore.layer({ filename: process.env.BENCH_RATE_STORE === "same" ? filename : `${filename}-rate-limits` }) }
 })
 await handler.ready
 const server = createServer(handler)
