@@ -203,3 +203,48 @@ describe("internals", () => {
     db.close()
   })
 })
+
+describe("the exact credential cache of findCredentialByHash", () => {
+  it.effect("a revocation or deactivation through this connection, through another Layer on it, or by another connection shows on the next look-up", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      // Two storages on one connection (a host's own Database), and one on its own connection (another process).
+      const first = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const second = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const other = new Sqlite(filename)
+      const elsewhere = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(other))
+      const look = (hash: string) => Effect.map(first.organizations.findCredentialByHash(hash), Option.getOrThrow)
+      /** Looks every key up, so each is in the cache before the next write. */
+      const cacheAll = Effect.suspend(() => Effect.forEach(keys, (key) => look(key.hash)))
+
+      const org = fixtures.organization()
+      yield* first.organizations.insert(org)
+      const keys = [fixtures.apiKey(org.id), fixtures.apiKey(org.id), fixtures.apiKey(org.id)]
+      for (const key of keys) yield* first.organizations.insertApiKey(key)
+      for (const key of keys) expect((yield* look(key.hash)).api_key.revoked_at).toBeNull()
+
+      // This connection, through the repository that caches.
+      yield* cacheAll
+      yield* first.organizations.revokeApiKey(keys[0]!.id, "2026-01-01T00:00:00.000Z")
+      expect((yield* look(keys[0]!.hash)).api_key.revoked_at).toBe("2026-01-01T00:00:00.000Z")
+      // This connection, through another Layer's repository: data_version does not change.
+      yield* cacheAll
+      yield* second.organizations.revokeApiKey(keys[1]!.id, "2026-01-02T00:00:00.000Z")
+      expect((yield* look(keys[1]!.hash)).api_key.revoked_at).toBe("2026-01-02T00:00:00.000Z")
+      // Another connection: data_version changes.
+      yield* cacheAll
+      yield* elsewhere.organizations.revokeApiKey(keys[2]!.id, "2026-01-03T00:00:00.000Z")
+      expect((yield* look(keys[2]!.hash)).api_key.revoked_at).toBe("2026-01-03T00:00:00.000Z")
+      yield* cacheAll
+      yield* elsewhere.organizations.replace({ ...org, subscription: "inactive" })
+      expect((yield* look(keys[0]!.hash)).organization.subscription).toBe("inactive")
+      // A key unknown when first looked up is found once inserted (not-found is never cached).
+      const late = fixtures.apiKey(org.id)
+      expect(Option.isNone(yield* first.organizations.findCredentialByHash(late.hash))).toBe(true)
+      yield* elsewhere.organizations.insertApiKey(late)
+      expect(Option.isSome(yield* first.organizations.findCredentialByHash(late.hash))).toBe(true)
+      other.close()
+      db.close()
+    }))
+})

@@ -1,3 +1,4 @@
+import type Sqlite from "better-sqlite3"
 import { Option } from "effect"
 import type {
   ApiKey,
@@ -10,39 +11,106 @@ import type {
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
 
+/** Most credentials the cache of {@link organizationRepository} holds before it starts over. */
+const CREDENTIAL_CACHE_SIZE = 10_000
+
+/** The credential cache of one connection, shared by every repository built on it. */
+interface CredentialCache {
+  readonly credentials: Map<string, StoredCredential>
+  readonly readDataVersion: Sqlite.Statement<Array<unknown>, unknown>
+  dataVersion: unknown
+}
+
+const credentialCaches = new WeakMap<Sqlite.Database, CredentialCache>()
+
+/** The credential cache of `db` (one per connection: its own writes must empty it for every repository on it). */
+const credentialCacheOf = (db: Sqlite.Database): CredentialCache => {
+  let cache = credentialCaches.get(db)
+  if (cache === undefined) {
+    cache = { credentials: new Map(), readDataVersion: db.prepare("PRAGMA data_version").pluck(), dataVersion: undefined }
+    credentialCaches.set(db, cache)
+  }
+  return cache
+}
+
 /**
  * `Storage.organizations` on SQLite: tables `organizations` and `api_keys` (migration 1).
  * Each method is one statement, so each is atomic; `findCredentialByHash` is one join.
  *
+ * `findCredentialByHash` keeps the credentials it found in an exact cache (docs/benchmarks.md):
+ * before each look-up it reads `PRAGMA data_version`, which changes when another connection
+ * (another process: the admin CLI revoking a key or deactivating an organization) committed
+ * to the file, and then starts over; this connection's own writes to organizations and keys
+ * start it over directly (they do not change `data_version`). A key not found is never
+ * cached. So a revoked key or a deactivated organization is refused on the very next request.
+ *
  * @category repositories
  */
-export const organizationRepository: RepositoryFactory<OrganizationRepository> = (_db, statements) => {
+export const organizationRepository: RepositoryFactory<OrganizationRepository> = (db, statements) => {
   /** Runs a statement that reads at most one row, decoded. */
   const one = <Row, A>(sql: string, params: unknown, decode: (row: Row) => A): Option.Option<A> =>
     Option.map(Option.fromNullable(statements.prepare<Row>(sql).get(params)), decode)
 
+  const cache = credentialCacheOf(db)
+  const credentials = cache.credentials
+  /** The cached credentials, emptied when another connection wrote since the last look-up. */
+  const currentCredentials = () => {
+    const version = cache.readDataVersion.get()
+    if (version !== cache.dataVersion) {
+      credentials.clear()
+      cache.dataVersion = version
+    }
+    return credentials
+  }
+  /** Runs one of this connection's writes to organizations or keys, then empties the cache. */
+  const writing = <A>(write: () => A): A => {
+    try {
+      return write()
+    } finally {
+      credentials.clear()
+    }
+  }
+
   return {
     insert: (organization) =>
-      attempt("organizations.insert", () => {
-        statements.prepare(SQL.insert).run(encodeOrganization(organization))
-      }),
+      attempt("organizations.insert", () =>
+        writing(() => {
+          statements.prepare(SQL.insert).run(encodeOrganization(organization))
+        })
+      ),
     replace: (organization) =>
-      attempt("organizations.replace", () => {
-        const { changes } = statements.prepare(SQL.replace).run(encodeOrganization(organization))
-        return changes > 0
-      }),
+      attempt("organizations.replace", () =>
+        writing(() => {
+          const { changes } = statements.prepare(SQL.replace).run(encodeOrganization(organization))
+          return changes > 0
+        })
+      ),
     findById: (id) => attempt("organizations.findById", () => one(SQL.findById, id, decodeOrganization)),
     list: () =>
       attempt("organizations.list", () => statements.prepare<OrganizationRow>(SQL.list).all().map(decodeOrganization)),
     insertApiKey: (apiKey) =>
-      attempt("organizations.insertApiKey", () => {
-        statements.prepare(SQL.insertApiKey).run(apiKey)
-      }),
+      attempt("organizations.insertApiKey", () =>
+        writing(() => {
+          statements.prepare(SQL.insertApiKey).run(apiKey)
+        })
+      ),
     findApiKeyById: (id) => attempt("organizations.findApiKeyById", () => one(SQL.findApiKeyById, id, decodeApiKey)),
     revokeApiKey: (id, revokedAt) =>
-      attempt("organizations.revokeApiKey", () => one(SQL.revokeApiKey, { id, revoked_at: revokedAt }, decodeApiKey)),
+      attempt("organizations.revokeApiKey", () =>
+        writing(() => one(SQL.revokeApiKey, { id, revoked_at: revokedAt }, decodeApiKey))
+      ),
     findCredentialByHash: (hash) =>
-      attempt("organizations.findCredentialByHash", () => one(SQL.findCredentialByHash, hash, decodeCredential))
+      attempt("organizations.findCredentialByHash", () => {
+        const cache = currentCredentials()
+        const cached = cache.get(hash)
+        if (cached !== undefined) return Option.some(cached)
+        const found = one(SQL.findCredentialByHash, hash, decodeCredential)
+        if (Option.isSome(found)) {
+          if (cache.size >= CREDENTIAL_CACHE_SIZE) cache.clear()
+          cache.set(hash, found.value)
+        }
+        return found
+      })
   }
 }
 
