@@ -185,21 +185,7 @@ export const migrations: ReadonlyArray<Migration> = [
     // (API, import, sends, inbound messages, seed, cascades), so the plan-limit check and
     // the total of GET /contacts read one row instead of counting the index: COUNT(*) over
     // 100 000 contacts took about 10 ms.
-    up: `
-      CREATE TABLE contact_counts (
-        organization_id TEXT PRIMARY KEY NOT NULL REFERENCES organizations (id),
-        count INTEGER NOT NULL CHECK (count >= 0)
-      ) STRICT, WITHOUT ROWID;
-      INSERT INTO contact_counts (organization_id, count)
-        SELECT organization_id, COUNT(*) FROM contacts GROUP BY organization_id;
-      CREATE TRIGGER contact_counts_insert AFTER INSERT ON contacts BEGIN
-        INSERT INTO contact_counts (organization_id, count) VALUES (NEW.organization_id, 1)
-          ON CONFLICT (organization_id) DO UPDATE SET count = count + 1;
-      END;
-      CREATE TRIGGER contact_counts_delete AFTER DELETE ON contacts BEGIN
-        UPDATE contact_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
-      END;
-    `
+    up: organizationCounterMigration("contact_counts", "contacts")
   },
   {
     version: 7,
@@ -258,23 +244,32 @@ export const migrations: ReadonlyArray<Migration> = [
     // (inbound and outbound messages, imports, seed, cascades from deleted contacts), so the
     // total of an unfiltered offset page of GET /chats reads one row instead of counting the
     // index (COUNT(*) grew with the table: about 37 ms at 300 000 chats).
-    up: `
-      CREATE TABLE chat_counts (
-        organization_id TEXT PRIMARY KEY NOT NULL REFERENCES organizations (id),
-        count INTEGER NOT NULL CHECK (count >= 0)
-      ) STRICT, WITHOUT ROWID;
-      INSERT INTO chat_counts (organization_id, count)
-        SELECT organization_id, COUNT(*) FROM chats GROUP BY organization_id;
-      CREATE TRIGGER chat_counts_insert AFTER INSERT ON chats BEGIN
-        INSERT INTO chat_counts (organization_id, count) VALUES (NEW.organization_id, 1)
-          ON CONFLICT (organization_id) DO UPDATE SET count = count + 1;
-      END;
-      CREATE TRIGGER chat_counts_delete AFTER DELETE ON chats BEGIN
-        UPDATE chat_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
-      END;
-    `
+    up: organizationCounterMigration("chat_counts", "chats")
   }
 ]
+
+/**
+ * The SQL of a per-organization row counter: table `counter` (one row per organization,
+ * filled from `table` as it is) kept exact by triggers on every insert into and delete
+ * from `table` (cascades included), so a total reads one row instead of counting an index.
+ */
+function organizationCounterMigration(counter: string, table: string): string {
+  return `
+    CREATE TABLE ${counter} (
+      organization_id TEXT PRIMARY KEY NOT NULL REFERENCES organizations (id),
+      count INTEGER NOT NULL CHECK (count >= 0)
+    ) STRICT, WITHOUT ROWID;
+    INSERT INTO ${counter} (organization_id, count)
+      SELECT organization_id, COUNT(*) FROM ${table} GROUP BY organization_id;
+    CREATE TRIGGER ${counter}_insert AFTER INSERT ON ${table} BEGIN
+      INSERT INTO ${counter} (organization_id, count) VALUES (NEW.organization_id, 1)
+        ON CONFLICT (organization_id) DO UPDATE SET count = count + 1;
+    END;
+    CREATE TRIGGER ${counter}_delete AFTER DELETE ON ${table} BEGIN
+      UPDATE ${counter} SET count = count - 1 WHERE organization_id = OLD.organization_id;
+    END;
+  `
+}
 
 /**
  * Applies the migrations of `list` (default {@link migrations}) that `db` has not applied

@@ -52,6 +52,34 @@ export interface WebhookEndpointPatch {
 }
 
 /**
+ * The endpoint `current` after `patch` (fields left out kept, `updated_at` = `now`), and
+ * whether any field differs: the rule of {@link WebhookRepository.updateEndpoint}, shared
+ * by every store (when nothing differs, nothing is written and `current` is answered).
+ *
+ * @category storage
+ */
+export const applyEndpointPatch = (
+  current: WebhookEndpoint,
+  patch: WebhookEndpointPatch,
+  now: string
+): { readonly endpoint: WebhookEndpoint; readonly changed: boolean } => {
+  const endpoint: WebhookEndpoint = {
+    ...current,
+    url: patch.url ?? current.url,
+    events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
+    description: patch.description === undefined ? current.description : patch.description,
+    enabled: patch.enabled ?? current.enabled,
+    updated_at: now
+  }
+  const changed =
+    endpoint.url !== current.url ||
+    JSON.stringify(endpoint.events) !== JSON.stringify(current.events) ||
+    endpoint.description !== current.description ||
+    endpoint.enabled !== current.enabled
+  return { endpoint, changed }
+}
+
+/**
  * A delivery the dispatcher claimed: leased to it until `lease_until` under `lease`, a
  * token only the holder knows; with everything needed to send it.
  *

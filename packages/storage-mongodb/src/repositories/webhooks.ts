@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Option } from "effect"
+import { applyEndpointPatch } from "@switchboard/core"
 import type {
   ClaimedDelivery,
   OrganizationId,
@@ -180,8 +181,6 @@ const attemptRecord = (d: WebhookAttemptDocument): WebhookDeliveryAttempt => ({
   next_attempt_at: d.next_attempt_at
 })
 
-const eventsText = (events: ReadonlyArray<string> | null): string => JSON.stringify(events)
-
 /** What a cancelled delivery holds. */
 const CANCELLED = { status: "cancelled", next_attempt_at: null, lease: null, lease_until: null } as const
 
@@ -260,19 +259,7 @@ export const webhookRepository = (collections: Collections): WebhookRepository =
         const document = await endpoints.findOne(owned(organizationId, id))
         if (document === null) return Option.none()
         const current = endpointRecord(document)
-        const next: WebhookEndpoint = {
-          ...current,
-          url: patch.url ?? current.url,
-          events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
-          description: patch.description === undefined ? current.description : patch.description,
-          enabled: patch.enabled ?? current.enabled,
-          updated_at: now
-        }
-        const changed =
-          next.url !== current.url ||
-          eventsText(next.events) !== eventsText(current.events) ||
-          next.description !== current.description ||
-          next.enabled !== current.enabled
+        const { changed, endpoint: next } = applyEndpointPatch(current, patch, now)
         if (!changed) return Option.some(current)
         const result = await endpoints.updateOne(owned(organizationId, id), {
           $set: {

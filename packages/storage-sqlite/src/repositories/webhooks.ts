@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Option } from "effect"
+import { applyEndpointPatch } from "@switchboard/core"
 import type {
   ClaimedDelivery,
   OrganizationId,
@@ -284,24 +285,13 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
           const row = findRow(organizationId, id)
           if (row === undefined) return Option.none()
           const current = decodeEndpoint(row)
-          const next: WebhookEndpoint = {
-            ...current,
-            url: patch.url ?? current.url,
-            events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
-            description: patch.description === undefined ? current.description : patch.description,
-            enabled: patch.enabled ?? current.enabled
-          }
-          const changed =
-            next.url !== current.url ||
-            eventsText(next.events) !== eventsText(current.events) ||
-            next.description !== current.description ||
-            next.enabled !== current.enabled
+          const { changed, endpoint: next } = applyEndpointPatch(current, patch, now)
           if (!changed) return Option.some(current)
           statements
             .prepare(SQL.updateEndpoint)
             .run(next.url, eventsText(next.events), next.description, next.enabled ? 1 : 0, now, organizationId, id)
           if (current.enabled && !next.enabled) statements.prepare(SQL.cancelPending).run(id)
-          return Option.some({ ...next, updated_at: now })
+          return Option.some(next)
         })
       ),
     rotateSecret: (organizationId, id, secretSealed, now) =>

@@ -9,7 +9,7 @@ import type {
   WebhookEvent,
   WebhookEventType
 } from "../../webhooks/model.js"
-import type { ClaimedDelivery, StoredWebhookEndpoint, WebhookRepository } from "../WebhookRepository.js"
+import { applyEndpointPatch, type ClaimedDelivery, type StoredWebhookEndpoint, type WebhookRepository } from "../WebhookRepository.js"
 import type { MemoryState } from "./state.js"
 
 /** An event of the outbox as the memory store keeps it. */
@@ -104,9 +104,6 @@ const copyEndpoint = (endpoint: WebhookEndpoint): WebhookEndpoint => ({
   events: endpoint.events === null ? null : [...endpoint.events]
 })
 
-const sameEvents = (a: ReadonlyArray<WebhookEventType> | null, b: ReadonlyArray<WebhookEventType> | null): boolean =>
-  a === null || b === null ? a === b : a.length === b.length && a.every((type, index) => type === b[index])
-
 /** Newest first (`created_at desc, uuid desc`). */
 const newestEndpointFirst = (a: WebhookEndpoint, b: WebhookEndpoint): number =>
   a.created_at === b.created_at ? (a.uuid < b.uuid ? 1 : -1) : a.created_at < b.created_at ? 1 : -1
@@ -177,20 +174,8 @@ export const webhookRepository = (state: MemoryState): WebhookRepository => {
         const stored = webhooks.endpoints.get(organizationId)?.get(id)
         if (stored === undefined) return Option.none()
         const current = stored.endpoint
-        const next: WebhookEndpoint = {
-          ...current,
-          url: patch.url ?? current.url,
-          events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
-          description: patch.description === undefined ? current.description : patch.description,
-          enabled: patch.enabled ?? current.enabled
-        }
-        const changed =
-          next.url !== current.url ||
-          !sameEvents(next.events, current.events) ||
-          next.description !== current.description ||
-          next.enabled !== current.enabled
+        const { changed, endpoint } = applyEndpointPatch(current, patch, now)
         if (!changed) return Option.some(copyEndpoint(current))
-        const endpoint = { ...next, updated_at: now }
         endpointsOf(organizationId).set(id, { ...stored, endpoint })
         if (current.enabled && !endpoint.enabled) {
           for (const delivery of webhooks.deliveries.values()) {
