@@ -20,9 +20,10 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Core, SecretKey, Storage } from "@switchboard/core"
 import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
-import { Effect, Exit, Layer, Logger, ManagedRuntime, Option } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
+import { stderrJsonLogger } from "./logging.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
@@ -66,7 +67,8 @@ const main = async (): Promise<void> => {
 
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),
-    logger: Logger.withConsoleError(Logger.jsonLogger),
+    // JSON lines on stderr, written in batches under load (docs/standalone-server.md "Logs").
+    logger: stderrJsonLogger(),
     rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
     // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
     whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
-import { Effect, Exit, Layer, Logger, ManagedRuntime } from "effect"
+import { Cause, Effect, Exit, FiberId, FiberRefs, HashMap, Layer, List, Logger, LogLevel, ManagedRuntime } from "effect"
 import {
   type ChannelVerifier,
   Core,
@@ -8,6 +8,7 @@ import {
   type GraphApiOptions,
   Organizations,
   type MessageTransport,
+  type AuthenticatedOrganization,
   type RateLimitDecision,
   type RateLimiter,
   type Storage
@@ -234,8 +235,9 @@ export interface HandlerCore {
 export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
-  // `logger: false` skips building the request log line at all (one fiber less per 404).
-  const logsRequests = options.logger !== false
+  // The request log line is handed to the logger directly, outside the request's fiber:
+  // no log fiber, no annotation FiberRefs (docs/benchmarks.md). `logger: false` skips it.
+  const requestLogger = requestLoggerOf(options.logger)
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
@@ -281,18 +283,16 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
               allow: found.allow.join(", ")
             })
       send(response)
-      if (logsRequests) runtime.runFork(logRequest(exchange, response.status))
+      logRequest(requestLogger, exchange, response.status)
       return { interrupt: () => undefined }
     }
     exchange.route = found.route.definition.path
     const queryStart = url.indexOf("?")
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
-    const answered = Effect.tap(respond(exchange, found.route, found.params, query, bodyLimit), (response) =>
-      Effect.sync(() => send(response))
-    )
-    const program = logsRequests
-      ? Effect.flatMap(answered, (response) => logRequest(exchange, response.status))
-      : answered
+    const program = Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
+      send(response)
+      logRequest(requestLogger, exchange, response.status)
+    })
     const fiber = runtime.runFork(program)
     fiber.addObserver((exit) => {
       if (Exit.isFailure(exit)) send(internalErrorResponse())
@@ -327,7 +327,8 @@ interface Exchange {
 
 /**
  * The checks of docs/http-api.md "Order of checks" then the route's handler, as one Effect that
- * never fails: every failure becomes its envelope response.
+ * never fails: every failure becomes its envelope response. Written as plain functions
+ * chaining a few Effects, with no generator: it runs on every request (docs/benchmarks.md).
  */
 const respond = (
   exchange: Exchange,
@@ -335,44 +336,71 @@ const respond = (
   rawParams: Record<string, string | undefined>,
   rawQuery: Query,
   bodyLimit: number
-): Effect.Effect<ApiResponse, never, RouteServices | RateLimiter> =>
-  Effect.gen(function* () {
-    const definition = route.definition
-    const auth = definition.authenticated === false ? undefined : yield* authenticate(exchange)
-    if (definition.rateLimited !== false) {
-      yield* limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
-        exchange.rateLimit = decision
-      })
-    }
-    const params = yield* validate(route.checkParams, rawParams, "Invalid path parameter")
-    if (rawQuery.repeated.length > 0) return yield* repeatedParameters(rawQuery.repeated)
-    const query = yield* validate(route.checkQuery, rawQuery.values, "Invalid query parameter")
-    const idempotencyKey =
-      route.definition.idempotent === true ? yield* readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
-    const parsed = yield* readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
-    const handled = recover(
-      Effect.gen(function* () {
-        const body = route.checkBody === undefined ? parsed : yield* checkBody(route.checkBody, parsed)
-        const result = yield* route.definition.handle({
-          params: params as Record<string, unknown>,
-          query: query as Record<string, unknown>,
-          body,
-          requestId: exchange.requestId,
-          auth: auth ?? NO_AUTHENTICATION,
-          basePath: route.basePath,
-          routes: route.routes
-        })
-        return responseOfResult(result)
-      })
-    )
-    if (idempotencyKey === undefined || auth === undefined) return yield* handled
-    const path = exchange.request.url.split("?", 1)[0] ?? ""
-    const fingerprint = fingerprintOf(exchange.request.method, path, parsed)
-    return yield* withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, handled)
-  }).pipe(
-    recover,
-    Effect.map((response) => withRateLimitHeaders(response, exchange.rateLimit))
+): Effect.Effect<ApiResponse, never, RouteServices | RateLimiter> => {
+  const definition = route.definition
+  const authenticated: Effect.Effect<AuthenticatedOrganization | undefined, HttpFailure | DomainError, RouteServices> =
+    definition.authenticated === false ? Effect.succeed(undefined) : authenticate(exchange)
+  const checked = Effect.flatMap(authenticated, (auth) =>
+    definition.rateLimited === false
+      ? afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
+      : Effect.zipRight(
+          limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
+            exchange.rateLimit = decision
+          }),
+          afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
+        )
   )
+  return Effect.map(recover(checked), (response) => withRateLimitHeaders(response, exchange.rateLimit))
+}
+
+/**
+ * The checks after the rate limit (path parameters, repeated query parameters, query,
+ * `Idempotency-Key`, body), then the route's handler, its result recovered into a
+ * response (so an idempotent request stores what the client got).
+ */
+const afterRateLimit = (
+  exchange: Exchange,
+  route: CompiledRoute,
+  auth: AuthenticatedOrganization | undefined,
+  rawParams: Record<string, string | undefined>,
+  rawQuery: Query,
+  bodyLimit: number
+): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> => {
+  const definition = route.definition
+  const params = validated(route.checkParams, rawParams, "Invalid path parameter")
+  if (params instanceof HttpFailure) return Effect.fail(params)
+  if (rawQuery.repeated.length > 0) return repeatedParameters(rawQuery.repeated)
+  const query = validated(route.checkQuery, rawQuery.values, "Invalid query parameter")
+  if (query instanceof HttpFailure) return Effect.fail(query)
+  const idempotencyKey =
+    definition.idempotent === true ? readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
+  if (idempotencyKey instanceof HttpFailure) return Effect.fail(idempotencyKey)
+  const parsed = readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
+  return Effect.flatMap(parsed, (parsedBody) => {
+    const handled = recover(
+      Effect.flatMap(
+        route.checkBody === undefined ? Effect.succeed(parsedBody) : checkBody(route.checkBody, parsedBody),
+        (body) =>
+          Effect.map(
+            definition.handle({
+              params: params as Record<string, unknown>,
+              query: query as Record<string, unknown>,
+              body,
+              requestId: exchange.requestId,
+              auth: auth ?? NO_AUTHENTICATION,
+              basePath: route.basePath,
+              routes: route.routes
+            }),
+            responseOfResult
+          )
+      )
+    )
+    if (idempotencyKey === undefined || auth === undefined) return handled
+    const path = exchange.request.url.split("?", 1)[0] ?? ""
+    const fingerprint = fingerprintOf(exchange.request.method, path, parsedBody)
+    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, handled)
+  })
+}
 
 /**
  * The parsed body of a route that takes one (a `body` schema or a `verifyRawBody` check),
@@ -385,7 +413,8 @@ const readBodyOf = (
   limitBytes: number
 ): Effect.Effect<unknown, HttpFailure, RouteServices> => {
   const verify = definition.verifyRawBody
-  if (verify === undefined) return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
+  if (verify === undefined)
+    return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
   return Effect.flatMap(readRawBody(request.body, limitBytes), (bytes) =>
     Effect.zipRight(verify(bytes, request.header), parseJsonBody(bytes))
   )
@@ -407,34 +436,43 @@ const recover = <R>(
         ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
         : Effect.succeed(response)
     }),
-    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
+    Effect.catchAllDefect((defect) =>
+      Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse()))
+    )
   )
 
 /** Reads and checks the API key (401, then 403), noting the organization for the log line. */
-const authenticate = (exchange: Exchange) =>
-  Effect.gen(function* () {
-    const apiKey = readApiKey(exchange.request.header("authorization"))
-    if (apiKey instanceof HttpFailure) return yield* apiKey
-    const organizations = yield* Organizations
-    const auth = yield* organizations.authenticate(apiKey)
-    exchange.organizationId = auth.organization.id
-    return auth
-  })
+const authenticate = (
+  exchange: Exchange
+): Effect.Effect<AuthenticatedOrganization, HttpFailure | DomainError, Organizations> => {
+  const apiKey = readApiKey(exchange.request.header("authorization"))
+  if (apiKey instanceof HttpFailure) return Effect.fail(apiKey)
+  return Effect.flatMap(Organizations, (organizations) =>
+    Effect.map(organizations.authenticate(apiKey), (auth) => {
+      exchange.organizationId = auth.organization.id
+      return auth
+    })
+  )
+}
 
 /** Validates a parsed body: a JSON object that passes the route's schema. */
-const checkBody = (check: CompiledCheck, body: unknown) =>
-  isPlainObject(body)
-    ? validate(check, body, "Invalid request body")
-    : Effect.fail(new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" }))
+const checkBody = (check: CompiledCheck, body: unknown): Effect.Effect<unknown, HttpFailure> => {
+  if (!isPlainObject(body)) {
+    return Effect.fail(
+      new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" })
+    )
+  }
+  const result = validated(check, body, "Invalid request body")
+  return result instanceof HttpFailure ? Effect.fail(result) : Effect.succeed(result)
+}
 
-const validate = (check: CompiledCheck | undefined, value: unknown, message: string) => {
-  if (check === undefined) return Effect.succeed(value)
+/** `value` as `check` returns it (coerced, defaults applied), or the 400 naming what is wrong. */
+const validated = (check: CompiledCheck | undefined, value: unknown, message: string): unknown => {
+  if (check === undefined) return value
   const result = check(value)
-  if (result.ok) return Effect.succeed(result.value)
+  if (result.ok) return result.value
   const first = result.errors.length === 1 ? result.errors[0]?.message : undefined
-  return Effect.fail(
-    new HttpFailure({ status: 400, code: "invalid_request", message: first ?? message, errors: result.errors })
-  )
+  return new HttpFailure({ status: 400, code: "invalid_request", message: first ?? message, errors: result.errors })
 }
 
 /**
@@ -456,19 +494,47 @@ const toWireResponse = (exchange: Exchange, response: ApiResponse): WireResponse
   }
 }
 
-const logRequest = (exchange: Exchange, status: number) => {
-  const log = status >= 500 ? Effect.logError("request") : Effect.logInfo("request")
-  return log.pipe(
-    Effect.annotateLogs({
-      method: exchange.request.method,
-      route: exchange.route,
-      status,
-      duration_ms: Math.round((performance.now() - exchange.startedAt) * 100) / 100,
-      organization_id: exchange.organizationId ?? null,
-      request_id: exchange.requestId
+/**
+ * The logger of the request log lines: `options.logger`, else Effect's JSON logger on
+ * stdout (what the default runtime logger writes), `undefined` for `logger: false`.
+ */
+const requestLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknown, unknown> | undefined =>
+  logger === false ? undefined : logger ?? Logger.withConsoleLog(Logger.jsonLogger)
+
+/**
+ * Writes the one line of a request (docs/http-adapter.md "Every response"): message
+ * `request`, level INFO (ERROR for a 5xx), annotations `method`, `route`, `status`,
+ * `duration_ms` (ms, two decimals), `organization_id` (null before authentication) and
+ * `request_id`. Called with the answer, outside any fiber: the logger gets the same
+ * options an `Effect.logInfo` would give it, with no spans and no fiber.
+ */
+const logRequest = (logger: Logger.Logger<unknown, unknown> | undefined, exchange: Exchange, status: number): void => {
+  if (logger === undefined) return
+  // A host's logger that throws must not turn an answered request into a crash.
+  try {
+    logger.log({
+      fiberId: FiberId.none,
+      logLevel: status >= 500 ? LogLevel.Error : LogLevel.Info,
+      message: "request",
+      cause: Cause.empty,
+      context: NO_FIBER_REFS,
+      spans: List.empty(),
+      annotations: HashMap.make(
+        ["method", exchange.request.method],
+        ["route", exchange.route],
+        ["status", status],
+        ["duration_ms", Math.round((performance.now() - exchange.startedAt) * 100) / 100],
+        ["organization_id", exchange.organizationId ?? null],
+        ["request_id", exchange.requestId]
+      ),
+      date: new Date()
     })
-  )
+  } catch {
+    // The line is lost; the request was answered.
+  }
 }
+
+const NO_FIBER_REFS = FiberRefs.empty()
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -485,5 +551,5 @@ const loggerLayer = (logger: HandlerOptions["logger"]): Layer.Layer<never> =>
   logger === false
     ? Logger.replace(Logger.defaultLogger, Logger.none)
     : logger === undefined
-      ? Logger.json
-      : Logger.replace(Logger.defaultLogger, logger)
+    ? Logger.json
+    : Logger.replace(Logger.defaultLogger, logger)

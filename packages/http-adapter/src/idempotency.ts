@@ -14,16 +14,14 @@ import { HttpFailure } from "./HttpFailure.js"
  * `invalid_idempotency_key` when it is not 1–255 visible ASCII characters (an empty header
  * included).
  */
-export const readIdempotencyKey = (header: string | undefined): Effect.Effect<string | undefined, HttpFailure> => {
-  if (header === undefined) return Effect.succeed(undefined)
-  if (IDEMPOTENCY_KEY_PATTERN.test(header)) return Effect.succeed(header)
-  return Effect.fail(
-    new HttpFailure({
-      status: 400,
-      code: "invalid_idempotency_key",
-      message: "Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces"
-    })
-  )
+export const readIdempotencyKey = (header: string | undefined): string | undefined | HttpFailure => {
+  if (header === undefined) return undefined
+  if (IDEMPOTENCY_KEY_PATTERN.test(header)) return header
+  return new HttpFailure({
+    status: 400,
+    code: "invalid_idempotency_key",
+    message: "Idempotency-Key must be 1 to 255 visible ASCII characters, without spaces"
+  })
 }
 
 /**

@@ -52,13 +52,20 @@ export const limitRequest = (
   note: (decision: RateLimitDecision) => void
 ): Effect.Effect<void, RateLimited | RateLimitUnavailable, RateLimiter> =>
   Effect.flatMap(RateLimiter, (limiter) =>
-    (auth === undefined
-      ? limiter.consume("general", { kind: "client", id: clientAddress() })
-      : limiter.consume(definition.bucket ?? "general", { kind: "organization", id: auth.organization.id })
-    ).pipe(
-      Effect.tap((decision) => (Option.isSome(decision) ? Effect.sync(() => note(decision.value)) : Effect.void)),
-      Effect.tapError((error) => (error._tag === "RateLimited" ? Effect.sync(() => note(error.decision)) : Effect.void)),
-      Effect.asVoid
+    Effect.matchEffect(
+      auth === undefined
+        ? limiter.consume("general", { kind: "client", id: clientAddress() })
+        : limiter.consume(definition.bucket ?? "general", { kind: "organization", id: auth.organization.id }),
+      {
+        onFailure: (error) => {
+          if (error._tag === "RateLimited") note(error.decision)
+          return Effect.fail(error)
+        },
+        onSuccess: (decision) => {
+          if (Option.isSome(decision)) note(decision.value)
+          return Effect.void
+        }
+      }
     )
   )
 

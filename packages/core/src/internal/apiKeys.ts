@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto"
+import { hash, timingSafeEqual } from "node:crypto"
 
 /** Visible start of every key; tells a Switchboard key apart from other secrets. */
 export const API_KEY_PREFIX = "sb_"
@@ -11,8 +11,11 @@ export const VISIBLE_PREFIX_LENGTH = API_KEY_PREFIX.length + 8
 export const formatApiKey = (bytes: Uint8Array): string =>
   API_KEY_PREFIX + Buffer.from(bytes).toString("base64url")
 
-/** SHA-256 of the key, lowercase hex (64 characters): the only form ever stored. */
-export const hashApiKey = (apiKey: string): string => createHash("sha256").update(apiKey).digest("hex")
+/**
+ * SHA-256 of the key, lowercase hex (64 characters): the only form ever stored. Node's
+ * one-shot `crypto.hash` (no Hash object per call; it runs on every authenticated request).
+ */
+export const hashApiKey = (apiKey: string): string => hash("sha256", apiKey, "hex")
 
 /** Compares two hex hashes in constant time. */
 export const hashesEqual = (a: string, b: string): boolean => {

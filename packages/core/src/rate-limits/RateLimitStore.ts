@@ -37,8 +37,10 @@ export interface RateLimitIncrement {
 export interface RateLimitStoreService {
   readonly increment: (request: RateLimitIncrement) => Effect.Effect<number, StorageError>
   /**
-   * `true` when `increment` answers without waiting on I/O (it runs to completion on the
-   * calling thread, like the memory and SQLite stores). The limiter then calls it without
+   * `true` when `increment` answers without waiting on I/O: it runs to completion on the
+   * calling thread (the memory store), or at the latest at the end of the current turn of
+   * the event loop, still on this thread (the SQLite store, which commits the increments
+   * of one turn together). The limiter then calls it without
    * its `storeTimeoutMs` timer: a timer cannot interrupt a synchronous call anyway, and
    * racing one costs about 100 µs per request. Leave it unset (the default) for any store
    * that waits on a network or a callback, so a store that does not answer can never hang

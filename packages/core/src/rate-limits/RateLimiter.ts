@@ -82,44 +82,50 @@ const makeLimiter = (
     const timeout = Duration.millis(settings.storeTimeoutMs)
     const warnings = makeWarningThrottle()
 
-    // Untraced: it runs on every request, and a traced `Effect.fn` (span and call-site
-    // capture) costs ~15–20 µs per call (docs/benchmarks.md).
-    const consume = Effect.fnUntraced(function* (bucket: RateLimitBucket, subject: RateLimitSubject) {
-      const limit = settings[bucket]
-      const now = yield* Clock.currentTimeMillis
-      const window = rateLimitWindowAt(now, limit.windowMs)
-      const increment = store.increment({
-        key: keyOf(bucket, subject),
-        windowStart: window.start,
-        expiresAt: window.end,
-        now
-      })
-      const counted = yield* Effect.either(store.synchronous === true ? increment : Effect.timeoutFail(increment, {
-        duration: timeout,
-        onTimeout: () =>
-          new StorageError({
-            operation: "rateLimits.increment",
-            cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
-          })
-      }))
-      if (Either.isLeft(counted)) {
-        if (settings.onStoreError === "fail-closed") return yield* new RateLimitUnavailable({ cause: counted.left })
-        yield* warnings.storeFailed(bucket, counted.left)
-        return Option.none()
-      }
-      const decision = decideRateLimit(bucket, limit, counted.right, now, window.end)
-      if (!decision.allowed) {
-        return yield* new RateLimited({
-          bucket,
-          scope: subject.kind,
-          limit: limit.max,
-          window_ms: limit.windowMs,
-          reset_seconds: decision.resetSeconds,
-          retry_after_seconds: decision.retryAfterSeconds
+    // A plain function returning one Effect, no generator and no span: it runs on every
+    // request (docs/benchmarks.md: a traced `Effect.fn` costs ~15–20 µs per call).
+    const consume: RateLimiterService["consume"] = (bucket, subject) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const limit = settings[bucket]
+        const window = rateLimitWindowAt(now, limit.windowMs)
+        const increment = store.increment({
+          key: keyOf(bucket, subject),
+          windowStart: window.start,
+          expiresAt: window.end,
+          now
         })
-      }
-      return Option.some(decision)
-    })
+        const counted =
+          store.synchronous === true
+            ? increment
+            : Effect.timeoutFail(increment, {
+                duration: timeout,
+                onTimeout: () =>
+                  new StorageError({
+                    operation: "rateLimits.increment",
+                    cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
+                  })
+              })
+        return Effect.matchEffect(counted, {
+          onFailure: (error): Effect.Effect<Option.Option<RateLimitDecision>, RateLimitUnavailable> =>
+            settings.onStoreError === "fail-closed"
+              ? Effect.fail(new RateLimitUnavailable({ cause: error }))
+              : Effect.as(warnings.storeFailed(bucket, error), Option.none()),
+          onSuccess: (count): Effect.Effect<Option.Option<RateLimitDecision>, RateLimited> => {
+            const decision = decideRateLimit(bucket, limit, count, now, window.end)
+            if (decision.allowed) return Effect.succeed(Option.some(decision))
+            return Effect.fail(
+              new RateLimited({
+                bucket,
+                scope: subject.kind,
+                limit: limit.max,
+                window_ms: limit.windowMs,
+                reset_seconds: decision.resetSeconds,
+                retry_after_seconds: decision.retryAfterSeconds
+              })
+            )
+          }
+        })
+      })
 
     const service: RateLimiterService = { settings, consume }
     return service

@@ -12,13 +12,17 @@ import type { HostRequest } from "./body.js"
  */
 export const writeResponse = (req: HostRequest, res: ServerResponse, response: WireResponse): void => {
   if (res.headersSent || res.writableEnded) return
-  res.statusCode = response.status
-  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
   if (response.headers.connection === "close" && !req.complete && !req.destroyed) {
+    res.statusCode = response.status
+    for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value)
     if (response.body !== undefined) res.write(response.body)
     lingerThenEnd(req, res)
-  } else if (response.body === undefined) res.end()
-  else res.end(response.body)
+  } else {
+    // One call with every header: Node then writes the head without a header map.
+    res.writeHead(response.status, response.headers)
+    if (response.body === undefined) res.end()
+    else res.end(response.body)
+  }
 }
 
 /**
