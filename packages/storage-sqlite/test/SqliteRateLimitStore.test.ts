@@ -52,6 +52,45 @@ describe("SqliteRateLimitStore", () => {
       expect(rows(filename)).toEqual([{ key: "general:org:shared", window_start: 10_000, count: 100 }])
     }).pipe(Effect.scoped))
 
+  it.effect("commits the increments of one event-loop turn in one transaction (grouped commit)", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const store = yield* SqliteRateLimitStore.make({ filename })
+      expect(yield* store.increment(at("general:org:grouped", 10_000))).toBe(1)
+      // Empty the WAL, then count the frames 50 concurrent increments append: one commit
+      // writes the counter's page once (a frame or two), 50 commits would write 50.
+      const observer = new Sqlite(filename)
+      observer.pragma("wal_checkpoint(TRUNCATE)")
+      const counts = yield* Effect.all(
+        Array.from({ length: 50 }, () => store.increment(at("general:org:grouped", 10_000))),
+        { concurrency: "unbounded" }
+      )
+      const [{ log: frames }] = observer.pragma("wal_checkpoint(PASSIVE)") as Array<{ log: number }>
+      observer.close()
+      expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, index) => index + 2))
+      expect(frames).toBeGreaterThan(0)
+      expect(frames).toBeLessThanOrEqual(3)
+    }).pipe(Effect.scoped))
+
+  it.effect("a failed commit fails every increment of its group and counts none of them", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const store = yield* SqliteRateLimitStore.make({ filename, busyTimeoutMs: 50 })
+      // Another connection holds the write lock: BEGIN IMMEDIATE of the group gives up.
+      const holder = new Sqlite(filename)
+      holder.exec("BEGIN IMMEDIATE")
+      const outcomes = yield* Effect.all(
+        Array.from({ length: 5 }, () => Effect.either(store.increment(at("general:org:busy", 10_000)))),
+        { concurrency: "unbounded" }
+      )
+      holder.exec("ROLLBACK")
+      holder.close()
+      expect(outcomes.map((outcome) => (outcome._tag === "Left" ? outcome.left.operation : "counted"))).toEqual(
+        Array.from({ length: 5 }, () => "rateLimits.increment")
+      )
+      expect(yield* store.increment(at("general:org:busy", 10_000))).toBe(1)
+    }).pipe(Effect.scoped))
+
   it.effect("prunes ended windows at most once per pruneIntervalMs, never the current one", () =>
     Effect.gen(function* () {
       const filename = files.file()
