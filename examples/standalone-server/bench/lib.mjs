@@ -10,7 +10,7 @@ import { createHash } from "node:crypto"
 import { once } from "node:events"
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
-import { tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import Database from "better-sqlite3"
@@ -133,6 +133,12 @@ export const SERVERS = {
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:\d+\/api\/v1\/api)/
 
 let started = 0
+/** The servers started and not yet exited: killed when this process exits, even on an error. */
+const running = new Set()
+const killRunning = () => {
+  for (const child of running) child.kill("SIGKILL")
+}
+process.once("exit", killRunning)
 
 /**
  * Starts server `name` of {@link SERVERS} on the SQLite file `filename` in its own child
@@ -152,9 +158,11 @@ export const startServer = async (name, filename, directory, extraEnv = {}) => {
     stdio: ["ignore", fd, fd]
   })
   closeSync(fd)
+  running.add(child)
   let exited = false
   const exit = once(child, "exit").then(([code, signal]) => {
     exited = true
+    running.delete(child)
     return { code, signal }
   })
   const deadline = Date.now() + 30_000
@@ -282,6 +290,11 @@ export const recordTarget = (line, value, at, target, unit = "x") => {
 /** `0.53x` or `12.3 ms`. */
 export const formatValue = (value, unit) => (unit === "x" ? `${value.toFixed(2)}x` : `${value.toFixed(unit === "ms" ? 2 : 0)} ${unit}`)
 
+/** Node, time, CPUs and load average: other work on the machine skews every figure. */
+export const machineLine = () =>
+  `Switchboard benchmarks — node ${process.version}, ${new Date().toISOString()}, ${cpus().length} CPUs, ` +
+  `load average at start ${loadavg().map((value) => value.toFixed(2)).join(" ")}`
+
 /** The summary of every recorded target: line, value, target, ✔ or ✘. */
 export const summaryBlock = () =>
   [
@@ -299,6 +312,7 @@ export const summaryBlock = () =>
  */
 export const runIfMain = (moduleUrl, run) => {
   if (process.argv[1] === undefined || pathToFileURL(process.argv[1]).href !== moduleUrl) return
+  console.log(`${machineLine()}\n`)
   run().then(
     (text) => {
       console.log(text)
@@ -306,6 +320,7 @@ export const runIfMain = (moduleUrl, run) => {
     },
     (error) => {
       console.error(error)
+      killRunning()
       process.exitCode = 1
     }
   )
