@@ -73,6 +73,8 @@ export const expectStatus = async (url, options = {}, status = 200) => {
 // Servers in child processes
 
 const BENCH_DIRECTORY = fileURLToPath(new URL(".", import.meta.url))
+/** The repository's root: where `npm start` runs the standalone server from. */
+const REPOSITORY = fileURLToPath(new URL("../../../", import.meta.url))
 
 /** The built standalone server, as `npm start` runs it. */
 export const STANDALONE_MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url))
@@ -105,7 +107,7 @@ export const standaloneEnv = (filename) => ({
 export const SERVERS = {
   switchboard: {
     label: "Switchboard (standalone server, defaults)",
-    args: (filename) => [STANDALONE_MAIN],
+    args: () => [STANDALONE_MAIN],
     env: standaloneEnv,
     requestLine: '"message":"request"'
   },
@@ -154,6 +156,7 @@ export const startServer = async (name, filename, directory, extraEnv = {}) => {
   const logFile = join(directory, `${name}-${started}.log`)
   const fd = openSync(logFile, "w")
   const child = spawn(process.execPath, spec.args(filename), {
+    cwd: REPOSITORY,
     env: { ...process.env, ...spec.env(filename), ...extraEnv },
     stdio: ["ignore", fd, fd]
   })
