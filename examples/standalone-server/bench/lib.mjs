@@ -146,7 +146,7 @@ process.once("exit", killRunning)
  * Starts server `name` of {@link SERVERS} on the SQLite file `filename` in its own child
  * process, stdout and stderr going straight to a log file in `directory` (no pipe through
  * this process, which runs the load). Resolves, once the log says it listens,
- * `{name, url, pid, logFile, cpuSeconds(), stop(), checkLogged(answered)}`:
+ * `{name, url, pid, logFile, stop(), checkLogged(answered)}`:
  * `checkLogged` (after `stop`) throws unless the log holds at least `answered` request
  * lines, and removes the log.
  */
@@ -184,7 +184,6 @@ export const startServer = async (name, filename, directory, extraEnv = {}) => {
     url,
     pid: child.pid,
     logFile,
-    cpuSeconds: () => processCpuSeconds(child.pid),
     stop: async () => {
       if (!exited) child.kill("SIGTERM")
       const { code, signal } = await exit
