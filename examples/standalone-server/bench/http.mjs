@@ -174,7 +174,7 @@ export const run = async () => {
   return [
     `HTTP throughput, SQLite, ${CONNECTIONS} connections, ${SECONDS} s per figure (after ${WARMUP_SECONDS} s of warm-up), ` +
       `median of ${ROUNDS} round(s), each server in its own process, started afresh each round`,
-    `  Switchboard = ${SERVERS.switchboard.label}: node dist/main.js, request logging on, SQLite rate-limit counters`,
+    `  Switchboard: node dist/main.js as npm start runs it (SQLite, rate-limit counters in <db>-rate-limits, a JSON log line per request to a file)`,
     `  GET /verify (API-key check, organization envelope)`,
     row("Switchboard", "switchboard", VERIFY),
     row("bare node:http, the same envelope bytes", "baseline", VERIFY),
