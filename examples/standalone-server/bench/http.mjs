@@ -1,67 +1,76 @@
-// HTTP throughput (docs/benchmarks.md): each figure beside a bare node:http baseline run in
-// the same bench, as a ratio. Servers run in child processes (one core each at most), the
-// load comes from autocannon in this process.
-//   GET /verify                          vs a bare node:http server returning the same envelope
-//   GET /contacts (20 of 100 000, SQLite) vs node:http + raw better-sqlite3 running the same queries
-// BENCH_HTTP_SECONDS (default 8 per measurement), BENCH_HTTP_CONNECTIONS (default 32),
-// BENCH_HTTP_ROUNDS (default 2; the median is kept) and BENCH_HTTP_CONTACTS (default 100000).
-import { spawn } from "node:child_process"
-import { once } from "node:events"
+// HTTP throughput (docs/benchmarks.md, DESIGN §5): Switchboard as the BUILT standalone
+// server runs with its defaults (dist/main.js, SQLite storage, SQLite rate-limit counters
+// in `<db>-rate-limits`, one JSON request log line per request on stderr, limits no run
+// reaches) beside its baselines, each in its own child process (lib.mjs `startServer`),
+// the load from autocannon in this process:
+//   GET /verify    vs a bare node:http server writing the same envelope bytes   (>= 0.5x)
+//                  vs Express 5 + express-rate-limit + pino + the same key lookup (Switchboard >= 2x)
+//   GET /contacts  (page 1, 20 of BENCH_HTTP_CONTACTS) vs node:http + better-sqlite3 with the
+//                  same key check and the same queries                               (>= 0.6x)
+// Before measuring, every baseline must answer what Switchboard answers (verify bytes,
+// the same contacts page, 401 for a wrong key). Each round starts every server afresh, in
+// alternating order; the median round is kept and the spread (min–max) printed. Every
+// answer must be 2xx; Switchboard's and Express's logs must hold a line per request.
+// BENCH_HTTP_SECONDS (default 8 per figure), BENCH_HTTP_CONNECTIONS (default 50),
+// BENCH_HTTP_ROUNDS (default 3) and BENCH_HTTP_CONTACTS (default 100 000).
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import autocannon from "autocannon"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { createOrganization, send, temporaryDirectory } from "./lib.mjs"
+import {
+  createOrganization,
+  expectStatus,
+  median,
+  processCpuSeconds,
+  recordTarget,
+  runIfMain,
+  SERVERS,
+  startServer,
+  temporaryDirectory
+} from "./lib.mjs"
 
 const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 8)
-const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 32)
-const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 2)
+const CONNECTIONS = Number(process.env.BENCH_HTTP_CONNECTIONS ?? 50)
+const ROUNDS = Number(process.env.BENCH_HTTP_ROUNDS ?? 3)
 const CONTACTS = Number(process.env.BENCH_HTTP_CONTACTS ?? 100_000)
-const BASE = "/api/v1/api"
+/** Seconds of load before each measured figure (JIT, page cache), not counted. */
+const WARMUP_SECONDS = 1
+const VERIFY = "/verify"
+const CONTACTS_PAGE = "/contacts?page=1&per_page=20"
 
-/** Starts `servers/<name>.mjs` on `filename`; resolves `{url, stop}` once it listens. */
-const startServer = async (name, filename, env = {}) => {
-  const child = spawn(process.execPath, [fileURLToPath(new URL(`./servers/${name}.mjs`, import.meta.url)), filename], {
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "inherit"]
-  })
-  let output = ""
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      output += chunk
-      const match = /ready (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once("exit", (code) => reject(new Error(`${name} server exited with ${code}`)))
-  })
+/** Which paths each server is measured on. */
+const MEASURED = {
+  baseline: [VERIFY, CONTACTS_PAGE],
+  express: [VERIFY],
+  switchboard: [VERIFY, CONTACTS_PAGE]
+}
+
+/**
+ * autocannon on `server.url + path` for `seconds`; throws on any non-2xx answer, error or
+ * timeout. Resolves requests per second (mean of the per-second samples), the answers
+ * counted, and the CPU share (1 = one core) of the server and of this process (the load).
+ */
+const load = async (server, path, headers, seconds) => {
+  const serverCpu = processCpuSeconds(server.pid)
+  const ownCpu = process.cpuUsage()
+  const started = performance.now()
+  const result = await autocannon({ url: `${server.url}${path}`, headers, connections: CONNECTIONS, duration: seconds })
+  const elapsed = (performance.now() - started) / 1000
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`${server.name} ${path}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} timeouts under load`)
+  }
+  const own = process.cpuUsage(ownCpu)
   return {
-    url: `http://127.0.0.1:${port}${BASE}`,
-    stop: async () => {
-      child.kill("SIGTERM")
-      await once(child, "exit")
-    }
+    rps: result.requests.average,
+    answered: result.requests.total,
+    serverCpu: (processCpuSeconds(server.pid) - serverCpu) / elapsed,
+    loadCpu: (own.user + own.system) / 1e6 / elapsed
   }
 }
 
-/** Requests per second and latency of GET `url` under autocannon; every answer must be 200. */
-const measure = async (url, headers) => {
-  const result = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS })
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${url}: ${result.non2xx} non-2xx answers and ${result.errors} errors under load`)
-  }
-  return result.requests.average
-}
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
-
-export const run = async () => {
-  const directory = temporaryDirectory()
-  const filename = join(directory, "http.db")
-  const { apiKey } = await createOrganization(SqliteStorage.layer({ filename }))
-  const headers = { authorization: `Bearer ${apiKey}` }
-
-  const switchboard = await startServer("switchboard", filename)
+/** Seeds `CONTACTS` contacts through Switchboard's own `POST /contacts/bulk`, 1000 a request. */
+const seedContacts = async (url, headers) => {
   const groups = ["Customers", "Leads", "Partners", "Suppliers", "Press"]
+  let requests = 0
   for (let start = 0; start < CONTACTS; start += 1000) {
     const contacts = Array.from({ length: Math.min(1000, CONTACTS - start) }, (_, offset) => {
       const index = start + offset
@@ -74,50 +83,109 @@ export const run = async () => {
         group: [groups[index % groups.length]]
       }
     })
-    const answer = await send(`${switchboard.url}/contacts/bulk`, {
-      method: "POST",
-      headers: { ...headers, "content-type": "application/json" },
-      body: JSON.stringify({ contacts })
-    })
-    if (answer.status !== 200) throw new Error(`seeding contacts answered ${answer.status}: ${answer.body}`)
+    const body = JSON.stringify({ contacts })
+    await expectStatus(`${url}/contacts/bulk`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body })
+    requests += 1
   }
-  const verify = await send(`${switchboard.url}/verify`, { headers })
-  const contactsPath = "/contacts?page=1&per_page=20"
-  const ours = JSON.parse((await send(`${switchboard.url}${contactsPath}`, { headers })).body)
+  return requests
+}
+
+export const run = async () => {
+  const directory = temporaryDirectory()
+  const filename = join(directory, "http.db")
+  const { apiKey } = await createOrganization(SqliteStorage.layer({ filename }))
+  const headers = { authorization: `Bearer ${apiKey}` }
+  const wrongKey = { authorization: `Bearer sb_${"x".repeat(43)}` }
+
+  // Seed, and take Switchboard's answers the baselines must match.
+  const switchboard = await startServer("switchboard", filename, directory)
+  const seeding = await seedContacts(switchboard.url, headers)
+  const verifyBody = await expectStatus(`${switchboard.url}${VERIFY}`, { headers })
+  const contactsBody = await expectStatus(`${switchboard.url}${CONTACTS_PAGE}`, { headers })
+  await expectStatus(`${switchboard.url}${VERIFY}`, { headers: wrongKey }, 401)
   await switchboard.stop()
+  switchboard.checkLogged(seeding + 3)
 
-  const baseline = await startServer("baseline", filename, { BENCH_VERIFY_BODY: verify.body })
-  const theirs = JSON.parse((await send(`${baseline.url}${contactsPath}`)).body)
+  // Fairness: the same bytes for /verify, the same page for /contacts, a wrong key refused.
+  const env = { BENCH_VERIFY_BODY: verifyBody }
+  const baseline = await startServer("baseline", filename, directory, env)
+  const baselineVerify = await expectStatus(`${baseline.url}${VERIFY}`, { headers })
+  const baselineContacts = await expectStatus(`${baseline.url}${CONTACTS_PAGE}`, { headers })
+  await expectStatus(`${baseline.url}${CONTACTS_PAGE}`, { headers: wrongKey }, 401)
   await baseline.stop()
-  // The baseline must do the same work: the same page of the same records.
-  if (JSON.stringify(theirs.data) !== JSON.stringify(ours.data)) {
-    throw new Error("the baseline's GET /contacts page differs from Switchboard's: the comparison would be unfair")
+  if (baselineVerify !== verifyBody) throw new Error("the bare baseline's GET /verify bytes differ from Switchboard's")
+  if (baselineContacts !== contactsBody) {
+    throw new Error(`the baseline's GET /contacts page differs from Switchboard's: the comparison would be unfair\n${baselineContacts.slice(0, 400)}\n${contactsBody.slice(0, 400)}`)
+  }
+  const express = await startServer("express", filename, directory)
+  const expressVerify = await expectStatus(`${express.url}${VERIFY}`, { headers })
+  await expectStatus(`${express.url}${VERIFY}`, { headers: wrongKey }, 401)
+  await express.stop()
+  express.checkLogged(2)
+  if (expressVerify !== verifyBody) {
+    throw new Error(`the Express baseline's GET /verify answer differs from Switchboard's:\n${expressVerify}\n${verifyBody}`)
   }
 
-  const figures = { verify: [[], []], contacts: [[], []] }
+  // Rounds: every server afresh, alternating order; figures[server][path] = [{rps, …}, …].
+  const figures = {}
+  const names = Object.keys(MEASURED)
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [index, name] of ["baseline", "switchboard"].entries()) {
-      const server = await startServer(name, filename, { BENCH_VERIFY_BODY: verify.body })
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const server = await startServer(name, filename, directory, name === "baseline" ? env : {})
+      let answered = 0
       try {
-        figures.verify[index].push(await measure(`${server.url}/verify`, headers))
-        figures.contacts[index].push(await measure(`${server.url}${contactsPath}`, headers))
+        for (const path of MEASURED[name]) {
+          answered += (await load(server, path, headers, WARMUP_SECONDS)).answered
+          const figure = await load(server, path, headers, SECONDS)
+          answered += figure.answered
+          ;((figures[name] ??= {})[path] ??= []).push(figure)
+        }
       } finally {
         await server.stop()
       }
+      server.checkLogged(answered)
     }
   }
-  const row = (label, [theirsValues, oursValues], target) => {
-    const [base, mine] = [median(theirsValues), median(oursValues)]
+
+  const kept = (name, path) => {
+    const values = figures[name][path]
+    const rps = values.map((figure) => figure.rps)
+    return {
+      rps: median(rps),
+      min: Math.min(...rps),
+      max: Math.max(...rps),
+      serverCpu: median(values.map((figure) => figure.serverCpu)),
+      loadCpu: median(values.map((figure) => figure.loadCpu))
+    }
+  }
+  const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
+  const row = (label, name, path) => {
+    const { rps, min, max, serverCpu, loadCpu } = kept(name, path)
     return (
-      `  ${label}\n` +
-      `    switchboard: ${mine.toFixed(0)} req/s\n` +
-      `    baseline:    ${base.toFixed(0)} req/s\n` +
-      `    ratio: ${(mine / base).toFixed(2)}x   target: >= ${target}x`
+      `    ${label.padEnd(52)} ${number(rps).padStart(7)} req/s  (rounds ${number(min)}–${number(max)})` +
+      `  server CPU ${(serverCpu * 100).toFixed(0)}%, autocannon CPU ${(loadCpu * 100).toFixed(0)}%`
     )
   }
+  const ratio = (figure, label, name, path, against, target) => {
+    const value = kept(name, path).rps / kept(against, path).rps
+    const mark = recordTarget(`${figure}: ${label}`, value, "least", target)
+    return `    ratio ${label.padEnd(46)} ${value.toFixed(2)}x   target >= ${target}x ${mark}`
+  }
   return [
-    `HTTP throughput, SQLite, ${CONNECTIONS} connections, ${SECONDS} s per figure, median of ${ROUNDS} rounds (server in its own process)`,
-    row("GET /verify vs bare node:http with the same envelope", figures.verify, 0.7),
-    row(`GET /contacts (20 of ${CONTACTS}) vs node:http + raw better-sqlite3, same queries`, figures.contacts, 0.5)
+    `HTTP throughput, SQLite, ${CONNECTIONS} connections, ${SECONDS} s per figure (after ${WARMUP_SECONDS} s of warm-up), ` +
+      `median of ${ROUNDS} round(s), each server in its own process, started afresh each round`,
+    `  Switchboard: node dist/main.js as npm start runs it (SQLite, rate-limit counters in <db>-rate-limits, a JSON log line per request to a file)`,
+    `  GET /verify (API-key check, organization envelope)`,
+    row("Switchboard", "switchboard", VERIFY),
+    row("bare node:http, the same envelope bytes", "baseline", VERIFY),
+    row(SERVERS.express.label, "express", VERIFY),
+    ratio("GET /verify", "Switchboard / bare node:http", "switchboard", VERIFY, "baseline", 0.5),
+    ratio("GET /verify", "Switchboard / Express baseline", "switchboard", VERIFY, "express", 2),
+    `  GET /contacts?page=1&per_page=20 of ${CONTACTS.toLocaleString("en")} contacts`,
+    row("Switchboard", "switchboard", CONTACTS_PAGE),
+    row("node:http + better-sqlite3, key check + same queries", "baseline", CONTACTS_PAGE),
+    ratio("GET /contacts", "Switchboard / hand-written endpoint", "switchboard", CONTACTS_PAGE, "baseline", 0.6)
   ].join("\n")
 }
+
+runIfMain(import.meta.url, run)

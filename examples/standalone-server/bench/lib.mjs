@@ -1,11 +1,19 @@
 // Shared helpers of the benchmarks: timing statistics, a temporary SQLite file, an
-// organization with a key, and a keep-alive HTTP client.
-import { mkdtempSync, rmSync } from "node:fs"
+// organization with a key, a keep-alive HTTP client, the one way every HTTP and bulk bench
+// starts a server in a child process (the built standalone server or a baseline), the
+// baselines' own SQLite connection and API-key check, and the target lines every bench
+// records for the summary `run.mjs` prints at the end.
+// The baseline servers import this file too: Effect and core are loaded lazily, only by
+// `createOrganization`, so a baseline process holds neither.
+import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { once } from "node:events"
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
-import { tmpdir } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
-import { Core, Organizations } from "@switchboard/core"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import Database from "better-sqlite3"
 
 /** Median and p99 of durations in ms. */
 export const summarise = (durations) => {
@@ -13,6 +21,9 @@ export const summarise = (durations) => {
   const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
   return { median: at(0.5), p99: at(0.99), runs: sorted.length }
 }
+
+/** The median of numbers (the upper one of an even count). */
+export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 /** A new temporary directory, removed at exit. */
 export const temporaryDirectory = () => {
@@ -22,8 +33,10 @@ export const temporaryDirectory = () => {
 }
 
 /** Creates an organization with an unlimited plan and returns its id and API key. */
-export const createOrganization = (storageLayer) =>
-  Effect.runPromise(
+export const createOrganization = async (storageLayer) => {
+  const { Effect } = await import("effect")
+  const { Core, Organizations } = await import("@switchboard/core")
+  return Effect.runPromise(
     Effect.gen(function* () {
       const organizations = yield* Organizations
       const organization = yield* organizations.create({ name: "Bench" })
@@ -31,6 +44,7 @@ export const createOrganization = (storageLayer) =>
       return { organizationId: organization.id, apiKey: key.api_key }
     }).pipe(Effect.provide(Core.layer), Effect.provide(storageLayer))
   )
+}
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 })
 
@@ -46,8 +60,270 @@ export const send = (url, { method = "GET", headers = {}, body } = {}) =>
     req.end(body)
   })
 
-/** Formats one figure beside its baseline as a ratio. */
-export const line = (label, ours, baseline, target) =>
-  `${label}\n  switchboard: median ${ours.median.toFixed(2)} ms, p99 ${ours.p99.toFixed(2)} ms (${ours.runs} runs)\n` +
-  `  baseline:    median ${baseline.median.toFixed(2)} ms, p99 ${baseline.p99.toFixed(2)} ms\n` +
-  `  ratio (median): ${(ours.median / baseline.median).toFixed(2)}x   target: ${target}`
+/** `send`, then throws unless the answer has `status` (default 200); resolves the body. */
+export const expectStatus = async (url, options = {}, status = 200) => {
+  const answer = await send(url, options)
+  if (answer.status !== status) {
+    throw new Error(`${options.method ?? "GET"} ${url} answered ${answer.status} (expected ${status}): ${answer.body.slice(0, 500)}`)
+  }
+  return answer.body
+}
+
+// ---------------------------------------------------------------------------------------
+// Servers in child processes
+
+const BENCH_DIRECTORY = fileURLToPath(new URL(".", import.meta.url))
+/** The repository's root: where `npm start` runs the standalone server from. */
+const REPOSITORY = fileURLToPath(new URL("../../../", import.meta.url))
+
+/** The built standalone server, as `npm start` runs it. */
+export const STANDALONE_MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url))
+
+/** Limits no run reaches (the rate limiter still counts every request in its store). */
+export const UNREACHED_LIMIT = "1000000000"
+
+/**
+ * The standalone server's environment for the SQLite file `filename`: its defaults
+ * (SQLite rate-limit counters in `<filename>-rate-limits`, request logging on stderr,
+ * `secret.key` created beside the file) except the port (0: any free one) and limits no
+ * run reaches. Variables that would pick another store or key are emptied.
+ */
+export const standaloneEnv = (filename) => ({
+  DATABASE_URL: `sqlite:${filename}`,
+  PORT: "0",
+  HOST: "127.0.0.1",
+  REDIS_URL: "",
+  DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED: "",
+  DEVELOPER_API_RATE_LIMIT_MAX: UNREACHED_LIMIT,
+  DEVELOPER_API_SEND_RATE_LIMIT_MAX: UNREACHED_LIMIT,
+  SWITCHBOARD_SECRET_KEY: ""
+})
+
+/**
+ * The servers of the HTTP and bulk benches. Each `name` is started by {@link startServer};
+ * `requestLine` is what its log holds once per request (the proof its logging ran), or
+ * `null` for a server that does not log.
+ */
+export const SERVERS = {
+  switchboard: {
+    label: "Switchboard (standalone server, defaults)",
+    args: () => [STANDALONE_MAIN],
+    env: standaloneEnv,
+    requestLine: '"message":"request"'
+  },
+  baseline: {
+    label: "bare node:http + better-sqlite3",
+    args: (filename) => [join(BENCH_DIRECTORY, "servers/baseline.mjs"), filename],
+    env: () => ({}),
+    requestLine: null
+  },
+  express: {
+    label: "Express 5 + express-rate-limit + pino",
+    args: (filename) => [join(BENCH_DIRECTORY, "servers/express.mjs"), filename],
+    env: () => ({}),
+    requestLine: '"msg":"request"'
+  },
+  bulkBaseline: {
+    label: "hand-written node:http + libphonenumber-js + better-sqlite3",
+    args: (filename) => [join(BENCH_DIRECTORY, "servers/bulk-baseline.mjs"), filename],
+    env: () => ({}),
+    requestLine: null
+  }
+}
+
+/** What every server of {@link SERVERS} writes on stderr once it accepts connections. */
+const LISTENING = /listening on (http:\/\/127\.0\.0\.1:\d+\/api\/v1\/api)/
+
+let started = 0
+/** The servers started and not yet exited: killed when this process exits, even on an error. */
+const running = new Set()
+const killRunning = () => {
+  for (const child of running) child.kill("SIGKILL")
+}
+process.once("exit", killRunning)
+
+/**
+ * Starts server `name` of {@link SERVERS} on the SQLite file `filename` in its own child
+ * process, stdout and stderr going straight to a log file in `directory` (no pipe through
+ * this process, which runs the load). Resolves, once the log says it listens,
+ * `{name, url, pid, logFile, stop(), checkLogged(answered)}`:
+ * `checkLogged` (after `stop`) throws unless the log holds at least `answered` request
+ * lines, and removes the log.
+ */
+export const startServer = async (name, filename, directory, extraEnv = {}) => {
+  const spec = SERVERS[name]
+  started += 1
+  const logFile = join(directory, `${name}-${started}.log`)
+  const fd = openSync(logFile, "w")
+  const child = spawn(process.execPath, spec.args(filename), {
+    cwd: REPOSITORY,
+    env: { ...process.env, ...spec.env(filename), ...extraEnv },
+    stdio: ["ignore", fd, fd]
+  })
+  closeSync(fd)
+  running.add(child)
+  let exited = false
+  const exit = once(child, "exit").then(([code, signal]) => {
+    exited = true
+    running.delete(child)
+    return { code, signal }
+  })
+  const deadline = Date.now() + 30_000
+  let url
+  while (url === undefined) {
+    const match = LISTENING.exec(readFileSync(logFile, "utf8"))
+    if (match) url = match[1]
+    else if (exited) throw new Error(`${name} server exited before listening (${JSON.stringify(await exit)}):\n${readFileSync(logFile, "utf8")}`)
+    else if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`${name} server did not listen within 30 s:\n${readFileSync(logFile, "utf8")}`)
+    } else await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return {
+    name,
+    url,
+    pid: child.pid,
+    logFile,
+    stop: async () => {
+      if (!exited) child.kill("SIGTERM")
+      const { code, signal } = await exit
+      if (code !== 0) throw new Error(`${name} server stopped with code ${code} (signal ${signal}):\n${readFileSync(logFile, "utf8").slice(-2000)}`)
+    },
+    checkLogged: (answered) => {
+      if (spec.requestLine === null) return null
+      const lines = countOccurrences(readFileSync(logFile, "utf8"), spec.requestLine)
+      if (lines < answered) {
+        throw new Error(`${name}: its log ${logFile} holds ${lines} request lines for ${answered} answered requests: was request logging on?`)
+      }
+      rmSync(logFile, { force: true })
+      return lines
+    }
+  }
+}
+
+const countOccurrences = (text, needle) => {
+  let count = 0
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count += 1
+  return count
+}
+
+/** CPU seconds (user + system) the process `pid` has used so far, from /proc (NaN elsewhere). */
+export const processCpuSeconds = (pid) => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (100 Hz on Linux)
+  } catch {
+    return Number.NaN
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// What the baseline servers share with each other
+
+/**
+ * Opens `filename` for a baseline server with the settings the SQLite adapter uses
+ * (WAL, `synchronous = NORMAL`, foreign keys on), so both write and read alike.
+ */
+export const openDatabase = (filename) => {
+  const db = new Database(filename, { fileMustExist: true })
+  db.pragma("journal_mode = WAL")
+  db.pragma("synchronous = NORMAL")
+  db.pragma("foreign_keys = ON")
+  return db
+}
+
+/**
+ * The baselines' API-key check, as Switchboard does it: the key from
+ * `Authorization: Bearer <key>`, its SHA-256 as lowercase hex, ONE prepared SELECT on
+ * `api_keys.hash` (unique index) joined to its organization; a revoked key is refused, and
+ * so is an organization whose subscription is not `active` or whose plan has no
+ * `api_access`. No cache. Returns `(authorization) => {status: 200, organization: {id, name}}`
+ * or `{status: 401 | 403, message}`.
+ */
+export const apiKeyCheck = (db) => {
+  const find = db.prepare(`SELECT o.id, o.name, o.api_access, o.subscription
+    FROM api_keys AS k JOIN organizations AS o ON o.id = k.organization_id
+    WHERE k.hash = ? AND k.revoked_at IS NULL`)
+  return (authorization) => {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")
+    if (match === null) return { status: 401, message: "Missing API key" }
+    const found = find.get(createHash("sha256").update(match[1]).digest("hex"))
+    if (found === undefined) return { status: 401, message: "Invalid API key" }
+    if (found.subscription !== "active") return { status: 403, message: "Subscription inactive" }
+    if (found.api_access !== 1) return { status: 403, message: "API access not allowed" }
+    return { status: 200, organization: { id: found.id, name: found.name } }
+  }
+}
+
+/** The envelope every Switchboard answer has, as JSON text. */
+export const envelope = (status, message, data, errors = []) =>
+  JSON.stringify({ status, success: status < 400, message, data, errors })
+
+/**
+ * Serves `handle(request, response)` on 127.0.0.1 (any free port) the way the standalone
+ * server is set up (keep-alive), prints `<label> listening on http://…/api/v1/api` on
+ * stderr, and closes on SIGTERM with exit code 0.
+ */
+export const listen = async (label, server) => {
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+  process.stderr.write(`${label} listening on http://127.0.0.1:${server.address().port}/api/v1/api\n`)
+  process.once("SIGTERM", () => {
+    server.close(() => process.exit(0))
+    server.closeIdleConnections()
+  })
+}
+
+// ---------------------------------------------------------------------------------------
+// Figures and targets
+
+/** The target lines measured in this process, for {@link summaryBlock}. */
+const targets = []
+
+/**
+ * Records one target (docs/benchmarks.md, DESIGN §5): `value` against `target` in the
+ * direction `at` ("least": value ≥ target, "most": value ≤ target). Returns its mark.
+ */
+export const recordTarget = (line, value, at, target, unit = "x") => {
+  const met = at === "least" ? value >= target : value <= target
+  targets.push({ line, value, at, target, unit, met })
+  return met ? "✔" : "✘"
+}
+
+/** `0.53x` or `12.3 ms`. */
+export const formatValue = (value, unit) => (unit === "x" ? `${value.toFixed(2)}x` : `${value.toFixed(unit === "ms" ? 2 : 0)} ${unit}`)
+
+/** Node, time, CPUs and load average: other work on the machine skews every figure. */
+export const machineLine = () =>
+  `Switchboard benchmarks — node ${process.version}, ${new Date().toISOString()}, ${cpus().length} CPUs, ` +
+  `load average at start ${loadavg().map((value) => value.toFixed(2)).join(" ")}`
+
+/** The summary of every recorded target: line, value, target, ✔ or ✘. */
+export const summaryBlock = () =>
+  [
+    "Summary: every target of this run (DESIGN §5)",
+    ...targets.map(
+      ({ line, value, at, target, unit, met }) =>
+        `  ${met ? "✔" : "✘"} ${line.padEnd(66)} ${formatValue(value, unit).padStart(10)}   target ${at === "least" ? ">=" : "<="} ${formatValue(target, unit)}`
+    ),
+    `  ${targets.filter((t) => t.met).length} of ${targets.length} targets met`
+  ].join("\n")
+
+/**
+ * Runs `run` (which resolves the text of one bench) when `moduleUrl` is the script node
+ * was started with, then prints the text and the summary; exit code 1 on any error.
+ */
+export const runIfMain = (moduleUrl, run) => {
+  if (process.argv[1] === undefined || pathToFileURL(process.argv[1]).href !== moduleUrl) return
+  console.log(`${machineLine()}\n`)
+  run().then(
+    (text) => {
+      console.log(text)
+      console.log(`\n${summaryBlock()}`)
+    },
+    (error) => {
+      console.error(error)
+      killRunning()
+      process.exitCode = 1
+    }
+  )
+}

@@ -1,13 +1,23 @@
-// Benchmark baseline: a bare node:http server. `GET …/verify` returns the fixed envelope in
-// BENCH_VERIFY_BODY; `GET …/contacts?page=P&per_page=N` runs, on raw better-sqlite3, the
-// same queries as the SQLite adapter (page rows, total, their groups, their labels: one
-// snapshot) and writes the same envelope. No authentication, validation or rate limit:
-// the floor the handler is measured against. Argument: the SQLite file; prints "ready <port>".
+// Benchmark baseline: a bare node:http server, one process, on the SQLite file given as
+// argument (started by lib.mjs `startServer`; prints "Baseline listening on …" on stderr).
+//
+// What it does:
+// - `GET …/verify`: writes the fixed bytes of BENCH_VERIFY_BODY (Switchboard's own verify
+//   answer, captured by the bench) with status 200. No authentication, no database, no
+//   rate limit, no log: the ceiling — the cost of node:http itself.
+// - `GET …/contacts?page=P&per_page=N`: checks the API key the way Switchboard does
+//   (lib.mjs `apiKeyCheck`: `Authorization: Bearer`, SHA-256 hex, one prepared SELECT of
+//   the key and its organization, revoked / subscription / api_access refused with 401 or
+//   403; no cache), then runs, on raw better-sqlite3 in one read transaction, the same
+//   queries as the SQLite adapter (the page's rows, the total from `contact_counts`, their
+//   groups, their labels) and writes the same envelope.
+// What it does not do: validate the query string (bad numbers are not refused), rate
+// limit, log requests, add request ids or rate-limit headers, handle other routes.
 import { createServer } from "node:http"
-import Database from "better-sqlite3"
+import { apiKeyCheck, envelope, listen, openDatabase } from "../lib.mjs"
 
-const db = new Database(process.argv[2], { readonly: true })
-const organizationId = db.prepare("SELECT id FROM organizations LIMIT 1").get().id
+const db = openDatabase(process.argv[2])
+const authenticate = apiKeyCheck(db)
 const DETAILS = ["first_name", "last_name", "email", "street", "city", "state", "zip", "country"]
 const page = db.prepare(
   `SELECT uuid, phone, ${DETAILS.join(", ")}, created_at, updated_at FROM contacts WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`
@@ -22,7 +32,7 @@ const grouped = (rows, pick) => {
   for (const row of rows) by.set(row.contact_uuid, [...(by.get(row.contact_uuid) ?? []), pick(row)])
   return by
 }
-const list = db.transaction((perPage, pageNumber) => {
+const list = db.transaction((organizationId, perPage, pageNumber) => {
   const rows = page.all(organizationId, perPage, (pageNumber - 1) * perPage)
   const total = count.get(organizationId).count
   const uuids = JSON.stringify(rows.map((row) => row.uuid))
@@ -41,15 +51,21 @@ const list = db.transaction((perPage, pageNumber) => {
 const verifyBody = process.env.BENCH_VERIFY_BODY ?? "{}"
 const server = createServer((request, response) => {
   const url = new URL(request.url, "http://localhost")
+  let status = 200
   let body
   if (url.pathname.endsWith("/verify")) body = verifyBody
   else {
-    const data = list(Number(url.searchParams.get("per_page") ?? 20), Number(url.searchParams.get("page") ?? 1))
-    body = JSON.stringify({ status: 200, success: true, message: "Contacts retrieved", data, errors: [] })
+    const key = authenticate(request.headers.authorization)
+    if (key.status !== 200) {
+      status = key.status
+      body = envelope(key.status, key.message, null)
+    } else {
+      const data = list(key.organization.id, Number(url.searchParams.get("per_page") ?? 20), Number(url.searchParams.get("page") ?? 1))
+      body = envelope(200, "Contacts retrieved", data)
+    }
   }
-  response.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) })
+  response.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body) })
   response.end(body)
 })
 server.keepAliveTimeout = 60_000
-server.listen(0, "127.0.0.1", () => console.log(`ready ${server.address().port}`))
-process.on("SIGTERM", () => server.close(() => process.exit(0)))
+await listen("Baseline", server)

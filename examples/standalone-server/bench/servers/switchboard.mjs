@@ -1,5 +1,7 @@
-// Benchmark server: Switchboard as the standalone server runs it by default (SQLite file,
-// rate buckets in `<file>-rate-limits`; BENCH_RATE_STORE=memory keeps them in memory,
+// Benchmark server of chats.mjs only (the HTTP and bulk benches start the built standalone
+// server itself, dist/main.js: lib.mjs `startServer`).
+// Switchboard as the standalone server runs it by default (SQLite file,
+// rate buckets in `<file>-rate-limits`; no request log; BENCH_RATE_STORE=memory keeps them in memory,
 // BENCH_RATE_STORE=same in the data's file), with limits
 // no run reaches. Argument: the SQLite file.
 // Prints "ready <port>" once listening.
