@@ -7,16 +7,15 @@
 // The seeded file is cached in os.tmpdir(), keyed by N, the schema version and
 // SEED_DATA_VERSION (seeding 1 000 000 chats takes minutes); BENCH_CHATS_RUNS (default 200)
 // requests per figure, BENCH_CHATS_LOAD_SECONDS (default 10) of load before reading RSS.
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { once } from "node:events"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { Effect, Layer } from "effect"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { recordTarget, send, summarise, temporaryDirectory } from "./lib.mjs"
+import { recordTarget, send, startServer, summarise, temporaryDirectory } from "./lib.mjs"
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 1_000_000)
 const RUNS = Number(process.env.BENCH_CHATS_RUNS ?? 200)
@@ -27,13 +26,13 @@ const DEEP_PAGE = 500
 /** Bump when `seed` generates different data, so cached files are re-seeded. */
 const SEED_DATA_VERSION = 1
 const CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
-const SERVER = fileURLToPath(new URL("./servers/switchboard.mjs", import.meta.url))
 
 export const run = async () => {
   const { filename, organization, seeding } = await seededFile()
   const raw = new Database(filename, { readonly: true })
   const values = sampleValues(raw, organization.org_id)
-  const server = await startServer(filename)
+  // The standalone server with its defaults (request logging on), as `npm start` runs it.
+  const server = await startServer("switchboard", filename, temporaryDirectory())
   const headers = { authorization: `Bearer ${organization.api_key}` }
   const get = async (query) => {
     const response = await send(`${server.url}/chats${query === "" ? "" : `?${query}`}`, { headers })
@@ -82,7 +81,7 @@ export const run = async () => {
       }
     })
   )
-  const memory = server.memory()
+  const memory = memoryOf(server.pid)
   recordTarget(`server RSS, ${CHATS.toLocaleString("en")} chats, after load`, Number(memory.rss), "most", 200, "MiB")
   lines.push(
     `server memory after ${requests} requests from 16 concurrent clients: RSS ${memory.rss} MiB (peak ${memory.peak} MiB)   target: RSS <= 200 MiB`
@@ -238,30 +237,10 @@ const schemaVersion = () =>
     })
   )
 
-/** Starts servers/switchboard.mjs on `filename`: `{url, memory(), stop()}`; memory in MiB from /proc. */
-const startServer = async (filename) => {
-  const child = spawn(process.execPath, [SERVER, filename], { stdio: ["ignore", "pipe", "inherit"] })
-  let output = ""
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.on("data", (chunk) => {
-      output += chunk
-      const match = /ready (\d+)/.exec(output)
-      if (match) resolve(Number(match[1]))
-    })
-    child.once("exit", (code) => reject(new Error(`server exited with ${code}`)))
-  })
-  const memory = () => {
-    const status = readFileSync(`/proc/${child.pid}/status`, "utf8")
-    const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
-    return { rss: (kib("VmRSS") / 1024).toFixed(0), peak: (kib("VmHWM") / 1024).toFixed(0) }
-  }
-  return {
-    url: `http://127.0.0.1:${port}/api/v1/api`,
-    memory,
-    stop: async () => {
-      child.kill("SIGTERM")
-      await once(child, "exit")
-    }
-  }
+/** VmRSS and VmHWM (peak) of process `pid` in MiB, from /proc. */
+const memoryOf = (pid) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
+  return { rss: (kib("VmRSS") / 1024).toFixed(0), peak: (kib("VmHWM") / 1024).toFixed(0) }
 }
 
