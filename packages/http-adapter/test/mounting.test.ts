@@ -208,4 +208,23 @@ describe("request logs (docs/http-adapter.md 'Every response')", () => {
     expect(entries[1]?.annotations).toMatchObject({ status: 401, organization_id: null })
     expect(JSON.stringify(entries)).not.toContain(key.api_key)
   })
+
+  it("a logger that throws loses its lines, never the responses (docs/http-adapter.md)", async () => {
+    const storage = makeSharedStorage()
+    const { key } = await createOrganization(storage)
+    let calls = 0
+    const handler = makeHandler(storage, {
+      logger: Logger.make(() => {
+        calls += 1
+        throw new Error("the log sink is full")
+      })
+    })
+    const verified = await request(handler, { method: "GET", url: "/api/v1/api/verify", headers: bearer(key.api_key) })
+    const unknown = await request(handler, { method: "GET", url: "/api/v1/api/nowhere" })
+    const again = await request(handler, { method: "GET", url: "/api/v1/api/verify", headers: bearer(key.api_key) })
+    await handler.dispose()
+    expect([verified.statusCode, unknown.statusCode, again.statusCode]).toEqual([200, 404, 200])
+    expect(JSON.parse(verified.body)).toMatchObject({ status: 200, success: true })
+    expect(calls).toBe(3)
+  })
 })
