@@ -1,5 +1,5 @@
-// POST /contacts/bulk of 1000 NEW contacts over HTTP, a real socket (docs/benchmarks.md,
-// DESIGN §5): Switchboard as the BUILT standalone server runs with its defaults (lib.mjs
+// POST /contacts/bulk of 1000 NEW contacts over HTTP, a real socket (docs/benchmarks.md
+// "Targets"): Switchboard as the BUILT standalone server runs with its defaults (lib.mjs
 // `startServer("switchboard")`: SQLite, SQLite rate-limit counters, request logging on)
 // beside the hand-written node:http endpoint of servers/bulk-baseline.mjs doing the same
 // work (key check, JSON.parse, E.164 with libphonenumber-js/max, one upsert transaction),

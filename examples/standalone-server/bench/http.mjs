@@ -1,4 +1,4 @@
-// HTTP throughput (docs/benchmarks.md, DESIGN §5): Switchboard as the BUILT standalone
+// HTTP throughput (docs/benchmarks.md "Targets"): Switchboard as the BUILT standalone
 // server runs with its defaults (dist/main.js, SQLite storage, SQLite rate-limit counters
 // in `<db>-rate-limits`, one JSON request log line per request on stderr, limits no run
 // reaches) beside its baselines, each in its own child process (lib.mjs `startServer`),

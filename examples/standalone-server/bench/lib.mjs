@@ -280,7 +280,7 @@ export const listen = async (label, server) => {
 const targets = []
 
 /**
- * Records one target (docs/benchmarks.md, DESIGN §5): `value` against `target` in the
+ * Records one target (docs/benchmarks.md "Targets"): `value` against `target` in the
  * direction `at` ("least": value ≥ target, "most": value ≤ target). Returns its mark.
  */
 export const recordTarget = (line, value, at, target, unit = "x") => {
@@ -300,7 +300,7 @@ export const machineLine = () =>
 /** The summary of every recorded target: line, value, target, ✔ or ✘. */
 export const summaryBlock = () =>
   [
-    "Summary: every target of this run (DESIGN §5)",
+    "Summary: every target of this run (docs/benchmarks.md \"Targets\")",
     ...targets.map(
       ({ line, value, at, target, unit, met }) =>
         `  ${met ? "✔" : "✘"} ${line.padEnd(66)} ${formatValue(value, unit).padStart(10)}   target ${at === "least" ? ">=" : "<="} ${formatValue(target, unit)}`

@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, each figure beside its baselines measured in the same
-// run (docs/benchmarks.md, DESIGN §5), then a summary of every target with its ratio.
+// run (docs/benchmarks.md "Targets"), then a summary of every target with its ratio.
 // Exit code 0 when targets are missed (it is a measurement), 1 on any error.
 import { machineLine, summaryBlock } from "./lib.mjs"
 
