@@ -1,3 +1,4 @@
+import Database from "better-sqlite3"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
@@ -145,6 +146,28 @@ describe("standalone server: outgoing webhooks", () => {
     expect(deliveries[0]).toMatchObject({ type: "contact.created", data: { first_name: "Person 1", phone: "+31610000001" } })
     expectNoSecretIn([server])
   }, 30_000)
+
+  it("seed writes no webhook events (synthetic data); the API's import of the same organization does", async () => {
+    const env = environment()
+    const { org_id, api_key } = await runCliJson<Created & { org_id: string }>(["org", "create", "--name", "Acme"], env)
+    const server = await startServer(env)
+    await createEndpoint(server, api_key)
+    await runCliJson(["seed", "--org", org_id, "--contacts", "20", "--chats", "10", "--seed", "7"], env)
+    const eventRows = () => {
+      const db = new Database(env.DATABASE_URL.slice("sqlite:".length), { readonly: true })
+      try {
+        return (db.prepare("SELECT COUNT(*) AS count FROM webhook_events").get() as { count: number }).count
+      } finally {
+        db.close()
+      }
+    }
+    expect(eventRows()).toBe(0)
+    // The control: the endpoint subscribes, and an API import writes and delivers its event.
+    await importContacts(server, api_key, 900, 1)
+    expect(eventRows()).toBeGreaterThanOrEqual(1)
+    await waitFor(() => deliveries.length >= 1, 10_000, "the delivery")
+    expect(deliveries.map((delivery) => delivery.type)).toEqual(["contact.created"])
+  }, 60_000)
 
   it("delivers after a restart what was pending when the server was killed (SIGKILL)", async () => {
     const env = environment({ SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS: "2000,2000" })
