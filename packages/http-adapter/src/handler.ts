@@ -235,9 +235,10 @@ export interface HandlerCore {
 export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
-  // The request log line is handed to the logger directly, outside the request's fiber:
-  // no log fiber, no annotation FiberRefs (docs/benchmarks.md). `logger: false` skips it.
-  const requestLogger = requestLoggerOf(options.logger)
+  // One logger for the runtime and the request lines. A request line is handed to it
+  // directly, outside the request's fiber: no log fiber, no annotation FiberRefs
+  // (docs/benchmarks.md). `logger: false`: none.
+  const handlerLogger = handlerLoggerOf(options.logger)
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
@@ -246,7 +247,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       Layer.provideMerge(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
-      Layer.provideMerge(loggerLayer(options.logger))
+      Layer.provideMerge(loggerLayer(handlerLogger))
     )
   )
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)
@@ -283,7 +284,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
               allow: found.allow.join(", ")
             })
       send(response)
-      logRequest(requestLogger, exchange, response.status)
+      logRequest(handlerLogger, exchange, response.status)
       return { interrupt: () => undefined }
     }
     exchange.route = found.route.definition.path
@@ -291,7 +292,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
     const program = Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
       send(response)
-      logRequest(requestLogger, exchange, response.status)
+      logRequest(handlerLogger, exchange, response.status)
     })
     const fiber = runtime.runFork(program)
     fiber.addObserver((exit) => {
@@ -340,16 +341,15 @@ const respond = (
   const definition = route.definition
   const authenticated: Effect.Effect<AuthenticatedOrganization | undefined, HttpFailure | DomainError, RouteServices> =
     definition.authenticated === false ? Effect.succeed(undefined) : authenticate(exchange)
-  const checked = Effect.flatMap(authenticated, (auth) =>
-    definition.rateLimited === false
-      ? afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
-      : Effect.zipRight(
-          limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
-            exchange.rateLimit = decision
-          }),
-          afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
-        )
-  )
+  const checked = Effect.flatMap(authenticated, (auth) => {
+    // Built only once the request passed the limiter: a 429 does no validation work.
+    const rest = () => afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
+    if (definition.rateLimited === false) return rest()
+    const counted = limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
+      exchange.rateLimit = decision
+    })
+    return Effect.flatMap(counted, rest)
+  })
   return Effect.map(recover(checked), (response) => withRateLimitHeaders(response, exchange.rateLimit))
 }
 
@@ -413,8 +413,7 @@ const readBodyOf = (
   limitBytes: number
 ): Effect.Effect<unknown, HttpFailure, RouteServices> => {
   const verify = definition.verifyRawBody
-  if (verify === undefined)
-    return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
+  if (verify === undefined) return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
   return Effect.flatMap(readRawBody(request.body, limitBytes), (bytes) =>
     Effect.zipRight(verify(bytes, request.header), parseJsonBody(bytes))
   )
@@ -436,9 +435,7 @@ const recover = <R>(
         ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
         : Effect.succeed(response)
     }),
-    Effect.catchAllDefect((defect) =>
-      Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse()))
-    )
+    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
   )
 
 /** Reads and checks the API key (401, then 403), noting the organization for the log line. */
@@ -495,11 +492,11 @@ const toWireResponse = (exchange: Exchange, response: ApiResponse): WireResponse
 }
 
 /**
- * The logger of the request log lines: `options.logger`, else Effect's JSON logger on
- * stdout (what the default runtime logger writes), `undefined` for `logger: false`.
+ * The handler's logger (the `logger` option), for the runtime and the request lines alike:
+ * the host's, else Effect's JSON logger on stdout; `undefined` for `logger: false`.
  */
-const requestLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknown, unknown> | undefined =>
-  logger === false ? undefined : logger ?? Logger.withConsoleLog(Logger.jsonLogger)
+const handlerLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknown, unknown> | undefined =>
+  logger === false ? undefined : (logger ?? Logger.withConsoleLog(Logger.jsonLogger))
 
 /**
  * Writes the one line of a request (docs/http-adapter.md "Every response"): message
@@ -547,9 +544,6 @@ const normaliseBasePath = (basePath: string): string => {
   return trimmed.startsWith("/") || trimmed === "" ? trimmed : `/${trimmed}`
 }
 
-const loggerLayer = (logger: HandlerOptions["logger"]): Layer.Layer<never> =>
-  logger === false
-    ? Logger.replace(Logger.defaultLogger, Logger.none)
-    : logger === undefined
-    ? Logger.json
-    : Logger.replace(Logger.defaultLogger, logger)
+/** The runtime's default logger replaced by the handler's ({@link handlerLoggerOf}), or by none. */
+const loggerLayer = (logger: Logger.Logger<unknown, unknown> | undefined): Layer.Layer<never> =>
+  Logger.replace(Logger.defaultLogger, logger ?? Logger.none)

@@ -153,6 +153,22 @@ describe("failures of the store", () => {
     expect(lines.some((line) => line.startsWith("Storage failure") && line.includes("disk I/O"))).toBe(true)
   })
 
+  it("writes the request line of a 500 at level ERROR and that of a 200 at INFO", async () => {
+    const levels: Array<string> = []
+    const requestLine = Logger.make(({ message, logLevel, annotations }) => {
+      if (message === "request") levels.push(`${String(Object.fromEntries(annotations).status)} ${logLevel.label}`)
+    })
+    const broken = makeHandler(failing, { logger: requestLine })
+    await request(broken, { method: "GET", url: "/api/v1/api/verify", headers: bearer("sb_any") })
+    await broken.dispose()
+    const storage = makeSharedStorage()
+    const { key } = await createOrganization(storage)
+    const working = makeHandler(storage, { logger: requestLine })
+    await request(working, { method: "GET", url: "/api/v1/api/verify", headers: bearer(key.api_key) })
+    await working.dispose()
+    expect(levels).toEqual(["500 ERROR", "200 INFO"])
+  })
+
   it("answers 500 when the storage Layer cannot be built, and ready rejects", async () => {
     const broken = Layer.fail(new Error("cannot open database"))
     const handler = makeHandler(broken)
