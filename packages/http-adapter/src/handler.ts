@@ -29,6 +29,7 @@ import {
 } from "./internal/body.js"
 import { writeResponse } from "./internal/nodeResponse.js"
 import { readQuery, repeatedParameters, type Query } from "./internal/query.js"
+import { makeSharedScheduler } from "./internal/scheduler.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
 import {
@@ -247,7 +248,9 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       Layer.provideMerge(options.storage),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
-      Layer.provideMerge(loggerLayer(handlerLogger))
+      Layer.provideMerge(loggerLayer(handlerLogger)),
+      // Fibers resumed after an asynchronous step share one queue (internal/scheduler.ts).
+      Layer.provideMerge(Layer.setScheduler(makeSharedScheduler()))
     )
   )
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)

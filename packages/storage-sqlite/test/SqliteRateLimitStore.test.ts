@@ -65,7 +65,7 @@ describe("SqliteRateLimitStore", () => {
         Array.from({ length: 50 }, () => store.increment(at("general:org:grouped", 10_000))),
         { concurrency: "unbounded" }
       )
-      const [{ log: frames }] = observer.pragma("wal_checkpoint(PASSIVE)") as Array<{ log: number }>
+      const frames = (observer.pragma("wal_checkpoint(PASSIVE)") as Array<{ log: number }>)[0]!.log
       observer.close()
       expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, index) => index + 2))
       expect(frames).toBeGreaterThan(0)
