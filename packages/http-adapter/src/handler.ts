@@ -294,7 +294,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     const queryStart = url.indexOf("?")
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
     const program = Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
-      send(response)
+      send(withRateLimitHeaders(response, exchange.rateLimit))
       logRequest(handlerLogger, exchange, response.status)
     })
     const fiber = runtime.runFork(program)
@@ -331,8 +331,9 @@ interface Exchange {
 
 /**
  * The checks of docs/http-api.md "Order of checks" then the route's handler, as one Effect that
- * never fails: every failure becomes its envelope response. Written as plain functions
- * chaining a few Effects, with no generator: it runs on every request (docs/benchmarks.md).
+ * never fails: every failure becomes its envelope response (the `RateLimit-*` headers of
+ * `exchange.rateLimit` are added by the caller). Written as plain functions chaining a few
+ * Effects, with no generator: it runs on every request (docs/benchmarks.md).
  */
 const respond = (
   exchange: Exchange,
@@ -345,6 +346,7 @@ const respond = (
   const authenticated: Effect.Effect<AuthenticatedOrganization | undefined, HttpFailure | DomainError, RouteServices> =
     definition.authenticated === false ? Effect.succeed(undefined) : authenticate(exchange)
   const checked = Effect.flatMap(authenticated, (auth) => {
+    if (auth !== undefined) exchange.organizationId = auth.organization.id
     // Built only once the request passed the limiter: a 429 does no validation work.
     const rest = () => afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
     if (definition.rateLimited === false) return rest()
@@ -353,13 +355,14 @@ const respond = (
     })
     return Effect.flatMap(counted, rest)
   })
-  return Effect.map(recover(checked), (response) => withRateLimitHeaders(response, exchange.rateLimit))
+  return recover(checked)
 }
 
 /**
  * The checks after the rate limit (path parameters, repeated query parameters, query,
- * `Idempotency-Key`, body), then the route's handler, its result recovered into a
- * response (so an idempotent request stores what the client got).
+ * `Idempotency-Key`, body), then the route's handler. With an `Idempotency-Key` the result
+ * is recovered into a response here, so the stored response is what the client got;
+ * otherwise `respond` recovers it.
  */
 const afterRateLimit = (
   exchange: Exchange,
@@ -378,30 +381,34 @@ const afterRateLimit = (
   const idempotencyKey =
     definition.idempotent === true ? readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
   if (idempotencyKey instanceof HttpFailure) return Effect.fail(idempotencyKey)
+  const handle = (body: unknown): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> =>
+    Effect.map(
+      definition.handle({
+        params: params as Record<string, unknown>,
+        query: query as Record<string, unknown>,
+        body,
+        requestId: exchange.requestId,
+        auth: auth ?? NO_AUTHENTICATION,
+        basePath: route.basePath,
+        routes: route.routes
+      }),
+      responseOfResult
+    )
+  // A route without a body (most GETs) and without an Idempotency-Key goes straight to its
+  // handler: no Effect to read or check a body (fewer operations per request,
+  // docs/benchmarks.md).
+  if (idempotencyKey === undefined && definition.verifyRawBody === undefined && route.checkBody === undefined) {
+    return handle(undefined)
+  }
   const parsed = readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
   return Effect.flatMap(parsed, (parsedBody) => {
-    const handled = recover(
-      Effect.flatMap(
-        route.checkBody === undefined ? Effect.succeed(parsedBody) : checkBody(route.checkBody, parsedBody),
-        (body) =>
-          Effect.map(
-            definition.handle({
-              params: params as Record<string, unknown>,
-              query: query as Record<string, unknown>,
-              body,
-              requestId: exchange.requestId,
-              auth: auth ?? NO_AUTHENTICATION,
-              basePath: route.basePath,
-              routes: route.routes
-            }),
-            responseOfResult
-          )
-      )
-    )
-    if (idempotencyKey === undefined || auth === undefined) return handled
+    const checked = route.checkBody === undefined ? handle(parsedBody) : Effect.flatMap(checkBody(route.checkBody, parsedBody), handle)
+    // Without an Idempotency-Key, failures are turned into responses once, by `respond`;
+    // with one, here, so the stored response is what the client got.
+    if (idempotencyKey === undefined || auth === undefined) return checked
     const path = exchange.request.url.split("?", 1)[0] ?? ""
     const fingerprint = fingerprintOf(exchange.request.method, path, parsedBody)
-    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, handled)
+    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, recover(checked))
   })
 }
 
@@ -441,18 +448,13 @@ const recover = <R>(
     Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
   )
 
-/** Reads and checks the API key (401, then 403), noting the organization for the log line. */
+/** Reads and checks the API key (401, then 403); `respond` notes the organization for the log line. */
 const authenticate = (
   exchange: Exchange
 ): Effect.Effect<AuthenticatedOrganization, HttpFailure | DomainError, Organizations> => {
   const apiKey = readApiKey(exchange.request.header("authorization"))
   if (apiKey instanceof HttpFailure) return Effect.fail(apiKey)
-  return Effect.flatMap(Organizations, (organizations) =>
-    Effect.map(organizations.authenticate(apiKey), (auth) => {
-      exchange.organizationId = auth.organization.id
-      return auth
-    })
-  )
+  return Effect.flatMap(Organizations, (organizations) => organizations.authenticate(apiKey))
 }
 
 /** Validates a parsed body: a JSON object that passes the route's schema. */

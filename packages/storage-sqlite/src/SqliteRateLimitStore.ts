@@ -161,10 +161,13 @@ const fromDatabase = (
   }
 
   return {
-    increment: (request: RateLimitIncrement) =>
-      Effect.async<number, StorageError>((resume) => {
+    increment: (request: RateLimitIncrement) => {
+      const counted = Effect.async<number, StorageError>((resume) => {
         if (queued.push({ request, resume }) === 1) setImmediate(commitQueued)
-      }).pipe(Effect.tap(() => prune(request.now))),
+      })
+      // Pruning is due at most once per interval: most increments skip the extra step.
+      return request.now < nextPruneAt ? counted : Effect.tap(counted, () => prune(request.now))
+    },
     // The increment answers by the end of this turn of the event loop, its SQL being
     // synchronous on this thread: the limiter's timer could not help; a lock wait is
     // bounded by `busyTimeoutMs` instead.
