@@ -15,7 +15,6 @@ import {
   CHAT_STATUSES,
   type ChatId,
   type ChatList,
-  type ChatListParams,
   type ChatStatus,
   type MessageList,
   type MessageListParams
@@ -70,20 +69,26 @@ export const makeChatOperations = (
     return (yield* patch(organizationId, id, { favorite })).chat
   })
 
-  const list = Effect.fn("Chats.list")(function* (organizationId: OrganizationId, params: ChatListParams) {
+  // A plain function returning one Effect, no generator and no span, like
+  // Organizations.authenticate: `GET /chats` runs it on every request. No span above all: when
+  // a span ends, Effect's `NativeSpan` stores the exit (the whole page) in an object literal
+  // whose allocation site V8 pretenures under load; referenced from old space, every page
+  // then outlived its request until the next mark-compact (docs/benchmarks.md "Memory").
+  const list: ChatsService["list"] = (organizationId, params) => {
     const read = readChatListParams(organizationId, params)
-    if ("issues" in read) return yield* new InvalidInput({ issues: read.issues })
+    if ("issues" in read) return Effect.fail(new InvalidInput({ issues: read.issues }))
     const { filters, sort, binding, mode } = read.query
     if (mode._tag === "Offset") {
-      const page = yield* storage.chats.listPage(organizationId, filters, sort, mode.page)
-      const result: ChatList = { chats: page.items, pagination: { mode: "offset", ...paginationOf(mode.page, page.total) } }
-      return result
+      return Effect.map(
+        storage.chats.listPage(organizationId, filters, sort, mode.page),
+        (page): ChatList => ({ chats: page.items, pagination: { mode: "offset", ...paginationOf(mode.page, page.total) } })
+      )
     }
-    const rows = yield* storage.chats.listAfter(organizationId, filters, sort, mode.after, mode.limit + 1)
-    const page = cursorPage(rows, mode.limit, (last) => encodeCursor(binding, positionOf(last, sort)))
-    const result: ChatList = { chats: page.items, pagination: page.pagination }
-    return result
-  })
+    return Effect.map(storage.chats.listAfter(organizationId, filters, sort, mode.after, mode.limit + 1), (rows): ChatList => {
+      const page = cursorPage(rows, mode.limit, (last) => encodeCursor(binding, positionOf(last, sort)))
+      return { chats: page.items, pagination: page.pagination }
+    })
+  }
 
   const listMessages = Effect.fn("Chats.listMessages")(function* (
     organizationId: OrganizationId,
