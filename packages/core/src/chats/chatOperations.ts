@@ -16,8 +16,7 @@ import {
   type ChatId,
   type ChatList,
   type ChatStatus,
-  type MessageList,
-  type MessageListParams
+  type MessageList
 } from "./model.js"
 
 // The chat side of the Chats service: status, assignment, favorite, read, and the reads.
@@ -90,19 +89,21 @@ export const makeChatOperations = (
     })
   }
 
-  const listMessages = Effect.fn("Chats.listMessages")(function* (
-    organizationId: OrganizationId,
-    id: ChatId,
-    params: MessageListParams
-  ) {
+  // Like `list`: no span holding each page of messages past its request.
+  const listMessages: ChatsService["listMessages"] = (organizationId, id, params) => {
     const read = readMessageListParams(organizationId, id, params)
-    if ("issues" in read) return yield* new InvalidInput({ issues: read.issues })
+    if ("issues" in read) return Effect.fail(new InvalidInput({ issues: read.issues }))
     const { binding, limit, after } = read.query
-    const rows = yield* found(yield* storage.chats.listMessagesAfter(organizationId, id, after, limit + 1), () => chatNotFound(id))
-    const page = cursorPage(rows, limit, (last) => encodeCursor(binding, { value: last.created_at, uuid: last.uuid }))
-    const result: MessageList = { messages: page.items, pagination: page.pagination }
-    return result
-  })
+    return Effect.map(
+      Effect.flatMap(storage.chats.listMessagesAfter(organizationId, id, after, limit + 1), (rows) =>
+        found(rows, () => chatNotFound(id))
+      ),
+      (rows): MessageList => {
+        const page = cursorPage(rows, limit, (last) => encodeCursor(binding, { value: last.created_at, uuid: last.uuid }))
+        return { messages: page.items, pagination: page.pagination }
+      }
+    )
+  }
 
   return {
     assign,
