@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest"
-import { Effect, Fiber, Layer, ManagedRuntime } from "effect"
+import { Effect, Fiber, FiberRef, Layer, ManagedRuntime, Scheduler } from "effect"
+import { MemoryStorage } from "@switchboard/core"
+import { defaultRoutes, defineRoute } from "@switchboard/http-adapter"
 import { makeSharedScheduler } from "../src/internal/scheduler.js"
+import { makeHandler, request } from "./helpers.js"
 
 // The handler's scheduler (docs/http-adapter.md "Scheduling"): one queue for every fiber,
 // drained in one microtask, yielding to the event loop after 2048 drains in a row.
@@ -59,5 +62,28 @@ describe("the handler's shared scheduler", () => {
     expect(yields).toBeGreaterThan(2048)
     await runtime.runPromise(Fiber.interrupt(fiber))
     await runtime.dispose()
+  })
+
+  it("is the scheduler the handler's request fibers run on", async () => {
+    // A route reporting which scheduler its fiber has. Without the handler's own, a request
+    // fiber inherits the runtime's: Effect's default, or the `SyncScheduler` the runtime was
+    // built with (which hands its tasks to the default).
+    const schedulerRoute = defineRoute({
+      method: "GET",
+      path: "/test/scheduler",
+      tag: "Test",
+      summary: "Which scheduler the request fiber runs on",
+      authenticated: false,
+      handle: () =>
+        Effect.map(FiberRef.get(Scheduler.currentScheduler), (scheduler) => ({
+          message: "scheduler",
+          data: { default: scheduler === Scheduler.defaultScheduler, sync: scheduler instanceof Scheduler.SyncScheduler }
+        }))
+    })
+    const handler = makeHandler(MemoryStorage.layer, { routes: [...defaultRoutes, schedulerRoute] })
+    const response = await request(handler, { method: "GET", url: "/api/v1/api/test/scheduler" })
+    await handler.dispose()
+    expect(response.statusCode).toBe(200)
+    expect(response.json().data).toEqual({ default: false, sync: false })
   })
 })
