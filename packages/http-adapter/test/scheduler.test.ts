@@ -75,7 +75,7 @@ describe("the handler's shared scheduler", () => {
       summary: "Which scheduler the request fiber runs on",
       authenticated: false,
       handle: () =>
-        Effect.map(FiberRef.get(Scheduler.currentScheduler), (scheduler) => ({
+        Effect.map(FiberRef.get(FiberRef.currentScheduler), (scheduler) => ({
           message: "scheduler",
           data: { default: scheduler === Scheduler.defaultScheduler, sync: scheduler instanceof Scheduler.SyncScheduler }
         }))
