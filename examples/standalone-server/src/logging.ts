@@ -1,31 +1,106 @@
 import { Cause, FiberId, List, Logger } from "effect"
 // CommonJS: the default import is `module.exports`, which carries the class as `SonicBoom`.
 import sonicBoom from "sonic-boom"
+import type { RequestLogLine } from "@switchboard/http-adapter"
 
 /**
- * The standalone server's logger (docs/standalone-server.md "Logs"): Effect's JSON lines
- * (the format of `Logger.jsonLogger`, see {@link formatJsonLine}), one per line, on
- * stderr, written asynchronously through pino's `sonic-boom`. A line is queued and written
- * at once when no write is in flight; lines queued meanwhile leave together in the next
- * write, so under load one `write(2)` carries many lines instead of one system call per
- * request. Whatever is still queued is written synchronously when the process exits
- * (`process.exit` after SIGINT/SIGTERM included); a process killed with SIGKILL can lose
- * the lines of its last write.
+ * The standalone server's log output (docs/standalone-server.md "Logs"): JSON lines on
+ * stderr, in the format of Effect's `Logger.jsonLogger`. `logger` is the handler's `logger`
+ * (storage failures, defects, warnings; {@link formatJsonLine}), `requestLog` its
+ * `requestLog` (the one line per request; {@link formatRequestLine}). The lines of one turn
+ * of the event loop are joined and handed to pino's `sonic-boom` once, at the end of the
+ * turn ({@link makeLineBatcher}); it writes asynchronously, and the lines that arrive while a
+ * write is in flight leave together in the next one, so under load one system call carries
+ * many lines. `flushSync()` writes everything logged so far, synchronously; it also runs
+ * when the process exits (`process.exit` after SIGINT/SIGTERM included). A process killed
+ * with SIGKILL can lose the lines of its last write.
  *
  * @category logging
  */
-export const stderrJsonLogger = (): Logger.Logger<unknown, void> => {
+export interface StderrLog {
+  readonly logger: Logger.Logger<unknown, void>
+  readonly requestLog: (line: RequestLogLine) => void
+  readonly flushSync: () => void
+}
+
+/**
+ * Opens the standalone server's {@link StderrLog} on file descriptor 2.
+ *
+ * @category logging
+ */
+export const stderrJsonLog = (): StderrLog => {
   const destination = new sonicBoom.SonicBoom({ fd: 2, sync: false })
+  const lines = makeLineBatcher((text) => destination.write(text))
+  const flushSync = () => {
+    lines.flush()
+    destination.flushSync()
+  }
   process.once("exit", () => {
     try {
-      destination.flushSync()
+      flushSync()
     } catch {
       // stderr is gone (closed pipe): nothing can be written anywhere.
     }
   })
-  return Logger.make((options) => {
-    destination.write(`${formatJsonLine(options)}\n`)
-  })
+  return {
+    logger: Logger.make((options) => lines.add(formatJsonLine(options))),
+    requestLog: (line) => lines.add(formatRequestLine(line)),
+    flushSync
+  }
+}
+
+/**
+ * Joins the lines added during one turn of the event loop and hands them to `write` once,
+ * as one text (each line followed by `\n`), when `schedule` runs its callback (default
+ * `setImmediate`: after this turn's I/O callbacks). `flush()` hands over what is pending
+ * now. Lines keep their order.
+ *
+ * @category logging
+ */
+export const makeLineBatcher = (
+  write: (text: string) => void,
+  schedule: (flush: () => void) => unknown = setImmediate
+): { readonly add: (line: string) => void; readonly flush: () => void } => {
+  let pending = ""
+  const flush = () => {
+    if (pending === "") return
+    const text = pending
+    pending = ""
+    write(text)
+  }
+  return {
+    add: (line) => {
+      if (pending === "") schedule(flush)
+      pending += `${line}\n`
+    },
+    flush
+  }
+}
+
+/**
+ * A request line (the handler's {@link RequestLogLine}) as `Logger.jsonLogger` writes the
+ * handler's request entry, character for character (a test compares them): message
+ * `request`, the level, the ISO timestamp, the six annotations in the order of Effect's
+ * `HashMap`, no spans, fiber id none. Built as one string, without an intermediate object.
+ *
+ * @category logging
+ */
+export const formatRequestLine = (line: RequestLogLine): string =>
+  `{"message":"request","logLevel":"${line.level}","timestamp":"${isoTimestampOf(line.timestamp)}",` +
+  `"annotations":{"request_id":${JSON.stringify(line.requestId)},"organization_id":${JSON.stringify(line.organizationId)},` +
+  `"status":${JSON.stringify(line.status)},"method":${JSON.stringify(line.method)},` +
+  `"duration_ms":${JSON.stringify(line.durationMs)},"route":${JSON.stringify(line.route)}},"spans":{},"fiberId":""}`
+
+let lastTimestamp = Number.NaN
+let lastIsoTimestamp = ""
+
+/** `new Date(ms).toISOString()`, reusing the last one for the same millisecond (many lines share one under load). */
+const isoTimestampOf = (ms: number): string => {
+  if (ms !== lastTimestamp) {
+    lastIsoTimestamp = new Date(ms).toISOString()
+    lastTimestamp = ms
+  }
+  return lastIsoTimestamp
 }
 
 /**

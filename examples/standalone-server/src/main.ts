@@ -23,7 +23,7 @@ import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboar
 import { Effect, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
-import { stderrJsonLogger } from "./logging.js"
+import { stderrJsonLog } from "./logging.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
@@ -65,10 +65,13 @@ const main = async (): Promise<void> => {
   const [storage, demo] = bootstrap.value
   if (Option.isSome(demo)) process.stdout.write(`${JSON.stringify(demo.value)}\n`)
 
+  // JSON lines on stderr, written in batches (docs/standalone-server.md "Logs").
+  const log = stderrJsonLog()
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),
-    // JSON lines on stderr, written in batches under load (docs/standalone-server.md "Logs").
-    logger: stderrJsonLogger(),
+    logger: log.logger,
+    // Request lines as plain data, formatted without Effect's log entry (docs/benchmarks.md).
+    requestLog: log.requestLog,
     rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
     // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
     whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },
@@ -97,6 +100,8 @@ const main = async (): Promise<void> => {
   onShutdownSignal(async () => {
     await closeGracefully(server)
     await closeStore()
+    // Every request line before the last one.
+    log.flushSync()
     process.stderr.write("Switchboard stopped\n")
   })
   process.stderr.write(`${describeRateLimits(rateLimits.value, rateLimitStore)}\n`)

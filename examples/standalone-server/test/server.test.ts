@@ -75,6 +75,26 @@ describe("standalone server end to end", () => {
     expect(await terminate(server)).toMatchObject({ code: 0 })
   })
 
+  it("writes one JSON line per request on stderr, all before 'Switchboard stopped', none holding a key", async () => {
+    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const server = await startServer(env)
+    const statuses = []
+    for (const apiKey of [acme.api_key, acme.api_key, `${acme.api_key}x`]) statuses.push((await verify(server, apiKey)).status)
+    expect(statuses).toEqual([200, 200, 401])
+    expect(await terminate(server)).toMatchObject({ code: 0 })
+    const stderr = server.output().stderr.trim().split("\n")
+    const requestLines = stderr.filter((line) => line.includes('"message":"request"')).map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(requestLines.map((line) => line.annotations)).toMatchObject([
+      { method: "GET", route: "/verify", status: 200, organization_id: acme.org_id },
+      { method: "GET", route: "/verify", status: 200, organization_id: acme.org_id },
+      { method: "GET", route: "/verify", status: 401, organization_id: null }
+    ])
+    expect(requestLines.every((line) => line.logLevel === "INFO" && typeof line.timestamp === "string")).toBe(true)
+    expect(stderr.at(-1)).toBe("Switchboard stopped")
+    expect(server.output().stderr).not.toContain(acme.api_key)
+  })
+
   it("prints the demo key once, on the first start on an empty database, and exits 0 on SIGTERM", async () => {
     const env = { DATABASE_URL: temporaryDatabaseUrl() }
     const first = await startServer(env)

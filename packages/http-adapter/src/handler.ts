@@ -68,6 +68,15 @@ export interface HandlerOptions {
    * JSON logger on stdout; `false` silences them.
    */
   readonly logger?: Logger.Logger<unknown, unknown> | false
+  /**
+   * Receives each request's one log line as plain data ({@link RequestLogLine}) instead of
+   * `logger` (docs/http-adapter.md "Every response"): no Effect `Logger.Options` (annotation
+   * `HashMap`, `Date`) is built per request, the cheapest path (docs/benchmarks.md), the one
+   * the standalone server takes. `logger` still receives every other line (storage
+   * failures, defects); `logger: false` does not silence this one. A function that throws
+   * loses the line, never the response. Default: request lines go to `logger`.
+   */
+  readonly requestLog?: (line: RequestLogLine) => void
   /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
   readonly routes?: ReadonlyArray<RouteDefinition>
   /**
@@ -128,6 +137,31 @@ export interface SwitchboardHandler {
    * runs the storage's finalizers (closes the database).
    */
   readonly dispose: () => Promise<void>
+}
+
+/**
+ * One request's log line as plain data, for the `requestLog` option (docs/http-adapter.md
+ * "Every response"): the six fields `logger` receives as annotations (`durationMs` and
+ * `organizationId` there named `duration_ms` and `organization_id`), the level and the time.
+ * Never a key, a token or a body.
+ *
+ * @category handler
+ */
+export interface RequestLogLine {
+  /** `ERROR` for a 5xx answer, else `INFO`. */
+  readonly level: "INFO" | "ERROR"
+  readonly method: string
+  /** The route's pattern, e.g. `/contacts/:uuid`; `(unmatched)` when no route matched. */
+  readonly route: string
+  readonly status: number
+  /** From the request's arrival to its answer, in milliseconds, rounded to two decimals. */
+  readonly durationMs: number
+  /** `null` until the request is authenticated (and for routes that need no key). */
+  readonly organizationId: string | null
+  /** The `X-Request-Id` of the answer. */
+  readonly requestId: string
+  /** When the answer was handed to the host, in milliseconds since the epoch (`Date.now()`). */
+  readonly timestamp: number
 }
 
 /**
@@ -236,10 +270,11 @@ export interface HandlerCore {
 export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
-  // One logger for the runtime and the request lines. A request line is handed to it
-  // directly, outside the request's fiber: no log fiber, no annotation FiberRefs
-  // (docs/benchmarks.md). `logger: false`: none.
+  // One logger for the runtime and, unless `requestLog` takes them, the request lines. A
+  // request line is handed over directly, outside the request's fiber: no log fiber, no
+  // annotation FiberRefs (docs/benchmarks.md). `logger: false`: none.
   const handlerLogger = handlerLoggerOf(options.logger)
+  const logRequest = requestLoggerOf(options.requestLog, handlerLogger)
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
@@ -287,7 +322,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
               allow: found.allow.join(", ")
             })
       send(response)
-      logRequest(handlerLogger, exchange, response.status)
+      logRequest?.(exchange, response.status)
       return { interrupt: () => undefined }
     }
     exchange.route = found.route.definition.path
@@ -295,7 +330,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
     const program = Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
       send(withRateLimitHeaders(response, exchange.rateLimit))
-      logRequest(handlerLogger, exchange, response.status)
+      logRequest?.(exchange, response.status)
     })
     const fiber = runtime.runFork(program)
     fiber.addObserver((exit) => {
@@ -504,37 +539,61 @@ const handlerLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknow
   logger === false ? undefined : (logger ?? Logger.withConsoleLog(Logger.jsonLogger))
 
 /**
- * Writes the one line of a request (docs/http-adapter.md "Every response"): message
- * `request`, level INFO (ERROR for a 5xx), annotations `method`, `route`, `status`,
- * `duration_ms` (ms, two decimals), `organization_id` (null before authentication) and
- * `request_id`. Called with the answer, outside any fiber: the logger gets the same
- * options an `Effect.logInfo` would give it, with no spans and no fiber.
+ * How the handler writes the one line of a request (docs/http-adapter.md "Every response"),
+ * chosen once: to `requestLog` as a {@link RequestLogLine}, else to `logger` as an Effect
+ * log entry, else nowhere (`undefined`). Called with the answer, outside any fiber. A sink
+ * that throws loses the line; the request was answered.
  */
-const logRequest = (logger: Logger.Logger<unknown, unknown> | undefined, exchange: Exchange, status: number): void => {
-  if (logger === undefined) return
-  // A host's logger that throws must not turn an answered request into a crash.
-  try {
-    logger.log({
-      fiberId: FiberId.none,
-      logLevel: status >= 500 ? LogLevel.Error : LogLevel.Info,
-      message: "request",
-      cause: Cause.empty,
-      context: NO_FIBER_REFS,
-      spans: List.empty(),
-      annotations: HashMap.make(
-        ["method", exchange.request.method],
-        ["route", exchange.route],
-        ["status", status],
-        ["duration_ms", Math.round((performance.now() - exchange.startedAt) * 100) / 100],
-        ["organization_id", exchange.organizationId ?? null],
-        ["request_id", exchange.requestId]
-      ),
-      date: new Date()
-    })
-  } catch {
-    // The line is lost; the request was answered.
+const requestLoggerOf = (
+  requestLog: HandlerOptions["requestLog"],
+  logger: Logger.Logger<unknown, unknown> | undefined
+): ((exchange: Exchange, status: number) => void) | undefined => {
+  if (requestLog !== undefined) {
+    return (exchange, status) => {
+      try {
+        requestLog({
+          level: status >= 500 ? "ERROR" : "INFO",
+          method: exchange.request.method,
+          route: exchange.route,
+          status,
+          durationMs: durationMsOf(exchange),
+          organizationId: exchange.organizationId ?? null,
+          requestId: exchange.requestId,
+          timestamp: Date.now()
+        })
+      } catch {
+        // The line is lost; the request was answered.
+      }
+    }
+  }
+  if (logger === undefined) return undefined
+  return (exchange, status) => {
+    try {
+      logger.log({
+        fiberId: FiberId.none,
+        logLevel: status >= 500 ? LogLevel.Error : LogLevel.Info,
+        message: "request",
+        cause: Cause.empty,
+        context: NO_FIBER_REFS,
+        spans: List.empty(),
+        annotations: HashMap.make(
+          ["method", exchange.request.method],
+          ["route", exchange.route],
+          ["status", status],
+          ["duration_ms", durationMsOf(exchange)],
+          ["organization_id", exchange.organizationId ?? null],
+          ["request_id", exchange.requestId]
+        ),
+        date: new Date()
+      })
+    } catch {
+      // The line is lost; the request was answered.
+    }
   }
 }
+
+/** Milliseconds since the request arrived, rounded to two decimals. */
+const durationMsOf = (exchange: Exchange): number => Math.round((performance.now() - exchange.startedAt) * 100) / 100
 
 const NO_FIBER_REFS = FiberRefs.empty()
 

@@ -5,7 +5,13 @@
  *
  * @packageDocumentation
  */
-export { createHandler, DEFAULT_BASE_PATH, type HandlerOptions, type SwitchboardHandler } from "./handler.js"
+export {
+  createHandler,
+  DEFAULT_BASE_PATH,
+  type HandlerOptions,
+  type RequestLogLine,
+  type SwitchboardHandler
+} from "./handler.js"
 export { answerClientError } from "./clientError.js"
 export {
   dispatchWebhooks,

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer, Logger } from "effect"
 import { MemoryStorage, Storage, StorageError } from "@switchboard/core"
-import { defaultRoutes, defineRoute } from "@switchboard/http-adapter"
+import { defaultRoutes, defineRoute, type RequestLogLine } from "@switchboard/http-adapter"
 import { bearer, createOrganization, makeHandler, makeSharedStorage, request } from "./helpers.js"
 
 const bodyRoute = defineRoute({
@@ -121,18 +121,20 @@ describe("as Express/Connect middleware", () => {
   })
 })
 
-describe("failures of the store", () => {
-  const failing = Layer.sync(Storage, () => {
-    const store = MemoryStorage.make()
-    return {
-      ...store,
-      organizations: {
-        ...store.organizations,
-        findCredentialByHash: () =>
-          Effect.fail(new StorageError({ operation: "organizations.findCredentialByHash", cause: new Error("disk I/O error at /var/db") }))
-      }
+/** A store whose key look-up fails: every authenticated request answers 500. */
+const failing = Layer.sync(Storage, () => {
+  const store = MemoryStorage.make()
+  return {
+    ...store,
+    organizations: {
+      ...store.organizations,
+      findCredentialByHash: () =>
+        Effect.fail(new StorageError({ operation: "organizations.findCredentialByHash", cause: new Error("disk I/O error at /var/db") }))
     }
-  })
+  }
+})
+
+describe("failures of the store", () => {
 
   it("answers 500 internal_error exposing no cause and logs it", async () => {
     const lines: Array<string> = []
@@ -223,6 +225,68 @@ describe("request logs (docs/http-adapter.md 'Every response')", () => {
     expect(typeof entries[0]?.annotations.duration_ms).toBe("number")
     expect(entries[1]?.annotations).toMatchObject({ status: 401, organization_id: null })
     expect(JSON.stringify(entries)).not.toContain(key.api_key)
+  })
+
+  it("hands each request line to requestLog as plain data instead of logger, which keeps the other lines", async () => {
+    const lines: Array<RequestLogLine> = []
+    const loggerMessages: Array<string> = []
+    const storage = makeSharedStorage()
+    const { organization, key } = await createOrganization(storage)
+    const handler = makeHandler(storage, {
+      requestLog: (line) => lines.push(line),
+      logger: Logger.make(({ message }) => loggerMessages.push(String(message)))
+    })
+    const before = Date.now()
+    await request(handler, {
+      method: "GET",
+      url: "/api/v1/api/verify",
+      headers: { ...bearer(key.api_key), "x-request-id": "trace-2" }
+    })
+    await request(handler, { method: "GET", url: "/api/v1/api/verify", headers: bearer(key.api_key + "x") })
+    await request(handler, { method: "POST", url: "/api/v1/api/nowhere" })
+    await handler.dispose()
+    expect(lines).toHaveLength(3)
+    expect(lines[0]).toMatchObject({
+      level: "INFO",
+      method: "GET",
+      route: "/verify",
+      status: 200,
+      organizationId: organization.id,
+      requestId: "trace-2"
+    })
+    expect(lines[0]?.durationMs).toBeGreaterThanOrEqual(0)
+    expect(lines[0]?.timestamp).toBeGreaterThanOrEqual(before)
+    expect(lines[0]?.timestamp).toBeLessThanOrEqual(Date.now())
+    expect(lines[1]).toMatchObject({ status: 401, organizationId: null, route: "/verify" })
+    expect(lines[2]).toMatchObject({ status: 404, method: "POST", route: "(unmatched)", organizationId: null })
+    expect(loggerMessages).not.toContain("request")
+    expect(JSON.stringify(lines)).not.toContain(key.api_key)
+  })
+
+  it("gives requestLog the lines of a 5xx at level ERROR, even with logger: false", async () => {
+    const lines: Array<RequestLogLine> = []
+    const broken = makeHandler(failing, { logger: false, requestLog: (line) => lines.push(line) })
+    const response = await request(broken, { method: "GET", url: "/api/v1/api/verify", headers: bearer("sb_any") })
+    await broken.dispose()
+    expect(response.statusCode).toBe(500)
+    expect(lines).toMatchObject([{ level: "ERROR", status: 500 }])
+  })
+
+  it("a requestLog that throws loses its lines, never the responses", async () => {
+    const storage = makeSharedStorage()
+    const { key } = await createOrganization(storage)
+    let calls = 0
+    const handler = makeHandler(storage, {
+      requestLog: () => {
+        calls += 1
+        throw new Error("the log sink is full")
+      }
+    })
+    const verified = await request(handler, { method: "GET", url: "/api/v1/api/verify", headers: bearer(key.api_key) })
+    const unknown = await request(handler, { method: "GET", url: "/api/v1/api/nowhere" })
+    await handler.dispose()
+    expect([verified.statusCode, unknown.statusCode]).toEqual([200, 404])
+    expect(calls).toBe(2)
   })
 
   it("a logger that throws loses its lines, never the responses (docs/http-adapter.md)", async () => {
