@@ -540,51 +540,27 @@ const handlerLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknow
 
 /**
  * How the handler writes the one line of a request (docs/http-adapter.md "Every response"),
- * chosen once: to `requestLog` as a {@link RequestLogLine}, else to `logger` as an Effect
- * log entry, else nowhere (`undefined`). Called with the answer, outside any fiber. A sink
- * that throws loses the line; the request was answered.
+ * chosen once: to `requestLog`, else to `logger` ({@link requestLogThrough}), else nowhere
+ * (`undefined`). Called with the answer, outside any fiber. A sink that throws loses the
+ * line; the request was answered.
  */
 const requestLoggerOf = (
   requestLog: HandlerOptions["requestLog"],
   logger: Logger.Logger<unknown, unknown> | undefined
 ): ((exchange: Exchange, status: number) => void) | undefined => {
-  if (requestLog !== undefined) {
-    return (exchange, status) => {
-      try {
-        requestLog({
-          level: status >= 500 ? "ERROR" : "INFO",
-          method: exchange.request.method,
-          route: exchange.route,
-          status,
-          durationMs: durationMsOf(exchange),
-          organizationId: exchange.organizationId ?? null,
-          requestId: exchange.requestId,
-          timestamp: Date.now()
-        })
-      } catch {
-        // The line is lost; the request was answered.
-      }
-    }
-  }
-  if (logger === undefined) return undefined
+  const sink = requestLog ?? (logger === undefined ? undefined : requestLogThrough(logger))
+  if (sink === undefined) return undefined
   return (exchange, status) => {
     try {
-      logger.log({
-        fiberId: FiberId.none,
-        logLevel: status >= 500 ? LogLevel.Error : LogLevel.Info,
-        message: "request",
-        cause: Cause.empty,
-        context: NO_FIBER_REFS,
-        spans: List.empty(),
-        annotations: HashMap.make(
-          ["method", exchange.request.method],
-          ["route", exchange.route],
-          ["status", status],
-          ["duration_ms", durationMsOf(exchange)],
-          ["organization_id", exchange.organizationId ?? null],
-          ["request_id", exchange.requestId]
-        ),
-        date: new Date()
+      sink({
+        level: status >= 500 ? "ERROR" : "INFO",
+        method: exchange.request.method,
+        route: exchange.route,
+        status,
+        durationMs: Math.round((performance.now() - exchange.startedAt) * 100) / 100,
+        organizationId: exchange.organizationId ?? null,
+        requestId: exchange.requestId,
+        timestamp: Date.now()
       })
     } catch {
       // The line is lost; the request was answered.
@@ -592,8 +568,32 @@ const requestLoggerOf = (
   }
 }
 
-/** Milliseconds since the request arrived, rounded to two decimals. */
-const durationMsOf = (exchange: Exchange): number => Math.round((performance.now() - exchange.startedAt) * 100) / 100
+/**
+ * A request line for an Effect `logger`: the options an `Effect.logInfo` would give it
+ * (message `request`, level INFO or ERROR, the six annotations `method`, `route`, `status`,
+ * `duration_ms`, `organization_id`, `request_id`), with no spans and fiber id none.
+ */
+const requestLogThrough =
+  (logger: Logger.Logger<unknown, unknown>) =>
+  (line: RequestLogLine): void => {
+    logger.log({
+      fiberId: FiberId.none,
+      logLevel: line.level === "ERROR" ? LogLevel.Error : LogLevel.Info,
+      message: "request",
+      cause: Cause.empty,
+      context: NO_FIBER_REFS,
+      spans: List.empty(),
+      annotations: HashMap.make(
+        ["method", line.method],
+        ["route", line.route],
+        ["status", line.status],
+        ["duration_ms", line.durationMs],
+        ["organization_id", line.organizationId],
+        ["request_id", line.requestId]
+      ),
+      date: new Date(line.timestamp)
+    })
+  }
 
 const NO_FIBER_REFS = FiberRefs.empty()
 
