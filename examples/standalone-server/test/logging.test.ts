@@ -1,6 +1,6 @@
 import { Cause, FiberId, FiberRefs, HashMap, List, Logger, LogLevel, LogSpan } from "effect"
 import { describe, expect, it } from "vitest"
-import type { RequestLogLine } from "@switchboard/http-adapter"
+import { requestLogEntryOf, type RequestLogLine } from "@switchboard/http-adapter"
 import { formatJsonLine, formatRequestLine, makeLineBatcher } from "../src/logging.js"
 
 const entry = (overrides: Partial<Logger.Logger.Options<unknown>> = {}): Logger.Logger.Options<unknown> => ({
@@ -76,20 +76,6 @@ describe("formatRequestLine", () => {
     timestamp: Date.parse("2026-11-23T12:00:00.123Z"),
     ...overrides
   })
-  /** The entry the handler gives an Effect `logger` for the same request. */
-  const asLoggerEntry = (request: RequestLogLine): Logger.Logger.Options<unknown> =>
-    entry({
-      logLevel: request.level === "ERROR" ? LogLevel.Error : LogLevel.Info,
-      annotations: HashMap.make(
-        ["method", request.method],
-        ["route", request.route],
-        ["status", request.status],
-        ["duration_ms", request.durationMs],
-        ["organization_id", request.organizationId],
-        ["request_id", request.requestId]
-      ),
-      date: new Date(request.timestamp)
-    })
   const cases: Record<string, RequestLogLine> = {
     "an authenticated 200": line(),
     "an unauthenticated 401": line({ status: 401, organizationId: null }),
@@ -101,7 +87,7 @@ describe("formatRequestLine", () => {
   }
   for (const [name, request] of Object.entries(cases)) {
     it(`writes ${name} exactly as Logger.jsonLogger writes the handler's entry`, () => {
-      expect(formatRequestLine(request)).toBe(Logger.jsonLogger.log(asLoggerEntry(request)))
+      expect(formatRequestLine(request)).toBe(Logger.jsonLogger.log(requestLogEntryOf(request)))
     })
   }
 })

@@ -568,32 +568,40 @@ const requestLoggerOf = (
   }
 }
 
-/**
- * A request line for an Effect `logger`: the options an `Effect.logInfo` would give it
- * (message `request`, level INFO or ERROR, the six annotations `method`, `route`, `status`,
- * `duration_ms`, `organization_id`, `request_id`), with no spans and fiber id none.
- */
+/** A `requestLog` handing each line to an Effect `logger` as {@link requestLogEntryOf} builds it. */
 const requestLogThrough =
   (logger: Logger.Logger<unknown, unknown>) =>
   (line: RequestLogLine): void => {
-    logger.log({
-      fiberId: FiberId.none,
-      logLevel: line.level === "ERROR" ? LogLevel.Error : LogLevel.Info,
-      message: "request",
-      cause: Cause.empty,
-      context: NO_FIBER_REFS,
-      spans: List.empty(),
-      annotations: HashMap.make(
-        ["method", line.method],
-        ["route", line.route],
-        ["status", line.status],
-        ["duration_ms", line.durationMs],
-        ["organization_id", line.organizationId],
-        ["request_id", line.requestId]
-      ),
-      date: new Date(line.timestamp)
-    })
+    logger.log(requestLogEntryOf(line))
   }
+
+/**
+ * The Effect log entry the handler gives its `logger` for a request line
+ * (docs/http-adapter.md "Every response"): the options an `Effect.logInfo` would give it,
+ * message `request`, level INFO or ERROR, the six annotations `method`, `route`, `status`,
+ * `duration_ms`, `organization_id`, `request_id`, the line's time, no spans and fiber id
+ * none. Exported so that a `requestLog` formatting lines itself can be checked against
+ * what a logger would have written.
+ *
+ * @category handler
+ */
+export const requestLogEntryOf = (line: RequestLogLine): Logger.Logger.Options<unknown> => ({
+  fiberId: FiberId.none,
+  logLevel: line.level === "ERROR" ? LogLevel.Error : LogLevel.Info,
+  message: "request",
+  cause: Cause.empty,
+  context: NO_FIBER_REFS,
+  spans: List.empty(),
+  annotations: HashMap.make(
+    ["method", line.method],
+    ["route", line.route],
+    ["status", line.status],
+    ["duration_ms", line.durationMs],
+    ["organization_id", line.organizationId],
+    ["request_id", line.requestId]
+  ),
+  date: new Date(line.timestamp)
+})
 
 const NO_FIBER_REFS = FiberRefs.empty()
 

@@ -9,6 +9,7 @@ export {
   createHandler,
   DEFAULT_BASE_PATH,
   type HandlerOptions,
+  requestLogEntryOf,
   type RequestLogLine,
   type SwitchboardHandler
 } from "./handler.js"
