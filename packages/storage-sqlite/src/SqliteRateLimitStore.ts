@@ -2,6 +2,7 @@ import type Sqlite from "better-sqlite3"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { RateLimitStore, StorageError, type RateLimitIncrement, type RateLimitStoreService } from "@switchboard/core"
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
+import { endOfTurnQueue } from "./internal/endOfTurn.js"
 import { attempt, statementsOf, type Statements } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
 
@@ -100,9 +101,9 @@ export const layerFromClient = (
 const DEFAULT_PRUNE_INTERVAL_MS = 60_000
 
 /**
- * The store on a migrated `db`. Each increment is the statement
- * `INSERT … ON CONFLICT DO UPDATE SET count = count + 1` then the `SELECT` of the new
- * count, both under SQLite's write lock, so concurrent requests of every process on the
+ * The store on a migrated `db`. Increments of one bucket window are counted by the
+ * statement `INSERT … ON CONFLICT DO UPDATE SET count = count + n` then the `SELECT` of the
+ * new count, both under SQLite's write lock, so concurrent requests of every process on the
  * file get distinct counts. Not one statement with `RETURNING count`: SQLite runs a
  * `RETURNING` statement through a temporary table, and with the default `temp_store`
  * (file) every such statement in a transaction allocated and released about 100 KiB
@@ -111,13 +112,16 @@ const DEFAULT_PRUNE_INTERVAL_MS = 60_000
  *
  * Grouped commit (docs/rate-limits.md "Stores"): the increments asked for during one turn
  * of the event loop are queued and run together at its end (`setImmediate`), in one
- * `BEGIN IMMEDIATE` transaction, each with its own statement and its own count. A commit
- * costs about eight system calls (locks and WAL writes, ~20 µs on the development machine)
- * whatever it holds, so under load a request pays a fraction of one. The transaction is
- * opened and committed inside that one callback: no lock is held between turns, so a
- * file shared with `SqliteStorage` (or a host's own connection) is safe. When the
- * transaction fails, every increment of the group fails with `StorageError`
- * ("rateLimits.increment") and none is counted.
+ * `BEGIN IMMEDIATE` transaction. A commit costs about eight system calls (locks and WAL
+ * writes, ~20 µs on the development machine) whatever it holds, so under load a request
+ * pays a fraction of one. Within the group, the `n` increments of one key and window (the
+ * requests of one organization, usually) are one pair of statements: the window's count
+ * goes from `c` to `c + n` and they get `c + 1` … `c + n`, in the order they were asked,
+ * exactly the counts `n` separate increments would have had. The transaction is opened and
+ * committed inside that one callback: no lock is held between turns, so a file shared with
+ * `SqliteStorage` (or a host's own connection) is safe. When the transaction fails, every
+ * increment of the group fails with `StorageError` ("rateLimits.increment") and none is
+ * counted.
  *
  * Rows of ended windows are deleted through the `expires_at` index at most once per
  * `pruneIntervalMs` (by the requests' `now`); a failed pruning is logged and retried at
@@ -139,32 +143,22 @@ const fromDatabase = (
     )
   }
 
-  let queued: Array<QueuedIncrement> = []
   // Made once: better-sqlite3 prepares its BEGIN/COMMIT statements per transaction function.
-  const incrementAll = db.transaction((group: ReadonlyArray<QueuedIncrement>): Array<number> =>
-    group.map(({ request }) => incrementOnce(statements, request))
+  const incrementAll = db.transaction((group: ReadonlyArray<RateLimitIncrement>): Array<number> =>
+    countsOf(statements, group)
   )
-  const commitQueued = (): void => {
-    const group = queued
-    queued = []
-    let counts: Array<number>
+  const incrementAtEndOfTurn = endOfTurnQueue((group: ReadonlyArray<RateLimitIncrement>) => {
     try {
-      counts = incrementAll.immediate(group)
+      return incrementAll.immediate(group).map((count) => Effect.succeed(count))
     } catch (cause) {
       const failed = Effect.fail(new StorageError({ operation: "rateLimits.increment", cause }))
-      for (const { resume } of group) resume(failed)
-      return
+      return group.map(() => failed)
     }
-    for (let index = 0; index < group.length; index++) {
-      group[index]!.resume(Effect.succeed(counts[index]!))
-    }
-  }
+  })
 
   return {
     increment: (request: RateLimitIncrement) => {
-      const counted = Effect.async<number, StorageError>((resume) => {
-        if (queued.push({ request, resume }) === 1) setImmediate(commitQueued)
-      })
+      const counted = incrementAtEndOfTurn(request)
       // Pruning is due at most once per interval: most increments skip the extra step.
       return request.now < nextPruneAt ? counted : Effect.tap(counted, () => prune(request.now))
     },
@@ -175,21 +169,36 @@ const fromDatabase = (
   }
 }
 
-/** An increment waiting for the end of the event loop's turn, and how to answer it. */
-interface QueuedIncrement {
-  readonly request: RateLimitIncrement
-  readonly resume: (answer: Effect.Effect<number, StorageError>) => void
+/**
+ * Counts every increment of `group`, inside the group's write transaction: the increments
+ * of each key and window together, by {@link incrementBy}. Returns each increment's count,
+ * in the order of `group`.
+ */
+const countsOf = (statements: Statements, group: ReadonlyArray<RateLimitIncrement>): Array<number> => {
+  if (group.length === 1) return [incrementBy(statements, group[0]!, 1)]
+  // Per key and window: how many increments, then the count the next one of them gets.
+  const windows = new Map<string, { readonly request: RateLimitIncrement; increments: number; next: number }>()
+  const windowOf = (request: RateLimitIncrement) => `${request.windowStart} ${request.key}`
+  for (const request of group) {
+    const window = windows.get(windowOf(request))
+    if (window === undefined) windows.set(windowOf(request), { request, increments: 1, next: 0 })
+    else window.increments += 1
+  }
+  for (const window of windows.values()) {
+    window.next = incrementBy(statements, window.request, window.increments) - window.increments + 1
+  }
+  return group.map((request) => windows.get(windowOf(request))!.next++)
 }
 
-/** The two statements of an increment, inside the group's write transaction; returns the new count. */
-const incrementOnce = (statements: Statements, request: RateLimitIncrement): number => {
-  statements.prepare(SQL.increment).run(request.key, request.windowStart, request.expiresAt)
+/** Adds `increments` to the count of `request`'s key and window; returns the new count. */
+const incrementBy = (statements: Statements, request: RateLimitIncrement, increments: number): number => {
+  statements.prepare(SQL.increment).run(request.key, request.windowStart, increments, request.expiresAt)
   return statements.prepare<{ count: number }>(SQL.count).get(request.key, request.windowStart)!.count
 }
 
 const SQL = {
-  increment: `INSERT INTO rate_buckets (key, window_start, count, expires_at) VALUES (?, ?, 1, ?)
-    ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1`,
+  increment: `INSERT INTO rate_buckets (key, window_start, count, expires_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (key, window_start) DO UPDATE SET count = count + excluded.count`,
   count: "SELECT count FROM rate_buckets WHERE key = ? AND window_start = ?",
   prune: "DELETE FROM rate_buckets WHERE expires_at <= ?"
 } as const

@@ -5,7 +5,7 @@ import { Effect, Layer } from "effect"
 import { RateLimitStore, type RateLimitIncrement } from "@switchboard/core"
 import { runRateLimitStoreContract } from "@switchboard/storage-contract"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
-import { tempFiles } from "./helpers.js"
+import { countExecutions, tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
@@ -71,6 +71,26 @@ describe("SqliteRateLimitStore", () => {
       expect(frames).toBeGreaterThan(0)
       expect(frames).toBeLessThanOrEqual(3)
     }).pipe(Effect.scoped))
+
+  it.effect("counts the increments of one key and window in a group with one statement pair, in the order asked", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      const increments = countExecutions(db, (sql) => sql.startsWith("INSERT INTO rate_buckets"))
+      const store = yield* Effect.provide(RateLimitStore, SqliteRateLimitStore.layerFromClient(db))
+      expect(yield* store.increment(at("general:org:a", 10_000))).toBe(1)
+      increments.reset()
+      // One turn: a, b, a, a (another window), a, b.
+      const asked = [at("general:org:a", 10_000), at("general:org:b", 10_000), at("general:org:a", 10_100), at("general:org:a", 11_000), at("general:org:a", 10_900), at("general:org:b", 10_500)]
+      const counts = yield* Effect.all(asked.map((request) => store.increment(request)), { concurrency: "unbounded" })
+      expect(counts).toEqual([2, 1, 3, 1, 4, 2])
+      expect(increments.count()).toBe(3)
+      expect(rows(db.name)).toEqual([
+        { key: "general:org:a", window_start: 10_000, count: 4 },
+        { key: "general:org:a", window_start: 11_000, count: 1 },
+        { key: "general:org:b", window_start: 10_000, count: 2 }
+      ])
+      db.close()
+    }))
 
   it.effect("a failed commit fails every increment of its group and counts none of them", () =>
     Effect.gen(function* () {

@@ -2,13 +2,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
 import { join } from "node:path"
-import { Config, ConfigError, ConfigProvider, Effect, Layer, Option } from "effect"
+import { Config, ConfigError, ConfigProvider, Effect, Fiber, Layer, Option } from "effect"
 import { Storage, type StorageError } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { statementsOf, transaction } from "../src/internal/sql.js"
 import { migrations } from "../src/migrations.js"
-import { tempFiles } from "./helpers.js"
+import { countExecutions, tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
@@ -244,6 +244,32 @@ describe("the exact credential cache of findCredentialByHash", () => {
       expect(Option.isNone(yield* first.organizations.findCredentialByHash(late.hash))).toBe(true)
       yield* elsewhere.organizations.insertApiKey(late)
       expect(Option.isSome(yield* first.organizations.findCredentialByHash(late.hash))).toBe(true)
+      other.close()
+      db.close()
+    }))
+
+  it.effect("answers the look-ups of one turn together, after one data_version reading taken once all were asked", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      const readings = countExecutions(db, (sql) => sql === "PRAGMA data_version")
+      const storage = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const other = new Sqlite(filename)
+      const org = fixtures.organization()
+      yield* storage.organizations.insert(org)
+      const keys = [fixtures.apiKey(org.id), fixtures.apiKey(org.id), fixtures.apiKey(org.id)]
+      for (const key of keys) yield* storage.organizations.insertApiKey(key)
+      for (const key of keys) yield* storage.organizations.findCredentialByHash(key.hash)
+
+      // Three requests ask in one turn; another process revokes every key after they asked,
+      // before the end of the turn: all three are answered with the revocation.
+      readings.reset()
+      const asked = keys.map((key) => Effect.runFork(storage.organizations.findCredentialByHash(key.hash)))
+      other.prepare("UPDATE api_keys SET revoked_at = '2026-02-01T00:00:00.000Z'").run()
+      for (const fiber of asked) {
+        expect(Option.getOrThrow(yield* Fiber.join(fiber)).api_key.revoked_at).toBe("2026-02-01T00:00:00.000Z")
+      }
+      expect(readings.count()).toBe(1)
       other.close()
       db.close()
     }))

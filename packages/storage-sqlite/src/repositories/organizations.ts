@@ -1,48 +1,99 @@
 import type Sqlite from "better-sqlite3"
-import { Option } from "effect"
-import type {
-  ApiKey,
-  ApiKeyId,
-  Organization,
-  OrganizationId,
-  OrganizationRepository,
-  StoredCredential,
-  SubscriptionStatus
+import { Effect, Option } from "effect"
+import {
+  StorageError,
+  type ApiKey,
+  type ApiKeyId,
+  type Organization,
+  type OrganizationId,
+  type OrganizationRepository,
+  type StoredCredential,
+  type SubscriptionStatus
 } from "@switchboard/core"
-import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { endOfTurnQueue } from "../internal/endOfTurn.js"
+import { attempt, type RepositoryFactory, type Statements } from "../internal/sql.js"
 
 /** Most credentials the cache of {@link organizationRepository} holds before it starts over. */
 const CREDENTIAL_CACHE_SIZE = 10_000
 
+const FIND_CREDENTIAL = "organizations.findCredentialByHash"
+
 /** The credential cache of one connection, shared by every repository built on it. */
 interface CredentialCache {
   readonly credentials: Map<string, StoredCredential>
-  readonly readDataVersion: Sqlite.Statement<Array<unknown>, unknown>
-  dataVersion: unknown
+  /** Asks for a look-up, answered with the other look-ups of the same turn of the event loop. */
+  readonly lookUp: (hash: string) => Effect.Effect<Option.Option<StoredCredential>, StorageError>
 }
 
 const credentialCaches = new WeakMap<Sqlite.Database, CredentialCache>()
 
 /** The credential cache of `db` (one per connection: its own writes must empty it for every repository on it). */
-const credentialCacheOf = (db: Sqlite.Database): CredentialCache => {
+const credentialCacheOf = (db: Sqlite.Database, statements: Statements): CredentialCache => {
   let cache = credentialCaches.get(db)
   if (cache === undefined) {
-    cache = { credentials: new Map(), readDataVersion: db.prepare("PRAGMA data_version").pluck(), dataVersion: undefined }
+    cache = makeCredentialCache(db, statements)
     credentialCaches.set(db, cache)
   }
   return cache
 }
 
 /**
+ * The exact credential cache of a connection. Look-ups asked for during one turn of the
+ * event loop are answered together at its end ({@link endOfTurnQueue}): one `PRAGMA
+ * data_version` reading for the group, taken after every request of the group was read,
+ * then each hash from the cache or by its `SELECT`. When `data_version` changed (another
+ * connection committed since the last reading) the cache starts over first.
+ */
+const makeCredentialCache = (db: Sqlite.Database, statements: Statements): CredentialCache => {
+  const credentials = new Map<string, StoredCredential>()
+  const readDataVersion = db.prepare("PRAGMA data_version").pluck()
+  let dataVersion: unknown
+  const lookUpNow = (hash: string): Effect.Effect<Option.Option<StoredCredential>, StorageError> => {
+    const cached = credentials.get(hash)
+    if (cached !== undefined) return Effect.succeed(Option.some(cached))
+    let row: CredentialRow | undefined
+    try {
+      row = statements.prepare<CredentialRow>(SQL.findCredentialByHash).get(hash)
+    } catch (cause) {
+      return Effect.fail(new StorageError({ operation: FIND_CREDENTIAL, cause }))
+    }
+    if (row === undefined) return Effect.succeed(Option.none())
+    const found = decodeCredential(row)
+    if (credentials.size >= CREDENTIAL_CACHE_SIZE) credentials.clear()
+    credentials.set(hash, found)
+    return Effect.succeed(Option.some(found))
+  }
+  const lookUp = endOfTurnQueue((hashes: ReadonlyArray<string>) => {
+    let version: unknown
+    try {
+      version = readDataVersion.get()
+    } catch (cause) {
+      const failed = Effect.fail(new StorageError({ operation: FIND_CREDENTIAL, cause }))
+      return hashes.map(() => failed)
+    }
+    if (version !== dataVersion) {
+      credentials.clear()
+      dataVersion = version
+    }
+    return hashes.map(lookUpNow)
+  })
+  return { credentials, lookUp }
+}
+
+/**
  * `Storage.organizations` on SQLite: tables `organizations` and `api_keys` (migration 1).
  * Each method is one statement, so each is atomic; `findCredentialByHash` is one join.
  *
- * `findCredentialByHash` keeps the credentials it found in an exact cache (docs/benchmarks.md):
- * before each look-up it reads `PRAGMA data_version`, which changes when another connection
- * (another process: the admin CLI revoking a key or deactivating an organization) committed
- * to the file, and then starts over; this connection's own writes to organizations and keys
- * start it over directly (they do not change `data_version`). A key not found is never
- * cached. So a revoked key or a deactivated organization is refused on the very next request.
+ * `findCredentialByHash` keeps the credentials it found in an exact cache (docs/benchmarks.md).
+ * Its look-ups are answered at the end of the event loop's turn in which they were asked,
+ * all of that turn's together, after one reading of `PRAGMA data_version`: that number
+ * changes when another connection (another process: the admin CLI revoking a key or
+ * deactivating an organization) committed to the file, and then the cache starts over.
+ * The reading is taken after every look-up of the group was asked, so after each of their
+ * requests was read: a commit made before a request arrived is always seen. This
+ * connection's own writes to organizations and keys start the cache over directly (they do
+ * not change `data_version`). A key not found is never cached. So a revoked key or a
+ * deactivated organization is refused on the very next request.
  *
  * @category repositories
  */
@@ -51,17 +102,8 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
   const one = <Row, A>(sql: string, params: unknown, decode: (row: Row) => A): Option.Option<A> =>
     Option.map(Option.fromNullable(statements.prepare<Row>(sql).get(params)), decode)
 
-  const cache = credentialCacheOf(db)
+  const cache = credentialCacheOf(db, statements)
   const credentials = cache.credentials
-  /** The cached credentials, emptied when another connection wrote since the last look-up. */
-  const currentCredentials = () => {
-    const version = cache.readDataVersion.get()
-    if (version !== cache.dataVersion) {
-      credentials.clear()
-      cache.dataVersion = version
-    }
-    return credentials
-  }
   /** Runs one of this connection's writes to organizations or keys, then empties the cache. */
   const writing = <A>(write: () => A): A => {
     try {
@@ -99,18 +141,7 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
       attempt("organizations.revokeApiKey", () =>
         writing(() => one(SQL.revokeApiKey, { id, revoked_at: revokedAt }, decodeApiKey))
       ),
-    findCredentialByHash: (hash) =>
-      attempt("organizations.findCredentialByHash", () => {
-        const cache = currentCredentials()
-        const cached = cache.get(hash)
-        if (cached !== undefined) return Option.some(cached)
-        const found = one(SQL.findCredentialByHash, hash, decodeCredential)
-        if (Option.isSome(found)) {
-          if (cache.size >= CREDENTIAL_CACHE_SIZE) cache.clear()
-          cache.set(hash, found.value)
-        }
-        return found
-      })
+    findCredentialByHash: cache.lookUp
   }
 }
 
