@@ -24,7 +24,7 @@ import type {
   TemplateParametersMismatch
 } from "./templates/errors.js"
 import type { WebhookUrlRefused } from "./webhooks/addressSafety.js"
-import type { WebhookEndpointLimitReached } from "./webhooks/errors.js"
+import type { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "./webhooks/errors.js"
 
 /**
  * One problem with an input: a stable snake_case `code` (docs/errors.md "Validation (per field)"),
@@ -85,4 +85,5 @@ export type DomainError =
   | SecretKeyMismatch
   | WebhookUrlRefused
   | WebhookEndpointLimitReached
+  | WebhookEndpointDisabled
   | StorageError

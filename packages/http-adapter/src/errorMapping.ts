@@ -76,6 +76,7 @@ export const domainErrorResponses: {
       { code: "webhook_url_refused", message: error.message, field: "url" }
     ]),
   WebhookEndpointLimitReached: (error) => failureResponse(400, "webhook_endpoint_limit_reached", error.message),
+  WebhookEndpointDisabled: (error) => failureResponse(409, "webhook_endpoint_disabled", error.message),
   StorageError: () => internalErrorResponse()
 }
 

@@ -67,6 +67,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   channel_verification_failed: 400,
   webhook_url_refused: 400,
   webhook_endpoint_limit_reached: 400,
+  webhook_endpoint_disabled: 409,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
   not_found: 404,

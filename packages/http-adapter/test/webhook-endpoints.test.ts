@@ -309,6 +309,27 @@ describe("GET /webhook-endpoints/{uuid}/deliveries and POST …/deliveries/{id}/
     expect(unknown.errors[0]?.message).toContain("webhook delivery")
     await handler.dispose()
   })
+
+  it("refuses to send a delivery again while its endpoint is disabled (409): a disabled endpoint receives nothing", async () => {
+    const { api, handler, storage } = await setup()
+    const created = await api.post("/webhook-endpoints", { url: URL_A, events: ["contact.created"] })
+    const uuid: string = created.data.uuid
+    expect((await api.post("/contacts/bulk", { contacts: [{ first_name: "Ada", phone: phone(1) }] })).status).toBe(200)
+    const [deliveryId] = await failDue(storage, "2026-01-01T00:00:01.000Z", 1)
+    expect((await api.put(`/webhook-endpoints/${uuid}`, { enabled: false })).status).toBe(200)
+
+    const refused = await api.post(`/webhook-endpoints/${uuid}/deliveries/${deliveryId}/retry`, undefined)
+    expect(refused.status).toBe(409)
+    expect(refused.errors).toEqual([
+      expect.objectContaining({ code: "webhook_endpoint_disabled", message: expect.stringContaining("enable") })
+    ])
+    expect(await failDue(storage, "2026-01-01T00:00:02.000Z", 2)).toEqual([])
+    // Enabled again, the endpoint's failed delivery may be sent by hand.
+    expect((await api.put(`/webhook-endpoints/${uuid}`, { enabled: true })).status).toBe(200)
+    expect((await api.post(`/webhook-endpoints/${uuid}/deliveries/${deliveryId}/retry`, undefined)).status).toBe(200)
+    expect(await failDue(storage, "2026-01-01T00:00:03.000Z", 3)).toEqual([deliveryId])
+    await handler.dispose()
+  })
 })
 
 describe("the signing secret never leaves the server but in the create and rotate answers", () => {

@@ -618,6 +618,25 @@ export const webhooksContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("retryDelivery is false and changes nothing while the endpoint is disabled; true once it is enabled again", () =>
+      run(
+        Effect.gen(function* () {
+          const { webhooks } = yield* Storage
+          const org = yield* insertOrganization()
+          const endpoint = yield* addEndpoint(org.id)
+          yield* importEvent(org.id, 1, instant(1))
+          const first = yield* claimOne(instant(1), instant(2))
+          yield* webhooks.recordAttempt(first.delivery_id, first.lease, attemptRecord(instant(1), { delivery_status: "failed", status: 410 }))
+          yield* webhooks.updateEndpoint(org.id, endpoint.uuid, { enabled: false }, instant(2))
+          expect(yield* webhooks.retryDelivery(org.id, endpoint.uuid, first.delivery_id, instant(3))).toBe(false)
+          expect(yield* claim(instant(3), instant(4))).toEqual([])
+          yield* webhooks.updateEndpoint(org.id, endpoint.uuid, { enabled: true }, instant(4))
+          expect(yield* claim(instant(4), instant(5))).toEqual([])
+          expect(yield* webhooks.retryDelivery(org.id, endpoint.uuid, first.delivery_id, instant(5))).toBe(true)
+          expect((yield* claimOne(instant(5), instant(6))).delivery_id).toBe(first.delivery_id)
+        })
+      ))
+
     it.effect("pruneDeliveries deletes the deliveries created before the instant with their attempts; returns how many", () =>
       run(
         Effect.gen(function* () {

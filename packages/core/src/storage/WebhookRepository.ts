@@ -202,8 +202,10 @@ export interface WebhookRepository {
   readonly recordAttempt: (deliveryId: string, lease: string, attempt: AttemptRecord) => Effect.Effect<boolean, StorageError>
   /**
    * Makes one delivery of the endpoint due again now (a hand retry of a `failed` or
-   * `delivered` one: state `pending`, attempt count kept); `false` when the organization
-   * has no such delivery for that endpoint.
+   * `delivered` one: state `pending`, attempt count kept); `false`, nothing changed, when
+   * the organization has no such delivery for that endpoint or the endpoint is disabled
+   * (checked in the same atomic step where the store can; a claim cancels a due delivery
+   * of a disabled endpoint otherwise).
    */
   readonly retryDelivery: (
     organizationId: OrganizationId,

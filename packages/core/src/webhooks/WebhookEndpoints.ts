@@ -16,7 +16,7 @@ import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { WebhookEndpointPatch } from "../storage/WebhookRepository.js"
 import { checkWebhookUrl, type WebhookUrlRefused } from "./addressSafety.js"
-import { WebhookEndpointLimitReached } from "./errors.js"
+import { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "./errors.js"
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION,
   WEBHOOK_EVENT_TYPES,
@@ -166,13 +166,16 @@ export interface WebhookEndpointsService {
   /**
    * Makes one delivery of the endpoint due again now (a hand retry, for example of a
    * `failed` one after the receiver was fixed); the dispatcher sends it with the current
-   * secret. An unknown endpoint or delivery → `RecordNotFound`.
+   * secret. An unknown endpoint or delivery → `RecordNotFound`; a disabled endpoint →
+   * `WebhookEndpointDisabled`, nothing changed (a disabled endpoint receives nothing). The
+   * store's `retryDelivery` checks the endpoint is enabled in the same step, so a delivery
+   * made due cannot belong to an endpoint disabled meanwhile (docs/webhooks.md "Retries").
    */
   readonly retry: (
     organizationId: OrganizationId,
     endpointId: WebhookEndpointId,
     deliveryId: string
-  ) => Effect.Effect<void, RecordNotFound | SecretKeyMissing | StorageError>
+  ) => Effect.Effect<void, RecordNotFound | WebhookEndpointDisabled | SecretKeyMissing | StorageError>
 }
 
 /**
@@ -312,10 +315,14 @@ const make = Effect.gen(function* () {
     deliveryId: string
   ) {
     yield* requireKey
-    yield* found(organizationId, endpointId)
+    const stored = yield* found(organizationId, endpointId)
+    if (!stored.endpoint.enabled) return yield* new WebhookEndpointDisabled({ uuid: endpointId })
     const now = yield* nowIso
     const retried = yield* storage.webhooks.retryDelivery(organizationId, endpointId, deliveryId, now)
     if (!retried) {
+      // Disabled between the two reads, or no such delivery of this endpoint.
+      const current = yield* found(organizationId, endpointId)
+      if (!current.endpoint.enabled) return yield* new WebhookEndpointDisabled({ uuid: endpointId })
       return yield* new RecordNotFound({ missing: [{ resource: "webhook_delivery", uuid: deliveryId }] })
     }
   })

@@ -15,3 +15,20 @@ export class WebhookEndpointLimitReached extends Schema.TaggedError<WebhookEndpo
     return `An organization may have at most ${this.limit} webhook endpoints`
   }
 }
+
+/**
+ * The endpoint of a delivery sent again by hand is disabled: a disabled endpoint receives
+ * nothing, so nothing was changed. Enable it first (its cancelled deliveries stay
+ * cancelled; a failed or delivered one may then be sent again). HTTP 409
+ * `webhook_endpoint_disabled` (docs/webhooks.md "Deliveries").
+ *
+ * @category errors
+ */
+export class WebhookEndpointDisabled extends Schema.TaggedError<WebhookEndpointDisabled>()(
+  "WebhookEndpointDisabled",
+  { uuid: Schema.String }
+) {
+  override get message(): string {
+    return `Webhook endpoint ${this.uuid} is disabled: enable it before sending a delivery again`
+  }
+}

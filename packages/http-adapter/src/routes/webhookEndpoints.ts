@@ -197,9 +197,10 @@ export const retryWebhookDeliveryRoute = defineRoute({
   summary: "Send a delivery again now",
   description:
     "For a `failed` (or `delivered`) delivery, once the receiver is fixed: it becomes `pending`, due now, and is sent " +
-    "with the endpoint's current URL and secret. The same event id (`webhook-id`) is sent again.",
+    "with the endpoint's current URL and secret. The same event id (`webhook-id`) is sent again. " +
+    "A disabled endpoint receives nothing: 409 `webhook_endpoint_disabled` until it is enabled again.",
   data: WebhookDeliveryRetryData,
-  errors: [NEEDS_KEY],
+  errors: ["webhook_endpoint_disabled", NEEDS_KEY],
   params: { ...uuidParams, id: { type: "string", empty: false, max: 100 } },
   handle: ({ auth, params }) =>
     Effect.as(

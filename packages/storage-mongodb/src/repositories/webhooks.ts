@@ -376,6 +376,10 @@ export const webhookRepository = (collections: Collections): WebhookRepository =
       }),
     retryDelivery: (organizationId, endpointId, deliveryId, now) =>
       attempt("webhooks.retryDelivery", async () => {
+        // Not atomic with a concurrent disabling: a delivery made due meanwhile is cancelled
+        // by the claim that finds its endpoint disabled.
+        const endpoint = await endpoints.findOne({ _id: eq(endpointId), ...ofOrganization(organizationId) }, { projection: { enabled: 1 } })
+        if (endpoint?.enabled !== true) return false
         for (let round = 0; round < CAS_ATTEMPTS; round++) {
           const current = await deliveries.findOne({ _id: eq(deliveryId), ...ofOrganization(organizationId), endpoint_uuid: eq(endpointId) })
           if (current === null) return false

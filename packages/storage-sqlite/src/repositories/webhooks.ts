@@ -150,7 +150,8 @@ export const SQL = {
   retry: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?,
       lease = CASE WHEN status = 'pending' THEN lease ELSE NULL END,
       lease_until = CASE WHEN status = 'pending' THEN lease_until ELSE NULL END
-    WHERE id = ? AND organization_id = ? AND endpoint_uuid = ?`,
+    WHERE id = ? AND organization_id = ? AND endpoint_uuid = ?
+      AND EXISTS (SELECT 1 FROM webhook_endpoints AS e WHERE e.uuid = webhook_deliveries.endpoint_uuid AND e.enabled = 1)`,
   oldDeliveries: "SELECT id, event_id FROM webhook_deliveries WHERE created_at < ?",
   deleteAttemptsOf: "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))",
   deleteDeliveriesOf: "DELETE FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?))"

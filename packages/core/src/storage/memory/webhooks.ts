@@ -280,6 +280,7 @@ export const webhookRepository = (state: MemoryState): WebhookRepository => {
       Effect.sync(() => {
         const delivery = webhooks.deliveries.get(deliveryId)
         if (delivery === undefined || delivery.organization_id !== organizationId || delivery.endpoint_uuid !== endpointId) return false
+        if (webhooks.endpoints.get(organizationId)?.get(endpointId)?.endpoint.enabled !== true) return false
         // A pending delivery keeps its lease: its holder is sending it right now.
         const leased = delivery.status === "pending" && delivery.lease !== null
         webhooks.deliveries.set(deliveryId, {
