@@ -56,19 +56,21 @@ export const run = async () => {
   }
   recordTarget(`GET /chats over ${CHATS.toLocaleString("en")} chats, no or one filter: worst p99`, worstSingle, "most", 20, "ms")
 
-  // Cursor pages: walk to the 500th page once, then time it beside the first.
+  // Cursor pages: walk to the 500th page once (the last full page of a smaller seed), then
+  // time it beside the first.
+  const deepPage = Math.max(1, Math.min(DEEP_PAGE, Math.floor(CHATS / LIMIT)))
   let cursor = null
-  for (let page = 1; page < DEEP_PAGE; page++) cursor = (await get(`limit=${LIMIT}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).pagination.next_cursor
+  for (let page = 1; page < deepPage; page++) cursor = (await get(`limit=${LIMIT}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).pagination.next_cursor
   const first = await timed(() => get(`limit=${LIMIT}`))
-  const deep = await timed(() => get(`limit=${LIMIT}&cursor=${encodeURIComponent(cursor)}`))
+  const deep = await timed(() => get(`limit=${LIMIT}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`))
   const position = raw
     .prepare("SELECT last_message_at, uuid FROM chats WHERE organization_id = ? ORDER BY last_message_at DESC, uuid DESC LIMIT 1 OFFSET ?")
-    .get(organization.org_id, (DEEP_PAGE - 1) * LIMIT)
+    .get(organization.org_id, (deepPage - 1) * LIMIT)
   const baseDeep = await timed(async () => baseline({ ...ALL, keyset: [position.last_message_at, position.uuid] }))
   lines.push(figure("cursor page 1", `limit=${LIMIT}`, first, await timed(async () => baseline(ALL)), "-"))
-  lines.push(figure(`cursor page ${DEEP_PAGE}`, `limit=${LIMIT}&cursor=…`, deep, baseDeep, "<= 1.5x page 1"))
-  lines.push(`  page ${DEEP_PAGE} / page 1 (p50): ${(deep.median / first.median).toFixed(2)}x, (p99): ${(deep.p99 / first.p99).toFixed(2)}x   target: <= 1.5x`)
-  recordTarget(`GET /chats cursor page ${DEEP_PAGE} / page 1 (p50)`, deep.median / first.median, "most", 1.5)
+  lines.push(figure(`cursor page ${deepPage}`, `limit=${LIMIT}&cursor=…`, deep, baseDeep, "<= 1.5x page 1"))
+  lines.push(`  page ${deepPage} / page 1 (p50): ${(deep.median / first.median).toFixed(2)}x, (p99): ${(deep.p99 / first.p99).toFixed(2)}x   target: <= 1.5x`)
+  recordTarget(`GET /chats cursor page ${deepPage} / page 1 (p50)`, deep.median / first.median, "most", 1.5)
 
   // Memory: RSS of the server after LOAD_SECONDS of 16 concurrent clients cycling the cases.
   const stop = Date.now() + LOAD_SECONDS * 1000
