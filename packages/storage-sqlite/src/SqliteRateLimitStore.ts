@@ -1,9 +1,9 @@
 import type Sqlite from "better-sqlite3"
-import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
-import { RateLimitStore, StorageError, type RateLimitIncrement, type RateLimitStoreService } from "@switchboard/core"
+import { Config, type ConfigError, Effect, Exit, Layer, type Scope } from "effect"
+import { RateLimitStore, type StorageError, type RateLimitIncrement, type RateLimitStoreService } from "@switchboard/core"
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { endOfTurnQueue } from "./internal/endOfTurn.js"
-import { attempt, statementsOf, type Statements } from "./internal/sql.js"
+import { attempt, attemptNow, statementsOf, type Statements } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
 
 /**
@@ -148,12 +148,9 @@ const fromDatabase = (
     countsOf(statements, group)
   )
   const incrementAtEndOfTurn = endOfTurnQueue((group: ReadonlyArray<RateLimitIncrement>) => {
-    try {
-      return incrementAll.immediate(group).map((count) => Effect.succeed(count))
-    } catch (cause) {
-      const failed = Effect.fail(new StorageError({ operation: "rateLimits.increment", cause }))
-      return group.map(() => failed)
-    }
+    const counts = attemptNow("rateLimits.increment", () => incrementAll.immediate(group))
+    if (Exit.isFailure(counts)) return group.map(() => Exit.failCause(counts.cause))
+    return counts.value.map((count) => Exit.succeed(count))
   })
 
   return {

@@ -168,8 +168,9 @@ export interface WebhookEndpointsService {
    * `failed` one after the receiver was fixed); the dispatcher sends it with the current
    * secret. An unknown endpoint or delivery → `RecordNotFound`; a disabled endpoint →
    * `WebhookEndpointDisabled`, nothing changed (a disabled endpoint receives nothing). The
-   * store's `retryDelivery` checks the endpoint is enabled in the same step, so a delivery
-   * made due cannot belong to an endpoint disabled meanwhile (docs/webhooks.md "Retries").
+   * store's `retryDelivery` refuses a disabled endpoint's delivery, in the same atomic step
+   * on SQLite and memory; on MongoDB a claim cancels a due delivery whose endpoint was
+   * disabled meanwhile (docs/webhooks.md "Retries").
    */
   readonly retry: (
     organizationId: OrganizationId,
@@ -315,16 +316,12 @@ const make = Effect.gen(function* () {
     deliveryId: string
   ) {
     yield* requireKey
+    const now = yield* nowIso
+    if (yield* storage.webhooks.retryDelivery(organizationId, endpointId, deliveryId, now)) return
+    // Refused: say why (no such endpoint, a disabled one, or no such delivery of it).
     const stored = yield* found(organizationId, endpointId)
     if (!stored.endpoint.enabled) return yield* new WebhookEndpointDisabled({ uuid: endpointId })
-    const now = yield* nowIso
-    const retried = yield* storage.webhooks.retryDelivery(organizationId, endpointId, deliveryId, now)
-    if (!retried) {
-      // Disabled between the two reads, or no such delivery of this endpoint.
-      const current = yield* found(organizationId, endpointId)
-      if (!current.endpoint.enabled) return yield* new WebhookEndpointDisabled({ uuid: endpointId })
-      return yield* new RecordNotFound({ missing: [{ resource: "webhook_delivery", uuid: deliveryId }] })
-    }
+    return yield* new RecordNotFound({ missing: [{ resource: "webhook_delivery", uuid: deliveryId }] })
   })
 
   const service: WebhookEndpointsService = {

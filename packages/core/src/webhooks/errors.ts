@@ -20,7 +20,7 @@ export class WebhookEndpointLimitReached extends Schema.TaggedError<WebhookEndpo
  * The endpoint of a delivery sent again by hand is disabled: a disabled endpoint receives
  * nothing, so nothing was changed. Enable it first (its cancelled deliveries stay
  * cancelled; a failed or delivered one may then be sent again). HTTP 409
- * `webhook_endpoint_disabled` (docs/webhooks.md "Deliveries").
+ * `webhook_endpoint_disabled` (docs/webhooks.md "Retries").
  *
  * @category errors
  */

@@ -1,15 +1,28 @@
 import type Sqlite from "better-sqlite3"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { StorageError } from "@switchboard/core"
 
 /**
  * Runs one synchronous driver call and turns whatever it throws into a `StorageError`
  * carrying `operation` (the repository method, for example `"organizations.insert"`) and
  * the driver's error as `cause` (docs/errors.md "Server"). Every call into better-sqlite3 goes
- * through here, once.
+ * through here (or {@link attemptNow}), once.
  */
 export const attempt = <A>(operation: string, run: () => A): Effect.Effect<A, StorageError> =>
   Effect.try({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
+
+/**
+ * {@link attempt}, run now: the driver call is made before this returns, its outcome an
+ * `Exit` (itself an Effect a fiber can resume with). For answers computed at a chosen
+ * moment, such as the end of an event-loop turn (internal/endOfTurn.ts).
+ */
+export const attemptNow = <A>(operation: string, run: () => A): Exit.Exit<A, StorageError> => {
+  try {
+    return Exit.succeed(run())
+  } catch (cause) {
+    return Exit.fail(new StorageError({ operation, cause }))
+  }
+}
 
 /**
  * The prepared statements of one Database: each SQL text is prepared on first use and the

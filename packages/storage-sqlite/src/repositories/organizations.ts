@@ -1,17 +1,17 @@
 import type Sqlite from "better-sqlite3"
-import { Effect, Option } from "effect"
+import { type Effect, Exit, Option } from "effect"
 import {
-  StorageError,
   type ApiKey,
   type ApiKeyId,
   type Organization,
   type OrganizationId,
   type OrganizationRepository,
+  type StorageError,
   type StoredCredential,
   type SubscriptionStatus
 } from "@switchboard/core"
 import { endOfTurnQueue } from "../internal/endOfTurn.js"
-import { attempt, type RepositoryFactory, type Statements } from "../internal/sql.js"
+import { attempt, attemptNow, type RepositoryFactory, type Statements } from "../internal/sql.js"
 
 /** Most credentials the cache of {@link organizationRepository} holds before it starts over. */
 const CREDENTIAL_CACHE_SIZE = 10_000
@@ -48,32 +48,23 @@ const makeCredentialCache = (db: Sqlite.Database, statements: Statements): Crede
   const credentials = new Map<string, StoredCredential>()
   const readDataVersion = db.prepare("PRAGMA data_version").pluck()
   let dataVersion: unknown
-  const lookUpNow = (hash: string): Effect.Effect<Option.Option<StoredCredential>, StorageError> => {
-    const cached = credentials.get(hash)
-    if (cached !== undefined) return Effect.succeed(Option.some(cached))
-    let row: CredentialRow | undefined
-    try {
-      row = statements.prepare<CredentialRow>(SQL.findCredentialByHash).get(hash)
-    } catch (cause) {
-      return Effect.fail(new StorageError({ operation: FIND_CREDENTIAL, cause }))
-    }
-    if (row === undefined) return Effect.succeed(Option.none())
-    const found = decodeCredential(row)
-    if (credentials.size >= CREDENTIAL_CACHE_SIZE) credentials.clear()
-    credentials.set(hash, found)
-    return Effect.succeed(Option.some(found))
-  }
+  const lookUpNow = (hash: string): Exit.Exit<Option.Option<StoredCredential>, StorageError> =>
+    attemptNow(FIND_CREDENTIAL, () => {
+      const cached = credentials.get(hash)
+      if (cached !== undefined) return Option.some(cached)
+      const row = statements.prepare<CredentialRow>(SQL.findCredentialByHash).get(hash)
+      if (row === undefined) return Option.none()
+      const found = decodeCredential(row)
+      if (credentials.size >= CREDENTIAL_CACHE_SIZE) credentials.clear()
+      credentials.set(hash, found)
+      return Option.some(found)
+    })
   const lookUp = endOfTurnQueue((hashes: ReadonlyArray<string>) => {
-    let version: unknown
-    try {
-      version = readDataVersion.get()
-    } catch (cause) {
-      const failed = Effect.fail(new StorageError({ operation: FIND_CREDENTIAL, cause }))
-      return hashes.map(() => failed)
-    }
-    if (version !== dataVersion) {
+    const version = attemptNow(FIND_CREDENTIAL, () => readDataVersion.get())
+    if (Exit.isFailure(version)) return hashes.map(() => Exit.failCause(version.cause))
+    if (version.value !== dataVersion) {
       credentials.clear()
-      dataVersion = version
+      dataVersion = version.value
     }
     return hashes.map(lookUpNow)
   })
