@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { randomUUID } from "node:crypto"
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { encodeSecretKey, generateSecretKey, parseSecretKey } from "@switchboard/core"
 import { Config, Effect, Either, Option } from "effect"
@@ -85,13 +86,19 @@ const keyFile = (path: string, create: boolean): Effect.Effect<Option.Option<Loa
     if (existing !== undefined) return Effect.map(parsed(existing, path), (key) => Option.some({ key, note: undefined }))
     if (!create) return Effect.succeedNone
     const key = generateSecretKey()
+    // Written whole to a file of this process's own, then linked to `path`: another process
+    // starting at the same time never reads a half-written key, and a key it linked first
+    // is never overwritten (`link` fails with EEXIST; read that one instead).
+    const whole = `${path}.${process.pid}.${randomUUID()}.tmp`
     try {
-      // `wx`: never overwrite a key another process wrote meanwhile; read that one instead.
       mkdirSync(dirname(path), { recursive: true })
-      writeFileSync(path, `${encodeSecretKey(key)}\n`, { mode: 0o600, flag: "wx" })
+      writeFileSync(whole, `${encodeSecretKey(key)}\n`, { mode: 0o600, flag: "wx" })
+      linkSync(whole, path)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return keyFile(path, false)
       return Effect.fail(new InvalidConfiguration({ message: `Cannot create the secret key file ${path}: ${(error as Error).message}` }))
+    } finally {
+      rmSync(whole, { force: true })
     }
     return Effect.succeed(
       Option.some({

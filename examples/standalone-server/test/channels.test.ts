@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -69,6 +69,8 @@ describe("channel add, list, remove", () => {
     expect(added.code, added.stderr).toBe(0)
     expect(added.stderr).toContain(`created ${keyFile}`)
     expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+    // Written to a file of its own then linked into place: no temporary file is left beside it.
+    expect(readdirSync(dirname(keyFile)).filter((name) => name.startsWith("secret.key"))).toEqual(["secret.key"])
     const channel = JSON.parse(added.stdout) as { uuid: string; display_phone_number: string; access_token_last4: string }
     expect(channel).toMatchObject({ phone_number_id: "106540352242922", display_phone_number: "+31612345678", access_token_last4: "8Tb1", access_token_set: true })
     expect(calls.slice(before)).toEqual([{ url: "/v21.0/106540352242922", authorization: `Bearer ${TOKEN}` }])
