@@ -9,11 +9,12 @@ import type { RequestLogLine } from "@switchboard/http-adapter"
  * (storage failures, defects, warnings; {@link formatJsonLine}), `requestLog` its
  * `requestLog` (the one line per request; {@link formatRequestLine}). The lines of one turn
  * of the event loop are joined and handed to pino's `sonic-boom` once, at the end of the
- * turn ({@link makeLineBatcher}); it writes asynchronously, and the lines that arrive while a
- * write is in flight leave together in the next one, so under load one system call carries
- * many lines. `flushSync()` writes everything logged so far, synchronously; it also runs
- * when the process exits (`process.exit` after SIGINT/SIGTERM included). A process killed
- * with SIGKILL can lose the lines of its last write.
+ * turn ({@link makeLineBatcher}), which writes them synchronously, as pino's default
+ * destination does: under load one system call carries the many lines of a turn, and
+ * nothing waits on a thread-pool write (docs/benchmarks.md). `flushSync()` writes
+ * everything logged so far; it also runs when the process exits (`process.exit` after
+ * SIGINT/SIGTERM included). A process killed with SIGKILL can lose the lines of the turn
+ * it was in.
  *
  * @category logging
  */
@@ -29,7 +30,10 @@ export interface StderrLog {
  * @category logging
  */
 export const stderrJsonLog = (): StderrLog => {
-  const destination = new sonicBoom.SonicBoom({ fd: 2, sync: false })
+  // Synchronous: one write(2) per turn of the event loop, done on this thread. An
+  // asynchronous write goes through libuv's thread pool (a thread wake-up and a completion
+  // callback per write) and cost ~9% of `GET /verify`'s throughput (docs/benchmarks.md).
+  const destination = new sonicBoom.SonicBoom({ fd: 2, sync: true })
   const lines = makeLineBatcher((text) => destination.write(text))
   const flushSync = () => {
     lines.flush()

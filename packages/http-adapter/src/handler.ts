@@ -36,7 +36,7 @@ import {
   clientAddressOf,
   limitRequest,
   rateLimiterLayer,
-  withRateLimitHeaders,
+  rateLimitHeadersInto,
   type RateLimitHandlerOptions
 } from "./rateLimiting.js"
 import { makeRouter, type CompiledRoute } from "./router.js"
@@ -328,13 +328,19 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     exchange.route = found.route.definition.path
     const queryStart = url.indexOf("?")
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
-    const program = Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
-      send(withRateLimitHeaders(response, exchange.rateLimit))
-      logRequest?.(exchange, response.status)
-    })
-    const fiber = runtime.runFork(program)
+    // `respond` never fails: its answer is written from the fiber's observer, with no
+    // further Effect step. A failed exit (the fiber interrupted, the client gone) answers
+    // 500 if anything can still be written. The observer runs inside Effect's scheduler:
+    // a host whose write throws gets the error logged, never thrown there.
+    const fiber = runtime.runFork(respond(exchange, found.route, found.params, query, bodyLimit))
     fiber.addObserver((exit) => {
-      if (Exit.isFailure(exit)) send(internalErrorResponse())
+      try {
+        if (Exit.isFailure(exit)) return send(internalErrorResponse())
+        send(exit.value)
+        logRequest?.(exchange, exit.value.status)
+      } catch (defect) {
+        runtime.runFork(Effect.logError("Unhandled defect", defect))
+      }
     })
     return { interrupt: () => fiber.unsafeInterruptAsFork(fiber.id()) }
   }
@@ -367,7 +373,7 @@ interface Exchange {
 /**
  * The checks of docs/http-api.md "Order of checks" then the route's handler, as one Effect that
  * never fails: every failure becomes its envelope response (the `RateLimit-*` headers of
- * `exchange.rateLimit` are added by the caller). Written as plain functions chaining a few
+ * `exchange.rateLimit` are added when it is written, {@link toWireResponse}). Written as plain functions chaining a few
  * Effects, with no generator: it runs on every request (docs/benchmarks.md).
  */
 const respond = (
@@ -515,20 +521,20 @@ const validated = (check: CompiledCheck | undefined, value: unknown, message: st
 /**
  * The wire form of a response, the same for every host: the envelope as JSON (or the
  * `raw` content of a discovery file) with its `Content-Type` and `Content-Length`,
- * `X-Request-Id`, then the response's own headers; no body for `HEAD`.
+ * `X-Request-Id`, the response's own headers, then the `RateLimit-*` headers of
+ * `exchange.rateLimit` ({@link rateLimitHeadersInto}); no body for `HEAD`. The headers are
+ * one object, written into once (it is built for every response).
  */
 const toWireResponse = (exchange: Exchange, response: ApiResponse): WireResponse => {
   const body = response.raw?.content ?? JSON.stringify(response.body)
-  return {
-    status: response.status,
-    headers: {
-      "content-type": response.raw?.contentType ?? "application/json; charset=utf-8",
-      "content-length": String(Buffer.byteLength(body)),
-      "x-request-id": exchange.requestId,
-      ...response.headers
-    },
-    body: exchange.request.method === "HEAD" ? undefined : body
+  const headers: Record<string, string> = {
+    "content-type": response.raw?.contentType ?? "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(body)),
+    "x-request-id": exchange.requestId
   }
+  for (const name in response.headers) headers[name] = response.headers[name]!
+  rateLimitHeadersInto(headers, exchange.rateLimit)
+  return { status: response.status, headers, body: exchange.request.method === "HEAD" ? undefined : body }
 }
 
 /**

@@ -10,7 +10,6 @@ import {
   type RateLimitStore,
   type RateLimitUnavailable
 } from "@switchboard/core"
-import type { ApiResponse } from "./envelope.js"
 import type { RouteDefinition } from "./routes/route.js"
 
 /**
@@ -70,23 +69,17 @@ export const limitRequest = (
   )
 
 /**
- * `response` with the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
- * headers of `decision` (whole numbers; reset in seconds until the window ends), or as
- * it is when the request did not pass the limiter (`decision` undefined: not counted,
- * failed before it, or let through uncounted by `fail-open`).
+ * Writes the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers of
+ * `decision` into `headers` (whole numbers; reset in seconds until the window ends), or
+ * nothing when the request did not pass the limiter (`decision` undefined: not counted,
+ * failed before it, or let through uncounted by `fail-open`). docs/rate-limits.md.
  */
-export const withRateLimitHeaders = (response: ApiResponse, decision: RateLimitDecision | undefined): ApiResponse =>
-  decision === undefined
-    ? response
-    : {
-        ...response,
-        headers: {
-          ...response.headers,
-          "ratelimit-limit": String(decision.limit),
-          "ratelimit-remaining": String(decision.remaining),
-          "ratelimit-reset": String(decision.resetSeconds)
-        }
-      }
+export const rateLimitHeadersInto = (headers: Record<string, string>, decision: RateLimitDecision | undefined): void => {
+  if (decision === undefined) return
+  headers["ratelimit-limit"] = String(decision.limit)
+  headers["ratelimit-remaining"] = String(decision.remaining)
+  headers["ratelimit-reset"] = String(decision.resetSeconds)
+}
 
 /**
  * The client address unauthenticated requests are counted by: the first address of

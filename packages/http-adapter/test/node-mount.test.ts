@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Cause, Logger } from "effect"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { bearer, createOrganization, expectEnvelope, makeHandler, makeSharedStorage } from "./helpers.js"
 
 /**
@@ -50,5 +51,50 @@ describe("mounted in an existing node:http server (docs/mounting.md)", () => {
   it("answers unknown paths inside the base path itself", async () => {
     const response = await fetch(`${origin}/messaging/v1/nothing`, { headers: bearer(apiKey) })
     expect(expectEnvelope(response.status, await response.text()).errors[0]?.code).toBe("route_not_found")
+  })
+})
+
+/**
+ * The answer is written from the request fiber's observer, inside Effect's scheduler: a
+ * host whose response object throws on write must get the error logged, never thrown into
+ * the scheduler (where it would be an uncaught exception), and the next request must be
+ * answered as usual.
+ */
+describe("a host response that throws when written", () => {
+  it("logs the error as a defect and keeps answering", async () => {
+    const storage = makeSharedStorage()
+    const lines: Array<string> = []
+    const handler = makeHandler(storage, {
+      logger: Logger.make(({ message, cause }) => lines.push(`${String(message)} ${Cause.pretty(cause)}`))
+    })
+    const apiKey = (await createOrganization(storage)).key.api_key
+    let throwOnce = true
+    const server = createServer((req, res) => {
+      if (throwOnce) {
+        throwOnce = false
+        res.writeHead = () => {
+          res.destroy()
+          throw new Error("the host cannot write")
+        }
+      }
+      handler(req, res)
+    })
+    const uncaught: Array<unknown> = []
+    const onUncaught = (error: unknown) => uncaught.push(error)
+    process.on("uncaughtException", onUncaught)
+    try {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/api`
+      await expect(fetch(`${origin}/verify`, { headers: bearer(apiKey) })).rejects.toThrow()
+      await vi.waitFor(() => expect(lines.join("\n")).toContain("the host cannot write"))
+      expect(lines[0]).toMatch(/^Unhandled defect\b/)
+      const next = await fetch(`${origin}/verify`, { headers: bearer(apiKey) })
+      expect(expectEnvelope(next.status, await next.text()).status).toBe(200)
+      expect(uncaught).toEqual([])
+    } finally {
+      process.off("uncaughtException", onUncaught)
+      await new Promise((resolve) => server.close(resolve))
+      await handler.dispose()
+    }
   })
 })

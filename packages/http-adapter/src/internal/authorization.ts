@@ -27,7 +27,8 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
 /** Three base64url parts whose first decodes to a JSON object: a JWT. */
 const isJwt = (token: string): boolean => {
-  if (!JWT_SHAPE.test(token)) return false
+  // An API key has no dot: it is answered without the regular expression (every request).
+  if (!token.includes(".") || !JWT_SHAPE.test(token)) return false
   try {
     const header: unknown = JSON.parse(Buffer.from(token.slice(0, token.indexOf(".")), "base64url").toString("utf8"))
     return typeof header === "object" && header !== null && !Array.isArray(header)
