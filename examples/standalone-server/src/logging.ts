@@ -14,7 +14,8 @@ import type { RequestLogLine } from "@switchboard/http-adapter"
  * nothing waits on a thread-pool write (docs/benchmarks.md). `flushSync()` writes
  * everything logged so far; it also runs when the process exits (`process.exit` after
  * SIGINT/SIGTERM included). A process killed with SIGKILL can lose the lines of the turn
- * it was in.
+ * it was in. When stderr fails for good (its reader gone: EPIPE), later lines are dropped
+ * and the server goes on answering.
  *
  * @category logging
  */
@@ -34,18 +35,23 @@ export const stderrJsonLog = (): StderrLog => {
   // asynchronous write goes through libuv's thread pool (a thread wake-up and a completion
   // callback per write) and cost ~9% of `GET /verify`'s throughput (docs/benchmarks.md).
   const destination = new sonicBoom.SonicBoom({ fd: 2, sync: true })
-  const lines = makeLineBatcher((text) => destination.write(text))
-  const flushSync = () => {
-    lines.flush()
-    destination.flushSync()
-  }
-  process.once("exit", () => {
-    try {
-      flushSync()
-    } catch {
-      // stderr is gone (closed pipe): nothing can be written anywhere.
-    }
+  // stderr can fail for good: its reader gone (EPIPE), the descriptor closed. The server
+  // then keeps answering and drops its log lines: without this listener the error is
+  // thrown out of the end-of-turn write and the process exits, and `sonic-boom`'s own
+  // `flushSync` (run at exit) retries a failed write every 100 ms forever, so the process
+  // hung instead of exiting. A full pipe (EAGAIN) is not such a failure: `sonic-boom`
+  // waits for the reader.
+  let failed = false
+  destination.on("error", () => {
+    failed = true
   })
+  const lines = makeLineBatcher((text) => {
+    if (!failed) destination.write(text)
+  })
+  // In synchronous mode `write` writes at once (sonic-boom's `minLength` is 0), so handing
+  // over what is pending is the whole flush; `destination.flushSync()` is never called.
+  const flushSync = () => lines.flush()
+  process.once("exit", flushSync)
   return {
     logger: Logger.make((options) => lines.add(formatJsonLine(options))),
     requestLog: (line) => lines.add(formatRequestLine(line)),

@@ -65,7 +65,10 @@ const main = async (): Promise<void> => {
   const [storage, demo] = bootstrap.value
   if (Option.isSome(demo)) process.stdout.write(`${JSON.stringify(demo.value)}\n`)
 
-  // JSON lines on stderr, written in batches (docs/standalone-server.md "Logs").
+  // JSON lines on stderr, written in batches (docs/standalone-server.md "Logs"). A stderr
+  // that fails for good (its reader gone) loses the server's messages, never the server:
+  // without a listener its 'error' would be thrown as an uncaught exception.
+  process.stderr.on("error", () => undefined)
   const log = stderrJsonLog()
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),

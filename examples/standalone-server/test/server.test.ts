@@ -132,6 +132,26 @@ describe("standalone server end to end", () => {
     }
   })
 
+  it("keeps answering when its stderr's reader goes away, and still exits 0 on SIGTERM", async () => {
+    const server = await startServer({ DATABASE_URL: temporaryDatabaseUrl() })
+    const demo = JSON.parse(server.output().stdout) as Created
+    // The pipe's reading end closes: every later write to stderr fails with EPIPE.
+    server.child.stderr?.destroy()
+    const statuses = []
+    for (let index = 0; index < 5; index++) {
+      const response = await fetch(`${server.baseUrl}/verify`, {
+        headers: { authorization: `Bearer ${demo.api_key}` },
+        signal: AbortSignal.timeout(5_000)
+      })
+      statuses.push(response.status)
+      await response.arrayBuffer()
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200])
+    const stopped = await terminate(server)
+    expect(stopped.code).toBe(0)
+    expect(stopped.elapsedMs).toBeLessThan(5_000)
+  })
+
   it("runs on memory: too, and answers HTTP that Node's parser refuses with the envelope", async () => {
     const server = await startServer({ DATABASE_URL: "memory:" })
     const demo = JSON.parse(server.output().stdout) as Created
