@@ -155,15 +155,18 @@ export const run = async () => {
       min: Math.min(...rps),
       max: Math.max(...rps),
       serverCpu: median(values.map((figure) => figure.serverCpu)),
-      loadCpu: median(values.map((figure) => figure.loadCpu))
+      loadCpu: median(values.map((figure) => figure.loadCpu)),
+      // CPU per answer, steadier than throughput on a shared machine: the load generator
+      // limits the fastest servers, not the CPU they spend.
+      cpuPerRequestUs: median(values.map((figure) => (figure.serverCpu / figure.rps) * 1e6))
     }
   }
   const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
   const row = (label, name, path) => {
-    const { rps, min, max, serverCpu, loadCpu } = kept(name, path)
+    const { rps, min, max, serverCpu, loadCpu, cpuPerRequestUs } = kept(name, path)
     return (
       `    ${label.padEnd(52)} ${number(rps).padStart(7)} req/s  (rounds ${number(min)}–${number(max)})` +
-      `  server CPU ${(serverCpu * 100).toFixed(0)}%, autocannon CPU ${(loadCpu * 100).toFixed(0)}%`
+      `  server CPU ${(serverCpu * 100).toFixed(0)}% (${cpuPerRequestUs.toFixed(0)} µs a request), autocannon CPU ${(loadCpu * 100).toFixed(0)}%`
     )
   }
   const ratio = (figure, label, name, path, against, target) => {
