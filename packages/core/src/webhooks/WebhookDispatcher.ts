@@ -121,13 +121,18 @@ const deliverOne = (
     })
     if (!recorded) {
       yield* Effect.logWarning("webhook attempt not recorded: the delivery's lease was taken over").pipe(
-        Effect.annotateLogs({ delivery_id: delivery.delivery_id, endpoint_uuid: delivery.endpoint_uuid })
+        Effect.annotateLogs({
+          organization_id: delivery.organization_id,
+          delivery_id: delivery.delivery_id,
+          endpoint_uuid: delivery.endpoint_uuid
+        })
       )
       return "lost" as const
     }
     if (!outcome.delivered) {
       yield* Effect.logDebug("webhook attempt failed").pipe(
         Effect.annotateLogs({
+          organization_id: delivery.organization_id,
           delivery_id: delivery.delivery_id,
           endpoint_uuid: delivery.endpoint_uuid,
           attempt: delivery.attempt,
@@ -166,7 +171,12 @@ export const dispatchWebhooksOnce = (
           deliverOne(delivery).pipe(
             Effect.catchAll((error) =>
               Effect.logWarning("webhook attempt could not be recorded").pipe(
-                Effect.annotateLogs({ delivery_id: delivery.delivery_id, error: error.message }),
+                Effect.annotateLogs({
+                  organization_id: delivery.organization_id,
+                  delivery_id: delivery.delivery_id,
+                  endpoint_uuid: delivery.endpoint_uuid,
+                  error: error.message
+                }),
                 Effect.as("lost" as const)
               )
             )
