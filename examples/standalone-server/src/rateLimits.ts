@@ -1,6 +1,5 @@
 import { DEFAULT_RATE_LIMITS, MemoryRateLimitStore, resolveRateLimitOptions, type RateLimitStore } from "@switchboard/core"
 import type { RateLimitHandlerOptions } from "@switchboard/http-adapter"
-import { RedisRateLimitStore } from "@switchboard/rate-limit-redis"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
 import { Config, ConfigError, Effect, Either, Layer, Option } from "effect"
 import type { DatabaseLocation } from "./config.js"
@@ -121,7 +120,13 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
     case "Memory":
       return MemoryRateLimitStore.layer
     case "Redis":
-      return RedisRateLimitStore.layer({ url: choice.url })
+      // Loaded only here: the Redis client costs ~20 MiB of memory a server without Redis
+      // would carry for nothing (docs/benchmarks.md).
+      return Layer.unwrapEffect(
+        Effect.map(Effect.promise(() => import("@switchboard/rate-limit-redis")), ({ RedisRateLimitStore }) =>
+          RedisRateLimitStore.layer({ url: choice.url })
+        )
+      )
     case "Sqlite":
       return SqliteRateLimitStore.layer({ filename: choice.filename })
     case "MongoDb":

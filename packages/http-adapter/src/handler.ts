@@ -306,6 +306,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       route: "(unmatched)",
       organizationId: undefined,
       rateLimit: undefined,
+      response: undefined,
       replied: false
     }
     const send = (response: ApiResponse) => {
@@ -328,16 +329,25 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     exchange.route = found.route.definition.path
     const queryStart = url.indexOf("?")
     const query = readQuery(queryStart === -1 ? "" : url.slice(queryStart + 1))
-    // `respond` never fails: its answer is written from the fiber's observer, with no
-    // further Effect step. A failed exit (the fiber interrupted, the client gone) answers
-    // 500 if anything can still be written. The observer runs inside Effect's scheduler:
-    // a host whose write throws gets the error logged, never thrown there.
-    const fiber = runtime.runFork(respond(exchange, found.route, found.params, query, bodyLimit))
+    // `respond` never fails: its answer is written from the fiber's observer. A failed exit
+    // (the fiber interrupted, the client gone) answers 500 if anything can still be written.
+    // The observer runs inside Effect's scheduler: a host whose write throws gets the error
+    // logged, never thrown there. The answer is handed over in `exchange.response`, emptied
+    // once written, not as the fiber's result: the fiber outlives the request (the `close`
+    // listener below holds it), and a page held by it would be promoted to V8's old space
+    // with it under load, raising the heap's peak (docs/benchmarks.md "Memory").
+    const fiber = runtime.runFork(
+      Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
+        exchange.response = response
+      })
+    )
     fiber.addObserver((exit) => {
+      const response = exchange.response
+      exchange.response = undefined
       try {
-        if (Exit.isFailure(exit)) return send(internalErrorResponse())
-        send(exit.value)
-        logRequest?.(exchange, exit.value.status)
+        if (Exit.isFailure(exit) || response === undefined) return send(internalErrorResponse())
+        send(response)
+        logRequest?.(exchange, response.status)
       } catch (defect) {
         runtime.runFork(Effect.logError("Unhandled defect", defect))
       }
@@ -366,6 +376,8 @@ interface Exchange {
   organizationId: string | undefined
   /** The limiter's decision once the request passed it (for the `RateLimit-*` headers). */
   rateLimit: RateLimitDecision | undefined
+  /** The answer, from the end of the request's fiber until its observer writes it. */
+  response: ApiResponse | undefined
   /** Whether the response was handed to the host (a request is answered once). */
   replied: boolean
 }
