@@ -120,8 +120,9 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
     case "Memory":
       return MemoryRateLimitStore.layer
     case "Redis":
-      // Loaded only here: the Redis client costs ~20 MiB of memory a server without Redis
-      // would carry for nothing (docs/benchmarks.md).
+      // Loaded only here: importing the Redis client (ioredis) adds ~20 MiB to a bare Node
+      // process's RSS, which a server without Redis would carry for nothing
+      // (docs/benchmarks.md "Memory").
       return Layer.unwrapEffect(
         Effect.map(Effect.promise(() => import("@switchboard/rate-limit-redis")), ({ RedisRateLimitStore }) =>
           RedisRateLimitStore.layer({ url: choice.url })
