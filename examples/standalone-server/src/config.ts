@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from "node:path"
 import { MemoryStorage, type Storage, type StorageError } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { Config, ConfigError, Data, Effect, Either, Layer, Option } from "effect"
+import { layerOnImport } from "./lazyLayer.js"
 
 /**
  * A configuration value the standalone server or the admin CLI cannot use: an invalid
@@ -197,11 +198,9 @@ export const MONGODB_CONNECT_TIMEOUT_MS = 5000
 const mongoStorageLayer = (url: string): Layer.Layer<Storage, InvalidConfiguration | StorageError> => {
   const ownTimeout = /[?&]serverSelectionTimeoutMS=/i.test(url)
   const timeout = ownTimeout ? {} : { serverSelectionTimeoutMS: MONGODB_CONNECT_TIMEOUT_MS }
-  return Layer.unwrapEffect(
-    Effect.map(
-      Effect.promise(() => import("@switchboard/storage-mongodb")),
-      ({ MongoStorage }) => mongoStorageLayerOf(MongoStorage, url, timeout)
-    )
+  return layerOnImport(
+    () => import("@switchboard/storage-mongodb"),
+    ({ MongoStorage }) => mongoStorageLayerOf(MongoStorage, url, timeout)
   )
 }
 

@@ -3,6 +3,7 @@ import type { RateLimitHandlerOptions } from "@switchboard/http-adapter"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
 import { Config, ConfigError, Effect, Either, Layer, Option } from "effect"
 import type { DatabaseLocation } from "./config.js"
+import { layerOnImport } from "./lazyLayer.js"
 
 /**
  * Where the standalone server keeps its rate-limit counters (docs/rate-limits.md "Stores"):
@@ -120,22 +121,16 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
     case "Memory":
       return MemoryRateLimitStore.layer
     case "Redis":
-      // Loaded only here: importing the Redis client (ioredis) adds ~20 MiB to a bare Node
-      // process's RSS, which a server without Redis would carry for nothing
-      // (docs/benchmarks.md "Memory").
-      return Layer.unwrapEffect(
-        Effect.map(Effect.promise(() => import("@switchboard/rate-limit-redis")), ({ RedisRateLimitStore }) =>
-          RedisRateLimitStore.layer({ url: choice.url })
-        )
+      return layerOnImport(
+        () => import("@switchboard/rate-limit-redis"),
+        ({ RedisRateLimitStore }) => RedisRateLimitStore.layer({ url: choice.url })
       )
     case "Sqlite":
       return SqliteRateLimitStore.layer({ filename: choice.filename })
     case "MongoDb":
-      // Loaded only here: the MongoDB driver takes about a second to load.
-      return Layer.unwrapEffect(
-        Effect.map(Effect.promise(() => import("@switchboard/storage-mongodb")), ({ MongoRateLimitStore }) =>
-          MongoRateLimitStore.layer({ url: choice.url })
-        )
+      return layerOnImport(
+        () => import("@switchboard/storage-mongodb"),
+        ({ MongoRateLimitStore }) => MongoRateLimitStore.layer({ url: choice.url })
       )
   }
 }
