@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { type GraphApiOptions, graphSignal, graphUrl } from "../messaging/graphApi.js"
+import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl } from "../messaging/graphApi.js"
 import { ChannelVerificationFailed } from "./errors.js"
 
 /**
@@ -50,7 +50,8 @@ export class ChannelVerifier extends Context.Reference<ChannelVerifier>()("@swit
  * `Authorization: Bearer <token>`. A 2xx JSON answer whose `id` (when present) is the
  * number's id succeeds with its `display_phone_number`; any other answer, a timeout
  * (`timeoutMs`, default 10 s) or a network error fails with `ChannelVerificationFailed`
- * carrying Meta's `error.message` (or what went wrong) with the token cut out.
+ * carrying Meta's `error.message` (or what went wrong) with the token cut out; every
+ * reason names the base URL tried (`Meta's Graph API at <baseUrl> …`).
  *
  * @category channels
  */
@@ -67,12 +68,20 @@ export const graphVerifier = (options: GraphApiOptions): ChannelVerifierService 
         const body = (await response.json().catch(() => ({}))) as GraphPhoneNumber
         return { ok: response.ok, status: response.status, body }
       },
-      catch: (error) => failed(`Meta's Graph API could not be reached (${error instanceof Error ? error.message : String(error)})`)
+      catch: (error) => failed(graphUnreachable(options, error))
     }).pipe(
       Effect.flatMap(({ body, ok, status }) => {
-        if (!ok) return Effect.fail(failed(body.error?.message ?? `Meta answered HTTP ${status}`))
+        if (!ok) {
+          return Effect.fail(
+            failed(
+              body.error?.message === undefined
+                ? graphAnsweredStatus(options, status)
+                : `${body.error.message} (Meta's Graph API at ${graphBaseUrl(options)})`
+            )
+          )
+        }
         if (body.id !== undefined && String(body.id) !== phone_number_id) {
-          return Effect.fail(failed("Meta answered for another phone number id"))
+          return Effect.fail(failed(`Meta's Graph API at ${graphBaseUrl(options)} answered for another phone number id`))
         }
         const display = typeof body.display_phone_number === "string" ? body.display_phone_number : null
         return Effect.succeed({ display_phone_number: display })

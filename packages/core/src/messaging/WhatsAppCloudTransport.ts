@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { type GraphApiOptions, graphSignal, graphUrl } from "./graphApi.js"
+import { graphAnsweredStatus, type GraphApiOptions, graphSignal, graphUnreachable, graphUrl } from "./graphApi.js"
 import {
   MessageTransport,
   type MessageTransportService,
@@ -94,14 +94,14 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
       const body = (await response.json().catch(() => ({}))) as GraphResponse
       return { ok: response.ok, status: response.status, body }
     },
-    catch: (error) => new TransportFailed({ reason: error instanceof Error ? error.message : String(error), provider_code: null })
+    catch: (error) => new TransportFailed({ reason: graphUnreachable(options, error), provider_code: null })
   }).pipe(
     Effect.flatMap(({ ok, status, body }) => {
       const id = body.messages?.[0]?.id
       if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
       return Effect.fail(
         new TransportFailed({
-          reason: body.error?.message ?? `provider answered HTTP ${status}`,
+          reason: body.error?.message ?? graphAnsweredStatus(options, status),
           provider_code: body.error?.code === undefined ? null : String(body.error.code)
         })
       )

@@ -35,9 +35,46 @@ export const DEFAULT_GRAPH_API_VERSION = "v21.0"
  * @category messaging
  */
 export const graphUrl = (options: GraphApiOptions, ...segments: ReadonlyArray<string>): string =>
-  `${(options.baseUrl ?? DEFAULT_GRAPH_BASE_URL).replace(/\/+$/, "")}/${options.apiVersion ?? DEFAULT_GRAPH_API_VERSION}/${segments
+  `${graphBaseUrl(options)}/${options.apiVersion ?? DEFAULT_GRAPH_API_VERSION}/${segments
     .map(encodeURIComponent)
     .join("/")}`
+
+/**
+ * The base URL requests go to (`baseUrl` without trailing slashes, else
+ * {@link DEFAULT_GRAPH_BASE_URL}), as failures name it.
+ *
+ * @category messaging
+ */
+export const graphBaseUrl = (options: GraphApiOptions): string =>
+  (options.baseUrl ?? DEFAULT_GRAPH_BASE_URL).replace(/\/+$/, "")
+
+/**
+ * Why a Graph request never got an answer, naming the base URL it tried and the network
+ * error under `fetch`'s own "fetch failed" (for example `Meta's Graph API at
+ * http://127.0.0.1:9 could not be reached (fetch failed: connect ECONNREFUSED 127.0.0.1:9)`),
+ * or the timeout (docs/channels.md "Verification", docs/messaging.md "Failures").
+ *
+ * @category messaging
+ */
+export const graphUnreachable = (options: GraphApiOptions, error: unknown): string =>
+  `Meta's Graph API at ${graphBaseUrl(options)} could not be reached (${describeFetchError(error)})`
+
+/**
+ * An HTTP answer without Meta's error object, naming the base URL: `Meta's Graph API at
+ * <base> answered HTTP <status>`.
+ *
+ * @category messaging
+ */
+export const graphAnsweredStatus = (options: GraphApiOptions, status: number): string =>
+  `Meta's Graph API at ${graphBaseUrl(options)} answered HTTP ${status}`
+
+/** `fetch`'s message with its cause's (undici puts the socket error there): `fetch failed: connect ECONNREFUSED …`. */
+const describeFetchError = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error)
+  if (error.name === "TimeoutError") return `no answer within the timeout: ${error.message}`
+  const cause = (error as { cause?: unknown }).cause
+  return cause instanceof Error && cause.message !== "" ? `${error.message}: ${cause.message}` : error.message
+}
 
 /**
  * The abort signal of one Graph request: the caller's `signal` or the timeout

@@ -1,0 +1,46 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { graphVerifier, MessageTransport, TransportFailed, WhatsAppCloudTransport } from "@switchboard/core"
+
+/** A loopback port nothing listens on: bound once, then closed. */
+const closedPort = async (): Promise<number> => {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+describe("a Graph API that cannot be reached (docs/channels.md, docs/messaging.md)", () => {
+  it.live("a send's failure names the base URL it tried and the socket error, never the token", () =>
+    Effect.gen(function* () {
+      const baseUrl = `http://127.0.0.1:${yield* Effect.promise(closedPort)}/`
+      const failure = yield* Effect.flatMap(MessageTransport, (transport) =>
+        transport.send({ channel: null, message_id: "m-1", to: "+14155550100", type: "text", text: "Hi" })
+      ).pipe(
+        Effect.provide(WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "secret-token-123", baseUrl })),
+        Effect.flip
+      )
+      expect(failure).toBeInstanceOf(TransportFailed)
+      expect(failure.provider_code).toBeNull()
+      expect(failure.reason).toBe(
+        `Meta's Graph API at ${baseUrl.slice(0, -1)} could not be reached (fetch failed: connect ECONNREFUSED ${baseUrl.slice(7, -1)})`
+      )
+      expect(failure.reason).not.toContain("secret-token-123")
+    })
+  )
+
+  it.live("channel verification names the base URL it tried", () =>
+    Effect.gen(function* () {
+      const baseUrl = `http://127.0.0.1:${yield* Effect.promise(closedPort)}`
+      const failure = yield* graphVerifier({ baseUrl })
+        .verify({ phone_number_id: "106540352242922", access_token: "secret-token-123" })
+        .pipe(Effect.flip)
+      expect(failure._tag).toBe("ChannelVerificationFailed")
+      expect(failure.reason).toMatch(new RegExp(`^Meta's Graph API at ${baseUrl.replace(/\./g, "\\.")} could not be reached \\(fetch failed: connect ECONNREFUSED`))
+      expect(failure.reason).not.toContain("secret-token-123")
+    })
+  )
+})
