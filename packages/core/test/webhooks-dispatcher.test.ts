@@ -301,8 +301,8 @@ describe("webhook delivery", () => {
   it.live("the loop delivers many events, stops after the attempts in flight, and logs no secret", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
-      const logger = Logger.make(({ annotations, message }) => {
-        lines.push(`${JSON.stringify(message)} ${JSON.stringify([...annotations])}`)
+      const logger = Logger.make(({ annotations, logLevel, message }) => {
+        lines.push(`${logLevel.label} ${JSON.stringify(message)} ${JSON.stringify([...annotations])}`)
       })
       behaviors = [answer(500), answer(503)]
       const { endpointId, organizationId } = yield* setUp(receiverUrl, { contacts: 12 })
@@ -327,10 +327,14 @@ describe("webhook delivery", () => {
       const attempts = yield* attemptsOf(organizationId, endpointId)
       expect(attempts.filter((attempt) => attempt.delivery_status === "delivered")).toHaveLength(12)
       expect(yield* attemptsOf(slow.organizationId, slow.endpointId)).toMatchObject([{ status: 200, delivery_status: "delivered" }])
-      // Each attempt's line names the organization, so an operator can tell whose it is.
+      // Each failed attempt is a warning (shown at the default level) naming the
+      // organization, so an operator can tell whose it is.
       const failedLines = lines.filter((line) => line.includes("webhook attempt failed"))
       expect(failedLines.length).toBeGreaterThan(0)
-      for (const line of failedLines) expect(line).toContain(JSON.stringify(["organization_id", organizationId]))
+      for (const line of failedLines) {
+        expect(line).toMatch(/^WARN /)
+        expect(line).toContain(JSON.stringify(["organization_id", organizationId]))
+      }
       const secretBase64 = SECRET.slice("whsec_".length)
       for (const line of lines) {
         expect(line).not.toContain(SECRET)

@@ -130,7 +130,7 @@ const deliverOne = (
       return "lost" as const
     }
     if (!outcome.delivered) {
-      yield* Effect.logDebug("webhook attempt failed").pipe(
+      yield* Effect.logWarning("webhook attempt failed").pipe(
         Effect.annotateLogs({
           organization_id: delivery.organization_id,
           delivery_id: delivery.delivery_id,
