@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs"
 import { dirname, isAbsolute, resolve } from "node:path"
 import { MemoryStorage, type Storage, type StorageError } from "@switchboard/core"
+import { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "@switchboard/http-adapter"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { Config, ConfigError, Data, Effect, Either, Layer, Option } from "effect"
 import { layerOnImport } from "./lazyLayer.js"
@@ -30,7 +31,8 @@ export type DatabaseLocation =
 
 /**
  * Settings of the standalone server: the interface and port to listen on (`port` 0 asks
- * the system for a free port) and the parsed `DATABASE_URL`.
+ * the system for a free port), the parsed `DATABASE_URL` and the least severe log line
+ * written (`LOG_LEVEL`).
  *
  * @category models
  */
@@ -38,6 +40,7 @@ export interface ServerConfig {
   readonly host: string
   readonly port: number
   readonly database: DatabaseLocation
+  readonly logLevel: HandlerLogLevel
 }
 
 /**
@@ -77,7 +80,7 @@ export const databaseConfig: Config.Config<DatabaseLocation> = Config.all([
 /**
  * The server's settings from the environment: `HOST` (default `127.0.0.1`), `PORT`
  * (default 3000; an integer from 0 to 65535, 0 = a free port chosen by the system) and
- * `DATABASE_URL` ({@link databaseConfig}).
+ * `DATABASE_URL` ({@link databaseConfig}) and `LOG_LEVEL` ({@link logLevelConfig}).
  *
  * @category config
  */
@@ -91,8 +94,26 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
     )
   ),
   port: Config.string("PORT").pipe(Config.withDefault("3000"), Config.mapOrFail((text) => parsePort(text))),
-  database: databaseConfig
+  database: databaseConfig,
+  logLevel: Config.suspend(() => logLevelConfig)
 })
+
+/**
+ * `LOG_LEVEL`: `debug`, `info` (default), `warn` or `error`, in any case
+ * (docs/standalone-server.md "Logs"). Anything else is an invalid configuration naming the
+ * four values.
+ *
+ * @category config
+ */
+export const logLevelConfig: Config.Config<HandlerLogLevel> = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.mapOrFail((text) => {
+    const level = HANDLER_LOG_LEVELS.find((candidate) => candidate === text.trim().toLowerCase())
+    return level === undefined
+      ? Either.left(ConfigError.InvalidData(["LOG_LEVEL"], `LOG_LEVEL must be one of ${HANDLER_LOG_LEVELS.join(", ")}`))
+      : Either.right(level)
+  })
+)
 
 /**
  * Loads a {@link Config} from the current `ConfigProvider` (the environment by default)

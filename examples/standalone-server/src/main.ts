@@ -28,8 +28,8 @@ import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStor
 import { describeCause, describeError } from "./failures.js"
 import { closeGracefully } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
-import { describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
-import { webhookConfig } from "./webhooks.js"
+import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
+import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -70,14 +70,16 @@ const main = async (): Promise<void> => {
   // without a listener its 'error' would be thrown as an uncaught exception.
   process.stderr.on("error", () => undefined)
   const log = stderrJsonLog()
+  const whatsapp = { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN }
   const handler = createHandler({
     storage: Layer.succeed(Storage, storage),
     logger: log.logger,
     // Request lines as plain data, formatted without Effect's log entry (docs/benchmarks.md).
     requestLog: log.requestLog,
+    logLevel: config.value.logLevel,
     rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
     // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
-    whatsapp: { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN },
+    whatsapp,
     secretKey: secretKey.key,
     // Channel verification and channel sends reach the Graph API here (docs/channels.md).
     graphApi: graphApi.value,
@@ -107,9 +109,17 @@ const main = async (): Promise<void> => {
     log.flushSync()
     process.stderr.write("Switchboard stopped\n")
   })
-  process.stderr.write(`${describeRateLimits(rateLimits.value, rateLimitStore)}\n`)
-  process.stderr.write(`${describeTransport(transport.value)}\n`)
-  process.stderr.write(`Switchboard listening on http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}\n`)
+  const baseUrl = `http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}`
+  const startUpLines = [
+    describeRateLimits(rateLimits.value, rateLimitStore),
+    describeTransport(transport.value),
+    describeGraphApi(graphApi.value),
+    describeWhatsAppWebhook(`${baseUrl}/webhooks/whatsapp`, whatsapp),
+    describeWebhookSafety(webhooks.value),
+    `Log level: ${config.value.logLevel}`,
+    `Switchboard listening on ${baseUrl}`
+  ]
+  for (const line of startUpLines) if (line !== undefined) process.stderr.write(`${line}\n`)
 }
 
 /** Starts listening; rejects with the server's error (for example `EADDRINUSE`). */

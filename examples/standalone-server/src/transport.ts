@@ -1,4 +1,4 @@
-import { ChannelVerifier, type GraphApiOptions, type MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+import { ChannelVerifier, DEFAULT_GRAPH_API_VERSION, graphBaseUrl, type GraphApiOptions, type MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
 import { Config, ConfigError, Either, type Layer, Option } from "effect"
 
 /**
@@ -97,6 +97,15 @@ export const describeTransport = (choice: TransportChoice): string =>
     ? "Sends: through each organization's channel when it has one, else recorded (stored and marked sent, nothing leaves this server)"
     : `Sends: through each organization's channel when it has one, else WhatsApp Cloud API phone number id ${choice.options.phoneNumberId}, ` +
       `${choice.options.baseUrl ?? "https://graph.facebook.com"}`
+
+/**
+ * The start-up line naming where channels are verified and channel sends go:
+ * `Graph API: <base URL> <version>` (`WHATSAPP_API_BASE_URL`, `WHATSAPP_API_VERSION`).
+ *
+ * @category config
+ */
+export const describeGraphApi = (options: GraphApiOptions): string =>
+  `Graph API: ${graphBaseUrl(options)} ${options.apiVersion ?? DEFAULT_GRAPH_API_VERSION} (channel verification and channel sends)`
 
 /** A variable's trimmed value; `None` when unset or empty. */
 function optionalText(name: string): Config.Config<Option.Option<string>> {

@@ -26,6 +26,40 @@ export const webhookConfig: Config.Config<WebhookHandlerOptions> = Config.all({
   }))
 )
 
+/**
+ * The start-up warning when outgoing webhooks may go to `http://` and internal addresses
+ * (`SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE=1`), else `undefined`.
+ *
+ * @category config
+ */
+export const describeWebhookSafety = (options: WebhookHandlerOptions): string | undefined =>
+  options.allowPrivateNetworks === true || options.allowInsecureUrls === true
+    ? "warning: SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE is on: webhook endpoints may use http:// and loopback, private " +
+      "or other internal addresses (for development and tests only; docs/webhooks.md)"
+    : undefined
+
+/**
+ * The start-up line about WhatsApp's webhook (docs/whatsapp-webhooks.md): the URL to
+ * register with Meta and whether each secret is set, for example `WhatsApp webhook:
+ * http://127.0.0.1:3000/api/v1/api/webhooks/whatsapp (verify token set, app secret not
+ * set: every POST is refused)`. Never the secrets themselves.
+ *
+ * @category config
+ */
+export const describeWhatsAppWebhook = (
+  url: string,
+  secrets: { readonly verifyToken?: string | undefined; readonly appSecret?: string | undefined }
+): string => {
+  const isSet = (value: string | undefined) => value !== undefined && value.trim() !== ""
+  const verifyToken = isSet(secrets.verifyToken)
+    ? "verify token set"
+    : "verify token not set (WHATSAPP_WEBHOOK_VERIFY_TOKEN): the handshake is refused"
+  const appSecret = isSet(secrets.appSecret)
+    ? "app secret set"
+    : "app secret not set (WHATSAPP_APP_SECRET): every POST is refused"
+  return `WhatsApp webhook: ${url} (${verifyToken}, ${appSecret})`
+}
+
 function parseAllowPrivate(value: Option.Option<string>): Either.Either<boolean, ConfigError.ConfigError> {
   if (Option.isNone(value)) return Either.right(false)
   const text = value.value.toLowerCase()

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, FiberId, FiberRefs, HashMap, Layer, List, Logger, LogLevel, ManagedRuntime } from "effect"
+import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./logLevel.js"
 import {
   type ChannelVerifier,
   Core,
@@ -77,6 +78,13 @@ export interface HandlerOptions {
    * loses the line, never the response. Default: request lines go to `logger`.
    */
   readonly requestLog?: (line: RequestLogLine) => void
+  /**
+   * The least severe line written, to `logger` and `requestLog` alike (docs/http-adapter.md
+   * "Log level"): `"debug"`, `"info"` (default), `"warn"` or `"error"`. At `warn` and
+   * `error` only the request lines of 5xx answers (level ERROR) are written. Anything else
+   * throws a `TypeError` when the handler is created.
+   */
+  readonly logLevel?: HandlerLogLevel
   /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
   readonly routes?: ReadonlyArray<RouteDefinition>
   /**
@@ -274,7 +282,8 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
   // request line is handed over directly, outside the request's fiber: no log fiber, no
   // annotation FiberRefs (docs/benchmarks.md). `logger: false`: none.
   const handlerLogger = handlerLoggerOf(options.logger)
-  const logRequest = requestLoggerOf(options.requestLog, handlerLogger)
+  const logLevel = effectLogLevelOf(options.logLevel)
+  const logRequest = requestLoggerOf(options.requestLog, handlerLogger, logLevel)
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
@@ -284,6 +293,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(handlerLogger)),
+      Layer.provideMerge(minimumLogLevelLayer(logLevel)),
       // Fibers resumed after an asynchronous step share one queue (internal/scheduler.ts).
       Layer.provideMerge(Layer.setScheduler(makeSharedScheduler()))
     )
@@ -560,15 +570,19 @@ const handlerLoggerOf = (logger: HandlerOptions["logger"]): Logger.Logger<unknow
  * How the handler writes the one line of a request (docs/http-adapter.md "Every response"),
  * chosen once: to `requestLog`, else to `logger` ({@link requestLogThrough}), else nowhere
  * (`undefined`). Called with the answer, outside any fiber. A sink that throws loses the
- * line; the request was answered.
+ * line; the request was answered. Lines below `minimum` (INFO lines at `warn` or `error`,
+ * every line at a level above ERROR) are not written.
  */
 const requestLoggerOf = (
   requestLog: HandlerOptions["requestLog"],
-  logger: Logger.Logger<unknown, unknown> | undefined
+  logger: Logger.Logger<unknown, unknown> | undefined,
+  minimum: LogLevel.LogLevel
 ): ((exchange: Exchange, status: number) => void) | undefined => {
   const sink = requestLog ?? (logger === undefined ? undefined : requestLogThrough(logger))
-  if (sink === undefined) return undefined
+  if (sink === undefined || LogLevel.greaterThan(minimum, LogLevel.Error)) return undefined
+  const infoLines = LogLevel.lessThanEqual(minimum, LogLevel.Info)
   return (exchange, status) => {
+    if (status < 500 && !infoLines) return
     try {
       sink({
         level: status >= 500 ? "ERROR" : "INFO",

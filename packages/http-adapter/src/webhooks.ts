@@ -6,6 +6,7 @@ import {
   WebhookSettings
 } from "@switchboard/core"
 import { channelLayerOf } from "./internal/channelOptions.js"
+import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./logLevel.js"
 
 /**
  * Outgoing webhooks of a handler (docs/webhooks.md "Delivery and the dispatcher",
@@ -68,6 +69,8 @@ export interface DispatchWebhooksOptions {
   readonly secretKey?: string | Uint8Array
   readonly webhooks?: WebhookHandlerOptions
   readonly logger?: Logger.Logger<unknown, unknown> | false
+  /** The least severe line written, as `createHandler`'s `logLevel` (default `"info"`). */
+  readonly logLevel?: HandlerLogLevel
 }
 
 /**
@@ -103,7 +106,10 @@ export const dispatchWebhooks = (options: DispatchWebhooksOptions): WebhookDispa
       SecureRandom.layer,
       channelLayerOf({ secretKey: options.secretKey }),
       webhookSettingsLayerOf(options.webhooks)
-    ).pipe(Layer.provideMerge(dispatcherLoggerLayer(options.logger)))
+    ).pipe(
+      Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
+      Layer.provideMerge(minimumLogLevelLayer(effectLogLevelOf(options.logLevel)))
+    )
   )
   return startDispatcher(runtime, options.webhooks)
 }

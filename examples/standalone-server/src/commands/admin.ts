@@ -1,7 +1,8 @@
+import { existsSync } from "node:fs"
 import { Core, SecretKey, type Storage } from "@switchboard/core"
 import { type Command, InvalidArgumentError } from "commander"
 import { type Cause, Effect, Exit, Layer, ManagedRuntime, Option, Schema } from "effect"
-import { databaseConfig, InvalidConfiguration, loadConfig, storageLayerFor } from "../config.js"
+import { type DatabaseLocation, databaseConfig, InvalidConfiguration, loadConfig, storageLayerFor } from "../config.js"
 import { describeCause } from "../failures.js"
 import { loadSecretKey } from "../secretKey.js"
 import { channelVerifierFor, graphApiConfig } from "../transport.js"
@@ -23,7 +24,9 @@ export type AdminServices = Layer.Layer.Success<typeof Core.layer> | Storage
  * inside a server process). The secret key is found like the server finds it
  * (`SWITCHBOARD_SECRET_KEY`, else the SQLite key file; see `secretKey.ts`); only
  * `options.createSecretKey` (`channel add`) may create the key file. The channel verifier
- * uses `WHATSAPP_API_BASE_URL` / `WHATSAPP_API_VERSION`. Any failure (bad configuration, a domain error such as
+ * uses `WHATSAPP_API_BASE_URL` / `WHATSAPP_API_VERSION`. Once the store is open, stderr
+ * names it ({@link describeOpenedDatabase}), with a warning when the SQLite file had to be
+ * created. Any failure (bad configuration, a domain error such as
  * `OrganizationNotFound`, `ApiKeyNotFound` or `InvalidInput`, a storage failure) prints
  * `error: <message>` on stderr, prints nothing on stdout and sets exit code 1.
  *
@@ -51,6 +54,7 @@ export const runAdminCommand = async <A, E>(
   if (Exit.isFailure(setup)) return reportFailure(setup.cause)
   const [secret, graphApi] = setup.value
   if (Option.isSome(secret) && secret.value.note !== undefined) process.stderr.write(`${secret.value.note}\n`)
+  const existed = location.value._tag !== "Sqlite" || existsSync(location.value.filename)
   const channelContext = Layer.merge(
     Option.match(secret, { onNone: () => Layer.empty, onSome: ({ key }) => SecretKey.layer(key) }),
     channelVerifierFor(graphApi)
@@ -58,10 +62,39 @@ export const runAdminCommand = async <A, E>(
   const runtime = ManagedRuntime.make(
     Core.layer.pipe(Layer.provide(channelContext), Layer.provideMerge(storageLayerFor(location.value)))
   )
+  const opened = await runtime.runPromiseExit(Effect.void)
+  if (Exit.isSuccess(opened)) process.stderr.write(await describeOpenedDatabase(location.value, existed))
   const result = await runtime.runPromiseExit(program)
   await runtime.dispose()
   if (Exit.isFailure(result)) return reportFailure(result.cause)
   process.stdout.write(`${JSON.stringify(result.value, null, 2)}\n`)
+}
+
+/**
+ * The CLI's stderr lines about the store it opened (docs/standalone-server.md "Admin
+ * CLI"): `Database: sqlite:/absolute/path.db` (or the MongoDB URL without its
+ * credentials), and, when the SQLite file did not exist before the command (`existed`
+ * false), a warning that a new, empty database was created, since a server on another
+ * `DATABASE_URL` will not know what the command writes.
+ *
+ * @category cli
+ */
+export const describeOpenedDatabase = async (location: DatabaseLocation, existed: boolean): Promise<string> => {
+  switch (location._tag) {
+    case "Sqlite":
+      return existed
+        ? `Database: sqlite:${location.filename}\n`
+        : `Database: sqlite:${location.filename}\n` +
+            `warning: ${location.filename} did not exist: a new, empty database was created. ` +
+            "A server started with another DATABASE_URL will not see what this command writes.\n"
+    case "MongoDb": {
+      // Already loaded: the store was opened through it.
+      const { MongoStorage } = await import("@switchboard/storage-mongodb")
+      return `Database: ${MongoStorage.redactUrl(location.url)}\n`
+    }
+    case "Memory":
+      return "Database: memory:\n"
+  }
 }
 
 /**
