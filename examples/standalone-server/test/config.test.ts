@@ -77,20 +77,21 @@ describe("parseDatabaseUrl", () => {
 })
 
 describe("serverConfig", () => {
-  it("defaults to 127.0.0.1:3000 and sqlite:./data/switchboard.db under INIT_CWD", async () => {
+  it("defaults to 127.0.0.1:3000, sqlite:./data/switchboard.db under INIT_CWD and log level info", async () => {
     const config = await load(serverConfig, { INIT_CWD: "/project" })
     expect(config).toEqual(
       Either.right({
         host: "127.0.0.1",
         port: 3000,
-        database: { _tag: "Sqlite", filename: "/project/data/switchboard.db" }
+        database: { _tag: "Sqlite", filename: "/project/data/switchboard.db" },
+        logLevel: "info"
       })
     )
   })
 
-  it("reads HOST, PORT (0 allowed) and DATABASE_URL", async () => {
-    const config = await load(serverConfig, { HOST: "0.0.0.0", PORT: "0", DATABASE_URL: "memory:" })
-    expect(config).toEqual(Either.right({ host: "0.0.0.0", port: 0, database: { _tag: "Memory" } }))
+  it("reads HOST, PORT (0 allowed), DATABASE_URL and LOG_LEVEL (any case)", async () => {
+    const config = await load(serverConfig, { HOST: "0.0.0.0", PORT: "0", DATABASE_URL: "memory:", LOG_LEVEL: " Debug " })
+    expect(config).toEqual(Either.right({ host: "0.0.0.0", port: 0, database: { _tag: "Memory" }, logLevel: "debug" }))
   })
 
   it.each(["abc", "-1", "65536", "3.5", "", "1e3"])("rejects PORT=%j with a clear message", async (port) => {
