@@ -50,6 +50,7 @@ program
   .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret that signs webhooks").default("SIMULATOR_APP_SECRET"))
   .addOption(new Option("--statuses <list>", "statuses after a send: comma-separated sent,delivered,read, or none").env("SIMULATOR_STATUSES").default("sent,delivered,read"))
   .addOption(new Option("--status-delay-ms <ms>", "wait before each status").env("SIMULATOR_STATUS_DELAY_MS").default(100).argParser(integer("--status-delay-ms", 0, 600_000)))
+  .addOption(new Option("--delay-ms <ms>", "wait before answering each Graph call (a round trip to Meta)").env("SIMULATOR_DELAY_MS").default(0).argParser(integer("--delay-ms", 0, 600_000)))
   .action(async (options: ServeOptions, command: Command) => {
     let numbers: ReadonlyArray<SimulatedNumber>
     let statuses: SimulatorSettings["statuses"]
@@ -67,6 +68,7 @@ program
       appSecret: secretFrom(options.appSecretEnv),
       statuses,
       statusDelayMs: options.statusDelayMs,
+      delayMs: options.delayMs,
       onEvent: print
     }).catch((error: Error) => command.error(`error: cannot listen on ${options.host}:${options.port} (${error.message})`))
     print({
@@ -77,7 +79,8 @@ program
       webhook_url: simulator.settings.webhookUrl,
       app_secret_set: simulator.settings.appSecret !== null,
       statuses: simulator.settings.statuses,
-      status_delay_ms: simulator.settings.statusDelayMs
+      status_delay_ms: simulator.settings.statusDelayMs,
+      delay_ms: options.delayMs
     })
     const stop = () => void simulator.close().then(() => process.exit(0))
     process.once("SIGINT", stop)
@@ -160,6 +163,7 @@ interface ServeOptions {
   appSecretEnv: string
   statuses: string
   statusDelayMs: number
+  delayMs: number
 }
 type InboundOptions = Parameters<typeof buildInboundContent>[0] & {
   webhookUrl: string

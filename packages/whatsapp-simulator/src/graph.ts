@@ -185,4 +185,5 @@ const drop = (req: IncomingMessage, mode: "close" | "hang"): AnswerRecord => {
   return { dropped: mode }
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/** A wait that never keeps the process alive once the simulator is closed. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref())

@@ -10,6 +10,7 @@ export {
   startSimulator,
   WhatsAppSimulator
 } from "./simulator.js"
+export { connectSimulator, type SimulatorClient } from "./client.js"
 export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"
 export { postWebhook, sign, type WebhookDelivery } from "./webhook.js"
 export {

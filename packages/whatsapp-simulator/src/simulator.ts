@@ -39,8 +39,10 @@ export interface SimulatorSettings {
 /**
  * Options of {@link startSimulator}: where to listen (`port` default 0, any free port;
  * `host` default `127.0.0.1`), the `numbers` it answers for, the initial
- * {@link SimulatorSettings}, and `onEvent`, called with one plain object per request
- * answered and webhook posted (the CLI prints them; no token or secret in them).
+ * {@link SimulatorSettings}, `delayMs` (default 0: the wait before every Graph answer no
+ * other rule takes, a round trip to Meta; kept by `reset`), and `onEvent`, called with one
+ * plain object per request answered and webhook posted (the CLI prints them; no token or
+ * secret in them).
  *
  * @category simulator
  */
@@ -48,6 +50,7 @@ export interface SimulatorOptions extends Partial<SimulatorSettings> {
   readonly port?: number
   readonly host?: string
   readonly numbers?: ReadonlyArray<SimulatedNumber>
+  readonly delayMs?: number
   readonly onEvent?: (event: Record<string, unknown>) => void
 }
 
@@ -96,7 +99,13 @@ export class WhatsAppSimulator {
       statusDelayMs: options.statusDelayMs ?? 100
     }
     for (const number of options.numbers ?? []) this.addNumber(number)
-    this.server = createServer((req, res) => void this.handle(req, res))
+    this.restoreDefault()
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        // A client that went away mid-request: nothing to answer, nothing to record.
+        if (!res.headersSent && !res.destroyed) res.writeHead(500).end(String(error))
+      })
+    })
     this.events.setMaxListeners(0)
   }
 
@@ -230,12 +239,13 @@ export class WhatsAppSimulator {
 
   /**
    * Forgets what was received and posted and every scripted rule (recipients, sequences,
-   * share, default answer); keeps the numbers and the settings.
+   * share, default answer: back to `delayMs`); keeps the numbers and the settings.
    */
   reset(): void {
     this.receivedList.length = 0
     this.notificationList.length = 0
     this.script.clear()
+    this.restoreDefault()
     for (const timer of this.timers) clearTimeout(timer)
     this.timers.clear()
   }
@@ -250,6 +260,10 @@ export class WhatsAppSimulator {
       this.server.close(() => resolve())
       this.server.closeAllConnections()
     })
+  }
+
+  private restoreDefault(): void {
+    if ((this.options.delayMs ?? 0) > 0) this.script.setDefault({ delay_ms: this.options.delayMs! })
   }
 
   private requireNumber(phoneNumberId: string | undefined): SimulatedNumber {

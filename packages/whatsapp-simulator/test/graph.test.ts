@@ -220,6 +220,21 @@ describe("scripting", () => {
   })
 })
 
+describe("delayMs", () => {
+  it("delays every answer no rule takes, and is kept by reset", async () => {
+    const slow = await startSimulator({ numbers: [{ phone_number_id: ID, display_phone_number: "+1 555-078-3881", waba_id: "1", access_token: TOKEN }], delayMs: 300 })
+    try {
+      slow.script.enqueue([{ code: 131000 }])
+      slow.reset()
+      const pending = graph(slow.url, `/v21.0/${ID}/messages`, TOKEN, textSend("16505550600"))
+      expect((await slow.waitFor(() => slow.sends()[0], "the send")).answer).toBeNull()
+      expect((await pending).status).toBe(200)
+    } finally {
+      await slow.close()
+    }
+  })
+})
+
 describe("maxInWindow", () => {
   it("counts the most arrivals in any half-open window [t, t + w)", () => {
     expect(maxInWindow([], 1000)).toBe(0)

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { sign, startSimulator, textMessage, locationMessage, type WhatsAppSimulator } from "../src/index.js"
+import { connectSimulator, sign, startSimulator, textMessage, locationMessage, type WhatsAppSimulator } from "../src/index.js"
 import { graph, startReceiver, textSend } from "./helpers.js"
 
 // What the simulator posts (status notifications, inbound messages, template updates),
@@ -169,6 +169,27 @@ describe("the control API (/_simulator)", () => {
     expect((await control("DELETE", "/share")).status).toBe(200)
     expect((await control("PUT", "/default", { http_status: 503 })).status).toBe(200)
     expect((await send("16505550011")).status).toBe(503)
+  })
+
+  it("connectSimulator drives it from another process: script, recipients, inbound, received, reset", async () => {
+    const client = connectSimulator(simulator.url)
+    simulator.configure({ statuses: [] })
+    expect(await client.script([{ code: 130429 }])).toEqual({ pending: 1 })
+    await client.refuseRecipient("+16505550020", { code: 131026 })
+    expect((await send("16505550021")).json.error.code).toBe(130429)
+    expect((await send("16505550020")).json.error.code).toBe(131026)
+    await client.clearRecipient("16505550020")
+    expect((await send("16505550020")).status).toBe(200)
+    const received = await client.received({ route: "messages" })
+    expect(received.map((entry) => (entry.answer as { status: number }).status)).toEqual([429, 400, 200])
+    expect(received[2]!.wamid).toBe(simulator.sends()[2]!.wamid)
+    const inbound = await client.postInbound({ from: "16505550022", profile_name: "Ravi", message: textMessage("hello") })
+    expect(inbound.delivery.status).toBe(200)
+    expect(JSON.parse(receiver.deliveries.at(-1)!.body).entry[0].changes[0].value.messages[0].id).toBe(inbound.id)
+    expect((await client.notifications()).map((n) => n.kind)).toEqual(["inbound"])
+    await client.reset()
+    expect(await client.received()).toEqual([])
+    await expect(client.script([{ drop: "never" as "close" }])).rejects.toThrow(/drop must be/)
   })
 
   it("answers 400 naming the problem for a bad body, 404 for an unknown route", async () => {
