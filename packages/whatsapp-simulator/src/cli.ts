@@ -11,20 +11,15 @@
  * Secrets are read from environment variables only (never options), and never printed.
  */
 import { readFileSync } from "node:fs"
-import { Command, InvalidArgumentError, Option } from "commander"
+import { Command, Option } from "commander"
 import { publicNumber } from "./control.js"
 import { buildInboundContent, inboundOptions } from "./cliInbound.js"
+import { httpUrl, integer } from "./cliParsers.js"
 import { DEFAULT_NUMBER, digitsOf, inboundMessagePayload, newWamid, type SimulatedNumber, templateStatusPayload } from "./payloads.js"
 import { startSimulator, type SimulatorSettings } from "./simulator.js"
 import { postWebhook } from "./webhook.js"
 
 const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`)
-
-const integer = (name: string, min: number, max: number) => (text: string) => {
-  const value = Number(text)
-  if (!/^\d+$/.test(text) || value < min || value > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}`)
-  return value
-}
 
 /** The secret in the variable `name`; `null` when unset or empty. */
 const secretFrom = (name: string): string | null => {
@@ -46,7 +41,7 @@ program
   .addOption(new Option("--display-phone-number <phone>", "its display number").env("SIMULATOR_DISPLAY_PHONE_NUMBER"))
   .addOption(new Option("--waba-id <id>", "its WhatsApp Business Account id").env("SIMULATOR_WABA_ID"))
   .addOption(new Option("--access-token-env <name>", "the variable holding its access token").default("SIMULATOR_ACCESS_TOKEN"))
-  .addOption(new Option("--webhook-url <url>", "where status notifications are posted").env("SIMULATOR_WEBHOOK_URL"))
+  .addOption(new Option("--webhook-url <url>", "where status notifications are posted").env("SIMULATOR_WEBHOOK_URL").argParser(httpUrl("--webhook-url")))
   .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret that signs webhooks").default("SIMULATOR_APP_SECRET"))
   .addOption(new Option("--statuses <list>", "statuses after a send: comma-separated sent,delivered,read, or none").env("SIMULATOR_STATUSES").default("sent,delivered,read"))
   .addOption(new Option("--status-delay-ms <ms>", "wait before each status").env("SIMULATOR_STATUS_DELAY_MS").default(100).argParser(integer("--status-delay-ms", 0, 600_000)))
@@ -108,7 +103,7 @@ inboundOptions(
 program
   .command("template-status")
   .description("post a signed message_template_status_update (a template approved, rejected, paused…)")
-  .addOption(new Option("--webhook-url <url>", "where to post").env("SIMULATOR_WEBHOOK_URL").makeOptionMandatory())
+  .addOption(new Option("--webhook-url <url>", "where to post").env("SIMULATOR_WEBHOOK_URL").argParser(httpUrl("--webhook-url")).makeOptionMandatory())
   .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret").default("SIMULATOR_APP_SECRET"))
   .addOption(new Option("--waba-id <id>", "the WhatsApp Business Account id").env("SIMULATOR_WABA_ID").default(DEFAULT_NUMBER.waba_id))
   .requiredOption("--name <name>", "the template's name")
@@ -135,7 +130,7 @@ program
 program
   .command("received")
   .description("print what a running simulator received, one JSON line per request")
-  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010"))
+  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator")))
   .option("--phone-number-id <id>", "only this number's requests")
   .action(async (options: { simulator: string; phoneNumberId?: string }, command: Command) => {
     const query = options.phoneNumberId === undefined ? "" : `?phone_number_id=${encodeURIComponent(options.phoneNumberId)}`
@@ -146,7 +141,7 @@ program
 program
   .command("reset")
   .description("make a running simulator forget what it received and its scripted rules")
-  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010"))
+  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator")))
   .action(async (options: { simulator: string }, command: Command) => {
     print((await control(options.simulator, "POST", "/reset", command)) as Record<string, unknown>)
   })

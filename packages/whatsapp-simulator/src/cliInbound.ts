@@ -1,4 +1,5 @@
-import { type Command, InvalidArgumentError, Option } from "commander"
+import { type Command, Option } from "commander"
+import { coordinate, httpUrl, phone } from "./cliParsers.js"
 import {
   buttonMessage,
   contactsMessage,
@@ -37,18 +38,17 @@ export interface InboundContentOptions {
 
 const TYPES = ["text", "image", "audio", "video", "document", "sticker", "location", "contacts", "button", "reaction", "button_reply", "list_reply"]
 
-const coordinate = (name: string) => (text: string) => {
-  const value = Number(text)
-  if (text.trim() === "" || !Number.isFinite(value)) throw new InvalidArgumentError(`${name} must be a number`)
-  return value
-}
-
 /** Adds the `inbound` command's options to `command`. */
 export const inboundOptions = (command: Command): Command =>
   command
-    .addOption(new Option("--webhook-url <url>", "where to post (Switchboard: {base}/webhooks/whatsapp)").env("SIMULATOR_WEBHOOK_URL").makeOptionMandatory())
+    .addOption(
+      new Option("--webhook-url <url>", "where to post (Switchboard: {base}/webhooks/whatsapp)")
+        .env("SIMULATOR_WEBHOOK_URL")
+        .argParser(httpUrl("--webhook-url"))
+        .makeOptionMandatory()
+    )
     .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret").default("SIMULATOR_APP_SECRET"))
-    .requiredOption("--from <phone>", "the customer's number (digits or E.164)")
+    .requiredOption("--from <phone>", "the customer's number (digits or E.164)", phone("--from"))
     .option("--name <name>", "the customer's profile name", "Simulated Customer")
     .addOption(new Option("--phone-number-id <id>", "the business number written to").env("SIMULATOR_PHONE_NUMBER_ID").default(DEFAULT_NUMBER.phone_number_id))
     .addOption(new Option("--display-phone-number <phone>", "its display number").env("SIMULATOR_DISPLAY_PHONE_NUMBER").default(DEFAULT_NUMBER.display_phone_number))

@@ -102,12 +102,20 @@ describe("serve", () => {
     [["--statuses", "sent,seen"], /--statuses must be/],
     [["--numbers-file", "/nonexistent/numbers.json"], /--numbers-file .* is not a readable JSON file/],
     [["--phone-number-id", "333"], /set SIMULATOR_ACCESS_TOKEN/],
-    [["--bogus"], /unknown option '--bogus'/]
+    [["--bogus"], /unknown option '--bogus'/],
+    [["--webhook-url", "127.0.0.1:3000/webhooks"], /--webhook-url must be an http\(s\) URL/]
   ] as const)("%j → a clear error on stderr, non-zero exit", async (args, message) => {
     const result = await run(["serve", "--port", "0", ...args])
     expect(result.code).not.toBe(0)
     expect(result.stderr).toMatch(message)
     expect(result.stdout).toBe("")
+  })
+
+  it("a port in use → an error naming it, exit 1", async () => {
+    const port = new URL(receiver.url).port
+    const result = await run(["serve", "--port", port])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain(`cannot listen on 127.0.0.1:${port}`)
   })
 })
 
@@ -150,12 +158,15 @@ describe("inbound and template-status", () => {
   })
 
   it.each([
-    [["inbound", "--from", "1", "--text", "x"], {}, /--webhook-url/],
-    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "1", "--text", "x"], {}, /set SIMULATOR_APP_SECRET/],
-    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "1"], { SIMULATOR_APP_SECRET: "s" }, /--type text needs --text/],
-    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "1", "--type", "gif"], { SIMULATOR_APP_SECRET: "s" }, /argument 'gif' is invalid/],
-    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "1", "--message-json", "{"], { SIMULATOR_APP_SECRET: "s" }, /--message-json is not JSON/],
-    [["template-status", "--webhook-url", "http://127.0.0.1:9/", "--name", "t", "--language", "en", "--event", "approved"], { SIMULATOR_APP_SECRET: "s" }, /--event must be/]
+    [["inbound", "--from", "16505551234", "--text", "x"], {}, /--webhook-url/],
+    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--text", "x"], {}, /set SIMULATOR_APP_SECRET/],
+    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234"], { SIMULATOR_APP_SECRET: "s" }, /--type text needs --text/],
+    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--type", "gif"], { SIMULATOR_APP_SECRET: "s" }, /argument 'gif' is invalid/],
+    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--message-json", "{"], { SIMULATOR_APP_SECRET: "s" }, /--message-json is not JSON/],
+    [["template-status", "--webhook-url", "http://127.0.0.1:9/", "--name", "t", "--language", "en", "--event", "approved"], { SIMULATOR_APP_SECRET: "s" }, /--event must be/],
+    [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "call me", "--text", "x"], { SIMULATOR_APP_SECRET: "s" }, /--from must be a phone number/],
+    [["inbound", "--webhook-url", "ftp://127.0.0.1/", "--from", "16505551234", "--text", "x"], { SIMULATOR_APP_SECRET: "s" }, /--webhook-url must be an http\(s\) URL/],
+    [["inbound", "--from", "16505551234", "--text", "x"], { SIMULATOR_APP_SECRET: "s", SIMULATOR_WEBHOOK_URL: "not a url" }, /--webhook-url must be an http\(s\) URL/]
   ] as const)("%j → a clear error, non-zero exit, nothing posted", async (args, env, message) => {
     const result = await run(args, env)
     expect(result.code).not.toBe(0)
@@ -164,7 +175,7 @@ describe("inbound and template-status", () => {
   })
 
   it("a webhook that refuses or cannot be reached → the line says so, exit 1; the secret is never printed", async () => {
-    const unreachable = await run(["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "1", "--text", "x"], { SIMULATOR_APP_SECRET: SECRET })
+    const unreachable = await run(["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--text", "x"], { SIMULATOR_APP_SECRET: SECRET })
     expect(unreachable.code).toBe(1)
     expect(JSON.parse(unreachable.stdout)).toMatchObject({ answered: null, error: expect.stringMatching(/fetch failed/) })
     expect(unreachable.stdout + unreachable.stderr).not.toContain(SECRET)
