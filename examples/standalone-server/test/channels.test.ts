@@ -1,8 +1,7 @@
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   assertBuilt,
   killServers,
@@ -16,34 +15,32 @@ import {
 } from "./helpers.js"
 
 // The admin CLI's channel commands and the server's secret key, end to end: the built CLI
-// and server on a temporary SQLite file, Meta's Graph API replaced by a local recorder.
+// and server on a temporary SQLite file, Meta's Graph API replaced by the WhatsApp simulator.
 
 const TOKEN = "EAAGgoodCLItoken7Hq2Lm9Xw4Zr8Tb1"
 const REFUSED = "EAAGbadCLItoken3Jk5Pn7Qs9Uv2Wx4"
 
-const calls: Array<{ url: string; authorization: string | undefined }> = []
-let recorder: Server
+/** The WhatsApp simulator stands in for the Graph API; the numbers these tests add accept TOKEN only. */
+let simulator: WhatsAppSimulator
 let graphUrl = ""
+const calls = () => simulator.received().map(({ authorization, path }) => ({ url: path, authorization: authorization ?? undefined }))
 
 beforeAll(async () => {
   assertBuilt()
-  recorder = createServer((req, res) => {
-    calls.push({ url: req.url ?? "", authorization: req.headers.authorization })
-    res.setHeader("content-type", "application/json")
-    if (req.headers.authorization !== `Bearer ${TOKEN}`) {
-      res.statusCode = 401
-      res.end(JSON.stringify({ error: { message: "Invalid OAuth access token", code: 190 } }))
-      return
-    }
-    res.end(JSON.stringify({ id: (req.url ?? "").split("/")[2], display_phone_number: "+31 6 1234 5678" }))
+  simulator = await startSimulator({
+    numbers: ["106540352242922", "106540352242923", "106540352242924", "106540352242925", "106540352242926", "106540352242927"].map((id) => ({
+      phone_number_id: id,
+      display_phone_number: "+31 6 1234 5678",
+      waba_id: "102290129340398",
+      access_token: TOKEN
+    }))
   })
-  await new Promise<void>((resolve) => recorder.listen(0, "127.0.0.1", resolve))
-  graphUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`
+  graphUrl = simulator.url
 })
 afterEach(killServers)
 afterAll(async () => {
   removeTemporaryDirectories()
-  await new Promise<void>((resolve) => recorder.close(() => resolve()))
+  await simulator.close()
 })
 
 /** A fresh database with one organization; its environment and the paths of its files. */
@@ -64,7 +61,7 @@ const addArgs = (org: string, phoneNumberId: string, token: ReadonlyArray<string
 describe("channel add, list, remove", () => {
   it("adds through a token file or variable (verified with the Graph API), lists and removes; the token is printed and stored nowhere", async () => {
     const { env, org, filename, keyFile, tokenFile } = await freshOrganization()
-    const before = calls.length
+    const before = calls().length
     const added = await runCli(addArgs(org, "106540352242922", ["--access-token-file", tokenFile]), env)
     expect(added.code, added.stderr).toBe(0)
     expect(added.stderr).toContain(`created ${keyFile}`)
@@ -73,7 +70,7 @@ describe("channel add, list, remove", () => {
     expect(readdirSync(dirname(keyFile)).filter((name) => name.startsWith("secret.key"))).toEqual(["secret.key"])
     const channel = JSON.parse(added.stdout) as { uuid: string; display_phone_number: string; access_token_last4: string }
     expect(channel).toMatchObject({ phone_number_id: "106540352242922", display_phone_number: "+31612345678", access_token_last4: "8Tb1", access_token_set: true })
-    expect(calls.slice(before)).toEqual([{ url: "/v21.0/106540352242922", authorization: `Bearer ${TOKEN}` }])
+    expect(calls().slice(before)).toEqual([{ url: "/v21.0/106540352242922", authorization: `Bearer ${TOKEN}` }])
 
     const second = await runCli(
       addArgs(org, "106540352242923", ["--access-token-env", "MY_WA_TOKEN", "--display-phone-number", "+14155552671"]),

@@ -1,7 +1,6 @@
-import { createServer, type IncomingHttpHeaders } from "node:http"
-import type { AddressInfo } from "node:net"
 import { ConfigProvider, Effect, Either } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { loadConfig } from "../src/config.js"
 import { describeTransport, type TransportChoice, transportConfig, transportLayerFor } from "../src/transport.js"
 import { assertBuilt, killServers, runServerToExit, startServer } from "./helpers.js"
@@ -58,25 +57,20 @@ describe("transportConfig: the WHATSAPP_* variables", () => {
   })
 })
 
-describe("the standalone server's sends (built server, a local Graph API recorder)", () => {
-  const received: Array<{ method?: string; url?: string; headers: IncomingHttpHeaders; body: string }> = []
-  const recorder = createServer((req, res) => {
-    let body = ""
-    req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk))
-    req.on("end", () => {
-      received.push({ method: req.method, url: req.url, headers: req.headers, body })
-      res.writeHead(200, { "content-type": "application/json" })
-      res.end(JSON.stringify({ messaging_product: "whatsapp", messages: [{ id: `wamid.${received.length}` }] }))
-    })
-  })
+describe("the standalone server's sends (built server, the WhatsApp simulator as Graph API)", () => {
+  let simulator: WhatsAppSimulator
   let recorderUrl = ""
+  /** What the simulator received: method, URL, the authorization header and the parsed body. */
+  const received = () => simulator.received().map(({ authorization, body, method, path }) => ({ method, url: path, authorization, body }))
   beforeAll(async () => {
     assertBuilt()
-    await new Promise<void>((resolve) => recorder.listen(0, "127.0.0.1", resolve))
-    recorderUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`
+    simulator = await startSimulator({
+      numbers: [{ phone_number_id: "1234", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398", access_token: TOKEN }]
+    })
+    recorderUrl = simulator.url
   })
   afterEach(killServers)
-  afterAll(() => new Promise<void>((resolve) => recorder.close(() => resolve())))
+  afterAll(() => simulator.close())
 
   it("posts a text send to {base}/{version}/{phone number id}/messages with the bearer token, and says so at start", async () => {
     const server = await startServer({
@@ -95,16 +89,16 @@ describe("the standalone server's sends (built server, a local Graph API recorde
     const body = (await response.json()) as { data: { status: string } }
     expect(response.status).toBe(200)
     expect(body.data.status).toBe("sent")
-    expect(received).toHaveLength(1)
-    expect(received[0]).toMatchObject({ method: "POST", url: "/v21.0/1234/messages" })
-    expect(received[0]!.headers.authorization).toBe(`Bearer ${TOKEN}`)
-    expect(JSON.parse(received[0]!.body)).toMatchObject({ type: "text", text: { body: "Your order has shipped." } })
+    expect(received()).toHaveLength(1)
+    expect(received()[0]).toMatchObject({ method: "POST", url: "/v21.0/1234/messages" })
+    expect(received()[0]!.authorization).toBe(`Bearer ${TOKEN}`)
+    expect(received()[0]!.body).toMatchObject({ type: "text", text: { body: "Your order has shipped." } })
     expect(server.output().stderr).toContain(`else WhatsApp Cloud API phone number id 1234, ${recorderUrl}`)
     expect(server.output().stderr).not.toContain(TOKEN)
   })
 
   it("uses the recording transport without the variables: nothing reaches the network", async () => {
-    const before = received.length
+    const before = received().length
     const server = await startServer({ DATABASE_URL: "memory:", DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED: "1" })
     const { api_key } = JSON.parse(server.output().stdout.trim().split("\n")[0]!) as { api_key: string }
     const response = await fetch(`${server.baseUrl}/send`, {
@@ -113,7 +107,7 @@ describe("the standalone server's sends (built server, a local Graph API recorde
       body: JSON.stringify({ phone: "+14155550100", message: "Hello" })
     })
     expect(response.status).toBe(200)
-    expect(received.length).toBe(before)
+    expect(received().length).toBe(before)
     expect(server.output().stderr).toContain("else recorded (stored and marked sent")
   })
 

@@ -1,9 +1,7 @@
-import { createHmac } from "node:crypto"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   assertBuilt,
   killServers,
@@ -17,7 +15,7 @@ import {
 } from "./helpers.js"
 
 // WhatsApp through the built CLI and server on one temporary SQLite file, Meta's Graph API
-// replaced by a local recorder: a channel added with the CLI, the webhook handshake, a send
+// replaced by the WhatsApp simulator: a channel added with the CLI, the webhook handshake, a send
 // through the channel, signed status and inbound-message webhooks (repeated, out of order,
 // badly signed, for an unknown number), a basic reply answered through the channel, and
 // finally the channel's token and the app secret looked for everywhere they must not be.
@@ -31,56 +29,33 @@ const PHONE_NUMBER_ID = "106540352242922"
 const WABA_ID = "102290129340398"
 const UNKNOWN_PHONE_NUMBER_ID = "199999999999999"
 
-/** One request the Graph API recorder received. */
-interface GraphCall {
-  readonly method: string
-  readonly url: string
-  readonly authorization: string | undefined
-  readonly body: unknown
-}
-
-const graphCalls: Array<GraphCall> = []
-let recorder: Server
+/**
+ * The WhatsApp simulator stands in for Meta's Graph API: a number look-up answers the
+ * number, a messages POST Meta's answer with a new wamid. Status notifications are posted
+ * by this test itself, so the simulator posts none.
+ */
+let simulator: WhatsAppSimulator
 let graphUrl = ""
 
-/** The Graph API: a number lookup answers the number, a messages POST Meta's answer with a new wamid. */
-const startRecorder = async (): Promise<void> => {
-  recorder = createServer((req, res) => {
-    let text = ""
-    req.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
-    req.on("end", () => {
-      const call = { method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body: text === "" ? undefined : JSON.parse(text) }
-      graphCalls.push(call)
-      res.setHeader("content-type", "application/json")
-      if (call.method === "GET") {
-        res.end(JSON.stringify({ id: call.url.split("/")[2], display_phone_number: "+1 555-078-3881" }))
-        return
-      }
-      const to = (call.body as { to?: string } | undefined)?.to ?? ""
-      res.end(
-        JSON.stringify({
-          messaging_product: "whatsapp",
-          contacts: [{ input: to, wa_id: to }],
-          messages: [{ id: wamidOf(graphCalls.length) }]
-        })
-      )
-    })
-  })
-  await new Promise<void>((resolve) => recorder.listen(0, "127.0.0.1", resolve))
-  graphUrl = `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`
-}
+/** What the simulator received: method, URL, authorization header and parsed body (undefined when none). */
+const graphCalls = () =>
+  simulator.received().map(({ authorization, body, method, path }) => ({ method, url: path, authorization: authorization ?? undefined, body: body ?? undefined }))
 
-/** The wamid the recorder gives the message of its `n`th call. */
-const wamidOf = (n: number): string => `wamid.HBgLMTQxNTU1NTAxMDEVAgARGBJFMkUtT1VUQk9VTkQt${n}`
+/** The wamid the simulator gave the message of its `n`th call (1-based). */
+const wamidOf = (n: number): string => simulator.received()[n - 1]!.wamid!
 
 beforeAll(async () => {
   assertBuilt()
-  await startRecorder()
+  simulator = await startSimulator({
+    numbers: [{ phone_number_id: PHONE_NUMBER_ID, display_phone_number: "+1 555-078-3881", waba_id: WABA_ID, access_token: TOKEN }],
+    statuses: []
+  })
+  graphUrl = simulator.url
 })
 afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
-  await new Promise<void>((resolve) => recorder.close(() => resolve()))
+  await simulator.close()
 })
 
 // Payloads are Meta's own fixtures with ids, numbers and texts changed.
@@ -106,8 +81,6 @@ const textWebhook = (options: { from: string; name: string; id: string; body: st
   Object.assign(value.messages[0], { from: options.from, id: options.id, text: { body: options.body } })
   return JSON.stringify(payload)
 }
-
-const sign = (body: string, secret = APP_SECRET): string => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
 
 /** Every response body this test received, to look for the token in at the end. */
 const responseBodies: Array<string> = []
@@ -141,7 +114,7 @@ const api = (method: string, path: string, body?: unknown): Promise<Answer> =>
   call(method, path, { headers: { authorization: `Bearer ${apiKey}` }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
 
 /** POSTs a webhook body signed with `signature` (default: the right one). */
-const webhook = (body: string, signature = sign(body)): Promise<Answer> =>
+const webhook = (body: string, signature = sign(body, APP_SECRET)): Promise<Answer> =>
   call("POST", "/webhooks/whatsapp", { body, headers: { "x-hub-signature-256": signature } })
 
 const messagesOf = async (chatUuid: string): Promise<Array<any>> => {
@@ -180,7 +153,7 @@ let cliOutput = ""
 let sent: { message_id: string; chat_uuid: string; contact_uuid: string; status: string }
 let sentWamid = ""
 
-describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorder", () => {
+describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simulator as Graph API", () => {
   it("org create, then channel add with a token file, verified by the Graph API", async () => {
     const databaseUrl = temporaryDatabaseUrl()
     databaseFile = databaseUrl.slice("sqlite:".length)
@@ -203,7 +176,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
     expect(added.code, added.stderr).toBe(0)
     cliOutput = added.stdout + added.stderr
     expect(JSON.parse(added.stdout)).toMatchObject({ phone_number_id: PHONE_NUMBER_ID, display_phone_number: "+15550783881", access_token_set: true })
-    expect(graphCalls).toEqual([{ method: "GET", url: `/v21.0/${PHONE_NUMBER_ID}`, authorization: `Bearer ${TOKEN}`, body: undefined }])
+    expect(graphCalls()).toEqual([{ method: "GET", url: `/v21.0/${PHONE_NUMBER_ID}`, authorization: `Bearer ${TOKEN}`, body: undefined }])
   })
 
   it("starts the server; the handshake echoes the challenge with the right verify token, 403 with another", async () => {
@@ -220,11 +193,11 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
   })
 
   it("POST /send reaches the Graph API with the channel's number, token and the text", async () => {
-    const before = graphCalls.length
+    const before = graphCalls().length
     const answer = await api("POST", "/send", { phone: "+14155550101", message: "Your order shipped" })
     expect(answer.status, answer.text).toBe(200)
     sent = answer.json.data
-    expect(graphCalls.slice(before)).toEqual([
+    expect(graphCalls().slice(before)).toEqual([
       {
         method: "POST",
         url: `/v21.0/${PHONE_NUMBER_ID}/messages`,
@@ -252,7 +225,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
   it("a webhook with a wrong signature → 401 invalid_signature, nothing stored", async () => {
     const contactsBefore = await contactPhones()
     const body = textWebhook({ from: "16505559876", name: "Mallory", id: "wamid.forged1", body: "hello" })
-    for (const signature of [sign(body, "not-the-app-secret"), sign(`${body} `)]) {
+    for (const signature of [sign(body, "not-the-app-secret"), sign(`${body} `, APP_SECRET)]) {
       const answer = await webhook(body, signature)
       expect(answer.status).toBe(401)
       expect(answer.json.errors[0].code).toBe("invalid_signature")
@@ -280,11 +253,11 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
   it("a basic reply's trigger is answered through the same channel, and the chat shows the reply", async () => {
     const reply = await api("POST", "/basic-replies", { name: "Hours", trigger: "opening hours", response: "We are open 9 to 5, Monday to Friday." })
     expect(reply.status, reply.text).toBe(200)
-    const before = graphCalls.length
+    const before = graphCalls().length
     const answer = await webhook(textWebhook({ from: "16505550199", name: "Ravi", id: "wamid.inbound-e2e-2", body: "  Opening Hours " }))
     expect(answer.status, answer.text).toBe(200)
     expect(answer.json.data).toEqual({ received: 1 })
-    expect(graphCalls.slice(before)).toEqual([
+    expect(graphCalls().slice(before)).toEqual([
       {
         method: "POST",
         url: `/v21.0/${PHONE_NUMBER_ID}/messages`,

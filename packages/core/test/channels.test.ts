@@ -1,5 +1,3 @@
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Option } from "effect"
 import {
@@ -17,38 +15,39 @@ import {
   sealSecret,
   type ChannelInput
 } from "@switchboard/core"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { failureOf } from "./failure.js"
 
-// Channels in core (docs/channels.md): the secret box, the Graph verifier against a local
-// recorder, and the service operations the webhook and send paths will use.
+// Channels in core (docs/channels.md): the secret box, the Graph verifier against the
+// WhatsApp simulator, and the service operations the webhook and send paths will use.
 
 const TOKEN = "EAAGcoretoken-000000000000000042"
 
-/** Requests seen by the recorder, and what it answers: Meta's phone-number record, or a refusal. */
-const calls: Array<{ url: string; authorization: string | undefined }> = []
-let refuse = false
-let server: Server
+/**
+ * The WhatsApp simulator stands in for the Graph API: it answers the look-up of the
+ * numbers these tests add (display number `15550100123`) and records each request.
+ */
+let simulator: WhatsAppSimulator
 let baseUrl = ""
+const calls = () => simulator.received().map(({ authorization, path }) => ({ url: path, authorization: authorization ?? undefined }))
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    calls.push({ url: req.url ?? "", authorization: req.headers.authorization })
-    res.setHeader("content-type", "application/json")
-    if (refuse) {
-      res.statusCode = 400
-      res.end(JSON.stringify({ error: { message: `Unsupported get request for token ${TOKEN}`, code: 100 } }))
-      return
-    }
-    res.end(JSON.stringify({ id: (req.url ?? "").split("/")[2], display_phone_number: "15550100123", verified_name: "Acme" }))
+  simulator = await startSimulator({
+    numbers: ["1001", "1002", "2001", "2002", "2003", "3001", "4001"].map((phone_number_id) => ({
+      phone_number_id,
+      display_phone_number: "15550100123",
+      waba_id: "102290129340398",
+      access_token: TOKEN,
+      verified_name: "Acme"
+    }))
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  baseUrl = simulator.url
 })
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+afterAll(() => simulator.close())
 
 const KEY = generateSecretKey()
 
-/** Core on a fresh memory store, with `key` (default {@link KEY}) and the recorder as Graph API. */
+/** Core on a fresh memory store, with `key` (default {@link KEY}) and the simulator as Graph API. */
 const layerWith = (key: Uint8Array | null = KEY, storage: Layer.Layer<Storage> = MemoryStorage.layer) =>
   Core.layer.pipe(
     Layer.provide(Layer.merge(key === null ? Layer.empty : SecretKey.layer(key), ChannelVerifier.graph({ baseUrl, apiVersion: "v22.0" }))),
@@ -96,9 +95,9 @@ describe("Channels", () => {
     Effect.gen(function* () {
       const org = yield* withOrganization
       const channels = yield* Channels
-      const before = calls.length
+      const before = calls().length
       const channel = yield* channels.add(org.id, input("1001"))
-      expect(calls.slice(before)).toEqual([{ url: "/v22.0/1001", authorization: `Bearer ${TOKEN}` }])
+      expect(calls().slice(before)).toEqual([{ url: "/v22.0/1001", authorization: `Bearer ${TOKEN}` }])
       expect(channel.display_phone_number).toBe("+15550100123")
       expect(channel.access_token_last4).toBe("0042")
       const stored = yield* Effect.flatMap(Storage, (storage) => storage.channels.findById(org.id, channel.uuid))
@@ -113,8 +112,9 @@ describe("Channels", () => {
   it.live("a refusal fails with ChannelVerificationFailed whose message holds Meta's reason but never the token", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization
-      refuse = true
-      const error = yield* failureOf((yield* Channels).add(org.id, input("1002"))).pipe(Effect.ensuring(Effect.sync(() => (refuse = false))))
+      // Meta's own messages never echo the token; this one does, so the test sees it cut out.
+      simulator.script.enqueue([{ code: 100, message: `Unsupported get request for token ${TOKEN}` }], "lookup")
+      const error = yield* failureOf((yield* Channels).add(org.id, input("1002")))
       expect(error._tag).toBe("ChannelVerificationFailed")
       expect(error.message).toContain("Unsupported get request")
       expect(error.message).not.toContain(TOKEN)
@@ -146,13 +146,13 @@ describe("Channels", () => {
     Effect.gen(function* () {
       const channels = yield* Channels
       const org = yield* withOrganization
-      const before = calls.length
+      const before = calls().length
       expect((yield* failureOf(channels.add(org.id, input("3001"))))._tag).toBe("SecretKeyMissing")
       expect((yield* failureOf(channels.list(org.id)))._tag).toBe("SecretKeyMissing")
       const someUuid = "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" as Parameters<typeof channels.remove>[1]
       expect((yield* failureOf(channels.remove(org.id, someUuid)))._tag).toBe("SecretKeyMissing")
       expect((yield* failureOf(channels.getWithToken(org.id, someUuid)))._tag).toBe("SecretKeyMissing")
-      expect(calls.length).toBe(before)
+      expect(calls().length).toBe(before)
       expect(yield* channels.findByPhoneNumberId("3001")).toEqual(Option.none())
     }).pipe(Effect.provide(layerWith(null))))
 

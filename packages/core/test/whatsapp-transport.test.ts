@@ -1,41 +1,25 @@
-import { createServer, type IncomingMessage, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
-/** A local stand-in for the Graph API: records every request and answers as told. */
-interface Recorded {
-  readonly method: string
-  readonly url: string
-  readonly authorization: string | undefined
-  readonly body: unknown
-}
-const recorded: Array<Recorded> = []
-let answer: { status: number; body: unknown; delayMs?: number } = { status: 200, body: {} }
-let server: Server
+/** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
+let simulator: WhatsAppSimulator
 let baseUrl = ""
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let text = ""
-    req.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-    req.on("end", () => resolve(text))
-  })
+const number = (phone_number_id: string, access_token: string) => ({ phone_number_id, access_token, display_phone_number: "+1 555-078-3881", waba_id: "102290129340398" })
 
 beforeAll(async () => {
-  server = createServer(async (req, res) => {
-    recorded.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization, body: JSON.parse(await readBody(req)) })
-    const { status, body, delayMs } = answer
-    setTimeout(() => {
-      res.writeHead(status, { "content-type": "application/json" })
-      res.end(JSON.stringify(body))
-    }, delayMs ?? 0)
+  simulator = await startSimulator({
+    numbers: [number("106540352242922", "test-token"), number("998877", "channel-token"), number("5550001", "token-a")]
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  baseUrl = simulator.url
 })
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+afterEach(() => simulator.reset())
+afterAll(() => simulator.close())
+
+/** What the simulator received: method, URL, bearer header and JSON body of each request. */
+const recorded = () =>
+  simulator.received().map(({ authorization, body, method, path }) => ({ method, url: path, authorization: authorization ?? undefined, body }))
 
 const transport = (timeoutMs?: number) =>
   WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "test-token", baseUrl, apiVersion: "v21.0", ...(timeoutMs ? { timeoutMs } : {}) })
@@ -46,12 +30,11 @@ const send = (message: Parameters<MessageTransport["Type"]["send"]>[0], timeoutM
 describe("WhatsApp Cloud API transport", () => {
   it.live("posts a template message to the messages endpoint and returns the provider id", () =>
     Effect.gen(function* () {
-      recorded.length = 0
-      answer = { status: 200, body: { messaging_product: "whatsapp", contacts: [{ wa_id: "14155550100" }], messages: [{ id: "wamid.HBgL" }] } }
       const template = { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: "42" }] }] }
       const receipt = yield* send({ channel: null, message_id: "m-1", to: "+14155550100", type: "template", template })
-      expect(receipt).toEqual({ provider_message_id: "wamid.HBgL", status: "sent" })
-      expect(recorded).toEqual([
+      expect(receipt).toEqual({ provider_message_id: simulator.sends()[0]!.wamid, status: "sent" })
+      expect(receipt.provider_message_id).toMatch(/^wamid\./)
+      expect(recorded()).toEqual([
         {
           method: "POST",
           url: "/v21.0/106540352242922/messages",
@@ -63,12 +46,10 @@ describe("WhatsApp Cloud API transport", () => {
 
   it.live("sends text and media in the Graph API shapes", () =>
     Effect.gen(function* () {
-      recorded.length = 0
-      answer = { status: 200, body: { messages: [{ id: "wamid.2" }] } }
       yield* send({ channel: null, message_id: "m-2", to: "+14155550100", type: "text", text: "Hello" })
       yield* send({ channel: null, message_id: "m-3", to: "+14155550100", type: "media", media: { type: "document", url: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } })
       yield* send({ channel: null, message_id: "m-4", to: "+14155550100", type: "media", media: { type: "audio", url: "https://example.com/a.ogg", caption: "ignored" } })
-      expect(recorded.map((r) => r.body)).toEqual([
+      expect(recorded().map((r) => r.body)).toEqual([
         { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "text", text: { preview_url: false, body: "Hello" } },
         { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "document", document: { link: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } },
         { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "audio", audio: { link: "https://example.com/a.ogg" } }
@@ -77,14 +58,14 @@ describe("WhatsApp Cloud API transport", () => {
 
   it.live("maps a provider error to TransportFailed with its message and code", () =>
     Effect.gen(function* () {
-      answer = { status: 400, body: { error: { message: "(#131030) Recipient phone number not in allowed list", type: "OAuthException", code: 131030 } } }
+      simulator.script.enqueue([{ code: 131030, http_status: 400 }])
       const error = yield* Effect.flip(send({ channel: null, message_id: "m-5", to: "+14155550100", type: "text", text: "Hi" }))
       expect(error).toMatchObject({ _tag: "TransportFailed", reason: "(#131030) Recipient phone number not in allowed list", provider_code: "131030" })
     }))
 
   it.live("fails with TransportFailed on a timeout and on an unreachable provider, never hangs", () =>
     Effect.gen(function* () {
-      answer = { status: 200, body: { messages: [{ id: "late" }] }, delayMs: 1000 }
+      simulator.script.enqueue([{ delay_ms: 1000 }])
       const timedOut = yield* Effect.flip(send({ channel: null, message_id: "m-6", to: "+14155550100", type: "text", text: "Hi" }, 100))
       expect(timedOut._tag).toBe("TransportFailed")
       const unreachable = yield* Effect.flip(
@@ -97,40 +78,35 @@ describe("WhatsApp Cloud API transport", () => {
 
   it.live("a message with a channel goes out through the channel's number and token, not the configured ones", () =>
     Effect.gen(function* () {
-      recorded.length = 0
-      answer = { status: 200, body: { messages: [{ id: "wamid.channel" }] } }
       const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "998877", access_token: "channel-token" }
       const receipt = yield* send({ channel, message_id: "m-9", to: "+14155550100", type: "text", text: "Hi" })
-      expect(receipt.provider_message_id).toBe("wamid.channel")
-      expect(recorded.map(({ authorization, url }) => ({ authorization, url }))).toEqual([
+      expect(receipt.provider_message_id).toBe(simulator.sends()[0]!.wamid)
+      expect(recorded().map(({ authorization, url }) => ({ authorization, url }))).toEqual([
         { url: "/v21.0/998877/messages", authorization: "Bearer channel-token" }
       ])
     }))
 
   it.live("withChannels: channel messages through the Graph API, the others to the fallback transport", () =>
     Effect.gen(function* () {
-      recorded.length = 0
-      answer = { status: 200, body: { messages: [{ id: "wamid.3" }] } }
       const handed: Array<string> = []
       const fallback = { send: (message: { message_id: string }) => Effect.sync(() => (handed.push(message.message_id), { provider_message_id: "fallback", status: "sent" as const })) }
       const combined = WhatsAppCloudTransport.withChannels({ baseUrl, apiVersion: "v22.0" }, fallback)
       const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "5550001", access_token: "token-a" }
       const viaChannel = yield* combined.send({ channel, message_id: "m-10", to: "+14155550100", type: "text", text: "Hi" })
       const viaFallback = yield* combined.send({ channel: null, message_id: "m-11", to: "+14155550100", type: "text", text: "Hi" })
-      expect([viaChannel.provider_message_id, viaFallback.provider_message_id]).toEqual(["wamid.3", "fallback"])
+      expect([viaChannel.provider_message_id, viaFallback.provider_message_id]).toEqual([simulator.sends()[0]!.wamid, "fallback"])
       expect(handed).toEqual(["m-11"])
-      expect(recorded.map(({ authorization, url }) => ({ authorization, url }))).toEqual([
+      expect(recorded().map(({ authorization, url }) => ({ authorization, url }))).toEqual([
         { url: "/v22.0/5550001/messages", authorization: "Bearer token-a" }
       ])
     }))
 
   it.live("the recording transport accepts every message without a network call", () =>
     Effect.gen(function* () {
-      recorded.length = 0
       const receipt = yield* Effect.flatMap(MessageTransport, (t) => t.send({ channel: null, message_id: "m-8", to: "+1", type: "text", text: "x" })).pipe(
         Effect.provide(MessageTransport.recording)
       )
       expect(receipt).toEqual({ provider_message_id: null, status: "sent" })
-      expect(recorded).toEqual([])
+      expect(recorded()).toEqual([])
     }))
 })

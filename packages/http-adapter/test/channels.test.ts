@@ -1,5 +1,3 @@
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -7,51 +5,46 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cause, Effect, HashMap, Layer, Logger, Scope } from "effect"
 import { ChannelVerifier, MAX_CHANNELS_PER_ORGANIZATION, Storage } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { bearer, makeHandler, makeSharedStorage, makeTenant, request, UNKNOWN_UUID } from "./helpers.js"
 
-// Channels over HTTP (docs/channels.md): verification through a local recorder standing
+// Channels over HTTP (docs/channels.md): verification through the WhatsApp simulator standing
 // in for Meta's Graph API, the rules of POST /channels, and the access token never
 // leaving the server in any form.
 
 const SECRET_KEY = Buffer.alloc(32, 7).toString("base64")
 const GOOD_TOKEN = "EAAGgoodtoken0000000000000000001"
 
-/** What the recorder saw of each Graph request. */
-interface GraphCall {
-  readonly method: string
-  readonly url: string
-  readonly authorization: string | undefined
-}
+const OTHER_GOOD_TOKEN = "EAAGgoodanothertoken00000000002"
+const DISTINCT_TOKEN = "EAAGgoodDISTINCTIVE9f3k2j5h7g1q0zz"
+const REFUSED_TOKEN = "EAAGrefusedtoken-0123456789abcdef"
+const DISTINCT_REFUSED = "EAAGrefusedDISTINCTIVE4m8n2b6v1c"
 
 /**
- * A stand-in for the Graph API on 127.0.0.1: `GET /v21.0/{id}` with `Bearer` + a token
- * starting with `EAAGgood` answers the number's record; any other token a 401 in Meta's
- * error shape, echoing the token in its message (the API must cut it out).
+ * The WhatsApp simulator stands in for the Graph API; each test's number is added to it
+ * with the display number `+31 6 1234 5678`. The refused tokens pass its token check so
+ * that a scripted refusal ({@link refuseNextLookupsEchoing}) can answer them.
  */
-const startGraphRecorder = async () => {
-  const calls: Array<GraphCall> = []
-  const server: Server = createServer((req, res) => {
-    calls.push({ method: req.method ?? "", url: req.url ?? "", authorization: req.headers.authorization })
-    const token = (req.headers.authorization ?? "").replace(/^Bearer /, "")
-    const id = (req.url ?? "").split("/")[2] ?? ""
-    res.setHeader("content-type", "application/json")
-    if (!token.startsWith("EAAGgood")) {
-      res.statusCode = 401
-      res.end(JSON.stringify({ error: { message: `Invalid OAuth access token - Cannot parse access token ${token}`, type: "OAuthException", code: 190 } }))
-      return
-    }
-    res.end(JSON.stringify({ id, display_phone_number: "+31 6 1234 5678", verified_name: "Acme", quality_rating: "GREEN" }))
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { calls, baseUrl, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+let simulator: WhatsAppSimulator
+const graph = {
+  get baseUrl() {
+    return simulator.url
+  },
+  get calls() {
+    return simulator.received().map(({ authorization, method, path }) => ({ method, url: path, authorization: authorization ?? undefined }))
+  }
 }
-
-let graph: Awaited<ReturnType<typeof startGraphRecorder>>
 beforeAll(async () => {
-  graph = await startGraphRecorder()
+  simulator = await startSimulator()
 })
-afterAll(() => graph.close())
+afterAll(() => simulator.close())
+
+/**
+ * The next look-ups are refused with Meta's 401 (code 190) whose message echoes the token
+ * (Meta's own messages do not; the API must cut it out if one did).
+ */
+const refuseNextLookupsEchoing = (...tokens: ReadonlyArray<string>) =>
+  simulator.script.enqueue(tokens.map((token) => ({ code: 190, message: `Invalid OAuth access token - Cannot parse access token ${token}` })), "lookup")
 
 const verifier = () => ChannelVerifier.graph({ baseUrl: graph.baseUrl, apiVersion: "v21.0" })
 
@@ -64,8 +57,17 @@ const setup = async (options: { readonly logger?: Logger.Logger<unknown, unknown
 }
 
 let nextId = 0
-/** A phone_number_id no other test uses. */
-const phoneNumberId = () => String(106540352250000 + ++nextId)
+/** A phone_number_id no other test uses, known to the simulator. */
+const phoneNumberId = () => {
+  const id = String(106540352250000 + ++nextId)
+  simulator.addNumber({
+    phone_number_id: id,
+    display_phone_number: "+31 6 1234 5678",
+    waba_id: "102290129340398",
+    access_token: [GOOD_TOKEN, OTHER_GOOD_TOKEN, DISTINCT_TOKEN, `${DISTINCT_TOKEN}x`, REFUSED_TOKEN, DISTINCT_REFUSED]
+  })
+  return id
+}
 
 const body = (overrides: Record<string, unknown> = {}) => ({
   phone_number_id: phoneNumberId(),
@@ -107,7 +109,8 @@ describe("POST /channels", () => {
 
   it("400 channel_verification_failed when Meta refuses the token; the message never holds the token; nothing stored", async () => {
     const { api, handler } = await setup()
-    const refused = "EAAGrefusedtoken-0123456789abcdef"
+    const refused = REFUSED_TOKEN
+    refuseNextLookupsEchoing(refused)
     const result = await api.post("/channels", body({ access_token: refused }))
     expect(result.status).toBe(400)
     expect(result.errors.map((e) => e.code)).toEqual(["channel_verification_failed"])
@@ -155,7 +158,7 @@ describe("POST /channels", () => {
     const input = body()
     expect((await api.post("/channels", input)).status).toBe(200)
     for (const client of [api, other.api]) {
-      const result = await client.post("/channels", { ...input, access_token: "EAAGgoodanothertoken00000000002" })
+      const result = await client.post("/channels", { ...input, access_token: OTHER_GOOD_TOKEN })
       expect(result.status).toBe(400)
       expect(result.errors).toEqual([{ code: "phone_number_id_taken", field: "phone_number_id", message: expect.any(String) }])
     }
@@ -257,8 +260,8 @@ describe("the access token never leaves the server", () => {
   afterAll(() => rmSync(directory, { recursive: true, force: true }))
 
   it("in no response body, no log line, no error message, and not in plaintext in the SQLite file", async () => {
-    const token = "EAAGgoodDISTINCTIVE9f3k2j5h7g1q0zz"
-    const refused = "EAAGrefusedDISTINCTIVE4m8n2b6v1c"
+    const token = DISTINCT_TOKEN
+    const refused = DISTINCT_REFUSED
     const filename = join(directory, "channels.db")
     const sqlite = Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), Effect.runSync(Scope.make())))
     const lines: Array<string> = []
@@ -282,6 +285,7 @@ describe("the access token never leaves the server", () => {
     expect(added.status).toBe(200)
     const kept = await call("POST", "/channels", body({ access_token: token }))
     expect(kept.status).toBe(200)
+    refuseNextLookupsEchoing(refused)
     expect((await call("POST", "/channels", body({ access_token: refused }))).status).toBe(400)
     expect((await call("POST", "/channels", { ...input, access_token: `${token}x` })).status).toBe(400)
     await call("GET", "/channels")

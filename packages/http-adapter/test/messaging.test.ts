@@ -1,5 +1,3 @@
-import { createServer, type IncomingMessage, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, type Layer } from "effect"
 import {
@@ -13,6 +11,7 @@ import {
   WhatsAppCloudTransport
 } from "@switchboard/core"
 import type { SwitchboardHandler } from "@switchboard/http-adapter"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { bearer, makeHandler, makeSharedStorage, makeTenant, phone, request, updatePlan, type ApiClient } from "./helpers.js"
 
 const storage = makeSharedStorage()
@@ -231,35 +230,20 @@ describe("sends and rate limits (docs/rate-limits.md)", () => {
 })
 
 describe("WhatsApp Cloud API transport end to end (issue 4)", () => {
-  interface Recorded {
-    readonly url: string
-    readonly authorization: string | undefined
-    readonly body: any
-  }
-  const recorded: Array<Recorded> = []
-  let answer: { status: number; body: unknown } = { status: 200, body: {} }
-  let provider: Server
-
-  const readBody = (req: IncomingMessage) =>
-    new Promise<string>((resolve) => {
-      let text = ""
-      req.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-      req.on("end", () => resolve(text))
-    })
+  /** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
+  let simulator: WhatsAppSimulator
+  const recorded = () => simulator.received().map(({ authorization, body, path }) => ({ url: path, authorization: authorization ?? undefined, body }))
 
   beforeAll(async () => {
-    provider = createServer(async (req, res) => {
-      recorded.push({ url: req.url ?? "", authorization: req.headers.authorization, body: JSON.parse(await readBody(req)) })
-      res.writeHead(answer.status, { "content-type": "application/json" })
-      res.end(JSON.stringify(answer.body))
+    simulator = await startSimulator({
+      numbers: [{ phone_number_id: "106540352242922", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398", access_token: "test-token" }]
     })
-    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve))
   })
-  afterAll(() => new Promise<void>((resolve) => provider.close(() => resolve())))
+  afterAll(() => simulator.close())
 
   it("POST /send/template reaches the Graph API messages endpoint; a provider error leaves the message failed, record kept", async () => {
     const store = makeSharedStorage()
-    const baseUrl = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`
+    const baseUrl = simulator.url
     const whatsapp = makeHandler(store, {
       transport: WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "test-token", baseUrl, apiVersion: "v21.0" })
     })
@@ -267,10 +251,9 @@ describe("WhatsApp Cloud API transport end to end (issue 4)", () => {
     const { organization, api } = await makeTenant(store, whatsapp)
     await createTemplate(store, organization.id)
 
-    answer = { status: 200, body: { messaging_product: "whatsapp", messages: [{ id: "wamid.HBgLMTQxNTU1NTAxMDA" }] } }
     const sent = await api.post("/send/template", { phone: "+14155550100", template, first_name: "Ada" })
     expect(sent.data.status).toBe("sent")
-    expect(recorded).toEqual([
+    expect(recorded()).toEqual([
       {
         url: "/v21.0/106540352242922/messages",
         authorization: "Bearer test-token",
@@ -278,13 +261,15 @@ describe("WhatsApp Cloud API transport end to end (issue 4)", () => {
       }
     ])
     const [stored] = await messagesOf(store, organization.id, sent.data.chat_uuid)
-    expect(stored).toMatchObject({ uuid: sent.data.message_id, status: "sent", provider_message_id: "wamid.HBgLMTQxNTU1NTAxMDA" })
+    const wamid = simulator.sends()[0]!.wamid
+    expect(wamid).toMatch(/^wamid\./)
+    expect(stored).toMatchObject({ uuid: sent.data.message_id, status: "sent", provider_message_id: wamid })
 
-    answer = { status: 400, body: { error: { message: "(#131030) Recipient phone number not in allowed list", code: 131030 } } }
+    simulator.script.enqueue([{ code: 131030, http_status: 400 }])
     const failed = await api.post("/send/template", { phone: "+14155550100", template })
     expect(failed.status).toBe(200)
     expect(failed.data).toMatchObject({ chat_uuid: sent.data.chat_uuid, status: "failed" })
-    expect(recorded).toHaveLength(2)
+    expect(recorded()).toHaveLength(2)
     const messages = await messagesOf(store, organization.id, sent.data.chat_uuid)
     expect(messages.find((message) => message.uuid === failed.data.message_id)).toMatchObject({
       direction: "outbound",

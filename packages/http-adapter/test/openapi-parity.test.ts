@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
 import { ChannelVerifier, Core, Storage, Templates } from "@switchboard/core"
@@ -12,6 +11,7 @@ import {
   type OpenApiDocument,
   type RouteDefinition
 } from "@switchboard/http-adapter"
+import { sign } from "@switchboard/whatsapp-simulator"
 import { makeRouter } from "../src/router.js"
 import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, request, type ApiClient } from "./helpers.js"
 
@@ -292,7 +292,7 @@ describe("what the handlers answer has the documented data shape", () => {
     const signed = await request(handler, {
       method: "POST",
       url: `${DEFAULT_BASE_PATH}/webhooks/whatsapp`,
-      headers: { "content-type": "application/json", "x-hub-signature-256": `sha256=${createHmac("sha256", "parity-app-secret").update(webhook).digest("hex")}` },
+      headers: { "content-type": "application/json", "x-hub-signature-256": sign(webhook, "parity-app-secret") },
       payload: webhook
     })
     expect(signed.statusCode).toBe(200)

@@ -1,8 +1,8 @@
-import { createHmac } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { afterAll, describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import { defaultRoutes, defineRoute, verifyWhatsAppSignature } from "@switchboard/http-adapter"
+import { sign } from "@switchboard/whatsapp-simulator"
 import { expectEnvelope, makeHandler, makeSharedStorage, request } from "./helpers.js"
 
 /**
@@ -34,8 +34,7 @@ const handler = makeHandler(storage, {
 const unconfigured = makeHandler(storage, { routes: [...defaultRoutes, signedRoute] })
 afterAll(() => Promise.all([handler.dispose(), unconfigured.dispose()]))
 
-const signature = (body: string | Buffer, secret = SECRET) =>
-  `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
+const signature = (body: string | Buffer, secret = SECRET) => sign(body, secret)
 
 const postSigned = (
   payload: string | Buffer,

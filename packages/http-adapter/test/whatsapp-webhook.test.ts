@@ -1,17 +1,15 @@
-import { createHmac } from "node:crypto"
 import { readFileSync } from "node:fs"
-import { createServer, type IncomingMessage, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer, Logger } from "effect"
 import { ChannelVerifier, Storage, StorageError, type StorageService } from "@switchboard/core"
 import { createFetchHandler, type SwitchboardHandler } from "@switchboard/http-adapter"
+import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { expectEnvelope, makeHandler, makeSharedStorage, makeTenant, request } from "./helpers.js"
 
 // POST /webhooks/whatsapp end to end in the handler (docs/whatsapp-webhooks.md): signature
 // over the raw bytes, routing by phone_number_id, what is stored, the answer after
 // storing, a storage failure as a 500, and sends and automatic replies through the
-// channel's number and token (a local Graph API recorder).
+// channel's number and token (the WhatsApp simulator standing in for the Graph API).
 
 const APP_SECRET = "webhook-app-secret"
 const SECRET_KEY = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -22,24 +20,17 @@ const WABA_ID = "102290129340398"
 const fixtureText = (name: string): string =>
   readFileSync(new URL(`../../core/test/fixtures/whatsapp/${name}.json`, import.meta.url), "utf8")
 
-/** The Graph API recorder: every messages POST is answered with a new wamid. */
-const graphCalls: Array<{ url: string; authorization: string | undefined; body: Record<string, unknown> }> = []
-let graph: Server
+/** The WhatsApp simulator stands in for the Graph API: each test's number is added to it, every send answered with a new wamid. */
+let simulator: WhatsAppSimulator
 let graphUrl = ""
 beforeAll(async () => {
-  graph = createServer((req: IncomingMessage, res) => {
-    let text = ""
-    req.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")))
-    req.on("end", () => {
-      graphCalls.push({ url: req.url ?? "", authorization: req.headers.authorization, body: text === "" ? {} : JSON.parse(text) })
-      res.setHeader("content-type", "application/json")
-      res.end(JSON.stringify({ messaging_product: "whatsapp", messages: [{ id: `wamid.graph${graphCalls.length}` }] }))
-    })
-  })
-  await new Promise<void>((resolve) => graph.listen(0, "127.0.0.1", resolve))
-  graphUrl = `http://127.0.0.1:${(graph.address() as AddressInfo).port}`
+  simulator = await startSimulator()
+  graphUrl = simulator.url
 })
-afterAll(() => new Promise<void>((resolve) => graph.close(() => resolve())))
+afterAll(() => simulator.close())
+
+/** The messages POSTs the simulator received: URL, bearer header, body. */
+const graphCalls = () => simulator.sends().map(({ authorization, body, path }) => ({ url: path, authorization: authorization ?? undefined, body }))
 
 const acceptingVerifier = Layer.succeed(ChannelVerifier, {
   verify: () => Effect.succeed({ display_phone_number: "+1 555-078-3881" })
@@ -48,10 +39,8 @@ const acceptingVerifier = Layer.succeed(ChannelVerifier, {
 const handlers: Array<SwitchboardHandler> = []
 afterAll(() => Promise.all(handlers.map((handler) => handler.dispose())))
 
-const sign = (body: string, secret = APP_SECRET) => `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`
-
-/** POSTs `body` signed with `signature` (default: the right one; `null`: no header). */
-const post = (handler: SwitchboardHandler, body: string, signature: string | null = sign(body)) =>
+/** POSTs `body` signed with `signature` (default: the right one, under APP_SECRET; `null`: no header). */
+const post = (handler: SwitchboardHandler, body: string, signature: string | null = sign(body, APP_SECRET)) =>
   request(handler, {
     method: "POST",
     url: "/api/v1/api/webhooks/whatsapp",
@@ -88,6 +77,7 @@ const freshChannel = async (
   options: { readonly storage?: Layer.Layer<Storage>; readonly logger?: Logger.Logger<unknown, unknown> } = {}
 ) => {
   const phoneNumberId = String(206540352240000 + ++nextNumber)
+  simulator.addNumber({ phone_number_id: phoneNumberId, display_phone_number: "+1 555-078-3881", waba_id: WABA_ID, access_token: TOKEN })
   const storage = options.storage ?? makeSharedStorage()
   const handler = makeHandler(storage, {
     whatsapp: { appSecret: APP_SECRET },
@@ -127,7 +117,7 @@ describe("POST /webhooks/whatsapp", () => {
     for (const [payload, signature] of [
       [body, sign(body, "not-the-secret")],
       [body, null],
-      [reformatted, sign(body)]
+      [reformatted, sign(body, APP_SECRET)]
     ] as const) {
       const response = await post(handler, payload, signature)
       expect(response.statusCode).toBe(401)
@@ -146,13 +136,14 @@ describe("POST /webhooks/whatsapp", () => {
 
   it("a send goes to the Graph API with the channel's number and token; delivered and read (in any order, repeated) end read", async () => {
     const { api, handler, phoneNumberId } = await freshChannel()
-    const before = graphCalls.length
+    const before = graphCalls().length
     const sent = await api.post("/send", { phone: "+16505551234", message: "Your order shipped" })
     expect(sent.status, JSON.stringify(sent.errors)).toBe(200)
-    const call = graphCalls[before]!
-    expect(graphCalls.length - before).toBe(1)
+    const call = graphCalls()[before]!
+    expect(graphCalls().length - before).toBe(1)
     expect(call).toMatchObject({ url: `/v22.0/${phoneNumberId}/messages`, authorization: `Bearer ${TOKEN}`, body: { to: "16505551234", type: "text" } })
-    const wamid = `wamid.graph${before + 1}`
+    const wamid = simulator.sends()[before]!.wamid!
+    expect(wamid).toMatch(/^wamid\./)
     const deliveries: ReadonlyArray<ReadonlyArray<[string, string]>> = [[[wamid, "read"]], [[wamid, "delivered"]], [[wamid, "read"], [wamid, "delivered"]]]
     for (const list of deliveries) {
       const response = await post(handler, statuses(phoneNumberId, list))
@@ -168,10 +159,10 @@ describe("POST /webhooks/whatsapp", () => {
     const { api, fixture, handler, phoneNumberId } = await freshChannel({ logger })
     const reply = await api.post("/basic-replies", { name: "Colors", trigger: "does it come in another color?", response: "Red and blue." })
     expect(reply.status, JSON.stringify(reply.errors)).toBe(200)
-    const before = graphCalls.length
+    const before = graphCalls().length
     const response = await post(handler, fixture("text"))
     expect(response.statusCode).toBe(200)
-    expect(graphCalls.slice(before)).toEqual([
+    expect(graphCalls().slice(before)).toEqual([
       expect.objectContaining({ url: `/v22.0/${phoneNumberId}/messages`, authorization: `Bearer ${TOKEN}`, body: expect.objectContaining({ text: { preview_url: false, body: "Red and blue." } }) })
     ])
     expect(response.body).not.toContain(TOKEN)
@@ -234,7 +225,7 @@ describe("POST /webhooks/whatsapp", () => {
       )
     const refused = await call(sign(body, "wrong"))
     expect(refused.status).toBe(401)
-    const accepted = await call(sign(body))
+    const accepted = await call(sign(body, APP_SECRET))
     expect(expectEnvelope(accepted.status, await accepted.text()).data).toEqual({ received: 1 })
     await fetchHandler.dispose()
   })

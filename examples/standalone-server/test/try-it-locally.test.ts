@@ -1,0 +1,164 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { assertBuilt } from "./helpers.js"
+
+// docs/whatsapp-webhooks.md "Try it locally", run as written: its shell blocks are taken
+// from the Markdown; the blocks headed `# terminal 1` and `# terminal 2` (the simulator
+// and the server, which run until stopped) start in the background, the others run in
+// order in one bash (`-e -o pipefail`), like terminal 3. Ports come from PORT and
+// SIMULATOR_PORT (free ones), so the run collides with nothing; ./data/try-it, where the
+// section keeps its data, is removed before and after.
+
+const root = fileURLToPath(new URL("../../../", import.meta.url))
+const dataDirectory = `${root}data/try-it`
+/** Whether ./data existed before the run (else it is removed after, when empty). */
+const hadDataDirectory = existsSync(`${root}data`)
+
+/** The ```sh blocks of the section `## Try it locally`, in order. */
+const sectionBlocks = (): Array<string> => {
+  const markdown = readFileSync(`${root}docs/whatsapp-webhooks.md`, "utf8")
+  const start = markdown.indexOf("\n## Try it locally\n")
+  if (start < 0) throw new Error('docs/whatsapp-webhooks.md has no "## Try it locally" section')
+  const next = markdown.indexOf("\n## ", start + 1)
+  const section = markdown.slice(start, next < 0 ? undefined : next)
+  return [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
+}
+
+/** A port nothing listens on now. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+
+/** Every JSON object printed in `text` (curl prints no newline after a body, so objects may share a line). */
+const jsonObjects = (text: string): Array<any> => {
+  const objects: Array<any> = []
+  let depth = 0
+  let start = -1
+  let inString = false
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]
+    if (inString) {
+      if (char === "\\") index++
+      else if (char === '"') inString = false
+    } else if (char === '"' && depth > 0) inString = true
+    else if (char === "{") {
+      if (depth++ === 0) start = index
+    } else if (char === "}" && depth > 0 && --depth === 0) {
+      objects.push(JSON.parse(text.slice(start, index + 1)))
+    }
+  }
+  return objects
+}
+
+const background: Array<{ child: ChildProcess; output: () => string }> = []
+let environment: NodeJS.ProcessEnv = {}
+let ports = { PORT: "", SIMULATOR_PORT: "" }
+
+/** Starts a block in its own process group (so the whole of `npm …` can be stopped). */
+const startInBackground = (script: string) => {
+  const child = spawn("bash", ["-e", "-c", script], { cwd: root, env: environment, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (output += chunk))
+  background.push({ child, output: () => output })
+}
+
+/** Waits until `url` answers 200 (the program in the background is up), at most 90 s. */
+const waitUntilUp = async (url: string, what: string) => {
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline) {
+    const ok = await fetch(url).then((response) => response.ok, () => false)
+    if (ok) return
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  throw new Error(`${what} did not come up:\n${background.map((entry) => entry.output()).join("\n---\n")}`)
+}
+
+/** Runs the foreground blocks in one bash; resolves with its exit code and output. */
+const runInForeground = (script: string) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], { cwd: root, env: environment })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+beforeAll(async () => {
+  assertBuilt()
+  rmSync(dataDirectory, { recursive: true, force: true })
+  ports = { PORT: String(await freePort()), SIMULATOR_PORT: String(await freePort()) }
+  const inherited = Object.entries(process.env).filter(
+    ([name]) => !/^(npm_|DATABASE_URL$|HOST$|PORT$|REDIS_URL$|WHATSAPP_|SIMULATOR_|SWITCHBOARD_)/i.test(name)
+  )
+  // REDIS_URL empty: rate limits in the SQLite file even when the caller's environment names a Redis.
+  environment = { ...Object.fromEntries(inherited), ...ports, REDIS_URL: "" }
+})
+
+afterAll(async () => {
+  for (const { child } of background.splice(0)) {
+    const exited = new Promise((resolve) => child.once("exit", resolve))
+    if (child.exitCode === null && child.pid !== undefined) process.kill(-child.pid, "SIGTERM")
+    await exited
+  }
+  rmSync(dataDirectory, { recursive: true, force: true })
+  if (!hadDataDirectory && existsSync(`${root}data`) && readdirSync(`${root}data`).length === 0) rmdirSync(`${root}data`)
+}, 30_000)
+
+describe('docs/whatsapp-webhooks.md "Try it locally", run as written', () => {
+  it("an inbound message from the simulator lands in GET /chats, and the reply ends read", async () => {
+    const blocks = sectionBlocks()
+    const isTerminal = (block: string, n: number) => block.startsWith(`# terminal ${n}`)
+    const simulator = blocks.find((block) => isTerminal(block, 1))
+    const server = blocks.find((block) => isTerminal(block, 2))
+    expect(simulator, "a `# terminal 1` block").toBeDefined()
+    expect(server, "a `# terminal 2` block").toBeDefined()
+    startInBackground(simulator!)
+    await waitUntilUp(`http://127.0.0.1:${ports.SIMULATOR_PORT}/_simulator/settings`, "the simulator")
+    startInBackground(server!)
+    await waitUntilUp(`http://127.0.0.1:${ports.PORT}/api/v1/api/`, "the server")
+
+    const foreground = blocks.filter((block) => !isTerminal(block, 1) && !isTerminal(block, 2))
+    expect(foreground.length).toBeGreaterThanOrEqual(3)
+    const result = await runInForeground(foreground.join("\n"))
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0)
+    const printed = jsonObjects(result.stdout)
+
+    expect(printed).toContainEqual(
+      expect.objectContaining({ phone_number_id: "106540352242922", display_phone_number: "+15550783881", access_token_set: true })
+    )
+    expect(printed).toContainEqual(
+      expect.objectContaining({ event: "inbound", answered: 200, response: expect.objectContaining({ data: { received: 1 } }) })
+    )
+    expect(printed).toContainEqual(expect.objectContaining({ status: 200, data: expect.objectContaining({ status: "sent" }) }))
+    const chats = printed.find((object) => Array.isArray(object.data?.chats))
+    expect(chats.data.chats).toEqual([
+      expect.objectContaining({
+        contact: expect.objectContaining({ phone: "+16505551234", first_name: "Sheena Nelson" }),
+        last_message: expect.objectContaining({ direction: "outbound", text: "Yes, it ships today.", status: "read" })
+      })
+    ])
+    const messages = printed.find((object) => Array.isArray(object.data?.messages))
+    expect(messages.data.messages.map((message: any) => [message.direction, message.type, message.text])).toEqual([
+      ["outbound", "text", "Yes, it ships today."],
+      ["inbound", "text", "Hi! Is my order on its way?"]
+    ])
+    expect(messages.data.messages[0].status).toBe("read")
+    // The simulator posted the three receipts of the reply, each accepted by the server.
+    const simulatorLog = background[0]!.output()
+    for (const status of ["sent", "delivered", "read"]) {
+      expect(simulatorLog).toMatch(new RegExp(`"event":"webhook_posted","kind":"status"[^\\n]*"status":"${status}","answered":200`))
+    }
+  }, 180_000)
+})

@@ -1,0 +1,251 @@
+#!/usr/bin/env node
+/**
+ * `switchboard-whatsapp-simulator`: the simulator's command line (see the package README).
+ *
+ *   serve            (default) run the simulator until SIGINT/SIGTERM
+ *   inbound          post a signed customer message to a webhook URL
+ *   template-status  post a signed message_template_status_update
+ *   received, reset  read or reset a running simulator through its control API
+ *
+ * Every command prints JSON lines on stdout; errors go to stderr with a non-zero exit.
+ * Secrets are read from environment variables only (never options), and never printed.
+ */
+import { readFileSync } from "node:fs"
+import { Command, Option } from "commander"
+import { publicNumber } from "./control.js"
+import { buildInboundContent, inboundOptions } from "./cliInbound.js"
+import { httpUrl, integer } from "./cliParsers.js"
+import { DEFAULT_NUMBER, digitsOf, inboundMessagePayload, newWamid, type SimulatedNumber, templateStatusPayload } from "./payloads.js"
+import { startSimulator, type SimulatorSettings } from "./simulator.js"
+import { postWebhook } from "./webhook.js"
+
+const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`)
+
+/** The secret in the variable `name`; `null` when unset or empty. */
+const secretFrom = (name: string): string | null => {
+  const value = process.env[name]
+  return value === undefined || value === "" ? null : value
+}
+
+const program = new Command("switchboard-whatsapp-simulator")
+  .description("A local stand-in for Meta's WhatsApp Cloud API (Graph sends, number look-ups, signed webhooks)")
+  .showHelpAfterError("(add --help for usage)")
+
+program
+  .command("serve", { isDefault: true })
+  .description("answer Graph API calls and post status notifications to a webhook URL")
+  .addOption(new Option("--port <port>", "port to listen on").env("SIMULATOR_PORT").default(4010).argParser(integer("--port", 0, 65535)))
+  .addOption(new Option("--host <host>", "address to listen on").env("SIMULATOR_HOST").default("127.0.0.1"))
+  .addOption(new Option("--numbers-file <file>", "a JSON list of numbers {phone_number_id, display_phone_number, waba_id, access_token}").env("SIMULATOR_NUMBERS_FILE"))
+  .addOption(new Option("--phone-number-id <id>", "one number's id").env("SIMULATOR_PHONE_NUMBER_ID"))
+  .addOption(new Option("--display-phone-number <phone>", "its display number").env("SIMULATOR_DISPLAY_PHONE_NUMBER"))
+  .addOption(new Option("--waba-id <id>", "its WhatsApp Business Account id").env("SIMULATOR_WABA_ID"))
+  .addOption(new Option("--access-token-env <name>", "the variable holding its access token").default("SIMULATOR_ACCESS_TOKEN"))
+  .addOption(new Option("--webhook-url <url>", "where status notifications are posted").env("SIMULATOR_WEBHOOK_URL").argParser(httpUrl("--webhook-url")))
+  .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret that signs webhooks").default("SIMULATOR_APP_SECRET"))
+  .addOption(new Option("--statuses <list>", "statuses after a send: comma-separated sent,delivered,read, or none").env("SIMULATOR_STATUSES").default("sent,delivered,read"))
+  .addOption(new Option("--status-delay-ms <ms>", "wait before each status").env("SIMULATOR_STATUS_DELAY_MS").default(100).argParser(integer("--status-delay-ms", 0, 600_000)))
+  .addOption(new Option("--delay-ms <ms>", "wait before answering each Graph call (a round trip to Meta)").env("SIMULATOR_DELAY_MS").default(0).argParser(integer("--delay-ms", 0, 600_000)))
+  .action(async (options: ServeOptions, command: Command) => {
+    let numbers: ReadonlyArray<SimulatedNumber>
+    let statuses: SimulatorSettings["statuses"]
+    try {
+      numbers = numbersFrom(options)
+      statuses = statusesFrom(options.statuses)
+    } catch (error) {
+      return command.error(`error: ${(error as Error).message}`)
+    }
+    const simulator = await startSimulator({
+      port: options.port,
+      host: options.host,
+      numbers,
+      webhookUrl: options.webhookUrl ?? null,
+      appSecret: secretFrom(options.appSecretEnv),
+      statuses,
+      statusDelayMs: options.statusDelayMs,
+      delayMs: options.delayMs,
+      onEvent: print
+    }).catch((error: Error) => command.error(`error: cannot listen on ${options.host}:${options.port} (${error.message})`))
+    print({
+      event: "listening",
+      url: simulator.url,
+      control_url: `${simulator.url}/_simulator`,
+      numbers: simulator.numbers().map(publicNumber),
+      webhook_url: simulator.settings.webhookUrl,
+      app_secret_set: simulator.settings.appSecret !== null,
+      statuses: simulator.settings.statuses,
+      status_delay_ms: simulator.settings.statusDelayMs,
+      delay_ms: options.delayMs
+    })
+    const stop = () => void simulator.close().then(() => process.exit(0))
+    process.once("SIGINT", stop)
+    process.once("SIGTERM", stop)
+  })
+
+inboundOptions(
+  program.command("inbound").description("post a signed customer message (any type) to a webhook URL, as Meta does")
+).action(async (options: InboundOptions, command: Command) => {
+  const secret = requireSecret(options.appSecretEnv, command)
+  let message
+  try {
+    message = buildInboundContent(options)
+  } catch (error) {
+    return command.error(`error: ${(error as Error).message}`)
+  }
+  const number = { phone_number_id: options.phoneNumberId, display_phone_number: options.displayPhoneNumber, waba_id: options.wabaId }
+  const id = newWamid()
+  const payload = inboundMessagePayload({ number, from: options.from, profile_name: options.name, message, id })
+  const delivery = await postWebhook(options.webhookUrl, payload, secret)
+  print({ event: "inbound", id, type: message.type, from: digitsOf(options.from), ...deliveryLine(delivery) })
+  if (delivery.status === null || delivery.status >= 300) process.exitCode = 1
+})
+
+program
+  .command("template-status")
+  .description("post a signed message_template_status_update (a template approved, rejected, paused…)")
+  .addOption(new Option("--webhook-url <url>", "where to post").env("SIMULATOR_WEBHOOK_URL").argParser(httpUrl("--webhook-url")).makeOptionMandatory())
+  .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret").default("SIMULATOR_APP_SECRET"))
+  .addOption(new Option("--waba-id <id>", "the WhatsApp Business Account id").env("SIMULATOR_WABA_ID").default(DEFAULT_NUMBER.waba_id))
+  .requiredOption("--name <name>", "the template's name")
+  .requiredOption("--language <code>", "its language, for example en_US")
+  .requiredOption("--event <event>", "APPROVED, REJECTED, PAUSED, DISABLED, …")
+  .option("--reason <reason>", "the rejection reason", "NONE")
+  .option("--category <category>", "MARKETING, UTILITY or AUTHENTICATION")
+  .action(async (options: TemplateStatusOptions, command: Command) => {
+    const secret = requireSecret(options.appSecretEnv, command)
+    if (!/^[A-Z_]+$/.test(options.event)) return command.error("error: --event must be an upper-case status such as APPROVED")
+    const payload = templateStatusPayload({
+      waba_id: options.wabaId,
+      event: options.event,
+      name: options.name,
+      language: options.language,
+      reason: options.reason,
+      ...(options.category === undefined ? {} : { category: options.category })
+    })
+    const delivery = await postWebhook(options.webhookUrl, payload, secret)
+    print({ event: "template_status", name: options.name, language: options.language, status_event: options.event, ...deliveryLine(delivery) })
+    if (delivery.status === null || delivery.status >= 300) process.exitCode = 1
+  })
+
+program
+  .command("received")
+  .description("print what a running simulator received, one JSON line per request")
+  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator")))
+  .option("--phone-number-id <id>", "only this number's requests")
+  .action(async (options: { simulator: string; phoneNumberId?: string }, command: Command) => {
+    const query = options.phoneNumberId === undefined ? "" : `?phone_number_id=${encodeURIComponent(options.phoneNumberId)}`
+    const answer = await control(options.simulator, "GET", `/received${query}`, command)
+    for (const entry of (answer as { received: Array<Record<string, unknown>> }).received) print(entry)
+  })
+
+program
+  .command("reset")
+  .description("make a running simulator forget what it received and its scripted rules")
+  .addOption(new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator")))
+  .action(async (options: { simulator: string }, command: Command) => {
+    print((await control(options.simulator, "POST", "/reset", command)) as Record<string, unknown>)
+  })
+
+interface ServeOptions {
+  port: number
+  host: string
+  numbersFile?: string
+  phoneNumberId?: string
+  displayPhoneNumber?: string
+  wabaId?: string
+  accessTokenEnv: string
+  webhookUrl?: string
+  appSecretEnv: string
+  statuses: string
+  statusDelayMs: number
+  delayMs: number
+}
+type InboundOptions = Parameters<typeof buildInboundContent>[0] & {
+  webhookUrl: string
+  appSecretEnv: string
+  from: string
+  name: string
+  phoneNumberId: string
+  displayPhoneNumber: string
+  wabaId: string
+}
+interface TemplateStatusOptions {
+  webhookUrl: string
+  appSecretEnv: string
+  wabaId: string
+  name: string
+  language: string
+  event: string
+  reason: string
+  category?: string
+}
+
+/** The numbers of `--numbers-file`, else of the one-number options, else {@link DEFAULT_NUMBER}. */
+const numbersFrom = (options: ServeOptions): ReadonlyArray<SimulatedNumber> => {
+  if (options.numbersFile !== undefined) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(readFileSync(options.numbersFile, "utf8"))
+    } catch (error) {
+      throw new Error(`--numbers-file ${options.numbersFile} is not a readable JSON file (${(error as Error).message})`)
+    }
+    if (!Array.isArray(parsed) || parsed.length === 0) throw new Error("--numbers-file must hold a non-empty JSON list of numbers")
+    return parsed as Array<SimulatedNumber>
+  }
+  if (options.phoneNumberId === undefined) return [DEFAULT_NUMBER]
+  const token = secretFrom(options.accessTokenEnv)
+  if (token === null) throw new Error(`set ${options.accessTokenEnv} to the access token of --phone-number-id (or name another variable with --access-token-env)`)
+  return [
+    {
+      phone_number_id: options.phoneNumberId,
+      display_phone_number: options.displayPhoneNumber ?? DEFAULT_NUMBER.display_phone_number,
+      waba_id: options.wabaId ?? DEFAULT_NUMBER.waba_id,
+      access_token: token
+    }
+  ]
+}
+
+const statusesFrom = (text: string): SimulatorSettings["statuses"] => {
+  if (text === "none") return []
+  const list = text.split(",").map((item) => item.trim())
+  if (!list.every((item) => item === "sent" || item === "delivered" || item === "read")) {
+    throw new Error("--statuses must be a comma-separated list of sent, delivered, read (or none)")
+  }
+  return list as SimulatorSettings["statuses"]
+}
+
+const requireSecret = (name: string, command: Command): string => {
+  const secret = secretFrom(name)
+  if (secret === null) command.error(`error: set ${name} to the app secret that signs webhooks (or name another variable with --app-secret-env)`)
+  return secret!
+}
+
+const deliveryLine = (delivery: { status: number | null; body: string; error: string | null }) => ({
+  answered: delivery.status,
+  response: parseOrText(delivery.body),
+  ...(delivery.error === null ? {} : { error: delivery.error })
+})
+
+const parseOrText = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** Calls the control API of the simulator at `base`; a refusal or an unreachable simulator ends the command. */
+const control = async (base: string, method: string, path: string, command: Command): Promise<unknown> => {
+  const url = `${base.replace(/\/+$/, "")}/_simulator${path}`
+  const response = await fetch(url, { method }).catch((error: Error) =>
+    command.error(`error: the simulator at ${base} could not be reached (${error.message})`)
+  )
+  const body = parseOrText(await response.text())
+  if (!response.ok) command.error(`error: ${url} answered HTTP ${response.status}: ${JSON.stringify(body)}`)
+  return body
+}
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`)
+  process.exitCode = 1
+})

@@ -1,0 +1,80 @@
+import type { InboundContent, SimulatedNumber } from "./payloads.js"
+import type { Notification, Received } from "./records.js"
+import type { Answer, Route, ShareRule } from "./script.js"
+import type { WebhookDelivery } from "./webhook.js"
+
+/**
+ * A simulator running in another process (for example `npx switchboard-whatsapp-simulator`
+ * beside a benchmark), driven through its control API (`/_simulator`). Each method is one
+ * request; a refusal rejects with the simulator's message. Tokens in `received()` are cut
+ * to their last four characters.
+ *
+ * @category simulator
+ */
+export interface SimulatorClient {
+  readonly url: string
+  readonly received: (filter?: { readonly route?: Route; readonly phone_number_id?: string }) => Promise<ReadonlyArray<Received>>
+  readonly notifications: () => Promise<ReadonlyArray<Notification>>
+  readonly script: (answers: ReadonlyArray<Answer>, route?: Route) => Promise<{ readonly pending: number }>
+  readonly refuseRecipient: (to: string, answer: Answer) => Promise<void>
+  readonly clearRecipient: (to: string) => Promise<void>
+  readonly setShare: (rule: ShareRule | null) => Promise<void>
+  readonly setDefault: (answer: Answer) => Promise<void>
+  readonly configure: (settings: {
+    readonly webhook_url?: string | null
+    readonly app_secret?: string | null
+    readonly statuses?: ReadonlyArray<"sent" | "delivered" | "read">
+    readonly status_delay_ms?: number
+  }) => Promise<void>
+  readonly addNumber: (number: SimulatedNumber) => Promise<void>
+  readonly postInbound: (options: {
+    readonly from: string
+    readonly profile_name: string
+    readonly message: InboundContent
+    readonly phone_number_id?: string
+  }) => Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
+  readonly reset: () => Promise<void>
+}
+
+/**
+ * A {@link SimulatorClient} for the simulator at `url` (its base URL, as printed by
+ * `serve`).
+ *
+ * @category simulator
+ * @example
+ * import { connectSimulator } from "@switchboard/whatsapp-simulator"
+ * const simulator = connectSimulator("http://127.0.0.1:4010")
+ * await simulator.script([{ code: 130429 }, { http_status: 503 }])
+ * const sends = await simulator.received({ route: "messages" })
+ */
+export const connectSimulator = (url: string): SimulatorClient => {
+  const base = `${url.replace(/\/+$/, "")}/_simulator`
+  const call = async <A>(method: string, path: string, body?: unknown): Promise<A> => {
+    const response = await fetch(`${base}${path}`, {
+      method,
+      ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+    })
+    const answer = (await response.json().catch(() => ({}))) as { error?: { message?: string } }
+    if (!response.ok) throw new Error(answer.error?.message ?? `the simulator answered HTTP ${response.status}`)
+    return answer as A
+  }
+  const none = () => undefined
+  return {
+    url,
+    received: async (filter = {}) => {
+      const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined))
+      const text = query.toString()
+      return (await call<{ received: ReadonlyArray<Received> }>("GET", `/received${text === "" ? "" : `?${text}`}`)).received
+    },
+    notifications: async () => (await call<{ notifications: ReadonlyArray<Notification> }>("GET", "/notifications")).notifications,
+    script: (answers, route = "messages") => call("POST", "/script", { answers, route }),
+    refuseRecipient: (to, answer) => call("PUT", `/recipients/${encodeURIComponent(to)}`, answer).then(none),
+    clearRecipient: (to) => call("DELETE", `/recipients/${encodeURIComponent(to)}`).then(none),
+    setShare: (rule) => (rule === null ? call("DELETE", "/share") : call("PUT", "/share", rule)).then(none),
+    setDefault: (answer) => call("PUT", "/default", answer).then(none),
+    configure: (settings) => call("PUT", "/settings", settings).then(none),
+    addNumber: (number) => call("POST", "/numbers", number).then(none),
+    postInbound: (options) => call("POST", "/inbound", options),
+    reset: () => call("POST", "/reset").then(none)
+  }
+}

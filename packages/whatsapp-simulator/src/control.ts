@@ -1,0 +1,136 @@
+import type { ServerResponse } from "node:http"
+import type { GraphRequest } from "./graph.js"
+import type { InboundContent, SimulatedNumber } from "./payloads.js"
+import type { Answer, Route, ShareRule } from "./script.js"
+import type { SimulatorSettings, WhatsAppSimulator } from "./simulator.js"
+
+/**
+ * The control API, under `/_simulator` on the simulator's port (JSON in, JSON out; errors
+ * are `400 {error: {message}}`, unknown routes 404). No authentication: it listens where
+ * the simulator does (127.0.0.1 by default).
+ *
+ * - `GET /_simulator/received?route=&phone_number_id=` → `{received: Received[]}`, each
+ *   `authorization` cut to its scheme and last four characters (`"Bearer …0001"`)
+ * - `GET /_simulator/notifications` → `{notifications: Notification[]}`
+ * - `GET /_simulator/numbers` → `{numbers}` (tokens shown as `access_token_last4`);
+ *   `POST /_simulator/numbers` a {@link SimulatedNumber} → `{numbers}`
+ * - `GET|PUT /_simulator/settings` (`webhook_url`, `app_secret`, `statuses`,
+ *   `status_delay_ms`) → the settings, `app_secret_set` instead of the secret
+ * - `POST /_simulator/script` `{answers, route?}` → `{pending}`
+ * - `PUT|DELETE /_simulator/recipients/{to}` (PUT body: an {@link Answer})
+ * - `PUT|DELETE /_simulator/share` (PUT body: `{fraction, seed, answer}`)
+ * - `PUT /_simulator/default` (body: an {@link Answer}, e.g. `{delay_ms: 200}`)
+ * - `POST /_simulator/inbound` `{from, profile_name, message, phone_number_id?}` → `{id, delivery}`
+ * - `POST /_simulator/reset` → `{reset: true}`
+ */
+export const handleControl = async (simulator: WhatsAppSimulator, request: GraphRequest, res: ServerResponse): Promise<void> => {
+  try {
+    const answer = await route(simulator, request)
+    if (answer === undefined) return write(res, 404, { error: { message: `no control route ${request.method} ${request.path}` } })
+    write(res, 200, answer)
+  } catch (error) {
+    write(res, 400, { error: { message: error instanceof Error ? error.message : String(error) } })
+  }
+}
+
+const route = async (simulator: WhatsAppSimulator, request: GraphRequest): Promise<unknown> => {
+  const { method, path, query } = request
+  const body = request.body as Record<string, unknown> | null
+  const key = `${method} ${path.replace(/^\/_simulator/, "").replace(/^\/recipients\/[^/]+$/, "/recipients/:to")}`
+  switch (key) {
+    case "GET /received":
+      return {
+        received: simulator
+          .received({
+            ...(query.get("route") === null ? {} : { route: query.get("route") as Route }),
+            ...(query.get("phone_number_id") === null ? {} : { phone_number_id: query.get("phone_number_id")! })
+          })
+          .map((entry) => ({ ...entry, authorization: redacted(entry.authorization) }))
+      }
+    case "GET /notifications":
+      return { notifications: simulator.notifications() }
+    case "GET /numbers":
+      return { numbers: simulator.numbers().map(publicNumber) }
+    case "POST /numbers":
+      simulator.addNumber(object(body, "the number") as unknown as SimulatedNumber)
+      return { numbers: simulator.numbers().map(publicNumber) }
+    case "GET /settings":
+      return publicSettings(simulator.settings)
+    case "PUT /settings":
+      return publicSettings(simulator.configure(settingsFrom(object(body, "the settings"))))
+    case "POST /script": {
+      const fields = object(body, "the script")
+      if (!Array.isArray(fields.answers)) throw new TypeError("answers must be a list of answers")
+      const scriptedRoute = (fields.route ?? "messages") as Route
+      if (scriptedRoute !== "messages" && scriptedRoute !== "lookup") throw new TypeError('route must be "messages" or "lookup"')
+      simulator.script.enqueue(fields.answers as Array<Answer>, scriptedRoute)
+      return { pending: simulator.script.pending(scriptedRoute) }
+    }
+    case "PUT /recipients/:to":
+      simulator.script.refuseRecipient(recipientOf(path), object(body, "the answer") as Answer)
+      return { recipient: recipientOf(path) }
+    case "DELETE /recipients/:to":
+      simulator.script.clearRecipient(recipientOf(path))
+      return { recipient: recipientOf(path), deleted: true }
+    case "PUT /share":
+      simulator.script.setShare(object(body, "the share") as unknown as ShareRule)
+      return { share: body }
+    case "DELETE /share":
+      simulator.script.setShare(null)
+      return { share: null }
+    case "PUT /default":
+      simulator.script.setDefault(object(body, "the answer") as Answer)
+      return { default: body }
+    case "POST /inbound": {
+      const fields = object(body, "the inbound message")
+      return simulator.postInbound({
+        from: String(fields.from ?? ""),
+        profile_name: String(fields.profile_name ?? ""),
+        message: object(fields.message as Record<string, unknown>, "message") as InboundContent,
+        ...(typeof fields.phone_number_id === "string" ? { phone_number_id: fields.phone_number_id } : {})
+      })
+    }
+    case "POST /reset":
+      simulator.reset()
+      return { reset: true }
+    default:
+      return undefined
+  }
+}
+
+/** A number without its token: `access_token_last4` of each. */
+export const publicNumber = (number: SimulatedNumber) => {
+  const { access_token, ...rest } = number
+  const tokens = typeof access_token === "string" ? [access_token] : access_token
+  return { ...rest, access_token_last4: tokens.map((token) => token.slice(-4)) }
+}
+
+const publicSettings = (settings: SimulatorSettings) => ({
+  webhook_url: settings.webhookUrl,
+  app_secret_set: settings.appSecret !== null,
+  statuses: settings.statuses,
+  status_delay_ms: settings.statusDelayMs
+})
+
+const settingsFrom = (fields: Record<string, unknown>): Partial<SimulatorSettings> => ({
+  ...(fields.webhook_url === undefined ? {} : { webhookUrl: fields.webhook_url as string | null }),
+  ...(fields.app_secret === undefined ? {} : { appSecret: fields.app_secret as string | null }),
+  ...(fields.statuses === undefined ? {} : { statuses: fields.statuses as SimulatorSettings["statuses"] }),
+  ...(fields.status_delay_ms === undefined ? {} : { statusDelayMs: fields.status_delay_ms as number })
+})
+
+/** `"Bearer EAAG…0001"` → `"Bearer …0001"`: enough to tell tokens apart, never the token. */
+const redacted = (authorization: string | null): string | null =>
+  authorization === null ? null : authorization.replace(/^(\S+\s+)?\S*?(\S{0,4})$/, (_all, scheme: string | undefined, last: string) => `${scheme ?? ""}…${last}`)
+
+const recipientOf = (path: string): string => decodeURIComponent(path.split("/").pop() ?? "")
+
+const object = (value: unknown, what: string): Record<string, unknown> => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${what} must be a JSON object`)
+  return value as Record<string, unknown>
+}
+
+const write = (res: ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
+  res.end(JSON.stringify(body))
+}

@@ -1,0 +1,43 @@
+export {
+  type Answer,
+  type Route,
+  Script,
+  type ShareRule
+} from "./script.js"
+export {
+  type SimulatorOptions,
+  type SimulatorSettings,
+  startSimulator,
+  WhatsAppSimulator
+} from "./simulator.js"
+export { connectSimulator, type SimulatorClient } from "./client.js"
+export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"
+export { postWebhook, sign, type WebhookDelivery } from "./webhook.js"
+export {
+  buttonMessage,
+  contactsMessage,
+  DEFAULT_NUMBER,
+  digitsOf,
+  type InboundContent,
+  inboundMessagePayload,
+  interactiveReply,
+  locationMessage,
+  mediaMessage,
+  newWamid,
+  reactionMessage,
+  type SimulatedNumber,
+  statusError,
+  type StatusError,
+  type StatusName,
+  statusPayload,
+  templateStatusPayload,
+  textMessage
+} from "./payloads.js"
+export {
+  defaultHttpStatus,
+  ERROR_TITLES,
+  errorTitle,
+  graphError,
+  type GraphErrorBody,
+  type GraphErrorOptions
+} from "./graphErrors.js"

@@ -1,0 +1,352 @@
+import { EventEmitter } from "node:events"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { handleControl } from "./control.js"
+import { answerGraph, readRequest } from "./graph.js"
+import {
+  type InboundContent,
+  inboundMessagePayload,
+  newWamid,
+  type SimulatedNumber,
+  statusError,
+  type StatusName,
+  statusPayload,
+  templateStatusPayload
+} from "./payloads.js"
+import { type Notification, preciseNow, type Received } from "./records.js"
+import { type Answer, Script } from "./script.js"
+import { postWebhook, type WebhookDelivery } from "./webhook.js"
+import { errorTitle } from "./graphErrors.js"
+
+/**
+ * Settings that can change while the simulator runs (`configure`, control API
+ * `PUT /_simulator/settings`):
+ * - `webhookUrl`: where notifications and inbound messages are posted (`null`: nowhere);
+ * - `appSecret`: signs them (`X-Hub-Signature-256`); `null` posts them unsigned;
+ * - `statuses`: the notifications after a successful send, in order (default `sent`,
+ *   `delivered`, `read`; `[]` for none);
+ * - `statusDelayMs`: the wait before each of them (default 100 ms).
+ *
+ * @category simulator
+ */
+export interface SimulatorSettings {
+  readonly webhookUrl: string | null
+  readonly appSecret: string | null
+  readonly statuses: ReadonlyArray<Exclude<StatusName, "failed">>
+  readonly statusDelayMs: number
+}
+
+/**
+ * Options of {@link startSimulator}: where to listen (`port` default 0, any free port;
+ * `host` default `127.0.0.1`), the `numbers` it answers for, the initial
+ * {@link SimulatorSettings}, `delayMs` (default 0: the wait before every Graph answer no
+ * other rule takes, a round trip to Meta; kept by `reset`), and `onEvent`, called with one
+ * plain object per request answered and webhook posted (the CLI prints them; no token or
+ * secret in them).
+ *
+ * @category simulator
+ */
+export interface SimulatorOptions extends Partial<SimulatorSettings> {
+  readonly port?: number
+  readonly host?: string
+  readonly numbers?: ReadonlyArray<SimulatedNumber>
+  readonly delayMs?: number
+  readonly onEvent?: (event: Record<string, unknown>) => void
+}
+
+/**
+ * Starts a simulator and resolves once it listens.
+ *
+ * @category simulator
+ * @example
+ * import { startSimulator } from "@switchboard/whatsapp-simulator"
+ * const simulator = await startSimulator({ numbers: [{ phone_number_id: "1065", display_phone_number: "+1 555-078-3881", waba_id: "1022", access_token: "EAAG-test-token-0001" }] })
+ * // point WHATSAPP_API_BASE_URL (or graphApi.baseUrl) at simulator.url
+ * await simulator.close()
+ */
+export const startSimulator = async (options: SimulatorOptions = {}): Promise<WhatsAppSimulator> => {
+  const simulator = new WhatsAppSimulator(options)
+  await simulator.listen(options.port ?? 0, options.host ?? "127.0.0.1")
+  return simulator
+}
+
+/**
+ * A local stand-in for Meta's WhatsApp Cloud API (see the package README): answers
+ * `GET /{version}/{phone_number_id}` and `POST /{version}/{phone_number_id}/messages`,
+ * records every request, follows its {@link Script}, posts signed status notifications,
+ * and serves its control API under `/_simulator`.
+ *
+ * @category simulator
+ */
+export class WhatsAppSimulator {
+  /** The scripted answers: refusals by recipient, sequences, a share, a default. */
+  readonly script = new Script()
+  private readonly server: Server
+  private readonly events = new EventEmitter()
+  private readonly numbersById = new Map<string, SimulatedNumber>()
+  private readonly receivedList: Array<Received> = []
+  private readonly notificationList: Array<Notification> = []
+  private readonly timers = new Set<NodeJS.Timeout>()
+  private current: SimulatorSettings
+  private closed = false
+  private baseUrl = ""
+
+  constructor(private readonly options: SimulatorOptions = {}) {
+    this.current = {
+      webhookUrl: options.webhookUrl ?? null,
+      appSecret: options.appSecret ?? null,
+      statuses: options.statuses ?? ["sent", "delivered", "read"],
+      statusDelayMs: options.statusDelayMs ?? 100
+    }
+    for (const number of options.numbers ?? []) this.addNumber(number)
+    this.restoreDefault()
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        // A client that went away mid-request: nothing to answer, nothing to record.
+        if (!res.headersSent && !res.destroyed) res.writeHead(500).end(String(error))
+      })
+    })
+    this.events.setMaxListeners(0)
+  }
+
+  /** Listens on `port` and `host` (called by {@link startSimulator}). */
+  async listen(port: number, host: string): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject)
+      this.server.listen(port, host, () => resolve())
+    })
+    const address = this.server.address() as AddressInfo
+    const shown = address.family === "IPv6" ? `[${address.address}]` : address.address
+    this.baseUrl = `http://${shown}:${address.port}`
+  }
+
+  /** The Graph base URL, for example `http://127.0.0.1:41234` (Switchboard's `WHATSAPP_API_BASE_URL`). */
+  get url(): string {
+    return this.baseUrl
+  }
+
+  /** The current settings. */
+  get settings(): SimulatorSettings {
+    return this.current
+  }
+
+  /** Changes some settings (for example the webhook URL once the server under test listens). */
+  configure(settings: Partial<SimulatorSettings>): SimulatorSettings {
+    const next = { ...this.current, ...settings }
+    if (next.webhookUrl !== null && !/^https?:\/\//.test(next.webhookUrl)) throw new TypeError("webhookUrl must be an http(s) URL")
+    if (!(Number.isInteger(next.statusDelayMs) && next.statusDelayMs >= 0)) throw new TypeError("statusDelayMs must be a non-negative integer")
+    if (!next.statuses.every((status) => ["sent", "delivered", "read"].includes(status))) {
+      throw new TypeError("statuses must be sent, delivered or read")
+    }
+    this.current = next
+    return next
+  }
+
+  /** Adds (or replaces) a number. */
+  addNumber(number: SimulatedNumber): void {
+    const tokens = typeof number.access_token === "string" ? [number.access_token] : number.access_token
+    if (!/^\d+$/.test(number.phone_number_id)) throw new TypeError("phone_number_id must be digits")
+    if (!/^\d+$/.test(number.waba_id)) throw new TypeError("waba_id must be digits")
+    if (tokens.length === 0 || tokens.some((token) => typeof token !== "string" || token === "")) {
+      throw new TypeError("access_token must be a non-empty string or a list of them")
+    }
+    this.numbersById.set(number.phone_number_id, number)
+  }
+
+  /** The numbers, by id. */
+  number(phoneNumberId: string): SimulatedNumber | undefined {
+    return this.numbersById.get(phoneNumberId)
+  }
+
+  /** Every number it answers for. */
+  numbers(): ReadonlyArray<SimulatedNumber> {
+    return [...this.numbersById.values()]
+  }
+
+  /** What it received, in order; `filter` keeps the requests of one route and/or number. */
+  received(filter: { readonly route?: Received["route"]; readonly phone_number_id?: string } = {}): ReadonlyArray<Received> {
+    return this.receivedList.filter(
+      (entry) =>
+        (filter.route === undefined || entry.route === filter.route) &&
+        (filter.phone_number_id === undefined || entry.phone_number_id === filter.phone_number_id)
+    )
+  }
+
+  /** The sends (`POST …/messages`) it received, optionally of one number. */
+  sends(phoneNumberId?: string): ReadonlyArray<Received> {
+    return this.received({ route: "messages", ...(phoneNumberId === undefined ? {} : { phone_number_id: phoneNumberId }) })
+  }
+
+  /** The arrival times (ms, see {@link Received}) of the sends to a number, or of all sends. */
+  arrivals(phoneNumberId?: string): ReadonlyArray<number> {
+    return this.sends(phoneNumberId).map((entry) => entry.at_ms)
+  }
+
+  /** The webhooks it posted, in order. */
+  notifications(): ReadonlyArray<Notification> {
+    return [...this.notificationList]
+  }
+
+  /**
+   * Resolves with the first truthy value `check` returns, evaluated now and after every
+   * request and webhook; rejects after `timeoutMs` (default 10 000 ms) naming `what`.
+   */
+  waitFor<T>(check: () => T | undefined | null | false, what = "the simulator's condition", timeoutMs = 10_000): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const evaluate = () => {
+        const value = check()
+        if (value === undefined || value === null || value === false) return
+        cleanup()
+        resolve(value)
+      }
+      const timer = setTimeout(() => {
+        cleanup()
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`))
+      }, timeoutMs)
+      const cleanup = () => {
+        clearTimeout(timer)
+        this.events.off("change", evaluate)
+      }
+      this.events.on("change", evaluate)
+      evaluate()
+    })
+  }
+
+  /**
+   * Posts a signed customer message (Meta's `messages` webhook, stamped now) to the webhook
+   * URL: from `from` (digits or E.164) with `profile_name`, to `phone_number_id` (default
+   * the first number). Fails when no webhook URL is set or the number is unknown.
+   */
+  async postInbound(options: {
+    readonly from: string
+    readonly profile_name: string
+    readonly message: InboundContent
+    readonly phone_number_id?: string
+  }): Promise<{ readonly id: string; readonly delivery: WebhookDelivery }> {
+    const number = this.requireNumber(options.phone_number_id)
+    const id = newWamid()
+    const payload = inboundMessagePayload({ number, from: options.from, profile_name: options.profile_name, message: options.message, id })
+    const notification = await this.post("inbound", payload, { wamid: id, status: null })
+    return { id, delivery: notification.delivery }
+  }
+
+  /** Posts a signed `message_template_status_update` for the account `waba_id` (default the first number's). */
+  async postTemplateStatus(options: Omit<Parameters<typeof templateStatusPayload>[0], "waba_id"> & { readonly waba_id?: string }) {
+    const waba_id = options.waba_id ?? this.requireNumber(undefined).waba_id
+    const notification = await this.post("template_status", templateStatusPayload({ ...options, waba_id }), { wamid: null, status: null })
+    return notification.delivery
+  }
+
+  /**
+   * Forgets what was received and posted and every scripted rule (recipients, sequences,
+   * share, default answer: back to `delayMs`); keeps the numbers and the settings.
+   */
+  reset(): void {
+    this.receivedList.length = 0
+    this.notificationList.length = 0
+    this.script.clear()
+    this.restoreDefault()
+    for (const timer of this.timers) clearTimeout(timer)
+    this.timers.clear()
+  }
+
+  /** Stops listening, ends open (hanging) connections and cancels pending notifications. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const timer of this.timers) clearTimeout(timer)
+    this.timers.clear()
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve())
+      this.server.closeAllConnections()
+    })
+  }
+
+  private restoreDefault(): void {
+    if ((this.options.delayMs ?? 0) > 0) this.script.setDefault({ delay_ms: this.options.delayMs! })
+  }
+
+  private requireNumber(phoneNumberId: string | undefined): SimulatedNumber {
+    const number = phoneNumberId === undefined ? this.numbers()[0] : this.number(phoneNumberId)
+    if (number === undefined) throw new Error(phoneNumberId === undefined ? "no number is configured" : `no number ${phoneNumberId} is configured`)
+    return number
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const at_ms = preciseNow()
+    const request = await readRequest(req)
+    if (request.path.startsWith("/_simulator")) return handleControl(this, request, res)
+    const entry: Received = {
+      seq: this.receivedList.length + 1,
+      at_ms,
+      method: request.method,
+      path: request.url,
+      route: request.route,
+      phone_number_id: request.phoneNumberId,
+      authorization: req.headers.authorization ?? null,
+      body: request.body,
+      answer: null,
+      wamid: null
+    }
+    this.receivedList.push(entry)
+    this.changed()
+    const outcome = await answerGraph(this, request, req, res)
+    entry.answer = outcome.answer
+    entry.wamid = outcome.wamid
+    this.options.onEvent?.({ event: "graph_request", method: entry.method, path: entry.path, answer: entry.answer, wamid: entry.wamid })
+    this.changed()
+    if (outcome.wamid !== null && outcome.recipient !== null) this.scheduleStatuses(request.phoneNumberId!, outcome.wamid, outcome)
+  }
+
+  private scheduleStatuses(
+    phoneNumberId: string,
+    wamid: string,
+    outcome: { readonly recipient: string | null; readonly scripted: Answer; readonly callbackData: string | null; readonly category: string }
+  ): void {
+    const { scripted } = outcome
+    const steps = scripted.statuses ?? (scripted.failure !== undefined ? ["failed" as const] : this.current.statuses)
+    if (this.current.webhookUrl === null || steps.length === 0) return
+    const number = this.numbersById.get(phoneNumberId)!
+    const failure = scripted.failure ?? { code: 131000 }
+    const errors = [statusError(failure.code, failure.title ?? errorTitle(failure.code), failure.details)].map((error) => ({
+      ...error,
+      message: failure.message ?? error.message
+    }))
+    const postStep = (index: number): void => {
+      if (index >= steps.length || this.closed) return
+      const timer = setTimeout(() => {
+        this.timers.delete(timer)
+        const status = steps[index]!
+        const payload = statusPayload({
+          number,
+          wamid,
+          status,
+          recipient_id: outcome.recipient!,
+          biz_opaque_callback_data: outcome.callbackData,
+          category: outcome.category,
+          ...(status === "failed" ? { errors } : {})
+        })
+        void this.post("status", payload, { wamid, status }).then(() => postStep(index + 1))
+      }, this.current.statusDelayMs)
+      this.timers.add(timer)
+    }
+    postStep(0)
+  }
+
+  private async post(kind: Notification["kind"], payload: unknown, about: Pick<Notification, "wamid" | "status">): Promise<Notification> {
+    const url = this.current.webhookUrl
+    if (url === null) throw new Error("no webhook URL is set (webhookUrl, --webhook-url)")
+    const body = JSON.stringify(payload)
+    const at_ms = preciseNow()
+    const delivery = await postWebhook(url, body, this.current.appSecret)
+    const notification: Notification = { seq: this.notificationList.length + 1, at_ms, kind, url, body, ...about, delivery }
+    this.notificationList.push(notification)
+    this.options.onEvent?.({ event: "webhook_posted", kind, url, wamid: about.wamid, status: about.status, answered: delivery.status, error: delivery.error })
+    this.changed()
+    return notification
+  }
+
+  private changed(): void {
+    this.events.emit("change")
+  }
+}
