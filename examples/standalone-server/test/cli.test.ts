@@ -19,10 +19,11 @@ beforeAll(assertBuilt)
 afterAll(removeTemporaryDirectories)
 
 describe.concurrent("org create", () => {
-  it("prints {org_id, key_id, api_key} as JSON and nothing on stderr", async ({ expect }) => {
+  it("prints {org_id, key_id, api_key} as JSON, and on stderr only the database it opened", async ({ expect }) => {
     const env = freshDatabase()
+    await runCliJson(["org", "list"], env)
     const result = await runCli(["org", "create", "--name", "Acme"], env)
-    expect(result).toMatchObject({ code: 0, stderr: "" })
+    expect(result).toMatchObject({ code: 0, stderr: `Database: ${env.DATABASE_URL}\n` })
     const created = JSON.parse(result.stdout) as Created
     expect(Object.keys(created)).toEqual(["org_id", "key_id", "api_key"])
     expect(created.org_id).toMatch(UUID)
@@ -72,7 +73,7 @@ describe.concurrent("bad arguments", () => {
     const result = await runCli(args, env)
     expect(result.code).not.toBe(0)
     expect(result.stdout).toBe("")
-    expect(result.stderr).toMatch(/^error: /)
+    expect(result.stderr).toMatch(/^error: /m)
     expect(await runCliJson(["org", "list"], env)).toEqual([])
   })
 
@@ -124,7 +125,8 @@ describe.concurrent("org update and org list", () => {
   it("fails with exit code 1 for an unknown organization", async ({ expect }) => {
     const env = freshDatabase()
     const result = await runCli(["org", "update", "--id", MISSING_ID, "--name", "Nobody"], env)
-    expect(result).toMatchObject({ code: 1, stdout: "", stderr: `error: Organization ${MISSING_ID} not found\n` })
+    expect(result).toMatchObject({ code: 1, stdout: "" })
+    expect(result.stderr).toMatch(new RegExp(`^Database: .+\\nerror: Organization ${MISSING_ID} not found\\n$`, "s"))
   })
 
   it("lists every organization oldest first, never their keys", async ({ expect }) => {
@@ -175,8 +177,9 @@ describe.concurrent("key create and key revoke", () => {
   it("fails with exit code 1 for an unknown organization or key", async ({ expect }) => {
     const env = freshDatabase()
     const key = await runCli(["key", "create", "--org", MISSING_ID], env)
-    expect(key).toMatchObject({ code: 1, stdout: "", stderr: `error: Organization ${MISSING_ID} not found\n` })
+    expect(key).toMatchObject({ code: 1, stdout: "" })
+    expect(key.stderr).toMatch(new RegExp(`^Database: .+\\nerror: Organization ${MISSING_ID} not found\\n$`, "s"))
     const revoke = await runCli(["key", "revoke", "--key", MISSING_ID], env)
-    expect(revoke).toMatchObject({ code: 1, stdout: "", stderr: `error: API key ${MISSING_ID} not found\n` })
+    expect(revoke).toMatchObject({ code: 1, stdout: "", stderr: `Database: ${env.DATABASE_URL}\nerror: API key ${MISSING_ID} not found\n` })
   })
 })
