@@ -1,8 +1,9 @@
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { graphVerifier, MessageTransport, TransportFailed, WhatsAppCloudTransport } from "@switchboard/core"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** A loopback port nothing listens on: bound once, then closed. */
 const closedPort = async (): Promise<number> => {
@@ -41,6 +42,44 @@ describe("a Graph API that cannot be reached (docs/channels.md, docs/messaging.m
       expect(failure._tag).toBe("ChannelVerificationFailed")
       expect(failure.reason).toMatch(new RegExp(`^Meta's Graph API at ${baseUrl.replace(/\./g, "\\.")} could not be reached \\(fetch failed: connect ECONNREFUSED`))
       expect(failure.reason).not.toContain("secret-token-123")
+    })
+  )
+})
+
+describe("a Graph API answer without Meta's error object (docs/channels.md, docs/messaging.md)", () => {
+  let simulator: WhatsAppSimulator
+  beforeAll(async () => {
+    simulator = await startSimulator({
+      numbers: [{ phone_number_id: "106540352242922", access_token: "secret-token-123", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398" }]
+    })
+  })
+  afterAll(() => simulator.close())
+
+  it.live("a send's failure names the base URL and the HTTP status", () =>
+    Effect.gen(function* () {
+      simulator.script.enqueue([{ http_status: 502 }])
+      const failure = yield* Effect.flatMap(MessageTransport, (transport) =>
+        transport.send({ channel: null, message_id: "m-1", to: "+14155550100", type: "text", text: "Hi" })
+      ).pipe(
+        Effect.provide(WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "secret-token-123", baseUrl: simulator.url })),
+        Effect.flip
+      )
+      expect(failure.reason).toBe(`Meta's Graph API at ${simulator.url.replace(/\/+$/, "")} answered HTTP 502`)
+      expect(failure.provider_code).toBeNull()
+    })
+  )
+
+  it.live("channel verification names the base URL beside Meta's own message", () =>
+    Effect.gen(function* () {
+      simulator.script.enqueue([{ http_status: 503 }], "lookup")
+      const status = yield* graphVerifier({ baseUrl: simulator.url })
+        .verify({ phone_number_id: "106540352242922", access_token: "secret-token-123" })
+        .pipe(Effect.flip)
+      expect(status.reason).toBe(`Meta's Graph API at ${simulator.url.replace(/\/+$/, "")} answered HTTP 503`)
+      const refused = yield* graphVerifier({ baseUrl: simulator.url })
+        .verify({ phone_number_id: "106540352242922", access_token: "another-token" })
+        .pipe(Effect.flip)
+      expect(refused.reason).toMatch(new RegExp(`\\(Meta's Graph API at ${simulator.url.replace(/\/+$/, "").replace(/\./g, "\\.")}\\)$`))
     })
   )
 })
