@@ -1,24 +1,29 @@
 /**
  * The documentation's programs run as written (docs/getting-started.md, docs/mounting.md,
- * README.md "Mounting the handler in your own server"):
+ * README.md "Mounting the handler in your own server", docs/webhooks.md, docs/api-reference.md):
  * - every code block of README.md and docs/*.md marked ```` ```ts run ```` or
  *   ```` ```js run ```` is transpiled with esbuild and written into a scratch folder inside
  *   the workspace (so `@switchboard/*` resolve to the built packages, and `effect`,
- *   `express` and `fastify` to the workspace's node_modules), run with a free `PORT`;
- *   `GET /api/v1/api/verify` with the API key it prints answers 200, and SIGTERM ends it
- *   with exit code 0 (programs.ts `runProgram`);
+ *   `express`, `fastify` and `standardwebhooks` to the workspace's node_modules), then run
+ *   by its kind (programs.ts): a server of the API gets a free `PORT`, answers
+ *   `GET /api/v1/api/verify` with the API key it prints with 200, and exits 0 on SIGTERM; a
+ *   `webhook-receiver` answers a signed delivery 204 and a forged one 400, and exits 0 on
+ *   SIGTERM; a `script` exits 0 with nothing on stderr;
  * - a ts/js block that starts a server (`.listen(`) is marked, so a program cannot leave
- *   the check by losing its mark; option examples and other fragments stay unmarked.
+ *   the check by losing its mark; option examples and other fragments stay unmarked;
+ * - the README walkthrough writes its files under `./data`.
  *
  * The packages must be built first (`npm test` builds before vitest). The scratch folder
  * (`.docs-programs-*` at the root, git-ignored) is removed after the file's tests.
  */
+import { randomBytes, randomUUID } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { transform } from "esbuild"
+import { Webhook } from "standardwebhooks"
 import { afterAll, describe, expect, it } from "vitest"
-import { runnableBlocksOf, runProgram } from "./programs.js"
+import { type DocProgram, type Probe, runnableBlocksOf, runProgram, runScript, verifyProbe } from "./programs.js"
 
 const root = fileURLToPath(new URL("../../../", import.meta.url))
 
@@ -51,18 +56,63 @@ describe("the documentation's programs", () => {
     expect(unmarked).toEqual([])
   })
 
-  it.each(programs)("$file:$line answers GET /verify with the key it prints, and stops on SIGTERM", async ({ file, line, language, source }) => {
-    const directory = join(scratch, `${file.replace(/\W/g, "-")}-${line}`)
-    mkdirSync(directory)
-    const { code } = await transform(source, { loader: language, format: "esm", target: "node20", sourcefile: `${file}:${line}` })
-    writeFileSync(join(directory, "program.mjs"), code)
+  const servers = programs.filter(({ kind }) => kind === "server")
+  const receivers = programs.filter(({ kind }) => kind === "webhook-receiver")
+  const scripts = programs.filter(({ kind }) => kind === "script")
 
-    const run = await runProgram("program.mjs", directory, childEnvironment)
+  it.each(servers)("$file:$line answers GET /verify with the key it prints, and stops on SIGTERM", async (program) => {
+    const run = await runProgram("program.mjs", await writeProgram(program), childEnvironment, verifyProbe)
 
-    expect(run.verify, run.stderr).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
+    expect(run.result, run.stderr).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
     expect(run.exit, `${run.stdout}\n${run.stderr}`).toEqual({ code: 0, signal: null })
   }, 60_000)
+
+  it.each(receivers)("$file:$line (a webhook receiver) takes a signed delivery, refuses a forged one, and stops on SIGTERM", async (program) => {
+    const secret = `whsec_${randomBytes(24).toString("base64")}`
+    const env = { ...childEnvironment, SWITCHBOARD_WEBHOOK_SECRET: secret }
+    const run = await runProgram("program.mjs", await writeProgram(program), env, deliveries(secret))
+
+    expect(run.result, run.stderr).toEqual({ signed: 204, forged: 400 })
+    expect(run.stdout).toContain("message.received")
+    expect(run.exit, `${run.stdout}\n${run.stderr}`).toEqual({ code: 0, signal: null })
+  }, 60_000)
+
+  it.each(scripts)("$file:$line (a script) runs to its end", async (program) => {
+    const run = await runScript("program.mjs", await writeProgram(program), childEnvironment)
+
+    expect(run, run.stderr).toMatchObject({ code: 0, stderr: "" })
+  }, 60_000)
 })
+
+/** Transpiles a block into `program.mjs` of its own scratch folder; returns the folder. */
+const writeProgram = async ({ file, line, language, source }: DocProgram) => {
+  const directory = join(scratch, `${file.replace(/\W/g, "-")}-${line}`)
+  mkdirSync(directory)
+  const { code } = await transform(source, { loader: language, format: "esm", target: "node20", sourcefile: `${file}:${line}` })
+  writeFileSync(join(directory, "program.mjs"), code)
+  return directory
+}
+
+/** Posts one event signed with `secret` and the same event with a forged signature to `/switchboard`; their statuses. */
+const deliveries =
+  (secret: string): Probe<{ signed: number; forged: number }> =>
+  (port) => {
+    const url = `http://127.0.0.1:${port}/switchboard`
+    const id = randomUUID()
+    const body = JSON.stringify({ id, type: "message.received", created_at: new Date().toISOString(), data: { uuid: randomUUID() } })
+    const timestamp = new Date()
+    const headers = (signature: string) => ({
+      "content-type": "application/json",
+      "webhook-id": id,
+      "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+      "webhook-signature": signature
+    })
+    const post = (signature: string) => fetch(url, { method: "POST", headers: headers(signature), body }).then((response) => response.status)
+    return (async () => ({
+      signed: await post(new Webhook(secret).sign(id, timestamp, body)),
+      forged: await post(new Webhook(`whsec_${randomBytes(24).toString("base64")}`).sign(id, timestamp, body))
+    }))()
+  }
 
 describe("the README walkthrough", () => {
   it("writes its files under ./data (the server's git-ignored data directory), never into the repository root", () => {

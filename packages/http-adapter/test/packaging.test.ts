@@ -31,7 +31,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ProgramRun, runnableBlocks, runProgram } from "./programs.js"
+import { type ProgramRun, runnableBlocks, runProgram, type VerifyAnswer, verifyProbe } from "./programs.js"
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL("../../../", import.meta.url))
@@ -257,13 +257,13 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     }
     esm = await consume("verify.mjs")
     cjs = await consume("verify.cjs")
-    gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment)
+    gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, verifyProbe)
   }, 300_000)
 
   let registryUnreachable: string | undefined
   let esm: ConsumerResult
   let cjs: ConsumerResult
-  let gettingStartedRun: ProgramRun
+  let gettingStartedRun: ProgramRun<VerifyAnswer>
   /** Skips the test (with the reason printed in beforeAll) when the registry was unreachable. */
   const requireInstall = (context: { skip: (note?: string) => void }) => {
     if (registryUnreachable !== undefined) context.skip(`npm registry unreachable: ${registryUnreachable}`)
@@ -306,7 +306,7 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
 
   it("runs the page's server: GET /verify with the key it prints answers 200, SIGTERM stops it cleanly", (context) => {
     requireInstall(context)
-    expect(gettingStartedRun.verify).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
+    expect(gettingStartedRun.result).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
     expect(gettingStartedRun.exit, `${gettingStartedRun.stdout}\n${gettingStartedRun.stderr}`).toEqual({ code: 0, signal: null })
   })
 
