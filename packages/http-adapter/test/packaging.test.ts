@@ -13,7 +13,10 @@
  *   (programs.ts), and `verify.mjs` / `verify.cjs` load each runtime package by `import`
  *   and by `require` and answer GET /verify through the Node and the Fetch handler, on
  *   memory storage and on a SQLite file;
+ * - `npm run pack` writes one tarball per publishable package, and nothing else;
  * - npm refuses Effect 4 beside the packages with a resolution error (ERESOLVE);
+ * - every locked package with an install script is reviewed in the root `allowScripts`
+ *   (else `npm ci` warns about it; `@scarf/scarf` is denied);
  * - changesets: `changeset version`, run on a copy of the manifests and the config with a
  *   changeset of its own, bumps every package and writes its CHANGELOG.md.
  *
@@ -182,6 +185,29 @@ describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
     const problems = report.analysis.problems.filter((problem) => !ignored.includes(problem.resolutionKind ?? ""))
     expect(problems).toEqual([])
   }, 60_000)
+})
+
+describe("npm run pack", () => {
+  it("writes exactly one tarball per publishable package (every non-private package of packages/*) into its folder", () => {
+    const written = readdirSync(packsDirectory).sort()
+    expect(written).toEqual(packages.map(({ manifest }) => tarballName(manifest)).sort())
+  })
+})
+
+describe("install scripts: `npm ci` prints no install-script warning", () => {
+  it("every locked package with an install script is allowed or denied in the root allowScripts", () => {
+    const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { readonly hasInstallScript?: boolean; readonly name?: string }>
+    }
+    const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { allowScripts?: Record<string, boolean> }
+    const withScripts = Object.entries(lock.packages)
+      .filter(([path, entry]) => entry.hasInstallScript === true && path.includes("node_modules/"))
+      .map(([path, entry]) => entry.name ?? path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length))
+    expect(withScripts.length).toBeGreaterThan(0)
+    expect(withScripts.filter((name) => rootManifest.allowScripts?.[name] === undefined)).toEqual([])
+    // @scarf/scarf (pulled by swagger-ui-dist) only reports installs: denied.
+    expect(rootManifest.allowScripts?.["@scarf/scarf"]).toBe(false)
+  })
 })
 
 describe("changesets: `changeset version` produces versions and CHANGELOGs", () => {
