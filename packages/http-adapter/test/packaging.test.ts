@@ -2,7 +2,8 @@
  * Packages ready to publish (docs/extending.md "Packaging and releases"), for every package in `packages/*`:
  * - complete package.json metadata, `files: ["dist"]`, ESM + CJS exports with their own
  *   types (`storage-contract` ESM-only: vitest cannot be `require`d); `effect` a peer
- *   dependency (`^3.22`), never a dependency, so a project shares one Effect 3 with them;
+ *   dependency (`^3.22`) of every package whose declarations import it, never a
+ *   dependency, so a project shares one Effect 3 with them;
  * - `publint --strict` and `@arethetypeswrong/cli` pass on the packed tarball (attw with
  *   `--profile esm-only` for the ESM-only package);
  * - pack and consume, as docs/getting-started.md "Install" says: `npm run pack` (run once)
@@ -142,9 +143,10 @@ describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
     expect(existsSync(join(path, "README.md")), "a README.md for the npm page").toBe(true)
   })
 
-  it("takes effect as a peer dependency (^3.22) when it uses Effect, never as a dependency", () => {
-    const usesEffect = [manifest.dependencies, manifest.devDependencies, manifest.peerDependencies].some((deps) => deps?.effect !== undefined)
-    if (!usesEffect) return
+  it("takes effect as a peer dependency (^3.22) when its API exposes Effect types, never as a dependency", () => {
+    // The public API is the built declarations: an import from "effect" there exposes its types.
+    const declarations = readFileSync(join(path, "dist", "index.d.ts"), "utf8")
+    if (!/from ["']effect(\/[^"']*)?["']/.test(declarations)) return
     expect(manifest.peerDependencies?.effect).toBe("^3.22")
     expect(manifest.dependencies?.effect).toBeUndefined()
     expect(manifest.devDependencies?.effect, "the workspace's own build and tests").toMatch(/^\^3\./)
