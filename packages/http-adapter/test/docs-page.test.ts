@@ -1,6 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { dirname, resolve } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { chromium, type Browser } from "playwright-core"
 import { listen, makeHandler, makeSharedStorage } from "./helpers.js"
@@ -9,12 +8,12 @@ import { listen, makeHandler, makeSharedStorage } from "./helpers.js"
 // from node_modules only. Loaded in Debian's headless Chromium over a real socket; every
 // request the page makes must go to this server (no CDN), the Content-Security-Policy must
 // not block anything, and the `/verify` operation must show and be callable ("Try it
-// out", answered 401 without a key). A screenshot is written for humans to look at: to the
-// path in SWITCHBOARD_SCREENSHOT when set (docs/images/api-reference.png was made so),
-// else to the system's temporary directory; the test prints where.
+// out", answered 401 without a key). A screenshot is taken (a PNG); it is written for humans
+// to look at only to the path in SWITCHBOARD_SCREENSHOT when set (docs/images/api-reference.png
+// was made so), so the test leaves nothing in the temporary directory; it prints where.
 
 const CHROMIUM = "/usr/bin/chromium"
-const SCREENSHOT = resolve(process.env.SWITCHBOARD_SCREENSHOT ?? join(tmpdir(), "switchboard-api-reference.png"))
+const SCREENSHOT = process.env.SWITCHBOARD_SCREENSHOT === undefined ? undefined : resolve(process.env.SWITCHBOARD_SCREENSHOT)
 const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium) console.warn(`docs page test skipped: ${CHROMIUM} is missing (apt-get install -y chromium; .ci/run installs it)`)
 
@@ -72,9 +71,13 @@ describe.skipIf(!hasChromium)("the /docs page in headless Chromium", () => {
     expect(await page.locator(".opblock-tag", { hasText: "Guide" }).count()).toBeGreaterThan(0)
     expect(await page.locator(".info .title").innerText()).toContain("Switchboard Developer Messaging API")
 
-    mkdirSync(dirname(SCREENSHOT), { recursive: true })
-    await page.screenshot({ path: SCREENSHOT, fullPage: false })
-    console.log(`API reference screenshot written to ${SCREENSHOT}`)
+    const screenshot = await page.screenshot({ fullPage: false })
+    expect(screenshot.subarray(1, 4).toString("latin1")).toBe("PNG")
+    if (SCREENSHOT !== undefined) {
+      mkdirSync(dirname(SCREENSHOT), { recursive: true })
+      writeFileSync(SCREENSHOT, screenshot)
+      console.log(`API reference screenshot written to ${SCREENSHOT}`)
+    }
 
     // "Try it out" on /verify: the page may call the API (connect-src 'self'); no key → 401.
     const operation = page.locator("#operations-Auth-getVerify")

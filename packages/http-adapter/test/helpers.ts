@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { expect } from "vitest"
-import { Effect, Layer, Scope } from "effect"
+import { afterAll, expect } from "vitest"
+import { Effect, Exit, Layer, Scope } from "effect"
 import inject from "light-my-request"
 import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput } from "@switchboard/core"
 import { createHandler, defineRoute, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
@@ -15,27 +15,35 @@ import { SqliteStorage } from "@switchboard/storage-sqlite"
  * A store shared by the handler under test and the test's own set-up calls: memory, or a
  * new SQLite file when `SWITCHBOARD_TEST_STORAGE=sqlite` (the `http-adapter-sqlite`
  * project of vitest.workspace.ts runs the endpoint suites that way, so every rule is
- * checked on both stores).
+ * checked on both stores). The SQLite files live in one temporary directory per test file,
+ * closed and removed after the file's last test.
  */
 export const makeSharedStorage = (): Layer.Layer<Storage> =>
   Layer.succeed(Storage, process.env.SWITCHBOARD_TEST_STORAGE === "sqlite" ? openSqliteStorage() : MemoryStorage.make())
 
-let sqliteDirectory: string | undefined
+/** The temporary directory of this test file's SQLite files and the scope their connections live in. */
+let sqlite: { readonly directory: string; readonly scope: Scope.CloseableScope } | undefined
 
 /** The SQLite files {@link makeSharedStorage} opened in this test file, oldest first. */
 export const openedSqliteFiles: Array<string> = []
 
-/** A migrated SQLite storage on a new file in a temporary directory removed at exit. */
+// Registered when a test file imports this module, so it runs after that file's last test
+// (a process "exit" handler does not run in vitest's workers: the directories stayed).
+afterAll(async () => {
+  if (sqlite === undefined) return
+  const { directory, scope } = sqlite
+  sqlite = undefined
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  rmSync(directory, { recursive: true, force: true })
+})
+
+/** A migrated SQLite storage on a new file in this test file's temporary directory. */
 const openSqliteStorage = () => {
-  if (sqliteDirectory === undefined) {
-    const directory = mkdtempSync(join(tmpdir(), "switchboard-http-sqlite-"))
-    process.once("exit", () => rmSync(directory, { recursive: true, force: true }))
-    sqliteDirectory = directory
-  }
-  const filename = join(sqliteDirectory, `${randomUUID()}.db`)
+  sqlite ??= { directory: mkdtempSync(join(tmpdir(), "switchboard-http-sqlite-")), scope: Effect.runSync(Scope.make()) }
+  const filename = join(sqlite.directory, `${randomUUID()}.db`)
   openedSqliteFiles.push(filename)
-  // The scope stays open: the connection lives as long as the test file's process.
-  return Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), Effect.runSync(Scope.make())))
+  // The connection lives until the file's last test (the afterAll above closes the scope).
+  return Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), sqlite.scope))
 }
 
 /** Creates an organization with an API key in `storage`; returns both. */

@@ -1,21 +1,32 @@
 /**
  * Packages ready to publish (docs/extending.md "Packaging and releases"), for every package in `packages/*`:
  * - complete package.json metadata, `files: ["dist"]`, ESM + CJS exports with their own
- *   types (`storage-contract` ESM-only: vitest cannot be `require`d);
+ *   types (`storage-contract` ESM-only: vitest cannot be `require`d); `effect` a peer
+ *   dependency (`^3.22`) of every package whose declarations import it, never a
+ *   dependency, so a project shares one Effect 3 with them;
  * - `publint --strict` and `@arethetypeswrong/cli` pass on the packed tarball (attw with
  *   `--profile esm-only` for the ESM-only package);
- * - pack and consume: every runtime package's tarball is installed into a temporary
- *   consumer project, which loads each by `import` (an `.mjs` file) and by `require` (a
- *   `.cjs` file) and answers GET /verify with a key through the Node and the Fetch handler,
- *   on memory storage and on a SQLite file;
+ * - pack and consume, as docs/getting-started.md "Install" says: `npm run pack` (run once)
+ *   writes every tarball into `switchboard/packs/` of a scratch folder, and an empty
+ *   project beside it (`my-app/`) installs them with the install line taken from that page
+ *   (`npm install ../switchboard/packs/*.tgz effect@^3.22`). Then the page's server program
+ *   (`server.mjs`) answers GET /verify with the key it prints and stops on SIGTERM
+ *   (programs.ts), and `verify.mjs` / `verify.cjs` load each runtime package by `import`
+ *   and by `require` and answer GET /verify through the Node and the Fetch handler, on
+ *   memory storage and on a SQLite file;
+ * - `npm run pack` writes one tarball per publishable package, and nothing else;
+ * - npm refuses Effect 4 beside the packages with a resolution error (ERESOLVE);
+ * - every locked package with an install script is reviewed in the root `allowScripts`
+ *   (else `npm ci` warns about it; `@scarf/scarf` is denied);
  * - changesets: `changeset version`, run on a copy of the manifests and the config with a
  *   changeset of its own, bumps every package and writes its CHANGELOG.md.
  *
- * The packages must be built first (`npm test` builds before vitest). The consumer's
- * dependencies come from npm's cache or the registry (`--prefer-offline`); install scripts
- * are skipped, and better-sqlite3 is linked from the workspace's node_modules so its native
- * module need not be built again. Lives in the http-adapter project because it is the
- * package the consumer exercises end to end.
+ * The packages must be built first (`npm test` builds before vitest). Unlike the documented
+ * line, the test's install adds `--ignore-scripts` (and `--prefer-offline`, quiet output),
+ * and better-sqlite3 is linked from the workspace's node_modules (a `file:` dependency of
+ * `my-app` written before the install), so its native module is not built again; the rest
+ * comes from npm's cache or the registry. Lives in the http-adapter project because it is
+ * the package the consumer exercises end to end.
  */
 import { execFile } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
@@ -24,6 +35,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ProgramRun, runnableBlocks, runProgram, type VerifyAnswer, verifyProbe } from "./programs.js"
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL("../../../", import.meta.url))
@@ -53,6 +65,8 @@ interface Manifest {
   readonly types?: string
   readonly exports?: Record<string, unknown>
   readonly dependencies?: Record<string, string>
+  readonly devDependencies?: Record<string, string>
+  readonly peerDependencies?: Record<string, string>
 }
 
 /** What verify.mjs and verify.cjs print: export names and resolved files per package, and the GET /verify answers. */
@@ -80,6 +94,16 @@ const packages = readdirSync(join(root, "packages"))
   }))
   .filter(({ manifest }) => manifest.private !== true)
 
+/**
+ * The tarball install line of docs/getting-started.md "Install": `npm install` of
+ * `../switchboard/packs/*.tgz` (a clone beside the project) with `effect@^3.22` pinned.
+ */
+const documentedInstallLine = (markdown: string) => {
+  const line = /^npm install \.\.\/switchboard\/packs\/\*\.tgz .*$/m.exec(markdown)?.[0]
+  if (line === undefined) throw new Error("docs/getting-started.md shows no `npm install ../switchboard/packs/*.tgz …` line")
+  return line
+}
+
 /** The package's `"."` export conditions. */
 const mainExport = (manifest: Manifest) => manifest.exports?.["."] as Record<string, unknown> | undefined
 /** A package is ESM-only when its `"."` export has no `require` condition. */
@@ -89,17 +113,19 @@ const isEsmOnly = (manifest: Manifest) => mainExport(manifest)?.require === unde
 const childEnvironment = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith("npm_")))
 
 const workDirectory = mkdtempSync(join(tmpdir(), "switchboard-pack-"))
+/** Where `npm run pack` writes, as a clone's `packs/` beside the consumer project. */
+const packsDirectory = join(workDirectory, "switchboard", "packs")
 const tarballs = new Map<string, string>()
+
+/** The tarball name npm gives a package: `@scope/name` 1.2.3 -> `scope-name-1.2.3.tgz`. */
+const tarballName = (manifest: Manifest) => `${manifest.name.replace(/^@/, "").replace("/", "-")}-${manifest.version}.tgz`
 
 beforeAll(async () => {
   const unbuilt = packages.filter(({ path }) => !existsSync(join(path, "dist", "index.js"))).map(({ directory }) => directory)
   if (unbuilt.length > 0) throw new Error(`Build the packages first (npm run build): no dist/index.js in ${unbuilt.join(", ")}`)
-  for (const { path, manifest } of packages) {
-    const { stdout } = await runTool("npm", ["pack", "--json", "--pack-destination", workDirectory], path)
-    const [packed] = JSON.parse(stdout) as Array<{ filename: string }>
-    tarballs.set(manifest.name, join(workDirectory, packed!.filename))
-  }
-}, 120_000)
+  await runTool("npm", ["run", "pack", "--", packsDirectory], root)
+  for (const { manifest } of packages) tarballs.set(manifest.name, join(packsDirectory, tarballName(manifest)))
+}, 180_000)
 
 afterAll(() => rmSync(workDirectory, { recursive: true, force: true }))
 
@@ -115,6 +141,15 @@ describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
     expect(manifest.files).toEqual(["dist"])
     expect(manifest.type).toBe("module")
     expect(existsSync(join(path, "README.md")), "a README.md for the npm page").toBe(true)
+  })
+
+  it("takes effect as a peer dependency (^3.22) when its API exposes Effect types, never as a dependency", () => {
+    // The public API is the built declarations: an import from "effect" there exposes its types.
+    const declarations = readFileSync(join(path, "dist", "index.d.ts"), "utf8")
+    if (!/from ["']effect(\/[^"']*)?["']/.test(declarations)) return
+    expect(manifest.peerDependencies?.effect).toBe("^3.22")
+    expect(manifest.dependencies?.effect).toBeUndefined()
+    expect(manifest.devDependencies?.effect, "the workspace's own build and tests").toMatch(/^\^3\./)
   })
 
   it("exports ESM and CJS, each with its own types (storage-contract: ESM only)", () => {
@@ -152,6 +187,29 @@ describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
     const problems = report.analysis.problems.filter((problem) => !ignored.includes(problem.resolutionKind ?? ""))
     expect(problems).toEqual([])
   }, 60_000)
+})
+
+describe("npm run pack", () => {
+  it("writes exactly one tarball per publishable package (every non-private package of packages/*) into its folder", () => {
+    const written = readdirSync(packsDirectory).sort()
+    expect(written).toEqual(packages.map(({ manifest }) => tarballName(manifest)).sort())
+  })
+})
+
+describe("install scripts: `npm ci` prints no install-script warning", () => {
+  it("every locked package with an install script is allowed or denied in the root allowScripts", () => {
+    const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { readonly hasInstallScript?: boolean; readonly name?: string }>
+    }
+    const rootManifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { allowScripts?: Record<string, boolean> }
+    const withScripts = Object.entries(lock.packages)
+      .filter(([path, entry]) => entry.hasInstallScript === true && path.includes("node_modules/"))
+      .map(([path, entry]) => entry.name ?? path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length))
+    expect(withScripts.length).toBeGreaterThan(0)
+    expect(withScripts.filter((name) => rootManifest.allowScripts?.[name] === undefined)).toEqual([])
+    // @scarf/scarf (pulled by swagger-ui-dist) only reports installs: denied.
+    expect(rootManifest.allowScripts?.["@scarf/scarf"]).toBe(false)
+  })
 })
 
 describe("changesets: `changeset version` produces versions and CHANGELOGs", () => {
@@ -193,28 +251,28 @@ describe("changesets: `changeset version` produces versions and CHANGELOGs", () 
   }, 60_000)
 })
 
-describe("pack and consume: the tarballs installed into a new project, by import and by require", () => {
+describe("pack and consume: the tarballs installed into a new project as docs/getting-started.md says", () => {
   const runtimePackages = packages.filter(({ manifest }) => !isEsmOnly(manifest)).map(({ manifest }) => manifest.name)
-  const consumer = join(workDirectory, "consumer")
+  const consumer = join(workDirectory, "my-app")
+  const gettingStarted = readFileSync(join(root, "docs", "getting-started.md"), "utf8")
 
   beforeAll(async () => {
     mkdirSync(consumer, { recursive: true })
-    const dependencies: Record<string, string> = Object.fromEntries(
-      runtimePackages.map((name) => [name, `file:${tarballs.get(name)}`])
-    )
-    const effectRange = packages.find(({ directory }) => directory === "core")?.manifest.dependencies?.effect ?? "^3"
-    dependencies.effect = effectRange
     // Linked from the workspace: its native module is already built there.
-    dependencies["better-sqlite3"] = `file:${join(root, "node_modules", "better-sqlite3")}`
+    const dependencies = { "better-sqlite3": `file:${join(root, "node_modules", "better-sqlite3")}` }
     writeFileSync(
       join(consumer, "package.json"),
-      JSON.stringify({ name: "switchboard-consumer", version: "1.0.0", private: true, dependencies }, null, 2)
+      JSON.stringify({ name: "my-app", version: "1.0.0", private: true, dependencies }, null, 2)
     )
     for (const file of ["verify.mjs", "verify.cjs"]) {
       copyFileSync(fileURLToPath(new URL(`./fixtures/consumer/${file}`, import.meta.url)), join(consumer, file))
     }
+    const installLine = documentedInstallLine(gettingStarted)
+    const server = runnableBlocks("docs/getting-started.md", gettingStarted).find(({ source }) => source.startsWith("// server.mjs"))
+    if (server === undefined) throw new Error("docs/getting-started.md has no `js run` block starting with `// server.mjs`")
+    writeFileSync(join(consumer, "server.mjs"), server.source)
     try {
-      await runTool("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"], consumer)
+      await runTool("sh", ["-c", `${installLine} --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error`], consumer)
     } catch (error) {
       // Without the npm registry (and nothing in npm's cache) the consumer cannot be set up:
       // skip with the reason instead of failing. Any other install failure fails.
@@ -227,11 +285,13 @@ describe("pack and consume: the tarballs installed into a new project, by import
     }
     esm = await consume("verify.mjs")
     cjs = await consume("verify.cjs")
-  }, 180_000)
+    gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, verifyProbe)
+  }, 300_000)
 
   let registryUnreachable: string | undefined
   let esm: ConsumerResult
   let cjs: ConsumerResult
+  let gettingStartedRun: ProgramRun<VerifyAnswer>
   /** Skips the test (with the reason printed in beforeAll) when the registry was unreachable. */
   const requireInstall = (context: { skip: (note?: string) => void }) => {
     if (registryUnreachable !== undefined) context.skip(`npm registry unreachable: ${registryUnreachable}`)
@@ -260,14 +320,22 @@ describe("pack and consume: the tarballs installed into a new project, by import
     }
   }
 
-  it("installs every runtime package from its tarball", (context) => {
+  it("installs every package from its tarball, with the Effect 3 the page pins", (context) => {
     requireInstall(context)
     expect(runtimePackages).toEqual(expect.arrayContaining(["@switchboard/core", "@switchboard/http-adapter", "@switchboard/storage-sqlite"]))
-    for (const name of runtimePackages) {
-      const installed = JSON.parse(readFileSync(join(consumer, "node_modules", ...name.split("/"), "package.json"), "utf8")) as Manifest
-      expect(installed.name).toBe(name)
-      expect(existsSync(join(consumer, "node_modules", ...name.split("/"), "src"))).toBe(false)
+    for (const { manifest } of packages) {
+      const installed = JSON.parse(readFileSync(join(consumer, "node_modules", ...manifest.name.split("/"), "package.json"), "utf8")) as Manifest
+      expect(installed.name).toBe(manifest.name)
+      expect(existsSync(join(consumer, "node_modules", ...manifest.name.split("/"), "src"))).toBe(false)
     }
+    const effect = JSON.parse(readFileSync(join(consumer, "node_modules", "effect", "package.json"), "utf8")) as Manifest
+    expect(effect.version).toMatch(/^3\./)
+  })
+
+  it("runs the page's server: GET /verify with the key it prints answers 200, SIGTERM stops it cleanly", (context) => {
+    requireInstall(context)
+    expect(gettingStartedRun.result).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
+    expect(gettingStartedRun.exit, `${gettingStartedRun.stdout}\n${gettingStartedRun.stderr}`).toEqual({ code: 0, signal: null })
   })
 
   it("by import (verify.mjs): the ESM builds answer GET /verify on memory and SQLite storage, and serve /docs", (context) => {
@@ -293,4 +361,27 @@ describe("pack and consume: the tarballs installed into a new project, by import
       expect(cjs.exports[name]).toEqual(esm.exports[name])
     }
   })
+})
+
+describe("an incompatible Effect: npm refuses it with a resolution error", () => {
+  it("installing the tarballs beside effect 4 fails with ERESOLVE naming the peer range", async (context) => {
+    const project = join(workDirectory, "effect-4-app")
+    mkdirSync(project, { recursive: true })
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "effect-4-app", version: "1.0.0", private: true }, null, 2))
+    const core = tarballs.get("@switchboard/core")!
+    // --dry-run: npm resolves the whole tree (where ERESOLVE arises) but writes nothing.
+    const failure = await runTool(
+      "npm",
+      ["install", "--dry-run", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", core, "effect@4"],
+      project
+    ).then(
+      () => undefined,
+      (error: Error) => error.message
+    )
+    if (failure !== undefined && /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET/.test(failure)) {
+      context.skip("npm registry unreachable")
+    }
+    expect(failure).toContain("ERESOLVE")
+    expect(failure).toContain('peer effect@"^3.22"')
+  }, 120_000)
 })
