@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Duration, Effect, HashMap, Layer, Logger, Option, TestClock } from "effect"
 import {
   BasicReplies,
   type Channel,
@@ -103,6 +103,37 @@ const statusesPayload = (statuses: ReadonlyArray<Record<string, unknown>>, phone
   ]
 })
 
+/** A payload of Meta's `messages` field for `phoneNumberId` with these messages. */
+const messagesPayload = (messages: ReadonlyArray<Record<string, unknown>>, phoneNumberId = PHONE_NUMBER_ID) => ({
+  object: "whatsapp_business_account",
+  entry: [
+    {
+      id: WABA_ID,
+      changes: [
+        {
+          field: "messages",
+          value: {
+            messaging_product: "whatsapp",
+            metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId },
+            contacts: [{ profile: { name: "Odd Sender" }, wa_id: "999123" }],
+            messages
+          }
+        }
+      ]
+    }
+  ]
+})
+
+/** A text from WhatsApp id `from`. */
+const textFrom = (from: string, id: string, body: string) =>
+  messagesPayload([{ from, id, timestamp: "1749416383", type: "text", text: { body } }])
+
+/** Every refused part kept, oldest first. */
+const allRejects = Effect.map(
+  Effect.flatMap(Storage, (storage) => storage.webhookRejects.list({ limit: 100 })),
+  (rejects) => [...rejects].reverse()
+)
+
 const status = (id: string, value: string) => ({ id, status: value, timestamp: "1749416400", recipient_id: "16505551234" })
 
 describe("WhatsAppWebhooks.receive: customer messages", () => {
@@ -173,7 +204,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       })
     ))
 
-  it.effect("a number no channel has is acknowledged and nothing is stored", () =>
+  it.effect("a number no channel has, or a body that is not WhatsApp's, is acknowledged, stores no message, and is kept as refused", () =>
     run(() =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel("999000111")
@@ -182,8 +213,103 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         expect((yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))).total).toBe(0)
         expect(yield* receive({ object: "page", entry: [] })).toEqual({ received: 0 })
         expect(yield* receive(fixture("account-update"))).toEqual({ received: 0 })
+        const rejects = yield* allRejects
+        const firstChange = (payload: unknown) => (payload as { entry: Array<{ changes: Array<unknown> }> }).entry[0]!.changes[0]
+        expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual(
+          expect.arrayContaining([
+            [null, null, "not a WhatsApp Business Account notification", { object: "page", entry: [] }],
+            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(fixture("text"))],
+            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(statusesPayload([status("wamid.x", "read")]))]
+          ])
+        )
+        expect(rejects).toHaveLength(3)
       })
     ))
+
+  it.effect("a sender libphonenumber-js calls invalid still gets its contact (phone +<wa_id>, phone_valid false) and its message; a send may answer it", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        expect(yield* receive(textFrom("999123", "wamid.odd1", "Hello?"))).toEqual({ received: 1 })
+        const { chat, messages } = yield* onlyChat(orgId)
+        expect(chat.contact.phone).toBe("+999123")
+        expect(messages.map((message) => message.text)).toEqual(["Hello?"])
+        const contact = yield* Effect.flatMap(Contacts, (contacts) => contacts.get(orgId, chat.contact.uuid))
+        expect([contact.phone, contact.phone_valid, contact.first_name]).toEqual(["+999123", false, "Odd Sender"])
+        expect(yield* allRejects).toEqual([])
+        const messaging = yield* Messaging
+        const reply = yield* messaging.sendText(orgId, { phone: "+999123", message: "Hi there" })
+        expect([reply.contact_uuid, reply.chat_uuid, reply.status]).toEqual([contact.uuid, chat.uuid, "sent"])
+        expect(transport.sent.map((sent) => sent.to)).toEqual(["+999123"])
+        // Only the exact stored phone is accepted: another invalid number is still a 400.
+        const refused = yield* Effect.flip(messaging.sendText(orgId, { phone: "+999124", message: "Hi" }))
+        expect(refused._tag === "InvalidInput" && refused.issues.map((issue) => [issue.field, issue.code])).toEqual([["phone", "invalid_format"]])
+        const validSender = yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))
+        expect(validSender.items.map((each) => each.phone_valid)).toEqual([false])
+        yield* receive(fixture("text"))
+        const both = yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))
+        expect(both.items.map((each) => [each.phone, each.phone_valid]).sort()).toEqual([[SENDER, true], ["+999123", false]].sort())
+      })
+    ))
+
+  it.effect("a message or status core refuses, or one of unexpected shape, is kept with its raw JSON and organization; the rest is stored", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const empty = { from: "16505551234", id: "wamid.empty", timestamp: "1749416383", type: "text", text: { body: "" } }
+        const notAPhone = { from: "not-a-number", id: "wamid.letters", timestamp: "1749416383", type: "text", text: { body: "Hi" } }
+        const malformed = { id: "wamid.noFrom", type: "text", text: { body: "Hi" } }
+        const good = { from: "16505551234", id: "wamid.good", timestamp: "1749416383", type: "text", text: { body: "Fine" } }
+        const payload = messagesPayload([empty, notAPhone, malformed, good])
+        expect(yield* receive(payload)).toEqual({ received: 1 })
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages.map((message) => message.provider_message_id)).toEqual(["wamid.good"])
+        const rejects = yield* allRejects
+        expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.item])).toEqual([
+          [orgId, PHONE_NUMBER_ID, malformed],
+          [orgId, PHONE_NUMBER_ID, empty],
+          [orgId, PHONE_NUMBER_ID, notAPhone]
+        ])
+        expect(rejects.map((reject) => reject.reason)).toEqual(["message without id, from or type", "text: required", "phone: invalid_format"])
+        for (const reject of rejects) expect(reject.received_at).toMatch(/^\d{4}-\d\d-\d\dT/)
+      })
+    ))
+
+  it.effect("refused parts are pruned once older than 30 days (at most once an hour, on a webhook)", () =>
+    run(() =>
+      Effect.gen(function* () {
+        yield* withChannel()
+        yield* receive({ object: "page" })
+        expect(yield* allRejects).toHaveLength(1)
+        yield* TestClock.adjust(Duration.days(30))
+        yield* receive(fixture("account-update"))
+        expect(yield* allRejects).toHaveLength(1)
+        yield* TestClock.adjust(Duration.hours(1))
+        yield* receive(fixture("account-update"))
+        expect(yield* allRejects).toHaveLength(0)
+      })
+    ))
+
+  it.effect("log lines about a routed change carry its organization_id; unrouted ones carry none", () =>
+    Effect.gen(function* () {
+      const lines: Array<Record<string, unknown>> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const orgId = yield* run(() =>
+        Effect.gen(function* () {
+          const { orgId } = yield* withChannel()
+          yield* receive(messagesPayload([{ from: "16505551234", id: "wamid.empty", type: "text", text: { body: "" } }]))
+          yield* receive(messagesPayload([{ from: "16505551234", id: "wamid.empty", type: "text", text: { body: "" } }], "555"))
+          return orgId
+        }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      )
+      const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
+      expect(refused.map((line) => [line.phone_number_id, line.organization_id ?? null])).toEqual([
+        [PHONE_NUMBER_ID, orgId],
+        ["555", null]
+      ])
+    }))
 
   it.effect("a matching basic reply is answered through the channel the message came in by, with its token", () =>
     run((transport) =>

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelOwner } from "../channels/model.js"
 import { Chats } from "../chats/Chats.js"
@@ -8,6 +8,9 @@ import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import { Messaging } from "../messaging/Messaging.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "../storage/errors.js"
+import { Storage } from "../storage/Storage.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
 import { Templates } from "../templates/Templates.js"
 import {
   readWhatsAppWebhook,
@@ -41,22 +44,26 @@ export interface WhatsAppWebhooksService {
    * `waba_id`), and stores it:
    * - each customer message as an inbound message (`Messaging.receive`: contact and chat
    *   created as needed, named with the WhatsApp profile name, deduplicated by its
-   *   `wamid`, answered by a matching basic reply through the same channel); a message
-   *   core refuses (for example a sender that is not a phone number) is logged and skipped;
+   *   `wamid`, answered by a matching basic reply through the same channel); a sender
+   *   libphonenumber-js calls invalid still gets its contact, with an unverified phone;
    * - each status on the outbound message with that provider id (`Chats.applyProviderStatus`:
    *   never moves back; `failed` with its error; unknown ids kept 10 minutes);
    * - a template status on the template with that name and language, in every
    *   organization with a channel of that account.
-   * An unknown number or account is logged and skipped. Fails only with `StorageError`
-   * (then nothing is acknowledged and the provider retries; what was already stored is
-   * stored again as a no-op).
+   * Every part it refuses — a message or status core refuses (an empty text…), a part of
+   * unexpected shape, an unknown number or account, a body that is not a WhatsApp
+   * notification — is logged and kept as a {@link WebhookReject} in
+   * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"), and the
+   * rest is stored. Log lines about a routed change carry its `organization_id`. Fails
+   * only with `StorageError` (then nothing is acknowledged and the provider retries; what
+   * was already stored is stored again as a no-op).
    */
   readonly receive: (payload: unknown) => Effect.Effect<WebhookReceipt, StorageError>
 }
 
 /**
  * Tag of the {@link WhatsAppWebhooksService}; `WhatsAppWebhooks.layer` needs `Channels`,
- * `Chats`, `Messaging` and `Templates` (`Core.layer` provides it).
+ * `Chats`, `Messaging`, `Templates`, `Storage` and `SecureRandom` (`Core.layer` provides it).
  *
  * @category services
  * @example
@@ -69,7 +76,11 @@ export class WhatsAppWebhooks extends Context.Tag("@switchboard/core/WhatsAppWeb
   WhatsAppWebhooks,
   WhatsAppWebhooksService
 >() {
-  static readonly layer: Layer.Layer<WhatsAppWebhooks, never, Channels | Chats | Messaging | Templates> = Layer.effect(
+  static readonly layer: Layer.Layer<
+    WhatsAppWebhooks,
+    never,
+    Channels | Chats | Messaging | Templates | Storage | SecureRandom
+  > = Layer.effect(
     WhatsAppWebhooks,
     Effect.suspend(() => make)
   )
@@ -80,73 +91,105 @@ const make = Effect.gen(function* () {
   const chats = yield* Chats
   const messaging = yield* Messaging
   const templates = yield* Templates
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  let prunedAt = Number.NEGATIVE_INFINITY
 
-  const receiveMessage = (owner: ChannelOwner, message: WhatsAppInboundMessage) =>
-    messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
-      Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) => logSkipped("inbound message", message.provider_message_id, error))
-    )
-
-  const applyStatus = (organizationId: OrganizationId, status: WhatsAppStatusUpdate) =>
-    chats.applyProviderStatus(organizationId, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
-      Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) => logSkipped("status", status.provider_message_id, error))
-    )
+  /** Stores one routed `messages` change; every refused part goes to `refused`. */
+  const receiveMessages = (owner: ChannelOwner, change: MessagesChange, refused: Array<RefusedPart>) =>
+    Effect.gen(function* () {
+      const at = { organization_id: owner.organization_id, phone_number_id: change.phone_number_id }
+      for (const part of change.refused) yield* refuse(refused, { ...at, ...part }, "part of unexpected shape", null)
+      for (const message of change.messages) {
+        yield* messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
+          Effect.asVoid,
+          Effect.catchTag("InvalidInput", (error) =>
+            refuse(refused, { ...at, reason: issuesOf(error), item: message.raw }, "inbound message", message.provider_message_id)
+          )
+        )
+      }
+      for (const status of change.statuses) {
+        yield* chats.applyProviderStatus(owner.organization_id, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
+          Effect.asVoid,
+          Effect.catchTag("InvalidInput", (error) =>
+            refuse(refused, { ...at, reason: issuesOf(error), item: status.raw }, "status", status.provider_message_id)
+          )
+        )
+      }
+    }).pipe(Effect.annotateLogs({ organization_id: owner.organization_id }))
 
   /** Stores one change item; whether it was routed to an organization (counted). */
-  const receiveChange = (change: WhatsAppWebhookChange): Effect.Effect<boolean, StorageError> => {
+  const receiveChange = (change: WhatsAppWebhookChange, refused: Array<RefusedPart>): Effect.Effect<boolean, StorageError> => {
     switch (change._tag) {
       case "Ignored":
         return Effect.as(Effect.logDebug("WhatsApp webhook: field not handled").pipe(Effect.annotateLogs({ field: change.field })), false)
+      case "Refused": {
+        const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: change.reason, item: change.item }
+        return Effect.as(refuse(refused, part, "part of unexpected shape", null), false)
+      }
       case "Messages":
         return Effect.flatMap(channels.findByPhoneNumberId(change.phone_number_id), (owner) =>
           Option.match(owner, {
-            onNone: () =>
-              Effect.as(
-                Effect.logWarning("WhatsApp webhook for a phone number id no channel has; acknowledged, nothing stored").pipe(
-                  Effect.annotateLogs({ phone_number_id: change.phone_number_id })
-                ),
-                false
-              ),
-            onSome: (owner) =>
-              Effect.gen(function* () {
-                for (const message of change.messages) yield* receiveMessage(owner, message)
-                for (const status of change.statuses) yield* applyStatus(owner.organization_id, status)
-                return true
-              })
+            onNone: () => {
+              const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: UNKNOWN_NUMBER, item: change.raw }
+              return Effect.as(refuse(refused, part, "change for a phone number id no channel has", null), false)
+            },
+            onSome: (owner) => Effect.as(receiveMessages(owner, change, refused), true)
           })
         )
       case "TemplateStatus":
-        return Effect.gen(function* () {
-          const owners = yield* channels.findByWabaId(change.waba_id)
-          const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
-          if (organizations.length === 0) {
-            yield* Effect.logWarning("WhatsApp template status for an account no channel has; acknowledged, nothing stored").pipe(
-              Effect.annotateLogs({ waba_id: change.waba_id })
-            )
-            return false
-          }
-          for (const organizationId of organizations) {
-            const updated = yield* templates.applyProviderStatus(organizationId, change)
-            if (Option.isNone(updated)) {
-              yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
-                Effect.annotateLogs({ organization_id: organizationId, name: change.name, language: change.language, status: change.status })
-              )
-            }
-          }
-          return true
-        })
+        return receiveTemplateStatus(change, refused)
     }
   }
 
+  const receiveTemplateStatus = (change: TemplateStatusChange, refused: Array<RefusedPart>) =>
+    Effect.gen(function* () {
+      const owners = yield* channels.findByWabaId(change.waba_id)
+      const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
+      if (organizations.length === 0) {
+        const part = { organization_id: null, phone_number_id: null, reason: UNKNOWN_ACCOUNT, item: change.raw }
+        yield* refuse(refused, part, "template status for an account no channel has", null)
+        return false
+      }
+      for (const organizationId of organizations) {
+        const updated = yield* templates.applyProviderStatus(organizationId, change)
+        if (Option.isNone(updated)) {
+          yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
+            Effect.annotateLogs({ organization_id: organizationId, name: change.name, language: change.language, status: change.status })
+          )
+        }
+      }
+      return true
+    })
+
+  /** Stores the refused parts of one webhook, and prunes those past 30 days at most once an hour. */
+  const keepRefused = (refused: ReadonlyArray<RefusedPart>) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      if (refused.length > 0) {
+        const ids = yield* random.uuids(refused.length)
+        const received_at = new Date(now).toISOString()
+        yield* storage.webhookRejects.insert(
+          refused.map((part, index): WebhookReject => ({ ...part, id: ids[index]!, received_at, item: keptItem(part.item) }))
+        )
+      }
+      if (now - prunedAt >= PRUNE_EVERY_MS) {
+        prunedAt = now
+        yield* storage.webhookRejects.prune(new Date(now - WEBHOOK_REJECT_RETENTION_MS).toISOString())
+      }
+    })
+
   const receive = Effect.fn("WhatsAppWebhooks.receive")(function* (payload: unknown) {
     const changes = readWhatsAppWebhook(payload)
-    if (changes === undefined) {
-      yield* Effect.logWarning("Webhook payload is not a WhatsApp Business Account notification; acknowledged, nothing stored")
-      return { received: 0 }
-    }
+    const refused: Array<RefusedPart> = []
     let received = 0
-    for (const change of changes) if (yield* receiveChange(change)) received += 1
+    if (changes === undefined) {
+      const part = { organization_id: null, phone_number_id: null, reason: NOT_WHATSAPP, item: payload }
+      yield* refuse(refused, part, "body that is not a WhatsApp Business Account notification", null)
+    } else {
+      for (const change of changes) if (yield* receiveChange(change, refused)) received += 1
+    }
+    yield* keepRefused(refused)
     const receipt: WebhookReceipt = { received }
     return receipt
   })
@@ -155,14 +198,42 @@ const make = Effect.gen(function* () {
   return service
 })
 
-/** One warning for a part of a webhook core refused (what, its provider id, the issues); the rest is stored. */
-const logSkipped = (what: string, providerMessageId: string, error: InvalidInput) =>
-  Effect.logWarning(`WhatsApp webhook: ${what} skipped`).pipe(
+/** How often refused parts older than 30 days are pruned: at most once an hour, on a webhook. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000
+
+const UNKNOWN_NUMBER = "no channel has this phone_number_id"
+const UNKNOWN_ACCOUNT = "no channel has this WhatsApp Business Account (entry id)"
+const NOT_WHATSAPP = "not a WhatsApp Business Account notification"
+
+type MessagesChange = Extract<WhatsAppWebhookChange, { readonly _tag: "Messages" }>
+type TemplateStatusChange = Extract<WhatsAppWebhookChange, { readonly _tag: "TemplateStatus" }>
+
+/** A refused part before it is stored: a {@link WebhookReject} without its id and time. */
+type RefusedPart = Omit<WebhookReject, "id" | "received_at">
+
+/**
+ * Adds a refused part to `refused`, with one warning: what it was, its business number
+ * and provider id when known, and why (never the part itself).
+ */
+const refuse = (refused: Array<RefusedPart>, part: RefusedPart, what: string, providerMessageId: string | null) => {
+  refused.push(part)
+  return Effect.logWarning(`WhatsApp webhook: ${what}; acknowledged and kept as refused`).pipe(
     Effect.annotateLogs({
-      provider_message_id: providerMessageId.slice(0, MAX_NAME_LENGTH),
-      issues: error.issues.map((issue) => `${issue.field}: ${issue.code}`).join("; ")
+      phone_number_id: part.phone_number_id,
+      provider_message_id: providerMessageId?.slice(0, MAX_NAME_LENGTH) ?? null,
+      reason: part.reason
     })
   )
+}
+
+/** The issues of a refusal in words: `field: code; …`. */
+const issuesOf = (error: InvalidInput): string => error.issues.map((issue) => `${issue.field ?? "input"}: ${issue.code}`).join("; ")
+
+/** A refused part's JSON as kept: whole, or its first characters when too long. */
+const keptItem = (item: unknown): unknown => {
+  const json = JSON.stringify(item ?? null)
+  return json.length <= WEBHOOK_REJECT_ITEM_MAX_CHARS ? (item ?? null) : { truncated: true, json: json.slice(0, WEBHOOK_REJECT_ITEM_MAX_CHARS) }
+}
 
 /** The `Messaging.receive` input of a customer message that came in through `owner`'s channel. */
 const inboundInputOf = (owner: ChannelOwner, message: WhatsAppInboundMessage): InboundMessageInput => ({
