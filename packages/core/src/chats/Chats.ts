@@ -18,6 +18,7 @@ import type {
   ChatList,
   ChatListParams,
   ChatStatus,
+  ChatUpdateInput,
   InboundMessageInput,
   InboundReceipt,
   MessageList,
@@ -97,6 +98,19 @@ export interface ChatsService {
     status: MessageStatus,
     failure?: MessageFailure
   ) => Effect.Effect<ProviderStatusOutcome, InvalidInput | StorageError>
+  /**
+   * Sets any of `status`, `assigned_to` and `favorite` in one atomic store write
+   * (`PUT /chats/{uuid}`, docs/chats.md "Inbox routes"): every field is checked first (each
+   * problem an `InvalidInput` issue, nothing written), then the fields that differ are
+   * written together with `updated_at`, and one `chat.updated` event when anything changed.
+   * A field given its current value changes nothing and is no error; nothing given changes
+   * nothing. Returns the chat as stored.
+   */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    changes: ChatUpdateInput
+  ) => Effect.Effect<Chat, InvalidInput | RecordNotFound | StorageError>
   /**
    * Assigns the chat to a user id (trimmed, 1–255 characters, not the reserved
    * `unassigned`), or unassigns it with `null`. Idempotent.
