@@ -175,6 +175,7 @@ const textSend = (to: string, body: string) => ({
 let databaseFile = ""
 let env: Record<string, string> = {}
 let apiKey = ""
+let orgId = ""
 let server: RunningServer
 let cliOutput = ""
 let sent: { message_id: string; chat_uuid: string; contact_uuid: string; status: string }
@@ -194,6 +195,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
     }
     const org = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme"], env)
     apiKey = org.api_key
+    orgId = org.org_id
     const tokenFile = join(temporaryDirectory(), "token.txt")
     writeFileSync(tokenFile, `${TOKEN}\n`)
     const added = await runCli(
@@ -311,6 +313,45 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
     expect(answer.json.data).toEqual({ received: 0 })
     expect(await contactPhones()).toEqual(contactsBefore)
     expect(await chats()).toEqual(chatsBefore)
+  })
+
+  it("an empty text is answered 200 but kept as refused; `webhook-rejects list` shows it (--org, --limit) and the unknown number's change", async () => {
+    const empty = textWebhook({ from: "16505550999", name: "Blank", id: "wamid.inbound-e2e-empty", body: "" })
+    const answer = await webhook(empty)
+    expect([answer.status, answer.json.data]).toEqual([200, { received: 1 }])
+    const mine = await runCliJson<Array<any>>(["webhook-rejects", "list", "--org", orgId], env)
+    expect(mine).toEqual([
+      {
+        id: expect.any(String),
+        received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+        organization_id: orgId,
+        phone_number_id: PHONE_NUMBER_ID,
+        reason: "text: required",
+        item: JSON.parse(empty).entry[0].changes[0].value.messages[0]
+      }
+    ])
+    const all = await runCliJson<Array<any>>(["webhook-rejects", "list"], env)
+    expect(all.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason])).toEqual([
+      [orgId, PHONE_NUMBER_ID, "text: required"],
+      [null, UNKNOWN_PHONE_NUMBER_ID, "no channel has this phone_number_id"]
+    ])
+    expect(await runCliJson<Array<any>>(["webhook-rejects", "list", "--limit", "1"], env)).toEqual([all[0]])
+    const badLimit = await runCli(["webhook-rejects", "list", "--limit", "0"], env)
+    expect([badLimit.code, badLimit.stdout]).toEqual([1, ""])
+    expect(badLimit.stderr).toContain("--limit")
+  })
+
+  it("a sender libphonenumber-js calls invalid (from 999123): the message lands in its chat, the contact is unverified, a send answers it", async () => {
+    const answer = await webhook(textWebhook({ from: "999123", name: "Odd", id: "wamid.inbound-e2e-odd", body: "Still there?" }))
+    expect([answer.status, answer.json.data]).toEqual([200, { received: 1 }])
+    const chat = (await chats()).find((each) => each.contact.phone === "+999123")
+    expect(chat).toMatchObject({ unread_count: 1, last_message: { text: "Still there?" } })
+    expect((await api("GET", `/contacts/${chat.contact.uuid}`)).json.data).toMatchObject({ phone: "+999123", phone_valid: false })
+    const before = graphCalls.length
+    const reply = await api("POST", "/send", { phone: "+999123", message: "Yes!" })
+    expect(reply.status, reply.text).toBe(200)
+    expect(reply.json.data).toMatchObject({ chat_uuid: chat.uuid, status: "sent" })
+    expect(graphCalls.slice(before).map((each) => (each.body as { to: string }).to)).toEqual(["999123"])
   })
 
   it("the channel's token is in no log line, no response, no CLI output, not in the SQLite files; the secrets in no log line", () => {
