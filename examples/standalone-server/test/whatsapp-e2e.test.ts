@@ -19,8 +19,10 @@ import {
 // WhatsApp through the built CLI and server on one temporary SQLite file, Meta's Graph API
 // replaced by a local recorder: a channel added with the CLI, the webhook handshake, a send
 // through the channel, signed status and inbound-message webhooks (repeated, out of order,
-// badly signed, for an unknown number), a basic reply answered through the channel, and
-// finally the channel's token and the app secret looked for everywhere they must not be.
+// badly signed, for an unknown number), a basic reply answered through the channel, the
+// refused parts listed by `webhook-rejects list`, a sender number libphonenumber-js calls
+// invalid answered by a send, and finally the channel's token and the app secret looked
+// for everywhere they must not be.
 // The steps run in order on one server and share its state.
 
 const TOKEN = "EAAGe2eChannelToken5Vq8Rm2Kx7Nw3Pz"
@@ -303,7 +305,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
     expect(messages[0]).toMatchObject({ status: "sent", provider_message_id: wamidOf(before + 1), channel_uuid: messages[1].channel_uuid })
   })
 
-  it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, nothing stored", async () => {
+  it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, no contact, chat or message stored", async () => {
     const contactsBefore = await contactPhones()
     const chatsBefore = await chats()
     const answer = await webhook(
