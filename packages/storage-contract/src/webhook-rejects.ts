@@ -44,6 +44,18 @@ export const webhookRejectsContract = (options: StorageContractOptions): void =>
         })
       ))
 
+    it.effect("an id already stored is skipped: the first reject is kept, the others of the batch are stored", () =>
+      run(
+        Effect.gen(function* () {
+          const { webhookRejects } = yield* Storage
+          const first = reject(null, instant(1))
+          yield* webhookRejects.insert([first])
+          const other = reject(null, instant(2))
+          yield* webhookRejects.insert([{ ...first, received_at: instant(3), reason: "again" }, other])
+          expect(yield* webhookRejects.list({ limit: 10 })).toEqual([other, first])
+        })
+      ))
+
     it.effect("list of one organization leaves out the others' and the unrouted ones", () =>
       run(
         Effect.gen(function* () {

@@ -24,7 +24,10 @@ export interface WebhookRejectQuery {
  * @category storage
  */
 export interface WebhookRejectRepository {
-  /** Stores the rejects (`item` as JSON), all or nothing; ids are fresh uuids. */
+  /**
+   * Stores the rejects (`item` as JSON), all or nothing; a reject whose `id` is already
+   * stored is skipped, the stored one kept (a redelivered webhook changes nothing).
+   */
   readonly insert: (rejects: ReadonlyArray<WebhookReject>) => Effect.Effect<void, StorageError>
   /** The rejects matching `query`, newest first (`received_at desc, id desc`). */
   readonly list: (query: WebhookRejectQuery) => Effect.Effect<ReadonlyArray<WebhookReject>, StorageError>

@@ -1,3 +1,4 @@
+import { hash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelOwner } from "../channels/model.js"
@@ -9,7 +10,6 @@ import { Messaging } from "../messaging/Messaging.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import { SecureRandom } from "../random/SecureRandom.js"
 import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
 import { Templates } from "../templates/Templates.js"
 import {
@@ -53,8 +53,9 @@ export interface WhatsAppWebhooksService {
    * Every part it refuses — a message or status core refuses (an empty text…), a part of
    * unexpected shape, an unknown number or account, a body that is not a WhatsApp
    * notification — is logged and kept as a {@link WebhookReject} in
-   * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"), and the
-   * rest is stored. Log lines about a routed change carry its `organization_id`. Fails
+   * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"; once:
+   * its id is derived from its content, so a redelivery keeps nothing twice), and the rest
+   * is stored. Log lines about a routed change carry its `organization_id`. Fails
    * only with `StorageError` (then nothing is acknowledged and the provider retries; what
    * was already stored is stored again as a no-op).
    */
@@ -63,7 +64,7 @@ export interface WhatsAppWebhooksService {
 
 /**
  * Tag of the {@link WhatsAppWebhooksService}; `WhatsAppWebhooks.layer` needs `Channels`,
- * `Chats`, `Messaging`, `Templates`, `Storage` and `SecureRandom` (`Core.layer` provides it).
+ * `Chats`, `Messaging`, `Templates` and `Storage` (`Core.layer` provides it).
  *
  * @category services
  * @example
@@ -79,7 +80,7 @@ export class WhatsAppWebhooks extends Context.Tag("@switchboard/core/WhatsAppWeb
   static readonly layer: Layer.Layer<
     WhatsAppWebhooks,
     never,
-    Channels | Chats | Messaging | Templates | Storage | SecureRandom
+    Channels | Chats | Messaging | Templates | Storage
   > = Layer.effect(
     WhatsAppWebhooks,
     Effect.suspend(() => make)
@@ -92,7 +93,6 @@ const make = Effect.gen(function* () {
   const messaging = yield* Messaging
   const templates = yield* Templates
   const storage = yield* Storage
-  const random = yield* SecureRandom
   let prunedAt = Number.NEGATIVE_INFINITY
 
   /** Stores one routed `messages` change; every refused part goes to `refused`. */
@@ -167,11 +167,14 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       if (refused.length > 0) {
-        const ids = yield* random.uuids(refused.length)
         const received_at = new Date(now).toISOString()
-        yield* storage.webhookRejects.insert(
-          refused.map((part, index): WebhookReject => ({ ...part, id: ids[index]!, received_at, item: keptItem(part.item) }))
-        )
+        const byId = new Map<string, WebhookReject>()
+        for (const part of refused) {
+          const kept = { ...part, item: keptItem(part.item) }
+          const id = rejectIdOf(kept)
+          if (!byId.has(id)) byId.set(id, { ...kept, id, received_at })
+        }
+        yield* storage.webhookRejects.insert([...byId.values()])
       }
       if (now - prunedAt >= PRUNE_EVERY_MS) {
         prunedAt = now
@@ -228,6 +231,17 @@ const refuse = (refused: Array<RefusedPart>, part: RefusedPart, what: string, pr
 
 /** The issues of a refusal in words: `field: code; …`. */
 const issuesOf = (error: InvalidInput): string => error.issues.map((issue) => `${issue.field ?? "input"}: ${issue.code}`).join("; ")
+
+/**
+ * The id of a refused part: a UUID (version 8, RFC 9562) made of the SHA-256 of its
+ * organization, number, reason and JSON, so a redelivery of the same notification keeps
+ * nothing twice (the store skips an id it has).
+ */
+const rejectIdOf = (part: RefusedPart): string => {
+  const hex = hash("sha256", JSON.stringify([part.organization_id, part.phone_number_id, part.reason, part.item]), "hex")
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
 
 /** A refused part's JSON as kept: whole, or its first characters when too long. */
 const keptItem = (item: unknown): unknown => {

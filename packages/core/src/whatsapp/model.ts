@@ -3,7 +3,9 @@ import type { OrganizationId } from "../organizations/model.js"
 /**
  * A part of a provider webhook Switchboard refused, kept for inspection instead of lost
  * (docs/whatsapp-webhooks.md "Refused parts"): the webhook was still answered 200.
- * - `id`: a uuid; `received_at`: when it was stored (ISO 8601 UTC);
+ * - `id`: a uuid derived from the part's content (its organization, number, reason and
+ *   JSON), so the same part delivered again is the same reject; `received_at`: when it was
+ *   first stored (ISO 8601 UTC);
  * - `organization_id`: the organization the part was routed to, `null` when it could not
  *   be routed (an unknown number, a part without one);
  * - `phone_number_id`: the business number of its change, `null` when it had none;

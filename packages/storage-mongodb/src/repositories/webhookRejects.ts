@@ -1,12 +1,13 @@
 import type { OrganizationId, WebhookReject, WebhookRejectRepository } from "@switchboard/core"
 import type { WebhookRejectDocument } from "../internal/documents.js"
-import { attempt } from "../internal/driver.js"
+import { attempt, isDuplicateKey } from "../internal/driver.js"
 import { eq } from "../internal/queries.js"
 import type { Collections } from "../internal/schema.js"
 
 /**
  * `Storage.webhookRejects` on MongoDB: collection `webhook_rejects`, one document per
- * refused part (`_id` its uuid). `insert` is one `insertMany`; `list` reads newest first
+ * refused part (`_id` its uuid). `insert` is one unordered `insertMany` (an `_id` already
+ * stored is a duplicate key, skipped); `list` reads newest first
  * through `webhook_rejects_newest` or `webhook_rejects_of_organization`; `prune` deletes by
  * `received_at`.
  *
@@ -16,7 +17,12 @@ export const webhookRejectRepository = (collections: Collections): WebhookReject
   insert: (rejects) =>
     attempt("webhookRejects.insert", async () => {
       if (rejects.length === 0) return
-      await collections.webhookRejects.insertMany(rejects.map(documentOf))
+      try {
+        await collections.webhookRejects.insertMany(rejects.map(documentOf), { ordered: false })
+      } catch (error) {
+        // An id already stored is the same part delivered again: the first is kept.
+        if (!isDuplicateKey(error)) throw error
+      }
     }),
   list: ({ organizationId, limit }) =>
     attempt("webhookRejects.list", async () => {

@@ -55,7 +55,8 @@ interface RejectRow {
 const COLUMNS = "id, received_at, organization_id, phone_number_id, reason, item"
 
 const SQL = {
-  insert: `INSERT INTO webhook_rejects (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`,
+  // An id already stored is the same part delivered again: the first is kept.
+  insert: `INSERT INTO webhook_rejects (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
   list: `SELECT ${COLUMNS} FROM webhook_rejects ORDER BY received_at DESC, id DESC LIMIT ?`,
   listOfOrganization: `SELECT ${COLUMNS} FROM webhook_rejects WHERE organization_id = ? ORDER BY received_at DESC, id DESC LIMIT ?`,
   prune: "DELETE FROM webhook_rejects WHERE received_at < ?"

@@ -8,7 +8,10 @@ export const webhookRejectRepository = (): WebhookRejectRepository => {
   return {
     insert: (added) =>
       Effect.sync(() => {
-        for (const reject of added) rejects.push({ ...reject, item: JSON.parse(JSON.stringify(reject.item ?? null)) })
+        for (const reject of added) {
+          if (rejects.some((stored) => stored.id === reject.id)) continue
+          rejects.push({ ...reject, item: JSON.parse(JSON.stringify(reject.item ?? null)) })
+        }
       }),
     list: ({ organizationId, limit }) =>
       Effect.sync(() =>
