@@ -35,7 +35,9 @@ import type {
  */
 export interface ChatsService {
   /**
-   * Records an inbound message (a provider webhook): finds the contact by phone (E.164) or
+   * Records an inbound message (a provider webhook): finds the contact by phone (E.164; a
+   * `+` and 1–20 digits libphonenumber-js calls invalid is kept as given, and a contact it
+   * creates has `phone_valid: false`, docs/contacts.md "Unverified phones") or
    * creates it — never refused, not even over `contacts_limit` (docs/chats.md "The `Chats` service (programmatic API)") —
    * creates its chat when missing, appends the message (status `delivered`, any inbound
    * type of {@link InboundMessageInput}, with its `channel_uuid`), adds 1 to

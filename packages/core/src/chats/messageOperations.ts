@@ -1,8 +1,8 @@
 import { Effect } from "effect"
+import type { CountryCode } from "libphonenumber-js"
 import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
-import type { CountryCode } from "libphonenumber-js"
 import { IssueCollector, MAX_NAME_LENGTH, UNVERIFIED_PHONE } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,

@@ -7,15 +7,13 @@ import type { InboundMessageInput } from "../chats/model.js"
 import type { InvalidInput } from "../errors.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import { Messaging } from "../messaging/Messaging.js"
-import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
 import { Templates } from "../templates/Templates.js"
+import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
 import {
   readWhatsAppWebhook,
   type WhatsAppInboundMessage,
-  type WhatsAppStatusUpdate,
   type WhatsAppWebhookChange
 } from "./readWebhook.js"
 
