@@ -141,7 +141,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
     run(() =>
       Effect.gen(function* () {
         const { orgId, channel } = yield* withChannel()
-        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("text"))).toEqual({ received: 1, organizations: [orgId] })
         const { chat, messages } = yield* onlyChat(orgId)
         expect(chat).toMatchObject({ unread_count: 1, status: "open", contact: { phone: SENDER, first_name: "Sheena Nelson", last_name: null } })
         expect(messages).toHaveLength(1)
@@ -154,7 +154,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
           channel_uuid: channel.uuid,
           content: { timestamp: "1749416383" }
         })
-        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("text"))).toMatchObject({ received: 1 })
         const again = yield* onlyChat(orgId)
         expect(again.messages).toEqual(messages)
         expect(again.chat.unread_count).toBe(1)
@@ -166,7 +166,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
         const names = ["image", "audio", "video", "document", "sticker", "location", "contacts", "interactive-button-reply", "interactive-list-reply", "button", "unsupported", "order"]
-        for (const name of names) expect(yield* receive(fixture(name))).toEqual({ received: 1 })
+        for (const name of names) expect(yield* receive(fixture(name))).toMatchObject({ received: 1 })
         const { messages } = yield* onlyChat(orgId)
         const byType = new Map(messages.map((message) => [message.provider_message_id, message]))
         expect(messages.map((message) => message.type).sort()).toEqual(
@@ -197,7 +197,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         const { chat } = yield* onlyChat(orgId)
         yield* chats.markRead(orgId, chat.uuid)
         yield* chats.setStatus(orgId, chat.uuid, "resolved")
-        expect(yield* receive(fixture("reaction"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("reaction"))).toMatchObject({ received: 1 })
         const after = yield* onlyChat(orgId)
         expect(after.chat).toMatchObject({ unread_count: 0, status: "resolved" })
         expect(after.messages[0]).toMatchObject({ type: "reaction", content: { reaction: { message_id: expect.any(String), emoji: expect.any(String) } } })
@@ -208,11 +208,11 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
     run(() =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel("999000111")
-        expect(yield* receive(fixture("text"))).toEqual({ received: 0 })
-        expect(yield* receive(statusesPayload([status("wamid.x", "read")]))).toEqual({ received: 0 })
+        expect(yield* receive(fixture("text"))).toEqual({ received: 0, organizations: [] })
+        expect(yield* receive(statusesPayload([status("wamid.x", "read")]))).toMatchObject({ received: 0 })
         expect((yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))).total).toBe(0)
-        expect(yield* receive({ object: "page", entry: [] })).toEqual({ received: 0 })
-        expect(yield* receive(fixture("account-update"))).toEqual({ received: 0 })
+        expect(yield* receive({ object: "page", entry: [] })).toMatchObject({ received: 0 })
+        expect(yield* receive(fixture("account-update"))).toMatchObject({ received: 0 })
         const rejects = yield* allRejects
         const firstChange = (payload: unknown) => (payload as { entry: Array<{ changes: Array<unknown> }> }).entry[0]!.changes[0]
         expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual(
@@ -230,7 +230,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
     run((transport) =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
-        expect(yield* receive(textFrom("999123", "wamid.odd1", "Hello?"))).toEqual({ received: 1 })
+        expect(yield* receive(textFrom("999123", "wamid.odd1", "Hello?"))).toMatchObject({ received: 1 })
         const { chat, messages } = yield* onlyChat(orgId)
         expect(chat.contact.phone).toBe("+999123")
         expect(messages.map((message) => message.text)).toEqual(["Hello?"])
@@ -261,7 +261,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         const malformed = { id: "wamid.noFrom", type: "text", text: { body: "Hi" } }
         const good = { from: "16505551234", id: "wamid.good", timestamp: "1749416383", type: "text", text: { body: "Fine" } }
         const payload = messagesPayload([empty, notAPhone, malformed, good])
-        expect(yield* receive(payload)).toEqual({ received: 1 })
+        expect(yield* receive(payload)).toMatchObject({ received: 1 })
         const { messages } = yield* onlyChat(orgId)
         expect(messages.map((message) => message.provider_message_id)).toEqual(["wamid.good"])
         const rejects = yield* allRejects
@@ -274,7 +274,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         for (const reject of rejects) expect(reject.received_at).toMatch(/^\d{4}-\d\d-\d\dT/)
         // Meta delivering the same notification again keeps nothing twice.
         yield* TestClock.adjust(Duration.minutes(5))
-        expect(yield* receive(payload)).toEqual({ received: 1 })
+        expect(yield* receive(payload)).toMatchObject({ received: 1 })
         expect(yield* allRejects).toEqual(rejects)
       })
     ))
@@ -348,7 +348,7 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
         transport.ids.push("wamid.outbound1", "wamid.outbound2")
         const first = yield* messaging.sendText(orgId, { phone: SENDER, message: "Your order shipped" })
         const second = yield* messaging.sendText(orgId, { phone: SENDER, message: "Another" })
-        expect(yield* receive(fixture("statuses"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("statuses"))).toMatchObject({ received: 1 })
         const chats = yield* Chats
         const find = (id: string) => Effect.map(onlyChat(orgId), ({ messages }) => messages.find((message) => message.uuid === id)!)
         expect((yield* find(first.message_id)).status).toBe("read")
@@ -376,7 +376,7 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
     run((transport) =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
-        expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toEqual({ received: 1 })
+        expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toMatchObject({ received: 1 })
         transport.ids.push("wamid.early")
         const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
         expect(sent.status).toBe("delivered")
@@ -395,13 +395,13 @@ describe("WhatsAppWebhooks.receive: template statuses", () => {
         const body = [{ type: "BODY" as const, text: "Hello" }]
         const order = yield* templates.create(orgId, { name: "order_update", language: "en_US", category: "UTILITY", status: "PENDING", components: body })
         const sale = yield* templates.create(orgId, { name: "summer_sale", language: "en", category: "MARKETING", status: "PENDING", components: body })
-        expect(yield* receive(fixture("template-approved"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("template-approved"))).toMatchObject({ received: 1 })
         expect(yield* templates.get(orgId, order.uuid)).toMatchObject({ status: "APPROVED", rejected_reason: null })
         yield* receive(fixture("template-rejected"))
         expect(yield* templates.get(orgId, sale.uuid)).toMatchObject({ status: "REJECTED", rejected_reason: "INVALID_FORMAT" })
         const other = fixture("template-approved") as { entry: Array<{ id: string }> }
         other.entry[0]!.id = "777"
-        expect(yield* receive(other)).toEqual({ received: 0 })
+        expect(yield* receive(other)).toMatchObject({ received: 0 })
       })
     ))
 

@@ -215,6 +215,10 @@ describe("POST /webhooks/whatsapp", () => {
     ])
     const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
     expect(refused.map((line) => [line.organization_id, line.provider_message_id])).toEqual([[organization.id, "wamid.empty1"]])
+    // The request's own line names the organization the webhook was routed to; an unrouted one names none.
+    await post(handler, textFrom("999999999999", "16505551234", "wamid.elsewhere", "Hi"))
+    const requests = lines.filter((line) => line.message === "request" && line.route === "/webhooks/whatsapp")
+    expect(requests.map((line) => line.organization_id)).toEqual([organization.id, null])
     expect(JSON.stringify(rejects)).not.toContain(APP_SECRET)
   })
 

@@ -6,6 +6,7 @@ import { Chats } from "../chats/Chats.js"
 import type { InboundMessageInput } from "../chats/model.js"
 import type { InvalidInput } from "../errors.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
+import type { OrganizationId } from "../organizations/model.js"
 import { Messaging } from "../messaging/Messaging.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
@@ -21,12 +22,14 @@ import {
  * What a webhook delivery changed: `received`, the number of `entry[].changes[]` items
  * processed (routed to an organization and stored); items for an unknown number or
  * WhatsApp Business Account, and fields Switchboard does not handle, are acknowledged
- * but not counted (docs/whatsapp-webhooks.md "What each event does").
+ * but not counted (docs/whatsapp-webhooks.md "What each event does"); `organizations`,
+ * the organizations its items were routed to, each once, in order.
  *
  * @category whatsapp
  */
 export interface WebhookReceipt {
   readonly received: number
+  readonly organizations: ReadonlyArray<OrganizationId>
 }
 
 /**
@@ -116,23 +119,26 @@ const make = Effect.gen(function* () {
       }
     }).pipe(Effect.annotateLogs({ organization_id: owner.organization_id }))
 
-  /** Stores one change item; whether it was routed to an organization (counted). */
-  const receiveChange = (change: WhatsAppWebhookChange, refused: Array<RefusedPart>): Effect.Effect<boolean, StorageError> => {
+  /** Stores one change item; the organizations it was routed to (none: not counted). */
+  const receiveChange = (
+    change: WhatsAppWebhookChange,
+    refused: Array<RefusedPart>
+  ): Effect.Effect<ReadonlyArray<OrganizationId>, StorageError> => {
     switch (change._tag) {
       case "Ignored":
-        return Effect.as(Effect.logDebug("WhatsApp webhook: field not handled").pipe(Effect.annotateLogs({ field: change.field })), false)
+        return Effect.as(Effect.logDebug("WhatsApp webhook: field not handled").pipe(Effect.annotateLogs({ field: change.field })), NONE)
       case "Refused": {
         const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: change.reason, item: change.item }
-        return Effect.as(refuse(refused, part, "part of unexpected shape", null), false)
+        return Effect.as(refuse(refused, part, "part of unexpected shape", null), NONE)
       }
       case "Messages":
         return Effect.flatMap(channels.findByPhoneNumberId(change.phone_number_id), (owner) =>
           Option.match(owner, {
             onNone: () => {
               const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: UNKNOWN_NUMBER, item: change.raw }
-              return Effect.as(refuse(refused, part, "change for a phone number id no channel has", null), false)
+              return Effect.as(refuse(refused, part, "change for a phone number id no channel has", null), NONE)
             },
-            onSome: (owner) => Effect.as(receiveMessages(owner, change, refused), true)
+            onSome: (owner) => Effect.as(receiveMessages(owner, change, refused), [owner.organization_id])
           })
         )
       case "TemplateStatus":
@@ -147,17 +153,19 @@ const make = Effect.gen(function* () {
       if (organizations.length === 0) {
         const part = { organization_id: null, phone_number_id: null, reason: UNKNOWN_ACCOUNT, item: change.raw }
         yield* refuse(refused, part, "template status for an account no channel has", null)
-        return false
+        return NONE
       }
       for (const organizationId of organizations) {
-        const updated = yield* templates.applyProviderStatus(organizationId, change)
-        if (Option.isNone(updated)) {
-          yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
-            Effect.annotateLogs({ organization_id: organizationId, name: change.name, language: change.language, status: change.status })
-          )
-        }
+        yield* Effect.gen(function* () {
+          const updated = yield* templates.applyProviderStatus(organizationId, change)
+          if (Option.isNone(updated)) {
+            yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
+              Effect.annotateLogs({ name: change.name, language: change.language, status: change.status })
+            )
+          }
+        }).pipe(Effect.annotateLogs({ organization_id: organizationId }))
       }
-      return true
+      return organizations
     })
 
   /** Stores the refused parts of one webhook, and prunes those past 30 days at most once an hour. */
@@ -183,15 +191,20 @@ const make = Effect.gen(function* () {
   const receive = Effect.fn("WhatsAppWebhooks.receive")(function* (payload: unknown) {
     const changes = readWhatsAppWebhook(payload)
     const refused: Array<RefusedPart> = []
+    const organizations = new Set<OrganizationId>()
     let received = 0
     if (changes === undefined) {
       const part = { organization_id: null, phone_number_id: null, reason: NOT_WHATSAPP, item: payload }
       yield* refuse(refused, part, "body that is not a WhatsApp Business Account notification", null)
     } else {
-      for (const change of changes) if (yield* receiveChange(change, refused)) received += 1
+      for (const change of changes) {
+        const routed = yield* receiveChange(change, refused)
+        if (routed.length > 0) received += 1
+        for (const organizationId of routed) organizations.add(organizationId)
+      }
     }
     yield* keepRefused(refused)
-    const receipt: WebhookReceipt = { received }
+    const receipt: WebhookReceipt = { received, organizations: [...organizations] }
     return receipt
   })
 
@@ -201,6 +214,8 @@ const make = Effect.gen(function* () {
 
 /** How often refused parts older than 30 days are pruned: at most once an hour, on a webhook. */
 const PRUNE_EVERY_MS = 60 * 60 * 1000
+
+const NONE: ReadonlyArray<OrganizationId> = []
 
 const UNKNOWN_NUMBER = "no channel has this phone_number_id"
 const UNKNOWN_ACCOUNT = "no channel has this WhatsApp Business Account (entry id)"
