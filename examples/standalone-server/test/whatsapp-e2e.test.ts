@@ -341,6 +341,16 @@ describe("WhatsApp end to end: built CLI and server, SQLite, a Graph API recorde
     const badLimit = await runCli(["webhook-rejects", "list", "--limit", "0"], env)
     expect([badLimit.code, badLimit.stdout]).toEqual([1, ""])
     expect(badLimit.stderr).toContain("--limit")
+    // The server's log: the refusal's warning and the webhook's request line name the organization.
+    const logLines = server
+      .output()
+      .stderr.split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { message: string; annotations: Record<string, unknown> })
+    const refusal = logLines.find((line) => line.annotations.provider_message_id === "wamid.inbound-e2e-empty")
+    expect(refusal?.annotations).toMatchObject({ organization_id: orgId, reason: "text: required" })
+    const webhookRequests = logLines.filter((line) => line.message === "request" && line.annotations.route === "/webhooks/whatsapp" && line.annotations.status === 200)
+    expect(webhookRequests.at(-1)?.annotations.organization_id).toBe(orgId)
   })
 
   it("a sender libphonenumber-js calls invalid (from 999123): the message lands in its chat, the contact is unverified, a send answers it", async () => {
