@@ -15,6 +15,7 @@ import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
 import { registerSeedCommand } from "./commands/seed.js"
+import { registerWebhookRejectCommands } from "./commands/webhook-rejects.js"
 
 /**
  * The admin program with every command registered. Parsing never calls `process.exit`:
@@ -24,7 +25,7 @@ import { registerSeedCommand } from "./commands/seed.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys, channels and data import. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys, channels, data import and refused webhook parts. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
@@ -32,6 +33,7 @@ const createProgram = (): Command => {
   registerChannelCommands(program)
   registerImportCommand(program)
   registerSeedCommand(program)
+  registerWebhookRejectCommands(program)
   return program
 }
 

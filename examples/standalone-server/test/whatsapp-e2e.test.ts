@@ -17,8 +17,10 @@ import {
 // WhatsApp through the built CLI and server on one temporary SQLite file, Meta's Graph API
 // replaced by the WhatsApp simulator: a channel added with the CLI, the webhook handshake, a send
 // through the channel, signed status and inbound-message webhooks (repeated, out of order,
-// badly signed, for an unknown number), a basic reply answered through the channel, and
-// finally the channel's token and the app secret looked for everywhere they must not be.
+// badly signed, for an unknown number), a basic reply answered through the channel, the
+// refused parts listed by `webhook-rejects list`, a sender number libphonenumber-js calls
+// invalid answered by a send, and finally the channel's token and the app secret looked
+// for everywhere they must not be.
 // The steps run in order on one server and share its state.
 
 const TOKEN = "EAAGe2eChannelToken5Vq8Rm2Kx7Nw3Pz"
@@ -148,6 +150,7 @@ const textSend = (to: string, body: string) => ({
 let databaseFile = ""
 let env: Record<string, string> = {}
 let apiKey = ""
+let orgId = ""
 let server: RunningServer
 let cliOutput = ""
 let sent: { message_id: string; chat_uuid: string; contact_uuid: string; status: string }
@@ -167,6 +170,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     }
     const org = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme"], env)
     apiKey = org.api_key
+    orgId = org.org_id
     const tokenFile = join(temporaryDirectory(), "token.txt")
     writeFileSync(tokenFile, `${TOKEN}\n`)
     const added = await runCli(
@@ -274,7 +278,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     expect(messages[0]).toMatchObject({ status: "sent", provider_message_id: wamidOf(before + 1), channel_uuid: messages[1].channel_uuid })
   })
 
-  it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, nothing stored", async () => {
+  it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, no contact, chat or message stored", async () => {
     const contactsBefore = await contactPhones()
     const chatsBefore = await chats()
     const answer = await webhook(
@@ -284,6 +288,55 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     expect(answer.json.data).toEqual({ received: 0 })
     expect(await contactPhones()).toEqual(contactsBefore)
     expect(await chats()).toEqual(chatsBefore)
+  })
+
+  it("an empty text is answered 200 but kept as refused; `webhook-rejects list` shows it (--org, --limit) and the unknown number's change", async () => {
+    const empty = textWebhook({ from: "16505550999", name: "Blank", id: "wamid.inbound-e2e-empty", body: "" })
+    const answer = await webhook(empty)
+    expect([answer.status, answer.json.data]).toEqual([200, { received: 1 }])
+    const mine = await runCliJson<Array<any>>(["webhook-rejects", "list", "--org", orgId], env)
+    expect(mine).toEqual([
+      {
+        id: expect.any(String),
+        received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+        organization_id: orgId,
+        phone_number_id: PHONE_NUMBER_ID,
+        reason: "text: required",
+        item: JSON.parse(empty).entry[0].changes[0].value.messages[0]
+      }
+    ])
+    const all = await runCliJson<Array<any>>(["webhook-rejects", "list"], env)
+    expect(all.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason])).toEqual([
+      [orgId, PHONE_NUMBER_ID, "text: required"],
+      [null, UNKNOWN_PHONE_NUMBER_ID, "no channel has this phone_number_id"]
+    ])
+    expect(await runCliJson<Array<any>>(["webhook-rejects", "list", "--limit", "1"], env)).toEqual([all[0]])
+    const badLimit = await runCli(["webhook-rejects", "list", "--limit", "0"], env)
+    expect([badLimit.code, badLimit.stdout]).toEqual([1, ""])
+    expect(badLimit.stderr).toContain("--limit")
+    // The server's log: the refusal's warning and the webhook's request line name the organization.
+    const logLines = server
+      .output()
+      .stderr.split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { message: string; annotations: Record<string, unknown> })
+    const refusal = logLines.find((line) => line.annotations.provider_message_id === "wamid.inbound-e2e-empty")
+    expect(refusal?.annotations).toMatchObject({ organization_id: orgId, reason: "text: required" })
+    const webhookRequests = logLines.filter((line) => line.message === "request" && line.annotations.route === "/webhooks/whatsapp" && line.annotations.status === 200)
+    expect(webhookRequests.at(-1)?.annotations.organization_id).toBe(orgId)
+  })
+
+  it("a sender libphonenumber-js calls invalid (from 999123): the message lands in its chat, the contact is unverified, a send answers it", async () => {
+    const answer = await webhook(textWebhook({ from: "999123", name: "Odd", id: "wamid.inbound-e2e-odd", body: "Still there?" }))
+    expect([answer.status, answer.json.data]).toEqual([200, { received: 1 }])
+    const chat = (await chats()).find((each) => each.contact.phone === "+999123")
+    expect(chat).toMatchObject({ unread_count: 1, last_message: { text: "Still there?" } })
+    expect((await api("GET", `/contacts/${chat.contact.uuid}`)).json.data).toMatchObject({ phone: "+999123", phone_valid: false })
+    const before = graphCalls.length
+    const reply = await api("POST", "/send", { phone: "+999123", message: "Yes!" })
+    expect(reply.status, reply.text).toBe(200)
+    expect(reply.json.data).toMatchObject({ chat_uuid: chat.uuid, status: "sent" })
+    expect(graphCalls.slice(before).map((each) => (each.body as { to: string }).to)).toEqual(["999123"])
   })
 
   it("the channel's token is in no log line, no response, no CLI output, not in the SQLite files; the secrets in no log line", () => {

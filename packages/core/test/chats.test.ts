@@ -94,11 +94,27 @@ describe("Chats.receiveInbound", () => {
       expect(chat.last_message).toMatchObject({ type: "image", text: "Look" })
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("a sender libphonenumber-js calls invalid, + and digits, is kept as given: the contact is created with phone_valid false", () =>
+    Effect.gen(function* () {
+      const { orgId, chats } = yield* setUp()
+      const first = yield* chats.receiveInbound(orgId, { phone: "+999123", type: "text", text: "hi" })
+      expect([first.contact_created, first.chat.contact.phone]).toEqual([true, "+999123"])
+      const again = yield* chats.receiveInbound(orgId, { phone: "+999123", type: "text", text: "again" })
+      expect([again.contact_created, again.chat.uuid, again.chat.unread_count]).toEqual([false, first.chat.uuid, 2])
+      const contact = yield* Effect.flatMap(Contacts, (contacts) => contacts.get(orgId, first.chat.contact.uuid))
+      expect([contact.phone, contact.phone_valid]).toEqual(["+999123", false])
+      const valid = yield* chats.receiveInbound(orgId, { phone: "+1 415 555 0100", type: "text", text: "hi" })
+      const validContact = yield* Effect.flatMap(Contacts, (contacts) => contacts.get(orgId, valid.chat.contact.uuid))
+      expect([validContact.phone, validContact.phone_valid]).toEqual(["+14155550100", true])
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("InvalidInput names every bad field, and nothing is written", () =>
     Effect.gen(function* () {
       const { orgId, chats } = yield* setUp()
       const cases: ReadonlyArray<readonly [unknown, ReadonlyArray<readonly [string, string]>]> = [
         [{ phone: "12", type: "text", text: "x" }, [["phone", "invalid_format"]]],
+        [{ phone: "+12a", type: "text", text: "x" }, [["phone", "invalid_format"]]],
+        [{ phone: `+${"1".repeat(21)}`, type: "text", text: "x" }, [["phone", "invalid_format"]]],
         [{ type: "text", text: "x" }, [["phone", "required"]]],
         [{ phone: "+14155550100", type: "text" }, [["text", "required"]]],
         [{ phone: "+14155550100", type: "text", text: "   " }, [["text", "required"]]],
@@ -216,6 +232,22 @@ describe("Chats: status, assignment, favorite, read", () => {
       for (const [id, code] of [["unassigned", "invalid_format"], ["  ", "required"], ["x".repeat(256), "too_long"]] as const) {
         expect(issuesOf(yield* Effect.flip(chats.assign(orgId, chat.uuid, id)))).toEqual([["assigned_to", code]])
       }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("update sets status, assignee and favorite together; a value it already has changes nothing; bad fields are all listed, nothing written", () =>
+    Effect.gen(function* () {
+      const { orgId, chats } = yield* setUp()
+      const { chat } = yield* chats.receiveInbound(orgId, { phone: "+14155550100", type: "text", text: "hi" })
+      yield* TestClock.adjust("1 minute")
+      const updated = yield* chats.update(orgId, chat.uuid, { status: "pending", assigned_to: " agent-1 ", favorite: true })
+      expect(updated).toMatchObject({ status: "pending", assigned_to: "agent-1", favorite: true, updated_at: "1970-01-01T00:01:00.000Z" })
+      yield* TestClock.adjust("1 minute")
+      expect(yield* chats.update(orgId, chat.uuid, { status: "pending", assigned_to: "agent-1", favorite: true })).toEqual(updated)
+      expect(yield* chats.update(orgId, chat.uuid, {})).toEqual(updated)
+      const error = yield* Effect.flip(chats.update(orgId, chat.uuid, { status: "archived" as never, assigned_to: "unassigned", favorite: "yes" as never }))
+      expect(issuesOf(error)).toEqual([["status", "invalid_format"], ["assigned_to", "invalid_format"], ["favorite", "invalid_type"]])
+      expect(yield* chats.get(orgId, chat.uuid)).toEqual(updated)
+      expect((yield* Effect.flip(chats.update(orgId, UNKNOWN as ChatId, { favorite: true })))._tag).toBe("RecordNotFound")
     }).pipe(Effect.provide(TestLayer)))
 
   it.effect("setFavorite and markRead are idempotent: a call that changes nothing leaves updated_at alone", () =>

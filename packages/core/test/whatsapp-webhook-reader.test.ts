@@ -12,6 +12,11 @@ const only = (name: string): WhatsAppWebhookChange => {
   return changes![0]!
 }
 
+/** The `value` of a fixture's first change, as sent. */
+const rawOf = (name: string) =>
+  (fixture(name) as { entry: Array<{ changes: Array<{ value: { messages: Array<unknown>; statuses: Array<unknown> } }> }> }).entry[0]!
+    .changes[0]!.value
+
 const messageOf = (name: string) => {
   const change = only(name)
   if (change._tag !== "Messages") return expect.fail(`expected Messages, got ${change._tag}`)
@@ -29,7 +34,8 @@ describe("readWhatsAppWebhook: customers' messages", () => {
       type: "text",
       text: "Does it come in another color?",
       media: null,
-      content: { timestamp: "1749416383" }
+      content: { timestamp: "1749416383" },
+      raw: rawOf("text").messages[0]
     })
   })
 
@@ -97,7 +103,8 @@ describe("readWhatsAppWebhook: statuses and template updates", () => {
       provider_message_id: "wamid.outbound2",
       status: "failed",
       recipient: "16505551234",
-      failure: { code: "131047", title: "Re-engagement message" }
+      failure: { code: "131047", title: "Re-engagement message" },
+      raw: rawOf("status-failed").statuses[0]
     })
   })
 
@@ -108,7 +115,8 @@ describe("readWhatsAppWebhook: statuses and template updates", () => {
       name: "order_update",
       language: "en_US",
       status: "APPROVED",
-      reason: null
+      reason: null,
+      raw: (fixture("template-approved") as { entry: Array<{ changes: Array<unknown> }> }).entry[0]!.changes[0]
     })
     expect(only("template-rejected")).toMatchObject({ status: "REJECTED", reason: "INVALID_FORMAT" })
   })
@@ -124,7 +132,7 @@ describe("readWhatsAppWebhook: what is not Meta's shape", () => {
     (payload) => expect(readWhatsAppWebhook(payload)).toBeUndefined()
   )
 
-  it("skips malformed parts instead of failing the whole batch", () => {
+  it("reports malformed parts as refused, with their raw JSON, instead of failing the whole batch", () => {
     const payload = {
       object: "whatsapp_business_account",
       entry: [
@@ -146,9 +154,28 @@ describe("readWhatsAppWebhook: what is not Meta's shape", () => {
       ]
     }
     const changes = readWhatsAppWebhook(payload)!
-    expect(changes.map((change) => change._tag)).toEqual(["Ignored", "Ignored", "Ignored", "Messages"])
-    const last = changes[3]!
-    expect(last._tag === "Messages" && last.messages.map((message) => message.provider_message_id)).toEqual(["m3"])
-    expect(last._tag === "Messages" && last.statuses.map((status) => status.provider_message_id)).toEqual(["s2"])
+    expect(changes.map((change) => change._tag)).toEqual(["Refused", "Refused", "Refused", "Refused", "Messages"])
+    expect(changes.slice(0, 4).map((change) => change._tag === "Refused" && change.item)).toEqual([
+      null,
+      null,
+      { field: "messages" },
+      { field: "messages", value: { metadata: {} } }
+    ])
+    const last = changes[4]!
+    if (last._tag !== "Messages") return expect.fail("expected Messages")
+    expect(last.messages.map((message) => message.provider_message_id)).toEqual(["m3"])
+    expect(last.statuses.map((status) => status.provider_message_id)).toEqual(["s2"])
+    expect(last.refused.map((part) => part.item)).toEqual([
+      null,
+      { id: "m1" },
+      { id: "m2", from: "1", type: "image", image: {} },
+      { id: "s1", status: "bogus" },
+      { status: "read" }
+    ])
+    expect(last.refused.every((part) => part.reason.length > 0)).toBe(true)
+    // A field Switchboard does not handle is not refused: it is ignored.
+    expect(readWhatsAppWebhook({ object: "whatsapp_business_account", entry: [{ id: "3", changes: [{ field: "account_update" }] }] })).toEqual([
+      { _tag: "Ignored", field: "account_update" }
+    ])
   })
 })

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Duration, Effect, HashMap, Layer, Logger, Option, TestClock } from "effect"
 import {
   BasicReplies,
   type Channel,
@@ -103,6 +103,37 @@ const statusesPayload = (statuses: ReadonlyArray<Record<string, unknown>>, phone
   ]
 })
 
+/** A payload of Meta's `messages` field for `phoneNumberId` with these messages. */
+const messagesPayload = (messages: ReadonlyArray<Record<string, unknown>>, phoneNumberId = PHONE_NUMBER_ID) => ({
+  object: "whatsapp_business_account",
+  entry: [
+    {
+      id: WABA_ID,
+      changes: [
+        {
+          field: "messages",
+          value: {
+            messaging_product: "whatsapp",
+            metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId },
+            contacts: [{ profile: { name: "Odd Sender" }, wa_id: "999123" }],
+            messages
+          }
+        }
+      ]
+    }
+  ]
+})
+
+/** A text from WhatsApp id `from`. */
+const textFrom = (from: string, id: string, body: string) =>
+  messagesPayload([{ from, id, timestamp: "1749416383", type: "text", text: { body } }])
+
+/** Every refused part kept, oldest first. */
+const allRejects = Effect.map(
+  Effect.flatMap(Storage, (storage) => storage.webhookRejects.list({ limit: 100 })),
+  (rejects) => [...rejects].reverse()
+)
+
 const status = (id: string, value: string) => ({ id, status: value, timestamp: "1749416400", recipient_id: "16505551234" })
 
 describe("WhatsAppWebhooks.receive: customer messages", () => {
@@ -110,7 +141,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
     run(() =>
       Effect.gen(function* () {
         const { orgId, channel } = yield* withChannel()
-        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("text"))).toEqual({ received: 1, organizations: [orgId] })
         const { chat, messages } = yield* onlyChat(orgId)
         expect(chat).toMatchObject({ unread_count: 1, status: "open", contact: { phone: SENDER, first_name: "Sheena Nelson", last_name: null } })
         expect(messages).toHaveLength(1)
@@ -123,7 +154,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
           channel_uuid: channel.uuid,
           content: { timestamp: "1749416383" }
         })
-        expect(yield* receive(fixture("text"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("text"))).toMatchObject({ received: 1 })
         const again = yield* onlyChat(orgId)
         expect(again.messages).toEqual(messages)
         expect(again.chat.unread_count).toBe(1)
@@ -135,7 +166,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
         const names = ["image", "audio", "video", "document", "sticker", "location", "contacts", "interactive-button-reply", "interactive-list-reply", "button", "unsupported", "order"]
-        for (const name of names) expect(yield* receive(fixture(name))).toEqual({ received: 1 })
+        for (const name of names) expect(yield* receive(fixture(name))).toMatchObject({ received: 1 })
         const { messages } = yield* onlyChat(orgId)
         const byType = new Map(messages.map((message) => [message.provider_message_id, message]))
         expect(messages.map((message) => message.type).sort()).toEqual(
@@ -166,24 +197,123 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         const { chat } = yield* onlyChat(orgId)
         yield* chats.markRead(orgId, chat.uuid)
         yield* chats.setStatus(orgId, chat.uuid, "resolved")
-        expect(yield* receive(fixture("reaction"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("reaction"))).toMatchObject({ received: 1 })
         const after = yield* onlyChat(orgId)
         expect(after.chat).toMatchObject({ unread_count: 0, status: "resolved" })
         expect(after.messages[0]).toMatchObject({ type: "reaction", content: { reaction: { message_id: expect.any(String), emoji: expect.any(String) } } })
       })
     ))
 
-  it.effect("a number no channel has is acknowledged and nothing is stored", () =>
+  it.effect("a number no channel has, or a body that is not WhatsApp's, is acknowledged, stores no message, and is kept as refused", () =>
     run(() =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel("999000111")
-        expect(yield* receive(fixture("text"))).toEqual({ received: 0 })
-        expect(yield* receive(statusesPayload([status("wamid.x", "read")]))).toEqual({ received: 0 })
+        expect(yield* receive(fixture("text"))).toEqual({ received: 0, organizations: [] })
+        expect(yield* receive(statusesPayload([status("wamid.x", "read")]))).toMatchObject({ received: 0 })
         expect((yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))).total).toBe(0)
-        expect(yield* receive({ object: "page", entry: [] })).toEqual({ received: 0 })
-        expect(yield* receive(fixture("account-update"))).toEqual({ received: 0 })
+        expect(yield* receive({ object: "page", entry: [] })).toMatchObject({ received: 0 })
+        expect(yield* receive(fixture("account-update"))).toMatchObject({ received: 0 })
+        const rejects = yield* allRejects
+        const firstChange = (payload: unknown) => (payload as { entry: Array<{ changes: Array<unknown> }> }).entry[0]!.changes[0]
+        expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual(
+          expect.arrayContaining([
+            [null, null, "not a WhatsApp Business Account notification", { object: "page", entry: [] }],
+            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(fixture("text"))],
+            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(statusesPayload([status("wamid.x", "read")]))]
+          ])
+        )
+        expect(rejects).toHaveLength(3)
       })
     ))
+
+  it.effect("a sender libphonenumber-js calls invalid still gets its contact (phone +<wa_id>, phone_valid false) and its message; a send may answer it", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        expect(yield* receive(textFrom("999123", "wamid.odd1", "Hello?"))).toMatchObject({ received: 1 })
+        const { chat, messages } = yield* onlyChat(orgId)
+        expect(chat.contact.phone).toBe("+999123")
+        expect(messages.map((message) => message.text)).toEqual(["Hello?"])
+        const contact = yield* Effect.flatMap(Contacts, (contacts) => contacts.get(orgId, chat.contact.uuid))
+        expect([contact.phone, contact.phone_valid, contact.first_name]).toEqual(["+999123", false, "Odd Sender"])
+        expect(yield* allRejects).toEqual([])
+        const messaging = yield* Messaging
+        const reply = yield* messaging.sendText(orgId, { phone: "+999123", message: "Hi there" })
+        expect([reply.contact_uuid, reply.chat_uuid, reply.status]).toEqual([contact.uuid, chat.uuid, "sent"])
+        expect(transport.sent.map((sent) => sent.to)).toEqual(["+999123"])
+        // Only the exact stored phone is accepted: another invalid number is still a 400.
+        const refused = yield* Effect.flip(messaging.sendText(orgId, { phone: "+999124", message: "Hi" }))
+        expect(refused._tag === "InvalidInput" && refused.issues.map((issue) => [issue.field, issue.code])).toEqual([["phone", "invalid_format"]])
+        const validSender = yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))
+        expect(validSender.items.map((each) => each.phone_valid)).toEqual([false])
+        yield* receive(fixture("text"))
+        const both = yield* Effect.flatMap(Contacts, (contacts) => contacts.list(orgId, { page: 1, per_page: 10 }))
+        expect(both.items.map((each) => [each.phone, each.phone_valid]).sort()).toEqual([[SENDER, true], ["+999123", false]].sort())
+      })
+    ))
+
+  it.effect("a message or status core refuses, or one of unexpected shape, is kept with its raw JSON and organization; the rest is stored", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const empty = { from: "16505551234", id: "wamid.empty", timestamp: "1749416383", type: "text", text: { body: "" } }
+        const notAPhone = { from: "not-a-number", id: "wamid.letters", timestamp: "1749416383", type: "text", text: { body: "Hi" } }
+        const malformed = { id: "wamid.noFrom", type: "text", text: { body: "Hi" } }
+        const good = { from: "16505551234", id: "wamid.good", timestamp: "1749416383", type: "text", text: { body: "Fine" } }
+        const payload = messagesPayload([empty, notAPhone, malformed, good])
+        expect(yield* receive(payload)).toMatchObject({ received: 1 })
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages.map((message) => message.provider_message_id)).toEqual(["wamid.good"])
+        const rejects = yield* allRejects
+        const kept = rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])
+        expect(kept.sort((a, b) => String(a[2]).localeCompare(String(b[2])))).toEqual([
+          [orgId, PHONE_NUMBER_ID, "message without id, from or type", malformed],
+          [orgId, PHONE_NUMBER_ID, "phone: invalid_format", notAPhone],
+          [orgId, PHONE_NUMBER_ID, "text: required", empty]
+        ])
+        for (const reject of rejects) expect(reject.received_at).toMatch(/^\d{4}-\d\d-\d\dT/)
+        // Meta delivering the same notification again keeps nothing twice.
+        yield* TestClock.adjust(Duration.minutes(5))
+        expect(yield* receive(payload)).toMatchObject({ received: 1 })
+        expect(yield* allRejects).toEqual(rejects)
+      })
+    ))
+
+  it.effect("refused parts are pruned once older than 30 days (at most once an hour, on a webhook)", () =>
+    run(() =>
+      Effect.gen(function* () {
+        yield* withChannel()
+        yield* receive({ object: "page" })
+        expect(yield* allRejects).toHaveLength(1)
+        yield* TestClock.adjust(Duration.days(30))
+        yield* receive(fixture("account-update"))
+        expect(yield* allRejects).toHaveLength(1)
+        yield* TestClock.adjust(Duration.hours(1))
+        yield* receive(fixture("account-update"))
+        expect(yield* allRejects).toHaveLength(0)
+      })
+    ))
+
+  it.effect("log lines about a routed change carry its organization_id; unrouted ones carry none", () =>
+    Effect.gen(function* () {
+      const lines: Array<Record<string, unknown>> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const orgId = yield* run(() =>
+        Effect.gen(function* () {
+          const { orgId } = yield* withChannel()
+          yield* receive(messagesPayload([{ from: "16505551234", id: "wamid.empty", type: "text", text: { body: "" } }]))
+          yield* receive(messagesPayload([{ from: "16505551234", id: "wamid.empty", type: "text", text: { body: "" } }], "555"))
+          return orgId
+        }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      )
+      const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
+      expect(refused.map((line) => [line.phone_number_id, line.organization_id ?? null])).toEqual([
+        [PHONE_NUMBER_ID, orgId],
+        ["555", null]
+      ])
+    }))
 
   it.effect("a matching basic reply is answered through the channel the message came in by, with its token", () =>
     run((transport) =>
@@ -218,7 +348,7 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
         transport.ids.push("wamid.outbound1", "wamid.outbound2")
         const first = yield* messaging.sendText(orgId, { phone: SENDER, message: "Your order shipped" })
         const second = yield* messaging.sendText(orgId, { phone: SENDER, message: "Another" })
-        expect(yield* receive(fixture("statuses"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("statuses"))).toMatchObject({ received: 1 })
         const chats = yield* Chats
         const find = (id: string) => Effect.map(onlyChat(orgId), ({ messages }) => messages.find((message) => message.uuid === id)!)
         expect((yield* find(first.message_id)).status).toBe("read")
@@ -246,7 +376,7 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
     run((transport) =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
-        expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toEqual({ received: 1 })
+        expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toMatchObject({ received: 1 })
         transport.ids.push("wamid.early")
         const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
         expect(sent.status).toBe("delivered")
@@ -265,13 +395,13 @@ describe("WhatsAppWebhooks.receive: template statuses", () => {
         const body = [{ type: "BODY" as const, text: "Hello" }]
         const order = yield* templates.create(orgId, { name: "order_update", language: "en_US", category: "UTILITY", status: "PENDING", components: body })
         const sale = yield* templates.create(orgId, { name: "summer_sale", language: "en", category: "MARKETING", status: "PENDING", components: body })
-        expect(yield* receive(fixture("template-approved"))).toEqual({ received: 1 })
+        expect(yield* receive(fixture("template-approved"))).toMatchObject({ received: 1 })
         expect(yield* templates.get(orgId, order.uuid)).toMatchObject({ status: "APPROVED", rejected_reason: null })
         yield* receive(fixture("template-rejected"))
         expect(yield* templates.get(orgId, sale.uuid)).toMatchObject({ status: "REJECTED", rejected_reason: "INVALID_FORMAT" })
         const other = fixture("template-approved") as { entry: Array<{ id: string }> }
         other.entry[0]!.id = "777"
-        expect(yield* receive(other)).toEqual({ received: 0 })
+        expect(yield* receive(other)).toMatchObject({ received: 0 })
       })
     ))
 

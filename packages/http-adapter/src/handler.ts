@@ -164,7 +164,11 @@ export interface RequestLogLine {
   readonly status: number
   /** From the request's arrival to its answer, in milliseconds, rounded to two decimals. */
   readonly durationMs: number
-  /** `null` until the request is authenticated (and for routes that need no key). */
+  /**
+   * `null` until the request is authenticated; for routes that need no key, the
+   * organization the route says it acted for (a WhatsApp webhook routed to one
+   * organization), else `null`.
+   */
   readonly organizationId: string | null
   /** The `X-Request-Id` of the answer. */
   readonly requestId: string
@@ -455,7 +459,14 @@ const afterRateLimit = (
         basePath: route.basePath,
         routes: route.routes
       }),
-      responseOfResult
+      (result) => {
+        // An unauthenticated route may name the organization it acted for (a provider
+        // webhook routed to one): the request's log line carries it.
+        if (auth === undefined && "organizationId" in result && result.organizationId !== undefined) {
+          exchange.organizationId = result.organizationId
+        }
+        return responseOfResult(result)
+      }
     )
   // A route without a body (most GETs) and without an Idempotency-Key goes straight to its
   // handler: no Effect to read or check a body (fewer operations per request,

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
-import { MessageTransport, TransportFailed } from "@switchboard/core"
+import { MessageTransport, Storage, type StorageService, TransportFailed } from "@switchboard/core"
 import type { SwitchboardHandler } from "@switchboard/http-adapter"
 import { at, receive, withChats } from "./chats-helpers.js"
 import { makeHandler, makeSharedStorage, makeTenant, phone, UNKNOWN_UUID, type ApiClient } from "./helpers.js"
@@ -199,6 +199,22 @@ describe("PUT /chats/{uuid}", () => {
     expect((await api.put(`/chats/${chat.uuid}`, { status: "open" })).data).toEqual(open.data)
     const dropped = await api.put(`/chats/${chat.uuid}`, { favorite: true, unread_count: 0, uuid: UNKNOWN_UUID })
     expect([dropped.status, dropped.data.uuid, dropped.data.unread_count, dropped.data.favorite]).toEqual([200, chat.uuid, 1, true])
+  })
+
+  it("status, assigned_to and favorite are one store write (chats.update called once, with all three)", async () => {
+    const base = Effect.runSync(Effect.provide(Storage, storage))
+    const patches: Array<unknown> = []
+    const counting = Layer.succeed(Storage, {
+      ...base,
+      chats: { ...base.chats, update: (organizationId, id, patch, now) => (patches.push(patch), base.chats.update(organizationId, id, patch, now)) }
+    } satisfies StorageService)
+    const counted = makeHandler(counting)
+    handlers.push(counted)
+    const made = await makeTenant(counting, counted)
+    const chat = await receive(counting, made.organization.id, phone(1), 1)
+    const result = await made.api.put(`/chats/${chat.uuid}`, { status: "pending", assigned_to: "agent-7", favorite: true })
+    expect(result.data).toMatchObject({ status: "pending", assigned_to: "agent-7", favorite: true })
+    expect(patches).toEqual([{ status: "pending", assigned_to: "agent-7", favorite: true }])
   })
 
   it("an empty body or bad values → 400 naming the field, nothing changed", async () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer, Logger } from "effect"
-import { ChannelVerifier, Storage, StorageError, type StorageService } from "@switchboard/core"
+import { ChannelVerifier, type OrganizationId, Storage, StorageError, type StorageService } from "@switchboard/core"
 import { createFetchHandler, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { expectEnvelope, makeHandler, makeSharedStorage, makeTenant, request } from "./helpers.js"
@@ -72,6 +72,36 @@ const statuses = (phoneNumberId: string, list: ReadonlyArray<[string, string]>) 
     ]
   })
 
+/** A text from WhatsApp id `from` to the business number `phoneNumberId`. */
+const textFrom = (phoneNumberId: string, from: string, id: string, body: string) =>
+  JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [
+      {
+        id: WABA_ID,
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId },
+              contacts: [{ profile: { name: "Customer" }, wa_id: from }],
+              messages: [{ from, id, timestamp: "1749416383", type: "text", text: { body } }]
+            }
+          }
+        ]
+      }
+    ]
+  })
+
+/** The refused webhook parts kept in `storage`, newest first (of one organization when given). */
+const rejectsOf = (storage: Layer.Layer<Storage>, organizationId?: OrganizationId) =>
+  Effect.runPromise(
+    Effect.flatMap(Storage, (store) => store.webhookRejects.list({ limit: 100, ...(organizationId === undefined ? {} : { organizationId }) })).pipe(
+      Effect.provide(storage)
+    )
+  )
+
 /** A fresh handler and tenant whose channel has a number of its own; the fixtures rewritten to it. */
 const freshChannel = async (
   options: { readonly storage?: Layer.Layer<Storage>; readonly logger?: Logger.Logger<unknown, unknown> } = {}
@@ -127,11 +157,59 @@ describe("POST /webhooks/whatsapp", () => {
     expect((await api.get("/contacts")).data.contacts).toEqual([])
   })
 
-  it("a number no channel has: 200 {received: 0}, nothing stored", async () => {
-    const { api, handler } = await freshChannel()
+  it("a number no channel has: 200 {received: 0}, no message stored, the change kept as refused", async () => {
+    const storage = makeSharedStorage()
+    const { api, handler } = await freshChannel({ storage })
     const body = withNumber(fixtureText("text"), "999999999999")
     expect(expectEnvelope(200, (await post(handler, body)).body).data).toEqual({ received: 0 })
     expect((await api.get("/chats")).data.chats).toEqual([])
+    expect((await rejectsOf(storage)).map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason])).toEqual([
+      [null, "999999999999", "no channel has this phone_number_id"]
+    ])
+  })
+
+  it("a sender number libphonenumber-js calls invalid (from 999123): its contact (+999123, phone_valid false) and message are stored, and a send answers it", async () => {
+    const { api, handler, phoneNumberId } = await freshChannel()
+    const response = await post(handler, textFrom(phoneNumberId, "999123", "wamid.odd1", "Is anyone there?"))
+    expect(expectEnvelope(response.statusCode, response.body).data).toEqual({ received: 1 })
+    const chats = (await api.get("/chats")).data.chats
+    expect(chats).toHaveLength(1)
+    expect(chats[0]).toMatchObject({ unread_count: 1, contact: { phone: "+999123" } })
+    const messages = await api.get(`/chats/${chats[0].uuid}/messages`)
+    expect(messages.data.messages.map((message: { text: string }) => message.text)).toEqual(["Is anyone there?"])
+    const contact = await api.get(`/contacts/${chats[0].contact.uuid}`)
+    expect(contact.data).toMatchObject({ phone: "+999123", phone_valid: false })
+    const before = graphCalls.length
+    const sent = await api.post("/send", { phone: "+999123", message: "Yes, how can we help?" })
+    expect(sent.status, JSON.stringify(sent.errors)).toBe(200)
+    expect(sent.data).toMatchObject({ chat_uuid: chats[0].uuid, contact_uuid: chats[0].contact.uuid, status: "sent" })
+    expect(graphCalls.slice(before).map((call) => call.body.to)).toEqual(["999123"])
+    const other = await api.post("/send", { phone: "+999124", message: "Hello" })
+    expect(other.status).toBe(400)
+    expect(other.errors).toEqual([expect.objectContaining({ code: "invalid_format", field: "phone" })])
+  })
+
+  it("an empty text is answered 200 but kept as refused with its raw JSON and organization; log lines of the routed change carry the organization id", async () => {
+    const lines: Array<Record<string, unknown>> = []
+    const logger = Logger.make(({ annotations, message }) => {
+      lines.push({ message: String(message), ...Object.fromEntries(annotations) })
+    })
+    const storage = makeSharedStorage()
+    const { api, handler, organization, phoneNumberId } = await freshChannel({ storage, logger })
+    const response = await post(handler, textFrom(phoneNumberId, "16505551234", "wamid.empty1", ""))
+    expect(expectEnvelope(response.statusCode, response.body).data).toEqual({ received: 1 })
+    expect((await api.get("/chats")).data.chats).toEqual([])
+    const rejects = await rejectsOf(storage, organization.id)
+    expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual([
+      [organization.id, phoneNumberId, "text: required", { from: "16505551234", id: "wamid.empty1", timestamp: "1749416383", type: "text", text: { body: "" } }]
+    ])
+    const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
+    expect(refused.map((line) => [line.organization_id, line.provider_message_id])).toEqual([[organization.id, "wamid.empty1"]])
+    // The request's own line names the organization the webhook was routed to; an unrouted one names none.
+    await post(handler, textFrom("999999999999", "16505551234", "wamid.elsewhere", "Hi"))
+    const requests = lines.filter((line) => line.message === "request" && line.route === "/webhooks/whatsapp")
+    expect(requests.map((line) => line.organization_id)).toEqual([organization.id, null])
+    expect(JSON.stringify(rejects)).not.toContain(APP_SECRET)
   })
 
   it("a send goes to the Graph API with the channel's number and token; delivered and read (in any order, repeated) end read", async () => {

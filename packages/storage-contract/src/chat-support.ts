@@ -23,6 +23,8 @@ export interface MessageOptions {
   readonly channelUuid?: string | null
   readonly firstName?: string | null
   readonly lastName?: string | null
+  /** The created contact's `phone_valid`; default `true`. */
+  readonly phoneValid?: boolean
 }
 
 /**
@@ -36,7 +38,12 @@ export const inboundRequest = (phone: string, options: MessageOptions = {}): Cha
     contact: {
       _tag: "ByPhone",
       phone,
-      create: { uuid: fixtures.uuid() as ContactId, first_name: options.firstName ?? null, last_name: options.lastName ?? null }
+      create: {
+        uuid: fixtures.uuid() as ContactId,
+        first_name: options.firstName ?? null,
+        last_name: options.lastName ?? null,
+        phone_valid: options.phoneValid ?? true
+      }
     },
     newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
     message: message("inbound", "delivered", now, options),

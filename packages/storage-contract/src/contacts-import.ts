@@ -48,6 +48,7 @@ export const contactsImportContract = (options: StorageContractOptions): void =>
             expect(yield* contactOf(org.id, ids[i] as ContactId)).toEqual({
               uuid: ids[i],
               phone: row.phone,
+              phone_valid: true,
               ...fixtures.details(row.details),
               groups: [],
               labels: [],
@@ -84,6 +85,7 @@ export const contactsImportContract = (options: StorageContractOptions): void =>
           expect(yield* contactOf(org.id, ada)).toEqual({
             uuid: ada,
             phone: phone(100),
+            phone_valid: true,
             ...fixtures.details({
               first_name: "Augusta",
               last_name: "Lovelace",

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { type ContactId, Storage } from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
+import { append, inboundRequest } from "./chat-support.js"
 import * as fixtures from "./fixtures.js"
 import {
   assignLabel,
@@ -113,6 +114,7 @@ export const contactsContract = (options: StorageContractOptions): void => {
           const expected = {
             uuid: id,
             phone: phone(9),
+            phone_valid: true,
             ...fixtures.details({ first_name: "Augusta", last_name: "L", email: "a@example.com", city: "London" }),
             groups: [{ uuid: group.uuid, name: "team" }],
             labels: [],
@@ -257,6 +259,44 @@ export const contactsContract = (options: StorageContractOptions): void => {
           expect(moved._tag).toBe("Updated")
           expect(yield* contactOf(org.id, mine)).toEqual(before)
           expect((yield* contacts.list(org.id, { page: 1, per_page: 10 })).items).toEqual([before])
+        })
+      ))
+
+    it.effect("phone_valid: true when imported; false as created by an inbound message; true again once update sets a phone", () =>
+      run(
+        Effect.gen(function* () {
+          const { contacts } = yield* Storage
+          const org = yield* insertOrganization()
+          const imported = yield* importContact(org.id, phone(1))
+          expect((yield* contactOf(org.id, imported)).phone_valid).toBe(true)
+          const unverified = "+999123"
+          const { chat } = yield* append(org.id, inboundRequest(unverified, { phoneValid: false }))
+          const created = yield* contactOf(org.id, chat.contact.uuid)
+          expect([created.phone, created.phone_valid]).toEqual([unverified, false])
+          // A send answering it upserts by that exact phone: the contact keeps its flag.
+          const again = yield* importContacts(org.id, [{ ...fixtures.importRow(unverified, { last_name: "Byron" }), phone_valid: false }])
+          expect(again.contacts).toEqual([{ uuid: created.uuid, phone: unverified, status: "updated" }])
+          expect(yield* contactOf(org.id, created.uuid)).toMatchObject({ phone_valid: false, last_name: "Byron" })
+          const renamed = yield* contacts.update(org.id, created.uuid, { details: { first_name: "Ada" } }, instant(2))
+          expect(renamed._tag === "Updated" && renamed.contact.phone_valid).toBe(false)
+          const fixed = yield* contacts.update(org.id, created.uuid, { phone: phone(2), details: {} }, instant(3))
+          expect(fixed._tag === "Updated" && [fixed.contact.phone, fixed.contact.phone_valid]).toEqual([phone(2), true])
+          const fresh = yield* importContacts(org.id, [{ ...fixtures.importRow("+999124"), phone_valid: false }])
+          expect((yield* contactOf(org.id, fresh.contacts[0]!.uuid)).phone_valid).toBe(false)
+        })
+      ))
+
+    it.effect("findByPhone: the contact whose stored phone is exactly that, of this organization only", () =>
+      run(
+        Effect.gen(function* () {
+          const { contacts } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const { chat } = yield* append(org.id, inboundRequest("+999123", { phoneValid: false }))
+          const found = yield* contacts.findByPhone(org.id, "+999123")
+          expect(found).toEqual(Option.some(yield* contactOf(org.id, chat.contact.uuid)))
+          expect(yield* contacts.findByPhone(org.id, "999123")).toEqual(Option.none())
+          expect(yield* contacts.findByPhone(other.id, "+999123")).toEqual(Option.none())
         })
       ))
   })

@@ -15,6 +15,7 @@ import { messagesContract } from "./messages.js"
 import { organizationsContract } from "./organizations.js"
 import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
+import { webhookRejectsContract } from "./webhook-rejects.js"
 import { webhooksContract } from "./webhooks.js"
 
 /**
@@ -36,7 +37,8 @@ export interface StorageContractOptions {
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `chats-list.ts`, `chats-import.ts`,
- * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`), each test on a fresh store from
+ * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
+ * `webhook-rejects.ts`), each test on a fresh store from
  * `options.makeLayer()`.
  *
  * @category contract
@@ -63,5 +65,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     idempotencyContract(options)
     channelsContract(options)
     webhooksContract(options)
+    webhookRejectsContract(options)
   })
 }

@@ -412,13 +412,14 @@ export const webhooksContract = (options: StorageContractOptions): void => {
         })
       ))
 
-    it.effect("chats.update: chat.updated with the chat as returned when anything changed; none otherwise", () =>
+    it.effect("chats.update: one chat.updated with the chat as returned when anything changed (status, assignee and favorite in one step); none otherwise", () =>
       run(
         Effect.gen(function* () {
           const org = yield* insertOrganization()
           const { chat } = yield* append(org.id, inboundRequest(phone(1), { now: instant(1) }))
           const endpoint = yield* addEndpoint(org.id, { events: ["chat.updated"] })
-          const updated = yield* patchChat(org.id, chat.uuid, { assigned_to: "user-1", favorite: true }, instant(2))
+          const updated = yield* patchChat(org.id, chat.uuid, { status: "pending", assigned_to: "user-1", favorite: true }, instant(2))
+          expect(updated.chat).toMatchObject({ status: "pending", assigned_to: "user-1", favorite: true, updated_at: instant(2) })
           expect(yield* onlyEvent(endpoint, "chat.updated", instant(2))).toEqual(updated.chat)
           const unchanged = yield* patchChat(org.id, chat.uuid, { assigned_to: "user-1" }, instant(3))
           expect(unchanged.changed).toBe(false)

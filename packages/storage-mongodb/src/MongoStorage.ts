@@ -21,6 +21,7 @@ import { groupRepository } from "./repositories/groups.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { templateRepository } from "./repositories/templates.js"
+import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
 
 /**
@@ -172,6 +173,7 @@ const assemble = (collections: Collections): StorageService => {
     basicReplies: basicReplyRepository(collections),
     idempotency: idempotencyRepository(collections),
     channels: channelRepository(collections, usage),
-    webhooks: webhookRepository(collections)
+    webhooks: webhookRepository(collections),
+    webhookRejects: webhookRejectRepository(collections)
   }
 }

@@ -52,6 +52,7 @@ describe("operator injection", () => {
         first_name: { $literal: "$phone" },
         last_name: { $literal: "$$ROOT" },
         phone: { $literal: "+14155550100" },
+        phone_valid: { $literal: true },
         updated_at: { $literal: "2026-01-01T00:00:00.000Z" }
       }
     })

@@ -13,6 +13,7 @@ import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { templateRepository } from "./repositories/templates.js"
+import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
 
 /**
@@ -125,7 +126,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       basicReplies: basicReplyRepository(db, statements),
       idempotency: idempotencyRepository(db, statements),
       channels: channelRepository(db, statements),
-      webhooks: webhookRepository(db, statements)
+      webhooks: webhookRepository(db, statements),
+      webhookRejects: webhookRejectRepository(db, statements)
     }
   })
 

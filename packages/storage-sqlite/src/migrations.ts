@@ -5,6 +5,7 @@ import { attempt, transaction } from "./internal/sql.js"
 import { CHANNELS_MIGRATION } from "./repositories/channels.js"
 import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
+import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
 import { WEBHOOKS_MIGRATION } from "./repositories/webhooks.js"
 
 /**
@@ -245,6 +246,17 @@ export const migrations: ReadonlyArray<Migration> = [
     // total of an unfiltered offset page of GET /chats reads one row instead of counting the
     // index (COUNT(*) grew with the table: about 37 ms at 300 000 chats).
     up: organizationCounterMigration("chat_counts", "chats")
+  },
+  {
+    version: 13,
+    name: "inbound_never_dropped",
+    // A contact created by an inbound message whose sender libphonenumber-js calls invalid
+    // keeps WhatsApp's id as its phone, unverified (phone_valid 0; every existing row was
+    // validated: 1, no row lost); parts of provider webhooks that were refused, kept 30
+    // days for inspection (repositories/webhookRejects.ts).
+    up:
+      "ALTER TABLE contacts ADD COLUMN phone_valid INTEGER NOT NULL DEFAULT 1 CHECK (phone_valid IN (0, 1));" +
+      WEBHOOK_REJECTS_MIGRATION
   }
 ]
 

@@ -6,7 +6,7 @@ import { once } from "node:events"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Effect, TestClock } from "effect"
-import { type ChatId, Storage } from "@switchboard/core"
+import { type ChatAppendRequest, type ChatId, type Contact, type ContactId, Storage } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { openDatabase } from "../src/internal/connection.js"
@@ -86,7 +86,8 @@ describe("migrations", () => {
         "webhook_attempts",
         "webhook_deliveries",
         "webhook_endpoints",
-        "webhook_events"
+        "webhook_events",
+        "webhook_rejects"
       ])
       expect(inspect(filename, (db) => db.pragma("journal_mode", { simple: true }))).toBe("wal")
     }))
@@ -211,6 +212,45 @@ describe("migrations", () => {
     expect(db.prepare("SELECT COUNT(*) FROM chats WHERE organization_id = 'a'").pluck().get()).toBe(2)
     db.close()
   })
+
+  it.effect("migration 13 keeps every contact, each with phone_valid 1; then an unverified phone and a webhook reject round-trip", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      applyPending(db, migrations.filter((m) => m.version < 13), "t1")
+      const org = fixtures.organization()
+      db.prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')").run(org.id)
+      for (const [uuid, phone] of [[fixtures.uuid(), fixtures.phone(1)], [fixtures.uuid(), fixtures.phone(2)]]) {
+        db.prepare("INSERT INTO contacts (uuid, organization_id, phone, first_name, created_at, updated_at) VALUES (?, ?, ?, 'Ada', 't', 't')").run(uuid, org.id, phone)
+      }
+      db.close()
+      const { contacts, rejects } = yield* Effect.gen(function* () {
+        const storage = yield* Storage
+        const inbound = {
+          contact: { _tag: "ByPhone", phone: "+999123", create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null, phone_valid: false } },
+          newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
+          message: { uuid: fixtures.uuid(), direction: "inbound", type: "text", text: "Hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, created_at: "t", updated_at: "t" },
+          unreadIncrement: 1,
+          reopen: { from: [], to: "open" },
+          dedupe: true,
+          now: "t"
+        } as unknown as ChatAppendRequest
+        yield* storage.chats.appendMessage(org.id, inbound)
+        const reject = { id: fixtures.uuid(), received_at: "t", organization_id: null, phone_number_id: "1", reason: "why", item: { a: [1] } }
+        yield* storage.webhookRejects.insert([reject])
+        return {
+          contacts: (yield* storage.contacts.list(org.id, { page: 1, per_page: 10 })).items,
+          rejects: yield* storage.webhookRejects.list({ limit: 5 })
+        }
+      }).pipe(Effect.provide(SqliteStorage.layer({ filename })))
+      const byPhone = (a: Contact, b: Contact) => (a.phone < b.phone ? -1 : 1)
+      expect([...contacts].sort(byPhone).map((contact) => [contact.phone, contact.first_name, contact.phone_valid])).toEqual([
+        [fixtures.phone(1), "Ada", true],
+        [fixtures.phone(2), "Ada", true],
+        ["+999123", null, false]
+      ])
+      expect(rejects.map((reject) => reject.item)).toEqual([{ a: [1] }])
+    }))
 
   it.effect("an unfiltered offset page of chats takes its total from chat_counts; a filtered one counts", () =>
     Effect.gen(function* () {

@@ -18,6 +18,7 @@ import type {
   ChatList,
   ChatListParams,
   ChatStatus,
+  ChatUpdateInput,
   InboundMessageInput,
   InboundReceipt,
   MessageList,
@@ -34,7 +35,9 @@ import type {
  */
 export interface ChatsService {
   /**
-   * Records an inbound message (a provider webhook): finds the contact by phone (E.164) or
+   * Records an inbound message (a provider webhook): finds the contact by phone (E.164; a
+   * `+` and 1–20 digits libphonenumber-js calls invalid is kept as given, and a contact it
+   * creates has `phone_valid: false`, docs/contacts.md "Unverified phones") or
    * creates it — never refused, not even over `contacts_limit` (docs/chats.md "The `Chats` service (programmatic API)") —
    * creates its chat when missing, appends the message (status `delivered`, any inbound
    * type of {@link InboundMessageInput}, with its `channel_uuid`), adds 1 to
@@ -97,6 +100,19 @@ export interface ChatsService {
     status: MessageStatus,
     failure?: MessageFailure
   ) => Effect.Effect<ProviderStatusOutcome, InvalidInput | StorageError>
+  /**
+   * Sets any of `status`, `assigned_to` and `favorite` in one atomic store write
+   * (`PUT /chats/{uuid}`, docs/chats.md "Inbox routes"): every field is checked first (each
+   * problem an `InvalidInput` issue, nothing written), then the fields that differ are
+   * written together with `updated_at`, and one `chat.updated` event when anything changed.
+   * A field given its current value changes nothing and is no error; nothing given changes
+   * nothing. Returns the chat as stored.
+   */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ChatId,
+    changes: ChatUpdateInput
+  ) => Effect.Effect<Chat, InvalidInput | RecordNotFound | StorageError>
   /**
    * Assigns the chat to a user id (trimmed, 1–255 characters, not the reserved
    * `unassigned`), or unassigns it with `null`. Idempotent.

@@ -16,6 +16,7 @@ import {
   type ChatId,
   type ChatList,
   type ChatStatus,
+  type ChatUpdateInput,
   type MessageList
 } from "./model.js"
 
@@ -27,6 +28,34 @@ const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collec
 
 const found = <A>(option: Option.Option<A>, onNone: () => RecordNotFound) =>
   Option.match(option, { onNone: () => Effect.fail(onNone()), onSome: Effect.succeed })
+
+/**
+ * The fields of a chat update as core stores them, each checked (docs/chats.md "Inbox
+ * routes"): `status` one of {@link CHAT_STATUSES}; `assigned_to` a user id (trimmed,
+ * 1–255 characters, not the reserved `unassigned`) or `null`; `favorite` a boolean. Absent
+ * fields are left out.
+ */
+const readChatUpdate = (collector: IssueCollector, changes: ChatUpdateInput): ChatPatch => {
+  const checked: { -readonly [K in keyof ChatPatch]?: ChatPatch[K] } = {}
+  if (changes.status !== undefined) {
+    if (!CHAT_STATUSES.includes(changes.status)) {
+      collector.add("invalid_format", "status", `status must be one of ${CHAT_STATUSES.join(", ")}`)
+    }
+    checked.status = changes.status
+  }
+  if (changes.assigned_to !== undefined) {
+    const assignee = changes.assigned_to === null ? null : collector.requiredText("assigned_to", changes.assigned_to, MAX_NAME_LENGTH)
+    if (assignee === UNASSIGNED) {
+      collector.add("invalid_format", "assigned_to", `'${UNASSIGNED}' is reserved: pass null to unassign`)
+    }
+    checked.assigned_to = assignee
+  }
+  if (changes.favorite !== undefined) {
+    if (typeof changes.favorite !== "boolean") collector.add("invalid_type", "favorite", "favorite must be true or false")
+    checked.favorite = changes.favorite
+  }
+  return checked
+}
 
 /** Every operation of the Chats service but those of `messageOperations.ts`. */
 export const makeChatOperations = (
@@ -40,32 +69,26 @@ export const makeChatOperations = (
       )
     )
 
-  const assign = Effect.fn("Chats.assign")(function* (organizationId: OrganizationId, id: ChatId, userId: string | null) {
+  /** Validates the fields given (every issue at once), then applies them in one store write. */
+  const update = Effect.fn("Chats.update")(function* (organizationId: OrganizationId, id: ChatId, changes: ChatUpdateInput) {
     const collector = new IssueCollector()
-    const assignee = userId === null ? null : collector.requiredText("assigned_to", userId, MAX_NAME_LENGTH)
-    if (assignee === UNASSIGNED) {
-      collector.add("invalid_format", "assigned_to", `'${UNASSIGNED}' is reserved: pass null to unassign`)
-    }
+    const checked = readChatUpdate(collector, changes)
     if (collector.issues.length > 0) return yield* invalid(collector)
-    return (yield* patch(organizationId, id, { assigned_to: assignee })).chat
+    return yield* patch(organizationId, id, checked)
+  })
+
+  const assign = Effect.fn("Chats.assign")(function* (organizationId: OrganizationId, id: ChatId, userId: string | null) {
+    return (yield* update(organizationId, id, { assigned_to: userId })).chat
   })
 
   const setStatus = Effect.fn("Chats.setStatus")(function* (organizationId: OrganizationId, id: ChatId, status: ChatStatus) {
-    if (!CHAT_STATUSES.includes(status)) {
-      return yield* new InvalidInput({
-        issues: [{ code: "invalid_format", field: "status", message: `status must be one of ${CHAT_STATUSES.join(", ")}` }]
-      })
-    }
-    const outcome = yield* patch(organizationId, id, { status })
+    const outcome = yield* update(organizationId, id, { status })
     if (!outcome.changed) return yield* new ChatStatusUnchanged({ chat_uuid: id, status })
     return outcome.chat
   })
 
   const setFavorite = Effect.fn("Chats.setFavorite")(function* (organizationId: OrganizationId, id: ChatId, favorite: boolean) {
-    if (typeof favorite !== "boolean") {
-      return yield* new InvalidInput({ issues: [{ code: "invalid_type", field: "favorite", message: "favorite must be true or false" }] })
-    }
-    return (yield* patch(organizationId, id, { favorite })).chat
+    return (yield* update(organizationId, id, { favorite })).chat
   })
 
   // A plain function returning one Effect, no generator and no span, like
@@ -106,6 +129,7 @@ export const makeChatOperations = (
   }
 
   return {
+    update: (organizationId, id, changes) => Effect.map(update(organizationId, id, changes), (outcome) => outcome.chat),
     assign,
     setStatus,
     setFavorite,

@@ -1,8 +1,9 @@
 import { Effect } from "effect"
+import type { CountryCode } from "libphonenumber-js"
 import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
+import { IssueCollector, MAX_NAME_LENGTH, UNVERIFIED_PHONE } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,
   MessageStatus,
@@ -36,6 +37,22 @@ const REOPENED_BY_INBOUND: ReadonlyArray<ChatStatus> = ["resolved", "closed"]
 
 const invalid = (collector: IssueCollector) => new InvalidInput({ issues: collector.issues })
 
+/**
+ * The sender's phone of an inbound message: E.164 when libphonenumber-js validates it,
+ * else, when it is `+` and 1–20 digits (a WhatsApp id), as given and unverified
+ * (docs/contacts.md "Unverified phones"): a customer's message is never dropped for its
+ * number. Anything else is an issue.
+ */
+const inboundPhone = (
+  collector: IssueCollector,
+  value: unknown,
+  defaultCountry: CountryCode | undefined
+): { readonly phone: string; readonly valid: boolean } => {
+  const read = collector.phoneCandidate("phone", value, defaultCountry)
+  if (!read.valid && read.phone !== "" && !UNVERIFIED_PHONE.test(read.phone)) collector.invalidPhone("phone", read.phone)
+  return read
+}
+
 /** `receiveInbound`, `appendOutbound`, `updateMessageStatus` and `ensure` of the Chats service. */
 export const makeMessageOperations = (
   storage: StorageService,
@@ -53,7 +70,7 @@ export const makeMessageOperations = (
   ) {
     const { defaultCountry } = yield* Settings
     const collector = new IssueCollector()
-    const phone = collector.phone("phone", input.phone, defaultCountry)
+    const phone = inboundPhone(collector, input.phone, defaultCountry)
     const content = readInboundContent(collector, input)
     const providerId = providerMessageId(collector, input.provider_message_id)
     const first_name = collector.optionalText("first_name", input.first_name)
@@ -63,7 +80,7 @@ export const makeMessageOperations = (
     // A reaction is not something to read or answer: it neither counts as unread nor reopens.
     const isReaction = content.type === "reaction"
     const outcome: ChatAppendOutcome = yield* append(organizationId, ([contactId, chatId, messageId], now) => ({
-      contact: { _tag: "ByPhone", phone, create: { uuid: contactId as ContactId, first_name, last_name } },
+      contact: { _tag: "ByPhone", phone: phone.phone, create: { uuid: contactId as ContactId, first_name, last_name, phone_valid: phone.valid } },
       newChat: { uuid: chatId as ChatId, status: "open" },
       message: newMessage(messageId!, "inbound", content, "delivered", providerId, now, channelId),
       unreadIncrement: isReaction ? 0 : 1,

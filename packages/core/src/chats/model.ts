@@ -283,3 +283,16 @@ export interface OutboundAppend {
   readonly message: Message
   readonly chat_created: boolean
 }
+
+/**
+ * Input of `Chats.update` (`PUT /chats/{uuid}`, docs/chats.md "Inbox routes"): any of
+ * `status`, `assigned_to` (a user id, or `null` to unassign) and `favorite`; absent fields
+ * are kept.
+ *
+ * @category models
+ */
+export interface ChatUpdateInput {
+  readonly status?: ChatStatus
+  readonly assigned_to?: string | null
+  readonly favorite?: boolean
+}

@@ -42,13 +42,17 @@ export const CONTACT_DETAIL_FIELDS = [
 
 /**
  * A contact record (docs/contacts.md "Records"): `phone` in E.164, unique per organization;
- * the groups it belongs to and the labels it carries, each sorted by name.
+ * `phone_valid` is `false` only for a contact created by an inbound message whose sender
+ * libphonenumber-js calls invalid (its phone is then `+` and WhatsApp's id as given,
+ * docs/contacts.md "Unverified phones"); the groups it belongs to and the labels it
+ * carries, each sorted by name.
  *
  * @category models
  */
 export interface Contact extends ContactDetails {
   readonly uuid: ContactId
   readonly phone: string
+  readonly phone_valid: boolean
   readonly groups: ReadonlyArray<GroupSummary>
   readonly labels: ReadonlyArray<LabelSummary>
   readonly created_at: string
@@ -106,6 +110,12 @@ export type GroupReference =
  */
 export interface ContactImportRow {
   readonly phone: string
+  /**
+   * Whether libphonenumber-js validated `phone`; recorded on a contact this row creates
+   * (an existing contact keeps its own). Absent means `true`; only a send answering an
+   * unverified contact passes `false` (docs/contacts.md "Unverified phones").
+   */
+  readonly phone_valid?: boolean
   readonly details: Partial<ContactDetails>
   readonly groups: ReadonlyArray<GroupReference>
 }

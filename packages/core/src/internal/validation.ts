@@ -39,17 +39,35 @@ export class IssueCollector {
 
   /** A phone number normalised to E.164 (docs/contacts.md "Rules"), or an issue. */
   phone(field: string, value: unknown, defaultCountry: CountryCode | undefined): string {
-    if (this.wrongType(field, value)) return ""
+    const read = this.phoneCandidate(field, value, defaultCountry)
+    if (read.valid) return read.phone
+    if (read.phone !== "") this.invalidPhone(field, read.phone)
+    return ""
+  }
+
+  /**
+   * A phone number normalised to E.164 (`valid: true`), or, when libphonenumber-js calls it
+   * invalid, the text as given (`valid: false`) with no issue added: the caller accepts it
+   * (docs/contacts.md "Unverified phones") or adds {@link IssueCollector.invalidPhone}. A
+   * missing or non-string value is an issue and `phone: ""`.
+   */
+  phoneCandidate(
+    field: string,
+    value: unknown,
+    defaultCountry: CountryCode | undefined
+  ): { readonly phone: string; readonly valid: boolean } {
+    if (this.wrongType(field, value)) return { phone: "", valid: false }
     if (typeof value !== "string" || value.trim() === "") {
       this.add("required", field, `${field} is required`)
-      return ""
+      return { phone: "", valid: false }
     }
     const parsed = parsePhoneNumberFromString(value, defaultCountry)
-    if (parsed === undefined || !parsed.isValid()) {
-      this.add("invalid_format", field, `${field} '${value}' is not a valid phone number`)
-      return ""
-    }
-    return parsed.number
+    return parsed !== undefined && parsed.isValid() ? { phone: parsed.number, valid: true } : { phone: value, valid: false }
+  }
+
+  /** The issue of a phone number libphonenumber-js calls invalid. */
+  invalidPhone(field: string, value: string): void {
+    this.add("invalid_format", field, `${field} '${value}' is not a valid phone number`)
   }
 
   /** An optional e-mail address, trimmed; empty or `null` becomes `null`. */
@@ -76,6 +94,12 @@ export class IssueCollector {
     return true
   }
 }
+
+/**
+ * The shape of a WhatsApp sender id kept as an unverified phone (docs/contacts.md
+ * "Unverified phones"): `+` and 1–20 digits.
+ */
+export const UNVERIFIED_PHONE = /^\+[0-9]{1,20}$/
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 

@@ -30,8 +30,9 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  * inbound messages.
  *
  * Every send runs the same steps, in this order:
- * 1. read the input — the phone (E.164) and every other field; every problem is one issue
- *    of `InvalidInput`, nothing written;
+ * 1. read the input — the phone (E.164; one libphonenumber-js calls invalid only when a
+ *    contact has exactly that phone, docs/contacts.md "Unverified phones") and every other
+ *    field; every problem is one issue of `InvalidInput`, nothing written;
  * 2. (templates) resolve the template, else `TemplateNotFound` / `TemplateNotApproved` /
  *    `TemplateParametersMismatch`, nothing written;
  * 3. upsert the contact by phone, atomically with the plan check: a new contact that would
@@ -181,6 +182,10 @@ const make = Effect.gen(function* () {
       return yield* openChannel(organizationId, last.value).pipe(Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen.channel)))
     })
 
+  /** Whether a contact of the organization has exactly this phone (an unverified one may be answered). */
+  const isStoredPhone = (organizationId: OrganizationId, phone: string) =>
+    Effect.map(storage.contacts.findByPhone(organizationId, phone), Option.isSome)
+
   /** Step 3: the contact's uuid after the upsert, or `PlanLimitExceeded` with nothing written. */
   const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
     organizationId: OrganizationId,
@@ -190,7 +195,7 @@ const make = Effect.gen(function* () {
     // An organization that does not exist may create nothing (as in Contacts.importBulk).
     const contactsLimit = Option.match(organization, { onNone: () => 0, onSome: (org) => org.plan.contacts_limit })
     const outcome = yield* storage.contacts.importBulk(organizationId, {
-      rows: [{ phone: recipient.phone, details: recipient.details, groups: [] }],
+      rows: [{ phone: recipient.phone, phone_valid: recipient.phone_valid, details: recipient.details, groups: [] }],
       ids: yield* random.uuids(1),
       contactsLimit,
       now: yield* nowIso
@@ -248,7 +253,7 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const { defaultCountry } = yield* Settings
       const collector = new IssueCollector()
-      const recipient = readRecipient(collector, input, defaultCountry)
+      const recipient = yield* readRecipient(collector, input, defaultCountry, (phone) => isStoredPhone(organizationId, phone))
       const requestedChannel = collector.optionalUuid("channel_uuid", input.channel_uuid)
       const content = yield* readContent(collector)
       if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })

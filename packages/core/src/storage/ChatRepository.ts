@@ -20,7 +20,13 @@ export type ChatContactReference =
   | {
       readonly _tag: "ByPhone"
       readonly phone: string
-      readonly create: { readonly uuid: ContactId; readonly first_name: string | null; readonly last_name: string | null }
+      readonly create: {
+        readonly uuid: ContactId
+        readonly first_name: string | null
+        readonly last_name: string | null
+        /** The created contact's `phone_valid` (docs/contacts.md "Unverified phones"); absent means `true`. */
+        readonly phone_valid?: boolean
+      }
     }
   | { readonly _tag: "ById"; readonly uuid: ContactId }
 

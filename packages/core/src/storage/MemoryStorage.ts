@@ -8,6 +8,7 @@ import { idempotencyRepository } from "./memory/idempotency.js"
 import { organizationRepository } from "./memory/organizations.js"
 import { makeState } from "./memory/state.js"
 import { templateRepository } from "./memory/templates.js"
+import { webhookRejectRepository } from "./memory/webhookRejects.js"
 import { webhookRepository } from "./memory/webhooks.js"
 import { Storage, type StorageService } from "./Storage.js"
 
@@ -30,7 +31,8 @@ export const make = (): StorageService => {
     basicReplies: basicReplyRepository(),
     idempotency: idempotencyRepository(),
     channels: channelRepository(),
-    webhooks: webhookRepository(state)
+    webhooks: webhookRepository(state),
+    webhookRejects: webhookRejectRepository()
   }
 }
 

@@ -6,6 +6,7 @@ import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
+import type { WebhookRejectRepository } from "./WebhookRejectRepository.js"
 import type { WebhookRepository } from "./WebhookRepository.js"
 import type {
   Contact,
@@ -129,8 +130,14 @@ export interface ContactRepository {
   /** The contact with this uuid. */
   readonly findById: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<Option.Option<Contact>, StorageError>
   /**
-   * Sets the given fields (`phone` in E.164; `null` clears a detail) and `updated_at`;
-   * a phone used by another contact of the organization → `PhoneTaken`, nothing written.
+   * The contact whose stored `phone` equals `phone` exactly (no normalisation): how a send
+   * finds a contact with an unverified phone (docs/contacts.md "Unverified phones").
+   */
+  readonly findByPhone: (organizationId: OrganizationId, phone: string) => Effect.Effect<Option.Option<Contact>, StorageError>
+  /**
+   * Sets the given fields (`phone` in E.164, validated: it also sets `phone_valid` to
+   * `true`; `null` clears a detail) and `updated_at`; a phone used by another contact of
+   * the organization → `PhoneTaken`, nothing written.
    */
   readonly update: (
     organizationId: OrganizationId,
@@ -276,6 +283,7 @@ export interface StorageService {
   readonly idempotency: IdempotencyRepository
   readonly channels: ChannelRepository
   readonly webhooks: WebhookRepository
+  readonly webhookRejects: WebhookRejectRepository
 }
 
 /**

@@ -1,18 +1,20 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { hash } from "node:crypto"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelOwner } from "../channels/model.js"
 import { Chats } from "../chats/Chats.js"
 import type { InboundMessageInput } from "../chats/model.js"
 import type { InvalidInput } from "../errors.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
-import { Messaging } from "../messaging/Messaging.js"
 import type { OrganizationId } from "../organizations/model.js"
+import { Messaging } from "../messaging/Messaging.js"
 import type { StorageError } from "../storage/errors.js"
+import { Storage } from "../storage/Storage.js"
 import { Templates } from "../templates/Templates.js"
+import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
 import {
   readWhatsAppWebhook,
   type WhatsAppInboundMessage,
-  type WhatsAppStatusUpdate,
   type WhatsAppWebhookChange
 } from "./readWebhook.js"
 
@@ -20,12 +22,14 @@ import {
  * What a webhook delivery changed: `received`, the number of `entry[].changes[]` items
  * processed (routed to an organization and stored); items for an unknown number or
  * WhatsApp Business Account, and fields Switchboard does not handle, are acknowledged
- * but not counted (docs/whatsapp-webhooks.md "What each event does").
+ * but not counted (docs/whatsapp-webhooks.md "What each event does"); `organizations`,
+ * the organizations its items were routed to, each once, in order.
  *
  * @category whatsapp
  */
 export interface WebhookReceipt {
   readonly received: number
+  readonly organizations: ReadonlyArray<OrganizationId>
 }
 
 /**
@@ -41,22 +45,27 @@ export interface WhatsAppWebhooksService {
    * `waba_id`), and stores it:
    * - each customer message as an inbound message (`Messaging.receive`: contact and chat
    *   created as needed, named with the WhatsApp profile name, deduplicated by its
-   *   `wamid`, answered by a matching basic reply through the same channel); a message
-   *   core refuses (for example a sender that is not a phone number) is logged and skipped;
+   *   `wamid`, answered by a matching basic reply through the same channel); a sender
+   *   libphonenumber-js calls invalid still gets its contact, with an unverified phone;
    * - each status on the outbound message with that provider id (`Chats.applyProviderStatus`:
    *   never moves back; `failed` with its error; unknown ids kept 10 minutes);
    * - a template status on the template with that name and language, in every
    *   organization with a channel of that account.
-   * An unknown number or account is logged and skipped. Fails only with `StorageError`
-   * (then nothing is acknowledged and the provider retries; what was already stored is
-   * stored again as a no-op).
+   * Every part it refuses — a message or status core refuses (an empty text…), a part of
+   * unexpected shape, an unknown number or account, a body that is not a WhatsApp
+   * notification — is logged and kept as a {@link WebhookReject} in
+   * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"; once:
+   * its id is derived from its content, so a redelivery keeps nothing twice), and the rest
+   * is stored. Log lines about a routed change carry its `organization_id`. Fails
+   * only with `StorageError` (then nothing is acknowledged and the provider retries; what
+   * was already stored is stored again as a no-op).
    */
   readonly receive: (payload: unknown) => Effect.Effect<WebhookReceipt, StorageError>
 }
 
 /**
  * Tag of the {@link WhatsAppWebhooksService}; `WhatsAppWebhooks.layer` needs `Channels`,
- * `Chats`, `Messaging` and `Templates` (`Core.layer` provides it).
+ * `Chats`, `Messaging`, `Templates` and `Storage` (`Core.layer` provides it).
  *
  * @category services
  * @example
@@ -69,7 +78,11 @@ export class WhatsAppWebhooks extends Context.Tag("@switchboard/core/WhatsAppWeb
   WhatsAppWebhooks,
   WhatsAppWebhooksService
 >() {
-  static readonly layer: Layer.Layer<WhatsAppWebhooks, never, Channels | Chats | Messaging | Templates> = Layer.effect(
+  static readonly layer: Layer.Layer<
+    WhatsAppWebhooks,
+    never,
+    Channels | Chats | Messaging | Templates | Storage
+  > = Layer.effect(
     WhatsAppWebhooks,
     Effect.suspend(() => make)
   )
@@ -80,74 +93,118 @@ const make = Effect.gen(function* () {
   const chats = yield* Chats
   const messaging = yield* Messaging
   const templates = yield* Templates
+  const storage = yield* Storage
+  let prunedAt = Number.NEGATIVE_INFINITY
 
-  const receiveMessage = (owner: ChannelOwner, message: WhatsAppInboundMessage) =>
-    messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
-      Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) => logSkipped("inbound message", message.provider_message_id, error))
-    )
+  /** Stores one routed `messages` change; every refused part goes to `refused`. */
+  const receiveMessages = (owner: ChannelOwner, change: MessagesChange, refused: Array<RefusedPart>) =>
+    Effect.gen(function* () {
+      const at = { organization_id: owner.organization_id, phone_number_id: change.phone_number_id }
+      for (const part of change.refused) yield* refuse(refused, { ...at, ...part }, "part of unexpected shape", null)
+      for (const message of change.messages) {
+        yield* messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
+          Effect.asVoid,
+          Effect.catchTag("InvalidInput", (error) =>
+            refuse(refused, { ...at, reason: issuesOf(error), item: message.raw }, "inbound message", message.provider_message_id)
+          )
+        )
+      }
+      for (const status of change.statuses) {
+        yield* chats.applyProviderStatus(owner.organization_id, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
+          Effect.asVoid,
+          Effect.catchTag("InvalidInput", (error) =>
+            refuse(refused, { ...at, reason: issuesOf(error), item: status.raw }, "status", status.provider_message_id)
+          )
+        )
+      }
+    }).pipe(Effect.annotateLogs({ organization_id: owner.organization_id }))
 
-  const applyStatus = (organizationId: OrganizationId, status: WhatsAppStatusUpdate) =>
-    chats.applyProviderStatus(organizationId, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
-      Effect.asVoid,
-      Effect.catchTag("InvalidInput", (error) => logSkipped("status", status.provider_message_id, error))
-    )
-
-  /** Stores one change item; whether it was routed to an organization (counted). */
-  const receiveChange = (change: WhatsAppWebhookChange): Effect.Effect<boolean, StorageError> => {
+  /** Stores one change item; the organizations it was routed to (none: not counted). */
+  const receiveChange = (
+    change: WhatsAppWebhookChange,
+    refused: Array<RefusedPart>
+  ): Effect.Effect<ReadonlyArray<OrganizationId>, StorageError> => {
     switch (change._tag) {
       case "Ignored":
-        return Effect.as(Effect.logDebug("WhatsApp webhook: field not handled").pipe(Effect.annotateLogs({ field: change.field })), false)
+        return Effect.as(Effect.logDebug("WhatsApp webhook: field not handled").pipe(Effect.annotateLogs({ field: change.field })), NONE)
+      case "Refused": {
+        const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: change.reason, item: change.item }
+        return Effect.as(refuse(refused, part, "part of unexpected shape", null), NONE)
+      }
       case "Messages":
         return Effect.flatMap(channels.findByPhoneNumberId(change.phone_number_id), (owner) =>
           Option.match(owner, {
-            onNone: () =>
-              Effect.as(
-                Effect.logWarning("WhatsApp webhook for a phone number id no channel has; acknowledged, nothing stored").pipe(
-                  Effect.annotateLogs({ phone_number_id: change.phone_number_id })
-                ),
-                false
-              ),
-            onSome: (owner) =>
-              Effect.gen(function* () {
-                for (const message of change.messages) yield* receiveMessage(owner, message)
-                for (const status of change.statuses) yield* applyStatus(owner.organization_id, status)
-                return true
-              })
+            onNone: () => {
+              const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: UNKNOWN_NUMBER, item: change.raw }
+              return Effect.as(refuse(refused, part, "change for a phone number id no channel has", null), NONE)
+            },
+            onSome: (owner) => Effect.as(receiveMessages(owner, change, refused), [owner.organization_id])
           })
         )
       case "TemplateStatus":
-        return Effect.gen(function* () {
-          const owners = yield* channels.findByWabaId(change.waba_id)
-          const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
-          if (organizations.length === 0) {
-            yield* Effect.logWarning("WhatsApp template status for an account no channel has; acknowledged, nothing stored").pipe(
-              Effect.annotateLogs({ waba_id: change.waba_id })
-            )
-            return false
-          }
-          for (const organizationId of organizations) {
-            const updated = yield* templates.applyProviderStatus(organizationId, change)
-            if (Option.isNone(updated)) {
-              yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
-                Effect.annotateLogs({ organization_id: organizationId, name: change.name, language: change.language, status: change.status })
-              )
-            }
-          }
-          return true
-        })
+        return receiveTemplateStatus(change, refused)
     }
   }
 
+  const receiveTemplateStatus = (change: TemplateStatusChange, refused: Array<RefusedPart>) =>
+    Effect.gen(function* () {
+      const owners = yield* channels.findByWabaId(change.waba_id)
+      const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
+      if (organizations.length === 0) {
+        const part = { organization_id: null, phone_number_id: null, reason: UNKNOWN_ACCOUNT, item: change.raw }
+        yield* refuse(refused, part, "template status for an account no channel has", null)
+        return NONE
+      }
+      for (const organizationId of organizations) {
+        yield* Effect.gen(function* () {
+          const updated = yield* templates.applyProviderStatus(organizationId, change)
+          if (Option.isNone(updated)) {
+            yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
+              Effect.annotateLogs({ name: change.name, language: change.language, status: change.status })
+            )
+          }
+        }).pipe(Effect.annotateLogs({ organization_id: organizationId }))
+      }
+      return organizations
+    })
+
+  /** Stores the refused parts of one webhook, and prunes those past 30 days at most once an hour. */
+  const keepRefused = (refused: ReadonlyArray<RefusedPart>) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      if (refused.length > 0) {
+        const received_at = new Date(now).toISOString()
+        const byId = new Map<string, WebhookReject>()
+        for (const part of refused) {
+          const kept = { ...part, item: keptItem(part.item) }
+          const id = rejectIdOf(kept)
+          if (!byId.has(id)) byId.set(id, { ...kept, id, received_at })
+        }
+        yield* storage.webhookRejects.insert([...byId.values()])
+      }
+      if (now - prunedAt >= PRUNE_EVERY_MS) {
+        prunedAt = now
+        yield* storage.webhookRejects.prune(new Date(now - WEBHOOK_REJECT_RETENTION_MS).toISOString())
+      }
+    })
+
   const receive = Effect.fn("WhatsAppWebhooks.receive")(function* (payload: unknown) {
     const changes = readWhatsAppWebhook(payload)
-    if (changes === undefined) {
-      yield* Effect.logWarning("Webhook payload is not a WhatsApp Business Account notification; acknowledged, nothing stored")
-      return { received: 0 }
-    }
+    const refused: Array<RefusedPart> = []
+    const organizations = new Set<OrganizationId>()
     let received = 0
-    for (const change of changes) if (yield* receiveChange(change)) received += 1
-    const receipt: WebhookReceipt = { received }
+    if (changes === undefined) {
+      const part = { organization_id: null, phone_number_id: null, reason: NOT_WHATSAPP, item: payload }
+      yield* refuse(refused, part, "body that is not a WhatsApp Business Account notification", null)
+    } else {
+      for (const change of changes) {
+        const routed = yield* receiveChange(change, refused)
+        if (routed.length > 0) received += 1
+        for (const organizationId of routed) organizations.add(organizationId)
+      }
+    }
+    yield* keepRefused(refused)
+    const receipt: WebhookReceipt = { received, organizations: [...organizations] }
     return receipt
   })
 
@@ -155,14 +212,55 @@ const make = Effect.gen(function* () {
   return service
 })
 
-/** One warning for a part of a webhook core refused (what, its provider id, the issues); the rest is stored. */
-const logSkipped = (what: string, providerMessageId: string, error: InvalidInput) =>
-  Effect.logWarning(`WhatsApp webhook: ${what} skipped`).pipe(
+/** How often refused parts older than 30 days are pruned: at most once an hour, on a webhook. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000
+
+const NONE: ReadonlyArray<OrganizationId> = []
+
+const UNKNOWN_NUMBER = "no channel has this phone_number_id"
+const UNKNOWN_ACCOUNT = "no channel has this WhatsApp Business Account (entry id)"
+const NOT_WHATSAPP = "not a WhatsApp Business Account notification"
+
+type MessagesChange = Extract<WhatsAppWebhookChange, { readonly _tag: "Messages" }>
+type TemplateStatusChange = Extract<WhatsAppWebhookChange, { readonly _tag: "TemplateStatus" }>
+
+/** A refused part before it is stored: a {@link WebhookReject} without its id and time. */
+type RefusedPart = Omit<WebhookReject, "id" | "received_at">
+
+/**
+ * Adds a refused part to `refused`, with one warning: what it was, its business number
+ * and provider id when known, and why (never the part itself).
+ */
+const refuse = (refused: Array<RefusedPart>, part: RefusedPart, what: string, providerMessageId: string | null) => {
+  refused.push(part)
+  return Effect.logWarning(`WhatsApp webhook: ${what}; acknowledged and kept as refused`).pipe(
     Effect.annotateLogs({
-      provider_message_id: providerMessageId.slice(0, MAX_NAME_LENGTH),
-      issues: error.issues.map((issue) => `${issue.field}: ${issue.code}`).join("; ")
+      phone_number_id: part.phone_number_id,
+      provider_message_id: providerMessageId?.slice(0, MAX_NAME_LENGTH) ?? null,
+      reason: part.reason
     })
   )
+}
+
+/** The issues of a refusal in words: `field: code; …`. */
+const issuesOf = (error: InvalidInput): string => error.issues.map((issue) => `${issue.field ?? "input"}: ${issue.code}`).join("; ")
+
+/**
+ * The id of a refused part: a UUID (version 8, RFC 9562) made of the SHA-256 of its
+ * organization, number, reason and JSON, so a redelivery of the same notification keeps
+ * nothing twice (the store skips an id it has).
+ */
+const rejectIdOf = (part: RefusedPart): string => {
+  const hex = hash("sha256", JSON.stringify([part.organization_id, part.phone_number_id, part.reason, part.item]), "hex")
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+/** A refused part's JSON as kept: whole, or its first characters when too long. */
+const keptItem = (item: unknown): unknown => {
+  const json = JSON.stringify(item ?? null)
+  return json.length <= WEBHOOK_REJECT_ITEM_MAX_CHARS ? (item ?? null) : { truncated: true, json: json.slice(0, WEBHOOK_REJECT_ITEM_MAX_CHARS) }
+}
 
 /** The `Messaging.receive` input of a customer message that came in through `owner`'s channel. */
 const inboundInputOf = (owner: ChannelOwner, message: WhatsAppInboundMessage): InboundMessageInput => ({

@@ -5,7 +5,8 @@ import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../messages/mode
 // webhook carries") into plain records, with no storage and no I/O: the `messages` field
 // (customers' messages and the statuses of the business's own) and the
 // `message_template_status_update` field. The payload is signed by Meta, so it is trusted
-// to be Meta's; still, a part of unexpected shape is skipped, never a crash.
+// to be Meta's; still, a part of unexpected shape is reported as refused (with its raw
+// JSON, to be kept for inspection), never a crash.
 
 /** @category whatsapp */
 export type WhatsAppInboundType = InboundMessageType
@@ -24,8 +25,9 @@ export const WHATSAPP_INBOUND_TYPES: ReadonlyArray<WhatsAppInboundType> = INBOUN
  * (`from`, the phone's digits), the profile name WhatsApp gave for the sender (or `null`),
  * the type, the text (a text's body, a media caption, a button's or reply's title), the
  * media of an image, audio, video, document or sticker (id and MIME type: WhatsApp sends
- * no URL), and `content`: the type's other fields as WhatsApp sent them plus `timestamp`
- * (seconds since the epoch, as sent) and `context` when it replies to another message.
+ * no URL), `content`: the type's other fields as WhatsApp sent them plus `timestamp`
+ * (seconds since the epoch, as sent) and `context` when it replies to another message,
+ * and `raw`: the message as WhatsApp sent it (kept when core refuses it).
  *
  * @category whatsapp
  */
@@ -43,11 +45,13 @@ export interface WhatsAppInboundMessage {
     readonly filename?: string
   } | null
   readonly content: Readonly<Record<string, unknown>>
+  readonly raw: unknown
 }
 
 /**
  * A status of a message the business sent: `failure` is the first of WhatsApp's
- * `errors` (`code` as a string, `title`) when the status is `failed`, else `null`.
+ * `errors` (`code` as a string, `title`) when the status is `failed`, else `null`; `raw`
+ * the status as WhatsApp sent it.
  *
  * @category whatsapp
  */
@@ -56,16 +60,29 @@ export interface WhatsAppStatusUpdate {
   readonly status: "sent" | "delivered" | "read" | "failed"
   readonly recipient: string | null
   readonly failure: { readonly code: string; readonly title: string } | null
+  readonly raw: unknown
+}
+
+/**
+ * A part of a webhook of unexpected shape: why (`reason`) and the part as sent (`item`).
+ *
+ * @category whatsapp
+ */
+export interface WhatsAppRefusedPart {
+  readonly reason: string
+  readonly item: unknown
 }
 
 /**
  * What one `entry[].changes[]` item of a webhook says:
  * - `Messages`: for the business number `phone_number_id`, customers' messages and the
- *   statuses of the business's messages;
+ *   statuses of the business's messages, and those of unexpected shape (`refused`);
+ *   `raw` is the change item as sent (also for `TemplateStatus`);
  * - `TemplateStatus`: the template `name`/`language` of the WhatsApp Business Account
  *   `waba_id` now has `status` (Meta's `event`), with Meta's `reason` (`null` for `NONE`);
- * - `Ignored`: a field Switchboard does not handle (`account_update`, …) or an item of
- *   unexpected shape.
+ * - `Ignored`: a field Switchboard does not handle (`account_update`, …);
+ * - `Refused`: an entry or change item of unexpected shape (a `messages` item without its
+ *   number, a template update missing a field), with its business number when it had one.
  *
  * @category whatsapp
  */
@@ -75,6 +92,8 @@ export type WhatsAppWebhookChange =
       readonly phone_number_id: string
       readonly messages: ReadonlyArray<WhatsAppInboundMessage>
       readonly statuses: ReadonlyArray<WhatsAppStatusUpdate>
+      readonly refused: ReadonlyArray<WhatsAppRefusedPart>
+      readonly raw: unknown
     }
   | {
       readonly _tag: "TemplateStatus"
@@ -83,8 +102,10 @@ export type WhatsAppWebhookChange =
       readonly language: string
       readonly status: string
       readonly reason: string | null
+      readonly raw: unknown
     }
   | { readonly _tag: "Ignored"; readonly field: string }
+  | ({ readonly _tag: "Refused"; readonly phone_number_id: string | null } & WhatsAppRefusedPart)
 
 /**
  * Reads a webhook payload `{object: "whatsapp_business_account", entry: [{id, changes:
@@ -95,26 +116,41 @@ export type WhatsAppWebhookChange =
  */
 export const readWhatsAppWebhook = (payload: unknown): ReadonlyArray<WhatsAppWebhookChange> | undefined => {
   if (!isRecord(payload) || payload.object !== "whatsapp_business_account" || !Array.isArray(payload.entry)) return undefined
-  return payload.entry.flatMap((entry) => {
-    if (!isRecord(entry) || !Array.isArray(entry.changes)) return []
+  return payload.entry.flatMap((entry): Array<WhatsAppWebhookChange> => {
+    if (!isRecord(entry) || !Array.isArray(entry.changes)) {
+      return [{ _tag: "Refused", phone_number_id: null, reason: "entry without a changes array", item: entry }]
+    }
     const wabaId = stringOf(entry.id)
     return entry.changes.map((change) => readChange(wabaId, change))
   })
 }
 
+const HANDLED_FIELDS = ["messages", "message_template_status_update"]
+
 const readChange = (wabaId: string | undefined, change: unknown): WhatsAppWebhookChange => {
   const field = isRecord(change) ? (stringOf(change.field) ?? "") : ""
   const value = isRecord(change) && isRecord(change.value) ? change.value : undefined
-  if (value === undefined) return { _tag: "Ignored", field }
+  const refused = (reason: string, phoneNumberId: string | null = null): WhatsAppWebhookChange => ({
+    _tag: "Refused",
+    phone_number_id: phoneNumberId,
+    reason,
+    item: change
+  })
+  if (!HANDLED_FIELDS.includes(field)) return isRecord(change) ? { _tag: "Ignored", field } : refused("change that is not an object")
+  if (value === undefined) return refused(`${field} change without a value object`)
   if (field === "messages") {
     const phoneNumberId = isRecord(value.metadata) ? stringOf(value.metadata.phone_number_id) : undefined
-    if (phoneNumberId === undefined) return { _tag: "Ignored", field }
+    if (phoneNumberId === undefined) return refused("messages change without metadata.phone_number_id")
     const names = profileNames(value.contacts)
+    const messages = listOf(value.messages).map((message) => readMessage(message, names))
+    const statuses = listOf(value.statuses).map(readStatus)
     return {
       _tag: "Messages",
       phone_number_id: phoneNumberId,
-      messages: listOf(value.messages).flatMap((message) => readMessage(message, names)),
-      statuses: listOf(value.statuses).flatMap(readStatus)
+      messages: messages.filter(isRead),
+      statuses: statuses.filter(isRead),
+      refused: [...messages, ...statuses].filter((each): each is WhatsAppRefusedPart => !isRead(each)),
+      raw: change
     }
   }
   if (field === "message_template_status_update") {
@@ -122,7 +158,7 @@ const readChange = (wabaId: string | undefined, change: unknown): WhatsAppWebhoo
     const language = stringOf(value.message_template_language)
     const status = stringOf(value.event)
     if (wabaId === undefined || name === undefined || language === undefined || status === undefined) {
-      return { _tag: "Ignored", field }
+      return refused("template status update without entry id, message_template_name, message_template_language or event")
     }
     const reason = stringOf(value.reason)
     return {
@@ -131,11 +167,15 @@ const readChange = (wabaId: string | undefined, change: unknown): WhatsAppWebhoo
       name,
       language,
       status,
-      reason: reason === undefined || reason === "NONE" ? null : reason
+      reason: reason === undefined || reason === "NONE" ? null : reason,
+      raw: change
     }
   }
   return { _tag: "Ignored", field }
 }
+
+/** A part read whole (not a {@link WhatsAppRefusedPart}). */
+const isRead = <A extends object>(part: A | WhatsAppRefusedPart): part is A => !("reason" in part && "item" in part)
 
 /** `wa_id` → profile name, from a change's `contacts`. */
 const profileNames = (contacts: unknown): ReadonlyMap<string, string> =>
@@ -149,12 +189,14 @@ const profileNames = (contacts: unknown): ReadonlyMap<string, string> =>
 
 const MEDIA_TYPES = ["image", "audio", "video", "document", "sticker"] as const
 
-const readMessage = (message: unknown, names: ReadonlyMap<string, string>): Array<WhatsAppInboundMessage> => {
-  if (!isRecord(message)) return []
+const readMessage = (message: unknown, names: ReadonlyMap<string, string>): WhatsAppInboundMessage | WhatsAppRefusedPart => {
+  if (!isRecord(message)) return { reason: "message that is not an object", item: message }
   const id = stringOf(message.id)
   const from = stringOf(message.from)
   const sentType = stringOf(message.type)
-  if (id === undefined || from === undefined || sentType === undefined) return []
+  if (id === undefined || from === undefined || sentType === undefined) {
+    return { reason: "message without id, from or type", item: message }
+  }
   const known = (WHATSAPP_INBOUND_TYPES as ReadonlyArray<string>).includes(sentType) && sentType !== "unsupported"
   const type = (known ? sentType : "unsupported") as WhatsAppInboundType
   const body = isRecord(message[sentType]) ? (message[sentType] as Record<string, unknown>) : {}
@@ -162,12 +204,12 @@ const readMessage = (message: unknown, names: ReadonlyMap<string, string>): Arra
     timestamp: stringOf(message.timestamp) ?? null,
     ...(isRecord(message.context) ? { context: message.context } : {})
   }
-  const base = { provider_message_id: id, from, profile_name: names.get(from) ?? null, type }
-  if (type === "text") return [{ ...base, text: stringOf(body.body) ?? "", media: null, content: common }]
+  const base = { provider_message_id: id, from, profile_name: names.get(from) ?? null, type, raw: message }
+  if (type === "text") return { ...base, text: stringOf(body.body) ?? "", media: null, content: common }
   const mediaType = MEDIA_TYPES.find((each) => each === type)
   if (mediaType !== undefined) {
     const mediaId = stringOf(body.id)
-    if (mediaId === undefined) return []
+    if (mediaId === undefined) return { reason: `${type} message without a media id`, item: message }
     const caption = stringOf(body.caption)
     const media = {
       type: mediaType,
@@ -176,13 +218,13 @@ const readMessage = (message: unknown, names: ReadonlyMap<string, string>): Arra
       ...optional("caption", caption),
       ...optional("filename", stringOf(body.filename))
     }
-    return [{ ...base, text: caption ?? null, media, content: common }]
+    return { ...base, text: caption ?? null, media, content: common }
   }
   if (type === "unsupported") {
     const errors = listOf(message.errors)
-    return [{ ...base, text: null, media: null, content: { ...common, original_type: sentType, ...(errors.length > 0 ? { errors } : {}) } }]
+    return { ...base, text: null, media: null, content: { ...common, original_type: sentType, ...(errors.length > 0 ? { errors } : {}) } }
   }
-  return [{ ...base, text: textOf(type, body), media: null, content: { ...common, [type]: message[type] ?? null } }]
+  return { ...base, text: textOf(type, body), media: null, content: { ...common, [type]: message[type] ?? null } }
 }
 
 /** The text a person reads of a non-text message: a button's text, a reply's title, an emoji. */
@@ -199,11 +241,13 @@ const textOf = (type: WhatsAppInboundType, body: Record<string, unknown>): strin
 
 const STATUSES = ["sent", "delivered", "read", "failed"] as const
 
-const readStatus = (status: unknown): Array<WhatsAppStatusUpdate> => {
-  if (!isRecord(status)) return []
+const readStatus = (status: unknown): WhatsAppStatusUpdate | WhatsAppRefusedPart => {
+  if (!isRecord(status)) return { reason: "status that is not an object", item: status }
   const id = stringOf(status.id)
   const value = STATUSES.find((each) => each === status.status)
-  if (id === undefined || value === undefined) return []
+  if (id === undefined || value === undefined) {
+    return { reason: "status without id, or not one of sent, delivered, read, failed", item: status }
+  }
   const [error] = listOf(status.errors)
   const failure =
     value === "failed"
@@ -212,7 +256,7 @@ const readStatus = (status: unknown): Array<WhatsAppStatusUpdate> => {
           title: (isRecord(error) ? (stringOf(error.title) ?? stringOf(error.message)) : undefined) ?? "Failed"
         }
       : null
-  return [{ provider_message_id: id, status: value, recipient: stringOf(status.recipient_id) ?? null, failure }]
+  return { provider_message_id: id, status: value, recipient: stringOf(status.recipient_id) ?? null, failure, raw: status }
 }
 
 const listOf = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])

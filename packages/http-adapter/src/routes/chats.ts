@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { type Chat, type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput } from "@switchboard/core"
+import { type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import { ChatListData, ChatRecord, MessageListData } from "./schemas.js"
 import { pageNumber, uuidOf, uuidParams } from "./shared.js"
@@ -122,9 +122,8 @@ export const listChatMessagesRoute = defineRoute({
  * `PUT /chats/{uuid}` (extension, docs/chats.md "Inbox routes"): sets any of `status`,
  * `assigned_to` (a user id, or `null` to unassign) and `favorite`; data is the chat. A
  * field given its current value changes nothing (200); a body with none of the three →
- * 400. Applied with the Chats service's own operations, `assigned_to` first: it is the
- * only one whose value the service may still refuse (the reserved `unassigned`, a blank
- * id), so a refused body writes nothing.
+ * 400. Applied by `Chats.update` in one atomic store write (one `chat.updated` event when
+ * anything changed); a refused body writes nothing.
  */
 export const updateChatRoute = defineRoute({
   method: "PUT",
@@ -144,19 +143,12 @@ export const updateChatRoute = defineRoute({
       const input = body as { status?: ChatStatus | null; assigned_to?: string | null; favorite?: boolean | null }
       yield* checkChatUpdate(input)
       const chats = yield* Chats
-      const organizationId = auth.organization.id
-      const id = uuidOf<ChatId>(params.uuid)
-      let chat: Chat | undefined
-      if (input.assigned_to !== undefined) chat = yield* chats.assign(organizationId, id, input.assigned_to)
-      if (input.status != null) {
-        const status = input.status
-        chat = yield* chats.setStatus(organizationId, id, status).pipe(
-          // The status the chat already has: nothing to change, not an error here.
-          Effect.catchTag("ChatStatusUnchanged", () => chats.get(organizationId, id))
-        )
-      }
-      if (input.favorite != null) chat = yield* chats.setFavorite(organizationId, id, input.favorite)
-      return { message: "Chat updated", data: chat ?? (yield* chats.get(organizationId, id)) }
+      const chat = yield* chats.update(auth.organization.id, uuidOf<ChatId>(params.uuid), {
+        ...(input.status == null ? {} : { status: input.status }),
+        ...(input.assigned_to === undefined ? {} : { assigned_to: input.assigned_to }),
+        ...(input.favorite == null ? {} : { favorite: input.favorite })
+      })
+      return { message: "Chat updated", data: chat }
     })
 })
 

@@ -32,13 +32,17 @@ export interface RouteRequest {
 }
 
 /**
- * What a route handler returns: the envelope's `message` and `data` of a 200.
+ * What a route handler returns: the envelope's `message` and `data` of a 200, and, for a
+ * route that needs no API key, optionally the `organizationId` it acted for (a provider
+ * webhook routed to one organization), which the request's log line then carries
+ * (docs/http-adapter.md "Every response"); never part of the response.
  *
  * @category routes
  */
 export interface RouteResult<Data = unknown> {
   readonly message: string
   readonly data: Data
+  readonly organizationId?: string
 }
 
 /**

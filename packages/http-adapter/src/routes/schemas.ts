@@ -125,7 +125,9 @@ export const LabelSummaryRecord = Schema.Struct({ uuid: LabelId, name: Schema.St
 const nullableText = Schema.NullOr(Schema.String)
 
 /**
- * A contact (docs/contacts.md "Records"): `phone` in E.164; groups and labels sorted by name.
+ * A contact (docs/contacts.md "Records"): `phone` in E.164, or, with `phone_valid` false,
+ * a WhatsApp sender id libphonenumber-js calls invalid (docs/contacts.md "Unverified
+ * phones"); groups and labels sorted by name.
  *
  * @category schemas
  */
@@ -134,6 +136,10 @@ export const ContactRecord: Schema.Schema<Contact, any> = Schema.Struct({
   first_name: nullableText,
   last_name: nullableText,
   phone: Schema.String,
+  phone_valid: Schema.Boolean.annotations({
+    description:
+      "false only for a contact created by an inbound message whose sender number libphonenumber-js calls invalid: `phone` is then `+` and WhatsApp's id as given (unverified)"
+  }),
   email: nullableText,
   street: nullableText,
   city: nullableText,
@@ -144,7 +150,7 @@ export const ContactRecord: Schema.Schema<Contact, any> = Schema.Struct({
   labels: Schema.Array(LabelSummaryRecord),
   created_at: Schema.String,
   updated_at: Schema.String
-}).annotations({ identifier: "Contact", description: "A contact; `phone` in E.164" })
+}).annotations({ identifier: "Contact", description: "A contact; `phone` in E.164 unless `phone_valid` is false" })
 
 /**
  * The `pagination` object of the offset-paginated lists (docs/http-api.md "Pagination").

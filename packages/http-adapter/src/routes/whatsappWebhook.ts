@@ -82,7 +82,12 @@ export const whatsAppWebhookRoute = defineRoute({
   handle: ({ body }) =>
     Effect.map(
       Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(body)),
-      (receipt) => ({ message: "Webhook received", data: receipt })
+      ({ organizations, received }) => ({
+        message: "Webhook received",
+        data: { received },
+        // The request's log line names the organization when the webhook was routed to one.
+        ...(organizations.length === 1 ? { organizationId: organizations[0]! } : {})
+      })
     )
 })
 

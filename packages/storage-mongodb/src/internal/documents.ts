@@ -51,6 +51,8 @@ export interface ContactDocument {
   readonly _id: string
   readonly organization_id: string
   readonly phone: string
+  /** `false` for an unverified phone; absent (documents written before it) means `true`. */
+  readonly phone_valid?: boolean
   readonly first_name: string | null
   readonly last_name: string | null
   readonly email: string | null
@@ -315,4 +317,18 @@ export interface WebhookAttemptDocument {
   readonly attempted_at: string
   readonly delivery_status: "pending" | "delivered" | "failed"
   readonly next_attempt_at: string | null
+}
+
+/**
+ * `webhook_rejects`: a refused part of a provider webhook (core's `WebhookReject`), its
+ * raw part kept as JSON text (`item_json`: a part may hold keys MongoDB refuses, such as
+ * ones starting with `$`).
+ */
+export interface WebhookRejectDocument {
+  readonly _id: string
+  readonly received_at: string
+  readonly organization_id: string | null
+  readonly phone_number_id: string | null
+  readonly reason: string
+  readonly item_json: string
 }

@@ -131,7 +131,10 @@ export const contactUpdatePipeline = (
 ): Array<Document> => {
   const set: Record<string, unknown> = {}
   for (const [field, value] of Object.entries(knownDetails(patch.details))) set[field] = literal(value)
-  if (patch.phone !== undefined) set.phone = literal(patch.phone)
+  if (patch.phone !== undefined) {
+    set.phone = literal(patch.phone)
+    set.phone_valid = literal(true) // a phone set by an update was validated
+  }
   set.updated_at = literal(now)
   const groups = strings(addGroupIds)
   if (groups.length > 0) set.group_ids = { $setUnion: [{ $ifNull: ["$group_ids", []] }, literal(groups)] }

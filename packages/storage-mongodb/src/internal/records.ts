@@ -116,6 +116,7 @@ export const contactRecords = async (
   return documents.map((d) => ({
     uuid: d._id as ContactId,
     phone: d.phone,
+    phone_valid: d.phone_valid !== false,
     first_name: d.first_name ?? null,
     last_name: d.last_name ?? null,
     email: d.email ?? null,

@@ -16,7 +16,8 @@ import type {
   WebhookAttemptDocument,
   WebhookDeliveryDocument,
   WebhookEndpointDocument,
-  WebhookEventDocument
+  WebhookEventDocument,
+  WebhookRejectDocument
 } from "./documents.js"
 
 /** The collection names this adapter uses, in the database it is given. */
@@ -37,7 +38,8 @@ export const COLLECTION_NAMES = {
   webhookEndpoints: "webhook_endpoints",
   webhookEvents: "webhook_events",
   webhookDeliveries: "webhook_deliveries",
-  webhookAttempts: "webhook_attempts"
+  webhookAttempts: "webhook_attempts",
+  webhookRejects: "webhook_rejects"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -62,6 +64,7 @@ export interface Collections {
   readonly webhookEvents: Collection<WebhookEventDocument>
   readonly webhookDeliveries: Collection<WebhookDeliveryDocument>
   readonly webhookAttempts: Collection<WebhookAttemptDocument>
+  readonly webhookRejects: Collection<WebhookRejectDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -82,7 +85,8 @@ export const collectionsOf = (db: Db): Collections => ({
   webhookEndpoints: db.collection(COLLECTION_NAMES.webhookEndpoints),
   webhookEvents: db.collection(COLLECTION_NAMES.webhookEvents),
   webhookDeliveries: db.collection(COLLECTION_NAMES.webhookDeliveries),
-  webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts)
+  webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts),
+  webhookRejects: db.collection(COLLECTION_NAMES.webhookRejects)
 })
 
 /** Only documents holding webhook events for the relay enter its indexes. */
@@ -138,7 +142,8 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * events for the relay are found by a partial index on `pending_events.id`; an
  * organization's enabled endpoints by `webhook_endpoints_enabled`; due deliveries by
  * `webhook_deliveries_due` (status, next_attempt_at); an endpoint's attempts, newest first,
- * by `webhook_attempts_newest`.
+ * by `webhook_attempts_newest`. Refused webhook parts are listed newest first, of every
+ * organization or of one, and pruned by `received_at`.
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -220,6 +225,10 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
   webhookAttempts: [
     { name: "webhook_attempts_newest", key: { endpoint_uuid: 1, attempted_at: -1, _id: -1 } },
     { name: "webhook_attempts_by_delivery", key: { delivery_id: 1 } }
+  ],
+  webhookRejects: [
+    { name: "webhook_rejects_newest", key: { received_at: -1, _id: -1 } },
+    { name: "webhook_rejects_of_organization", key: { organization_id: 1, received_at: -1, _id: -1 } }
   ]
 }
 

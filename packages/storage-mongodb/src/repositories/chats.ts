@@ -100,9 +100,9 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     }
     const existing = await collections.contacts.findOne(contactByPhone(organizationId, reference.phone), { projection: CHAT_PROJECTION })
     if (existing !== null) return { document: existing as ContactDocument, created: false }
-    const { uuid, first_name, last_name } = reference.create
+    const { uuid, first_name, last_name, phone_valid } = reference.create
     const document: ContactDocument = {
-      ...newContactDocument(organizationId, uuid, reference.phone, { first_name, last_name }, [], request.now),
+      ...newContactDocument(organizationId, uuid, reference.phone, { first_name, last_name }, [], request.now, phone_valid !== false),
       chat: newChatDocument(request.newChat, request.now)
     }
     await usage.add(organizationId, "contacts", 1) // never refused, but counted before the write

@@ -98,7 +98,7 @@ const importOnce = async (
       const update = contactUpdatePipeline({ details: row.details }, now, groupIdsOf(row))
       updates.push({ updateOne: { filter: owned(organizationId, id), update } })
     } else {
-      fresh.push(newContactDocument(organizationId, id, row.phone, row.details, groupIdsOf(row), now))
+      fresh.push(newContactDocument(organizationId, id, row.phone, row.details, groupIdsOf(row), now, row.phone_valid !== false))
     }
   })
   if (fresh.length > 0 && request.events !== false) {
@@ -186,7 +186,8 @@ export const newContactDocument = (
   phone: string,
   details: Partial<ContactDetails>,
   groupIds: ReadonlyArray<string>,
-  now: string
+  now: string,
+  phoneValid = true
 ): ContactDocument => {
   const known = knownDetails(details)
   const fields = Object.fromEntries(CONTACT_DETAIL_FIELDS.map((field) => [field, known[field] ?? null])) as unknown as ContactDetails
@@ -194,6 +195,7 @@ export const newContactDocument = (
     _id: id,
     organization_id: organizationId,
     phone,
+    phone_valid: phoneValid,
     ...fields,
     group_ids: groupIds,
     label_ids: [],

@@ -2,7 +2,7 @@ import { Option } from "effect"
 import type { ContactRepository, ContactUpdateOutcome } from "@switchboard/core"
 import type { ContactDocument } from "../internal/documents.js"
 import { attempt, onDuplicateKey } from "../internal/driver.js"
-import { CONTACT_PROJECTION, contactUpdatePipeline, eq, ofOrganization, owned, ownedAmong, pageOptions } from "../internal/queries.js"
+import { CONTACT_PROJECTION, contactByPhone, contactUpdatePipeline, eq, ofOrganization, owned, ownedAmong, pageOptions } from "../internal/queries.js"
 import { byName, contactRecords, labelRecords } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
@@ -31,6 +31,12 @@ export const contactRepository = (collections: Collections, usage: Usage): Conta
   findById: (organizationId, id) =>
     attempt("contacts.findById", async () => {
       const document = await collections.contacts.findOne(owned(organizationId, id), { projection: CONTACT_PROJECTION })
+      if (document === null) return Option.none()
+      return Option.some((await contactRecords(collections, organizationId, [document as ContactDocument]))[0]!)
+    }),
+  findByPhone: (organizationId, phone) =>
+    attempt("contacts.findByPhone", async () => {
+      const document = await collections.contacts.findOne(contactByPhone(organizationId, phone), { projection: CONTACT_PROJECTION })
       if (document === null) return Option.none()
       return Option.some((await contactRecords(collections, organizationId, [document as ContactDocument]))[0]!)
     }),

@@ -204,8 +204,8 @@ export const SQL = {
     WHERE organization_id = ? AND direction = ? AND provider_message_id = ? LIMIT 1`,
   contactByPhone: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",
   contactById: "SELECT uuid FROM contacts WHERE organization_id = ? AND uuid = ?",
-  insertContact: `INSERT INTO contacts (uuid, organization_id, phone, first_name, last_name, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  insertContact: `INSERT INTO contacts (uuid, organization_id, phone, phone_valid, first_name, last_name, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   chatOfContact: "SELECT id, uuid, status FROM chats WHERE organization_id = ? AND contact_uuid = ?",
   // search_text is filled from the contact by the trigger chats_after_insert.
   insertChat: "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -378,8 +378,10 @@ const resolveContact = (statements: Statements, organizationId: OrganizationId, 
   }
   const row = statements.prepare<{ uuid: string }>(SQL.contactByPhone).get(organizationId, reference.phone)
   if (row !== undefined) return { uuid: row.uuid, created: false }
-  const { uuid, first_name, last_name } = reference.create
-  statements.prepare(SQL.insertContact).run(uuid, organizationId, reference.phone, first_name, last_name, request.now, request.now)
+  const { uuid, first_name, last_name, phone_valid } = reference.create
+  statements
+    .prepare(SQL.insertContact)
+    .run(uuid, organizationId, reference.phone, phone_valid === false ? 0 : 1, first_name, last_name, request.now, request.now)
   return { uuid: uuid as string, created: true }
 }
 

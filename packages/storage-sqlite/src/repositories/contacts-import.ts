@@ -87,9 +87,11 @@ const SQL = {
     WHERE organization_id = ? AND name_key IN (SELECT value FROM json_each(?))`,
   count: CONTACTS_COUNT,
   // Positional parameters: binding by name costs about a third more per row.
-  insert: `INSERT INTO contacts (uuid, organization_id, phone, ${CONTACT_DETAIL_FIELDS.join(", ")}, created_at, updated_at)
-    VALUES (?, ?, ?, ${CONTACT_DETAIL_FIELDS.map(() => "?").join(", ")}, ?, ?)`,
+  insert: `INSERT INTO contacts (uuid, organization_id, phone, phone_valid, ${CONTACT_DETAIL_FIELDS.join(", ")}, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ${CONTACT_DETAIL_FIELDS.map(() => "?").join(", ")}, ?, ?)`,
+  // A phone set here was validated: phone_valid becomes 1.
   update: `UPDATE contacts SET phone = CASE WHEN @set_phone THEN @phone ELSE phone END,
+    phone_valid = CASE WHEN @set_phone THEN 1 ELSE phone_valid END,
     ${CONTACT_DETAIL_FIELDS.map((f) => `${f} = CASE WHEN @set_${f} THEN @${f} ELSE ${f} END`).join(",\n    ")},
     updated_at = @updated_at
     WHERE uuid = @uuid`,
@@ -171,7 +173,7 @@ const writeContacts = (
     if (known === undefined) {
       const uuid = ids() as ContactId
       const { details } = row
-      insert.run(uuid, organizationId, row.phone, ...CONTACT_DETAIL_FIELDS.map((field) => details[field] ?? null), now, now)
+      insert.run(uuid, organizationId, row.phone, row.phone_valid === false ? 0 : 1, ...CONTACT_DETAIL_FIELDS.map((field) => details[field] ?? null), now, now)
       existing.set(row.phone, uuid)
       contacts.push({ uuid, phone: row.phone, status: "created" })
       created += 1

@@ -36,6 +36,13 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db, stat
     ),
   findById: (organizationId, id) =>
     attempt("contacts.findById", () => snapshot(db, () => Option.fromNullable(find(statements, organizationId, id)))),
+  findByPhone: (organizationId, phone) =>
+    attempt("contacts.findByPhone", () =>
+      snapshot(db, () => {
+        const row = statements.prepare<ContactRow>(SQL.findByPhone).get(organizationId, phone)
+        return Option.fromNullable(row === undefined ? undefined : withRelations(statements, [row])[0])
+      })
+    ),
   update: (organizationId, id, patch, now) =>
     attempt("contacts.update", () =>
       transaction(db, (): ContactUpdateOutcome => {
@@ -66,6 +73,7 @@ const SQL = {
   page: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? ${NEWEST_FIRST}`,
   count: CONTACTS_COUNT,
   findById: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? AND uuid = ?`,
+  findByPhone: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? AND phone = ?`,
   exists: "SELECT 1 AS found FROM contacts WHERE organization_id = ? AND uuid = ?",
   phoneOwner: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",
   // group_members and contact_labels rows go with it (ON DELETE CASCADE, foreign_keys = ON).

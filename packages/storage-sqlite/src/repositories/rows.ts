@@ -21,6 +21,8 @@ import type { Statements } from "../internal/sql.js"
 export interface ContactRow extends ContactDetails {
   readonly uuid: string
   readonly phone: string
+  /** `1` or `0` (migration 13). */
+  readonly phone_valid: number
   readonly created_at: string
   readonly updated_at: string
 }
@@ -40,7 +42,7 @@ export interface LabelRow extends GroupRow {
 }
 
 /** The columns of a {@link ContactRow}, in `SELECT` order. */
-export const CONTACT_COLUMNS = ["uuid", "phone", ...CONTACT_DETAIL_FIELDS, "created_at", "updated_at"].join(", ")
+export const CONTACT_COLUMNS = ["uuid", "phone", "phone_valid", ...CONTACT_DETAIL_FIELDS, "created_at", "updated_at"].join(", ")
 
 /** `SELECT` of {@link GroupRow}s from `contact_groups AS g`; append `WHERE …`. */
 export const GROUP_SELECT = `SELECT g.uuid, g.name, g.created_at, g.updated_at,
@@ -125,6 +127,7 @@ export const decodeContact = (
 ): Contact => ({
   uuid: row.uuid as ContactId,
   phone: row.phone,
+  phone_valid: row.phone_valid !== 0,
   first_name: row.first_name,
   last_name: row.last_name,
   email: row.email,

@@ -390,10 +390,11 @@ const resolveContact = (state: MemoryState, organizationId: OrganizationId, requ
   const found = id === undefined ? undefined : state.contacts.get(id)
   if (found !== undefined) return { row: found, created: false }
   const row = {
-    ...(emptyDetails as Omit<ContactRow, "organization_id" | "uuid" | "phone" | "created_at" | "updated_at">),
+    ...(emptyDetails as Omit<ContactRow, "organization_id" | "uuid" | "phone" | "phone_valid" | "created_at" | "updated_at">),
     organization_id: organizationId,
     uuid: reference.create.uuid,
     phone: reference.phone,
+    phone_valid: reference.create.phone_valid ?? true,
     first_name: reference.create.first_name,
     last_name: reference.create.last_name,
     created_at: request.now,

@@ -42,6 +42,12 @@ export const contactRepository = (state: MemoryState): ContactRepository => ({
     }),
   findById: (organizationId, id) =>
     Effect.sync(() => Option.map(Option.fromNullable(ownedContact(state, organizationId, id)), (row) => contactOf(state, row))),
+  findByPhone: (organizationId, phone) =>
+    Effect.sync(() => {
+      const id = state.contactIdsByPhone.get(phoneKey(organizationId, phone))
+      const row = id === undefined ? undefined : ownedContact(state, organizationId, id)
+      return Option.map(Option.fromNullable(row), (found) => contactOf(state, found))
+    }),
   update: (organizationId, id, patch, now) =>
     Effect.sync(() => {
       const row = ownedContact(state, organizationId, id)
@@ -49,7 +55,8 @@ export const contactRepository = (state: MemoryState): ContactRepository => ({
       const phone = patch.phone ?? row.phone
       const holder = state.contactIdsByPhone.get(phoneKey(organizationId, phone))
       if (holder !== undefined && holder !== id) return { _tag: "PhoneTaken" } as const
-      const updated: ContactRow = { ...row, ...patch.details, phone, updated_at: now }
+      const phone_valid = patch.phone === undefined ? row.phone_valid : true
+      const updated: ContactRow = { ...row, ...patch.details, phone, phone_valid, updated_at: now }
       state.contactIdsByPhone.delete(phoneKey(organizationId, row.phone))
       state.contactIdsByPhone.set(phoneKey(organizationId, phone), id)
       state.contacts.set(id, updated)
@@ -110,7 +117,7 @@ const importBulk = (state: MemoryState, organizationId: OrganizationId, request:
   request.rows.forEach((row, index) => {
     const uuid = rowIds[index] as ContactId
     const existing = existingIds[index] === undefined ? undefined : state.contacts.get(uuid)
-    const base = existing ?? { ...emptyDetails, organization_id: organizationId, uuid, phone: row.phone, created_at: request.now }
+    const base = existing ?? { ...emptyDetails, organization_id: organizationId, uuid, phone: row.phone, phone_valid: row.phone_valid ?? true, created_at: request.now }
     state.contacts.set(uuid, { ...(base as ContactRow), ...row.details, updated_at: request.now })
     state.contactIdsByPhone.set(phoneKey(organizationId, row.phone), uuid)
     for (const reference of row.groups) {

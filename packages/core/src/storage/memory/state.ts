@@ -9,6 +9,7 @@ export interface ContactRow extends ContactDetails {
   readonly organization_id: OrganizationId
   readonly uuid: ContactId
   readonly phone: string
+  readonly phone_valid: boolean
   readonly created_at: string
   readonly updated_at: string
 }
