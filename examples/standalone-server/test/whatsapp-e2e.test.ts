@@ -290,7 +290,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     expect(await chats()).toEqual(chatsBefore)
   })
 
-  it("an empty text is answered 200 but kept as refused; `webhook-rejects list` shows it (--org, --limit) and the unknown number's change", async () => {
+  it("an empty text is answered 200 but kept as refused; `webhook-rejects list` shows it (--org, --limit), never the unknown number's change", async () => {
     const empty = textWebhook({ from: "16505550999", name: "Blank", id: "wamid.inbound-e2e-empty", body: "" })
     const answer = await webhook(empty)
     expect([answer.status, answer.json.data]).toEqual([200, { received: 1 }])
@@ -306,11 +306,11 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
       }
     ])
     const all = await runCliJson<Array<any>>(["webhook-rejects", "list"], env)
-    expect(all.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason])).toEqual([
-      [orgId, PHONE_NUMBER_ID, "text: required"],
-      [null, UNKNOWN_PHONE_NUMBER_ID, "no channel has this phone_number_id"]
-    ])
-    expect(await runCliJson<Array<any>>(["webhook-rejects", "list", "--limit", "1"], env)).toEqual([all[0]])
+    expect(all.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason])).toEqual([[orgId, PHONE_NUMBER_ID, "text: required"]])
+    await webhook(textWebhook({ from: "16505550998", name: "Blank", id: "wamid.inbound-e2e-empty-2", body: "" }))
+    const both = await runCliJson<Array<any>>(["webhook-rejects", "list"], env)
+    expect(both).toHaveLength(2)
+    expect(await runCliJson<Array<any>>(["webhook-rejects", "list", "--limit", "1"], env)).toEqual([both[0]])
     const badLimit = await runCli(["webhook-rejects", "list", "--limit", "0"], env)
     expect([badLimit.code, badLimit.stdout]).toEqual([1, ""])
     expect(badLimit.stderr).toContain("--limit")
@@ -332,11 +332,11 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     const chat = (await chats()).find((each) => each.contact.phone === "+999123")
     expect(chat).toMatchObject({ unread_count: 1, last_message: { text: "Still there?" } })
     expect((await api("GET", `/contacts/${chat.contact.uuid}`)).json.data).toMatchObject({ phone: "+999123", phone_valid: false })
-    const before = graphCalls.length
+    const before = graphCalls().length
     const reply = await api("POST", "/send", { phone: "+999123", message: "Yes!" })
     expect(reply.status, reply.text).toBe(200)
     expect(reply.json.data).toMatchObject({ chat_uuid: chat.uuid, status: "sent" })
-    expect(graphCalls.slice(before).map((each) => (each.body as { to: string }).to)).toEqual(["999123"])
+    expect(graphCalls().slice(before).map((each) => (each.body as { to: string }).to)).toEqual(["999123"])
   })
 
   it("the channel's token is in no log line, no response, no CLI output, not in the SQLite files; the secrets in no log line", () => {

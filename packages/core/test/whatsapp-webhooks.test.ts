@@ -204,7 +204,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       })
     ))
 
-  it.effect("a number no channel has, or a body that is not WhatsApp's, is acknowledged, stores no message, and is kept as refused", () =>
+  it.effect("a number no channel has is acknowledged and nothing of it stored; a body that is not WhatsApp's is kept as refused", () =>
     run(() =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel("999000111")
@@ -214,15 +214,9 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         expect(yield* receive({ object: "page", entry: [] })).toMatchObject({ received: 0 })
         expect(yield* receive(fixture("account-update"))).toMatchObject({ received: 0 })
         const rejects = yield* allRejects
-        const firstChange = (payload: unknown) => (payload as { entry: Array<{ changes: Array<unknown> }> }).entry[0]!.changes[0]
-        expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual(
-          expect.arrayContaining([
-            [null, null, "not a WhatsApp Business Account notification", { object: "page", entry: [] }],
-            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(fixture("text"))],
-            [null, PHONE_NUMBER_ID, "no channel has this phone_number_id", firstChange(statusesPayload([status("wamid.x", "read")]))]
-          ])
-        )
-        expect(rejects).toHaveLength(3)
+        expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual([
+          [null, null, "not a WhatsApp Business Account notification", { object: "page", entry: [] }]
+        ])
       })
     ))
 
@@ -308,7 +302,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
           return orgId
         }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
       )
-      const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
+      const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook"))
       expect(refused.map((line) => [line.phone_number_id, line.organization_id ?? null])).toEqual([
         [PHONE_NUMBER_ID, orgId],
         ["555", null]

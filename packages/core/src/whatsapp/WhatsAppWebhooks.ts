@@ -51,8 +51,9 @@ export interface WhatsAppWebhooksService {
    *   never moves back; `failed` with its error; unknown ids kept 10 minutes);
    * - a template status on the template with that name and language, in every
    *   organization with a channel of that account.
-   * Every part it refuses — a message or status core refuses (an empty text…), a part of
-   * unexpected shape, an unknown number or account, a body that is not a WhatsApp
+   * A change for a number or account no channel has is acknowledged and logged, and
+   * nothing of it is stored. Every part it refuses — a message or status core refuses (an
+   * empty text…), a part of unexpected shape, a body that is not a WhatsApp
    * notification — is logged and kept as a {@link WebhookReject} in
    * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"; once:
    * its id is derived from its content, so a redelivery keeps nothing twice), and the rest
@@ -134,25 +135,31 @@ const make = Effect.gen(function* () {
       case "Messages":
         return Effect.flatMap(channels.findByPhoneNumberId(change.phone_number_id), (owner) =>
           Option.match(owner, {
-            onNone: () => {
-              const part = { organization_id: null, phone_number_id: change.phone_number_id, reason: UNKNOWN_NUMBER, item: change.raw }
-              return Effect.as(refuse(refused, part, "change for a phone number id no channel has", null), NONE)
-            },
+            // Not refused but not ours: another number of a shared Meta app, or a channel not
+            // connected yet. Acknowledged and logged; nothing of it is stored.
+            onNone: () =>
+              Effect.as(
+                Effect.logWarning("WhatsApp webhook for a phone number id no channel has; acknowledged, nothing stored").pipe(
+                  Effect.annotateLogs({ phone_number_id: change.phone_number_id })
+                ),
+                NONE
+              ),
             onSome: (owner) => Effect.as(receiveMessages(owner, change, refused), [owner.organization_id])
           })
         )
       case "TemplateStatus":
-        return receiveTemplateStatus(change, refused)
+        return receiveTemplateStatus(change)
     }
   }
 
-  const receiveTemplateStatus = (change: TemplateStatusChange, refused: Array<RefusedPart>) =>
+  const receiveTemplateStatus = (change: TemplateStatusChange) =>
     Effect.gen(function* () {
       const owners = yield* channels.findByWabaId(change.waba_id)
       const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
       if (organizations.length === 0) {
-        const part = { organization_id: null, phone_number_id: null, reason: UNKNOWN_ACCOUNT, item: change.raw }
-        yield* refuse(refused, part, "template status for an account no channel has", null)
+        yield* Effect.logWarning("WhatsApp template status for an account no channel has; acknowledged, nothing stored").pipe(
+          Effect.annotateLogs({ waba_id: change.waba_id })
+        )
         return NONE
       }
       for (const organizationId of organizations) {
@@ -217,8 +224,6 @@ const PRUNE_EVERY_MS = 60 * 60 * 1000
 
 const NONE: ReadonlyArray<OrganizationId> = []
 
-const UNKNOWN_NUMBER = "no channel has this phone_number_id"
-const UNKNOWN_ACCOUNT = "no channel has this WhatsApp Business Account (entry id)"
 const NOT_WHATSAPP = "not a WhatsApp Business Account notification"
 
 type MessagesChange = Extract<WhatsAppWebhookChange, { readonly _tag: "Messages" }>
