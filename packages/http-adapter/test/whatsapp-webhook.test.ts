@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer, Logger } from "effect"
 import { ChannelVerifier, type OrganizationId, Storage, StorageError, type StorageService } from "@switchboard/core"
 import { createFetchHandler, type SwitchboardHandler } from "@switchboard/http-adapter"
-import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { inboundMessagePayload, sign, startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { expectEnvelope, makeHandler, makeSharedStorage, makeTenant, request } from "./helpers.js"
 
 // POST /webhooks/whatsapp end to end in the handler (docs/whatsapp-webhooks.md): signature
@@ -72,27 +72,18 @@ const statuses = (phoneNumberId: string, list: ReadonlyArray<[string, string]>) 
     ]
   })
 
-/** A text from WhatsApp id `from` to the business number `phoneNumberId`. */
+/** A text from WhatsApp id `from` to the business number `phoneNumberId` (the simulator's payload builder). */
 const textFrom = (phoneNumberId: string, from: string, id: string, body: string) =>
-  JSON.stringify({
-    object: "whatsapp_business_account",
-    entry: [
-      {
-        id: WABA_ID,
-        changes: [
-          {
-            field: "messages",
-            value: {
-              messaging_product: "whatsapp",
-              metadata: { display_phone_number: "15550783881", phone_number_id: phoneNumberId },
-              contacts: [{ profile: { name: "Customer" }, wa_id: from }],
-              messages: [{ from, id, timestamp: "1749416383", type: "text", text: { body } }]
-            }
-          }
-        ]
-      }
-    ]
-  })
+  JSON.stringify(
+    inboundMessagePayload({
+      number: { phone_number_id: phoneNumberId, display_phone_number: "+1 555-078-3881", waba_id: WABA_ID },
+      from,
+      profile_name: "Customer",
+      id,
+      timestamp: "1749416383",
+      message: textMessage(body)
+    })
+  )
 
 /** The refused webhook parts kept in `storage`, newest first (of one organization when given). */
 const rejectsOf = (storage: Layer.Layer<Storage>, organizationId?: OrganizationId) =>
