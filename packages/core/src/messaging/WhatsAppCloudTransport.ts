@@ -155,11 +155,11 @@ const receiptOf = (
   const id = body.messages?.[0]?.id
   const ok = status >= 200 && status <= 299
   if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
-  const code = body.error?.code
+  const { code, message } = body.error ?? {}
   return Effect.fail(
     new TransportFailed({
-      reason: body.error?.message ?? graphAnsweredStatus(options, status),
-      provider_code: code === undefined || code === null ? null : String(code),
+      reason: typeof message === "string" ? message : graphAnsweredStatus(options, status),
+      provider_code: typeof code === "number" || typeof code === "string" ? String(code) : null,
       http_status: status,
       network_error: readError === undefined ? null : networkErrorCode(readError),
       ...(ok ? { kind: "unknown" as const } : {})
@@ -169,5 +169,5 @@ const receiptOf = (
 
 interface GraphResponse {
   readonly messages?: ReadonlyArray<{ readonly id?: unknown }>
-  readonly error?: { readonly message?: string; readonly code?: number | string | null }
+  readonly error?: { readonly message?: unknown; readonly code?: unknown }
 }
