@@ -137,11 +137,12 @@ const contactPhones = async (): Promise<Array<string>> => {
   return answer.json.data.contacts.map((contact: { phone: string }) => contact.phone).sort()
 }
 
-/** What a Graph API text send carries (Meta's shape). */
-const textSend = (to: string, body: string) => ({
+/** What a Graph API text send carries (Meta's shape), with the message's uuid as `biz_opaque_callback_data`. */
+const textSend = (to: string, body: string, messageId: unknown) => ({
   messaging_product: "whatsapp",
   recipient_type: "individual",
   to,
+  biz_opaque_callback_data: messageId,
   type: "text",
   text: { preview_url: false, body }
 })
@@ -206,7 +207,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
         method: "POST",
         url: `/v21.0/${PHONE_NUMBER_ID}/messages`,
         authorization: `Bearer ${TOKEN}`,
-        body: textSend("14155550101", "Your order shipped")
+        body: textSend("14155550101", "Your order shipped", answer.json.data.message_id)
       }
     ])
     sentWamid = wamidOf(before + 1)
@@ -266,7 +267,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
         method: "POST",
         url: `/v21.0/${PHONE_NUMBER_ID}/messages`,
         authorization: `Bearer ${TOKEN}`,
-        body: textSend("16505550199", "We are open 9 to 5, Monday to Friday.")
+        body: textSend("16505550199", "We are open 9 to 5, Monday to Friday.", expect.any(String))
       }
     ])
     const chat = (await chats()).find((c) => c.contact.phone === "+16505550199")
@@ -276,6 +277,7 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
       ["inbound", "  Opening Hours "]
     ])
     expect(messages[0]).toMatchObject({ status: "sent", provider_message_id: wamidOf(before + 1), channel_uuid: messages[1].channel_uuid })
+    expect(graphCalls()[before]!.body).toMatchObject({ biz_opaque_callback_data: messages[0].uuid })
   })
 
   it("an inbound text for a phone_number_id no channel has → 200 {received: 0}, no contact, chat or message stored", async () => {

@@ -2,7 +2,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { graphVerifier, MessageTransport, TransportFailed, WhatsAppCloudTransport } from "@switchboard/core"
+import { classifyFailure, graphVerifier, MessageTransport, TransportFailed, WhatsAppCloudTransport } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** A loopback port nothing listens on: bound once, then closed. */
@@ -30,6 +30,16 @@ describe("a Graph API that cannot be reached (docs/channels.md, docs/messaging.m
         `Meta's Graph API at ${baseUrl.slice(0, -1)} could not be reached (fetch failed: connect ECONNREFUSED ${baseUrl.slice(7, -1)})`
       )
       expect(failure.reason).not.toContain("secret-token-123")
+    })
+  )
+
+  it.live("a port nothing listens on is transient (docs/messaging.md \"Classes of failure\"): the request was never written", () =>
+    Effect.gen(function* () {
+      const baseUrl = `http://127.0.0.1:${yield* Effect.promise(closedPort)}`
+      const failure = yield* Effect.flatMap(MessageTransport, (transport) =>
+        transport.send({ channel: null, message_id: "m-1", to: "+14155550100", type: "text", text: "Hi" })
+      ).pipe(Effect.provide(WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "t", baseUrl })), Effect.flip)
+      expect([failure.http_status, failure.network_error, failure.kind, classifyFailure(failure)]).toEqual([null, "ECONNREFUSED", undefined, "transient"])
     })
   )
 
@@ -65,7 +75,7 @@ describe("a Graph API answer without Meta's error object (docs/channels.md, docs
         Effect.flip
       )
       expect(failure.reason).toBe(`Meta's Graph API at ${simulator.url.replace(/\/+$/, "")} answered HTTP 502`)
-      expect(failure.provider_code).toBeNull()
+      expect([failure.provider_code, failure.http_status]).toEqual([null, 502])
     })
   )
 

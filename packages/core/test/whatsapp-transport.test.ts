@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+import { classifyFailure, MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
@@ -21,6 +21,9 @@ afterAll(() => simulator.close())
 const recorded = () =>
   simulator.received().map(({ authorization, body, method, path }) => ({ method, url: path, authorization: authorization ?? undefined, body }))
 
+/** The fields of every Graph send body: the recipient without `+`, the message's uuid as `biz_opaque_callback_data`. */
+const envelope = (messageId: string) => ({ messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", biz_opaque_callback_data: messageId })
+
 const transport = (timeoutMs?: number) =>
   WhatsAppCloudTransport.layer({ phoneNumberId: "106540352242922", accessToken: "test-token", baseUrl, apiVersion: "v21.0", ...(timeoutMs ? { timeoutMs } : {}) })
 
@@ -39,7 +42,7 @@ describe("WhatsApp Cloud API transport", () => {
           method: "POST",
           url: "/v21.0/106540352242922/messages",
           authorization: "Bearer test-token",
-          body: { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "template", template }
+          body: { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", biz_opaque_callback_data: "m-1", type: "template", template }
         }
       ])
     }))
@@ -50,9 +53,9 @@ describe("WhatsApp Cloud API transport", () => {
       yield* send({ channel: null, message_id: "m-3", to: "+14155550100", type: "media", media: { type: "document", url: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } })
       yield* send({ channel: null, message_id: "m-4", to: "+14155550100", type: "media", media: { type: "audio", url: "https://example.com/a.ogg", caption: "ignored" } })
       expect(recorded().map((r) => r.body)).toEqual([
-        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "text", text: { preview_url: false, body: "Hello" } },
-        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "document", document: { link: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } },
-        { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "audio", audio: { link: "https://example.com/a.ogg" } }
+        { ...envelope("m-2"), type: "text", text: { preview_url: false, body: "Hello" } },
+        { ...envelope("m-3"), type: "document", document: { link: "https://example.com/a.pdf", caption: "Invoice", filename: "a.pdf" } },
+        { ...envelope("m-4"), type: "audio", audio: { link: "https://example.com/a.ogg" } }
       ])
     }))
 
@@ -60,7 +63,7 @@ describe("WhatsApp Cloud API transport", () => {
     Effect.gen(function* () {
       simulator.script.enqueue([{ code: 131030, http_status: 400 }])
       const error = yield* Effect.flip(send({ channel: null, message_id: "m-5", to: "+14155550100", type: "text", text: "Hi" }))
-      expect(error).toMatchObject({ _tag: "TransportFailed", reason: "(#131030) Recipient phone number not in allowed list", provider_code: "131030" })
+      expect(error).toMatchObject({ _tag: "TransportFailed", reason: "(#131030) Recipient phone number not in allowed list", provider_code: "131030", http_status: 400, network_error: null })
     }))
 
   it.live("fails with TransportFailed on a timeout and on an unreachable provider, never hangs", () =>
@@ -108,5 +111,68 @@ describe("WhatsApp Cloud API transport", () => {
       )
       expect(receipt).toEqual({ provider_message_id: null, status: "sent" })
       expect(recorded()).toEqual([])
+    }))
+})
+
+describe("WhatsApp Cloud API transport: what the classes of failure read (docs/messaging.md \"Classes of failure\")", () => {
+  const text = (message_id: string) => ({ channel: null, message_id, to: "+14155550100", type: "text" as const, text: "Hi" })
+  /** The failure of one send, with the fields the classifier reads and its class. */
+  const failureOf = (message_id: string, timeoutMs?: number) =>
+    Effect.map(Effect.flip(send(text(message_id), timeoutMs)), (failure) => ({
+      provider_code: failure.provider_code,
+      http_status: failure.http_status,
+      network_error: failure.network_error,
+      class: classifyFailure(failure)
+    }))
+
+  it.live("a throttle, a 503, a connection closed after the request and a request never answered come out as four classes", () =>
+    Effect.gen(function* () {
+      simulator.script.enqueue([{ code: 130429 }, { http_status: 503 }, { drop: "close" }, { drop: "hang" }])
+      const failures = [yield* failureOf("c-1"), yield* failureOf("c-2"), yield* failureOf("c-3"), yield* failureOf("c-4", 200)]
+      expect(failures).toEqual([
+        { provider_code: "130429", http_status: 429, network_error: null, class: "throttle" },
+        { provider_code: null, http_status: 503, network_error: null, class: "transient" },
+        { provider_code: null, http_status: null, network_error: expect.stringMatching(/^(UND_ERR_SOCKET|ECONNRESET)$/), class: "unknown" },
+        { provider_code: null, http_status: null, network_error: "TimeoutError", class: "unknown" }
+      ])
+      expect(simulator.sends().map((r) => r.body)).toEqual(["c-1", "c-2", "c-3", "c-4"].map((id) => expect.objectContaining({ biz_opaque_callback_data: id })))
+    }))
+
+  it.live("Meta's codes of every class, at Meta's usual HTTP status", () =>
+    Effect.gen(function* () {
+      const codes = [131056, 131000, 131016, 131047, 132015, 190, 131031, 368, 80007]
+      simulator.script.enqueue(codes.map((code) => ({ code })))
+      const classes: Array<[string | null, number | null, string]> = []
+      for (const code of codes) {
+        const failure = yield* failureOf(`k-${code}`)
+        classes.push([failure.provider_code, failure.http_status, failure.class])
+      }
+      expect(classes).toEqual([
+        ["131056", 429, "pair_rate"],
+        ["131000", 500, "transient"],
+        ["131016", 503, "transient"],
+        ["131047", 400, "permanent"],
+        ["132015", 400, "permanent"],
+        ["190", 401, "account"],
+        ["131031", 400, "account"],
+        ["368", 400, "account"],
+        ["80007", 429, "throttle"]
+      ])
+    }))
+
+  it.live("a 2xx answer without a message id is unknown: Meta may have taken the message", () =>
+    Effect.gen(function* () {
+      simulator.script.enqueue([{ code: 131000, http_status: 200 }])
+      const failure = yield* Effect.flip(send(text("c-5")))
+      expect([failure.http_status, failure.kind, classifyFailure(failure)]).toEqual([200, "unknown", "unknown"])
+    }))
+
+  it.live("every send carries the message's uuid as biz_opaque_callback_data, for every type", () =>
+    Effect.gen(function* () {
+      const id = "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a"
+      yield* send(text(id))
+      yield* send({ channel: null, message_id: `${id.slice(0, -1)}b`, to: "+14155550100", type: "template", template: { name: "t", language: { code: "en" }, components: [] } })
+      yield* send({ channel: null, message_id: `${id.slice(0, -1)}c`, to: "+14155550100", type: "media", media: { type: "image", url: "https://example.com/a.png" } })
+      expect(simulator.sends().map((r) => (r.body as { biz_opaque_callback_data?: unknown }).biz_opaque_callback_data)).toEqual([id, `${id.slice(0, -1)}b`, `${id.slice(0, -1)}c`])
     }))
 })

@@ -257,7 +257,7 @@ describe("WhatsApp Cloud API transport end to end (issue 4)", () => {
       {
         url: "/v21.0/106540352242922/messages",
         authorization: "Bearer test-token",
-        body: { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", type: "template", template }
+        body: { messaging_product: "whatsapp", recipient_type: "individual", to: "14155550100", biz_opaque_callback_data: sent.data.message_id, type: "template", template }
       }
     ])
     const [stored] = await messagesOf(store, organization.id, sent.data.chat_uuid)

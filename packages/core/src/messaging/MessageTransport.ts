@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Schema } from "effect"
+import { FailureKind } from "./failureClasses.js"
 
 /**
  * The channel (an organization's own WhatsApp number, docs/channels.md) a message goes
@@ -26,7 +27,8 @@ interface OutboundEnvelope {
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
  *   send object of `POST /send/template` (docs/messaging.md);
  * - `media`: `{type: "media", media: {type: image|video|audio|document, url, caption?, filename?}}`.
- * `message_id` is the message record's uuid, for correlation. `channel` is the
+ * `message_id` is the message record's uuid, for correlation (the WhatsApp Cloud API
+ * transport sends it as `biz_opaque_callback_data`, echoed in Meta's status notifications). `channel` is the
  * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
  * the organization has none: then the transport's own configuration applies.
  *
@@ -66,14 +68,26 @@ export interface TransportReceipt {
 
 /**
  * The provider refused or could not be reached. The message is kept and marked `failed`
- * with this reason (issue "Templates, basic replies, sends"): `reason` is the provider's
- * message or the network error, `provider_code` its error code when it gave one.
+ * with this reason (docs/messaging.md "Failure reasons"):
+ * - `reason`: the provider's message or the network error (never a credential);
+ * - `provider_code`: the provider's error code when it gave one (Meta's Graph code, `"131047"`);
+ * - `http_status`: the HTTP status of the provider's answer, `null` when none came (the default);
+ * - `network_error`: the socket error's code when no answer came (`ECONNREFUSED`,
+ *   `UND_ERR_SOCKET`, `TimeoutError` for a timeout), else `null` (the default);
+ * - `kind`: the class of the failure when the transport knows it better than the codes
+ *   (optional; it wins).
+ * {@link classifyFailure} reads them into a class (docs/messaging.md "Classes of failure").
+ * A custom transport may keep constructing `TransportFailed({reason, provider_code})`: with
+ * nothing else to go by, such a failure is `permanent`.
  *
  * @category errors
  */
 export class TransportFailed extends Schema.TaggedError<TransportFailed>()("TransportFailed", {
   reason: Schema.String,
-  provider_code: Schema.NullOr(Schema.String)
+  provider_code: Schema.NullOr(Schema.String),
+  http_status: Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null }),
+  network_error: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  kind: Schema.optional(FailureKind)
 }) {
   override get message(): string {
     return `The message could not be delivered: ${this.reason}`

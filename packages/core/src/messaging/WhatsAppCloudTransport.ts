@@ -1,5 +1,12 @@
 import { Effect, Layer } from "effect"
-import { graphAnsweredStatus, type GraphApiOptions, graphSignal, graphUnreachable, graphUrl } from "./graphApi.js"
+import {
+  graphAnsweredStatus,
+  type GraphApiOptions,
+  graphSignal,
+  graphUnreachable,
+  graphUrl,
+  networkErrorCode
+} from "./graphApi.js"
 import {
   MessageTransport,
   type MessageTransportService,
@@ -28,7 +35,10 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
  * goes out through that channel's `phone_number_id` with its token instead (the
  * organization's own number, docs/messaging.md "Channels"). A 2xx answer gives the
  * provider's message id (`messages[0].id`); any other answer, a timeout or a network error
- * fails with `TransportFailed` carrying the provider's `error.message` and `error.code`.
+ * fails with `TransportFailed` carrying the provider's `error.message` and `error.code`, the
+ * HTTP status and the socket error's code, from which `classifyFailure` tells the classes
+ * apart (docs/messaging.md "Classes of failure"). Each body carries the message's uuid as
+ * `biz_opaque_callback_data`.
  *
  * @category messaging
  * @example
@@ -63,9 +73,21 @@ const channelOptions = (
   accessToken: channel.access_token
 })
 
-/** The Graph API request body of one outbound message. */
+/**
+ * The Graph API request body of one outbound message: `{messaging_product: "whatsapp",
+ * recipient_type: "individual", to, biz_opaque_callback_data, type, …}` where `to` is the
+ * E.164 phone without `+` and `biz_opaque_callback_data` the message's uuid (`message_id`),
+ * which Meta echoes in the message's status notifications (docs/messaging.md "WhatsApp Cloud API").
+ *
+ * @category messaging
+ */
 export const requestBody = (message: OutboundMessage): Record<string, unknown> => {
-  const base = { messaging_product: "whatsapp", recipient_type: "individual", to: message.to.replace(/^\+/, "") }
+  const base = {
+    messaging_product: "whatsapp",
+    recipient_type: "individual",
+    to: message.to.replace(/^\+/, ""),
+    biz_opaque_callback_data: message.message_id
+  }
   switch (message.type) {
     case "text":
       return { ...base, type: "text", text: { preview_url: false, body: message.text } }
@@ -91,25 +113,61 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
         body: JSON.stringify(requestBody(message)),
         signal: graphSignal(options, signal)
       })
-      const body = (await response.json().catch(() => ({}))) as GraphResponse
-      return { ok: response.ok, status: response.status, body }
+      return { status: response.status, ...(await readBody(response)) }
     },
-    catch: (error) => new TransportFailed({ reason: graphUnreachable(options, error), provider_code: null })
-  }).pipe(
-    Effect.flatMap(({ ok, status, body }) => {
-      const id = body.messages?.[0]?.id
-      if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
-      return Effect.fail(
-        new TransportFailed({
-          reason: body.error?.message ?? graphAnsweredStatus(options, status),
-          provider_code: body.error?.code === undefined ? null : String(body.error.code)
-        })
-      )
+    catch: (error) => unreachable(options, error)
+  }).pipe(Effect.flatMap((answer) => receiptOf(options, answer)))
+}
+
+/** A request that got no answer: the socket error's code goes with it (a timeout is `TimeoutError`). */
+const unreachable = (options: WhatsAppCloudOptions, error: unknown): TransportFailed =>
+  new TransportFailed({ reason: graphUnreachable(options, error), provider_code: null, http_status: null, network_error: networkErrorCode(error) })
+
+/** The answer's JSON body, or the error that cut reading it short (a lost connection, the timeout). */
+const readBody = async (response: Response): Promise<{ readonly body: GraphResponse; readonly readError?: unknown }> => {
+  try {
+    const text = await response.text()
+    return { body: parseJsonObject(text) }
+  } catch (readError) {
+    return { body: {}, readError }
+  }
+}
+
+const parseJsonObject = (text: string): GraphResponse => {
+  try {
+    const parsed: unknown = JSON.parse(text)
+    return typeof parsed === "object" && parsed !== null ? (parsed as GraphResponse) : {}
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * The receipt of a 2xx answer with `messages[0].id`; otherwise `TransportFailed` with Meta's
+ * message and code, the HTTP status, and the network error when the body was cut short. A 2xx
+ * answer without an id (or whose body was lost) is `unknown`: Meta may have taken the message.
+ */
+const receiptOf = (
+  options: WhatsAppCloudOptions,
+  answer: { readonly status: number; readonly body: GraphResponse; readonly readError?: unknown }
+): Effect.Effect<TransportReceipt, TransportFailed> => {
+  const { status, body, readError } = answer
+  const id = body.messages?.[0]?.id
+  const ok = status >= 200 && status <= 299
+  if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
+  const { code, message } = body.error ?? {}
+  return Effect.fail(
+    new TransportFailed({
+      reason: typeof message === "string" ? message : graphAnsweredStatus(options, status),
+      provider_code: typeof code === "number" || typeof code === "string" ? String(code) : null,
+      http_status: status,
+      network_error: readError === undefined ? null : networkErrorCode(readError),
+      ...(ok ? { kind: "unknown" as const } : {})
     })
   )
 }
 
 interface GraphResponse {
   readonly messages?: ReadonlyArray<{ readonly id?: unknown }>
-  readonly error?: { readonly message?: string; readonly code?: number | string }
+  readonly error?: { readonly message?: unknown; readonly code?: unknown }
 }

@@ -68,6 +68,27 @@ export const graphUnreachable = (options: GraphApiOptions, error: unknown): stri
 export const graphAnsweredStatus = (options: GraphApiOptions, status: number): string =>
   `Meta's Graph API at ${graphBaseUrl(options)} answered HTTP ${status}`
 
+/**
+ * The code of the network error under a failed Graph request, for the classes of failure
+ * (docs/messaging.md "Classes of failure"): undici's socket error in `error.cause`
+ * (`ECONNREFUSED`, `ENOTFOUND`, `UND_ERR_CONNECT_TIMEOUT`, `UND_ERR_SOCKET`, `ECONNRESET`…),
+ * `TimeoutError` for the request's timeout ({@link graphSignal}), else the error's own
+ * `code`, else `null`.
+ *
+ * @category messaging
+ */
+export const networkErrorCode = (error: unknown): string | null => {
+  if (!(error instanceof Error)) return null
+  if (error.name === "TimeoutError") return "TimeoutError"
+  const cause = (error as { cause?: unknown }).cause
+  return codeOf(cause) ?? codeOf(error)
+}
+
+const codeOf = (error: unknown): string | null => {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined
+  return typeof code === "string" && code !== "" ? code : null
+}
+
 /** `fetch`'s message with its cause's (undici puts the socket error there): `fetch failed: connect ECONNREFUSED …`. */
 const describeFetchError = (error: unknown): string => {
   if (!(error instanceof Error)) return String(error)
