@@ -135,6 +135,18 @@ export const runLeasedPass = <J, O, E, R>(
  * in flight to record their outcome. Each pass writes its end time to `options.status`.
  *
  * @category dispatch
+ * @example
+ * import { Effect, Fiber } from "effect"
+ * import { makeDispatchWake, runLeasedQueue, webhookDeliveryQueue } from "@switchboard/core"
+ *
+ * const wake = makeDispatchWake()
+ * const program = Effect.gen(function*() {
+ *   const loop = yield* Effect.fork(
+ *     runLeasedQueue(webhookDeliveryQueue, { leaseMs: 60_000, concurrency: 10, pollIntervalMs: 1_000, wake })
+ *   )
+ *   // … on shutdown: waits for the deliveries in flight to be recorded.
+ *   yield* Fiber.interrupt(loop)
+ * })
  */
 export const runLeasedQueue = <J, O, E, R>(
   queue: LeasedQueue<J, O, E, R>,
