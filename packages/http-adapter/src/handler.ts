@@ -5,6 +5,7 @@ import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./
 import {
   type ChannelVerifier,
   Core,
+  DispatchWake,
   type DomainError,
   type GraphApiOptions,
   Organizations,
@@ -12,7 +13,8 @@ import {
   type AuthenticatedOrganization,
   type RateLimitDecision,
   type RateLimiter,
-  type Storage
+  type Storage,
+  wakeOnEnqueue
 } from "@switchboard/core"
 import { failureResponse, type ApiResponse } from "./envelope.js"
 import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
@@ -293,7 +295,8 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       // The dispatcher also reads the secret key, the webhook settings and the storage.
       Layer.provideMerge(channelLayerOf(options)),
       Layer.provideMerge(webhookSettingsLayerOf(options.webhooks)),
-      Layer.provideMerge(options.storage),
+      // Every write that may enqueue a webhook delivery wakes this handler's dispatcher.
+      Layer.provideMerge(wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(handlerLogger)),

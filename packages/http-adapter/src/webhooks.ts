@@ -1,5 +1,7 @@
-import { Effect, Fiber, Layer, Logger, ManagedRuntime } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } from "effect"
 import {
+  DispatchWake,
+  makeLeasedLoopStatus,
   runWebhookDispatcher,
   SecureRandom,
   type Storage,
@@ -18,8 +20,9 @@ import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./
  * - `allowInsecureUrls`: accept `http://` endpoint URLs (development and tests only);
  * - `allowPrivateNetworks`: accept endpoints on loopback, private, link-local and other
  *   internal addresses (development and tests only);
- * - `pollIntervalMs`: how often the dispatcher looks for due deliveries, in milliseconds
- *   (default 1 000).
+ * - `pollIntervalMs`: the longest the dispatcher sleeps when no delivery is known to be
+ *   due, in milliseconds (default 1 000); a delivery written by this handler wakes it at
+ *   once, and a retry it scheduled wakes it when due.
  *
  * @category webhooks
  */
@@ -75,13 +78,16 @@ export interface DispatchWebhooksOptions {
 
 /**
  * A running dispatcher: `ready` resolves once the storage is open (rejects with its
- * error); `stop()` waits for the attempts in flight, stops the loop and closes the storage.
+ * error); `stop()` waits for the attempts in flight, stops the loop and closes the storage;
+ * `lastPassEndedAt()` is when the loop last ended a pass (a claim of due deliveries), or
+ * `null` before its first (or when it does not run): what a health check reads.
  *
  * @category webhooks
  */
 export interface WebhookDispatcherHandle {
   readonly ready: Promise<void>
   readonly stop: () => Promise<void>
+  readonly lastPassEndedAt: () => Date | null
 }
 
 /**
@@ -104,6 +110,7 @@ export const dispatchWebhooks = (options: DispatchWebhooksOptions): WebhookDispa
     Layer.mergeAll(
       options.storage,
       SecureRandom.layer,
+      DispatchWake.layer,
       channelLayerOf({ secretKey: options.secretKey }),
       webhookSettingsLayerOf(options.webhooks)
     ).pipe(
@@ -115,22 +122,30 @@ export const dispatchWebhooks = (options: DispatchWebhooksOptions): WebhookDispa
 }
 
 /**
- * Forks the dispatcher loop in `runtime` once it is built; `stop` interrupts it (waiting
- * for the attempts in flight) and disposes of the runtime.
+ * Forks the dispatcher loop in `runtime` once it is built, woken by the runtime's
+ * `DispatchWake`; `stop` interrupts it (waiting for the attempts in flight) and disposes of
+ * the runtime. The loop's sleeps do not keep the process alive (`unref`): a host that
+ * stops serving without stopping the dispatcher still exits.
  *
  * @internal
  */
 export const startDispatcher = <R, E>(
-  runtime: ManagedRuntime.ManagedRuntime<R | Storage | SecureRandom, E>,
+  runtime: ManagedRuntime.ManagedRuntime<R | Storage | SecureRandom | DispatchWake, E>,
   options: WebhookHandlerOptions | undefined,
   run: boolean = true
 ): WebhookDispatcherHandle => {
   let stopped = false
   let fiber: Fiber.RuntimeFiber<never, unknown> | undefined
+  const status = Effect.runSync(makeLeasedLoopStatus)
   const ready = runtime.runtime().then(() => {
     if (run && !stopped) {
       fiber = runtime.runFork(
-        runWebhookDispatcher(options?.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs })
+        Effect.flatMap(DispatchWake, (wake) =>
+          runWebhookDispatcher({
+            wake,
+            status,
+            ...(options?.pollIntervalMs === undefined ? {} : { pollIntervalMs: options.pollIntervalMs })
+          })).pipe(Effect.withClock(hostClock))
       )
     }
   })
@@ -140,8 +155,30 @@ export const startDispatcher = <R, E>(
     if (fiber !== undefined) await Effect.runPromise(Fiber.interrupt(fiber))
     await runtime.dispose()
   }
-  return { ready, stop }
+  const lastPassEndedAt = () => {
+    const endedAt = Effect.runSync(Ref.get(status.lastPassEndedAt))
+    return endedAt === null ? null : new Date(endedAt)
+  }
+  return { ready, stop, lastPassEndedAt }
 }
+
+/** Effect's default clock, with sleeps on timers that do not keep the process alive. */
+const hostClock: Clock.Clock = (() => {
+  const base = Clock.make()
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis(),
+    currentTimeMillis: base.currentTimeMillis,
+    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
+    currentTimeNanos: base.currentTimeNanos,
+    sleep: (duration) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
+        timer.unref?.()
+        return Effect.sync(() => clearTimeout(timer))
+      })
+  }
+})()
 
 const dispatcherLoggerLayer = (logger: DispatchWebhooksOptions["logger"]): Layer.Layer<never> =>
   logger === false

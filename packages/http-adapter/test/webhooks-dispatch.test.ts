@@ -19,6 +19,8 @@ const SECRET = `whsec_${randomBytes(24).toString("base64")}`
 let secret = SECRET
 const received: Array<{ readonly headers: IncomingHttpHeaders; readonly verified: any }> = []
 let delayMs = 0
+/** Statuses the receiver answers, one per request, before it answers 204. */
+let statuses: Array<number> = []
 let server: Server
 let receiverUrl: string
 
@@ -35,7 +37,8 @@ beforeAll(async () => {
         verified = error
       }
       received.push({ headers: request.headers, verified })
-      setTimeout(() => response.writeHead(204).end(), delayMs)
+      const status = statuses.shift() ?? 204
+      setTimeout(() => response.writeHead(status).end(), delayMs)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -50,6 +53,7 @@ afterAll(async () => {
 beforeEach(() => {
   received.length = 0
   delayMs = 0
+  statuses = []
   secret = SECRET
 })
 
@@ -170,6 +174,54 @@ describe("the webhook dispatcher in the handler", () => {
     )
     // Delivered: nothing is left to claim, even an hour later.
     expect(attempts).toHaveLength(0)
+  })
+
+  // A poll interval of an hour: only the wake of the write (and the retry time the loop
+  // scheduled) can make these deliveries go out while the test waits.
+  const wakeOnly = { ...local, pollIntervalMs: 3_600_000 }
+
+  it("a delivery written by a request wakes the dispatcher at once, whatever its poll interval", async () => {
+    const storage = makeSharedStorage()
+    const handler = createHandler({ storage, logger: false, secretKey: KEY, webhooks: wakeOnly })
+    try {
+      await handler.ready
+      const { api, organization } = await makeTenant(storage, handler)
+      await addEndpoint(storage, organization.id)
+      await importContacts(api, contactRows(40, 2))
+      await waitFor(() => received.length >= 2)
+      expect(received.map((request) => request.verified.type)).toEqual(["contact.created", "contact.created"])
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("a failed attempt is retried when its retry is due, not after the poll interval", async () => {
+    const storage = makeSharedStorage()
+    const handler = createHandler({ storage, logger: false, secretKey: KEY, webhooks: wakeOnly })
+    try {
+      await handler.ready
+      const { api, organization } = await makeTenant(storage, handler)
+      await addEndpoint(storage, organization.id)
+      statuses = [500, 503]
+      await importContacts(api, contactRows(50, 1))
+      await waitFor(() => received.length >= 3)
+      expect(new Set(received.map((request) => request.headers["webhook-id"])).size).toBe(1)
+    } finally {
+      await handler.dispose()
+    }
+  })
+
+  it("dispatchWebhooks tells when its loop last ended a pass (null before)", async () => {
+    const storage = makeSharedStorage()
+    const dispatcher = dispatchWebhooks({ storage, secretKey: KEY, webhooks: wakeOnly, logger: false })
+    try {
+      expect(dispatcher.lastPassEndedAt()).toBeNull()
+      await dispatcher.ready
+      await waitFor(() => dispatcher.lastPassEndedAt() !== null)
+      expect(dispatcher.lastPassEndedAt()!.getTime()).toBeLessThanOrEqual(Date.now())
+    } finally {
+      await dispatcher.stop()
+    }
   })
 
   it("refuses a malformed webhooks option at once", () => {

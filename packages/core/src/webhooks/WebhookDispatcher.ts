@@ -1,5 +1,14 @@
-import { Cause, Clock, Effect, Either, Option, Random } from "effect"
+import { Clock, Effect, Either, Option, Random } from "effect"
 import { SecretKey } from "../channels/SecretKey.js"
+import { describeCause } from "../internal/describeCause.js"
+import type { DispatchWakeService } from "../dispatch/DispatchWake.js"
+import {
+  type LeasedJobEnd,
+  type LeasedLoopStatus,
+  type LeasedQueue,
+  runLeasedPass,
+  runLeasedQueue
+} from "../dispatch/LeasedQueue.js"
 import { openSecret } from "../channels/secretBox.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
@@ -10,20 +19,28 @@ import { WebhookSender, type WebhookSendOutcome } from "./WebhookSender.js"
 import { WebhookSettings } from "./WebhookSettings.js"
 
 /**
- * The webhook dispatcher (docs/webhooks.md "Delivery and the dispatcher"): it claims due
- * deliveries from the outbox (`WebhookRepository.claimDue`, leased for 60 s to this
- * process, so several processes on one store never send a delivery twice at once), sends
- * each (`WebhookSender`), and records the attempt with the delivery's next state
- * (`recordAttempt`, only while the lease holds). Attempt `n` that fails makes the delivery
- * due again after `retryDelaysMs[n - 1]` plus up to 10% random jitter; the attempt after
- * the last delay that fails makes it `failed`. Deliveries and their attempts older than
- * 30 days are pruned now and then.
+ * The webhook dispatcher (docs/webhooks.md "Delivery and the dispatcher"): the webhook
+ * deliveries as a {@link LeasedQueue}, run by the one leased-dispatch loop
+ * (`runLeasedQueue`). It claims due deliveries from the outbox
+ * (`WebhookRepository.claimDue`, leased for 60 s to this process, so several processes on
+ * one store never send a delivery twice at once), sends each (`WebhookSender`), and
+ * records the attempt with the delivery's next state (`recordAttempt`, only while the
+ * lease holds). Attempt `n` that fails makes the delivery due again after
+ * `retryDelaysMs[n - 1]` plus up to 10% random jitter; the attempt after the last delay
+ * that fails makes it `failed`. Deliveries and their attempts older than 30 days are
+ * pruned now and then.
  */
 
 /** Most deliveries claimed, and sent in parallel, by one {@link dispatchWebhooksOnce}. */
 export const DISPATCH_BATCH_SIZE = 10
 
-/** How often the loop polls the outbox when it found nothing (or less than a batch) due: 1 s. */
+/** Most deliveries the loop keeps in flight at once (default of {@link WebhookDispatcherOptions}): 10. */
+export const DISPATCH_CONCURRENCY = 10
+
+/**
+ * The longest sleep of the loop when no delivery is known to be due: 1 s. Deliveries
+ * written in this process wake it at once; a retry it scheduled wakes it when due.
+ */
 export const DISPATCH_POLL_INTERVAL_MS = 1_000
 
 /** How often the loop prunes deliveries older than the retention: every hour (and at its start). */
@@ -45,15 +62,20 @@ export interface DispatchSummary {
 }
 
 /**
- * Options of {@link runWebhookDispatcher}: `pollIntervalMs`, the pause between polls when
- * nothing more is due, in milliseconds (default 1 000); `batchSize`, the most deliveries
- * claimed and sent in parallel at once (default 10).
+ * Options of {@link runWebhookDispatcher}: `pollIntervalMs`, the longest sleep when no
+ * delivery is known to be due, in milliseconds (default 1 000); `concurrency`, the most
+ * deliveries in flight at once (default 10; a slot is refilled as soon as its delivery
+ * ends); `wake`, the in-process signal that makes the loop claim at once (the handler's
+ * `DispatchWake`, woken by every write that may enqueue a delivery); `status`, where the
+ * loop writes when it last ended a pass.
  *
  * @category webhooks
  */
 export interface WebhookDispatcherOptions {
   readonly pollIntervalMs?: number
-  readonly batchSize?: number
+  readonly concurrency?: number
+  readonly wake?: DispatchWakeService
+  readonly status?: LeasedLoopStatus
 }
 
 /**
@@ -92,13 +114,21 @@ const endpointSecret = (key: Uint8Array | undefined, delivery: ClaimedDelivery) 
       onSome: (secret) => Either.right(secret)
     })
 
-/** One claimed delivery: sent, and its attempt recorded; which state it ended in. */
-const deliverOne = (
-  delivery: ClaimedDelivery
-): Effect.Effect<"delivered" | "retrying" | "failed" | "lost", StorageError, Storage | SecureRandom> =>
+/**
+ * What one attempt of a claimed delivery produced: the sender's `outcome`, when it began
+ * (`attemptedAtMs`, epoch ms) and the delivery's `next` state.
+ *
+ * @category webhooks
+ */
+export interface DeliveryAttemptOutcome {
+  readonly outcome: WebhookSendOutcome
+  readonly attemptedAtMs: number
+  readonly next: ReturnType<typeof nextDeliveryState>
+}
+
+/** One attempt of a claimed delivery: sent (unless its secret cannot be opened) and its next state. */
+const attemptDelivery = (delivery: ClaimedDelivery): Effect.Effect<DeliveryAttemptOutcome> =>
   Effect.gen(function*() {
-    const storage = yield* Storage
-    const random = yield* SecureRandom
     const settings = yield* WebhookSettings
     const sender = yield* WebhookSender
     const attemptedAtMs = yield* Clock.currentTimeMillis
@@ -109,6 +139,17 @@ const deliverOne = (
       : { delivered: false, status: null, error: secret.left, duration_ms: 0, response_body: null }
     const jitter = (yield* Random.next) * 0.1
     const next = nextDeliveryState(outcome, delivery.attempt, attemptedAtMs, settings.retryDelaysMs, jitter)
+    return { outcome, attemptedAtMs, next }
+  })
+
+/** Records an attempt while the delivery's lease holds, logging a failed attempt or a lost lease. */
+const recordDelivery = (
+  delivery: ClaimedDelivery,
+  { attemptedAtMs, next, outcome }: DeliveryAttemptOutcome
+): Effect.Effect<boolean, StorageError, Storage | SecureRandom> =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const random = yield* SecureRandom
     const recorded = yield* storage.webhooks.recordAttempt(delivery.delivery_id, delivery.lease, {
       attempt_id: yield* random.uuid(),
       delivery_status: next.delivery_status,
@@ -119,37 +160,68 @@ const deliverOne = (
       attempted_at: new Date(attemptedAtMs).toISOString(),
       next_attempt_at: next.next_attempt_at
     })
+    const annotations = {
+      organization_id: delivery.organization_id,
+      delivery_id: delivery.delivery_id,
+      endpoint_uuid: delivery.endpoint_uuid
+    }
     if (!recorded) {
       yield* Effect.logWarning("webhook attempt not recorded: the delivery's lease was taken over").pipe(
-        Effect.annotateLogs({
-          organization_id: delivery.organization_id,
-          delivery_id: delivery.delivery_id,
-          endpoint_uuid: delivery.endpoint_uuid
-        })
+        Effect.annotateLogs(annotations)
       )
-      return "lost" as const
-    }
-    if (!outcome.delivered) {
+    } else if (!outcome.delivered) {
       yield* Effect.logWarning("webhook attempt failed").pipe(
         Effect.annotateLogs({
-          organization_id: delivery.organization_id,
-          delivery_id: delivery.delivery_id,
-          endpoint_uuid: delivery.endpoint_uuid,
+          ...annotations,
           attempt: delivery.attempt,
           status: outcome.status ?? "none",
           error: outcome.error ?? "none"
         })
       )
     }
-    return next.delivery_status === "delivered" ? "delivered" : next.delivery_status === "pending" ? "retrying" : "failed"
+    return recorded
   })
 
 /**
- * One round of the dispatcher at `now`: claims up to `batchSize` (default 10) due
- * deliveries, leased until `now` + 60 s, sends them in parallel and records each attempt.
- * Uninterruptible once started, so an interruption waits for the attempts in flight (each
- * at most 10 s). Fails only with the `StorageError` of the claim; a storage error while
- * recording one attempt is logged, and that delivery is claimed again when its lease ends.
+ * The webhook deliveries as a {@link LeasedQueue}: `claim` is `WebhookRepository.claimDue`,
+ * `run` one signed POST (`WebhookSender`), `record` `recordAttempt` under the claim's lease
+ * token; a retried delivery is due again at its `next_attempt_at`.
+ *
+ * @category webhooks
+ */
+export const webhookDeliveryQueue: LeasedQueue<
+  ClaimedDelivery,
+  DeliveryAttemptOutcome,
+  StorageError,
+  Storage | SecureRandom
+> = {
+  name: "webhook dispatcher",
+  claim: (now, leaseUntil, limit) =>
+    Effect.flatMap(Storage, (storage) =>
+      storage.webhooks.claimDue(new Date(now).toISOString(), new Date(leaseUntil).toISOString(), limit)),
+  run: attemptDelivery,
+  record: recordDelivery,
+  dueAgainAt: ({ next }) => next.next_attempt_at === null ? null : Date.parse(next.next_attempt_at)
+}
+
+/** The state a delivery ended in after one job of the queue. */
+const endState = (end: LeasedJobEnd<DeliveryAttemptOutcome>): "delivered" | "retrying" | "failed" | "lost" =>
+  end._tag !== "Recorded"
+    ? "lost"
+    : end.outcome.next.delivery_status === "delivered"
+      ? "delivered"
+      : end.outcome.next.delivery_status === "pending"
+        ? "retrying"
+        : "failed"
+
+/**
+ * One pass of the webhook queue at `now` (`runLeasedPass`): claims up to `batchSize`
+ * (default 10) due deliveries, leased until `now` + 60 s, sends them in parallel and
+ * records each attempt. Uninterruptible once started, so an interruption waits for the
+ * attempts in flight (each at most 10 s). Fails only with the `StorageError` of the
+ * claim; a storage error while recording one attempt is logged, and that delivery is
+ * claimed again when its lease ends. The loop ({@link runWebhookDispatcher}) does not use
+ * it: it is for a host or a test that dispatches step by step.
  *
  * @category webhooks
  */
@@ -157,42 +229,17 @@ export const dispatchWebhooksOnce = (
   now: Date,
   batchSize: number = DISPATCH_BATCH_SIZE
 ): Effect.Effect<DispatchSummary, StorageError, Storage | SecureRandom> =>
-  Effect.uninterruptible(
-    Effect.gen(function*() {
-      const storage = yield* Storage
-      const claimed = yield* storage.webhooks.claimDue(
-        now.toISOString(),
-        new Date(now.getTime() + DELIVERY_LEASE_MS).toISOString(),
-        batchSize
-      )
-      const results = yield* Effect.forEach(
-        claimed,
-        (delivery) =>
-          deliverOne(delivery).pipe(
-            Effect.catchAll((error) =>
-              Effect.logWarning("webhook attempt could not be recorded").pipe(
-                Effect.annotateLogs({
-                  organization_id: delivery.organization_id,
-                  delivery_id: delivery.delivery_id,
-                  endpoint_uuid: delivery.endpoint_uuid,
-                  error: error.message
-                }),
-                Effect.as("lost" as const)
-              )
-            )
-          ),
-        { concurrency: batchSize }
-      )
-      const count = (state: string) => results.filter((result) => result === state).length
-      return {
-        claimed: claimed.length,
-        delivered: count("delivered"),
-        retrying: count("retrying"),
-        failed: count("failed"),
-        lost: count("lost")
-      }
-    })
-  )
+  Effect.map(runLeasedPass(webhookDeliveryQueue, now.getTime(), DELIVERY_LEASE_MS, batchSize), (ends) => {
+    const states = ends.map(endState)
+    const count = (state: string) => states.filter((result) => result === state).length
+    return {
+      claimed: ends.length,
+      delivered: count("delivered"),
+      retrying: count("retrying"),
+      failed: count("failed"),
+      lost: count("lost")
+    }
+  })
 
 /**
  * Deletes deliveries (and their attempts) created more than 30 days before `now`; how many.
@@ -203,61 +250,44 @@ export const pruneWebhookDeliveries = (now: Date): Effect.Effect<number, Storage
   Effect.flatMap(Storage, (storage) =>
     storage.webhooks.pruneDeliveries(new Date(now.getTime() - DELIVERY_RETENTION_MS).toISOString()))
 
-/**
- * A pause of `ms` milliseconds on a timer that does not keep the process alive (`unref`):
- * a host that stops serving without stopping the dispatcher still exits.
- */
-const pause = (ms: number): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    const timer = setTimeout(() => resume(Effect.void), ms)
-    timer.unref?.()
-    return Effect.sync(() => clearTimeout(timer))
+/** Prunes old deliveries now and every hour after (Effect's `Clock`); a failure is logged. */
+const pruneForever: Effect.Effect<never, never, Storage> = Effect.forever(
+  Effect.gen(function*() {
+    const nowMs = yield* Clock.currentTimeMillis
+    yield* pruneWebhookDeliveries(new Date(nowMs)).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("webhook deliveries could not be pruned").pipe(
+          Effect.annotateLogs({ error: describeCause(cause) })
+        )
+      )
+    )
+    yield* Effect.sleep(PRUNE_INTERVAL_MS)
   })
-
-/** Logs a failure or defect of `effect` as a warning and answers `fallback` (an interruption goes on). */
-const survive = <A, E, R>(effect: Effect.Effect<A, E, R>, message: string, fallback: A): Effect.Effect<A, never, R> =>
-  Effect.catchAllCause(effect, (cause) =>
-    Cause.isInterruptedOnly(cause)
-      ? Effect.failCause(cause as Cause.Cause<never>)
-      : Effect.logWarning(message).pipe(
-        Effect.annotateLogs({ error: describeCause(cause) }),
-        Effect.as(fallback)
-      ))
-
-/** The message of a cause's main error (a storage error names only its operation). */
-const describeCause = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  return error instanceof Error ? error.message : "unknown error"
-}
+)
 
 /**
- * The dispatcher's loop; runs until interrupted and never fails: a round
- * ({@link dispatchWebhooksOnce}) right after another while full batches are due, else one
- * every `pollIntervalMs` (default 1 s); prunes old deliveries at the start and every hour.
- * Storage errors (and defects) are logged and the loop goes on. Interrupting it (graceful
- * shutdown) waits for the attempts in flight, then stops. Its pauses do not keep the
- * process alive, and use the real clock (not Effect's `TestClock`).
+ * The dispatcher's loop: {@link webhookDeliveryQueue} run by `runLeasedQueue`, with at
+ * most `concurrency` (default 10) deliveries in flight, refilled as each ends; it sleeps
+ * until the earliest of `pollIntervalMs` (default 1 s), a wake of `options.wake` and the
+ * next retry it scheduled. Prunes old deliveries at its start and every hour. Runs until
+ * interrupted and never fails: storage errors (and defects) are logged and the loop goes
+ * on. Interrupting it (graceful shutdown) waits for the attempts in flight to be recorded,
+ * then stops. Time is Effect's `Clock`.
  *
  * @category webhooks
  */
 export const runWebhookDispatcher = (
   options: WebhookDispatcherOptions = {}
 ): Effect.Effect<never, never, Storage | SecureRandom> =>
-  Effect.gen(function*() {
-    const pollIntervalMs = options.pollIntervalMs ?? DISPATCH_POLL_INTERVAL_MS
-    const batchSize = options.batchSize ?? DISPATCH_BATCH_SIZE
-    let lastPruneMs: number | undefined
-    while (true) {
-      const nowMs = yield* Clock.currentTimeMillis
-      if (lastPruneMs === undefined || nowMs - lastPruneMs >= PRUNE_INTERVAL_MS) {
-        lastPruneMs = nowMs
-        yield* survive(pruneWebhookDeliveries(new Date(nowMs)), "webhook deliveries could not be pruned", 0)
-      }
-      const summary = yield* survive(
-        dispatchWebhooksOnce(new Date(nowMs), batchSize),
-        "webhook deliveries could not be dispatched",
-        undefined
-      )
-      if (summary === undefined || summary.claimed < batchSize) yield* pause(pollIntervalMs)
-    }
-  })
+  Effect.scoped(
+    Effect.zipRight(
+      Effect.forkScoped(pruneForever),
+      runLeasedQueue(webhookDeliveryQueue, {
+        leaseMs: DELIVERY_LEASE_MS,
+        concurrency: options.concurrency ?? DISPATCH_CONCURRENCY,
+        pollIntervalMs: options.pollIntervalMs ?? DISPATCH_POLL_INTERVAL_MS,
+        ...(options.wake === undefined ? {} : { wake: options.wake }),
+        ...(options.status === undefined ? {} : { status: options.status })
+      })
+    )
+  )

@@ -137,6 +137,8 @@ export const SQL = {
       JOIN webhook_events AS v ON v.id = d.event_id
     WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
     ORDER BY d.next_attempt_at LIMIT ?`,
+  anyDue: `SELECT 1 FROM webhook_deliveries
+    WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) LIMIT 1`,
   lease: "UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?",
   leased: `SELECT d.endpoint_uuid, d.attempts, v.id AS event_id, v.type AS event_type
     FROM webhook_deliveries AS d JOIN webhook_events AS v ON v.id = d.event_id
@@ -239,7 +241,9 @@ const eventsText = (events: ReadonlyArray<WebhookEventType> | null): string | nu
  * that cause them. Every write here is one `BEGIN IMMEDIATE` transaction: `claimDue` selects
  * the due deliveries and leases them under the write lock, so two connections or processes
  * on one file never claim the same delivery; `recordAttempt` writes only while the lease
- * token still matches a `pending` delivery.
+ * token still matches a `pending` delivery. `claimDue` first checks, with a plain read, that
+ * anything is due: the dispatcher claims on every write that may enqueue a delivery, and
+ * most find nothing, so they take no write lock.
  *
  * @category repositories
  */
@@ -329,25 +333,26 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
       ),
     claimDue: (now, leaseUntil, limit) =>
       attempt("webhooks.claimDue", () =>
-        transaction(db, () => {
-          if (limit <= 0) return []
-          const rows = statements.prepare<DueRow>(SQL.due).all(now, now, limit)
-          const lease = statements.prepare(SQL.lease)
-          return rows.map((row): ClaimedDelivery => {
-            const token = randomUUID()
-            lease.run(token, leaseUntil, row.id)
-            return {
-              delivery_id: row.id,
-              lease: token,
-              organization_id: row.organization_id as OrganizationId,
-              endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
-              url: row.url,
-              secret_sealed: row.secret_sealed,
-              event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: JSON.parse(row.event_data) },
-              attempt: row.attempts + 1
-            }
-          })
-        })
+        limit <= 0 || statements.prepare(SQL.anyDue).get(now, now) === undefined
+          ? []
+          : transaction(db, () => {
+              const rows = statements.prepare<DueRow>(SQL.due).all(now, now, limit)
+              const lease = statements.prepare(SQL.lease)
+              return rows.map((row): ClaimedDelivery => {
+                const token = randomUUID()
+                lease.run(token, leaseUntil, row.id)
+                return {
+                  delivery_id: row.id,
+                  lease: token,
+                  organization_id: row.organization_id as OrganizationId,
+                  endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
+                  url: row.url,
+                  secret_sealed: row.secret_sealed,
+                  event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: JSON.parse(row.event_data) },
+                  attempt: row.attempts + 1
+                }
+              })
+            })
       ),
     recordAttempt: (deliveryId, lease, record) =>
       attempt("webhooks.recordAttempt", () =>

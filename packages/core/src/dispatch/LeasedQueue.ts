@@ -1,0 +1,228 @@
+import { Cause, Clock, Effect, FiberSet, Queue, Ref } from "effect"
+import { describeCause } from "../internal/describeCause.js"
+import type { DispatchWakeService } from "./DispatchWake.js"
+
+/**
+ * The seam of the leased-dispatch loop (docs/webhooks.md "Delivery and the dispatcher"):
+ * a durable queue whose due work is claimed under a lease, run, and recorded by the lease
+ * holder only. Webhook deliveries are its first instance.
+ *
+ * - `claim(now, leaseUntil, limit)`: up to `limit` jobs due at `now` (epoch milliseconds),
+ *   each leased to this caller until `leaseUntil` (epoch milliseconds) atomically, so two
+ *   callers never hold one job at once; the lease token travels inside the job;
+ * - `run(job)`: does the work (an attempt) and answers its outcome; a failure leaves the
+ *   job leased until its lease ends, then it is claimed again;
+ * - `record(job, outcome)`: writes the outcome and the job's next state only while the
+ *   job's lease still holds: `true`, else nothing is written and `false` (the lease ended
+ *   and another caller took the job over);
+ * - `dueAgainAt(outcome)` (optional): when the job is due again after a recorded outcome
+ *   (epoch milliseconds), or `null` when it is settled; the loop wakes then;
+ * - `nextDueAt(now)` (optional): the earliest due time of the queue's waiting work
+ *   (epoch milliseconds) or `null` when nothing waits, for a queue that can tell;
+ * - `name`: the queue's name in log lines.
+ *
+ * @category dispatch
+ */
+export interface LeasedQueue<J, O, E = never, R = never> {
+  readonly name: string
+  readonly claim: (now: number, leaseUntil: number, limit: number) => Effect.Effect<ReadonlyArray<J>, E, R>
+  readonly run: (job: J) => Effect.Effect<O, E, R>
+  readonly record: (job: J, outcome: O) => Effect.Effect<boolean, E, R>
+  readonly dueAgainAt?: (outcome: O) => number | null
+  readonly nextDueAt?: (now: number) => Effect.Effect<number | null, E, R>
+}
+
+/**
+ * How one claimed job ended: its outcome `Recorded`; `Lost` (the lease had ended, nothing
+ * was recorded); or `Failed` (running or recording it failed: logged, and the job is
+ * claimed again once its lease ends).
+ *
+ * @category dispatch
+ */
+export type LeasedJobEnd<O> =
+  | { readonly _tag: "Recorded"; readonly outcome: O }
+  | { readonly _tag: "Lost"; readonly outcome: O }
+  | { readonly _tag: "Failed" }
+
+/**
+ * Options of {@link runLeasedQueue}: `leaseMs`, how long a claim holds a job (ms, longer
+ * than the longest run); `concurrency`, the most jobs in flight at once (≥ 1);
+ * `pollIntervalMs`, the longest sleep when nothing is known to be due (ms); `wake`, the
+ * in-process signal that ends a sleep at once; `status`, where the loop writes when it
+ * last ended a pass.
+ *
+ * @category dispatch
+ */
+export interface LeasedQueueOptions {
+  readonly leaseMs: number
+  readonly concurrency: number
+  readonly pollIntervalMs: number
+  readonly wake?: DispatchWakeService
+  readonly status?: LeasedLoopStatus
+}
+
+/**
+ * When a loop last ended a pass (a claim and the forking of what it claimed), in epoch
+ * milliseconds by Effect's `Clock`, or `null` before its first: what a health check
+ * reads ("each enabled loop ended a pass within 30 s").
+ *
+ * @category dispatch
+ */
+export interface LeasedLoopStatus {
+  readonly lastPassEndedAt: Ref.Ref<number | null>
+}
+
+/**
+ * A new {@link LeasedLoopStatus} (no pass ended yet).
+ *
+ * @category dispatch
+ */
+export const makeLeasedLoopStatus: Effect.Effect<LeasedLoopStatus> = Effect.map(
+  Ref.make<number | null>(null),
+  (lastPassEndedAt) => ({ lastPassEndedAt })
+)
+
+/**
+ * Runs one claimed job and records its outcome, uninterruptibly (an interruption waits
+ * for the attempt and its record). Never fails: a failure is logged with the queue's name
+ * and answered `Failed`; an outcome the lease no longer allowed to record is `Lost`.
+ *
+ * @category dispatch
+ */
+export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> =>
+  Effect.uninterruptible(
+    Effect.gen(function*() {
+      const outcome = yield* queue.run(job)
+      const recorded = yield* queue.record(job, outcome)
+      return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
+          Effect.annotateLogs({ error: describeCause(cause) }),
+          Effect.as({ _tag: "Failed" } as const)
+        )
+      )
+    )
+  )
+
+/**
+ * One pass of `queue` at `now` (epoch ms): claims up to `limit` due jobs leased for
+ * `leaseMs`, runs them in parallel and records each ({@link runLeasedJob}); answers how
+ * each ended, in claim order. Uninterruptible once the claim has answered. Fails only
+ * with the claim's error.
+ *
+ * @category dispatch
+ */
+export const runLeasedPass = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  now: number,
+  leaseMs: number,
+  limit: number
+): Effect.Effect<ReadonlyArray<LeasedJobEnd<O>>, E, R> =>
+  Effect.uninterruptible(
+    Effect.flatMap(queue.claim(now, now + leaseMs, limit), (jobs) =>
+      Effect.forEach(jobs, (job) => runLeasedJob(queue, job), { concurrency: Math.max(1, jobs.length) }))
+  )
+
+/**
+ * The continuous leased-dispatch loop of `queue`; runs until interrupted and never fails.
+ * It keeps at most `concurrency` jobs in flight and claims again as each job ends (no
+ * waiting for a whole round); when nothing more is due it sleeps until the earliest of
+ * the poll interval, a wake of `options.wake`, the end of a job, and the next due time it
+ * knows (`queue.nextDueAt`, or a recorded outcome's `dueAgainAt`). Time is Effect's
+ * `Clock` (so `TestClock` drives it). A failed claim is logged and retried after the poll
+ * interval. Interrupting it (graceful shutdown) claims nothing more and waits for the jobs
+ * in flight to record their outcome. Each pass writes its end time to `options.status`.
+ *
+ * @category dispatch
+ * @example
+ * import { Effect, Fiber } from "effect"
+ * import { makeDispatchWake, runLeasedQueue, webhookDeliveryQueue } from "@switchboard/core"
+ *
+ * const wake = makeDispatchWake()
+ * const program = Effect.gen(function*() {
+ *   const loop = yield* Effect.fork(
+ *     runLeasedQueue(webhookDeliveryQueue, { leaseMs: 60_000, concurrency: 10, pollIntervalMs: 1_000, wake })
+ *   )
+ *   // … on shutdown: waits for the deliveries in flight to be recorded.
+ *   yield* Fiber.interrupt(loop)
+ * })
+ */
+export const runLeasedQueue = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  options: LeasedQueueOptions
+): Effect.Effect<never, never, R> =>
+  Effect.scoped(
+    Effect.gen(function*() {
+      const concurrency = Math.max(1, Math.floor(options.concurrency))
+      const mailbox = yield* Queue.sliding<void>(1)
+      const poke = () => void mailbox.unsafeOffer(undefined)
+      if (options.wake !== undefined) {
+        const unsubscribe = options.wake.subscribe(poke)
+        yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
+      }
+      // Added after the subscription, so closed first: the jobs in flight end before.
+      const inFlight = yield* FiberSet.make<LeasedJobEnd<O>>()
+      const known = { dueAt: null as number | null, running: 0 }
+      const noteDue = (dueAt: number | null | undefined) => {
+        if (dueAt != null && (known.dueAt === null || dueAt < known.dueAt)) known.dueAt = dueAt
+      }
+      const start = (job: J) =>
+        FiberSet.run(
+          inFlight,
+          runLeasedJob(queue, job).pipe(
+            Effect.tap((end) => {
+              if (end._tag === "Recorded") noteDue(queue.dueAgainAt?.(end.outcome))
+            }),
+            Effect.ensuring(Effect.sync(() => {
+              known.running--
+              poke()
+            }))
+          )
+        )
+      // One pass, uninterruptible so that what it claims is forked: whether every free slot filled.
+      const pass = (now: number) =>
+        Effect.uninterruptible(Effect.gen(function*() {
+          const free = concurrency - known.running
+          if (free <= 0) return true
+          if (known.dueAt !== null && known.dueAt <= now) known.dueAt = null
+          const jobs = yield* claimSurviving(queue, now, options.leaseMs, free)
+          known.running += jobs.length
+          for (const job of jobs) yield* start(job)
+          if (jobs.length === free) return true
+          if (queue.nextDueAt !== undefined) noteDue(yield* nextDueSurviving(queue, now))
+          return false
+        }))
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        const full = yield* pass(now)
+        if (options.status !== undefined) yield* Ref.set(options.status.lastPassEndedAt, yield* Clock.currentTimeMillis)
+        yield* full ? Queue.take(mailbox) : sleepUntilWoken(mailbox, sleepMs(now, options.pollIntervalMs, known.dueAt))
+      }
+    })
+  )
+
+/** `queue.claim`, with a failure logged and answered as nothing claimed. */
+const claimSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number, leaseMs: number, limit: number) =>
+  queue.claim(now, now + leaseMs, limit).pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.logWarning(`${queue.name}: due work could not be claimed`).pipe(
+          Effect.annotateLogs({ error: describeCause(cause) }),
+          Effect.as([] as ReadonlyArray<J>)
+        )
+    )
+  )
+
+/** `queue.nextDueAt(now)`, with a failure answered `null` (the poll interval then bounds the sleep). */
+const nextDueSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number) =>
+  queue.nextDueAt === undefined ? Effect.succeed(null) : Effect.orElseSucceed(queue.nextDueAt(now), () => null)
+
+/** How long to sleep at `now`: until the known due time when it comes before the poll interval ends (≥ 0 ms). */
+const sleepMs = (now: number, pollIntervalMs: number, dueAt: number | null): number =>
+  dueAt === null ? pollIntervalMs : Math.max(0, Math.min(pollIntervalMs, dueAt - now))
+
+/** Sleeps `ms` on Effect's `Clock`, or less when the mailbox receives a poke (which it takes). */
+const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<void> =>
+  Effect.raceFirst(Queue.take(mailbox), Effect.sleep(ms))

@@ -1,0 +1,41 @@
+import { Effect, Layer } from "effect"
+import { Storage, type StorageService } from "../storage/Storage.js"
+import { DispatchWake } from "./DispatchWake.js"
+
+/**
+ * The storage of the runtime, with every write that may enqueue a webhook delivery (the
+ * list at the top of `WebhookRepository`, and a hand retry of a delivery) followed by a
+ * {@link DispatchWake} `wake` once it succeeded, so the webhook loop of this process
+ * claims the new delivery at once instead of after its poll interval (docs/webhooks.md
+ * "Delivery and the dispatcher"). A write that enqueued nothing wakes the loop too: it
+ * then claims nothing. Everything else is the storage unchanged.
+ *
+ * @category dispatch
+ */
+export const wakeOnEnqueue: Layer.Layer<Storage, never, Storage | DispatchWake> = Layer.effect(
+  Storage,
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const { wake } = yield* DispatchWake
+    return wakingStorage(storage, wake)
+  })
+)
+
+/** `storage` with the enqueuing writes followed by `wake`. */
+const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): StorageService => {
+  const waking = <A extends ReadonlyArray<any>, B, E>(write: (...args: A) => Effect.Effect<B, E>) =>
+  (...args: A): Effect.Effect<B, E> => Effect.tap(write(...args), () => wake)
+  return {
+    ...storage,
+    contacts: { ...storage.contacts, importBulk: waking(storage.contacts.importBulk) },
+    chats: {
+      ...storage.chats,
+      appendMessage: waking(storage.chats.appendMessage),
+      update: waking(storage.chats.update),
+      updateMessageStatus: waking(storage.chats.updateMessageStatus),
+      updateMessageStatusByProviderId: waking(storage.chats.updateMessageStatusByProviderId)
+    },
+    templates: { ...storage.templates, updateStatus: waking(storage.templates.updateStatus) },
+    webhooks: { ...storage.webhooks, retryDelivery: waking(storage.webhooks.retryDelivery) }
+  }
+}

@@ -1,0 +1,244 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Ref, TestClock } from "effect"
+import { type LeasedQueue, makeDispatchWake, makeLeasedLoopStatus, runLeasedJob, runLeasedQueue } from "@switchboard/core"
+
+// The leased-dispatch loop (docs/webhooks.md "Delivery and the dispatcher") against a fake
+// queue on Effect's TestClock: the in-flight bound, refill as jobs end, the wake signal,
+// the sleep until the next due time, the graceful stop, and a lost lease.
+
+interface FakeJob {
+  readonly id: string
+  readonly lease: string
+}
+
+interface Row {
+  dueAt: number
+  lease: string | null
+  leaseUntil: number
+  done: boolean
+  outcome: string | null
+}
+
+/** A queue kept in memory; `run` waits for the job's gate when `gated`, and answers `ran <id>`. */
+const makeFakeQueue = (options: { readonly gated?: boolean; readonly nextDueAt?: boolean } = {}) => {
+  const rows = new Map<string, Row>()
+  const gates = new Map<string, Deferred.Deferred<void>>()
+  const claims: Array<{ readonly at: number; readonly limit: number; readonly ids: ReadonlyArray<string> }> = []
+  let running = 0
+  let maxRunning = 0
+  let leases = 0
+  const add = (id: string, dueAt = 0) => rows.set(id, { dueAt, lease: null, leaseUntil: 0, done: false, outcome: null })
+  const gate = (id: string) => {
+    let deferred = gates.get(id)
+    if (deferred === undefined) {
+      deferred = Effect.runSync(Deferred.make<void>())
+      gates.set(id, deferred)
+    }
+    return deferred
+  }
+  const queue: LeasedQueue<FakeJob, string> = {
+    name: "fake queue",
+    claim: (now, leaseUntil, limit) =>
+      Effect.sync(() => {
+        const due = [...rows.entries()]
+          .filter(([, row]) => !row.done && row.dueAt <= now && (row.lease === null || row.leaseUntil <= now))
+          .sort(([, a], [, b]) => a.dueAt - b.dueAt)
+          .slice(0, limit)
+        const jobs = due.map(([id, row]) => {
+          row.lease = `lease-${++leases}`
+          row.leaseUntil = leaseUntil
+          return { id, lease: row.lease }
+        })
+        claims.push({ at: now, limit, ids: jobs.map((job) => job.id) })
+        return jobs
+      }),
+    run: (job) =>
+      Effect.gen(function*() {
+        running++
+        maxRunning = Math.max(maxRunning, running)
+        if (options.gated === true) yield* Deferred.await(gate(job.id))
+        running--
+        return `ran ${job.id} under ${job.lease}`
+      }),
+    record: (job, outcome) =>
+      Effect.sync(() => {
+        const row = rows.get(job.id)
+        if (row === undefined || row.done || row.lease !== job.lease) return false
+        row.done = true
+        row.lease = null
+        row.outcome = outcome
+        return true
+      }),
+    ...(options.nextDueAt === true
+      ? {
+        nextDueAt: (now: number) =>
+          Effect.sync(() => {
+            const waiting = [...rows.values()].filter((row) => !row.done && row.dueAt > now).map((row) => row.dueAt)
+            return waiting.length === 0 ? null : Math.min(...waiting)
+          })
+      }
+      : {})
+  }
+  return {
+    queue,
+    rows,
+    claims,
+    add,
+    open: (id: string) => Deferred.succeed(gate(id), undefined),
+    started: () => [...gates.keys()],
+    get running() {
+      return running
+    },
+    get maxRunning() {
+      return maxRunning
+    }
+  }
+}
+
+/** Lets every ready fiber run (no time passes on the TestClock). */
+const settle = Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true })
+
+const HOUR = 3_600_000
+
+describe("runLeasedQueue", () => {
+  it.effect("keeps at most `concurrency` jobs in flight, and claims only as many as there are free slots", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ gated: true })
+      for (let index = 0; index < 10; index++) fake.add(`job-${index}`)
+      const fiber = yield* Effect.fork(runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 3, pollIntervalMs: 10 }))
+      yield* settle
+      yield* TestClock.adjust(1_000)
+      yield* settle
+      expect(fake.running).toBe(3)
+      expect(fake.claims[0]).toMatchObject({ limit: 3, ids: ["job-0", "job-1", "job-2"] })
+      // Full: no claim at all while every slot is taken, whatever the poll interval says.
+      expect(fake.claims).toHaveLength(1)
+      for (let index = 0; index < 10; index++) {
+        yield* fake.open(`job-${index}`)
+        yield* settle
+      }
+      expect(fake.maxRunning).toBe(3)
+      expect([...fake.rows.values()].every((row) => row.done)).toBe(true)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("refills a slot as soon as one job ends, without waiting for the others or the poll interval", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ gated: true })
+      for (let index = 0; index < 5; index++) fake.add(`job-${index}`)
+      const fiber = yield* Effect.fork(runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 2, pollIntervalMs: HOUR }))
+      yield* settle
+      expect(fake.running).toBe(2)
+      yield* fake.open("job-1")
+      yield* settle
+      // job-0 is still in flight; job-2 took job-1's slot at once (the clock never moved).
+      expect(fake.rows.get("job-0")!.done).toBe(false)
+      expect(fake.rows.get("job-1")!.done).toBe(true)
+      expect(fake.claims.at(-1)).toMatchObject({ at: 0, limit: 1, ids: ["job-2"] })
+      expect(fake.running).toBe(2)
+      yield* fake.open("job-0")
+      yield* fake.open("job-2")
+      yield* fake.open("job-3")
+      yield* fake.open("job-4")
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a wake claims new work at once; without one it waits for the poll interval", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue()
+      const wake = makeDispatchWake()
+      const fiber = yield* Effect.fork(
+        runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: HOUR, wake })
+      )
+      yield* settle
+      fake.add("quiet")
+      yield* settle
+      yield* TestClock.adjust(HOUR - 1)
+      yield* settle
+      expect(fake.rows.get("quiet")!.done).toBe(false)
+      fake.add("woken")
+      yield* wake.wake
+      yield* settle
+      expect(fake.rows.get("woken")!.done).toBe(true)
+      expect(fake.rows.get("quiet")!.done).toBe(true)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("sleeps until the next due time the queue tells when it comes before the poll interval", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ nextDueAt: true })
+      fake.add("later", 5_000)
+      const fiber = yield* Effect.fork(runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: HOUR }))
+      yield* settle
+      yield* TestClock.adjust(4_999)
+      yield* settle
+      expect(fake.rows.get("later")!.done).toBe(false)
+      yield* TestClock.adjust(1)
+      yield* settle
+      expect(fake.rows.get("later")!.done).toBe(true)
+      // One claim at the start, none in between, the job claimed at 5 s.
+      expect(fake.claims.filter((claim) => claim.at < 5_000).map((claim) => claim.at)).toEqual([0])
+      expect(fake.claims.find((claim) => claim.ids.includes("later"))!.at).toBe(5_000)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a recorded outcome's dueAgainAt wakes the loop then", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue()
+      fake.add("first")
+      const queue: LeasedQueue<FakeJob, string> = {
+        ...fake.queue,
+        dueAgainAt: () => 2_000
+      }
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: HOUR }))
+      yield* settle
+      fake.add("retry", 2_000)
+      yield* TestClock.adjust(2_000)
+      yield* settle
+      expect(fake.rows.get("retry")!.done).toBe(true)
+      expect(fake.claims.find((claim) => claim.ids.includes("retry"))!.at).toBe(2_000)
+      expect(fake.claims.filter((claim) => claim.at > 0 && claim.at < 2_000)).toEqual([])
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("interrupting the loop waits for the jobs in flight to record their outcome, and claims nothing more", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ gated: true })
+      fake.add("in-flight")
+      const status = yield* makeLeasedLoopStatus
+      const fiber = yield* Effect.fork(
+        runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: 10, status })
+      )
+      yield* settle
+      expect(yield* Ref.get(status.lastPassEndedAt)).toBe(0)
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* settle
+      expect(interrupting.unsafePoll()).toBeNull()
+      const claims = fake.claims.length
+      fake.add("after-stop")
+      yield* fake.open("in-flight")
+      yield* Fiber.join(interrupting)
+      expect(fake.rows.get("in-flight")).toMatchObject({ done: true, outcome: "ran in-flight under lease-1" })
+      yield* TestClock.adjust(1_000)
+      expect(fake.claims.length).toBe(claims)
+      expect(fake.rows.get("after-stop")!.done).toBe(false)
+    }))
+})
+
+describe("runLeasedJob", () => {
+  it.effect("an outcome is not recorded when the lease was lost: the job ends Lost and the new holder's outcome stands", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ gated: true })
+      fake.add("slow")
+      const [first] = yield* fake.queue.claim(0, 60_000, 1)
+      const firstRun = yield* Effect.fork(runLeasedJob(fake.queue, first!))
+      yield* settle
+      // The lease ends while the first holder still runs; another process claims the job.
+      const [second] = yield* fake.queue.claim(60_000, 120_000, 1)
+      expect(second).toEqual({ id: "slow", lease: "lease-2" })
+      yield* fake.open("slow")
+      expect(yield* runLeasedJob(fake.queue, second!)).toEqual({ _tag: "Recorded", outcome: "ran slow under lease-2" })
+      expect(yield* Fiber.join(firstRun)).toEqual({ _tag: "Lost", outcome: "ran slow under lease-1" })
+      expect(fake.rows.get("slow")!.outcome).toBe("ran slow under lease-2")
+    }))
+})
