@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
-import { type ChatId, Chats, Core, type InvalidInput, MemoryStorage, type Message, Organizations } from "@switchboard/core"
+import { type ChatId, Chats, Core, type InvalidInput, MemoryStorage, type Message, type MessageId, Organizations } from "@switchboard/core"
 
 const TestLayer = Core.layer.pipe(Layer.provideMerge(MemoryStorage.layer))
 
@@ -76,6 +76,29 @@ describe("Chats.listMessages (keyset pages of a chat's messages)", () => {
       const theirs = (yield* other.chats.receiveInbound(other.orgId, { phone: PHONE, type: "text", text: "x" })).chat
       for (const id of [theirs.uuid, "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" as ChatId]) {
         expect(yield* Effect.flip(chats.listMessages(orgId, id, {}))).toMatchObject({ _tag: "RecordNotFound", missing: [{ resource: "chat", uuid: id }] })
+      }
+    }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("Chats.getMessage (one message of the organization by uuid)", () => {
+  it.effect("answers an inbound and an outbound message as listMessages shows them", () =>
+    Effect.gen(function* () {
+      const { orgId, chats } = yield* setUp
+      const inbound = yield* chats.receiveInbound(orgId, { phone: PHONE, type: "text", text: "hi" })
+      const outbound = yield* chats.appendOutbound(orgId, inbound.chat.contact.uuid, { type: "text", text: "hello" })
+      const listed = (yield* chats.listMessages(orgId, inbound.chat.uuid, {})).messages
+      expect(yield* chats.getMessage(orgId, inbound.message.uuid)).toEqual(listed.find((m) => m.uuid === inbound.message.uuid))
+      expect(yield* chats.getMessage(orgId, outbound.message.uuid)).toEqual(listed.find((m) => m.uuid === outbound.message.uuid))
+      expect((yield* chats.getMessage(orgId, outbound.message.uuid)).direction).toBe("outbound")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("an unknown uuid or another organization's message → RecordNotFound (resource message)", () =>
+    Effect.gen(function* () {
+      const { orgId, chats } = yield* setUp
+      const other = yield* setUp
+      const theirs = (yield* other.chats.receiveInbound(other.orgId, { phone: PHONE, type: "text", text: "x" })).message
+      for (const id of [theirs.uuid, "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" as MessageId]) {
+        expect(yield* Effect.flip(chats.getMessage(orgId, id))).toMatchObject({ _tag: "RecordNotFound", missing: [{ resource: "message", uuid: id }] })
       }
     }).pipe(Effect.provide(TestLayer)))
 })

@@ -146,6 +146,12 @@ export interface ChatsService {
     organizationId: OrganizationId,
     contactId: ContactId
   ) => Effect.Effect<Chat, RecordNotFound | StorageError>
+  /**
+   * One message of the organization, inbound or outbound, by uuid (`GET /messages/{uuid}`,
+   * docs/chats.md "Inbox routes"): the record `listMessages` shows. An unknown uuid, or
+   * another organization's message → `RecordNotFound` (resource `message`).
+   */
+  readonly getMessage: (organizationId: OrganizationId, id: MessageId) => Effect.Effect<Message, RecordNotFound | StorageError>
   /** One page of a chat's messages, newest first. */
   readonly messages: (
     organizationId: OrganizationId,

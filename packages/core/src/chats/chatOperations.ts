@@ -140,6 +140,10 @@ export const makeChatOperations = (
       Effect.flatMap(storage.chats.findByContact(organizationId, contactId), (chat) =>
         found(chat, () => new RecordNotFound({ missing: [{ resource: "chat", uuid: contactId, field: "contact_uuid" }] }))
       ),
+    getMessage: (organizationId, id) =>
+      Effect.flatMap(storage.chats.findMessage(organizationId, id), (message) =>
+        found(message, () => new RecordNotFound({ missing: [{ resource: "message", uuid: id }] }))
+      ),
     messages: (organizationId, id, page) =>
       Effect.flatMap(storage.chats.listMessages(organizationId, id, page), (messages) =>
         found(messages, () => chatNotFound(id))
