@@ -23,6 +23,7 @@ export default defineWorkspace([
         "test/idempotency.test.ts",
         "test/label-assignments.test.ts",
         "test/labels.test.ts",
+        "test/messages.test.ts",
         "test/messaging.test.ts",
         "test/plan-limits.test.ts",
         "test/templates.test.ts",

@@ -256,7 +256,7 @@ describe("POST /chats/{uuid}/read", () => {
 })
 
 describe("the inbox routes never reach another organization's chat", () => {
-  it("GET, messages, PUT and read answer 404 not_found and change nothing", async () => {
+  it("GET, messages, PUT, read and GET /messages/{uuid} answer 404 not_found and change nothing", async () => {
     const owner = await tenantWithChat()
     const { api } = await tenant()
     const before = (await owner.api.get(`/chats/${owner.chat.uuid}`)).data
@@ -264,9 +264,10 @@ describe("the inbox routes never reach another organization's chat", () => {
       await api.get(`/chats/${owner.chat.uuid}`),
       await api.get(`/chats/${owner.chat.uuid}/messages`),
       await api.put(`/chats/${owner.chat.uuid}`, { status: "closed", assigned_to: "me", favorite: true }),
-      await api.post(`/chats/${owner.chat.uuid}/read`, undefined)
+      await api.post(`/chats/${owner.chat.uuid}/read`, undefined),
+      await api.get(`/messages/${owner.chat.last_message?.uuid}`)
     ]
-    expect(results.map((result) => [result.status, errorsOf(result)])).toEqual(Array(4).fill([404, [[undefined, "not_found"]]]))
+    expect(results.map((result) => [result.status, errorsOf(result)])).toEqual(Array(5).fill([404, [[undefined, "not_found"]]]))
     expect((await owner.api.get(`/chats/${owner.chat.uuid}`)).data).toEqual(before)
   })
 })

@@ -244,7 +244,8 @@ describe("what the handlers answer has the documented data shape", () => {
     const payload = await run("GET", `/templates/${templateUuid}/payload`)
     payload.template.components[0].parameters[0].text = "Ada"
     await run("POST", "/send/template", { phone: phone(1), template: payload.template })
-    await run("POST", "/send", { phone: phone(3), message: "Hello" })
+    const sent = await run("POST", "/send", { phone: phone(3), message: "Hello" })
+    await run("GET", `/messages/${sent.message_id}`)
     await run("POST", "/send/media", { phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } })
     const chats = await run("GET", "/chats")
     await run("GET", "/chats?pagination=true&page=1&per_page=5")

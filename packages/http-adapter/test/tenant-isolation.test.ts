@@ -43,9 +43,11 @@ const expectNotFound = (result: { status: number; errors: ReadonlyArray<{ code: 
 }
 
 describe("tenant isolation (docs/contacts.md 'Rules')", () => {
-  it("another organization's key cannot read, change or delete the contacts, groups or labels: 404, data unchanged", async () => {
+  it("another organization's key cannot read, change or delete the contacts, groups, labels or messages: 404, data unchanged", async () => {
     const { owner, intruder, contactId, labelId, groupId } = await setUp()
+    const messageId = (await owner.post("/send", { phone: phone(1), message: "Private" })).data.message_id as string
     const before = await snapshot(owner)
+    expectNotFound(await intruder.get(`/messages/${messageId}`))
     expectNotFound(await intruder.get(`/contacts/${contactId}`))
     expectNotFound(await intruder.get(`/contacts/${contactId}/labels`))
     expectNotFound(await intruder.get(`/labels/${labelId}`))

@@ -19,6 +19,7 @@ import {
 import { channelRoutes } from "./channels.js"
 import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
+import { getMessageRoute } from "./messages.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
@@ -64,6 +65,7 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   listChatMessagesRoute,
   updateChatRoute,
   markChatReadRoute,
+  getMessageRoute,
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute,
   ...channelRoutes,
