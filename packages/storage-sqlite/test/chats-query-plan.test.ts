@@ -182,8 +182,14 @@ describe("a chat's message pages (EXPLAIN QUERY PLAN)", () => {
     }))
 })
 
-describe("provider status reports and the last inbound channel (EXPLAIN QUERY PLAN)", () => {
+describe("provider status reports, one message and the last inbound channel (EXPLAIN QUERY PLAN)", () => {
   const cases: ReadonlyArray<readonly [string, string, ReadonlyArray<unknown>, ReadonlyArray<string>]> = [
+    [
+      "one message of an organization by uuid (GET /messages/{uuid})",
+      CHATS.message,
+      [ORG, fixtures.uuid()],
+      ["SEARCH messages USING INDEX sqlite_autoindex_messages_1 (uuid=?)"]
+    ],
     [
       "the outbound message of a provider id",
       CHATS.outboundByProviderId,
