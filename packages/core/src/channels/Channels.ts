@@ -5,8 +5,8 @@ import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../common/errors.js"
 import type { StorageError } from "../storage/errors.js"
-import { Storage } from "../storage/Storage.js"
-import { ChannelVerifier } from "./ChannelVerifier.js"
+import { Storage, type StorageService } from "../storage/Storage.js"
+import { ChannelVerifier, type ChannelVerifierService } from "./ChannelVerifier.js"
 import {
   ChannelLimitReached,
   ChannelPhoneNumberIdTaken,
@@ -180,24 +180,7 @@ const make = Effect.gen(function* () {
     return stored.value.channel
   })
 
-  const update = Effect.fn("Channels.update")(function* (organizationId: OrganizationId, id: ChannelId, input: ChannelUpdateInput) {
-    const secretKey = yield* requireKey
-    const fields = yield* readChannelUpdate(input)
-    const current = yield* get(organizationId, id)
-    if (fields.access_token === undefined && fields.throughput_mps === undefined) return current
-    if (fields.access_token !== undefined) {
-      yield* verifier.verify({ phone_number_id: current.phone_number_id, access_token: fields.access_token })
-    }
-    const updated = yield* storage.channels.update(organizationId, id, {
-      ...(fields.throughput_mps === undefined ? {} : { throughput_mps: fields.throughput_mps }),
-      ...(fields.access_token === undefined
-        ? {}
-        : { access_token: { sealed: sealSecret(secretKey, fields.access_token), last4: fields.access_token.slice(-4) } }),
-      updated_at: yield* nowIso
-    })
-    if (Option.isNone(updated)) return yield* notFound(id)
-    return updated.value
-  })
+  const update = updateChannel({ storage, verifier, requireKey, get })
 
   const getWithToken = Effect.fn("Channels.getWithToken")(function* (organizationId: OrganizationId, id: ChannelId) {
     const secretKey = yield* requireKey
@@ -232,3 +215,35 @@ const ownerOf = (stored: { readonly organization_id: OrganizationId; readonly ch
   organization_id: stored.organization_id,
   channel: stored.channel
 })
+
+/**
+ * `Channels.update` over the service's parts: checks the input, reads the channel
+ * (`RecordNotFound`), verifies a new token with Meta before anything is written, then writes
+ * the given fields, sealed token and `access_token_last4` in one store write. An empty input
+ * answers the channel unchanged.
+ */
+const updateChannel = (parts: {
+  readonly storage: StorageService
+  readonly verifier: ChannelVerifierService
+  readonly requireKey: Effect.Effect<Uint8Array, SecretKeyMissing>
+  readonly get: ChannelsService["get"]
+}) =>
+  Effect.fn("Channels.update")(function* (organizationId: OrganizationId, id: ChannelId, input: ChannelUpdateInput) {
+    const { get, requireKey, storage, verifier } = parts
+    const secretKey = yield* requireKey
+    const fields = yield* readChannelUpdate(input)
+    const current = yield* get(organizationId, id)
+    if (fields.access_token === undefined && fields.throughput_mps === undefined) return current
+    if (fields.access_token !== undefined) {
+      yield* verifier.verify({ phone_number_id: current.phone_number_id, access_token: fields.access_token })
+    }
+    const updated = yield* storage.channels.update(organizationId, id, {
+      ...(fields.throughput_mps === undefined ? {} : { throughput_mps: fields.throughput_mps }),
+      ...(fields.access_token === undefined
+        ? {}
+        : { access_token: { sealed: sealSecret(secretKey, fields.access_token), last4: fields.access_token.slice(-4) } }),
+      updated_at: yield* nowIso
+    })
+    if (Option.isNone(updated)) return yield* notFound(id)
+    return updated.value
+  })
