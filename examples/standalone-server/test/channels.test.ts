@@ -73,14 +73,14 @@ describe("channel add, list, remove", () => {
     expect(calls().slice(before)).toEqual([{ url: "/v21.0/106540352242922", authorization: `Bearer ${TOKEN}` }])
 
     const second = await runCli(
-      addArgs(org, "106540352242923", ["--access-token-env", "MY_WA_TOKEN", "--display-phone-number", "+14155552671"]),
+      addArgs(org, "106540352242923", ["--access-token-env", "MY_WA_TOKEN", "--display-phone-number", "+14155552671", "--throughput-mps", "120"]),
       { ...env, MY_WA_TOKEN: TOKEN }
     )
     expect(second.code, second.stderr).toBe(0)
     // Only the database it opened: the key file exists now, nothing else is said.
     expect(second.stderr).toBe(`Database: sqlite:${filename}\n`)
-    const listed = await runCliJson<Array<{ uuid: string; display_phone_number: string }>>(["channel", "list", "--org", org], env)
-    expect(listed.map((c) => c.display_phone_number)).toEqual(["+31612345678", "+14155552671"])
+    const listed = await runCliJson<Array<{ uuid: string; display_phone_number: string; throughput_mps: number }>>(["channel", "list", "--org", org], env)
+    expect(listed.map((c) => [c.display_phone_number, c.throughput_mps])).toEqual([["+31612345678", 50], ["+14155552671", 120]])
 
     const removed = await runCli(["channel", "remove", "--channel", channel.uuid], env)
     expect(JSON.parse(removed.stdout)).toEqual({ uuid: channel.uuid, deleted: true })
@@ -93,6 +93,17 @@ describe("channel add, list, remove", () => {
     const bytes = Buffer.concat([filename, `${filename}-wal`].filter(existsSync).map((file) => readFileSync(file)))
     expect(bytes.includes("106540352242923")).toBe(true)
     expect(bytes.includes(TOKEN)).toBe(false)
+  })
+
+  it.each([["0"], ["1001"], ["2.5"], ["fast"]])("--throughput-mps %s → error naming throughput_mps, exit 1, Meta not asked, nothing stored", async (value) => {
+    const { env, org, tokenFile } = await freshOrganization()
+    const before = calls().length
+    const result = await runCli([...addArgs(org, "106540352242926", ["--access-token-file", tokenFile]), "--throughput-mps", value], env)
+    expect(result.code).toBe(1)
+    expect(result.stdout).toBe("")
+    expect(result.stderr).toMatch(/^error: throughput_mps must be an integer from 1 to 1000/m)
+    expect(calls().length).toBe(before)
+    expect(await runCliJson(["channel", "list", "--org", org], env)).toEqual([])
   })
 
   it("a token Meta refuses → error on stderr without the token, exit 1, nothing stored", async () => {

@@ -91,6 +91,7 @@ describe("POST /channels", () => {
       waba_id: "102290129340398",
       access_token_set: true,
       access_token_last4: "0001",
+      throughput_mps: 50,
       created_at: expect.any(String),
       updated_at: expect.any(String)
     })
@@ -215,17 +216,128 @@ describe("GET /channels and DELETE /channels/{uuid}", () => {
   })
 })
 
+describe("throughput_mps", () => {
+  it("defaults to 50, is stored as given (1 and 1000), and shows in GET /channels", async () => {
+    const { api, handler } = await setup()
+    const plain = await api.post("/channels", body())
+    const low = await api.post("/channels", body({ throughput_mps: 1 }))
+    const high = await api.post("/channels", body({ throughput_mps: 1000 }))
+    expect([plain, low, high].map((r) => [r.status, r.data.throughput_mps])).toEqual([[200, 50], [200, 1], [200, 1000]])
+    expect((await api.get("/channels")).data.channels.map((c: { throughput_mps: number }) => c.throughput_mps)).toEqual([50, 1, 1000])
+    await handler.dispose()
+  })
+
+  it("400 invalid_input naming throughput_mps outside 1–1 000 or not an integer, on POST and PUT; nothing stored or changed", async () => {
+    const { api, handler } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    const before = graph.calls.length
+    for (const bad of [0, 1001, -5, 2.5, "50", true, { n: 1 }]) {
+      for (const result of [await api.post("/channels", body({ throughput_mps: bad })), await api.put(`/channels/${channel.uuid}`, { throughput_mps: bad })]) {
+        expect(result.status, JSON.stringify(bad)).toBe(400)
+        expect(result.errors.map((e) => e.field), JSON.stringify(bad)).toEqual(["throughput_mps"])
+        expect(result.message, JSON.stringify(bad)).toContain("throughput_mps")
+      }
+    }
+    expect(graph.calls.length).toBe(before)
+    expect((await api.get("/channels")).data.channels).toEqual([channel])
+    await handler.dispose()
+  })
+})
+
+describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
+  it("GET answers the channel as listed; another organization's or an unknown uuid → 404 not_found; a malformed uuid → 400", async () => {
+    const { api, storage, handler } = await setup()
+    const other = await makeTenant(storage, handler)
+    const channel = (await api.post("/channels", body({ throughput_mps: 80 }))).data
+    expect(await api.get(`/channels/${channel.uuid}`)).toMatchObject({ status: 200, data: channel })
+    expect((await api.get(`/channels/${channel.uuid.toUpperCase()}`)).data).toEqual(channel)
+    for (const [client, uuid] of [[other.api, channel.uuid], [api, UNKNOWN_UUID]] as const) {
+      const result = await client.get(`/channels/${uuid}`)
+      expect(result.status).toBe(404)
+      expect(result.errors.map((e) => e.code)).toEqual(["not_found"])
+    }
+    expect((await api.get("/channels/not-a-uuid")).status).toBe(400)
+    await handler.dispose()
+  })
+
+  it("PUT throughput_mps changes it (and updated_at) without asking Meta; an empty body changes nothing", async () => {
+    const { api, handler } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    const before = graph.calls.length
+    const empty = await api.put(`/channels/${channel.uuid}`, {})
+    expect(empty).toMatchObject({ status: 200, data: channel })
+    const updated = await api.put(`/channels/${channel.uuid}`, { throughput_mps: 200 })
+    expect(updated.status).toBe(200)
+    expect(updated.data).toEqual({ ...channel, throughput_mps: 200, updated_at: expect.any(String) })
+    expect(updated.data.updated_at >= channel.updated_at).toBe(true)
+    expect(graph.calls.length).toBe(before)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(updated.data)
+    await handler.dispose()
+  })
+
+  it("PUT access_token verifies the new token with Meta, then stores it (last4 updated) with throughput_mps in one write; sends use it", async () => {
+    const { api, handler } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    const before = graph.calls.length
+    const updated = await api.put(`/channels/${channel.uuid}`, { access_token: OTHER_GOOD_TOKEN, throughput_mps: 7 })
+    expect(updated.status, JSON.stringify(updated.errors)).toBe(200)
+    expect(updated.data).toEqual({ ...channel, access_token_last4: OTHER_GOOD_TOKEN.slice(-4), throughput_mps: 7, updated_at: expect.any(String) })
+    expect(graph.calls.slice(before)).toEqual([
+      { method: "GET", url: `/v21.0/${channel.phone_number_id}`, authorization: `Bearer ${OTHER_GOOD_TOKEN}` }
+    ])
+    expect(JSON.stringify(updated)).not.toContain(OTHER_GOOD_TOKEN)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(updated.data)
+    await handler.dispose()
+  })
+
+  it("PUT with a token Meta refuses → 400 channel_verification_failed, nothing changed (not even throughput_mps)", async () => {
+    const { api, handler } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    refuseNextLookupsEchoing(REFUSED_TOKEN)
+    const result = await api.put(`/channels/${channel.uuid}`, { access_token: REFUSED_TOKEN, throughput_mps: 9 })
+    expect(result.status).toBe(400)
+    expect(result.errors.map((e) => [e.code, e.field])).toEqual([["channel_verification_failed", "access_token"]])
+    expect(JSON.stringify(result)).not.toContain(REFUSED_TOKEN)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+    await handler.dispose()
+  })
+
+  it("PUT checks the token's form before asking Meta; another organization's or an unknown uuid → 404, nothing changed", async () => {
+    const { api, storage, handler } = await setup()
+    const other = await makeTenant(storage, handler)
+    const channel = (await api.post("/channels", body())).data
+    const before = graph.calls.length
+    const short = await api.put(`/channels/${channel.uuid}`, { access_token: "EAAGgoodshort" })
+    expect(short.errors.map((e) => [e.field, e.code])).toEqual([["access_token", "out_of_range"]])
+    for (const [client, uuid] of [[other.api, channel.uuid], [api, UNKNOWN_UUID]] as const) {
+      const result = await client.put(`/channels/${uuid}`, { access_token: OTHER_GOOD_TOKEN, throughput_mps: 3 })
+      expect(result.status).toBe(404)
+      expect(result.errors.map((e) => e.code)).toEqual(["not_found"])
+    }
+    expect(graph.calls.length).toBe(before)
+    expect((await api.put("/channels/not-a-uuid", {})).status).toBe(400)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+    await handler.dispose()
+  })
+})
+
 describe("the secret key", () => {
   it("without secretKey, the channel routes answer 503 secret_key_not_configured and the rest works", async () => {
     const storage = makeSharedStorage()
     const handler = makeHandler(storage, { channelVerifier: verifier() })
     const { api, apiKey } = await makeTenant(storage, handler)
-    for (const [method, path] of [["GET", "/channels"], ["POST", "/channels"], ["DELETE", `/channels/${UNKNOWN_UUID}`]] as const) {
+    for (const [method, path] of [
+      ["GET", "/channels"],
+      ["POST", "/channels"],
+      ["GET", `/channels/${UNKNOWN_UUID}`],
+      ["PUT", `/channels/${UNKNOWN_UUID}`],
+      ["DELETE", `/channels/${UNKNOWN_UUID}`]
+    ] as const) {
       const response = await request(handler, {
         method,
         url: `/api/v1/api${path}`,
         headers: { ...bearer(apiKey), "content-type": "application/json" },
-        ...(method === "POST" ? { payload: JSON.stringify(body()) } : {})
+        ...(method === "POST" ? { payload: JSON.stringify(body()) } : method === "PUT" ? { payload: JSON.stringify({ throughput_mps: 5 }) } : {})
       })
       expect(response.statusCode).toBe(503)
       expect(response.json()).toMatchObject({ status: 503, success: false, data: null, errors: [{ code: "secret_key_not_configured" }] })
@@ -270,7 +382,7 @@ describe("the access token never leaves the server", () => {
     })
     const { api, apiKey, handler } = await setup({ logger, storage: Layer.succeed(Storage, sqlite) })
     const bodies: Array<string> = []
-    const call = async (method: "GET" | "POST" | "DELETE", path: string, payload?: unknown) => {
+    const call = async (method: "GET" | "POST" | "PUT" | "DELETE", path: string, payload?: unknown) => {
       const response = await request(handler, {
         method,
         url: `/api/v1/api${path}`,
@@ -289,11 +401,17 @@ describe("the access token never leaves the server", () => {
     expect((await call("POST", "/channels", body({ access_token: refused }))).status).toBe(400)
     expect((await call("POST", "/channels", { ...input, access_token: `${token}x` })).status).toBe(400)
     await call("GET", "/channels")
+    // PUT: a refused new token, a short one (its form checked), then the token set again.
+    refuseNextLookupsEchoing(refused)
+    expect((await call("PUT", `/channels/${kept.data.uuid}`, { access_token: refused })).status).toBe(400)
+    expect((await call("PUT", `/channels/${kept.data.uuid}`, { access_token: `${token} x` })).status).toBe(400)
+    expect((await call("PUT", `/channels/${kept.data.uuid}`, { access_token: token, throughput_mps: 10 })).status).toBe(200)
+    await call("GET", `/channels/${kept.data.uuid}`)
     expect((await call("DELETE", `/channels/${added.data.uuid}`)).status).toBe(200)
     await handler.dispose()
 
-    expect(bodies).toHaveLength(6)
-    expect(lines.length).toBeGreaterThanOrEqual(6)
+    expect(bodies).toHaveLength(10)
+    expect(lines.length).toBeGreaterThanOrEqual(10)
     for (const text of [...bodies, ...lines]) {
       expect(text).not.toContain(token)
       expect(text).not.toContain(refused)

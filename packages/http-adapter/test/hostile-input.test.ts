@@ -22,7 +22,7 @@ const handler = makeHandler(storage, {
   webhooks: { dispatch: false, allowPrivateNetworks: true }
 })
 let apiKey = ""
-const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "" }
+const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "", channel: "" }
 
 const template = {
   name: "order_update",
@@ -62,7 +62,10 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "POST /labels/bulk-delete": () => ({ tag_uuids: [ids.label] }),
   "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" }),
   "PUT /chats/:uuid": () => ({ status: "pending", assigned_to: "agent-1", favorite: true }),
+  // No throughput_mps here: `null` in it would be accepted and connect a channel that carries
+  // this organization's sends to Meta. PUT /channels/{uuid} walks the field (the same rule).
   "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` }),
+  "PUT /channels/:uuid": () => ({ access_token: `EAAG${"y".repeat(40)}`, throughput_mps: 70 }),
   "POST /webhook-endpoints": () => ({ url: "https://hooks.example.com/hostile", events: ["message.received"], description: "Hostile" }),
   "PUT /webhook-endpoints/:uuid": () => ({
     url: "https://hooks.example.com/hostile",
@@ -79,6 +82,7 @@ const urlOf = (path: string) =>
     .replace("/contacts/:uuid", `/contacts/${ids.contact}`)
     .replace("/chats/:uuid", `/chats/${ids.chat}`)
     .replace("/webhook-endpoints/:uuid", `/webhook-endpoints/${ids.webhookEndpoint}`)
+    .replace("/channels/:uuid", `/channels/${ids.channel}`)
     .replace(":uuid", ids.group)
 
 const send = (method: string, path: string, payload: string | Buffer) =>
@@ -149,6 +153,13 @@ beforeAll(async () => {
   ids.group = (await tenant.api.post("/contact-groups", { name: "Team" })).data.uuid
   ids.chat = (await tenant.api.post("/send", { phone: phone(1), message: "Hello" })).data.chat_uuid
   ids.webhookEndpoint = (await tenant.api.post("/webhook-endpoints", { url: "https://hooks.example.com/start" })).data.uuid
+  // The channel PUT /channels/{uuid} aims at belongs to a second organization: a channel of
+  // this one would carry its sends to Meta. Its body is checked before the channel is looked
+  // up, so each hostile value is still refused on its own; only a valid body reaches the 404.
+  const neighbour = await makeTenant(storage, handler, { name: "Neighbour" })
+  ids.channel = (
+    await neighbour.api.post("/channels", { phone_number_id: "106540352240001", waba_id: "102290129340398", access_token: `EAAG${"z".repeat(40)}` })
+  ).data.uuid
 })
 
 describe("every body route has a valid body to start from", () => {

@@ -257,6 +257,8 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("DELETE", `/contacts/${imported.contacts[1].uuid}`)
     const channel = await run("POST", "/channels", { phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: "EAAG-parity-token-0001" })
     await run("GET", "/channels")
+    await run("GET", `/channels/${channel.uuid}`)
+    await run("PUT", `/channels/${channel.uuid}`, { access_token: "EAAG-parity-token-0002", throughput_mps: 80 })
     await run("DELETE", `/channels/${channel.uuid}`)
     const endpoint = await run("POST", "/webhook-endpoints", { url: "https://hooks.example.com/parity", events: ["chat.updated"] })
     await run("GET", "/webhook-endpoints")

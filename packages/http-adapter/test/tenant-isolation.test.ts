@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest"
+import { Effect, Layer } from "effect"
+import { ChannelVerifier } from "@switchboard/core"
 import { allContacts, contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, type ApiClient } from "./helpers.js"
 
 const storage = makeSharedStorage()
@@ -131,5 +133,26 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
     expect(await importContacts(small, contactRows(100, 2))).toMatchObject({ created: 2 })
     expect((await small.post("/labels", { name: "A" })).status).toBe(200)
     expect((await small.post("/labels", { name: "B" })).status).toBe(403)
+  })
+
+  it("another organization's key cannot read, change or remove a channel: 404, the channel unchanged", async () => {
+    // Channels need a secret key; Meta's check passes for every token here.
+    const channelStorage = makeSharedStorage()
+    const channelHandler = makeHandler(channelStorage, {
+      secretKey: Buffer.alloc(32, 7).toString("base64"),
+      channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+15550783881" }) })
+    })
+    try {
+      const owner = (await makeTenant(channelStorage, channelHandler, { name: "Owner" })).api
+      const intruder = (await makeTenant(channelStorage, channelHandler, { name: "Intruder" })).api
+      const channel = (await owner.post("/channels", { phone_number_id: "106540352249001", waba_id: "1", access_token: `EAAG${"o".repeat(30)}` })).data
+      expectNotFound(await intruder.get(`/channels/${channel.uuid}`))
+      expectNotFound(await intruder.put(`/channels/${channel.uuid}`, { access_token: `EAAG${"i".repeat(30)}`, throughput_mps: 1 }))
+      expectNotFound(await intruder.delete(`/channels/${channel.uuid}`))
+      expect((await intruder.get("/channels")).data.channels).toEqual([])
+      expect((await owner.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+    } finally {
+      await channelHandler.dispose()
+    }
   })
 })

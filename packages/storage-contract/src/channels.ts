@@ -20,6 +20,7 @@ const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
     waba_id: "102290129340398",
     access_token_set: true,
     access_token_last4: "wxyz",
+    throughput_mps: 50,
     created_at: instant(phoneNumberIds),
     updated_at: instant(phoneNumberIds),
     ...overrides
@@ -39,7 +40,8 @@ const insertChannel = (organizationId: OrganizationId, overrides: Partial<Channe
 /**
  * Contract of `Storage.channels` (docs/channels.md): `phone_number_id` unique across every
  * organization, the per-organization limit checked atomically with the insert, lists
- * oldest first, the cross-organization look-ups, tenant isolation of reads and deletes,
+ * oldest first, the cross-organization look-ups, tenant isolation of reads, updates and
+ * deletes, `throughput_mps` stored as given, an update writing the given fields together,
  * and the secret-key check value claimed once.
  */
 export const channelsContract = (options: StorageContractOptions): void => {
@@ -157,6 +159,62 @@ export const channelsContract = (options: StorageContractOptions): void => {
           ])
           expect(sorted(found.map((s) => s.access_token_sealed))).toEqual(["v1.sealed", "v1.sealed"])
           expect(yield* channels.findByWabaId("999")).toEqual([])
+        })
+      ))
+
+    it.effect("stores throughput_mps as given and reads it back everywhere", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, { throughput_mps: 1000, waba_id: "4242" })
+          expect(Option.map(yield* channels.findById(org.id, channel.uuid), (s) => s.channel.throughput_mps)).toEqual(Option.some(1000))
+          expect((yield* channels.list(org.id))[0]?.throughput_mps).toBe(1000)
+          expect(Option.map(yield* channels.findByPhoneNumberId(channel.phone_number_id), (s) => s.channel.throughput_mps)).toEqual(Option.some(1000))
+          expect((yield* channels.findByWabaId("4242"))[0]?.channel.throughput_mps).toBe(1000)
+        })
+      ))
+
+    it.effect("update writes the given fields with updated_at and answers the channel; the others stay", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, {}, "v1.old")
+          const throughput = yield* channels.update(org.id, channel.uuid, { throughput_mps: 7, updated_at: instant(700) })
+          const afterThroughput = { ...channel, throughput_mps: 7, updated_at: instant(700) }
+          expect(throughput).toEqual(Option.some(afterThroughput))
+          expect(yield* channels.findById(org.id, channel.uuid)).toEqual(
+            Option.some({ organization_id: org.id, channel: afterThroughput, access_token_sealed: "v1.old" })
+          )
+          const both = yield* channels.update(org.id, channel.uuid, {
+            throughput_mps: 900,
+            access_token: { sealed: "v1.new", last4: "9876" },
+            updated_at: instant(800)
+          })
+          const afterBoth = { ...channel, throughput_mps: 900, access_token_last4: "9876", updated_at: instant(800) }
+          expect(both).toEqual(Option.some(afterBoth))
+          expect(yield* channels.findById(org.id, channel.uuid)).toEqual(
+            Option.some({ organization_id: org.id, channel: afterBoth, access_token_sealed: "v1.new" })
+          )
+          const tokenOnly = yield* channels.update(org.id, channel.uuid, { access_token: { sealed: "v1.third", last4: "3333" }, updated_at: instant(900) })
+          expect(Option.map(tokenOnly, (c) => [c.throughput_mps, c.access_token_last4])).toEqual(Option.some([900, "3333"]))
+        })
+      ))
+
+    it.effect("update → None for an unknown uuid or another organization's channel, which stays unchanged", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const change = { throughput_mps: 3, access_token: { sealed: "v1.stolen", last4: "0000" }, updated_at: instant(999) }
+          expect(yield* channels.update(other.id, channel.uuid, change)).toEqual(Option.none())
+          expect(yield* channels.update(org.id, fixtures.uuid() as ChannelId, change)).toEqual(Option.none())
+          expect(yield* channels.findById(org.id, channel.uuid)).toEqual(
+            Option.some({ organization_id: org.id, channel, access_token_sealed: "v1.sealed" })
+          )
         })
       ))
 

@@ -312,6 +312,7 @@ describe("plan limits without transactions", () => {
           waba_id: "1",
           access_token_set: true as const,
           access_token_last4: "abcd",
+          throughput_mps: 50,
           created_at: instant(n),
           updated_at: instant(n)
         })
@@ -328,6 +329,36 @@ describe("plan limits without transactions", () => {
         Object.assign(usageOf(fake, org.id)!, { channels: 5, touched_at: new Date(Date.now() - 120_000) }) // a crash after reserving
         expect(yield* Effect.promise(() => reconcileUsage(collectionsOf(fake.db), 60_000))).toBe(1)
         expect(usageOf(fake, org.id)?.channels).toBe(1)
+      })
+    )
+  })
+
+  it.effect("channels: a document stored before throughput_mps existed reads as 50, and update adds the field", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { channels } = yield* Storage
+        const org = yield* insertOrganization()
+        const uuid = "00000000-0000-4000-8000-0000000c0101" as ChannelId
+        yield* Effect.promise(() =>
+          collectionsOf(fake.db).channels.insertOne({
+            _id: uuid,
+            organization_id: org.id,
+            provider: "whatsapp_cloud",
+            phone_number_id: "881",
+            display_phone_number: "+31612345678",
+            waba_id: "1",
+            access_token_sealed: "s",
+            access_token_last4: "abcd",
+            created_at: instant(1),
+            updated_at: instant(1)
+          })
+        )
+        expect((yield* channels.list(org.id)).map((c) => c.throughput_mps)).toEqual([50])
+        const updated = yield* channels.update(org.id, uuid, { throughput_mps: 12, updated_at: instant(2) })
+        expect(Option.map(updated, (c) => c.throughput_mps)).toEqual(Option.some(12))
+        expect((yield* Effect.promise(() => collectionsOf(fake.db).channels.findOne({ _id: uuid })))?.throughput_mps).toBe(12)
       })
     )
   })

@@ -2,7 +2,7 @@ import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
-import { CHANNELS_MIGRATION } from "./repositories/channels.js"
+import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
 import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
 import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
@@ -257,6 +257,13 @@ export const migrations: ReadonlyArray<Migration> = [
     up:
       "ALTER TABLE contacts ADD COLUMN phone_valid INTEGER NOT NULL DEFAULT 1 CHECK (phone_valid IN (0, 1));" +
       WEBHOOK_REJECTS_MIGRATION
+  },
+  {
+    version: 14,
+    name: "channel_throughput",
+    // A channel's throughput_mps, every existing channel kept with the default 50
+    // (repositories/channels.ts).
+    up: CHANNEL_THROUGHPUT_MIGRATION
   }
 ]
 

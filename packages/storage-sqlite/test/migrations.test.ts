@@ -387,6 +387,36 @@ describe("migrations", () => {
       expect(appliedRows(filename).map((row) => (row as { version: number }).version)).toContain(11)
     }))
 
+  it.effect("migration 14 keeps every channel, each with throughput_mps 50; the column refuses a value outside 1–1 000", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      applyPending(db, migrations.filter((m) => m.version < 14), "t1")
+      db.prepare("INSERT INTO organizations VALUES ('org', 'Org', NULL, NULL, 1, 'active', 't', 't')").run()
+      const insert = db.prepare(
+        "INSERT INTO channels (uuid, organization_id, provider, phone_number_id, display_phone_number, waba_id, access_token_sealed, access_token_last4, created_at, updated_at) VALUES (?, 'org', 'whatsapp_cloud', ?, '+31612345678', '1', 'sealed', 'abcd', ?, 't')"
+      )
+      const uuids = [fixtures.uuid(), fixtures.uuid()]
+      uuids.forEach((uuid, index) => insert.run(uuid, `10${index}`, fixtures.instant(index)))
+      db.close()
+      const listed = yield* withStorage(
+        filename,
+        Effect.flatMap(Storage, ({ channels }) => channels.list("org" as never))
+      )
+      expect(listed.map((channel) => [channel.uuid, channel.phone_number_id, channel.access_token_last4, channel.throughput_mps])).toEqual([
+        [uuids[0], "100", "abcd", 50],
+        [uuids[1], "101", "abcd", 50]
+      ])
+      const check = new Sqlite(filename)
+      try {
+        for (const bad of [0, 1001]) {
+          expect(() => check.prepare("UPDATE channels SET throughput_mps = ?").run(bad)).toThrow(/CHECK constraint/)
+        }
+      } finally {
+        check.close()
+      }
+    }))
+
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>
     Effect.gen(function* () {
       const db = new Sqlite(":memory:")

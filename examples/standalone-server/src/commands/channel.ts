@@ -10,7 +10,8 @@ import { failUsage, parseUuid, runAdminCommand } from "./admin.js"
  * history and `ps`): it is read from a file or an environment variable.
  *
  * - `channel add --org ORG_ID --phone-number-id P --waba-id W [--display-phone-number +E164]
- *   (--access-token-file FILE | --access-token-env NAME)` → the channel; the token is
+ *   [--throughput-mps N] (--access-token-file FILE | --access-token-env NAME)` → the channel
+ *   (`throughput_mps` an integer 1–1 000, default 50; core checks it); the token is
  *   verified with Meta's Graph API first (`WHATSAPP_API_BASE_URL`, `WHATSAPP_API_VERSION`);
  *   with SQLite and no `SWITCHBOARD_SECRET_KEY`, it creates `<data dir>/secret.key` when
  *   missing, like the server;
@@ -28,6 +29,7 @@ export const registerChannelCommands = (program: Command): void => {
     .requiredOption("--phone-number-id <id>", "Meta's phone number id")
     .requiredOption("--waba-id <id>", "WhatsApp Business Account id")
     .option("--display-phone-number <e164>", "the number in E.164 (default: Meta's)")
+    .option("--throughput-mps <n>", "messages per second the send queue will pace it to, 1-1000 (default: 50)", Number)
     .addOption(new Option("--access-token-file <file>", "file holding the access token").conflicts("accessTokenEnv"))
     .addOption(new Option("--access-token-env <name>", "environment variable holding the access token"))
     .action((options: AddOptions, command: Command) => {
@@ -38,7 +40,8 @@ export const registerChannelCommands = (program: Command): void => {
             phone_number_id: options.phoneNumberId,
             waba_id: options.wabaId,
             access_token,
-            ...(options.displayPhoneNumber === undefined ? {} : { display_phone_number: options.displayPhoneNumber })
+            ...(options.displayPhoneNumber === undefined ? {} : { display_phone_number: options.displayPhoneNumber }),
+            ...(options.throughputMps === undefined ? {} : { throughput_mps: options.throughputMps })
           })
         ),
         { createSecretKey: true }
@@ -63,6 +66,7 @@ interface AddOptions {
   readonly phoneNumberId: string
   readonly wabaId: string
   readonly displayPhoneNumber?: string
+  readonly throughputMps?: number
   readonly accessTokenFile?: string
   readonly accessTokenEnv?: string
 }

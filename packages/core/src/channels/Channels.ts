@@ -5,8 +5,8 @@ import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../common/errors.js"
 import type { StorageError } from "../storage/errors.js"
-import { Storage } from "../storage/Storage.js"
-import { ChannelVerifier } from "./ChannelVerifier.js"
+import { Storage, type StorageService } from "../storage/Storage.js"
+import { ChannelVerifier, type ChannelVerifierService } from "./ChannelVerifier.js"
 import {
   ChannelLimitReached,
   ChannelPhoneNumberIdTaken,
@@ -19,17 +19,18 @@ import {
   type ChannelId,
   type ChannelInput,
   type ChannelOwner,
+  type ChannelUpdateInput,
   type ChannelWithToken,
   MAX_CHANNELS_PER_ORGANIZATION
 } from "./model.js"
-import { displayNumberOf, readChannelInput } from "./readChannelInput.js"
+import { displayNumberOf, readChannelInput, readChannelUpdate } from "./readChannelInput.js"
 import { openSecret, sealSecret } from "./secretBox.js"
 import { checkStoredKey, claimKeyCheck } from "./secretKeyCheck.js"
 import { SecretKey } from "./SecretKey.js"
 
 /**
  * Channels: each organization's own WhatsApp numbers (docs/channels.md). Managing them
- * (`add`, `list`, `remove`, `getWithToken`) needs the {@link SecretKey}; without one they
+ * (`add`, `get`, `update`, `list`, `remove`, `getWithToken`) needs the {@link SecretKey}; without one they
  * fail with `SecretKeyMissing`. The look-ups by `phone_number_id` and `waba_id` read
  * across organizations (webhook routing) and need no key.
  *
@@ -58,6 +59,26 @@ export interface ChannelsService {
   >
   /** The organization's channels, oldest first: the first is its default. */
   readonly list: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<Channel>, SecretKeyMissing | StorageError>
+  /** The organization's channel with this uuid; unknown (or another organization's) → `RecordNotFound`. */
+  readonly get: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<Channel, RecordNotFound | SecretKeyMissing | StorageError>
+  /**
+   * Changes a channel's `access_token` and/or `throughput_mps` (docs/channels.md): checks
+   * the input (`InvalidInput`), proves a new token with the {@link ChannelVerifier} like
+   * `add` (`ChannelVerificationFailed`, nothing written), then writes both fields, sealed
+   * token and `access_token_last4` in one atomic store write. An empty input writes nothing
+   * and answers the channel as it is. Unknown channel → `RecordNotFound`.
+   */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ChannelId,
+    input: ChannelUpdateInput
+  ) => Effect.Effect<
+    Channel,
+    InvalidInput | ChannelVerificationFailed | RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError
+  >
   /** Disconnects a channel (its encrypted token is deleted with it); unknown → `RecordNotFound`. */
   readonly remove: (
     organizationId: OrganizationId,
@@ -136,6 +157,7 @@ const make = Effect.gen(function* () {
       waba_id: fields.waba_id,
       access_token_set: true,
       access_token_last4: fields.access_token.slice(-4),
+      throughput_mps: fields.throughput_mps,
       created_at: now,
       updated_at: now
     }
@@ -151,6 +173,15 @@ const make = Effect.gen(function* () {
     }
   })
 
+  const get = Effect.fn("Channels.get")(function* (organizationId: OrganizationId, id: ChannelId) {
+    yield* requireKey
+    const stored = yield* storage.channels.findById(organizationId, id)
+    if (Option.isNone(stored)) return yield* notFound(id)
+    return stored.value.channel
+  })
+
+  const update = updateChannel({ storage, verifier, requireKey, get })
+
   const getWithToken = Effect.fn("Channels.getWithToken")(function* (organizationId: OrganizationId, id: ChannelId) {
     const secretKey = yield* requireKey
     const stored = yield* storage.channels.findById(organizationId, id)
@@ -163,6 +194,8 @@ const make = Effect.gen(function* () {
 
   const service: ChannelsService = {
     add,
+    get,
+    update,
     list: (organizationId) => Effect.zipRight(requireKey, storage.channels.list(organizationId)),
     remove: (organizationId, id) =>
       Effect.zipRight(
@@ -182,3 +215,35 @@ const ownerOf = (stored: { readonly organization_id: OrganizationId; readonly ch
   organization_id: stored.organization_id,
   channel: stored.channel
 })
+
+/**
+ * `Channels.update` over the service's parts: checks the input, reads the channel
+ * (`RecordNotFound`), verifies a new token with Meta before anything is written, then writes
+ * the given fields, sealed token and `access_token_last4` in one store write. An empty input
+ * answers the channel unchanged.
+ */
+const updateChannel = (parts: {
+  readonly storage: StorageService
+  readonly verifier: ChannelVerifierService
+  readonly requireKey: Effect.Effect<Uint8Array, SecretKeyMissing>
+  readonly get: ChannelsService["get"]
+}) =>
+  Effect.fn("Channels.update")(function* (organizationId: OrganizationId, id: ChannelId, input: ChannelUpdateInput) {
+    const { get, requireKey, storage, verifier } = parts
+    const secretKey = yield* requireKey
+    const fields = yield* readChannelUpdate(input)
+    const current = yield* get(organizationId, id)
+    if (fields.access_token === undefined && fields.throughput_mps === undefined) return current
+    if (fields.access_token !== undefined) {
+      yield* verifier.verify({ phone_number_id: current.phone_number_id, access_token: fields.access_token })
+    }
+    const updated = yield* storage.channels.update(organizationId, id, {
+      ...(fields.throughput_mps === undefined ? {} : { throughput_mps: fields.throughput_mps }),
+      ...(fields.access_token === undefined
+        ? {}
+        : { access_token: { sealed: sealSecret(secretKey, fields.access_token), last4: fields.access_token.slice(-4) } }),
+      updated_at: yield* nowIso
+    })
+    if (Option.isNone(updated)) return yield* notFound(id)
+    return updated.value
+  })

@@ -13,8 +13,11 @@ export type ChannelId = typeof ChannelId.Type
 /**
  * An organization's own WhatsApp Business number (docs/channels.md): Meta's
  * `phone_number_id` (unique across all organizations), the number in E.164, the WhatsApp
- * Business Account id `waba_id`, and the last four characters of its access token. The
- * token itself is encrypted at rest and never part of the record.
+ * Business Account id `waba_id`, the last four characters of its access token, and
+ * `throughput_mps`, the most messages per second the send queue will hand to Meta through
+ * it (an integer {@link MIN_THROUGHPUT_MPS}–{@link MAX_THROUGHPUT_MPS}, default
+ * {@link DEFAULT_THROUGHPUT_MPS}). The token itself is encrypted at rest and never part of
+ * the record.
  *
  * @category models
  */
@@ -26,6 +29,9 @@ export const Channel = Schema.Struct({
   waba_id: Schema.String,
   access_token_set: Schema.Literal(true),
   access_token_last4: Schema.String,
+  throughput_mps: Schema.Int.annotations({
+    description: "Messages per second the send queue will hand to Meta through this channel (1–1 000, default 50)"
+  }),
   created_at: Schema.String,
   updated_at: Schema.String
 })
@@ -33,10 +39,30 @@ export const Channel = Schema.Struct({
 export type Channel = typeof Channel.Type
 
 /**
+ * Default `throughput_mps` of a channel, in messages per second (docs/channels.md "Throughput").
+ *
+ * @category models
+ */
+export const DEFAULT_THROUGHPUT_MPS = 50
+/**
+ * Lowest accepted `throughput_mps`, in messages per second.
+ *
+ * @category models
+ */
+export const MIN_THROUGHPUT_MPS = 1
+/**
+ * Highest accepted `throughput_mps`, in messages per second (Meta's own ceiling for a number).
+ *
+ * @category models
+ */
+export const MAX_THROUGHPUT_MPS = 1000
+
+/**
  * Input of `Channels.add` (`POST /channels`, `channel add`): `phone_number_id` and
  * `waba_id` are Meta's numeric ids; `access_token` a Graph API token allowed to use the
  * number (16–4096 characters, no whitespace); `display_phone_number` optional (taken from
- * Meta's answer when absent), any format libphonenumber-js reads as an international number.
+ * Meta's answer when absent), any format libphonenumber-js reads as an international number;
+ * `throughput_mps` optional, an integer 1–1 000 (default 50).
  *
  * @category models
  */
@@ -45,6 +71,19 @@ export interface ChannelInput {
   readonly waba_id: unknown
   readonly access_token: unknown
   readonly display_phone_number?: unknown
+  readonly throughput_mps?: unknown
+}
+
+/**
+ * Input of `Channels.update` (`PUT /channels/{uuid}`): each field optional; absent (or
+ * `null`) leaves it as it is. `access_token` as in {@link ChannelInput} (verified with
+ * Meta before anything is written); `throughput_mps` an integer 1–1 000.
+ *
+ * @category models
+ */
+export interface ChannelUpdateInput {
+  readonly access_token?: unknown
+  readonly throughput_mps?: unknown
 }
 
 /**

@@ -2,7 +2,13 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { Effect, Option } from "effect"
 import { InvalidInput } from "../errors.js"
 import { IssueCollector } from "../internal/validation.js"
-import type { ChannelInput } from "./model.js"
+import {
+  type ChannelInput,
+  type ChannelUpdateInput,
+  DEFAULT_THROUGHPUT_MPS,
+  MAX_THROUGHPUT_MPS,
+  MIN_THROUGHPUT_MPS
+} from "./model.js"
 
 /** Longest accepted access token, in characters. */
 const MAX_TOKEN_LENGTH = 4096
@@ -15,13 +21,21 @@ export interface ChannelFields {
   readonly waba_id: string
   readonly access_token: string
   readonly display_phone_number: string | null
+  readonly throughput_mps: number
+}
+
+/** The checked fields of a {@link ChannelUpdateInput}: `undefined` leaves a field as it is. */
+export interface ChannelUpdateFields {
+  readonly access_token: string | undefined
+  readonly throughput_mps: number | undefined
 }
 
 /**
  * Checks a channel input, reporting every bad field at once (`InvalidInput`): the two
  * Meta ids are strings of 1–64 digits (trimmed); the token a string of 16–4096
  * characters without whitespace; `display_phone_number`, when given, a valid phone number
- * written internationally, normalised to E.164. Messages never repeat the token.
+ * written internationally, normalised to E.164; `throughput_mps`, when given, an integer
+ * 1–1 000 (else 50). Messages never repeat the token.
  */
 export const readChannelInput = (input: ChannelInput): Effect.Effect<ChannelFields, InvalidInput> => {
   const collector = new IssueCollector()
@@ -32,7 +46,22 @@ export const readChannelInput = (input: ChannelInput): Effect.Effect<ChannelFiel
     display_phone_number:
       input.display_phone_number === undefined || input.display_phone_number === null
         ? null
-        : collector.phone("display_phone_number", input.display_phone_number, undefined)
+        : collector.phone("display_phone_number", input.display_phone_number, undefined),
+    throughput_mps: throughput(collector, input.throughput_mps) ?? DEFAULT_THROUGHPUT_MPS
+  }
+  return collector.issues.length > 0 ? Effect.fail(new InvalidInput({ issues: collector.issues })) : Effect.succeed(fields)
+}
+
+/**
+ * Checks a channel update (`InvalidInput`, every bad field at once): each field absent or
+ * `null` is left as it is; otherwise `access_token` and `throughput_mps` follow the rules
+ * of {@link readChannelInput}. Messages never repeat the token.
+ */
+export const readChannelUpdate = (input: ChannelUpdateInput): Effect.Effect<ChannelUpdateFields, InvalidInput> => {
+  const collector = new IssueCollector()
+  const fields: ChannelUpdateFields = {
+    access_token: input.access_token === undefined || input.access_token === null ? undefined : accessToken(collector, input.access_token),
+    throughput_mps: throughput(collector, input.throughput_mps)
   }
   return collector.issues.length > 0 ? Effect.fail(new InvalidInput({ issues: collector.issues })) : Effect.succeed(fields)
 }
@@ -60,6 +89,20 @@ const metaId = (collector: IssueCollector, field: string, value: unknown): strin
   const trimmed = value.trim()
   if (!/^\d{1,64}$/.test(trimmed)) collector.add("invalid_format", field, `${field} must be Meta's numeric id (1 to 64 digits)`)
   return trimmed
+}
+
+/** An optional `throughput_mps`: `undefined` when absent or `null`, else an integer 1–1 000 or an issue. */
+const throughput = (collector: IssueCollector, value: unknown): number | undefined => {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== "number" || !Number.isInteger(value) || value < MIN_THROUGHPUT_MPS || value > MAX_THROUGHPUT_MPS) {
+    collector.add(
+      typeof value === "number" ? "out_of_range" : "invalid_type",
+      "throughput_mps",
+      `throughput_mps must be an integer from ${MIN_THROUGHPUT_MPS} to ${MAX_THROUGHPUT_MPS} (messages per second)`
+    )
+    return undefined
+  }
+  return value
 }
 
 const accessToken = (collector: IssueCollector, value: unknown): string => {

@@ -26,6 +26,18 @@ export type ChannelInsertOutcome =
   | { readonly _tag: "LimitReached"; readonly limit: number }
 
 /**
+ * The change of {@link ChannelRepository.update}: the fields given are written together with
+ * `updated_at`; a new token comes sealed with its last four characters.
+ *
+ * @category storage
+ */
+export interface ChannelChange {
+  readonly throughput_mps?: number
+  readonly access_token?: { readonly sealed: string; readonly last4: string }
+  readonly updated_at: string
+}
+
+/**
  * Channels (organizations' own WhatsApp numbers, docs/channels.md). Methods take the
  * organization id first, except the look-ups by `phone_number_id` and `waba_id` and the
  * secret-key check value, which read across organizations (provider webhooks are routed
@@ -52,6 +64,15 @@ export interface ChannelRepository {
     organizationId: OrganizationId,
     id: ChannelId
   ) => Effect.Effect<Option.Option<StoredChannel>, StorageError>
+  /**
+   * Writes `change` to the organization's channel in one atomic write and returns the
+   * channel as it now is; `None` (nothing written) when the organization has none with this uuid.
+   */
+  readonly update: (
+    organizationId: OrganizationId,
+    id: ChannelId,
+    change: ChannelChange
+  ) => Effect.Effect<Option.Option<Channel>, StorageError>
   /** Deletes the channel; `false` when the organization has none with this uuid. */
   readonly delete: (organizationId: OrganizationId, id: ChannelId) => Effect.Effect<boolean, StorageError>
   /** The channel with this `phone_number_id`, whichever organization owns it. */

@@ -192,6 +192,7 @@ export interface PendingMessageStatusDocument {
 /**
  * `channels`: an organization's WhatsApp number; `phone_number_id` unique across every
  * organization (a unique index); the access token only sealed (AES-256-GCM text).
+ * `throughput_mps` is absent from documents written before it existed: read as 50.
  */
 export interface ChannelDocument {
   readonly _id: string
@@ -202,6 +203,7 @@ export interface ChannelDocument {
   readonly waba_id: string
   readonly access_token_sealed: string
   readonly access_token_last4: string
+  readonly throughput_mps?: number
   readonly created_at: string
   readonly updated_at: string
 }

@@ -1,5 +1,13 @@
 import { Option } from "effect"
-import type { Channel, ChannelId, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import {
+  type Channel,
+  type ChannelId,
+  type ChannelInsertOutcome,
+  type ChannelRepository,
+  DEFAULT_THROUGHPUT_MPS,
+  type OrganizationId,
+  type StoredChannel
+} from "@switchboard/core"
 import type { ChannelDocument } from "../internal/documents.js"
 import { attempt, isDuplicateKey, onDuplicateKey } from "../internal/driver.js"
 import { byId, eq, ofOrganization, owned } from "../internal/queries.js"
@@ -12,7 +20,8 @@ import type { Usage } from "../internal/usage.js"
  * `insert` keeps the channel limit like the plan limits (usage.ts): it reserves a slot of
  * the organization's `channels` counter with a conditional `$inc`, inserts, and releases
  * the slot when the insert fails (a `phone_number_id` taken meanwhile); `delete` releases
- * after the document is gone.
+ * after the document is gone; `update` is one `findOneAndUpdate` `$set` of every field it
+ * changes. A document without `throughput_mps` (written before it existed) reads as 50.
  *
  * @category repositories
  */
@@ -41,6 +50,18 @@ export const channelRepository = (collections: Collections, usage: Usage): Chann
     attempt("channels.findById", async () =>
       Option.map(Option.fromNullable(await collections.channels.findOne(owned(organizationId, id))), storedOf)
     ),
+  update: (organizationId, id, change) =>
+    attempt("channels.update", async () => {
+      const fields = {
+        ...(change.throughput_mps === undefined ? {} : { throughput_mps: change.throughput_mps }),
+        ...(change.access_token === undefined
+          ? {}
+          : { access_token_sealed: change.access_token.sealed, access_token_last4: change.access_token.last4 }),
+        updated_at: change.updated_at
+      }
+      const document = await collections.channels.findOneAndUpdate(owned(organizationId, id), { $set: fields }, { returnDocument: "after" })
+      return Option.map(Option.fromNullable(document), channelOf)
+    }),
   delete: (organizationId, id) =>
     attempt("channels.delete", async () => {
       await usage.touch(organizationId)
@@ -88,6 +109,7 @@ const documentOf = (organizationId: string, channel: Channel, sealed: string): C
   waba_id: channel.waba_id,
   access_token_sealed: sealed,
   access_token_last4: channel.access_token_last4,
+  throughput_mps: channel.throughput_mps,
   created_at: channel.created_at,
   updated_at: channel.updated_at
 })
@@ -100,6 +122,7 @@ const channelOf = (document: ChannelDocument): Channel => ({
   waba_id: document.waba_id,
   access_token_set: true,
   access_token_last4: document.access_token_last4,
+  throughput_mps: document.throughput_mps ?? DEFAULT_THROUGHPUT_MPS,
   created_at: document.created_at,
   updated_at: document.updated_at
 })

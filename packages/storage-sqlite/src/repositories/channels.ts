@@ -32,7 +32,16 @@ export const CHANNELS_MIGRATION = `
 `
 
 /**
- * `Storage.channels` on SQLite (migration 8). `insert` is one `BEGIN IMMEDIATE`
+ * Migration 14: a channel's `throughput_mps` (messages per second, 1–1 000), every
+ * existing row given the default 50.
+ */
+export const CHANNEL_THROUGHPUT_MIGRATION = `
+  ALTER TABLE channels ADD COLUMN throughput_mps INTEGER NOT NULL DEFAULT 50
+    CHECK (throughput_mps BETWEEN 1 AND 1000);
+`
+
+/**
+ * `Storage.channels` on SQLite (migrations 8 and 14). `insert` is one `BEGIN IMMEDIATE`
  * transaction counting the organization's channels before the insert (the limit), and the
  * unique index refuses a `phone_number_id` used anywhere; `claimSecretKeyCheck` is one
  * insert-if-absent.
@@ -65,6 +74,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
               channel.waba_id,
               access_token_sealed,
               channel.access_token_last4,
+              channel.throughput_mps,
               channel.created_at,
               channel.updated_at
             )
@@ -76,6 +86,24 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
     findById: (organizationId, id) =>
       attempt("channels.findById", () =>
         Option.map(Option.fromNullable(statements.prepare<ChannelRow>(SQL.findById).get(organizationId, id)), stored)
+      ),
+    update: (organizationId, id, change) =>
+      attempt("channels.update", () =>
+        Option.map(
+          Option.fromNullable(
+            statements
+              .prepare<ChannelRow>(SQL.update)
+              .get(
+                change.throughput_mps ?? null,
+                change.access_token?.sealed ?? null,
+                change.access_token?.last4 ?? null,
+                change.updated_at,
+                organizationId,
+                id
+              )
+          ),
+          decodeChannel
+        )
       ),
     delete: (organizationId, id) =>
       attempt("channels.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
@@ -111,19 +139,24 @@ interface ChannelRow {
   readonly waba_id: string
   readonly access_token_sealed: string
   readonly access_token_last4: string
+  readonly throughput_mps: number
   readonly created_at: string
   readonly updated_at: string
 }
 
 const COLUMNS = `uuid, organization_id, phone_number_id, display_phone_number, waba_id, access_token_sealed,
-  access_token_last4, created_at, updated_at`
+  access_token_last4, throughput_mps, created_at, updated_at`
 const OLDEST_FIRST = "ORDER BY created_at ASC, uuid ASC"
 
 const SQL = {
   phoneNumberIdUsed: "SELECT 1 AS used FROM channels WHERE phone_number_id = ?",
   count: "SELECT COUNT(*) AS count FROM channels WHERE organization_id = ?",
   insert: `INSERT INTO channels (uuid, organization_id, provider, phone_number_id, display_phone_number, waba_id,
-    access_token_sealed, access_token_last4, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    access_token_sealed, access_token_last4, throughput_mps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // One statement: the fields given (a NULL parameter keeps the column) and updated_at together.
+  update: `UPDATE channels SET throughput_mps = COALESCE(?, throughput_mps),
+    access_token_sealed = COALESCE(?, access_token_sealed), access_token_last4 = COALESCE(?, access_token_last4),
+    updated_at = ? WHERE organization_id = ? AND uuid = ? RETURNING ${COLUMNS}`,
   list: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? ${OLDEST_FIRST}`,
   findById: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? AND uuid = ?`,
   delete: "DELETE FROM channels WHERE organization_id = ? AND uuid = ?",
@@ -142,6 +175,7 @@ const decodeChannel = (row: ChannelRow): Channel => ({
   waba_id: row.waba_id,
   access_token_set: true,
   access_token_last4: row.access_token_last4,
+  throughput_mps: row.throughput_mps,
   created_at: row.created_at,
   updated_at: row.updated_at
 })

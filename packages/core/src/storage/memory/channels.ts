@@ -27,6 +27,19 @@ export const channelRepository = (): ChannelRepository => {
     list: (organizationId) => Effect.sync(() => ofOrganization(organizationId).map((row) => row.channel)),
     findById: (organizationId, id) =>
       Effect.sync(() => Option.filter(Option.fromNullable(rows.get(id)), (row) => row.organization_id === organizationId)),
+    update: (organizationId, id, change) =>
+      Effect.sync(() => {
+        const row = rows.get(id)
+        if (row === undefined || row.organization_id !== organizationId) return Option.none()
+        const channel: Channel = {
+          ...row.channel,
+          ...(change.throughput_mps === undefined ? {} : { throughput_mps: change.throughput_mps }),
+          ...(change.access_token === undefined ? {} : { access_token_last4: change.access_token.last4 }),
+          updated_at: change.updated_at
+        }
+        rows.set(id, { ...row, channel, access_token_sealed: change.access_token?.sealed ?? row.access_token_sealed })
+        return Option.some(channel)
+      }),
     delete: (organizationId, id) =>
       Effect.sync(() => rows.get(id)?.organization_id === organizationId && rows.delete(id)),
     findByPhoneNumberId: (phoneNumberId) =>
