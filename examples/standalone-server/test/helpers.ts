@@ -52,14 +52,24 @@ export const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv
 
 /** Runs the admin CLI with `args` and waits for it to exit. */
 export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<CommandResult> =>
+  runToExit(spawn(process.execPath, [CLI_PATH, ...args], { env: childEnvironment(env) }))
+
+/**
+ * Collects what `child` prints and resolves with it and its exit code once it has exited
+ * and its output is closed; `killAfterMs` kills it with SIGKILL when it runs longer.
+ */
+export const runToExit = (child: ChildProcess, killAfterMs?: number): Promise<CommandResult> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI_PATH, ...args], { env: childEnvironment(env) })
     let stdout = ""
     let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs)
     child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
+    child.once("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
   })
 
 /** Runs the admin CLI and parses its stdout as JSON; fails with its stderr otherwise. */
@@ -130,19 +140,8 @@ export const killServers = (): void => {
  * Runs the built server with `env` until it exits on its own (a configuration error, for
  * example), killing it after 10 s.
  */
-export const runServerToExit = (env: Record<string, string>): Promise<CommandResult> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVER_PATH], { env: childEnvironment(env) })
-    servers.add(child)
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
-    child.once("error", reject)
-    child.once("close", (code) => {
-      clearTimeout(timer)
-      servers.delete(child)
-      resolve({ code, stdout, stderr })
-    })
-  })
+export const runServerToExit = (env: Record<string, string>): Promise<CommandResult> => {
+  const child = spawn(process.execPath, [SERVER_PATH], { env: childEnvironment(env) })
+  servers.add(child)
+  return runToExit(child, 10_000).finally(() => servers.delete(child))
+}

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:f
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { assertBuilt } from "./helpers.js"
+import { assertBuilt, runToExit } from "./helpers.js"
 
 // docs/whatsapp-webhooks.md "Try it locally", run as written: its shell blocks are taken
 // from the Markdown; the blocks headed `# terminal 1` and `# terminal 2` (the simulator
@@ -85,15 +85,7 @@ const waitUntilUp = async (url: string, what: string) => {
 
 /** Runs the foreground blocks in one bash; resolves with its exit code and output. */
 const runInForeground = (script: string) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], { cwd: root, env: environment })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+  runToExit(spawn("bash", ["-e", "-o", "pipefail", "-c", script], { cwd: root, env: environment }))
 
 beforeAll(async () => {
   assertBuilt()

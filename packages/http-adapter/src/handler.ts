@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, FiberId, FiberRefs, HashMap, Layer, List, Logger, LogLevel, ManagedRuntime } from "effect"
-import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./logLevel.js"
+import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 import {
   type ChannelVerifier,
   Core,
@@ -300,7 +300,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(handlerLogger)),
-      Layer.provideMerge(minimumLogLevelLayer(logLevel)),
+      Layer.provideMerge(Logger.minimumLogLevel(logLevel)),
       // Fibers resumed after an asynchronous step share one queue (internal/scheduler.ts).
       Layer.provideMerge(Layer.setScheduler(makeSharedScheduler()))
     )

@@ -1,4 +1,4 @@
-import { Logger, LogLevel } from "effect"
+import { LogLevel } from "effect"
 
 /**
  * The least severe log line a handler writes (docs/http-adapter.md "Log level"), lowest
@@ -36,10 +36,3 @@ export const effectLogLevelOf = (level: HandlerLogLevel | undefined): LogLevel.L
   if (found === undefined) throw new TypeError(`logLevel must be one of ${HANDLER_LOG_LEVELS.join(", ")}; got ${String(level)}`)
   return found
 }
-
-/**
- * The runtime's minimum log level: lines below it are never built into log entries.
- *
- * @internal
- */
-export const minimumLogLevelLayer = (level: LogLevel.LogLevel) => Logger.minimumLogLevel(level)

@@ -8,7 +8,7 @@ import {
   WebhookSettings
 } from "@switchboard/core"
 import { channelLayerOf } from "./internal/channelOptions.js"
-import { effectLogLevelOf, type HandlerLogLevel, minimumLogLevelLayer } from "./logLevel.js"
+import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 
 /**
  * Outgoing webhooks of a handler (docs/webhooks.md "Delivery and the dispatcher",
@@ -115,7 +115,7 @@ export const dispatchWebhooks = (options: DispatchWebhooksOptions): WebhookDispa
       webhookSettingsLayerOf(options.webhooks)
     ).pipe(
       Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
-      Layer.provideMerge(minimumLogLevelLayer(effectLogLevelOf(options.logLevel)))
+      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel)))
     )
   )
   return startDispatcher(runtime, options.webhooks)
