@@ -21,6 +21,9 @@ const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
     access_token_set: true,
     access_token_last4: "wxyz",
     throughput_mps: 50,
+    status: "active",
+    paused_reason: null,
+    paused_at: null,
     created_at: instant(phoneNumberIds),
     updated_at: instant(phoneNumberIds),
     ...overrides

@@ -85,6 +85,9 @@ const message = (
   provider_message_id: options.providerId ?? null,
   failure: null,
   channel_uuid: options.channelUuid ?? null,
+  attempts: 0,
+  next_attempt_at: null,
+  broadcast_uuid: null,
   created_at: options.createdAt ?? now,
   updated_at: options.createdAt ?? now
 })

@@ -238,6 +238,9 @@ const message = (direction: "inbound" | "outbound", text: string, createdAt: str
   provider_message_id: null,
   failure: null,
   channel_uuid: null,
+  attempts: 0,
+  next_attempt_at: null,
+  broadcast_uuid: null,
   created_at: createdAt,
   updated_at: createdAt
 })

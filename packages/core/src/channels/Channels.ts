@@ -158,6 +158,9 @@ const make = Effect.gen(function* () {
       access_token_set: true,
       access_token_last4: fields.access_token.slice(-4),
       throughput_mps: fields.throughput_mps,
+      status: "active",
+      paused_reason: null,
+      paused_at: null,
       created_at: now,
       updated_at: now
     }

@@ -11,13 +11,26 @@ export const ChannelId = Schema.UUID.pipe(Schema.brand("ChannelId"))
 export type ChannelId = typeof ChannelId.Type
 
 /**
+ * Whether the send queue hands a channel's messages to Meta (`active`) or holds them
+ * (`paused`, docs/channels.md "Pause and resume").
+ *
+ * @category models
+ */
+export const ChannelStatus = Schema.Literal("active", "paused")
+/** @category models */
+export type ChannelStatus = typeof ChannelStatus.Type
+
+/**
  * An organization's own WhatsApp Business number (docs/channels.md): Meta's
  * `phone_number_id` (unique across all organizations), the number in E.164, the WhatsApp
  * Business Account id `waba_id`, the last four characters of its access token, and
  * `throughput_mps`, the most messages per second the send queue will hand to Meta through
  * it (an integer {@link MIN_THROUGHPUT_MPS}–{@link MAX_THROUGHPUT_MPS}, default
- * {@link DEFAULT_THROUGHPUT_MPS}). The token itself is encrypted at rest and never part of
- * the record.
+ * {@link DEFAULT_THROUGHPUT_MPS}). `status` is `active`, or `paused` after Meta refused a
+ * send for a reason of the account (docs/channels.md "Pause and resume"): then
+ * `paused_reason` is Meta's `{code, title}` and `paused_at` when it happened (both `null`
+ * while active), and the send queue holds the channel's messages until it is resumed. The
+ * token itself is encrypted at rest and never part of the record.
  *
  * @category models
  */
@@ -32,6 +45,9 @@ export const Channel = Schema.Struct({
   throughput_mps: Schema.Int.annotations({
     description: "Messages per second the send queue will hand to Meta through this channel (1–1 000, default 50)"
   }),
+  status: ChannelStatus,
+  paused_reason: Schema.NullOr(Schema.Struct({ code: Schema.String, title: Schema.String })),
+  paused_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
 })

@@ -203,6 +203,9 @@ const newMessage = (
   provider_message_id,
   failure: null,
   channel_uuid,
+  attempts: 0,
+  next_attempt_at: null,
+  broadcast_uuid: null,
   created_at: now,
   updated_at: now
 })

@@ -187,9 +187,9 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
   const outbound = direction === "outbound"
   let status: MessageStatus = outbound ? "sent" : "delivered"
   if (value.status !== undefined) {
-    if (typeof value.status === "string" && (MessageStatus.literals as ReadonlyArray<string>).includes(value.status)) {
+    if (typeof value.status === "string" && (IMPORTED_STATUSES as ReadonlyArray<string>).includes(value.status)) {
       status = value.status as MessageStatus
-    } else collector.add("invalid_format", `${path}.status`, `${path}.status must be one of ${MessageStatus.literals.join(", ")}`)
+    } else collector.add("invalid_format", `${path}.status`, `${path}.status must be one of ${IMPORTED_STATUSES.join(", ")}`)
   }
   return {
     direction: outbound ? "outbound" : "inbound",
@@ -199,6 +199,9 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
     provider_message_id: null,
     failure: null,
     channel_uuid: null,
+    attempts: 0,
+    next_attempt_at: null,
+    broadcast_uuid: null,
     created_at: createdAt,
     updated_at: createdAt
   }
@@ -208,3 +211,9 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
 const oldest = (messages: ReadonlyArray<ReadMessage>): string | undefined =>
   messages.reduce<string | undefined>((min, message) => (min === undefined || message.created_at < min ? message.created_at : min), undefined)
 
+
+/**
+ * The statuses an imported message may have: every {@link MessageStatus} but `sending`
+ * (a send queue's claim; an imported message is never in the send queue, docs/chats.md "Import").
+ */
+const IMPORTED_STATUSES: ReadonlyArray<MessageStatus> = MessageStatus.literals.filter((status) => status !== "sending")

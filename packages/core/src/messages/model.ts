@@ -66,31 +66,37 @@ export const INBOUND_MESSAGE_TYPES: ReadonlyArray<InboundMessageType> = MESSAGE_
 )
 
 /**
- * Delivery status of a message (docs/chats.md "Message statuses"). An outbound message starts `queued`;
- * an inbound one is recorded `delivered` (it reached us). Status only moves forward, see
- * {@link MESSAGE_STATUS_PREDECESSORS}.
+ * Delivery status of a message (docs/chats.md "Message statuses", docs/messaging.md "The
+ * send queue"). An outbound message is `queued` (waiting in the send queue: new, retrying,
+ * throttled, or its channel paused) or `sending` (claimed by a dispatcher: a request to the
+ * provider may be in flight), then `sent` → `delivered` → `read`, or `failed`; an inbound
+ * one is recorded `delivered` (it reached us). Provider reports only move a status forward
+ * ({@link MESSAGE_STATUS_PREDECESSORS}); the send queue alone moves `queued` ⇄ `sending`.
  *
  * @category models
  */
-export const MessageStatus = Schema.Literal("queued", "sent", "delivered", "read", "failed")
+export const MessageStatus = Schema.Literal("queued", "sending", "sent", "delivered", "read", "failed")
 /** @category models */
 export type MessageStatus = typeof MessageStatus.Type
 
 /**
- * The statuses a message may move to each status from (docs/chats.md "Message statuses"):
- * `queued → sent → delivered → read`, skipping steps allowed (a provider may report `read`
- * first); `failed` only from `queued` or `sent`. Nothing leaves `read` or `failed`. An
- * update from any other status is ignored, so provider callbacks arriving out of order
- * never move a message back.
+ * The statuses a provider report may move a message to each status from (docs/chats.md
+ * "Message statuses"): `queued`/`sending` → `sent` → `delivered` → `read`, skipping steps
+ * allowed (a provider may report `read` first); `failed` only from `queued`, `sending` or
+ * `sent`. Nothing leaves `read` or `failed`, and nothing reported moves a message to
+ * `queued` or `sending` (the send queue's own moves, `OutboxRepository`). An update from
+ * any other status is ignored, so provider callbacks arriving out of order never move a
+ * message back.
  *
  * @category models
  */
 export const MESSAGE_STATUS_PREDECESSORS: { readonly [S in MessageStatus]: ReadonlyArray<MessageStatus> } = {
   queued: [],
-  sent: ["queued"],
-  delivered: ["queued", "sent"],
-  read: ["queued", "sent", "delivered"],
-  failed: ["queued", "sent"]
+  sending: [],
+  sent: ["queued", "sending"],
+  delivered: ["queued", "sending", "sent"],
+  read: ["queued", "sending", "sent", "delivered"],
+  failed: ["queued", "sending", "sent"]
 }
 
 /**
@@ -189,7 +195,11 @@ export type MessageContent =
  * `provider_message_id` is the messaging provider's id once known (it deduplicates inbound
  * messages). `failure` is the provider's refusal of a `failed` message, else `null`.
  * `channel_uuid` is the channel (business number) the message went through, `null` when
- * none. Timestamps are ISO 8601 UTC strings.
+ * none. `attempts` counts the send queue's attempts that count toward its retry schedule
+ * (docs/messaging.md "The send queue"; 0 for inbound and imported messages),
+ * `next_attempt_at` is when the queue tries a `queued` or `sending` message next (else
+ * `null`), `broadcast_uuid` the broadcast a message belongs to (else `null`). Timestamps
+ * are ISO 8601 UTC strings.
  *
  * @category models
  */
@@ -209,6 +219,9 @@ export const Message = Schema.Struct({
   provider_message_id: Schema.NullOr(Schema.String),
   failure: Schema.NullOr(MessageFailure),
   channel_uuid: Schema.NullOr(Schema.UUID),
+  attempts: Schema.Int,
+  next_attempt_at: Schema.NullOr(Schema.String),
+  broadcast_uuid: Schema.NullOr(Schema.UUID),
   created_at: Schema.String,
   updated_at: Schema.String
 })

@@ -48,7 +48,7 @@ export interface ChannelChange {
  */
 export interface ChannelRepository {
   /**
-   * Inserts a channel in one atomic step with two checks: `phone_number_id` unique across
+   * Inserts a channel (as given: `status` `active`, with no pacing state yet) in one atomic step with two checks: `phone_number_id` unique across
    * all organizations (`PhoneNumberIdTaken`, a unique index), and the organization below
    * `limit` channels (`LimitReached`).
    */
@@ -73,7 +73,11 @@ export interface ChannelRepository {
     id: ChannelId,
     change: ChannelChange
   ) => Effect.Effect<Option.Option<Channel>, StorageError>
-  /** Deletes the channel; `false` when the organization has none with this uuid. */
+  /**
+   * Deletes the channel and, in the same atomic step, fails its waiting outbox messages
+   * (`queued`, `sending`) with `CHANNEL_REMOVED_FAILURE` (OutboxRepository.ts);
+   * `false` when the organization has none with this uuid.
+   */
   readonly delete: (organizationId: OrganizationId, id: ChannelId) => Effect.Effect<boolean, StorageError>
   /** The channel with this `phone_number_id`, whichever organization owns it. */
   readonly findByPhoneNumberId: (phoneNumberId: string) => Effect.Effect<Option.Option<StoredChannel>, StorageError>

@@ -6,6 +6,7 @@ import type { LabelId } from "../labels/model.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { Page, PageRequest } from "../common/model.js"
+import type { OutboxPlacement } from "./OutboxRepository.js"
 import type { StorageError } from "./errors.js"
 
 /**
@@ -47,7 +48,10 @@ export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
  * - the message appended; the chat's `unread_count` increased by `unreadIncrement`;
  * - the chat's status set to `reopen.to` when it is one of `reopen.from`;
  * - `last_message_at`/last message set to this message unless the chat has a newer one
- *   (a later `created_at`); `updated_at` = `now`.
+ *   (a later `created_at`); `updated_at` = `now`;
+ * - `outbox` (outbound messages of the send queue only): the message is created in the
+ *   outbox with that dispatch state, claimed or `queued` as `OutboxPlacement` says
+ *   (OutboxRepository.ts); the outcome's `message` shows the status it got.
  *
  * @category storage
  */
@@ -59,6 +63,7 @@ export interface ChatAppendRequest {
   readonly reopen: { readonly from: ReadonlyArray<ChatStatus>; readonly to: ChatStatus }
   readonly dedupe: boolean
   readonly now: string
+  readonly outbox?: OutboxPlacement
 }
 
 /**
@@ -113,7 +118,11 @@ export type ChatUpdateOutcome =
  * Input of {@link ChatRepository.updateMessageStatus}: `status` is written only when the
  * stored status is one of `from` (core's rule, applied atomically); `failure`, when given,
  * is written with it (only when the status is written); `provider_message_id` is written
- * when given; `updated_at` = `now` when anything changed.
+ * when given; `updated_at` = `now` when anything changed. A move to `sent`, `delivered`,
+ * `read` or `failed` also ends an outbox message's dispatch state (lease,
+ * `next_attempt_at` and `pair_rate_waits` cleared) in the same write, by this method and
+ * {@link ChatRepository.updateMessageStatusByProviderId} alike. Core never passes `queued`
+ * or `sending` as `status` (the send queue's moves are OutboxRepository's).
  *
  * @category storage
  */

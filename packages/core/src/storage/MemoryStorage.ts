@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { basicReplyRepository } from "./memory/basicReplies.js"
 import { channelRepository } from "./memory/channels.js"
 import { chatRepository } from "./memory/chats.js"
@@ -32,7 +32,9 @@ export const make = (): StorageService => {
     idempotency: idempotencyRepository(),
     channels: channelRepository(),
     webhooks: webhookRepository(state),
-    webhookRejects: webhookRejectRepository()
+    webhookRejects: webhookRejectRepository(),
+    // TEMPORARY on the outbox-base branch only: replaced by the memory outbox.
+    outbox: new Proxy({} as StorageService["outbox"], { get: () => () => Effect.dieMessage("memory outbox not built yet") })
   }
 }
 

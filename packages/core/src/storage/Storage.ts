@@ -5,6 +5,7 @@ import type { BasicReplyRepository } from "./BasicReplyRepository.js"
 import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
+import type { OutboxRepository } from "./OutboxRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
 import type { WebhookRejectRepository } from "./WebhookRejectRepository.js"
 import type { WebhookRepository } from "./WebhookRepository.js"
@@ -284,6 +285,7 @@ export interface StorageService {
   readonly channels: ChannelRepository
   readonly webhooks: WebhookRepository
   readonly webhookRejects: WebhookRejectRepository
+  readonly outbox: OutboxRepository
 }
 
 /**

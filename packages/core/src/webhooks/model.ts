@@ -16,7 +16,9 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
  *   included (data: the message);
  * - `chat.updated`: a chat's status, assignee, favorite or read state changed (data: the chat);
  * - `contact.created`: a contact was created by an import or a send (data: the contact);
- * - `template.status_updated`: Meta's review changed a template's status (data: the template).
+ * - `template.status_updated`: Meta's review changed a template's status (data: the template);
+ * - `channel.paused`: the send queue paused a channel after an account error of Meta
+ *   (data: the channel); `channel.resumed`: it was resumed (data: the channel).
  *
  * @category models
  */
@@ -25,7 +27,9 @@ export const WebhookEventType = Schema.Literal(
   "message.status_updated",
   "chat.updated",
   "contact.created",
-  "template.status_updated"
+  "template.status_updated",
+  "channel.paused",
+  "channel.resumed"
 )
 /** @category models */
 export type WebhookEventType = typeof WebhookEventType.Type
