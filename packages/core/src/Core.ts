@@ -70,8 +70,12 @@ const services: Layer.Layer<
  */
 export const layerWithTransport = (
   transport: Layer.Layer<MessageTransport>
-): Layer.Layer<Layer.Layer.Success<typeof services> | Messaging | WhatsAppWebhooks, Layer.Layer.Error<typeof services>, Storage> =>
-  Layer.provideMerge(WhatsAppWebhooks.layer, Layer.provideMerge(Messaging.layer.pipe(Layer.provide(transport)), services))
+): Layer.Layer<
+  Layer.Layer.Success<typeof services> | Messaging | MessageTransport | WhatsAppWebhooks,
+  Layer.Layer.Error<typeof services>,
+  Storage
+> =>
+  Layer.provideMerge(WhatsAppWebhooks.layer, Layer.provideMerge(Messaging.layer.pipe(Layer.provideMerge(transport)), services))
 
 /**
  * Every domain service of Switchboard, wired together, with the default recording
@@ -83,7 +87,7 @@ export const layerWithTransport = (
  * @category layers
  */
 export const layer: Layer.Layer<
-  Layer.Layer.Success<typeof services> | Messaging | WhatsAppWebhooks,
+  Layer.Layer.Success<typeof services> | Messaging | MessageTransport | WhatsAppWebhooks,
   Layer.Layer.Error<typeof services>,
   Storage
 > =

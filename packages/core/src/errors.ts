@@ -15,6 +15,7 @@ import type {
   SecretKeyMissing
 } from "./channels/errors.js"
 import type { ChatStatusUnchanged } from "./chats/errors.js"
+import type { MessageNotCancellable, MessageNotRetryable } from "./messaging/errors.js"
 import type { RateLimited, RateLimitUnavailable } from "./rate-limits/errors.js"
 import type { StorageError } from "./storage/errors.js"
 import type {
@@ -86,4 +87,6 @@ export type DomainError =
   | WebhookUrlRefused
   | WebhookEndpointLimitReached
   | WebhookEndpointDisabled
+  | MessageNotRetryable
+  | MessageNotCancellable
   | StorageError

@@ -77,6 +77,8 @@ export const domainErrorResponses: {
     ]),
   WebhookEndpointLimitReached: (error) => failureResponse(400, "webhook_endpoint_limit_reached", error.message),
   WebhookEndpointDisabled: (error) => failureResponse(409, "webhook_endpoint_disabled", error.message),
+  MessageNotRetryable: (error) => failureResponse(409, "message_not_retryable", error.message),
+  MessageNotCancellable: (error) => failureResponse(409, "message_not_cancellable", error.message),
   StorageError: () => internalErrorResponse()
 }
 

@@ -46,7 +46,8 @@ import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
 import { responseOfResult, type RouteDefinition, type RouteServices } from "./routes/route.js"
 import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
-import { startDispatcher, webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
+import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
+import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
 
 /**
  * Options of {@link createHandler}.
@@ -130,6 +131,19 @@ export interface HandlerOptions {
    * See {@link WebhookHandlerOptions}; malformed values throw here.
    */
   readonly webhooks?: WebhookHandlerOptions
+  /**
+   * Which dispatch loops this handler runs once `ready` (docs/messaging.md "The send
+   * queue"): `webhooks` (default `webhooks.dispatch`, else `true`) and `messages`, the send
+   * queue (default `true`); `dispose()` stops them after the attempts in flight. `false`
+   * leaves that work to another process ({@link runDispatchers}).
+   */
+  readonly dispatch?: DispatchSwitches
+  /**
+   * The send queue's retry delays, attempt timeout, settle time, expiry and poll interval,
+   * in milliseconds (docs/messaging.md "The send queue"); see {@link SendQueueHandlerOptions}.
+   * Malformed values throw here.
+   */
+  readonly sendQueue?: SendQueueHandlerOptions
 }
 
 /**
@@ -295,6 +309,7 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       // The dispatcher also reads the secret key, the webhook settings and the storage.
       Layer.provideMerge(channelLayerOf(options)),
       Layer.provideMerge(webhookSettingsLayerOf(options.webhooks)),
+      Layer.provideMerge(sendQueueSettingsLayerOf(options.sendQueue)),
       // Every write that may enqueue a webhook delivery wakes this handler's dispatcher.
       Layer.provideMerge(wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
@@ -372,10 +387,17 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     return { interrupt: () => fiber.unsafeInterruptAsFork(fiber.id()) }
   }
 
-  // Once the runtime is built, the webhook dispatcher runs in it unless `dispatch: false`.
+  // Once the runtime is built, the dispatch loops run in it unless switched off.
   // A host that never awaits `ready` must not crash on an unhandled rejection when the
   // storage fails to open: its requests answer 500 instead. Awaiting `ready` still rejects.
-  const dispatcher = startDispatcher(runtime, options.webhooks, options.webhooks?.dispatch !== false)
+  const dispatcher = startDispatchers(
+    runtime,
+    {
+      webhooks: options.dispatch?.webhooks ?? options.webhooks?.dispatch !== false,
+      messages: options.dispatch?.messages ?? true
+    },
+    options
+  )
   return {
     inBasePath,
     serve,

@@ -15,12 +15,15 @@ export {
 } from "./handler.js"
 export { answerClientError } from "./clientError.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"
+export { type DispatchWebhooksOptions, type WebhookDispatcherHandle, type WebhookHandlerOptions } from "./webhooks.js"
 export {
   dispatchWebhooks,
-  type DispatchWebhooksOptions,
-  type WebhookDispatcherHandle,
-  type WebhookHandlerOptions
-} from "./webhooks.js"
+  type DispatchersHandle,
+  type DispatchSwitches,
+  runDispatchers,
+  type RunDispatchersOptions,
+  type SendQueueHandlerOptions
+} from "./dispatchers.js"
 export { createFetchHandler, type FetchContext, type FetchHandler, type FetchHandlerOptions } from "./fetchHandler.js"
 export { failureResponse, successResponse, type ApiResponse, type Envelope, type ErrorItem } from "./envelope.js"
 export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"

@@ -5,6 +5,7 @@ import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../common/errors.js"
 import type { StorageError } from "../storage/errors.js"
+import type { ChannelQueueFigures } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import { ChannelVerifier, type ChannelVerifierService } from "./ChannelVerifier.js"
 import {
@@ -68,8 +69,9 @@ export interface ChannelsService {
    * Changes a channel's `access_token` and/or `throughput_mps` (docs/channels.md): checks
    * the input (`InvalidInput`), proves a new token with the {@link ChannelVerifier} like
    * `add` (`ChannelVerificationFailed`, nothing written), then writes both fields, sealed
-   * token and `access_token_last4` in one atomic store write. An empty input writes nothing
-   * and answers the channel as it is. Unknown channel → `RecordNotFound`.
+   * token and `access_token_last4` in one atomic store write. A new token also resumes a
+   * `paused` channel (as `resume`). An empty input writes nothing and answers the channel
+   * as it is. Unknown channel → `RecordNotFound`.
    */
   readonly update: (
     organizationId: OrganizationId,
@@ -79,7 +81,27 @@ export interface ChannelsService {
     Channel,
     InvalidInput | ChannelVerificationFailed | RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError
   >
-  /** Disconnects a channel (its encrypted token is deleted with it); unknown → `RecordNotFound`. */
+  /**
+   * Resumes a `paused` channel (`POST /channels/{uuid}/resume`, docs/channels.md "Pause and
+   * resume"): `active` again, its waiting messages due now, event `channel.resumed`. An
+   * `active` channel is answered as it is. Unknown channel → `RecordNotFound`.
+   */
+  readonly resume: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<Channel, RecordNotFound | SecretKeyMissing | StorageError>
+  /**
+   * The channel's send queue figures (`GET /channels/{uuid}`): its messages `queued` and
+   * `sending`, and when the oldest queued one was created. Unknown channel → `RecordNotFound`.
+   */
+  readonly queue: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<ChannelQueueFigures, RecordNotFound | SecretKeyMissing | StorageError>
+  /**
+   * Disconnects a channel (its encrypted token is deleted with it; its waiting messages
+   * fail with code `channel_removed`); unknown → `RecordNotFound`.
+   */
   readonly remove: (
     organizationId: OrganizationId,
     id: ChannelId
@@ -195,10 +217,24 @@ const make = Effect.gen(function* () {
     return result
   })
 
+  const resume = Effect.fn("Channels.resume")(function* (organizationId: OrganizationId, id: ChannelId) {
+    yield* requireKey
+    const resumed = yield* storage.outbox.resumeChannel(organizationId, id, yield* nowIso)
+    if (Option.isNone(resumed)) return yield* notFound(id)
+    return resumed.value.channel
+  })
+
+  const queue = Effect.fn("Channels.queue")(function* (organizationId: OrganizationId, id: ChannelId) {
+    yield* get(organizationId, id)
+    return yield* storage.outbox.channelQueue(organizationId, id)
+  })
+
   const service: ChannelsService = {
     add,
     get,
     update,
+    resume,
+    queue,
     list: (organizationId) => Effect.zipRight(requireKey, storage.channels.list(organizationId)),
     remove: (organizationId, id) =>
       Effect.zipRight(
@@ -248,5 +284,7 @@ const updateChannel = (parts: {
       updated_at: yield* nowIso
     })
     if (Option.isNone(updated)) return yield* notFound(id)
-    return updated.value
+    if (fields.access_token === undefined || updated.value.status === "active") return updated.value
+    const resumed = yield* storage.outbox.resumeChannel(organizationId, id, yield* nowIso)
+    return Option.isNone(resumed) ? yield* notFound(id) : resumed.value.channel
   })

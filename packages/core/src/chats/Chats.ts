@@ -7,6 +7,7 @@ import { SecureRandom } from "../random/SecureRandom.js"
 import type { RecordNotFound } from "../common/errors.js"
 import type { Page, PageRequest } from "../common/model.js"
 import type { ProviderStatusOutcome } from "../storage/ChatRepository.js"
+import type { OutboxPlacement } from "../storage/OutboxRepository.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { makeChatOperations } from "./chatOperations.js"
@@ -54,14 +55,16 @@ export interface ChatsService {
   /**
    * Appends an outbound message (status `queued`) to the contact's chat, created `open`
    * when missing; sets `last_message_at`; never changes the status or `unread_count`.
-   * For the Messaging service, which then hands the message to its transport and records
-   * the outcome with {@link ChatsService.updateMessageStatus}. An unknown contact →
+   * With `outbox`, the message enters the send queue in the same atomic step (claimed
+   * at once, status `sending`, when `outbox.claim` allows: `OutboxPlacement`): the
+   * Messaging service then makes its first attempt. An unknown contact →
    * `RecordNotFound`.
    */
   readonly appendOutbound: (
     organizationId: OrganizationId,
     contactId: ContactId,
-    input: OutboundMessageInput
+    input: OutboundMessageInput,
+    outbox?: OutboxPlacement
   ) => Effect.Effect<OutboundAppend, InvalidInput | RecordNotFound | StorageError>
   /**
    * The contact's chat, created `open` without messages when it has none (a dashboard
@@ -92,13 +95,19 @@ export interface ChatsService {
    * `providerMessageId` (docs/whatsapp-webhooks.md "Statuses"), with the rules of
    * {@link ChatsService.updateMessageStatus} (never moves back; `failure` with `failed`
    * only, cut like there). No such message yet → the report is kept for
-   * {@link PENDING_STATUS_TTL_MS} and applied when a send records that id (`Pending`).
+   * {@link PENDING_STATUS_TTL_MS} and applied when a send records that id (`Pending`);
+   * then, when the report names a message (`callbackData`, Meta's echo of
+   * `biz_opaque_callback_data`: an outbox message's uuid of this organization), that
+   * message is settled by it (`OutboxRepository.settle`: an attempt whose outcome was
+   * unknown reached Meta; docs/messaging.md "Unknown outcomes") and `Updated` answered.
+   * `status` is `sent`, `delivered`, `read` or `failed` (`InvalidInput` otherwise).
    */
   readonly applyProviderStatus: (
     organizationId: OrganizationId,
     providerMessageId: string,
     status: MessageStatus,
-    failure?: MessageFailure
+    failure?: MessageFailure,
+    callbackData?: string
   ) => Effect.Effect<ProviderStatusOutcome, InvalidInput | StorageError>
   /**
    * Sets any of `status`, `assigned_to` and `favorite` in one atomic store write

@@ -1,9 +1,9 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, MAX_NAME_LENGTH, UNVERIFIED_PHONE } from "../internal/validation.js"
+import { IssueCollector, MAX_NAME_LENGTH, UNVERIFIED_PHONE, UUID_PATTERN } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,
   MessageStatus,
@@ -16,7 +16,8 @@ import type { OrganizationId } from "../organizations/model.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import { RecordNotFound } from "../common/errors.js"
 import { Settings } from "../common/Settings.js"
-import type { ChatAppendOutcome, ChatAppendRequest } from "../storage/ChatRepository.js"
+import type { ChatAppendOutcome, ChatAppendRequest, ProviderStatusOutcome } from "../storage/ChatRepository.js"
+import type { OutboxPlacement } from "../storage/OutboxRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
 import { providerMessageId, readContent, readInboundContent } from "./messageContent.js"
@@ -102,7 +103,8 @@ export const makeMessageOperations = (
   const appendOutbound = Effect.fn("Chats.appendOutbound")(function* (
     organizationId: OrganizationId,
     contactId: ContactId,
-    input: OutboundMessageInput
+    input: OutboundMessageInput,
+    outbox?: OutboxPlacement
   ) {
     const collector = new IssueCollector()
     const content = readContent(collector, input, ["text", "template", "media"])
@@ -116,7 +118,8 @@ export const makeMessageOperations = (
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,
-      now
+      now,
+      ...(outbox === undefined ? {} : { outbox })
     }))
     switch (outcome._tag) {
       case "Appended": {
@@ -157,20 +160,34 @@ export const makeMessageOperations = (
     organizationId: OrganizationId,
     providerMessageIdInput: string,
     status: MessageStatus,
-    failureInput?: MessageFailure
+    failureInput?: MessageFailure,
+    callbackData?: string
   ) {
     const collector = new IssueCollector()
     const statusIssue = readStatus(collector, status)
     const providerId = collector.requiredText("provider_message_id", providerMessageIdInput, MAX_NAME_LENGTH)
     const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
     if (collector.issues.length > 0 || statusIssue) return yield* invalid(collector)
+    const reported = status as Exclude<MessageStatus, "queued" | "sending">
     const now = yield* nowIso
-    return yield* storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
-      status,
-      from: MESSAGE_STATUS_PREDECESSORS[status],
+    const outcome = yield* storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
+      status: reported,
+      from: MESSAGE_STATUS_PREDECESSORS[reported],
       ...(failure === undefined ? {} : { failure }),
       now,
       pendingUntil: new Date(Date.parse(now) + PENDING_STATUS_TTL_MS).toISOString()
+    })
+    if (outcome._tag !== "Pending" || callbackData === undefined || !UUID_PATTERN.test(callbackData)) return outcome
+    // No message has Meta's id yet: the one our send named settles an unknown outcome.
+    const settled = yield* storage.outbox.settle(organizationId, callbackData.toLowerCase() as MessageId, {
+      provider_message_id: providerId,
+      status: reported,
+      ...(failure === undefined ? {} : { failure }),
+      now
+    })
+    return Option.match(settled, {
+      onNone: (): ProviderStatusOutcome => outcome,
+      onSome: ({ message, changed }): ProviderStatusOutcome => ({ _tag: "Updated", message, changed })
     })
   })
 
@@ -212,10 +229,16 @@ const newMessage = (
 
 /** Adds an issue unless `status` is a {@link MessageStatus}; whether it added one. */
 const readStatus = (collector: IssueCollector, status: unknown): boolean => {
-  if ((MessageStatus.literals as ReadonlyArray<unknown>).includes(status)) return false
-  collector.add("invalid_format", "status", `status must be one of ${MessageStatus.literals.join(", ")}`)
+  if ((REPORTED_STATUSES as ReadonlyArray<unknown>).includes(status)) return false
+  collector.add("invalid_format", "status", `status must be one of ${REPORTED_STATUSES.join(", ")}`)
   return true
 }
+
+/**
+ * The statuses a status update may set: every {@link MessageStatus} but the send queue's
+ * own `queued` and `sending`.
+ */
+const REPORTED_STATUSES: ReadonlyArray<MessageStatus> = ["sent", "delivered", "read", "failed"]
 
 /** Longest `failure.title` kept; a longer provider reason is cut (never refused). */
 export const MAX_FAILURE_TITLE_LENGTH = 1024

@@ -36,6 +36,15 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): Stor
       updateMessageStatusByProviderId: waking(storage.chats.updateMessageStatusByProviderId)
     },
     templates: { ...storage.templates, updateStatus: waking(storage.templates.updateStatus) },
-    webhooks: { ...storage.webhooks, retryDelivery: waking(storage.webhooks.retryDelivery) }
+    webhooks: { ...storage.webhooks, retryDelivery: waking(storage.webhooks.retryDelivery) },
+    channels: { ...storage.channels, delete: waking(storage.channels.delete) },
+    outbox: {
+      ...storage.outbox,
+      record: waking(storage.outbox.record),
+      settle: waking(storage.outbox.settle),
+      retry: waking(storage.outbox.retry),
+      cancel: waking(storage.outbox.cancel),
+      resumeChannel: waking(storage.outbox.resumeChannel)
+    }
   }
 }

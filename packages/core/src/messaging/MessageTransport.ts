@@ -101,6 +101,12 @@ export class TransportFailed extends Schema.TaggedError<TransportFailed>()("Tran
  */
 export interface MessageTransportService {
   readonly send: (message: OutboundMessage) => Effect.Effect<TransportReceipt, TransportFailed>
+  /**
+   * `true` when the transport accepts a message without a channel with no network call
+   * (the recording transport): such messages skip the send queue's lanes and pacing and
+   * always go inline (docs/messaging.md "The send queue"). Absent: `false`.
+   */
+  readonly immediate?: boolean
 }
 
 /**
@@ -125,5 +131,6 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
  * @category messaging
  */
 export const recordingTransport: MessageTransportService = {
-  send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const })
+  send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }),
+  immediate: true
 }

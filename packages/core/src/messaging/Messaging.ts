@@ -1,4 +1,4 @@
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { BasicReplies } from "../basic-replies/BasicReplies.js"
 import { MAX_MESSAGE_TEXT_LENGTH } from "../chats/messageContent.js"
 import { Chats } from "../chats/Chats.js"
@@ -7,7 +7,7 @@ import type { ContactId } from "../contacts/model.js"
 import { InvalidInput } from "../errors.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { MessageFailure, MessageStatus, OutboundMediaContent } from "../messages/model.js"
+import type { Message, MessageId, OutboundMediaContent } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import { contactsLimitExceeded, type PlanLimitExceeded, RecordNotFound } from "../common/errors.js"
@@ -17,7 +17,18 @@ import { Storage } from "../storage/Storage.js"
 import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
 import type { TemplateSendObject } from "../templates/model.js"
 import { Templates } from "../templates/Templates.js"
-import { MessageTransport, type OutboundChannel, type OutboundMessage, type TransportFailed } from "./MessageTransport.js"
+import { MessageTransport, type OutboundChannel } from "./MessageTransport.js"
+import {
+  attemptClaimedMessage,
+  bypassesQueue,
+  CANCELLED_FAILURE,
+  MESSAGE_LEASE_MS,
+  recordSendOutcome,
+  SendQueueSettings
+} from "./SendQueue.js"
+import type { ClaimedMessage, OutboxMoveOutcome, OutboxPlacement } from "../storage/OutboxRepository.js"
+import { MessageNotCancellable, MessageNotRetryable } from "./errors.js"
+import type { ChatId } from "../chats/model.js"
 import { Channels } from "../channels/Channels.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
 import type { ChannelId } from "../channels/model.js"
@@ -91,6 +102,26 @@ export interface MessagingService {
     organizationId: OrganizationId,
     input: InboundMessageInput
   ) => Effect.Effect<ReceiveResult, InvalidInput | StorageError>
+  /**
+   * `POST /messages/{uuid}/retry` (docs/messaging.md "Retry and cancel"): a `failed`
+   * outbound message of the send queue goes back to `queued`, due now, with its attempts
+   * reset and a new expiry (now + the TTL); the message afterwards. Another status →
+   * `MessageNotRetryable`; no such outbound message of the organization (or one not sent
+   * through the queue, such as an imported one) → `RecordNotFound`.
+   */
+  readonly retryMessage: (
+    organizationId: OrganizationId,
+    id: MessageId
+  ) => Effect.Effect<Message, RecordNotFound | MessageNotRetryable | StorageError>
+  /**
+   * `POST /messages/{uuid}/cancel`: a `queued` message becomes `failed` with code
+   * `cancelled`; the message afterwards. Another status → `MessageNotCancellable`; not
+   * found as for `retryMessage` → `RecordNotFound`.
+   */
+  readonly cancelMessage: (
+    organizationId: OrganizationId,
+    id: MessageId
+  ) => Effect.Effect<Message, RecordNotFound | MessageNotCancellable | StorageError>
 }
 
 /**
@@ -213,35 +244,48 @@ const make = Effect.gen(function* () {
     }
   })
 
-  /** Steps 4–5: append the message, hand it to the transport, record the outcome. */
+  /**
+   * Steps 4–5: append the message in the send queue — claimed at once when it can go now
+   * (`inline`), else `queued` for the dispatcher — then, when claimed, make its first
+   * attempt here and record the outcome (docs/messaging.md "The send queue").
+   */
   const deliver = (
     organizationId: OrganizationId,
     contactId: ContactId,
     phone: string,
     content: SendContent,
-    channel: OutboundChannel | null
+    channel: OutboundChannel | null,
+    inline: boolean
   ) =>
     Effect.gen(function* () {
-      const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
-      const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, record)
-      const sent = yield* Effect.either(transport.send(outboundOf(message.uuid, phone, content, channel)))
-      const status: MessageStatus = Either.isRight(sent) ? sent.right.status : "failed"
-      if (Either.isLeft(sent)) yield* logTransportFailure(message.uuid, sent.left)
-      const providerId = Either.isRight(sent) ? usableProviderId(sent.right.provider_message_id) : undefined
-      const failure = Either.isLeft(sent) ? failureOfRefusal(sent.left) : undefined
-      const updated = yield* chats.updateMessageStatus(organizationId, message.uuid, status, providerId, failure).pipe(
-        // The contact (and so the message) was deleted meanwhile: the send itself happened.
-        Effect.catchTag("RecordNotFound", () => Effect.succeed({ status })),
-        // Only the status, a checked provider id and a failureOfRefusal: a refusal is a bug.
-        Effect.catchTag("InvalidInput", (error) => Effect.die(error))
-      )
-      const result: SendResult = {
-        message_id: message.uuid,
-        chat_uuid: chat.uuid,
-        contact_uuid: contactId,
-        status: updated.status
+      const settings = yield* SendQueueSettings
+      const nowMs = yield* Clock.currentTimeMillis
+      const bypass = bypassesQueue(transport, channel?.uuid ?? null)
+      const lease = yield* random.uuid()
+      const placement: OutboxPlacement = {
+        to: phone,
+        class: "single",
+        expires_at: new Date(nowMs + settings.ttlMs).toISOString(),
+        claim: inline || bypass ? { lease, leaseUntil: nowMs + MESSAGE_LEASE_MS, settleMs: settings.settleMs, bypass } : null
       }
-      return result
+      const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
+      const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, record, placement)
+      if (message.status !== "sending") return sendResultOf(chat.uuid, message)
+      const claimed: ClaimedMessage = {
+        organization_id: organizationId,
+        message,
+        lease,
+        to: phone,
+        class: "single",
+        expires_at: placement.expires_at,
+        pair_rate_waits: 0,
+        not_before: nowMs,
+        reclaimed: false
+      }
+      const outcome = yield* attemptClaimedMessage({ transport, channels }, claimed)
+      const recorded = yield* recordSendOutcome(claimed, outcome).pipe(Effect.provideService(Storage, storage))
+      // Not recorded: the contact (and so the message) was deleted meanwhile, or another process took it over.
+      return sendResultOf(chat.uuid, Option.getOrElse(recorded, () => message))
     }).pipe(Effect.uninterruptible)
 
   /** Steps 1 and 3–5 around `readContent` (which adds step 1's content issues). */
@@ -260,7 +304,7 @@ const make = Effect.gen(function* () {
       const chosen = yield* chooseChannel(organizationId, requestedChannel)
       const contactId = yield* upsertContact(organizationId, recipient)
       const channel = yield* refineChannel(organizationId, contactId, chosen)
-      return yield* deliver(organizationId, contactId, recipient.phone, content, channel)
+      return yield* deliver(organizationId, contactId, recipient.phone, content, channel, true)
     })
 
   const sendTemplate = Effect.fn("Messaging.sendTemplate")(function* (
@@ -303,7 +347,7 @@ const make = Effect.gen(function* () {
         Effect.catchTag("RecordNotFound", () => chooseChannel(organizationId, null))
       )
       const channel = yield* refineChannel(organizationId, chat.contact.uuid, chosen)
-      return yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, { type: "text", text: reply.value.response }, channel)
+      return yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, { type: "text", text: reply.value.response }, channel, false)
     }).pipe(
       // The contact was deleted between the inbound message and its answer: nobody to answer.
       Effect.catchTag("RecordNotFound", () => Effect.succeed(null)),
@@ -319,7 +363,36 @@ const make = Effect.gen(function* () {
     return result
   })
 
-  const service: MessagingService = { sendTemplate, sendText, sendMedia, receive }
+  /** The outcome of a retry or cancel as the message, or its error. */
+  const moved = <E>(id: string, outcome: OutboxMoveOutcome, refused: (message: Message) => E) => {
+    switch (outcome._tag) {
+      case "Done":
+        return Effect.succeed(outcome.message)
+      case "Refused":
+        return Effect.fail(refused(outcome.message))
+      case "NotFound":
+        return Effect.fail(new RecordNotFound({ missing: [{ resource: "message", uuid: id }] }))
+    }
+  }
+
+  const retryMessage = Effect.fn("Messaging.retryMessage")(function* (organizationId: OrganizationId, id: MessageId) {
+    const settings = yield* SendQueueSettings
+    const nowMs = yield* Clock.currentTimeMillis
+    const outcome = yield* storage.outbox.retry(
+      organizationId,
+      id,
+      new Date(nowMs).toISOString(),
+      new Date(nowMs + settings.ttlMs).toISOString()
+    )
+    return yield* moved(id, outcome, (message) => new MessageNotRetryable({ message_uuid: message.uuid, status: message.status }))
+  })
+
+  const cancelMessage = Effect.fn("Messaging.cancelMessage")(function* (organizationId: OrganizationId, id: MessageId) {
+    const outcome = yield* storage.outbox.cancel(organizationId, id, CANCELLED_FAILURE, yield* nowIso)
+    return yield* moved(id, outcome, (message) => new MessageNotCancellable({ message_uuid: message.uuid, status: message.status }))
+  })
+
+  const service: MessagingService = { sendTemplate, sendText, sendMedia, receive, retryMessage, cancelMessage }
   return service
 })
 
@@ -335,17 +408,16 @@ const recordOf = (content: SendContent): OutboundMessageInput => {
   }
 }
 
-/** What the transport is asked to deliver. */
-const outboundOf = (message_id: string, to: string, content: SendContent, channel: OutboundChannel | null): OutboundMessage => {
-  switch (content.type) {
-    case "text":
-      return { message_id, to, channel, type: "text", text: content.text }
-    case "template":
-      return { message_id, to, channel, type: "template", template: content.template }
-    case "media":
-      return { message_id, to, channel, type: "media", media: content.media }
-  }
-}
+/** A send's answer from the message as stored (docs/messaging.md "Endpoints"). */
+const sendResultOf = (chatId: ChatId, message: Message): SendResult => ({
+  message_id: message.uuid,
+  chat_uuid: chatId,
+  contact_uuid: message.contact_uuid,
+  status: message.status,
+  provider_message_id: message.provider_message_id,
+  next_attempt_at: message.next_attempt_at,
+  failure: message.failure
+})
 
 /**
  * The stored text of a template message: its rendered text, cut to 4096 characters (a
@@ -354,24 +426,6 @@ const outboundOf = (message_id: string, to: string, content: SendContent, channe
  */
 const preview = (text: string): string =>
   text.length <= MAX_MESSAGE_TEXT_LENGTH ? text : `${text.slice(0, MAX_MESSAGE_TEXT_LENGTH - 1)}…`
-
-/** A provider id the message record can hold (trimmed, 1–255 characters), else none. */
-const usableProviderId = (id: string | null): string | undefined => {
-  const trimmed = id?.trim() ?? ""
-  return trimmed === "" || trimmed.length > MAX_NAME_LENGTH ? undefined : trimmed
-}
-
-/**
- * The `failure` recorded on a message the transport refused (docs/messaging.md "Failure
- * reasons"): `code` is the provider's error code, or `network_error` when it gave none
- * (unreachable, timed out, or an answer without a code); `title` is the reason. Cut to the
- * lengths `Chats.updateMessageStatus` accepts, so a refusal is always recorded.
- */
-const failureOfRefusal = (error: TransportFailed): MessageFailure => {
-  const code = error.provider_code?.trim().slice(0, MAX_NAME_LENGTH) ?? ""
-  const title = error.reason.trim() === "" ? "The provider gave no reason" : error.reason
-  return { code: code === "" ? "network_error" : code, title }
-}
 
 /** The automatic reply to a message could not be sent through its channel (never the token). */
 const logUnansweredReply = (messageId: string, reason: string) =>
@@ -382,8 +436,3 @@ const logUnansweredReply = (messageId: string, reason: string) =>
     null
   )
 
-/** One warning per failed hand-off, with the provider's reason and code (never credentials). */
-const logTransportFailure = (messageId: string, error: TransportFailed) =>
-  Effect.logWarning("Message transport failed; message marked failed").pipe(
-    Effect.annotateLogs({ message_id: messageId, reason: error.reason, provider_code: error.provider_code })
-  )

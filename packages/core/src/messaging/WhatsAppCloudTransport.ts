@@ -59,7 +59,8 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
  * @category messaging
  */
 export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => ({
-  send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message))
+  send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
+  ...(fallback.immediate === true ? { immediate: true } : {})
 })
 
 const channelOptions = (

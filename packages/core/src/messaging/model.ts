@@ -1,6 +1,6 @@
 import type { ChatId, InboundReceipt } from "../chats/model.js"
 import type { ContactId } from "../contacts/model.js"
-import type { MessageId, OutboundMediaContent, MessageStatus } from "../messages/model.js"
+import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus } from "../messages/model.js"
 import type { TemplateSendRequest } from "../templates/model.js"
 
 /**
@@ -66,9 +66,12 @@ export interface SendMediaInput extends SendChannelField {
 
 /**
  * The result of a send, the `data` of the three send routes (docs/messaging.md "Endpoints"):
- * `message_id` is the message record's uuid, `status` the
- * status it was left in — `sent` when the transport accepted it, `failed` when the
- * provider refused it or could not be reached (the record is kept; docs/messaging.md).
+ * `message_id` is the message record's uuid, `status` the status its first attempt left
+ * it in — `sent` (with Meta's `provider_message_id`) when accepted, `failed` (with
+ * `failure`) when refused for good, `queued` when the send queue will try it (at
+ * `next_attempt_at`: a throttle, a transient failure, or no room to send it at once), or
+ * `sending` when the attempt's outcome is unknown (settled by Meta's status notification,
+ * else retried at `next_attempt_at`; docs/messaging.md "The send queue").
  *
  * @category models
  */
@@ -77,6 +80,9 @@ export interface SendResult {
   readonly chat_uuid: ChatId
   readonly contact_uuid: ContactId
   readonly status: MessageStatus
+  readonly provider_message_id: string | null
+  readonly next_attempt_at: string | null
+  readonly failure: MessageFailure | null
 }
 
 /**

@@ -111,7 +111,13 @@ const make = Effect.gen(function* () {
         )
       }
       for (const status of change.statuses) {
-        yield* chats.applyProviderStatus(owner.organization_id, status.provider_message_id, status.status, status.failure ?? undefined).pipe(
+        yield* chats.applyProviderStatus(
+          owner.organization_id,
+          status.provider_message_id,
+          status.status,
+          status.failure ?? undefined,
+          status.callback_data ?? undefined
+        ).pipe(
           Effect.asVoid,
           Effect.catchTag("InvalidInput", (error) =>
             refuse(refused, { ...at, reason: issuesOf(error), item: status.raw }, "status", status.provider_message_id)

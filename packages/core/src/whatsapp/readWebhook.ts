@@ -50,8 +50,9 @@ export interface WhatsAppInboundMessage {
 
 /**
  * A status of a message the business sent: `failure` is the first of WhatsApp's
- * `errors` (`code` as a string, `title`) when the status is `failed`, else `null`; `raw`
- * the status as WhatsApp sent it.
+ * `errors` (`code` as a string, `title`) when the status is `failed`, else `null`;
+ * `callback_data` Meta's echo of the send's `biz_opaque_callback_data` (our message uuid),
+ * else `null`; `raw` the status as WhatsApp sent it.
  *
  * @category whatsapp
  */
@@ -60,6 +61,7 @@ export interface WhatsAppStatusUpdate {
   readonly status: "sent" | "delivered" | "read" | "failed"
   readonly recipient: string | null
   readonly failure: { readonly code: string; readonly title: string } | null
+  readonly callback_data: string | null
   readonly raw: unknown
 }
 
@@ -256,7 +258,14 @@ const readStatus = (status: unknown): WhatsAppStatusUpdate | WhatsAppRefusedPart
           title: (isRecord(error) ? (stringOf(error.title) ?? stringOf(error.message)) : undefined) ?? "Failed"
         }
       : null
-  return { provider_message_id: id, status: value, recipient: stringOf(status.recipient_id) ?? null, failure, raw: status }
+  return {
+    provider_message_id: id,
+    status: value,
+    recipient: stringOf(status.recipient_id) ?? null,
+    failure,
+    callback_data: stringOf(status.biz_opaque_callback_data) ?? null,
+    raw: status
+  }
 }
 
 const listOf = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])

@@ -1,14 +1,16 @@
 import { Effect } from "effect"
 import {
+  type Channel,
   type ChannelId,
   type ChannelInput,
   Channels,
   type ChannelUpdateInput,
   MAX_THROUGHPUT_MPS,
-  MIN_THROUGHPUT_MPS
+  MIN_THROUGHPUT_MPS,
+  type OrganizationId
 } from "@switchboard/core"
 import { defineRoute } from "./route.js"
-import { ChannelListData, ChannelRecord, DeletedData } from "./schemas.js"
+import { ChannelDetailsRecord, ChannelListData, ChannelRecord, DeletedData } from "./schemas.js"
 import { uuidOf, uuidParams } from "./shared.js"
 
 // The channel routes (docs/channels.md): an organization's own WhatsApp numbers. Every
@@ -71,16 +73,18 @@ export const getChannelRoute = defineRoute({
   method: "GET",
   path: "/channels/:uuid",
   tag: "Channels",
-  summary: "Get a channel",
-  description: "The channel as listed by `GET /channels`. The access token is never returned.",
-  data: ChannelRecord,
+  summary: "Get a channel with its send queue figures",
+  description:
+    "The channel as listed by `GET /channels` (`status` `active` or `paused`, with `paused_reason`), plus `queue`: " +
+    "its messages `queued` and `sending`, and when the oldest queued one was created. The access token is never returned.",
+  data: ChannelDetailsRecord,
   errors: [NEEDS_KEY],
   params: uuidParams,
   handle: ({ auth, params }) =>
     Effect.map(
       Effect.flatMap(Channels, (channels) => channels.get(auth.organization.id, uuidOf<ChannelId>(params.uuid))),
       (channel) => ({ message: "Channel retrieved", data: channel })
-    )
+    ).pipe(withQueue(auth.organization.id))
 })
 
 /**
@@ -97,8 +101,8 @@ export const updateChannelRoute = defineRoute({
     "A new `access_token` is verified with Meta's Graph API like `POST /channels` (a refusal is " +
     "`channel_verification_failed` and changes nothing), then stored encrypted with `access_token_last4` updated. " +
     "`throughput_mps` (1–1 000) is the rate the send queue will pace the channel to. Both are written in one step; " +
-    "an empty body changes nothing.",
-  data: ChannelRecord,
+    "an empty body changes nothing. A new token also resumes a paused channel.",
+  data: ChannelDetailsRecord,
   errors: ["invalid_input", "channel_verification_failed", NEEDS_KEY],
   params: uuidParams,
   body: {
@@ -111,8 +115,43 @@ export const updateChannelRoute = defineRoute({
         channels.update(auth.organization.id, uuidOf<ChannelId>(params.uuid), body as ChannelUpdateInput)
       ),
       (channel) => ({ message: "Channel updated", data: channel })
-    )
+    ).pipe(withQueue(auth.organization.id))
 })
+
+/**
+ * `POST /channels/{uuid}/resume`: a `paused` channel becomes `active` and its waiting
+ * messages are due at once (event `channel.resumed`); an active one is answered as it is.
+ * Data is the channel with its queue figures.
+ */
+export const resumeChannelRoute = defineRoute({
+  method: "POST",
+  path: "/channels/:uuid/resume",
+  tag: "Channels",
+  summary: "Resume a paused channel",
+  description:
+    "The send queue pauses a channel when Meta refuses a send for a reason of the account (its token, its payment " +
+    "method, a restriction). Once that is fixed, this resumes it: `status` `active`, its waiting messages due at once, " +
+    "event `channel.resumed`. An active channel is answered unchanged.",
+  data: ChannelDetailsRecord,
+  errors: [NEEDS_KEY],
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(Channels, (channels) => channels.resume(auth.organization.id, uuidOf<ChannelId>(params.uuid))),
+      (channel) => ({ message: "Channel resumed", data: channel })
+    ).pipe(withQueue(auth.organization.id))
+})
+
+/** A route result whose channel gains its send queue figures (`Channels.queue`). */
+const withQueue =
+  (organizationId: OrganizationId) =>
+  <E, R>(result: Effect.Effect<{ readonly message: string; readonly data: Channel }, E, R>) =>
+    Effect.flatMap(result, ({ message, data }) =>
+      Effect.map(
+        Effect.flatMap(Channels, (channels) => channels.queue(organizationId, data.uuid)),
+        (queue) => ({ message, data: { ...data, queue } })
+      )
+    )
 
 /** `DELETE /channels/{uuid}`: data `{uuid, deleted: true}`. */
 export const removeChannelRoute = defineRoute({
@@ -135,4 +174,11 @@ export const removeChannelRoute = defineRoute({
  *
  * @category routes
  */
-export const channelRoutes = [listChannelsRoute, addChannelRoute, getChannelRoute, updateChannelRoute, removeChannelRoute] as const
+export const channelRoutes = [
+  listChannelsRoute,
+  addChannelRoute,
+  getChannelRoute,
+  updateChannelRoute,
+  resumeChannelRoute,
+  removeChannelRoute
+] as const

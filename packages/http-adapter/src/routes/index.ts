@@ -19,7 +19,7 @@ import {
 import { channelRoutes } from "./channels.js"
 import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
-import { getMessageRoute } from "./messages.js"
+import { cancelMessageRoute, getMessageRoute, retryMessageRoute } from "./messages.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
 import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
@@ -66,6 +66,8 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   updateChatRoute,
   markChatReadRoute,
   getMessageRoute,
+  retryMessageRoute,
+  cancelMessageRoute,
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute,
   ...channelRoutes,

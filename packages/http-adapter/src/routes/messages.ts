@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Chats, type MessageId } from "@switchboard/core"
+import { Chats, type MessageId, Messaging } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import { MessageRecord } from "./schemas.js"
 import { uuidOf, uuidParams } from "./shared.js"
@@ -21,5 +21,50 @@ export const getMessageRoute = defineRoute({
     Effect.map(
       Effect.flatMap(Chats, (chats) => chats.getMessage(auth.organization.id, uuidOf<MessageId>(params.uuid))),
       (message) => ({ message: "Message retrieved", data: message })
+    )
+})
+
+/**
+ * `POST /messages/{uuid}/retry` (docs/messaging.md "Retry and cancel"): a `failed`
+ * outbound message goes back to `queued` with its attempts reset; 409
+ * `message_not_retryable` for any other status; data is the message.
+ */
+export const retryMessageRoute = defineRoute({
+  method: "POST",
+  path: "/messages/:uuid/retry",
+  tag: "Messages",
+  summary: "Send a failed message again",
+  description:
+    "A `failed` outbound message goes back to the send queue (`queued`, attempts reset, a new expiry): a real new " +
+    "attempt. Any other status is a 409 `message_not_retryable`; inbound and imported messages are 404 `not_found`.",
+  data: MessageRecord,
+  errors: ["message_not_retryable"],
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) => messaging.retryMessage(auth.organization.id, uuidOf<MessageId>(params.uuid))),
+      (message) => ({ message: "Message queued again", data: message })
+    )
+})
+
+/**
+ * `POST /messages/{uuid}/cancel`: a `queued` message becomes `failed` with code
+ * `cancelled`; 409 `message_not_cancellable` for any other status; data is the message.
+ */
+export const cancelMessageRoute = defineRoute({
+  method: "POST",
+  path: "/messages/:uuid/cancel",
+  tag: "Messages",
+  summary: "Cancel a queued message",
+  description:
+    "A `queued` message is not sent: it becomes `failed` with `failure.code` `cancelled`. A message being sent, " +
+    "sent or failed is a 409 `message_not_cancellable`; inbound and imported messages are 404 `not_found`.",
+  data: MessageRecord,
+  errors: ["message_not_cancellable"],
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) => messaging.cancelMessage(auth.organization.id, uuidOf<MessageId>(params.uuid))),
+      (message) => ({ message: "Message cancelled", data: message })
     )
 })

@@ -18,8 +18,18 @@ const nullableText = { type: "string", optional: true, nullable: true } as const
  * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status}`. A message
  * the provider refused is still a 200, with `status: "failed"` (docs/decisions.md).
  */
+/** The envelope's `message` of a send, by the status its first attempt left the message in. */
+const SEND_MESSAGES: { readonly [S in SendResult["status"]]: string } = {
+  queued: "Message queued",
+  sending: "Message queued",
+  sent: "Message sent",
+  delivered: "Message sent",
+  read: "Message sent",
+  failed: "Message recorded, but the provider did not accept it"
+}
+
 const sendResult = (result: SendResult): RouteResult<SendResult> => ({
-  message: result.status === "failed" ? "Message recorded, but the provider did not accept it" : "Message sent",
+  message: SEND_MESSAGES[result.status],
   data: result
 })
 

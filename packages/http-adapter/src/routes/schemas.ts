@@ -10,6 +10,7 @@ import {
   Label,
   LabelId,
   Message,
+  MessageFailure,
   MessageId,
   MessageStatus,
   OrganizationId,
@@ -78,6 +79,28 @@ export const TemplateRecord = Template.annotations({ identifier: "Template", des
 export const ChannelRecord = Channel.annotations({
   identifier: "Channel",
   description: "An organization's WhatsApp number; the access token is stored encrypted and never returned"
+})
+
+/**
+ * A channel with its send queue figures: data of `GET /channels/{uuid}`, `PUT
+ * /channels/{uuid}` and `POST /channels/{uuid}/resume` (docs/channels.md "Pause and
+ * resume"): `queue.queued` and `queue.sending` count its messages in those statuses,
+ * `queue.oldest_queued_at` is when the oldest queued one was created (`null` when none).
+ *
+ * @category schemas
+ */
+export const ChannelDetailsRecord = Schema.extend(
+  Channel,
+  Schema.Struct({
+    queue: Schema.Struct({
+      queued: Schema.Int,
+      sending: Schema.Int,
+      oldest_queued_at: Schema.NullOr(Schema.String)
+    })
+  })
+).annotations({
+  identifier: "ChannelDetails",
+  description: "A channel with its send queue figures; the access token is never returned"
 })
 
 /**
@@ -363,7 +386,9 @@ export const LabelBulkDeleteData: Schema.Schema<LabelBulkDeleteResult, any> = Sc
 })
 
 /**
- * Data of the sends (docs/messaging.md "Endpoints"): `message_id` is the message's uuid.
+ * Data of the sends (docs/messaging.md "Endpoints"): `message_id` is the message's uuid;
+ * `status` what its first attempt left it (`sent`, `failed`, `queued`, `sending`), with
+ * Meta's `provider_message_id`, the send queue's `next_attempt_at` and the `failure`.
  *
  * @category schemas
  */
@@ -371,7 +396,10 @@ export const SendData: Schema.Schema<SendResult, any> = Schema.Struct({
   message_id: MessageId,
   chat_uuid: ChatId,
   contact_uuid: ContactId,
-  status: MessageStatus
+  status: MessageStatus,
+  provider_message_id: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Schema.String),
+  failure: Schema.NullOr(MessageFailure)
 }).annotations({ identifier: "SendResult" })
 
 /**

@@ -1,0 +1,415 @@
+import { Clock, Context, Duration, Effect, Either, Layer, Option, Random } from "effect"
+import type { ChannelsService } from "../channels/Channels.js"
+import { Channels } from "../channels/Channels.js"
+import type { ChannelId } from "../channels/model.js"
+import type { LeasedQueue, LeasedQueueOptions } from "../dispatch/LeasedQueue.js"
+import { runLeasedQueue } from "../dispatch/LeasedQueue.js"
+import { MAX_NAME_LENGTH } from "../internal/validation.js"
+import type { Message, MessageFailure } from "../messages/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
+import type { StorageError } from "../storage/errors.js"
+import { CHANNEL_REMOVED_FAILURE, type ClaimedMessage, type OutboxOutcome } from "../storage/OutboxRepository.js"
+import { Storage } from "../storage/Storage.js"
+import { classifyFailure } from "./failureClasses.js"
+import {
+  MessageTransport,
+  type MessageTransportService,
+  type OutboundChannel,
+  type OutboundMessage,
+  TransportFailed
+} from "./MessageTransport.js"
+
+/**
+ * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
+ * - `retryDelaysMs`: the waits before the 2nd, 3rd, … attempt after a transient failure
+ *   or an unknown outcome (plus up to 10% jitter); once spent, the message is `failed`
+ *   with its last error (default 5 s, 30 s, 2 min, 10 min, 30 min:
+ *   `SWITCHBOARD_SEND_RETRY_DELAYS_MS`);
+ * - `timeoutMs`: the longest one attempt may take before its outcome is unknown (default
+ *   10 s, `SWITCHBOARD_SEND_TIMEOUT_MS`);
+ * - `settleMs`: how long an unknown outcome waits for a status notification naming the
+ *   message before it is retried (default 2 min, `SWITCHBOARD_SEND_SETTLE_MS`);
+ * - `ttlMs`: how long after its creation a message may still be handed to Meta before it
+ *   fails `expired` (default 4 h, `SWITCHBOARD_SEND_TTL_MS`).
+ *
+ * @category messaging
+ */
+export interface SendQueueSettingsValue {
+  readonly retryDelaysMs: ReadonlyArray<number>
+  readonly timeoutMs: number
+  readonly settleMs: number
+  readonly ttlMs: number
+}
+
+/**
+ * The default {@link SendQueueSettingsValue}.
+ *
+ * @category messaging
+ */
+export const DEFAULT_SEND_QUEUE_SETTINGS: SendQueueSettingsValue = {
+  retryDelaysMs: [5_000, 30_000, 120_000, 600_000, 1_800_000],
+  timeoutMs: 10_000,
+  settleMs: 120_000,
+  ttlMs: 4 * 3_600_000
+}
+
+/**
+ * The send queue's timings ({@link SendQueueSettingsValue}); defaults when not provided.
+ *
+ * @category messaging
+ */
+export class SendQueueSettings extends Context.Reference<SendQueueSettings>()("@switchboard/core/SendQueueSettings", {
+  defaultValue: (): SendQueueSettingsValue => DEFAULT_SEND_QUEUE_SETTINGS
+}) {
+  /** A Layer providing these settings (fields left out keep their defaults). */
+  static readonly layer = (settings: Partial<SendQueueSettingsValue>): Layer.Layer<SendQueueSettings> =>
+    Layer.succeed(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, ...definedFields(settings) })
+}
+
+/** The fields of `settings` that are not `undefined`. */
+const definedFields = (settings: Partial<SendQueueSettingsValue>): Partial<SendQueueSettingsValue> =>
+  Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined))
+
+/**
+ * How long a claim leases a message to its dispatcher, in ms (60 s): longer than an
+ * attempt's timeout, so only a dead process loses its lease.
+ *
+ * @category messaging
+ */
+export const MESSAGE_LEASE_MS = 60_000
+
+/**
+ * How far ahead of now a claim reserves a channel's pacing slots, in ms: a claimed message
+ * waits in its dispatcher until its slot (`ClaimedMessage.not_before`).
+ *
+ * @category messaging
+ */
+export const PACING_HORIZON_MS = 500
+
+/**
+ * The most messages one dispatcher holds at once (waiting for their slot or in flight):
+ * enough for 20 channels at 50 messages/s with 0.5 s Graph round trips.
+ *
+ * @category messaging
+ */
+export const SEND_DISPATCH_CONCURRENCY = 512
+
+/**
+ * How long a message waits after a pair-rate refusal (Meta's 131056: too many messages to
+ * one recipient), in ms: 6 s × 4^`waits` (`waits`, the refusals in a row before this one),
+ * at most 5 minutes.
+ *
+ * @category messaging
+ */
+export const pairRateWaitMs = (waits: number): number => Math.min(300_000, 6_000 * 4 ** waits)
+
+/** The failure of a message not handed to Meta before its `expires_at`. */
+export const EXPIRED_FAILURE: MessageFailure = {
+  code: "expired",
+  title: "The message was not handed to Meta before it expired"
+}
+
+/** The failure of a queued message cancelled by `POST /messages/{uuid}/cancel`. */
+export const CANCELLED_FAILURE: MessageFailure = { code: "cancelled", title: "The message was cancelled before it was sent" }
+
+/**
+ * The `failure` recorded for a transport failure (docs/messaging.md "Failure reasons"):
+ * `code` is the provider's error code, else the network error's code, else
+ * `network_error`; `title` is the reason. Cut to the lengths a message record holds.
+ *
+ * @category messaging
+ */
+export const failureOfTransport = (error: TransportFailed): MessageFailure => {
+  const code = (error.provider_code ?? "").trim().slice(0, MAX_NAME_LENGTH)
+  const title = error.reason.trim() === "" ? "The provider gave no reason" : error.reason
+  return { code: code === "" ? "network_error" : code, title }
+}
+
+/** A provider id the message record can hold (trimmed, 1–255 characters), else `null`. */
+const usableProviderId = (id: string | null): string | null => {
+  const trimmed = id?.trim() ?? ""
+  return trimmed === "" || trimmed.length > MAX_NAME_LENGTH ? null : trimmed
+}
+
+/**
+ * What the transport is asked to deliver for a stored outbound message: its content, the
+ * recipient `to` and the channel.
+ *
+ * @category messaging
+ */
+export const outboundOfRecord = (message: Message, to: string, channel: OutboundChannel | null): OutboundMessage => {
+  const envelope = { message_id: message.uuid, to, channel }
+  if (message.type === "template" && message.template !== null) return { ...envelope, type: "template", template: message.template }
+  if (message.type === "media" && message.media !== null && message.media.url !== undefined) {
+    const { type, url, caption, filename } = message.media
+    return {
+      ...envelope,
+      type: "media",
+      media: {
+        type: type === "sticker" ? "image" : type,
+        url,
+        ...(caption === undefined ? {} : { caption }),
+        ...(filename === undefined ? {} : { filename })
+      }
+    }
+  }
+  return { ...envelope, type: "text", text: message.text ?? "" }
+}
+
+/**
+ * Whether a message may skip lanes and pacing and always go inline: it has no channel and
+ * the transport accepts such messages without a network call (the recording transport).
+ *
+ * @category messaging
+ */
+export const bypassesQueue = (transport: MessageTransportService, channelUuid: string | null): boolean =>
+  channelUuid === null && transport.immediate === true
+
+/** The services one attempt needs. */
+interface AttemptServices {
+  readonly transport: MessageTransportService
+  readonly channels: ChannelsService
+}
+
+/**
+ * One attempt of a claimed message, answered as the {@link OutboxOutcome} to record
+ * (docs/messaging.md "Classes of failure"): an expired message fails `expired` without an
+ * attempt; otherwise it waits for its pacing slot, opens its channel (a removed channel:
+ * `failed` `channel_removed`), hands it to the transport within `timeoutMs`, and
+ * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
+ * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
+ * (none counted); `transient` → `Requeued` after the next retry delay, or `Failed` once
+ * they are spent; `unknown` → `Unknown`, due again after `settleMs` (or `Failed` once the
+ * retries are spent); `permanent` → `Failed`; `account` → `Paused` (a message without a
+ * channel: `Failed`). Never fails.
+ *
+ * @category messaging
+ */
+export const attemptClaimedMessage = (
+  services: AttemptServices,
+  claimed: ClaimedMessage
+): Effect.Effect<OutboxOutcome, never, never> =>
+  Effect.gen(function*() {
+    const settings = yield* SendQueueSettings
+    const { message } = claimed
+    const startedAt = yield* Clock.currentTimeMillis
+    if (Date.parse(claimed.expires_at) <= startedAt) {
+      return { _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 } as const
+    }
+    // A reclaimed message had an attempt of unknown outcome: it counts toward the schedule.
+    const spent = message.attempts >= settings.retryDelaysMs.length + 1
+    if (claimed.reclaimed && spent) {
+      return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
+    }
+    if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
+    const channel = yield* openChannel(services.channels, claimed)
+    if (Either.isLeft(channel)) return channel.left
+    const sent = yield* services.transport.send(outboundOfRecord(message, claimed.to, channel.right)).pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(settings.timeoutMs),
+        onTimeout: () =>
+          new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })
+      }),
+      Effect.either
+    )
+    const endedAt = yield* Clock.currentTimeMillis
+    if (Either.isRight(sent)) {
+      return { _tag: "Sent", provider_message_id: usableProviderId(sent.right.provider_message_id), attempts: 1 } as const
+    }
+    const error = sent.left
+    const failure = failureOfTransport(error)
+    const at = (ms: number) => new Date(ms).toISOString()
+    switch (classifyFailure(error)) {
+      case "throttle":
+        return { _tag: "Requeued", next_attempt_at: at(endedAt + 1_000), failure, attempts: 0, throttled: true, pairRate: false } as const
+      case "pair_rate":
+        return {
+          _tag: "Requeued",
+          next_attempt_at: at(endedAt + pairRateWaitMs(claimed.pair_rate_waits)),
+          failure,
+          attempts: 0,
+          throttled: false,
+          pairRate: true
+        } as const
+      case "transient": {
+        const delay = settings.retryDelaysMs[message.attempts]
+        if (delay === undefined) return { _tag: "Failed", failure, attempts: 1 } as const
+        const jitter = (yield* Random.next) * 0.1
+        return {
+          _tag: "Requeued",
+          next_attempt_at: at(endedAt + Math.round(delay * (1 + jitter))),
+          failure,
+          attempts: 1,
+          throttled: false,
+          pairRate: false
+        } as const
+      }
+      case "unknown":
+        return { _tag: "Unknown", next_attempt_at: at(endedAt + settings.settleMs), attempts: 1 } as const
+      case "permanent":
+        return { _tag: "Failed", failure, attempts: 1 } as const
+      case "account":
+        return message.channel_uuid === null
+          ? ({ _tag: "Failed", failure, attempts: 1 } as const)
+          : ({ _tag: "Paused", reason: failure } as const)
+    }
+  })
+
+/** The failure of a message whose every attempt had an unknown outcome. */
+const UNKNOWN_OUTCOME_FAILURE: MessageFailure = {
+  code: "network_error",
+  title: "No attempt got an answer from the provider"
+}
+
+/**
+ * The claimed message's channel with its token, or the outcome that ends the attempt: a
+ * removed channel fails the message `channel_removed`; a token that cannot be opened
+ * (no or another secret key) requeues it as a transient failure.
+ */
+const openChannel = (
+  channels: ChannelsService,
+  claimed: ClaimedMessage
+): Effect.Effect<Either.Either<OutboundChannel | null, OutboxOutcome>> => {
+  const id = claimed.message.channel_uuid
+  if (id === null) return Effect.succeed(Either.right(null))
+  return channels.getWithToken(claimed.organization_id, id as ChannelId).pipe(
+    Effect.map(({ access_token, channel }): Either.Either<OutboundChannel | null, OutboxOutcome> =>
+      Either.right({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
+    ),
+    Effect.catchTag("RecordNotFound", () =>
+      Effect.succeed(Either.left<OutboxOutcome>({ _tag: "Failed", failure: CHANNEL_REMOVED_FAILURE, attempts: 0 }))),
+    Effect.catchAll((error) =>
+      Effect.gen(function*() {
+        const settings = yield* SendQueueSettings
+        const now = yield* Clock.currentTimeMillis
+        const failure: MessageFailure = { code: "channel_unavailable", title: error.message }
+        const delay = settings.retryDelaysMs[claimed.message.attempts]
+        return Either.left<OutboxOutcome>(
+          delay === undefined
+            ? { _tag: "Failed", failure, attempts: 1 }
+            : {
+              _tag: "Requeued",
+              next_attempt_at: new Date(now + delay).toISOString(),
+              failure,
+              attempts: 1,
+              throttled: false,
+              pairRate: false
+            }
+        )
+      })
+    )
+  )
+}
+
+/**
+ * Records `outcome` for a claimed message under its lease (`OutboxRepository.record`),
+ * logging what did not go out: the message as stored afterwards, or `None` when the lease
+ * had been taken over.
+ *
+ * @category messaging
+ */
+export const recordSendOutcome = (
+  claimed: ClaimedMessage,
+  outcome: OutboxOutcome
+): Effect.Effect<Option.Option<Message>, StorageError, Storage> =>
+  Effect.gen(function*() {
+    const storage = yield* Storage
+    const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const recorded = yield* storage.outbox.record(claimed.message.uuid, claimed.lease, outcome, now)
+    const annotations = { organization_id: claimed.organization_id, message_id: claimed.message.uuid }
+    if (Option.isNone(recorded)) {
+      yield* Effect.logWarning("send outcome not recorded: the message's lease was taken over").pipe(
+        Effect.annotateLogs({ ...annotations, outcome: outcome._tag })
+      )
+    } else if (outcome._tag !== "Sent") {
+      yield* Effect.logWarning(SEND_OUTCOME_LOG_LINES[outcome._tag]).pipe(
+        Effect.annotateLogs({
+          ...annotations,
+          ...("failure" in outcome && outcome.failure !== null ? { code: outcome.failure.code, reason: outcome.failure.title } : {}),
+          ...(outcome._tag === "Paused" ? { code: outcome.reason.code, reason: outcome.reason.title } : {})
+        })
+      )
+    }
+    return recorded
+  })
+
+const SEND_OUTCOME_LOG_LINES: { readonly [T in Exclude<OutboxOutcome["_tag"], "Sent">]: string } = {
+  Failed: "Message failed",
+  Requeued: "Message send failed; it will be retried",
+  Unknown: "Message send outcome unknown; waiting for Meta's status notification",
+  Paused: "Channel paused: Meta refused a send for a reason of the account"
+}
+
+/**
+ * The send queue as a {@link LeasedQueue}: `claim` is `OutboxRepository.claim` (pacing
+ * slots reserved up to {@link PACING_HORIZON_MS} ahead), `run` one attempt
+ * ({@link attemptClaimedMessage}), `record` {@link recordSendOutcome}; a requeued or
+ * unknown message is due again at its `next_attempt_at`.
+ *
+ * @category messaging
+ */
+export const sendQueue: LeasedQueue<
+  ClaimedMessage,
+  OutboxOutcome,
+  StorageError,
+  Storage | SecureRandom | MessageTransport | Channels
+> = {
+  name: "send queue",
+  claim: (now, leaseUntil, limit) =>
+    Effect.gen(function*() {
+      const storage = yield* Storage
+      const random = yield* SecureRandom
+      const settings = yield* SendQueueSettings
+      return yield* storage.outbox.claim({
+        now,
+        lease: yield* random.uuid(),
+        leaseUntil,
+        settleMs: settings.settleMs,
+        limit,
+        horizonMs: PACING_HORIZON_MS
+      })
+    }),
+  run: (claimed) =>
+    Effect.gen(function*() {
+      const transport = yield* MessageTransport
+      const channels = yield* Channels
+      return yield* attemptClaimedMessage({ transport, channels }, claimed)
+    }),
+  record: (claimed, outcome) => Effect.map(recordSendOutcome(claimed, outcome), Option.isSome),
+  dueAgainAt: (outcome) =>
+    outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null,
+  nextDueAt: () => Effect.flatMap(Storage, (storage) => storage.outbox.nextDueAt())
+}
+
+/**
+ * Options of {@link runSendDispatcher}: `concurrency`, the most messages held at once
+ * (default {@link SEND_DISPATCH_CONCURRENCY}); `pollIntervalMs`, the longest sleep when
+ * nothing is known to be due (default 1 000 ms); `wake` and `status` as in
+ * `LeasedQueueOptions`.
+ *
+ * @category messaging
+ */
+export interface SendDispatcherOptions {
+  readonly concurrency?: number
+  readonly pollIntervalMs?: number
+  readonly wake?: LeasedQueueOptions["wake"]
+  readonly status?: LeasedQueueOptions["status"]
+}
+
+/**
+ * The send queue's dispatcher (docs/messaging.md "The send queue"): {@link sendQueue} run
+ * by `runLeasedQueue`, leases of {@link MESSAGE_LEASE_MS}. Runs until interrupted and never
+ * fails; interrupting it waits for the attempts in flight to be recorded.
+ *
+ * @category messaging
+ */
+export const runSendDispatcher = (
+  options: SendDispatcherOptions = {}
+): Effect.Effect<never, never, Storage | SecureRandom | MessageTransport | Channels> =>
+  runLeasedQueue(sendQueue, {
+    leaseMs: MESSAGE_LEASE_MS,
+    concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
+    pollIntervalMs: options.pollIntervalMs ?? 1_000,
+    ...(options.wake === undefined ? {} : { wake: options.wake }),
+    ...(options.status === undefined ? {} : { status: options.status })
+  })

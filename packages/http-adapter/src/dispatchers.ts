@@ -1,0 +1,259 @@
+import { Clock, Duration, Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } from "effect"
+import {
+  Channels,
+  DispatchWake,
+  type GraphApiOptions,
+  type LeasedLoopStatus,
+  makeLeasedLoopStatus,
+  type MessageTransport,
+  runSendDispatcher,
+  runWebhookDispatcher,
+  SecureRandom,
+  SendQueueSettings,
+  type Storage,
+  wakeOnEnqueue
+} from "@switchboard/core"
+import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
+import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
+import {
+  type DispatchWebhooksOptions,
+  type WebhookDispatcherHandle,
+  webhookSettingsLayerOf,
+  type WebhookHandlerOptions
+} from "./webhooks.js"
+
+/**
+ * Which dispatch loops a handler (or {@link runDispatchers}) runs (docs/messaging.md "The
+ * send queue", docs/webhooks.md "Delivery and the dispatcher"): `webhooks`, the outgoing
+ * webhook deliveries; `messages`, the send queue. Each defaults to `true`; `false` leaves
+ * that work to another process (leases keep several dispatchers from doing one job twice).
+ *
+ * @category dispatch
+ */
+export interface DispatchSwitches {
+  readonly webhooks?: boolean
+  readonly messages?: boolean
+}
+
+/**
+ * The send queue's options (docs/messaging.md "The send queue", docs/configuration.md),
+ * all in milliseconds: `retryDelaysMs`, the waits before each retry after a transient
+ * failure or an unknown outcome (default 5 s, 30 s, 2 min, 10 min, 30 min, each plus up to
+ * 10% jitter); `timeoutMs`, the longest one attempt may take (default 10 000);
+ * `settleMs`, how long an unknown outcome waits for Meta's status notification before a
+ * retry (default 120 000); `ttlMs`, how long a message may wait before it fails `expired`
+ * (default 14 400 000, 4 h); `pollIntervalMs`, the longest the dispatcher sleeps when no
+ * message is known to be due (default 1 000). Malformed values throw where the handler is
+ * created.
+ *
+ * @category dispatch
+ */
+export interface SendQueueHandlerOptions {
+  readonly retryDelaysMs?: ReadonlyArray<number>
+  readonly timeoutMs?: number
+  readonly settleMs?: number
+  readonly ttlMs?: number
+  readonly pollIntervalMs?: number
+}
+
+/**
+ * The {@link SendQueueSettings} Layer of `options`; throws a `TypeError` naming the
+ * malformed option.
+ *
+ * @internal
+ */
+export const sendQueueSettingsLayerOf = (options: SendQueueHandlerOptions | undefined): Layer.Layer<SendQueueSettings> => {
+  const delays = options?.retryDelaysMs
+  if (delays !== undefined && !(Array.isArray(delays) && delays.every(isNonNegativeNumber))) {
+    throw new TypeError("sendQueue.retryDelaysMs must be a list of delays in milliseconds (finite numbers ≥ 0)")
+  }
+  for (const name of ["timeoutMs", "settleMs", "ttlMs", "pollIntervalMs"] as const) {
+    const value = options?.[name]
+    if (value !== undefined && !(isNonNegativeNumber(value) && value > 0)) {
+      throw new TypeError(`sendQueue.${name} must be a positive number of milliseconds`)
+    }
+  }
+  return SendQueueSettings.layer({
+    ...(delays === undefined ? {} : { retryDelaysMs: [...delays] }),
+    ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options?.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+    ...(options?.ttlMs === undefined ? {} : { ttlMs: options.ttlMs })
+  })
+}
+
+const isNonNegativeNumber = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value) && value >= 0
+
+/**
+ * Running dispatch loops: `ready` resolves once the storage is open (rejects with its
+ * error); `stop()` waits for the attempts in flight to be recorded, stops the loops and
+ * closes the runtime; `lastPassEndedAt()` is when the webhook loop last ended a pass, and
+ * `lastPassesEndedAt()` that time for each loop (`null` before its first pass, or when it
+ * does not run): what a health check reads.
+ *
+ * @category dispatch
+ */
+export interface DispatchersHandle {
+  readonly ready: Promise<void>
+  readonly stop: () => Promise<void>
+  readonly lastPassEndedAt: () => Date | null
+  readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null }
+}
+
+/**
+ * Starts the loops `run` asks for in `runtime` once it is built: the webhook dispatcher
+ * and the send queue's dispatcher, both woken by the runtime's {@link DispatchWake}.
+ *
+ * @internal
+ */
+export const startDispatchers = <R, E>(
+  runtime: ManagedRuntime.ManagedRuntime<
+    R | Storage | SecureRandom | DispatchWake | MessageTransport | Channels | SendQueueSettings,
+    E
+  >,
+  run: { readonly webhooks: boolean; readonly messages: boolean },
+  options: { readonly webhooks?: WebhookHandlerOptions | undefined; readonly sendQueue?: SendQueueHandlerOptions | undefined }
+): DispatchersHandle => {
+  let stopped = false
+  const fibers: Array<Fiber.RuntimeFiber<never, unknown>> = []
+  const status = { webhooks: Effect.runSync(makeLeasedLoopStatus), messages: Effect.runSync(makeLeasedLoopStatus) }
+  const ready = runtime.runtime().then(() => {
+    if (stopped) return
+    if (run.webhooks) {
+      const pollIntervalMs = options.webhooks?.pollIntervalMs
+      fibers.push(runtime.runFork(
+        Effect.flatMap(DispatchWake, (wake) =>
+          runWebhookDispatcher({ wake, status: status.webhooks, ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }) })).pipe(
+            Effect.withClock(hostClock)
+          )
+      ))
+    }
+    if (run.messages) {
+      const pollIntervalMs = options.sendQueue?.pollIntervalMs
+      fibers.push(runtime.runFork(
+        Effect.flatMap(DispatchWake, (wake) =>
+          runSendDispatcher({ wake, status: status.messages, ...(pollIntervalMs === undefined ? {} : { pollIntervalMs }) })).pipe(
+            Effect.withClock(hostClock)
+          )
+      ))
+    }
+  })
+  ready.catch(() => undefined)
+  const stop = async () => {
+    stopped = true
+    await Effect.runPromise(Fiber.interruptAll(fibers))
+    await runtime.dispose()
+  }
+  const endedAt = (loop: LeasedLoopStatus) => {
+    const at = Effect.runSync(Ref.get(loop.lastPassEndedAt))
+    return at === null ? null : new Date(at)
+  }
+  return {
+    ready,
+    stop,
+    lastPassEndedAt: () => endedAt(status.webhooks),
+    lastPassesEndedAt: () => ({ webhooks: endedAt(status.webhooks), messages: endedAt(status.messages) })
+  }
+}
+
+/** Effect's default clock, with sleeps on timers that do not keep the process alive. */
+const hostClock: Clock.Clock = (() => {
+  const base = Clock.make()
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis(),
+    currentTimeMillis: base.currentTimeMillis,
+    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
+    currentTimeNanos: base.currentTimeNanos,
+    sleep: (duration) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
+        timer.unref()
+        return Effect.sync(() => clearTimeout(timer))
+      })
+  }
+})()
+
+/**
+ * Options of {@link runDispatchers}: the `storage` Layer (the same store as the handlers'),
+ * the `secretKey` (as `createHandler`'s: channel tokens and endpoint secrets are sealed
+ * under it), `dispatch` (which loops; default both), the `webhooks` and `sendQueue`
+ * settings, the message `transport` and `graphApi` (as `createHandler`'s), the `logger`
+ * (default Effect's JSON logger; `false` silences it) and `logLevel`.
+ *
+ * @category dispatch
+ */
+export interface RunDispatchersOptions {
+  readonly storage: Layer.Layer<Storage, unknown>
+  readonly secretKey?: string | Uint8Array
+  readonly dispatch?: DispatchSwitches
+  readonly webhooks?: WebhookHandlerOptions
+  readonly sendQueue?: SendQueueHandlerOptions
+  readonly transport?: Layer.Layer<MessageTransport>
+  readonly graphApi?: GraphApiOptions
+  readonly logger?: Logger.Logger<unknown, unknown> | false
+  readonly logLevel?: HandlerLogLevel
+}
+
+/**
+ * Runs the dispatch loops outside a handler (docs/messaging.md "The send queue",
+ * docs/webhooks.md "Delivery and the dispatcher"), for a host whose handlers are created
+ * with `dispatch: { webhooks: false, messages: false }` (a separate worker process, for
+ * example). Several dispatchers on one store never run one job twice at once (jobs are
+ * claimed under a lease). Throws like `createHandler` on a malformed option.
+ *
+ * @category dispatch
+ * @example
+ * import { runDispatchers } from "@switchboard/http-adapter"
+ * import { SqliteStorage } from "@switchboard/storage-sqlite"
+ *
+ * const dispatchers = runDispatchers({ storage: SqliteStorage.layer({ filename: "switchboard.db" }), secretKey: process.env.SWITCHBOARD_SECRET_KEY })
+ * process.on("SIGTERM", () => void dispatchers.stop())
+ */
+export const runDispatchers = (options: RunDispatchersOptions): DispatchersHandle => {
+  const storage = wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))
+  const base = Layer.mergeAll(
+    channelLayerOf({ secretKey: options.secretKey, graphApi: options.graphApi }),
+    webhookSettingsLayerOf(options.webhooks),
+    sendQueueSettingsLayerOf(options.sendQueue),
+    transportLayerOf(options)
+  )
+  const runtime = ManagedRuntime.make(
+    Channels.layer.pipe(
+      Layer.provideMerge(SecureRandom.layer),
+      Layer.provideMerge(base),
+      Layer.provideMerge(storage),
+      Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
+      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel)))
+    )
+  )
+  return startDispatchers(
+    runtime,
+    { webhooks: options.dispatch?.webhooks ?? true, messages: options.dispatch?.messages ?? true },
+    options
+  )
+}
+
+/** The dispatchers' logger: Effect's JSON logger, the given one, or none (`false`). */
+export const dispatcherLoggerLayer = (logger: Logger.Logger<unknown, unknown> | false | undefined): Layer.Layer<never> =>
+  logger === false
+    ? Logger.replace(Logger.defaultLogger, Logger.none)
+    : logger === undefined
+      ? Logger.json
+      : Logger.replace(Logger.defaultLogger, logger)
+
+/**
+ * Runs the webhook dispatcher alone outside a handler (docs/webhooks.md "Delivery and the
+ * dispatcher"): {@link runDispatchers} with `dispatch: { webhooks: true, messages: false }`,
+ * for a host whose handlers are created with `webhooks: { dispatch: false }`. Throws like
+ * `createHandler` on a malformed `secretKey` or `webhooks` option.
+ *
+ * @category webhooks
+ * @example
+ * import { dispatchWebhooks } from "@switchboard/http-adapter"
+ * import { SqliteStorage } from "@switchboard/storage-sqlite"
+ *
+ * const dispatcher = dispatchWebhooks({ storage: SqliteStorage.layer({ filename: "switchboard.db" }), secretKey: process.env.SWITCHBOARD_SECRET_KEY })
+ * process.on("SIGTERM", () => void dispatcher.stop())
+ */
+export const dispatchWebhooks = (options: DispatchWebhooksOptions): WebhookDispatcherHandle =>
+  runDispatchers({ ...options, dispatch: { webhooks: true, messages: false } })
