@@ -4,7 +4,7 @@
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
- * webhooks (see `webhooks.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
@@ -30,6 +30,7 @@ import { closeGracefully } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
+import { sendQueueConfig } from "./sendQueue.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -44,6 +45,8 @@ const main = async (): Promise<void> => {
   if (Exit.isFailure(graphApi)) return fail(describeCause(graphApi.cause))
   const webhooks = await Effect.runPromiseExit(loadConfig(webhookConfig))
   if (Exit.isFailure(webhooks)) return fail(describeCause(webhooks.cause))
+  const sendQueue = await Effect.runPromiseExit(loadConfig(sendQueueConfig))
+  if (Exit.isFailure(sendQueue)) return fail(describeCause(sendQueue.cause))
   const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
   if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
   // `create: true` always yields a key (or fails above).
@@ -86,6 +89,8 @@ const main = async (): Promise<void> => {
     // Outgoing webhooks: the handler runs the dispatcher; dispose() stops it after the
     // attempts in flight (docs/webhooks.md).
     webhooks: webhooks.value,
+    // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
+    sendQueue: sendQueue.value,
     ...(transportLayer === undefined ? {} : { transport: transportLayer })
   })
   const closeStore = async (): Promise<void> => {

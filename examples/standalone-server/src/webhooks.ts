@@ -17,7 +17,7 @@ import { Config, ConfigError, Either, Option } from "effect"
  */
 export const webhookConfig: Config.Config<WebhookHandlerOptions> = Config.all({
   allowPrivate: optionalText("SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE").pipe(Config.mapOrFail(parseAllowPrivate)),
-  retryDelaysMs: optionalText("SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS").pipe(Config.mapOrFail(parseRetryDelays))
+  retryDelaysMs: delayListConfig("SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS")
 }).pipe(
   Config.map(({ allowPrivate, retryDelaysMs }) => ({
     allowInsecureUrls: allowPrivate,
@@ -70,17 +70,38 @@ function parseAllowPrivate(value: Option.Option<string>): Either.Either<boolean,
   )
 }
 
-function parseRetryDelays(
-  value: Option.Option<string>
-): Either.Either<Option.Option<ReadonlyArray<number>>, ConfigError.ConfigError> {
-  if (Option.isNone(value)) return Either.right(Option.none())
-  const parts = value.value.split(",").map((part) => part.trim())
-  if (parts.every((part) => /^\d{1,10}$/.test(part))) return Either.right(Option.some(parts.map(Number)))
-  return Either.left(
-    ConfigError.InvalidData(
-      ["SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS"],
-      "SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS must be a comma-separated list of milliseconds (integers ≥ 0), like 5000,300000"
-    )
+/**
+ * A variable holding a comma-separated list of delays in milliseconds (integers ≥ 0, like
+ * `5000,300000`): `None` when unset or empty; anything else fails naming the variable.
+ *
+ * @category config
+ */
+export function delayListConfig(name: string): Config.Config<Option.Option<ReadonlyArray<number>>> {
+  return optionalText(name).pipe(
+    Config.mapOrFail((value) => {
+      if (Option.isNone(value)) return Either.right(Option.none())
+      const parts = value.value.split(",").map((part) => part.trim())
+      if (parts.every((part) => /^\d{1,10}$/.test(part))) return Either.right(Option.some(parts.map(Number)))
+      return Either.left(
+        ConfigError.InvalidData([name], `${name} must be a comma-separated list of milliseconds (integers ≥ 0), like 5000,300000`)
+      )
+    })
+  )
+}
+
+/**
+ * A variable holding a positive number of milliseconds (an integer ≥ 1): `None` when unset
+ * or empty; anything else fails naming the variable.
+ *
+ * @category config
+ */
+export function millisecondsConfig(name: string): Config.Config<Option.Option<number>> {
+  return optionalText(name).pipe(
+    Config.mapOrFail((value) => {
+      if (Option.isNone(value)) return Either.right(Option.none())
+      if (/^\d{1,10}$/.test(value.value) && Number(value.value) >= 1) return Either.right(Option.some(Number(value.value)))
+      return Either.left(ConfigError.InvalidData([name], `${name} must be a number of milliseconds (an integer ≥ 1), like 10000`))
+    })
   )
 }
 

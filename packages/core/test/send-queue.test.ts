@@ -1,0 +1,234 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, TestClock } from "effect"
+import {
+  attemptClaimedMessage,
+  type ChannelId,
+  type ChannelsService,
+  type ClaimedMessage,
+  DEFAULT_SEND_QUEUE_SETTINGS,
+  type Message,
+  type MessageId,
+  type MessageTransportService,
+  type OrganizationId,
+  pairRateWaitMs,
+  RecordNotFound,
+  SendQueueSettings,
+  TransportFailed
+} from "@switchboard/core"
+
+// One attempt of the send queue (docs/messaging.md "Classes of failure"): what each answer
+// of the transport becomes, with no store and no server.
+
+const NOW = Date.parse("2026-11-26T12:00:00.000Z")
+const CHANNEL_ID = "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6c" as ChannelId
+
+const message = (overrides: Partial<Message> = {}): Message => ({
+  uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" as MessageId,
+  chat_uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6b" as Message["chat_uuid"],
+  contact_uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6d" as Message["contact_uuid"],
+  direction: "outbound",
+  type: "text",
+  text: "Hello",
+  template: null,
+  media: null,
+  content: null,
+  status: "sending",
+  provider_message_id: null,
+  failure: null,
+  channel_uuid: null,
+  attempts: 0,
+  next_attempt_at: null,
+  broadcast_uuid: null,
+  created_at: new Date(NOW).toISOString(),
+  updated_at: new Date(NOW).toISOString(),
+  ...overrides
+})
+
+const claimed = (overrides: Partial<ClaimedMessage> = {}, messageOverrides: Partial<Message> = {}): ClaimedMessage => ({
+  organization_id: "org-1" as OrganizationId,
+  message: message(messageOverrides),
+  lease: "lease-1",
+  to: "+14155550100",
+  class: "single",
+  expires_at: new Date(NOW + 3_600_000).toISOString(),
+  pair_rate_waits: 0,
+  not_before: NOW,
+  reclaimed: false,
+  ...overrides
+})
+
+/** A transport answering `answer` and counting its calls. */
+const transportOf = (answer: () => Effect.Effect<{ provider_message_id: string | null; status: "sent" }, TransportFailed>) => {
+  const calls: Array<unknown> = []
+  const transport: MessageTransportService = {
+    send: (outbound) => Effect.suspend(() => {
+      calls.push(outbound)
+      return answer()
+    })
+  }
+  return { transport, calls }
+}
+
+const refusing = (fields: ConstructorParameters<typeof TransportFailed>[0]) => transportOf(() => Effect.fail(new TransportFailed(fields)))
+
+/** Channels that know one channel (or none: `RecordNotFound`). */
+const channelsWith = (known: boolean): ChannelsService =>
+  ({
+    getWithToken: (organizationId: OrganizationId, id: ChannelId) =>
+      known
+        ? Effect.succeed({
+          organization_id: organizationId,
+          access_token: "token",
+          channel: { uuid: id, phone_number_id: "106540352242922" }
+        })
+        : Effect.fail(new RecordNotFound({ missing: [{ resource: "channel", uuid: id }] }))
+  }) as unknown as ChannelsService
+
+/** Runs one attempt at NOW on the test clock. */
+const attempt = (transport: MessageTransportService, job: ClaimedMessage, channels: ChannelsService = channelsWith(true)) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(NOW)
+    return yield* attemptClaimedMessage({ transport, channels }, job)
+  })
+
+const at = (ms: number) => new Date(ms).toISOString()
+
+describe("attemptClaimedMessage: the classes of failure", () => {
+  it.effect("accepted → Sent with Meta's id, one attempt", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: " wamid.1 ", status: "sent" }))
+      expect(yield* attempt(transport, claimed())).toEqual({ _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 })
+      expect(calls).toEqual([{ message_id: message().uuid, to: "+14155550100", channel: null, type: "text", text: "Hello" }])
+    }))
+
+  it.effect("throttle (130429) → Requeued a second later, throttled, no attempt counted", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "Rate limit hit", provider_code: "130429", http_status: 400 })
+      expect(yield* attempt(transport, claimed())).toEqual({
+        _tag: "Requeued",
+        next_attempt_at: at(NOW + 1_000),
+        failure: { code: "130429", title: "Rate limit hit" },
+        attempts: 0,
+        throttled: true,
+        pairRate: false
+      })
+    }))
+
+  it.effect("pair rate (131056) → Requeued after 6 s × 4^waits (at most 5 min), no attempt counted", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "Pair rate limit", provider_code: "131056", http_status: 400 })
+      const first = yield* attempt(transport, claimed())
+      expect(first).toMatchObject({ _tag: "Requeued", next_attempt_at: at(NOW + 6_000), attempts: 0, pairRate: true, throttled: false })
+      const third = yield* attempt(transport, claimed({ pair_rate_waits: 2 }))
+      expect(third).toMatchObject({ next_attempt_at: at(NOW + 96_000) })
+      expect([pairRateWaitMs(0), pairRateWaitMs(1), pairRateWaitMs(3), pairRateWaitMs(9)]).toEqual([6_000, 24_000, 300_000, 300_000])
+    }))
+
+  it.effect("transient (HTTP 503) → Requeued after the next retry delay plus at most 10% jitter; one attempt", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "Service unavailable", provider_code: null, http_status: 503 })
+      const outcome = yield* attempt(transport, claimed({}, { attempts: 1 }))
+      if (outcome._tag !== "Requeued") return expect.fail(outcome._tag)
+      const delay = Date.parse(outcome.next_attempt_at) - NOW
+      expect(delay).toBeGreaterThanOrEqual(DEFAULT_SEND_QUEUE_SETTINGS.retryDelaysMs[1]!)
+      expect(delay).toBeLessThanOrEqual(DEFAULT_SEND_QUEUE_SETTINGS.retryDelaysMs[1]! * 1.1)
+      expect([outcome.attempts, outcome.failure, outcome.throttled]).toEqual([1, { code: "network_error", title: "Service unavailable" }, false])
+    }))
+
+  it.effect("transient once the retry delays are spent → Failed with the last error", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "connect ECONNREFUSED", provider_code: null, network_error: "ECONNREFUSED" })
+      const spent = DEFAULT_SEND_QUEUE_SETTINGS.retryDelaysMs.length
+      expect(yield* attempt(transport, claimed({}, { attempts: spent }))).toEqual({
+        _tag: "Failed",
+        failure: { code: "network_error", title: "connect ECONNREFUSED" },
+        attempts: 1
+      })
+    }))
+
+  it.effect("unknown (the connection lost after writing) → Unknown, due again after the settle time; one attempt", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "other side closed", provider_code: null, network_error: "UND_ERR_SOCKET" })
+      expect(yield* attempt(transport, claimed())).toEqual({
+        _tag: "Unknown",
+        next_attempt_at: at(NOW + DEFAULT_SEND_QUEUE_SETTINGS.settleMs),
+        attempts: 1
+      })
+    }))
+
+  it.effect("permanent (131026) → Failed at once with Meta's code", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "Message undeliverable", provider_code: "131026", http_status: 400 })
+      expect(yield* attempt(transport, claimed())).toEqual({
+        _tag: "Failed",
+        failure: { code: "131026", title: "Message undeliverable" },
+        attempts: 1
+      })
+    }))
+
+  it.effect("account (190) → Paused through a channel; Failed without one (nothing to pause)", () =>
+    Effect.gen(function*() {
+      const { transport } = refusing({ reason: "Invalid OAuth access token", provider_code: "190", http_status: 401 })
+      expect(yield* attempt(transport, claimed({}, { channel_uuid: CHANNEL_ID }))).toEqual({
+        _tag: "Paused",
+        reason: { code: "190", title: "Invalid OAuth access token" }
+      })
+      expect(yield* attempt(transport, claimed())).toMatchObject({ _tag: "Failed", failure: { code: "190" } })
+    }))
+})
+
+describe("attemptClaimedMessage: before the transport", () => {
+  it.effect("an expired message fails `expired` without an attempt", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      expect(yield* attempt(transport, claimed({ expires_at: at(NOW) }))).toEqual({
+        _tag: "Failed",
+        failure: { code: "expired", title: "The message was not handed to Meta before it expired" },
+        attempts: 0
+      })
+      expect(calls).toHaveLength(0)
+    }))
+
+  it.effect("a reclaimed message whose attempts are spent fails without another attempt", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      const spent = DEFAULT_SEND_QUEUE_SETTINGS.retryDelaysMs.length + 1
+      expect(yield* attempt(transport, claimed({ reclaimed: true }, { attempts: spent }))).toMatchObject({ _tag: "Failed", attempts: 0 })
+      expect(calls).toHaveLength(0)
+    }))
+
+  it.effect("a removed channel fails the message channel_removed", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      expect(yield* attempt(transport, claimed({}, { channel_uuid: CHANNEL_ID }), channelsWith(false))).toMatchObject({
+        _tag: "Failed",
+        failure: { code: "channel_removed" }
+      })
+      expect(calls).toHaveLength(0)
+    }))
+
+  it.effect("waits for its pacing slot (not_before) before the transport is called", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      yield* TestClock.setTime(NOW)
+      const fiber = yield* Effect.fork(attemptClaimedMessage({ transport, channels: channelsWith(true) }, claimed({ not_before: NOW + 40 })))
+      yield* TestClock.adjust(39)
+      expect(calls).toHaveLength(0)
+      yield* TestClock.adjust(1)
+      expect((yield* Fiber.join(fiber))._tag).toBe("Sent")
+      expect(calls).toHaveLength(1)
+    }))
+
+  it.effect("an attempt with no answer within the timeout is Unknown", () =>
+    Effect.gen(function*() {
+      const { transport } = transportOf(() => Effect.never)
+      yield* TestClock.setTime(NOW)
+      const fiber = yield* Effect.fork(
+        attemptClaimedMessage({ transport, channels: channelsWith(true) }, claimed()).pipe(
+          Effect.provideService(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, timeoutMs: 1_000, settleMs: 5_000 })
+        )
+      )
+      yield* TestClock.adjust(1_000)
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "Unknown", next_attempt_at: at(NOW + 6_000), attempts: 1 })
+    }))
+})
