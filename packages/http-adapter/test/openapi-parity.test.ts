@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { ChannelVerifier, Core, Storage, Templates } from "@switchboard/core"
+import { ChannelVerifier, Core, MessageTransport, Storage, Templates, TransportFailed } from "@switchboard/core"
 import {
   defaultRoutes,
   DEFAULT_BASE_PATH,
@@ -166,9 +166,17 @@ describe("what the handlers answer has the documented data shape", () => {
     secretKey: "a".repeat(64),
     channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) }),
     whatsapp: { appSecret: "parity-app-secret" },
-    // The walk records a webhook delivery attempt by hand: no dispatcher may claim it first
-    // (a handler without the `webhooks` option ignores it).
-    webhooks: { dispatch: false }
+    // The walk records a webhook delivery attempt by hand, and retries a message it then
+    // cancels: no dispatcher may claim either first.
+    dispatch: { webhooks: false, messages: false },
+    // Accepts every message but the text "Refuse me" (a permanent refusal, to retry).
+    transport: Layer.succeed(MessageTransport, {
+      send: (message) =>
+        message.type === "text" && message.text === "Refuse me"
+          ? Effect.fail(new TransportFailed({ reason: "Message undeliverable", provider_code: "131026", http_status: 400 }))
+          : Effect.succeed({ provider_message_id: null, status: "sent" as const }),
+      immediate: true
+    })
   })
   let api: ApiClient
 
@@ -246,6 +254,10 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("POST", "/send/template", { phone: phone(1), template: payload.template })
     const sent = await run("POST", "/send", { phone: phone(3), message: "Hello" })
     await run("GET", `/messages/${sent.message_id}`)
+    const refused = await run("POST", "/send", { phone: phone(4), message: "Refuse me" })
+    expect(refused.status).toBe("failed")
+    expect((await run("POST", `/messages/${refused.message_id}/retry`)).status).toBe("queued")
+    expect((await run("POST", `/messages/${refused.message_id}/cancel`)).status).toBe("failed")
     await run("POST", "/send/media", { phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } })
     const chats = await run("GET", "/chats")
     await run("GET", "/chats?pagination=true&page=1&per_page=5")
@@ -259,6 +271,7 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("GET", "/channels")
     await run("GET", `/channels/${channel.uuid}`)
     await run("PUT", `/channels/${channel.uuid}`, { access_token: "EAAG-parity-token-0002", throughput_mps: 80 })
+    expect((await run("POST", `/channels/${channel.uuid}/resume`)).status).toBe("active")
     await run("DELETE", `/channels/${channel.uuid}`)
     const endpoint = await run("POST", "/webhook-endpoints", { url: "https://hooks.example.com/parity", events: ["chat.updated"] })
     await run("GET", "/webhook-endpoints")

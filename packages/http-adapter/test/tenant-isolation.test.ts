@@ -50,6 +50,8 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
     const messageId = (await owner.post("/send", { phone: phone(1), message: "Private" })).data.message_id as string
     const before = await snapshot(owner)
     expectNotFound(await intruder.get(`/messages/${messageId}`))
+    expectNotFound(await intruder.post(`/messages/${messageId}/retry`, {}))
+    expectNotFound(await intruder.post(`/messages/${messageId}/cancel`, {}))
     expectNotFound(await intruder.get(`/contacts/${contactId}`))
     expectNotFound(await intruder.get(`/contacts/${contactId}/labels`))
     expectNotFound(await intruder.get(`/labels/${labelId}`))
@@ -148,9 +150,10 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
       const channel = (await owner.post("/channels", { phone_number_id: "106540352249001", waba_id: "1", access_token: `EAAG${"o".repeat(30)}` })).data
       expectNotFound(await intruder.get(`/channels/${channel.uuid}`))
       expectNotFound(await intruder.put(`/channels/${channel.uuid}`, { access_token: `EAAG${"i".repeat(30)}`, throughput_mps: 1 }))
+      expectNotFound(await intruder.post(`/channels/${channel.uuid}/resume`, {}))
       expectNotFound(await intruder.delete(`/channels/${channel.uuid}`))
       expect((await intruder.get("/channels")).data.channels).toEqual([])
-      expect((await owner.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+      expect((await owner.get(`/channels/${channel.uuid}`)).data).toEqual({ ...channel, queue: { queued: 0, sending: 0, oldest_queued_at: null } })
     } finally {
       await channelHandler.dispose()
     }
