@@ -20,7 +20,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Core, SecretKey, Storage } from "@switchboard/core"
 import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
-import { Effect, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
 import { stderrJsonLog } from "./logging.js"
@@ -74,25 +74,33 @@ const main = async (): Promise<void> => {
   process.stderr.on("error", () => undefined)
   const log = stderrJsonLog()
   const whatsapp = { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN }
-  const handler = createHandler({
-    storage: Layer.succeed(Storage, storage),
-    logger: log.logger,
-    // Request lines as plain data, formatted without Effect's log entry (docs/benchmarks.md).
-    requestLog: log.requestLog,
-    logLevel: config.value.logLevel,
-    rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
-    // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
-    whatsapp,
-    secretKey: secretKey.key,
-    // Channel verification and channel sends reach the Graph API here (docs/channels.md).
-    graphApi: graphApi.value,
-    // Outgoing webhooks: the handler runs the dispatcher; dispose() stops it after the
-    // attempts in flight (docs/webhooks.md).
-    webhooks: webhooks.value,
-    // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
-    sendQueue: sendQueue.value,
-    ...(transportLayer === undefined ? {} : { transport: transportLayer })
-  })
+  // A combination of options the handler refuses (sendQueue.leaseMs not above the timeout) throws here.
+  const created = Either.try(() =>
+    createHandler({
+      storage: Layer.succeed(Storage, storage),
+      logger: log.logger,
+      // Request lines as plain data, formatted without Effect's log entry (docs/benchmarks.md).
+      requestLog: log.requestLog,
+      logLevel: config.value.logLevel,
+      rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
+      // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
+      whatsapp,
+      secretKey: secretKey.key,
+      // Channel verification and channel sends reach the Graph API here (docs/channels.md).
+      graphApi: graphApi.value,
+      // Outgoing webhooks: the handler runs the dispatcher; dispose() stops it after the
+      // attempts in flight (docs/webhooks.md).
+      webhooks: webhooks.value,
+      // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
+      sendQueue: sendQueue.value,
+      ...(transportLayer === undefined ? {} : { transport: transportLayer })
+    })
+  )
+  if (Either.isLeft(created)) {
+    await runtime.dispose()
+    return fail(describeError(created.left))
+  }
+  const handler = created.right
   const closeStore = async (): Promise<void> => {
     await handler.dispose()
     await runtime.dispose()

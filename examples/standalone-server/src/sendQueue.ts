@@ -12,7 +12,10 @@ import { delayListConfig, millisecondsConfig } from "./webhooks.js"
  * - `SWITCHBOARD_SEND_SETTLE_MS`: how long an unknown outcome waits for Meta's status
  *   notification before a retry (default `120000`);
  * - `SWITCHBOARD_SEND_TTL_MS`: how long a message may wait in the queue before it fails
- *   `expired` (default `14400000`, 4 hours).
+ *   `expired` (default `14400000`, 4 hours);
+ * - `SWITCHBOARD_SEND_LEASE_MS`: how long a claim holds a message, after which another
+ *   process takes over a message whose process died (default `60000`; more than the
+ *   timeout + 1000).
  * Unset or empty: the default. A bad value fails with an error naming its variable.
  *
  * @category config
@@ -21,12 +24,14 @@ export const sendQueueConfig: Config.Config<SendQueueHandlerOptions> = Config.al
   retryDelaysMs: delayListConfig("SWITCHBOARD_SEND_RETRY_DELAYS_MS"),
   timeoutMs: millisecondsConfig("SWITCHBOARD_SEND_TIMEOUT_MS"),
   settleMs: millisecondsConfig("SWITCHBOARD_SEND_SETTLE_MS"),
-  ttlMs: millisecondsConfig("SWITCHBOARD_SEND_TTL_MS")
+  ttlMs: millisecondsConfig("SWITCHBOARD_SEND_TTL_MS"),
+  leaseMs: millisecondsConfig("SWITCHBOARD_SEND_LEASE_MS")
 }).pipe(
-  Config.map(({ retryDelaysMs, timeoutMs, settleMs, ttlMs }): SendQueueHandlerOptions => ({
+  Config.map(({ retryDelaysMs, timeoutMs, settleMs, ttlMs, leaseMs }): SendQueueHandlerOptions => ({
     ...Option.match(retryDelaysMs, { onNone: () => ({}), onSome: (value) => ({ retryDelaysMs: value }) }),
     ...Option.match(timeoutMs, { onNone: () => ({}), onSome: (value) => ({ timeoutMs: value }) }),
     ...Option.match(settleMs, { onNone: () => ({}), onSome: (value) => ({ settleMs: value }) }),
-    ...Option.match(ttlMs, { onNone: () => ({}), onSome: (value) => ({ ttlMs: value }) })
+    ...Option.match(ttlMs, { onNone: () => ({}), onSome: (value) => ({ ttlMs: value }) }),
+    ...Option.match(leaseMs, { onNone: () => ({}), onSome: (value) => ({ leaseMs: value }) })
   }))
 )

@@ -1,6 +1,7 @@
 import { Clock, Duration, Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } from "effect"
 import {
   Channels,
+  DEFAULT_SEND_QUEUE_SETTINGS,
   DispatchWake,
   type GraphApiOptions,
   type LeasedLoopStatus,
@@ -42,9 +43,11 @@ export interface DispatchSwitches {
  * 10% jitter); `timeoutMs`, the longest one attempt may take (default 10 000);
  * `settleMs`, how long an unknown outcome waits for Meta's status notification before a
  * retry (default 120 000); `ttlMs`, how long a message may wait before it fails `expired`
- * (default 14 400 000, 4 h); `pollIntervalMs`, the longest the dispatcher sleeps when no
- * message is known to be due (default 1 000). Malformed values throw where the handler is
- * created.
+ * (default 14 400 000, 4 h); `leaseMs`, how long a claim holds a message for its
+ * dispatcher, after which another process takes over a message whose process died (default
+ * 60 000; more than `timeoutMs` + 1 000); `pollIntervalMs`, the longest the dispatcher
+ * sleeps when no message is known to be due (default 1 000). Malformed values throw where
+ * the handler is created.
  *
  * @category dispatch
  */
@@ -53,6 +56,7 @@ export interface SendQueueHandlerOptions {
   readonly timeoutMs?: number
   readonly settleMs?: number
   readonly ttlMs?: number
+  readonly leaseMs?: number
   readonly pollIntervalMs?: number
 }
 
@@ -67,17 +71,23 @@ export const sendQueueSettingsLayerOf = (options: SendQueueHandlerOptions | unde
   if (delays !== undefined && !(Array.isArray(delays) && delays.every(isNonNegativeNumber))) {
     throw new TypeError("sendQueue.retryDelaysMs must be a list of delays in milliseconds (finite numbers ≥ 0)")
   }
-  for (const name of ["timeoutMs", "settleMs", "ttlMs", "pollIntervalMs"] as const) {
+  for (const name of ["timeoutMs", "settleMs", "ttlMs", "leaseMs", "pollIntervalMs"] as const) {
     const value = options?.[name]
     if (value !== undefined && !(isNonNegativeNumber(value) && value > 0)) {
       throw new TypeError(`sendQueue.${name} must be a positive number of milliseconds`)
     }
   }
+  const timeoutMs = options?.timeoutMs ?? DEFAULT_SEND_QUEUE_SETTINGS.timeoutMs
+  const leaseMs = options?.leaseMs ?? DEFAULT_SEND_QUEUE_SETTINGS.leaseMs
+  if (leaseMs <= timeoutMs + 1_000) {
+    throw new TypeError("sendQueue.leaseMs must exceed sendQueue.timeoutMs by more than 1000 ms")
+  }
   return SendQueueSettings.layer({
     ...(delays === undefined ? {} : { retryDelaysMs: [...delays] }),
     ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(options?.settleMs === undefined ? {} : { settleMs: options.settleMs }),
-    ...(options?.ttlMs === undefined ? {} : { ttlMs: options.ttlMs })
+    ...(options?.ttlMs === undefined ? {} : { ttlMs: options.ttlMs }),
+    ...(options?.leaseMs === undefined ? {} : { leaseMs: options.leaseMs })
   })
 }
 

@@ -22,7 +22,6 @@ import {
   attemptClaimedMessage,
   bypassesQueue,
   CANCELLED_FAILURE,
-  MESSAGE_LEASE_MS,
   recordSendOutcome,
   SendQueueSettings
 } from "./SendQueue.js"
@@ -266,7 +265,7 @@ const make = Effect.gen(function* () {
         to: phone,
         class: "single",
         expires_at: new Date(nowMs + settings.ttlMs).toISOString(),
-        claim: inline || bypass ? { lease, leaseUntil: nowMs + MESSAGE_LEASE_MS, settleMs: settings.settleMs, bypass } : null
+        claim: inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
       }
       const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
       const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, record, placement)

@@ -30,7 +30,10 @@ import {
  * - `settleMs`: how long an unknown outcome waits for a status notification naming the
  *   message before it is retried (default 2 min, `SWITCHBOARD_SEND_SETTLE_MS`);
  * - `ttlMs`: how long after its creation a message may still be handed to Meta before it
- *   fails `expired` (default 4 h, `SWITCHBOARD_SEND_TTL_MS`).
+ *   fails `expired` (default 4 h, `SWITCHBOARD_SEND_TTL_MS`);
+ * - `leaseMs`: how long a claim holds a message for its dispatcher (default 60 s,
+ *   `SWITCHBOARD_SEND_LEASE_MS`): a message whose process died is taken over once it ends,
+ *   so it must exceed `timeoutMs` plus the wait for a pacing slot.
  *
  * @category messaging
  */
@@ -39,6 +42,7 @@ export interface SendQueueSettingsValue {
   readonly timeoutMs: number
   readonly settleMs: number
   readonly ttlMs: number
+  readonly leaseMs: number
 }
 
 /**
@@ -50,7 +54,8 @@ export const DEFAULT_SEND_QUEUE_SETTINGS: SendQueueSettingsValue = {
   retryDelaysMs: [5_000, 30_000, 120_000, 600_000, 1_800_000],
   timeoutMs: 10_000,
   settleMs: 120_000,
-  ttlMs: 4 * 3_600_000
+  ttlMs: 4 * 3_600_000,
+  leaseMs: 60_000
 }
 
 /**
@@ -69,14 +74,6 @@ export class SendQueueSettings extends Context.Reference<SendQueueSettings>()("@
 /** The fields of `settings` that are not `undefined`. */
 const definedFields = (settings: Partial<SendQueueSettingsValue>): Partial<SendQueueSettingsValue> =>
   Object.fromEntries(Object.entries(settings).filter(([, value]) => value !== undefined))
-
-/**
- * How long a claim leases a message to its dispatcher, in ms (60 s): longer than an
- * attempt's timeout, so only a dead process loses its lease.
- *
- * @category messaging
- */
-export const MESSAGE_LEASE_MS = 60_000
 
 /**
  * How far ahead of now a claim reserves a channel's pacing slots, in ms: a claimed message
@@ -398,18 +395,20 @@ export interface SendDispatcherOptions {
 
 /**
  * The send queue's dispatcher (docs/messaging.md "The send queue"): {@link sendQueue} run
- * by `runLeasedQueue`, leases of {@link MESSAGE_LEASE_MS}. Runs until interrupted and never
- * fails; interrupting it waits for the attempts in flight to be recorded.
+ * by `runLeasedQueue`, with the leases of `SendQueueSettings.leaseMs`. Runs until
+ * interrupted and never fails; interrupting it waits for the attempts in flight to be
+ * recorded.
  *
  * @category messaging
  */
 export const runSendDispatcher = (
   options: SendDispatcherOptions = {}
 ): Effect.Effect<never, never, Storage | SecureRandom | MessageTransport | Channels> =>
-  runLeasedQueue(sendQueue, {
-    leaseMs: MESSAGE_LEASE_MS,
-    concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
-    pollIntervalMs: options.pollIntervalMs ?? 1_000,
-    ...(options.wake === undefined ? {} : { wake: options.wake }),
-    ...(options.status === undefined ? {} : { status: options.status })
-  })
+  Effect.flatMap(SendQueueSettings, (settings) =>
+    runLeasedQueue(sendQueue, {
+      leaseMs: settings.leaseMs,
+      concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
+      pollIntervalMs: options.pollIntervalMs ?? 1_000,
+      ...(options.wake === undefined ? {} : { wake: options.wake }),
+      ...(options.status === undefined ? {} : { status: options.status })
+    }))
