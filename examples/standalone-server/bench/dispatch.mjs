@@ -1,0 +1,160 @@
+// Outbound dispatch (docs/benchmarks.md "Targets", docs/messaging.md "The send queue"):
+// the BUILT standalone server with its defaults on a SQLite file already holding a backlog
+// of BENCH_DISPATCH_MESSAGES (default 20 000) queued text messages, one per recipient,
+// spread over BENCH_DISPATCH_CHANNELS (default 20) channels of throughput_mps 50; the
+// WhatsApp simulator (in this process) plays Meta's Graph API and answers every send after
+// 20 ms. The clock starts when the server listens (its dispatcher starts then) and stops
+// when the simulator has received every message. Figures: messages per second handed to
+// Meta, the server's CPU time per message, the busiest sliding one-second window of any
+// channel (target ≤ its throughput_mps), and the lowest share of throughput_mps a channel
+// reached while it had a backlog (its arrivals over the time from the first to the last,
+// target ≥ 90%). Targets: ≥ 1 000 messages/s, no window above the rate, each channel ≥ 90%.
+// Checks: every message arrived exactly once, and the file ends with every message `sent`.
+import { join } from "node:path"
+import Database from "better-sqlite3"
+import { Effect, Layer } from "effect"
+import { Channels, ChannelVerifier, Core, SecretKey, Storage } from "@switchboard/core"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { maxInWindow, startSimulator } from "@switchboard/whatsapp-simulator"
+import { createOrganization, processCpuSeconds, recordTarget, runIfMain, startServer, temporaryDirectory } from "./lib.mjs"
+
+const MESSAGES = Number(process.env.BENCH_DISPATCH_MESSAGES ?? 20_000)
+const CHANNELS = Number(process.env.BENCH_DISPATCH_CHANNELS ?? 20)
+const THROUGHPUT_MPS = 50
+const TOKEN = "EAAGdispatchBenchToken00000000001"
+const SECRET_KEY = Buffer.alloc(32, 3).toString("base64")
+
+/** Channel `index`'s Meta phone_number_id. */
+const phoneNumberIdOf = (index) => String(106540352280000 + index)
+
+/** Recipient `n`'s phone: distinct, valid E.164 (US 415 range). */
+const phoneOf = (n) => `+1415${String(3000000 + n).padStart(7, "0")}`
+
+/**
+ * The backlog, written through core and the SQLite store before the server starts: an
+ * organization, its channels, one contact per recipient and one queued text message each
+ * (created in the send queue unclaimed, as an auto-reply is), channels taken in turn.
+ */
+const writeBacklog = async (filename) => {
+  const storage = SqliteStorage.layer({ filename })
+  const { organizationId } = await createOrganization(storage)
+  const services = Layer.mergeAll(Core.layer, SecretKey.layer(Buffer.from(SECRET_KEY, "base64")),
+    Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 1234 5678" }) }))
+  return Effect.runPromise(
+    Effect.gen(function* () {
+      const channels = yield* Channels
+      const store = yield* Storage
+      const channelIds = []
+      for (let index = 0; index < CHANNELS; index++) {
+        const channel = yield* channels.add(organizationId, {
+          phone_number_id: phoneNumberIdOf(index),
+          waba_id: "102290129340398",
+          access_token: TOKEN,
+          throughput_mps: THROUGHPUT_MPS
+        })
+        channelIds.push(channel.uuid)
+      }
+      const now = Date.now()
+      for (let start = 0; start < MESSAGES; start += 1000) {
+        const rows = Array.from({ length: Math.min(1000, MESSAGES - start) }, (_, offset) => ({
+          phone: phoneOf(start + offset),
+          phone_valid: true,
+          details: { first_name: `Recipient ${start + offset}` },
+          groups: []
+        }))
+        const ids = rows.map(() => crypto.randomUUID())
+        const imported = yield* store.contacts.importBulk(organizationId, { rows, ids, contactsLimit: null, now: new Date(now).toISOString(), events: false })
+        if (imported._tag !== "Imported") throw new Error(`import: ${imported._tag}`)
+        for (const [offset, contact] of imported.result.contacts.entries()) {
+          const n = start + offset
+          const at = new Date(now).toISOString()
+          yield* store.chats.appendMessage(organizationId, {
+            contact: { _tag: "ById", uuid: contact.uuid },
+            newChat: { uuid: crypto.randomUUID(), status: "open" },
+            message: {
+              uuid: crypto.randomUUID(), direction: "outbound", type: "text", text: `Backlog message ${n}`, template: null, media: null,
+              content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: channelIds[n % CHANNELS],
+              attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: at, updated_at: at
+            },
+            unreadIncrement: 0,
+            reopen: { from: [], to: "open" },
+            dedupe: false,
+            now: at,
+            outbox: { to: phoneOf(n), class: "single", expires_at: new Date(now + 4 * 3_600_000).toISOString(), claim: null }
+          })
+        }
+      }
+    }).pipe(Effect.provide(services), Effect.provide(storage))
+  )
+}
+
+/** Each channel's arrivals (epoch ms), by phone_number_id. */
+const arrivalsByChannel = (simulator) => {
+  const byChannel = new Map()
+  for (const each of simulator.sends()) {
+    const list = byChannel.get(each.phone_number_id) ?? []
+    list.push(each.at_ms)
+    byChannel.set(each.phone_number_id, list)
+  }
+  return byChannel
+}
+
+export const run = async () => {
+  const directory = temporaryDirectory()
+  const filename = join(directory, "dispatch.db")
+  const simulator = await startSimulator({
+    numbers: Array.from({ length: CHANNELS }, (_, index) => ({
+      phone_number_id: phoneNumberIdOf(index),
+      display_phone_number: "+31 6 1234 5678",
+      waba_id: "102290129340398",
+      access_token: TOKEN
+    })),
+    statuses: [],
+    delayMs: 20
+  })
+  try {
+    const written = performance.now()
+    await writeBacklog(filename)
+    const writeSeconds = (performance.now() - written) / 1000
+    const server = await startServer("switchboard", filename, directory, {
+      SWITCHBOARD_SECRET_KEY: SECRET_KEY,
+      WHATSAPP_API_BASE_URL: simulator.url
+    })
+    const startedAt = Date.now()
+    const cpuAtStart = processCpuSeconds(server.pid)
+    await simulator.waitFor(() => simulator.sends().length >= MESSAGES, "the whole backlog at the simulator", 600_000)
+    const elapsedSeconds = (Date.now() - startedAt) / 1000
+    const cpuSeconds = processCpuSeconds(server.pid) - cpuAtStart
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    await server.stop()
+
+    const ids = simulator.sends().map((each) => each.body?.biz_opaque_callback_data)
+    if (ids.length !== MESSAGES || new Set(ids).size !== MESSAGES) throw new Error(`expected ${MESSAGES} distinct messages at the simulator, got ${ids.length} (${new Set(ids).size} distinct)`)
+    const db = new Database(filename, { readonly: true })
+    const statuses = db.prepare("SELECT status, COUNT(*) AS count FROM messages GROUP BY status").all()
+    db.close()
+    if (statuses.length !== 1 || statuses[0].status !== "sent") throw new Error(`expected every message sent, got ${JSON.stringify(statuses)}`)
+
+    const rate = MESSAGES / elapsedSeconds
+    let worstWindow = 0
+    let lowestShare = Infinity
+    for (const times of arrivalsByChannel(simulator).values()) {
+      times.sort((a, b) => a - b)
+      worstWindow = Math.max(worstWindow, maxInWindow(times, 1000))
+      const seconds = (times[times.length - 1] - times[0]) / 1000
+      lowestShare = Math.min(lowestShare, (times.length - 1) / seconds / THROUGHPUT_MPS)
+    }
+    return [
+      `Outbound dispatch: ${MESSAGES} queued messages, ${CHANNELS} channels × ${THROUGHPUT_MPS} messages/s, Graph stub answering in 20 ms`,
+      `  backlog written in ${writeSeconds.toFixed(1)} s; dispatched in ${elapsedSeconds.toFixed(1)} s`,
+      `  ${recordTarget("dispatch rate, messages/s (≥ 1 000)", rate, "least", 1000, "msg/s")} ${rate.toFixed(0)} messages/s, ` +
+        `server CPU ${((cpuSeconds / MESSAGES) * 1e6).toFixed(0)} µs per message`,
+      `  ${recordTarget("dispatch: busiest 1 s window of any channel", worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding one-second window of any channel: ${worstWindow} (throughput_mps ${THROUGHPUT_MPS})`,
+      `  ${recordTarget("dispatch: lowest channel share of throughput_mps", lowestShare, "least", 0.9)} lowest share of throughput_mps a channel reached with a backlog: ${(lowestShare * 100).toFixed(1)}%`
+    ].join("\n")
+  } finally {
+    await simulator.close()
+  }
+}
+
+runIfMain(import.meta.url, run)
