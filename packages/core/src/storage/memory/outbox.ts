@@ -122,7 +122,8 @@ export const placeInOutbox = (state: MemoryState, created: MessageRow, placement
     return { ...created, status: "sending", next_attempt_at: isoOf(claim.leaseUntil + claim.settleMs) }
   }
   state.dispatch.set(created.uuid, dispatch)
-  return { ...created, status: "queued", next_attempt_at: pacing === undefined ? now : isoOf(Math.max(pacing.pacing_tat, nowMs)) }
+  const dueAt = claim === null || pacing === undefined ? now : isoOf(Math.max(pacing.pacing_tat, nowMs))
+  return { ...created, status: "queued", next_attempt_at: dueAt }
 }
 
 /**
