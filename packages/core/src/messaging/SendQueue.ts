@@ -201,7 +201,8 @@ export const attemptClaimedMessage = (
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
-    const sent = yield* services.transport.send(outboundOfRecord(message, claimed.to, channel.right)).pipe(
+    // Interruptible inside the uninterruptible attempt, so the timeout can abandon the request.
+    const sent = yield* Effect.interruptible(services.transport.send(outboundOfRecord(message, claimed.to, channel.right))).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(settings.timeoutMs),
         onTimeout: () =>
