@@ -173,7 +173,6 @@ describe("Chats.appendOutbound and updateMessageStatus", () => {
         [["delivered"], "failed", "delivered"],
         [["read"], "delivered", "read"],
         [["failed"], "sent", "failed"],
-        [["sent"], "queued", "sent"],
         [["sent", "delivered"], "sent", "delivered"]
       ]
       for (const [before, status, expected] of steps) {
@@ -181,6 +180,12 @@ describe("Chats.appendOutbound and updateMessageStatus", () => {
         for (const step of before) yield* chats.updateMessageStatus(orgId, message.uuid, step)
         const updated = yield* chats.updateMessageStatus(orgId, message.uuid, status)
         expect(updated.status, `${before.join(" → ")} then ${status}`).toBe(expected)
+      }
+      // `queued` and `sending` are the send queue's own moves: no status update sets them.
+      const { message } = yield* chats.appendOutbound(orgId, contactId, { type: "text", text: "x" })
+      yield* chats.updateMessageStatus(orgId, message.uuid, "sent")
+      for (const status of ["queued", "sending"] as const) {
+        expect(issuesOf(yield* Effect.flip(chats.updateMessageStatus(orgId, message.uuid, status)))).toEqual([["status", "invalid_format"]])
       }
     }).pipe(Effect.provide(TestLayer)))
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import {
   BasicReplies,
   type ChatId,
@@ -13,6 +13,8 @@ import {
   type OrganizationId,
   Organizations,
   type OutboundMessage,
+  runLeasedPass,
+  sendQueue,
   type SendTemplateInput,
   Templates,
   type TemplateInput,
@@ -92,6 +94,9 @@ const messagesOf = (orgId: OrganizationId, chatId: ChatId) =>
 const issuesOf = (error: { readonly _tag: string; readonly issues?: ReadonlyArray<{ field?: string; code: string }> }) =>
   error._tag === "InvalidInput" ? (error.issues ?? []).map((issue) => [issue.field, issue.code]) : error._tag
 
+/** One pass of the send queue's dispatcher now (Effect's clock): every due message attempted and recorded. */
+const dispatchOnce = Effect.flatMap(Clock.currentTimeMillis, (now) => runLeasedPass(sendQueue, now, 60_000, 100))
+
 describe("Messaging.sendText (POST /send)", () => {
   it.effect("creates the contact and an open chat, records an outbound text message and marks it sent with the provider id", () =>
     withTransport((transport) =>
@@ -102,7 +107,15 @@ describe("Messaging.sendText (POST /send)", () => {
         expect(contacts.map((contact) => [contact.uuid, contact.phone, contact.first_name])).toEqual([[result.contact_uuid, PHONE, null]])
         expect(chats).toHaveLength(1)
         expect(chats[0]).toMatchObject({ uuid: result.chat_uuid, status: "open", unread_count: 0, contact: { uuid: result.contact_uuid } })
-        expect(result).toEqual({ message_id: expect.any(String), chat_uuid: chats[0]!.uuid, contact_uuid: contacts[0]!.uuid, status: "sent" })
+        expect(result).toEqual({
+          message_id: expect.any(String),
+          chat_uuid: chats[0]!.uuid,
+          contact_uuid: contacts[0]!.uuid,
+          status: "sent",
+          provider_message_id: "wamid.1",
+          next_attempt_at: null,
+          failure: null
+        })
         expect(yield* messagesOf(orgId, result.chat_uuid)).toEqual([
           {
             uuid: result.message_id,
@@ -118,7 +131,7 @@ describe("Messaging.sendText (POST /send)", () => {
             provider_message_id: "wamid.1",
             failure: null,
             channel_uuid: null,
-            attempts: 0,
+            attempts: 1,
             next_attempt_at: null,
             broadcast_uuid: null,
             created_at: "1970-01-01T00:00:00.000Z",
@@ -379,7 +392,18 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         yield* Effect.flatMap(BasicReplies, (replies) => replies.create(orgId, hours))
         const result = yield* messaging.receive(orgId, { phone: PHONE, type: "text", text: "  opening HOURS \n", provider_message_id: "in-1" })
         expect([result.contact_created, result.chat_created, result.duplicate]).toEqual([true, true, false])
-        expect(result.auto_reply).toEqual({ message_id: expect.any(String), chat_uuid: result.chat.uuid, contact_uuid: result.chat.contact.uuid, status: "sent" })
+        // Queued in the inbound's step, then sent by the send queue's dispatcher.
+        expect(result.auto_reply).toEqual({
+          message_id: expect.any(String),
+          chat_uuid: result.chat.uuid,
+          contact_uuid: result.chat.contact.uuid,
+          status: "queued",
+          provider_message_id: null,
+          next_attempt_at: "1970-01-01T00:00:00.000Z",
+          failure: null
+        })
+        expect(transport.sent).toEqual([])
+        yield* dispatchOnce
         expect(transport.sent).toEqual([{ channel: null, message_id: result.auto_reply!.message_id, to: PHONE, type: "text", text: "We are open 9–17." }])
         const messages = yield* messagesOf(orgId, result.chat.uuid)
         expect(messages.map((message) => [message.direction, message.type, message.text, message.status]).sort()).toEqual([
@@ -408,7 +432,8 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         expect(transport.sent).toEqual([])
         yield* Effect.flatMap(Chats, (chats) => chats.setStatus(orgId, other.chat.uuid, "resolved"))
         const first = yield* messaging.receive(orgId, { phone: PHONE, type: "text", text: "Opening hours", provider_message_id: "in-7" })
-        expect([first.chat.status, first.auto_reply?.status]).toEqual(["open", "sent"])
+        expect([first.chat.status, first.auto_reply?.status]).toEqual(["open", "queued"])
+        yield* dispatchOnce
         const redelivered = yield* messaging.receive(orgId, { phone: PHONE, type: "text", text: "Opening hours", provider_message_id: "in-7" })
         expect([redelivered.duplicate, redelivered.auto_reply]).toEqual([true, null])
         expect(transport.sent).toHaveLength(1)
@@ -421,10 +446,12 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
         const { orgId, messaging } = yield* setUp({ contacts_limit: 0 })
         yield* Effect.flatMap(BasicReplies, (replies) => replies.create(orgId, hours))
         const result = yield* messaging.receive(orgId, { phone: PHONE, type: "text", text: "opening hours" })
-        expect([result.contact_created, result.auto_reply?.status]).toEqual([true, "sent"])
+        expect([result.contact_created, result.auto_reply?.status]).toEqual([true, "queued"])
+        yield* dispatchOnce
         transport.refuse(new TransportFailed({ reason: "down", provider_code: null }))
         const refused = yield* messaging.receive(orgId, { phone: "+14155550101", type: "text", text: "opening hours" })
-        expect(refused.auto_reply?.status).toBe("failed")
+        expect(refused.auto_reply?.status).toBe("queued")
+        yield* dispatchOnce
         const [reply] = (yield* messagesOf(orgId, refused.chat.uuid)).filter((message) => message.direction === "outbound")
         expect(reply).toMatchObject({ uuid: refused.auto_reply!.message_id, status: "failed", text: "We are open 9–17." })
         expect(reply?.failure).toEqual({ code: "network_error", title: "down" })

@@ -104,6 +104,7 @@ describe("readWhatsAppWebhook: statuses and template updates", () => {
       status: "failed",
       recipient: "16505551234",
       failure: { code: "131047", title: "Re-engagement message" },
+      callback_data: null,
       raw: rawOf("status-failed").statuses[0]
     })
   })

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, HashMap, Layer, Logger, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, HashMap, Layer, Logger, Option, TestClock } from "effect"
 import {
   BasicReplies,
   type Channel,
@@ -16,6 +16,8 @@ import {
   type OrganizationId,
   Organizations,
   type OutboundMessage,
+  runLeasedPass,
+  sendQueue,
   SecretKey,
   Storage,
   Templates,
@@ -63,6 +65,9 @@ const run = <A, E>(body: (transport: ReturnType<typeof makeTransport>) => Effect
     )
     return body(transport).pipe(Effect.provide(layer))
   })
+
+/** One pass of the send queue's dispatcher now (Effect's clock): every due message attempted and recorded. */
+const dispatchOnce = Effect.flatMap(Clock.currentTimeMillis, (now) => runLeasedPass(sendQueue, now, 60_000, 100))
 
 /** An organization with the fixtures' number as its channel. */
 const withChannel = (phoneNumberId = PHONE_NUMBER_ID, wabaId = WABA_ID) =>
@@ -317,6 +322,9 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
           replies.create(orgId, { name: "Colors", trigger: "Does it come in another color?", response: "Red, green and blue." })
         )
         yield* receive(fixture("text"))
+        // The reply is queued in the inbound's step; the send queue's dispatcher sends it.
+        expect(transport.sent).toEqual([])
+        yield* dispatchOnce
         expect(transport.sent).toEqual([
           expect.objectContaining({
             to: SENDER,
@@ -341,6 +349,8 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
         const messaging = yield* Messaging
         transport.ids.push("wamid.outbound1", "wamid.outbound2")
         const first = yield* messaging.sendText(orgId, { phone: SENDER, message: "Your order shipped" })
+        // The channel's next pacing slot (the test clock stands still otherwise).
+        yield* TestClock.adjust("1 second")
         const second = yield* messaging.sendText(orgId, { phone: SENDER, message: "Another" })
         expect(yield* receive(fixture("statuses"))).toMatchObject({ received: 1 })
         const chats = yield* Chats
@@ -438,6 +448,8 @@ describe("sends through channels", () => {
         inbound.entry[0]!.changes[0]!.value.metadata.phone_number_id = "106540352242923"
         yield* receive(inbound)
         yield* messaging.sendText(orgId, { phone: SENDER, message: "two" })
+        // The first channel's next pacing slot (the test clock stands still otherwise).
+        yield* TestClock.adjust("1 second")
         yield* messaging.sendText(orgId, { phone: SENDER, message: "three", channel_uuid: first.uuid })
         expect(transport.sent.map((message) => [message.type === "text" ? message.text : "", message.channel?.uuid])).toEqual([
           ["one", first.uuid],

@@ -68,6 +68,8 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   webhook_url_refused: 400,
   webhook_endpoint_limit_reached: 400,
   webhook_endpoint_disabled: 409,
+  message_not_retryable: 409,
+  message_not_cancellable: 409,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
   not_found: 404,
