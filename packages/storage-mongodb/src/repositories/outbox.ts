@@ -201,9 +201,10 @@ interface ClaimPick {
  * reserves each channel's slots with one compare-and-set on its `pacing_tat` (the value
  * read in the filter; another process came first: read again and reserve what is left),
  * and takes each message with one `findOneAndUpdate` filtered on its uuid, its status and
- * lease as read and still due, so of two processes only one gets it. A slot reserved for a
- * message another process took first is wasted: pacing never exceeds the rate, it may
- * fall a little below. A crash between the reservation and the message writes wastes
+ * lease as read and still due, so of two processes only one gets it. When another process
+ * took a planned message first, the channel's next head left over by the plan takes its
+ * slot; with none left, the slot is wasted: pacing never exceeds the rate, it may fall a
+ * little below. A crash between the reservation and the message writes wastes
  * those slots the same way; a crash after leaves the message `sending` until its lease
  * ends, when it is claimed again (`reclaimed`).
  *
@@ -263,6 +264,39 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     if (channel?.status === "paused") for (const pick of turn.picks) pick.notBefore = undefined
   }
 
+  /**
+   * Takes the due message `before` (as read) for the claim: one `findOneAndUpdate` on its
+   * uuid, its status and lease as read and still due; `undefined` when another process
+   * took it first.
+   */
+  const take = async (before: MessageDocument, notBefore: number, request: OutboxClaimRequest): Promise<ClaimedMessage | undefined> => {
+    const after = await messages.findOneAndUpdate(
+      { ...dueAt(request.now), _id: eq(before._id), status: eq(before.status), lease: eq(before.lease ?? null) },
+      {
+        $set: {
+          status: "sending",
+          lease: request.lease,
+          lease_until: request.leaseUntil,
+          next_attempt_at: isoOf(request.leaseUntil + request.settleMs),
+          updated_at: isoOf(request.now)
+        }
+      },
+      { returnDocument: "after" }
+    )
+    if (after === null) return undefined
+    return {
+      organization_id: after.organization_id as OrganizationId,
+      message: messageRecord(after),
+      lease: request.lease,
+      to: after.to!,
+      class: after.class!,
+      expires_at: after.expires_at!,
+      pair_rate_waits: after.pair_rate_waits ?? 0,
+      not_before: notBefore,
+      reclaimed: before.status === "sending"
+    }
+  }
+
   const claim = async (request: OutboxClaimRequest): Promise<ReadonlyArray<ClaimedMessage>> => {
     const due = dueAt(request.now)
     const nowIso = isoOf(request.now)
@@ -274,7 +308,8 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     for (const group of groups) {
       const channel = group._id === null ? undefined : channelRows.get(group._id)
       if (channel?.status === "paused") continue
-      const heads = await dueHeads(due, group._id ?? null, request.limit)
+      // Twice the limit: heads beyond the plan replace planned ones another process takes first.
+      const heads = await dueHeads(due, group._id ?? null, 2 * request.limit)
       if (heads.length === 0) continue
       turns.push({
         channel,
@@ -314,32 +349,16 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     const claimed: Array<ClaimedMessage> = []
     for (const pick of plan) {
       if (pick.notBefore === undefined) continue
-      const before = pick.document
-      const after = await messages.findOneAndUpdate(
-        { ...due, _id: eq(before._id), status: eq(before.status), lease: eq(before.lease ?? null) },
-        {
-          $set: {
-            status: "sending",
-            lease: request.lease,
-            lease_until: request.leaseUntil,
-            next_attempt_at: isoOf(request.leaseUntil + request.settleMs),
-            updated_at: nowIso
-          }
-        },
-        { returnDocument: "after" }
-      )
-      if (after === null) continue // another process took it first (its slot, if any, is wasted)
-      claimed.push({
-        organization_id: after.organization_id as OrganizationId,
-        message: messageRecord(after),
-        lease: request.lease,
-        to: after.to!,
-        class: after.class!,
-        expires_at: after.expires_at!,
-        pair_rate_waits: after.pair_rate_waits ?? 0,
-        not_before: pick.notBefore,
-        reclaimed: before.status === "sending"
-      })
+      // Another process may have taken a head first: the next head of the channel the plan
+      // left over takes its place (and its slot), so concurrent claims waste few slots.
+      for (let candidate: MessageDocument | undefined = pick.document; candidate !== undefined; candidate = pick.turn.heads[pick.turn.next++]) {
+        const notBefore = candidate.expires_at! <= nowIso ? request.now : pick.notBefore
+        const taken = await take(candidate, notBefore, request)
+        if (taken !== undefined) {
+          claimed.push(taken)
+          break
+        }
+      }
     }
     return claimed
   }
