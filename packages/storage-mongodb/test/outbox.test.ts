@@ -5,6 +5,7 @@ import {
   type Channel,
   type ChannelId,
   type ChatId,
+  type ClaimedMessage,
   type ContactId,
   type MessageId,
   type OrganizationId,
@@ -366,6 +367,49 @@ describe("outbox: claims", () => {
       for (const [index, lease] of ["a", "b", "c", "d"].entries()) {
         for (const c of results[index]!) expect(documentOf(fake, "messages", c.message.uuid).lease).toBe(lease)
       }
+    }))
+})
+
+describe("outbox: claims racing another process", () => {
+  it.effect("a planned message another process took gives its slot to the channel's next head; an expired one's place goes only to another expired head", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      const first = yield* storageOn(fake)
+      // The second process: its first pacing reservation lets the first process claim first.
+      let race: (() => Promise<unknown>) | undefined
+      const channelsOf = fake.db.collection("channels")
+      const racing = Object.create(channelsOf, {
+        updateOne: {
+          value: async (...args: Array<unknown>) => {
+            const before = race
+            race = undefined
+            if (before !== undefined) await before()
+            return (channelsOf.updateOne as (...a: Array<unknown>) => Promise<unknown>)(...args)
+          }
+        }
+      })
+      const db = { collection: (name: string) => (name === "channels" ? racing : fake.db.collection(name)) } as typeof fake.db
+      const second = yield* MongoStorage.fromDb(db, { reconcileUsage: false })
+      const org = fixtures.organization()
+      yield* first.organizations.insert(org)
+      const channel = yield* insertChannel(org.id, 10).pipe(Effect.provideService(Storage, first))
+      const expired = yield* send(org.id, { channel: channel.uuid, to: phone(1), expiresAt: 500 }).pipe(Effect.provideService(Storage, first))
+      const heads = []
+      for (let n = 2; n <= 5; n++) heads.push(yield* send(org.id, { channel: channel.uuid, to: phone(n) }).pipe(Effect.provideService(Storage, first)))
+      let firstClaim: ReadonlyArray<ClaimedMessage> = []
+      race = async () => {
+        firstClaim = await Effect.runPromise(first.outbox.claim(claimRequest(1_000, { lease: "first", limit: 2 })))
+      }
+      const secondClaim = yield* second.outbox.claim(claimRequest(1_000, { lease: "second", limit: 2 }))
+      const interval = pacingIntervalMs(10)
+      expect(firstClaim.map((c) => [c.message.uuid, c.not_before])).toEqual([
+        [expired.uuid, T0 + 1_000],
+        [heads[0]!.uuid, T0 + 1_000]
+      ])
+      // The second planned the same two: the expired one finds no other expired head; the
+      // other's slot, reserved after the first's, goes to the next head.
+      expect(secondClaim.map((c) => [c.message.uuid, c.not_before, c.lease])).toEqual([[heads[1]!.uuid, T0 + 1_000 + interval, "second"]])
+      expect(documentOf(fake, "channels", channel.uuid).pacing_tat).toBe(T0 + 1_000 + 2 * interval)
     }))
 })
 

@@ -173,7 +173,7 @@ export const failChannelMessages = async (collections: Collections, organization
 /** One channel's turn in a claim: its due heads in claim order and its pacing (none without a channel row). */
 interface ChannelTurn {
   readonly channel: ChannelDocument | undefined
-  readonly heads: ReadonlyArray<MessageDocument>
+  readonly heads: Array<MessageDocument>
   next: number
   slot: number
   readonly interval: number
@@ -190,7 +190,7 @@ interface ClaimPick {
 
 /**
  * `Storage.outbox` on MongoDB, without multi-document transactions (docs/storage.md "The
- * send queue"). Each message's dispatch state lives in its document (documents.ts); a
+ * send queue without transactions"). Each message's dispatch state lives in its document (documents.ts); a
  * lane's head is found, not kept: the waiting message of lowest `sequence` of its lane
  * (index `messages_waiting_by_lane`, sorted, limit 1), so no crash can leave a head to
  * repair.
@@ -349,11 +349,12 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     const claimed: Array<ClaimedMessage> = []
     for (const pick of plan) {
       if (pick.notBefore === undefined) continue
-      // Another process may have taken a head first: the next head of the channel the plan
-      // left over takes its place (and its slot), so concurrent claims waste few slots.
-      for (let candidate: MessageDocument | undefined = pick.document; candidate !== undefined; candidate = pick.turn.heads[pick.turn.next++]) {
-        const notBefore = candidate.expires_at! <= nowIso ? request.now : pick.notBefore
-        const taken = await take(candidate, notBefore, request)
+      // Another process may have taken a head first: the channel's next head the plan left
+      // over takes its place (and its slot), so concurrent claims waste few slots. A pick
+      // without a slot (an expired head of a paced channel) takes only an expired head.
+      const { turn } = pick
+      for (let candidate: MessageDocument | undefined = pick.document; candidate !== undefined; candidate = leftOver(turn, pick, nowIso)) {
+        const taken = await take(candidate, candidate.expires_at! <= nowIso ? request.now : pick.notBefore, request)
         if (taken !== undefined) {
           claimed.push(taken)
           break
@@ -597,6 +598,16 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
         return Option.some({ channel, changed: true })
       })
   }
+}
+
+/**
+ * The first head of `turn` the plan left over that may replace `pick` (any for a pick with
+ * a slot or of an unpaced channel, else only an expired one), removed from the turn.
+ */
+const leftOver = (turn: ChannelTurn, pick: ClaimPick, nowIso: string): MessageDocument | undefined => {
+  const fits = (head: MessageDocument) => pick.slotIndex !== null || turn.channel === undefined || head.expires_at! <= nowIso
+  const index = turn.heads.findIndex((head) => !turn.picks.some((planned) => planned.document === head) && fits(head))
+  return index < 0 ? undefined : turn.heads.splice(index, 1)[0]
 }
 
 /** The claim order of two due messages: `single` first, then `next_attempt_at`, then `sequence`. */
