@@ -42,6 +42,9 @@ const HEAD_SCAN_LIMIT = 1_000
 /** How many due messages one read of that scan takes. */
 const HEAD_SCAN_PAGE = 100
 
+/** The most rounds one claim runs when other processes keep taking its planned messages first. */
+const CLAIM_ROUNDS = 50
+
 /** The claim order of a channel's due messages: `single` before `broadcast`, then `next_attempt_at`, then `sequence`. */
 const CLAIM_ORDER = { class: -1, next_attempt_at: 1, sequence: 1 } as const
 
@@ -297,7 +300,28 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     }
   }
 
+  /**
+   * Claims messages while other processes claim too: rounds of {@link claimRound}, each for
+   * what is still wanted, until the limit is reached or a round lost no message to another
+   * process (then nothing due is left for it). Every lost message went to another claim, so
+   * the rounds end.
+   */
   const claim = async (request: OutboxClaimRequest): Promise<ReadonlyArray<ClaimedMessage>> => {
+    const claimed: Array<ClaimedMessage> = []
+    for (let round = 0; round < CLAIM_ROUNDS && claimed.length < request.limit; round++) {
+      const result = await claimRound({ ...request, limit: request.limit - claimed.length })
+      claimed.push(...result.claimed)
+      if (result.lost === 0) break
+    }
+    return claimed
+  }
+
+  /**
+   * One round of a claim: reads the due heads, plans the round-robin and its slots,
+   * reserves the slots, takes the messages. Returns them and how many planned or left-over
+   * heads another process took first.
+   */
+  const claimRound = async (request: OutboxClaimRequest): Promise<{ readonly claimed: Array<ClaimedMessage>; readonly lost: number }> => {
     const due = dueAt(request.now)
     const nowIso = isoOf(request.now)
     const groups = await messages.aggregate<{ _id: string | null }>([{ $match: due }, { $group: { _id: "$channel_uuid" } }]).toArray()
@@ -347,6 +371,7 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
     }
     for (const turn of turns) if (turn.channel !== undefined && turn.picks.length > 0) await reserveSlots(turn, request)
     const claimed: Array<ClaimedMessage> = []
+    let lost = 0
     for (const pick of plan) {
       if (pick.notBefore === undefined) continue
       // Another process may have taken a head first: the channel's next head the plan left
@@ -359,9 +384,10 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
           claimed.push(taken)
           break
         }
+        lost++
       }
     }
-    return claimed
+    return { claimed, lost }
   }
 
   /** Pauses the channel when it is active, with its `channel.paused` event (a second write). */
@@ -500,7 +526,9 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
           now: settlement.now
         })
         if (outcome._tag === "NotFound") return Option.none()
-        if (!outcome.changed || outcome.message.provider_message_id !== settlement.provider_message_id) return Option.some(outcome)
+        if (!outcome.changed || outcome.message.provider_message_id !== settlement.provider_message_id) {
+          return Option.some({ message: outcome.message, changed: outcome.changed })
+        }
         const applied = await applyPending(collections, organizationId, settlement.provider_message_id, settlement.now, outcome)
         return applied._tag === "NotFound" ? Option.none() : Option.some({ message: applied.message, changed: applied.changed })
       }),
