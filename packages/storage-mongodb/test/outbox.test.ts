@@ -371,7 +371,7 @@ describe("outbox: claims", () => {
 })
 
 describe("outbox: claims racing another process", () => {
-  it.effect("a planned message another process took gives its slot to the channel's next head; an expired one's place goes only to another expired head", () =>
+  it.effect("a planned message another process took gives its slot to the channel's next head, an expired one's place only to another expired head; the claim runs again for the rest", () =>
     Effect.gen(function* () {
       const fake = makeFakeDb()
       const first = yield* storageOn(fake)
@@ -407,9 +407,13 @@ describe("outbox: claims racing another process", () => {
         [heads[0]!.uuid, T0 + 1_000]
       ])
       // The second planned the same two: the expired one finds no other expired head; the
-      // other's slot, reserved after the first's, goes to the next head.
-      expect(secondClaim.map((c) => [c.message.uuid, c.not_before, c.lease])).toEqual([[heads[1]!.uuid, T0 + 1_000 + interval, "second"]])
-      expect(documentOf(fake, "channels", channel.uuid).pacing_tat).toBe(T0 + 1_000 + 2 * interval)
+      // other's slot, reserved after the first's, goes to the next head; having lost one,
+      // the claim runs again for the rest of its limit.
+      expect(secondClaim.map((c) => [c.message.uuid, c.not_before, c.lease])).toEqual([
+        [heads[1]!.uuid, T0 + 1_000 + interval, "second"],
+        [heads[2]!.uuid, T0 + 1_000 + 2 * interval, "second"]
+      ])
+      expect(documentOf(fake, "channels", channel.uuid).pacing_tat).toBe(T0 + 1_000 + 3 * interval)
     }))
 })
 
