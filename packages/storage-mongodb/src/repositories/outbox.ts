@@ -206,8 +206,8 @@ interface ClaimPick {
  * and takes each message with one `findOneAndUpdate` filtered on its uuid, its status and
  * lease as read and still due, so of two processes only one gets it. When another process
  * took a planned message first, the channel's next head left over by the plan takes its
- * slot; with none left, the slot is wasted: pacing never exceeds the rate, it may fall a
- * little below. A crash between the reservation and the message writes wastes
+ * slot; with none left, the slot is wasted (pacing never exceeds the rate, it may fall a
+ * little below) and the claim runs another round for the rest of its limit. A crash between the reservation and the message writes wastes
  * those slots the same way; a crash after leaves the message `sending` until its lease
  * ends, when it is claimed again (`reclaimed`).
  *
