@@ -167,7 +167,7 @@ describe("outbox: schema", () => {
       const waiting = { to: { $exists: true }, next_attempt_at: { $type: "string" } }
       expect(fake.indexes("messages").filter((i) => i.name?.startsWith("messages_waiting"))).toEqual([
         { name: "messages_waiting_by_lane", key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 }, partialFilterExpression: waiting },
-        { name: "messages_waiting_due", key: { class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: waiting }
+        { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: waiting }
       ])
       expect(INDEXES.channels.map((i) => i.name)).toContain("channels_pending_events")
     }))

@@ -158,8 +158,9 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * by `webhook_attempts_newest`. Refused webhook parts are listed newest first, of every
  * organization or of one, and pruned by `received_at`. The send queue finds a lane's head
  * and a channel's waiting messages on `messages_waiting_by_lane` (organization, channel,
- * `to`, `class`, `sequence`) and due messages in claim order on `messages_waiting_due`
- * (`class` descending: `single` first, `next_attempt_at`, `sequence`), both holding only
+ * `to`, `class`, `sequence`) and a channel's due messages in claim order on
+ * `messages_waiting_due` (channel, `class` descending: `single` first, `next_attempt_at`,
+ * `sequence`), both holding only
  * waiting messages ({@link WAITING}); channels carrying `channel.paused`/`channel.resumed`
  * events by their `pending_events.id`.
  */
@@ -216,7 +217,7 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 },
       partialFilterExpression: WAITING
     },
-    { name: "messages_waiting_due", key: { class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING }
+    { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING }
   ],
   pendingMessageStatuses: [
     {
