@@ -20,6 +20,7 @@ import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
+import { outboxRepository } from "./repositories/outbox.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
@@ -174,6 +175,7 @@ const assemble = (collections: Collections): StorageService => {
     idempotency: idempotencyRepository(collections),
     channels: channelRepository(collections, usage),
     webhooks: webhookRepository(collections),
-    webhookRejects: webhookRejectRepository(collections)
+    webhookRejects: webhookRejectRepository(collections),
+    outbox: outboxRepository(collections)
   }
 }

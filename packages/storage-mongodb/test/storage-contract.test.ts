@@ -43,6 +43,12 @@ describe.skipIf(url === undefined || url === "")("MongoDB server at MONGODB_URL"
     makeLayer: () => {
       const database = freshDatabase()
       return MongoStorage.layer({ url: url!, database, serverSelectionTimeoutMS: 5000 })
+    },
+    // Two clients on one fresh database, as two instances would have.
+    makeSharedLayers: () => {
+      const database = freshDatabase()
+      const layer = () => MongoStorage.layer({ url: url!, database, serverSelectionTimeoutMS: 5000 })
+      return [layer(), layer()] as const
     }
   })
 

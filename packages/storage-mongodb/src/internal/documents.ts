@@ -1,4 +1,4 @@
-import type { ChatStatus, MessageDirection, MessageStatus, MessageType, Plan, SubscriptionStatus } from "@switchboard/core"
+import type { ChannelStatus, ChatStatus, MessageDirection, MessageStatus, MessageType, Plan, SendClass, SubscriptionStatus } from "@switchboard/core"
 
 // The documents this adapter stores, one interface per collection. Ids are the uuids core
 // generates (v7), stored as strings in `_id`. Timestamps are the ISO 8601 UTC strings of
@@ -144,7 +144,16 @@ export interface BasicReplyDocument {
  * written before they existed and read as `null`.
  * `dedupe_key` (`direction provider_message_id`) is set only on messages appended with
  * deduplication; a unique partial index on it makes two concurrent deliveries of one
- * provider message store it once.
+ * provider message store it once. `attempts`, `next_attempt_at` and `broadcast_uuid` are
+ * absent from documents written before the send queue and read as 0, `null`, `null`.
+ *
+ * A message of the send queue (docs/messaging.md "The send queue") also holds its dispatch
+ * state, and only such a message has `to`: `to` (E.164), `class`, `expires_at` (ISO 8601),
+ * `sequence` (from the `counters` document `message_sequence`: the order of its lane),
+ * `pair_rate_waits`, and the lease: `lease` (the token of the dispatcher holding it, else
+ * `null`) and `lease_until` (epoch ms, else `null`). `next_attempt_at` is a string exactly
+ * while such a message waits (`queued` or `sending`): the send queue's indexes hold only
+ * those.
  */
 export interface MessageDocument {
   readonly _id: string
@@ -161,6 +170,16 @@ export interface MessageDocument {
   readonly provider_message_id: string | null
   readonly failure?: { readonly code: string; readonly title: string } | null
   readonly channel_uuid?: string | null
+  readonly attempts?: number
+  readonly next_attempt_at?: string | null
+  readonly broadcast_uuid?: string | null
+  readonly to?: string
+  readonly class?: SendClass
+  readonly expires_at?: string
+  readonly sequence?: number
+  readonly pair_rate_waits?: number
+  readonly lease?: string | null
+  readonly lease_until?: number | null
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string
@@ -193,6 +212,9 @@ export interface PendingMessageStatusDocument {
  * `channels`: an organization's WhatsApp number; `phone_number_id` unique across every
  * organization (a unique index); the access token only sealed (AES-256-GCM text).
  * `throughput_mps` is absent from documents written before it existed: read as 50.
+ * `status`, `paused_reason` and `paused_at` (absent before the send queue: read as
+ * `active`, `null`, `null`) are part of the record; `pacing_tat` (epoch ms) and
+ * `cooldown_ms` are the send queue's pacing state (absent: 0), never shown.
  */
 export interface ChannelDocument {
   readonly _id: string
@@ -204,8 +226,21 @@ export interface ChannelDocument {
   readonly access_token_sealed: string
   readonly access_token_last4: string
   readonly throughput_mps?: number
+  readonly status?: ChannelStatus
+  readonly paused_reason?: { readonly code: string; readonly title: string } | null
+  readonly paused_at?: string | null
+  readonly pacing_tat?: number
+  readonly cooldown_ms?: number
   readonly created_at: string
   readonly updated_at: string
+  /** Webhook events of writes to this channel (`channel.paused`, `channel.resumed`), waiting for the relay (webhooks.ts). */
+  readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
+}
+
+/** `counters`: a number the store hands out in increasing order (`_id` = its name, such as `message_sequence`). */
+export interface CounterDocument {
+  readonly _id: string
+  readonly value: number
 }
 
 /** `settings`: the store's own key–value documents (`_id` = the key), such as the secret-key check value. */

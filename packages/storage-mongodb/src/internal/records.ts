@@ -1,17 +1,20 @@
 import type { Document } from "mongodb"
-import type {
-  Chat,
-  ChatId,
-  Contact,
-  ContactId,
-  Group,
-  GroupId,
-  Label,
-  LabelId,
-  Message,
-  MessageId
+import {
+  type Channel,
+  type ChannelId,
+  type Chat,
+  type ChatId,
+  type Contact,
+  type ContactId,
+  DEFAULT_THROUGHPUT_MPS,
+  type Group,
+  type GroupId,
+  type Label,
+  type LabelId,
+  type Message,
+  type MessageId
 } from "@switchboard/core"
-import type { ContactDocument, GroupDocument, LabelDocument, MessageDocument } from "./documents.js"
+import type { ChannelDocument, ContactDocument, GroupDocument, LabelDocument, MessageDocument } from "./documents.js"
 import { anyOf, eq, ownedAmong } from "./queries.js"
 import type { Collections } from "./schema.js"
 
@@ -147,11 +150,17 @@ export const messageRecord = (d: MessageDocument): Message => ({
   provider_message_id: d.provider_message_id,
   failure: d.failure === undefined || d.failure === null ? null : { code: d.failure.code, title: d.failure.title },
   channel_uuid: d.channel_uuid ?? null,
+  attempts: d.attempts ?? 0,
+  next_attempt_at: d.next_attempt_at ?? null,
+  broadcast_uuid: (d.broadcast_uuid ?? null) as Message["broadcast_uuid"],
   created_at: d.created_at,
   updated_at: d.updated_at
 })
 
-/** The fields of a message document, from a record. */
+/**
+ * The fields of a message document, from a record (without dispatch state: a message of
+ * the send queue gets its own in `chats.appendMessage`).
+ */
 export const messageDocument = (organizationId: string, message: Message, dedupeKey: string | undefined): MessageDocument => ({
   _id: message.uuid,
   organization_id: organizationId,
@@ -167,6 +176,9 @@ export const messageDocument = (organizationId: string, message: Message, dedupe
   provider_message_id: message.provider_message_id,
   failure: message.failure,
   channel_uuid: message.channel_uuid,
+  attempts: message.attempts,
+  next_attempt_at: message.next_attempt_at,
+  broadcast_uuid: message.broadcast_uuid,
   ...(dedupeKey === undefined ? {} : { dedupe_key: dedupeKey }),
   created_at: message.created_at,
   updated_at: message.updated_at
@@ -213,3 +225,27 @@ export const chatRecords = async (
     }
   })
 }
+
+/**
+ * The channel record of a document: `throughput_mps` 50, `status` `active`,
+ * `paused_reason` and `paused_at` `null` when absent (documents written before them); the
+ * pacing state (`pacing_tat`, `cooldown_ms`) stays out.
+ */
+export const channelOf = (document: ChannelDocument): Channel => ({
+  uuid: document._id as ChannelId,
+  provider: "whatsapp_cloud",
+  phone_number_id: document.phone_number_id,
+  display_phone_number: document.display_phone_number,
+  waba_id: document.waba_id,
+  access_token_set: true,
+  access_token_last4: document.access_token_last4,
+  throughput_mps: document.throughput_mps ?? DEFAULT_THROUGHPUT_MPS,
+  status: document.status ?? "active",
+  paused_reason:
+    document.paused_reason === undefined || document.paused_reason === null
+      ? null
+      : { code: document.paused_reason.code, title: document.paused_reason.title },
+  paused_at: document.paused_at ?? null,
+  created_at: document.created_at,
+  updated_at: document.updated_at
+})

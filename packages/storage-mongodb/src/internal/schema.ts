@@ -4,6 +4,7 @@ import type {
   BasicReplyDocument,
   ChannelDocument,
   ContactDocument,
+  CounterDocument,
   GroupDocument,
   IdempotencyKeyDocument,
   LabelDocument,
@@ -39,7 +40,8 @@ export const COLLECTION_NAMES = {
   webhookEvents: "webhook_events",
   webhookDeliveries: "webhook_deliveries",
   webhookAttempts: "webhook_attempts",
-  webhookRejects: "webhook_rejects"
+  webhookRejects: "webhook_rejects",
+  counters: "counters"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -65,6 +67,7 @@ export interface Collections {
   readonly webhookDeliveries: Collection<WebhookDeliveryDocument>
   readonly webhookAttempts: Collection<WebhookAttemptDocument>
   readonly webhookRejects: Collection<WebhookRejectDocument>
+  readonly counters: Collection<CounterDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -86,7 +89,8 @@ export const collectionsOf = (db: Db): Collections => ({
   webhookEvents: db.collection(COLLECTION_NAMES.webhookEvents),
   webhookDeliveries: db.collection(COLLECTION_NAMES.webhookDeliveries),
   webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts),
-  webhookRejects: db.collection(COLLECTION_NAMES.webhookRejects)
+  webhookRejects: db.collection(COLLECTION_NAMES.webhookRejects),
+  counters: db.collection(COLLECTION_NAMES.counters)
 })
 
 /** Only documents holding webhook events for the relay enter its indexes. */
@@ -98,6 +102,15 @@ const pendingEventsIndex = (collection: string): IndexDescription => ({
   key: { "pending_events.id": 1 },
   partialFilterExpression: HAS_PENDING_EVENTS
 })
+
+/**
+ * Only messages waiting in the send queue enter its indexes: outbox messages (they have
+ * `to`) whose `next_attempt_at` is a string, which it is exactly while they are `queued`
+ * or `sending` (a partial filter on `status` would need `$in`, which MongoDB accepts in
+ * partial indexes only from 6.0). Every send-queue query carries this condition so the
+ * planner may use them.
+ */
+export const WAITING = { to: { $exists: true }, next_attempt_at: { $type: "string" } } as const
 
 /** Only contacts that have a chat enter the chat indexes. */
 export const HAS_CHAT = { "chat.uuid": { $exists: true } } as const
@@ -143,7 +156,13 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * organization's enabled endpoints by `webhook_endpoints_enabled`; due deliveries by
  * `webhook_deliveries_due` (status, next_attempt_at); an endpoint's attempts, newest first,
  * by `webhook_attempts_newest`. Refused webhook parts are listed newest first, of every
- * organization or of one, and pruned by `received_at`.
+ * organization or of one, and pruned by `received_at`. The send queue finds a lane's head
+ * and a channel's waiting messages on `messages_waiting_by_lane` (organization, channel,
+ * `to`, `class`, `sequence`) and a channel's due messages in claim order on
+ * `messages_waiting_due` (channel, `class` descending: `single` first, `next_attempt_at`,
+ * `sequence`), both holding only
+ * waiting messages ({@link WAITING}); channels carrying `channel.paused`/`channel.resumed`
+ * events by their `pending_events.id`.
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -192,7 +211,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       unique: true,
       partialFilterExpression: { dedupe_key: { $exists: true } }
     },
-    pendingEventsIndex("messages")
+    pendingEventsIndex("messages"),
+    {
+      name: "messages_waiting_by_lane",
+      key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 },
+      partialFilterExpression: WAITING
+    },
+    { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING }
   ],
   pendingMessageStatuses: [
     {
@@ -208,7 +233,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
   channels: [
     { name: "channels_by_phone_number_id", key: { phone_number_id: 1 }, unique: true },
     { name: "channels_by_organization", key: { organization_id: 1, created_at: 1, _id: 1 } },
-    { name: "channels_by_waba_id", key: { waba_id: 1, created_at: 1, _id: 1 } }
+    { name: "channels_by_waba_id", key: { waba_id: 1, created_at: 1, _id: 1 } },
+    pendingEventsIndex("channels")
   ],
   settings: [],
   webhookEndpoints: [
@@ -229,7 +255,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
   webhookRejects: [
     { name: "webhook_rejects_newest", key: { received_at: -1, _id: -1 } },
     { name: "webhook_rejects_of_organization", key: { organization_id: 1, received_at: -1, _id: -1 } }
-  ]
+  ],
+  counters: []
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */

@@ -1,18 +1,12 @@
 import { Option } from "effect"
-import {
-  type Channel,
-  type ChannelId,
-  type ChannelInsertOutcome,
-  type ChannelRepository,
-  DEFAULT_THROUGHPUT_MPS,
-  type OrganizationId,
-  type StoredChannel
-} from "@switchboard/core"
+import type { Channel, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import type { ChannelDocument } from "../internal/documents.js"
 import { attempt, isDuplicateKey, onDuplicateKey } from "../internal/driver.js"
 import { byId, eq, ofOrganization, owned } from "../internal/queries.js"
+import { channelOf } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
+import { failChannelMessages } from "./outbox.js"
 
 /**
  * `Storage.channels` on MongoDB: collection `channels` (`phone_number_id` unique across
@@ -21,7 +15,11 @@ import type { Usage } from "../internal/usage.js"
  * the organization's `channels` counter with a conditional `$inc`, inserts, and releases
  * the slot when the insert fails (a `phone_number_id` taken meanwhile); `delete` releases
  * after the document is gone; `update` is one `findOneAndUpdate` `$set` of every field it
- * changes. A document without `throughput_mps` (written before it existed) reads as 50.
+ * changes. A document without `throughput_mps` (written before it existed) reads as 50,
+ * one without `status`, `paused_reason`, `paused_at` as `active`, `null`, `null`. `delete`
+ * then fails the channel's waiting send-queue messages with `CHANNEL_REMOVED_FAILURE`
+ * (outbox.ts `failChannelMessages`), a write after the delete: a crash between leaves
+ * them waiting, and a dispatcher that claims them finds no channel.
  *
  * @category repositories
  */
@@ -66,8 +64,10 @@ export const channelRepository = (collections: Collections, usage: Usage): Chann
     attempt("channels.delete", async () => {
       await usage.touch(organizationId)
       const { deletedCount } = await collections.channels.deleteOne(owned(organizationId, id))
-      if (deletedCount > 0) await usage.add(organizationId, "channels", -deletedCount)
-      return deletedCount > 0
+      if (deletedCount === 0) return false
+      await usage.add(organizationId, "channels", -deletedCount)
+      await failChannelMessages(collections, organizationId, id, new Date().toISOString())
+      return true
     }),
   findByPhoneNumberId: (phoneNumberId) =>
     attempt("channels.findByPhoneNumberId", async () =>
@@ -110,21 +110,11 @@ const documentOf = (organizationId: string, channel: Channel, sealed: string): C
   access_token_sealed: sealed,
   access_token_last4: channel.access_token_last4,
   throughput_mps: channel.throughput_mps,
+  status: channel.status,
+  paused_reason: channel.paused_reason,
+  paused_at: channel.paused_at,
   created_at: channel.created_at,
   updated_at: channel.updated_at
-})
-
-const channelOf = (document: ChannelDocument): Channel => ({
-  uuid: document._id as ChannelId,
-  provider: "whatsapp_cloud",
-  phone_number_id: document.phone_number_id,
-  display_phone_number: document.display_phone_number,
-  waba_id: document.waba_id,
-  access_token_set: true,
-  access_token_last4: document.access_token_last4,
-  throughput_mps: document.throughput_mps ?? DEFAULT_THROUGHPUT_MPS,
-  created_at: document.created_at,
-  updated_at: document.updated_at
 })
 
 const storedOf = (document: ChannelDocument): StoredChannel => ({

@@ -31,6 +31,7 @@ import { type Collections, HAS_CHAT } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { importChats } from "./chats-import.js"
 import { newContactDocument } from "./contacts-import.js"
+import { placeInOutbox } from "./outbox.js"
 import { fillMarker, pendingEvent, reopenMarkerStage, subscribersOf } from "./webhooks.js"
 
 /** The fields a chat record is made from. */
@@ -52,7 +53,8 @@ const CAS_ATTEMPTS = 10
  * chat (created with a conditional `$set`); the message insert (a unique partial index on
  * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
  * then one pipeline update of the chat (unread count, reopening, last message,
- * `updated_at`). A crash between the last two leaves the message stored and the chat not
+ * `updated_at`). A message of the send queue (`outbox`) gets its dispatch state, and its
+ * pacing slot when claimed at once, just before its insert (outbox.ts `placeInOutbox`). A crash between the last two leaves the message stored and the chat not
  * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
  * are compare-and-set on the values read, retried when another write came first.
  *
@@ -138,7 +140,10 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
       : await chatOf(organizationId, contact.document, request.newChat, request.now)
     if (chat === undefined) return { _tag: "ContactNotFound" }
     const chatId = chat.document.chat!.uuid
-    const message: Message = { ...request.message, chat_uuid: chatId as Message["chat_uuid"], contact_uuid: contact.document._id as Message["contact_uuid"] }
+    const appended: Message = { ...request.message, chat_uuid: chatId as Message["chat_uuid"], contact_uuid: contact.document._id as Message["contact_uuid"] }
+    // A message of the send queue: its dispatch state, claimed at once or queued (outbox.ts).
+    const placed = request.outbox === undefined ? undefined : await placeInOutbox(collections, organizationId, appended, request.outbox, request.now)
+    const message = placed?.message ?? appended
     const dedupeKey = request.dedupe && message.provider_message_id !== null ? `${message.direction} ${message.provider_message_id}` : undefined
     // Webhook events of an inbound message: message.received in the message's insert, and a
     // chat.updated marker in the chat's update when it reopens the chat (webhooks.ts).
@@ -147,7 +152,7 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     const reopened = subscribers("chat.updated")
     const marker = reopened.length > 0 && !chat.created ? pendingEvent("chat.updated", request.now, reopened, null) : undefined
     try {
-      const document = messageDocument(organizationId, message, dedupeKey)
+      const document = { ...messageDocument(organizationId, message, dedupeKey), ...placed?.dispatch }
       await collections.messages.insertOne(
         received.length === 0 ? document : { ...document, pending_events: [pendingEvent("message.received", request.now, received, message)] }
       )
@@ -176,72 +181,6 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
       message,
       contactCreated: contact.created,
       chatCreated: chat.created
-    }
-  }
-
-  /**
-   * Writes one status update to the message per the rules of `MessageStatusUpdate`,
-   * compare-and-set on the status and provider id read, retried when another write came
-   * first. `NotFound` when the organization has no such message in a chat.
-   */
-  const writeStatus = async (
-    organizationId: string,
-    id: string,
-    update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
-  ): Promise<MessageStatusOutcome> => {
-    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
-      const document = await collections.messages.findOne(owned(organizationId, id))
-      if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
-      const written = update.from.includes(document.status)
-      const status = written ? update.status : document.status
-      const providerId = update.provider_message_id ?? document.provider_message_id
-      const current = messageRecord(document)
-      const failure = written && update.failure !== undefined ? update.failure : current.failure
-      if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
-        return { _tag: "Updated", message: current, changed: false }
-      }
-      const message = { ...current, status, provider_message_id: providerId, failure, updated_at: update.now }
-      // A status change carries its message.status_updated event in the same update.
-      const endpoints = status === document.status ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
-      const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.status_updated", update.now, endpoints, message) } }
-      const result = await collections.messages.updateOne(
-        { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
-        { $set: { status, provider_message_id: providerId, failure, updated_at: update.now }, ...event }
-      )
-      if (result.matchedCount === 0) continue
-      return { _tag: "Updated", message, changed: true }
-    }
-    throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
-  }
-
-  /**
-   * Applies to the message of `outcome` the pending reports of its provider id not yet past
-   * `pending_until` at `now`, in arrival order, each by {@link writeStatus} at `now`
-   * (the time of the write that applies them). Each report is claimed by a `findOneAndDelete` first, so of two processes
-   * applying them together (a send recording the id, a report arriving) each report is
-   * applied by exactly one.
-   */
-  const applyPending = async (
-    organizationId: string,
-    providerMessageId: string,
-    now: string,
-    outcome: Extract<MessageStatusOutcome, { _tag: "Updated" }>
-  ): Promise<MessageStatusOutcome> => {
-    let result = outcome
-    for (;;) {
-      const report = await collections.pendingMessageStatuses.findOneAndDelete(
-        { ...ofOrganization(organizationId), provider_message_id: eq(providerMessageId), pending_until: { $gt: now } },
-        { sort: { reported_at: 1, _id: 1 } }
-      )
-      if (report === null) return result
-      const next = await writeStatus(organizationId, result.message.uuid, {
-        status: report.status,
-        from: report.from,
-        failure: report.failure ?? undefined,
-        now
-      })
-      if (next._tag === "NotFound") return next
-      result = { ...next, changed: result.changed || next.changed }
     }
   }
 
@@ -346,15 +285,15 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     importChats: (organizationId, request) => attempt("chats.importChats", () => importChats(collections, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       attempt("chats.updateMessageStatus", async (): Promise<MessageStatusOutcome> => {
-        const outcome = await writeStatus(organizationId, id, update)
+        const outcome = await writeStatus(collections, organizationId, id, update)
         const providerId = update.provider_message_id
         if (outcome._tag === "NotFound" || providerId === undefined || outcome.message.direction !== "outbound") return outcome
-        return applyPending(organizationId, providerId, update.now, outcome)
+        return applyPending(collections, organizationId, providerId, update.now, outcome)
       }),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
       attempt("chats.updateMessageStatusByProviderId", async (): Promise<ProviderStatusOutcome> => {
         const found = await outboundByProviderId(organizationId, providerMessageId)
-        const outcome = found === null ? undefined : await writeStatus(organizationId, found._id, update)
+        const outcome = found === null ? undefined : await writeStatus(collections, organizationId, found._id, update)
         if (outcome?._tag === "Updated") return outcome
         await collections.pendingMessageStatuses.insertOne({
           _id: randomUUID(),
@@ -371,7 +310,7 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
         // reports before this one was stored: look again, and apply what is left.
         const recorded = await outboundByProviderId(organizationId, providerMessageId)
         if (recorded === null || !(await chatExists(collections, organizationId, recorded.chat_uuid))) return { _tag: "Pending" }
-        const applied = await applyPending(organizationId, providerMessageId, update.now, {
+        const applied = await applyPending(collections, organizationId, providerMessageId, update.now, {
           _tag: "Updated",
           message: messageRecord(recorded),
           changed: false
@@ -394,8 +333,103 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
   }
 }
 
+/**
+ * What {@link writeStatus} writes: a `MessageStatusUpdate`'s fields, and `keepProviderId`:
+ * write `provider_message_id` only when the message has none (`OutboxRepository.settle`).
+ */
+export type StatusWrite = Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now"> & {
+  readonly keepProviderId?: boolean
+}
+
+/**
+ * Writes one status update to the message per the rules of `MessageStatusUpdate`,
+ * compare-and-set on the status and provider id read, retried when another write came
+ * first. A status change also ends the message's send-queue dispatch state
+ * (`next_attempt_at`, and for a message of the send queue its lease and
+ * `pair_rate_waits`) in the same write. `NotFound` when the organization has no such
+ * message in a chat.
+ */
+export const writeStatus = async (
+  collections: Collections,
+  organizationId: string,
+  id: string,
+  update: StatusWrite
+): Promise<MessageStatusOutcome> => {
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    const document = await collections.messages.findOne(owned(organizationId, id))
+    if (document === null || !(await chatExists(collections, organizationId, document.chat_uuid))) return { _tag: "NotFound" }
+    const written = update.from.includes(document.status)
+    const status = written ? update.status : document.status
+    const providerId =
+      update.keepProviderId === true
+        ? (document.provider_message_id ?? update.provider_message_id ?? null)
+        : (update.provider_message_id ?? document.provider_message_id)
+    const current = messageRecord(document)
+    const failure = written && update.failure !== undefined ? update.failure : current.failure
+    if (status === document.status && providerId === document.provider_message_id && failure === current.failure) {
+      return { _tag: "Updated", message: current, changed: false }
+    }
+    const moved = status !== document.status
+    const message = {
+      ...current,
+      status,
+      provider_message_id: providerId,
+      failure,
+      next_attempt_at: moved ? null : current.next_attempt_at,
+      updated_at: update.now
+    }
+    // Leaving the send queue's waiting statuses ends its dispatch state in the same write.
+    const ended = !moved ? {} : document.to === undefined ? { next_attempt_at: null } : { next_attempt_at: null, ...ENDED_LEASE }
+    // A status change carries its message.status_updated event in the same update.
+    const endpoints = !moved ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
+    const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.status_updated", update.now, endpoints, message) } }
+    const result = await collections.messages.updateOne(
+      { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },
+      { $set: { status, provider_message_id: providerId, failure, ...ended, updated_at: update.now }, ...event }
+    )
+    if (result.matchedCount === 0) continue
+    return { _tag: "Updated", message, changed: true }
+  }
+  throw new Error("chats.updateMessageStatus: the message kept changing concurrently")
+}
+
+/**
+ * Applies to the message of `outcome` the pending reports of its provider id not yet past
+ * `pending_until` at `now`, in arrival order, each by {@link writeStatus} at `now`
+ * (the time of the write that applies them). Each report is claimed by a `findOneAndDelete` first, so of two processes
+ * applying them together (a send recording the id, a report arriving) each report is
+ * applied by exactly one.
+ */
+export const applyPending = async (
+  collections: Collections,
+  organizationId: string,
+  providerMessageId: string,
+  now: string,
+  outcome: Extract<MessageStatusOutcome, { _tag: "Updated" }>
+): Promise<MessageStatusOutcome> => {
+  let result = outcome
+  for (;;) {
+    const report = await collections.pendingMessageStatuses.findOneAndDelete(
+      { ...ofOrganization(organizationId), provider_message_id: eq(providerMessageId), pending_until: { $gt: now } },
+      { sort: { reported_at: 1, _id: 1 } }
+    )
+    if (report === null) return result
+    const next = await writeStatus(collections, organizationId, result.message.uuid, {
+      status: report.status,
+      from: report.from,
+      failure: report.failure ?? undefined,
+      now
+    })
+    if (next._tag === "NotFound") return next
+    result = { ...next, changed: result.changed || next.changed }
+  }
+}
+
+/** A send-queue message's dispatch state once it no longer waits: no lease, no pair-rate refusals. */
+export const ENDED_LEASE = { lease: null, lease_until: null, pair_rate_waits: 0 } as const
+
 /** Whether the organization has a chat with this uuid. */
-const chatExists = async (collections: Collections, organizationId: OrganizationId | string, chatId: string) =>
+export const chatExists = async (collections: Collections, organizationId: OrganizationId | string, chatId: string) =>
   (await collections.contacts.countDocuments(chatById(organizationId, chatId), { limit: 1 })) > 0
 
 /** A chat without messages, as `ensure` and `appendMessage` create it. */
