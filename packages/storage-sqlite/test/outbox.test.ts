@@ -22,7 +22,7 @@ import {
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { applyPending, migrations } from "../src/migrations.js"
-import { SQL } from "../src/repositories/outbox.js"
+import { dueSql, SQL } from "../src/repositories/outbox.js"
 import { tempFiles } from "./helpers.js"
 
 // The send queue on SQLite (repositories/outbox.ts): the rules of core's OutboxRepository,
@@ -612,7 +612,7 @@ describe("the send queue's statements use their indexes", () => {
       expect(planOf(db, SQL.channelsWaiting)).toMatch(/SEARCH m USING INDEX messages_send_queue_due \(channel_uuid>\?\)/)
       expect(planOf(db, SQL.channelsWaiting)).not.toMatch(/SCAN messages/)
       for (const channel of ["c", null]) {
-        const plan = planOf(db, SQL.due, channel, "single", "", 0, "t", 0, 10)
+        const plan = planOf(db, dueSql(8), channel, "single", "", 0, "t", 0)
         expect(plan).toMatch(/SEARCH m USING INDEX messages_send_queue_due \(channel_uuid=\? AND send_class=\? AND \(next_attempt_at,sequence\)>\(\?,\?\) AND next_attempt_at<\?\)/)
         expect(plan).toMatch(/SEARCH w USING INDEX messages_send_queue_lanes \(organization_id=\? AND channel_uuid=\? AND recipient=\? AND send_class=\? AND sequence<\?\)/)
         expect(plan).not.toMatch(/TEMP B-TREE/)
