@@ -1,6 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
+import { spawn } from "node:child_process"
+import { once } from "node:events"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { Effect, Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
@@ -708,4 +712,71 @@ describe("migration 15", () => {
       expect(after.prepare("SELECT COUNT(*) FROM messages").pluck().get()).toBe(0)
       after.close()
     }))
+})
+
+describe("two processes claiming from one file together", () => {
+  const root = fileURLToPath(new URL("../../../", import.meta.url))
+  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
+  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
+  const script = fileURLToPath(new URL("./fixtures/claim-outbox.ts", import.meta.url))
+  const available = existsSync(viteNode)
+  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
+
+  /** Starts one child; `ready` resolves once it has opened the file and waits for the go signal. */
+  const startChild = (filename: string) => {
+    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
+      cwd: root,
+      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let output = ""
+    const ready = new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes("ready\n")) resolve()
+      })
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    })
+    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
+    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
+  }
+
+  it.skipIf(!available)(
+    "every one of 60 messages (3 channels of 10 messages per second, and none) is claimed once, each channel's slots never shared",
+    async () => {
+      const filename = files.file()
+      const channels = await Effect.runPromise(
+        Effect.gen(function* () {
+          const storage = yield* Storage
+          const organization = fixtures.organization()
+          yield* storage.organizations.insert(organization)
+          const world: World = { db: undefined as never, storage, org: organization.id }
+          const channels = [yield* addChannel(world, 10), yield* addChannel(world, 10), yield* addChannel(world, 10)]
+          for (let n = 0; n < 60; n++) {
+            yield* send(world, { channel: n % 4 === 3 ? null : channels[n % 4]!, to: fixtures.phone(n), claim: null, at: n, expiresAt: 48 * HOUR })
+          }
+          return channels
+        }).pipe(Effect.provide(SqliteStorage.layer({ filename })))
+      )
+      const children = [startChild(filename), startChild(filename)]
+      await Promise.all(children.map((child) => child.ready))
+      for (const child of children) child.go()
+      const results = await Promise.all(children.map((child) => child.exited))
+      const claimed = results.map((result) => {
+        expect(result.code, result.output).toBe(0)
+        const line = result.output.split("\n").find((text) => text.startsWith("claimed "))
+        return JSON.parse(line!.slice("claimed ".length)) as Array<[string, string | null, number]>
+      })
+      const all = claimed.flat()
+      expect(all).toHaveLength(60)
+      expect(new Set(all.map(([uuid]) => uuid)).size).toBe(60)
+      // Pacing is exact across the processes: each channel's 15 slots, one interval apart.
+      for (const channel of channels) {
+        const slots = all.filter(([, of]) => of === channel).map(([, , notBefore]) => notBefore).sort((a, b) => a - b)
+        expect(slots).toHaveLength(15)
+        slots.slice(1).forEach((slot, index) => expect(slot - slots[index]!).toBeCloseTo(pacingIntervalMs(10), 3))
+      }
+    },
+    60_000
+  )
 })
