@@ -25,7 +25,7 @@ import { recordWebhookEvent, recordWebhookEvents } from "./webhooks.js"
 
 /**
  * Migration 15: the send queue (docs/messaging.md "The send queue", docs/storage.md "The
- * send queue").
+ * send queue on SQLite").
  * - `messages` is rebuilt, every row and both indexes kept, because its status CHECK must
  *   allow `sending` and SQLite cannot alter a CHECK: the documented way, as migration 7 did
  *   (chats-schema.ts). Nothing references `messages` (no foreign key, trigger or view
