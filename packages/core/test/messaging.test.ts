@@ -118,6 +118,9 @@ describe("Messaging.sendText (POST /send)", () => {
             provider_message_id: "wamid.1",
             failure: null,
             channel_uuid: null,
+            attempts: 0,
+            next_attempt_at: null,
+            broadcast_uuid: null,
             created_at: "1970-01-01T00:00:00.000Z",
             updated_at: "1970-01-01T00:00:00.000Z"
           }

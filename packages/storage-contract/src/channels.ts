@@ -3,42 +3,9 @@ import { Effect, Option } from "effect"
 import { type Channel, type ChannelId, type OrganizationId, Storage } from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
-import { insertOrganization, runner, sorted } from "./support.js"
+import { channelRecord, insertChannel, insertOrganization, runner, sorted } from "./support.js"
 
 const { instant } = fixtures
-
-let phoneNumberIds = 0
-
-/** A channel record with a fresh uuid and a `phone_number_id` no other fixture has. */
-const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
-  phoneNumberIds += 1
-  return {
-    uuid: fixtures.uuid() as ChannelId,
-    provider: "whatsapp_cloud",
-    phone_number_id: String(106540352240000 + phoneNumberIds),
-    display_phone_number: "+31612345678",
-    waba_id: "102290129340398",
-    access_token_set: true,
-    access_token_last4: "wxyz",
-    throughput_mps: 50,
-    status: "active",
-    paused_reason: null,
-    paused_at: null,
-    created_at: instant(phoneNumberIds),
-    updated_at: instant(phoneNumberIds),
-    ...overrides
-  }
-}
-
-/** Inserts a channel (limit 20) and expects it inserted; returns it. */
-const insertChannel = (organizationId: OrganizationId, overrides: Partial<Channel> = {}, sealed = "v1.sealed") =>
-  Effect.gen(function* () {
-    const { channels } = yield* Storage
-    const channel = channelRecord(overrides)
-    const outcome = yield* channels.insert(organizationId, { channel, access_token_sealed: sealed }, 20)
-    if (outcome._tag !== "Inserted") return expect.fail(`expected Inserted, got ${outcome._tag}`)
-    return channel
-  })
 
 /**
  * Contract of `Storage.channels` (docs/channels.md): `phone_number_id` unique across every

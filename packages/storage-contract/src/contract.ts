@@ -13,6 +13,7 @@ import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
 import { messagesContract } from "./messages.js"
 import { organizationsContract } from "./organizations.js"
+import { outboxContract } from "./outbox.js"
 import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
 import { webhookRejectsContract } from "./webhook-rejects.js"
@@ -31,6 +32,13 @@ export interface StorageContractOptions {
    * Layer is built for the test and its finalizers (closing a database) run after it.
    */
   readonly makeLayer: () => Layer.Layer<Storage, unknown>
+  /**
+   * Optional: returns two Layers of Storage over ONE fresh, empty underlying store, as two
+   * processes sharing a database would have them (for the memory store, one service
+   * provided twice). When given, the send queue's contract also checks claims running
+   * together on both stores and a creation on one seen by the other (`outbox.ts`).
+   */
+  readonly makeSharedLayers?: () => readonly [Layer.Layer<Storage, unknown>, Layer.Layer<Storage, unknown>]
 }
 
 /**
@@ -38,8 +46,9 @@ export interface StorageContractOptions {
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
- * `webhook-rejects.ts`), each test on a fresh store from
- * `options.makeLayer()`.
+ * `webhook-rejects.ts`, `outbox.ts`), each test on a fresh store from
+ * `options.makeLayer()` (or, for the send queue's shared-store cases, from
+ * `options.makeSharedLayers()` when given).
  *
  * @category contract
  * @example
@@ -66,5 +75,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     channelsContract(options)
     webhooksContract(options)
     webhookRejectsContract(options)
+    outboxContract(options)
   })
 }

@@ -18,56 +18,9 @@ import { append, inboundRequest, outboundRequest, patchChat } from "./chat-suppo
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
 import { contactOf, importContact, insertOrganization, runner, sorted } from "./support.js"
+import { LATER, LATER_LEASE, addEndpoint, claim, endpointRecord, onlyEvent, outbox } from "./webhook-support.js"
 
 const { instant, phone } = fixtures
-
-/** Far after every write of these tests: every delivery is due then. */
-const LATER = instant(100_000)
-/** The lease end of claims at {@link LATER}. */
-const LATER_LEASE = instant(100_001)
-
-/** An endpoint record created at `instant(0)`, subscribed to every type; `overrides` replace fields. */
-const endpointRecord = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
-  uuid: fixtures.uuid() as WebhookEndpointId,
-  url: "https://example.com/hooks",
-  events: null,
-  description: null,
-  enabled: true,
-  created_at: instant(0),
-  updated_at: instant(0),
-  ...overrides
-})
-
-/** Inserts an endpoint (limit 10) and expects it inserted; returns it. */
-const addEndpoint = (organizationId: OrganizationId, overrides: Partial<WebhookEndpoint> = {}, secretSealed = "sealed-1") =>
-  Effect.gen(function* () {
-    const { webhooks } = yield* Storage
-    const endpoint = endpointRecord(overrides)
-    const outcome = yield* webhooks.insertEndpoint(organizationId, { endpoint, secret_sealed: secretSealed }, MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION)
-    if (outcome._tag !== "Inserted") return expect.fail(`expected Inserted, got ${outcome._tag}`)
-    expect(outcome.endpoint).toEqual(endpoint)
-    return endpoint
-  })
-
-/** Claims up to `limit` deliveries due at `now`, leased until `leaseUntil`. */
-const claim = (now: string = LATER, leaseUntil: string = LATER_LEASE, limit = 100) =>
-  Effect.flatMap(Storage, ({ webhooks }) => webhooks.claimDue(now, leaseUntil, limit))
-
-/** What the outbox holds, as claimed at {@link LATER}: type, endpoint, event; sorted by endpoint then event id. */
-const outbox = () =>
-  Effect.map(claim(), (claimed) =>
-    claimed
-      .map((delivery) => ({ type: delivery.event.type, endpoint: delivery.endpoint_uuid, event: delivery.event }))
-      .sort((a, b) => (a.endpoint + a.event.id < b.endpoint + b.event.id ? -1 : 1))
-  )
-
-/** Expects the outbox to hold exactly one event, for `endpoint`, of `type` at `now`; returns its data. */
-const onlyEvent = (endpoint: WebhookEndpoint, type: WebhookEventType, now: string) =>
-  Effect.gen(function* () {
-    const events = yield* outbox()
-    expect(events.map(({ endpoint, type, event }) => [endpoint, type, event.type, event.created_at])).toEqual([[endpoint.uuid, type, type, now]])
-    return events[0]!.event.data
-  })
 
 /** One attempt's outcome: `delivered` with status 200 at `attemptedAt` unless `overrides` say otherwise. */
 const attemptRecord = (attemptedAt: string, overrides: Partial<AttemptRecord> = {}): AttemptRecord => ({

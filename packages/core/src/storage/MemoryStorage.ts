@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import { basicReplyRepository } from "./memory/basicReplies.js"
 import { channelRepository } from "./memory/channels.js"
 import { chatRepository } from "./memory/chats.js"
@@ -6,6 +6,7 @@ import { contactRepository } from "./memory/contacts.js"
 import { groupRepository, labelRepository } from "./memory/groupsAndLabels.js"
 import { idempotencyRepository } from "./memory/idempotency.js"
 import { organizationRepository } from "./memory/organizations.js"
+import { outboxRepository } from "./memory/outbox.js"
 import { makeState } from "./memory/state.js"
 import { templateRepository } from "./memory/templates.js"
 import { webhookRejectRepository } from "./memory/webhookRejects.js"
@@ -30,11 +31,10 @@ export const make = (): StorageService => {
     templates: templateRepository(state),
     basicReplies: basicReplyRepository(),
     idempotency: idempotencyRepository(),
-    channels: channelRepository(),
+    channels: channelRepository(state),
     webhooks: webhookRepository(state),
     webhookRejects: webhookRejectRepository(),
-    // TEMPORARY on the outbox-base branch only: replaced by the memory outbox.
-    outbox: new Proxy({} as StorageService["outbox"], { get: () => () => Effect.dieMessage("memory outbox not built yet") })
+    outbox: outboxRepository(state)
   }
 }
 

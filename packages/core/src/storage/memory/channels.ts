@@ -1,15 +1,18 @@
 import { Effect, Option } from "effect"
 import type { Channel } from "../../channels/model.js"
-import type { ChannelRepository, StoredChannel } from "../ChannelRepository.js"
+import type { ChannelRepository } from "../ChannelRepository.js"
+import { failChannelMessages } from "./outbox.js"
+import type { MemoryState } from "./state.js"
 
 /**
- * The channels repository of the memory store: its own map of channels (oldest first by
- * insertion, which is `created_at` order within one process) and the secret-key check
- * value. Every method is synchronous, so each check and its write are atomic.
+ * The channels repository of the memory store: the store's map of channels (oldest first
+ * by insertion, which is `created_at` order within one process) and the secret-key check
+ * value. Every method is synchronous, so each check and its write are atomic; a delete
+ * fails the channel's waiting messages of the send queue in the same step (at the time
+ * of the delete: the method is given none).
  */
-export const channelRepository = (): ChannelRepository => {
-  const rows = new Map<string, StoredChannel>()
-  let keyCheck: string | undefined
+export const channelRepository = (state: MemoryState): ChannelRepository => {
+  const rows = state.channels
 
   const ofOrganization = (organizationId: string) =>
     [...rows.values()].filter((row) => row.organization_id === organizationId).sort(oldestFirst)
@@ -41,16 +44,21 @@ export const channelRepository = (): ChannelRepository => {
         return Option.some(channel)
       }),
     delete: (organizationId, id) =>
-      Effect.sync(() => rows.get(id)?.organization_id === organizationId && rows.delete(id)),
+      Effect.sync(() => {
+        if (rows.get(id)?.organization_id !== organizationId) return false
+        rows.delete(id)
+        failChannelMessages(state, organizationId, id, new Date().toISOString())
+        return true
+      }),
     findByPhoneNumberId: (phoneNumberId) =>
       Effect.sync(() => Option.fromNullable([...rows.values()].find((row) => row.channel.phone_number_id === phoneNumberId))),
     findByWabaId: (wabaId) =>
       Effect.sync(() => [...rows.values()].filter((row) => row.channel.waba_id === wabaId).sort(oldestFirst)),
-    secretKeyCheck: () => Effect.sync(() => Option.fromNullable(keyCheck)),
+    secretKeyCheck: () => Effect.sync(() => Option.fromNullable(state.secretKeyCheck)),
     claimSecretKeyCheck: (value) =>
       Effect.sync(() => {
-        keyCheck ??= value
-        return keyCheck
+        state.secretKeyCheck ??= value
+        return state.secretKeyCheck
       })
   }
 }

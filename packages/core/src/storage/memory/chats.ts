@@ -13,78 +13,31 @@ import {
   type ChatRepository,
   type ChatSort,
   type MessageStatusOutcome,
-  type MessageStatusUpdate,
-  type ProviderStatusUpdate,
   chatSearchMatches,
   chatSearchText
 } from "../ChatRepository.js"
-import { byName, type ContactRow, type MemoryState, phoneKey } from "./state.js"
+import { applyStatus, providerKey, withoutOrganization, writeStatus } from "./messages.js"
+import { placeInOutbox } from "./outbox.js"
+import { byName, type ChatRow, type ContactRow, type MemoryState, phoneKey } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
-
-/** A chat as the memory store keeps it: its own fields, the rest is read from the contact. */
-interface ChatRow {
-  readonly organization_id: OrganizationId
-  readonly uuid: ChatId
-  readonly contact_uuid: ContactId
-  readonly status: ChatStatus
-  readonly assigned_to: string | null
-  readonly favorite: boolean
-  readonly unread_count: number
-  readonly last_message_at: string | null
-  readonly last_message_uuid: MessageId | null
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-/** What the memory store holds for chats, beside the {@link MemoryState} of contacts. */
-interface ChatState {
-  readonly chats: Map<ChatId, ChatRow>
-  readonly chatIdsByContact: Map<ContactId, ChatId>
-  readonly messages: Map<MessageId, Message & { readonly organization_id: OrganizationId }>
-  readonly messageIdsByChat: Map<ChatId, Array<MessageId>>
-  /** `organizationId direction providerMessageId` → message uuid, for deduplication. */
-  readonly providerIds: Map<string, MessageId>
-  /** `organizationId outbound providerMessageId` → status reports waiting for that id, in arrival order. */
-  readonly pendingStatuses: Map<string, Array<ProviderStatusUpdate>>
-}
-
-const chatStates = new WeakMap<MemoryState, ChatState>()
-
-/** The chat state that belongs to one memory store, created on first use. */
-const chatStateOf = (state: MemoryState): ChatState => {
-  let chatState = chatStates.get(state)
-  if (chatState === undefined) {
-    chatState = {
-      chats: new Map(),
-      chatIdsByContact: new Map(),
-      messages: new Map(),
-      messageIdsByChat: new Map(),
-      providerIds: new Map(),
-      pendingStatuses: new Map()
-    }
-    chatStates.set(state, chatState)
-  }
-  return chatState
-}
 
 /**
  * The chats repository of the memory store. A chat whose contact was deleted is deleted
  * with its messages when next seen (the memory contacts repository knows nothing of chats).
  */
 export const chatRepository = (state: MemoryState): ChatRepository => {
-  const chats = chatStateOf(state)
-  const view = makeView(state, chats)
+  const view = makeView(state)
   return {
-    appendMessage: (organizationId, request) => Effect.sync(() => appendMessage(state, chats, organizationId, request)),
+    appendMessage: (organizationId, request) => Effect.sync(() => appendMessage(state, organizationId, request)),
     ensure: (organizationId, contactId, newChat, now) =>
       Effect.sync(() => {
         if (state.contacts.get(contactId)?.organization_id !== organizationId) return { _tag: "ContactNotFound" } as const
-        const id = chats.chatIdsByContact.get(contactId)
+        const id = state.chatIdsByContact.get(contactId)
         const existing = id === undefined ? undefined : view.owned(organizationId, id)
         if (existing !== undefined) return { _tag: "Ensured", chat: view.chatOf(existing), created: false } as const
         const row = newChatRow(organizationId, contactId, newChat, now)
-        chats.chats.set(row.uuid, row)
-        chats.chatIdsByContact.set(contactId, row.uuid)
+        state.chats.set(row.uuid, row)
+        state.chatIdsByContact.set(contactId, row.uuid)
         return { _tag: "Ensured", chat: view.chatOf(row), created: true } as const
       }),
     update: (organizationId, id, patch, now) =>
@@ -93,14 +46,14 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         if (row === undefined) return { _tag: "NotFound" } as const
         const changed = (Object.keys(patch) as Array<keyof typeof patch>).some((key) => patch[key] !== row[key])
         const updated: ChatRow = changed ? { ...row, ...patch, updated_at: now } : row
-        chats.chats.set(id, updated)
+        state.chats.set(id, updated)
         if (changed) recordWebhookEvent(state, organizationId, "chat.updated", now, () => view.chatOf(updated))
         return { _tag: "Updated", chat: view.chatOf(updated), changed } as const
       }),
     findById: (organizationId, id) => Effect.sync(() => Option.map(Option.fromNullable(view.owned(organizationId, id)), view.chatOf)),
     findByContact: (organizationId, contactId) =>
       Effect.sync(() => {
-        const id = chats.chatIdsByContact.get(contactId)
+        const id = state.chatIdsByContact.get(contactId)
         return Option.map(Option.fromNullable(id && view.owned(organizationId, id)), view.chatOf)
       }),
     listAfter: (organizationId, filters, sort, after, limit) =>
@@ -119,97 +72,59 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
     listMessages: (organizationId, chatId, page) =>
       Effect.sync(() => {
         if (view.owned(organizationId, chatId) === undefined) return Option.none()
-        const ids = chats.messageIdsByChat.get(chatId) ?? []
-        const messages = ids.map((id) => chats.messages.get(id)!).sort(newestFirst)
+        const ids = state.messageIdsByChat.get(chatId) ?? []
+        const messages = ids.map((id) => state.messages.get(id)!).sort(newestFirst)
         const start = (page.page - 1) * page.per_page
         return Option.some({ items: messages.slice(start, start + page.per_page).map(withoutOrganization), total: messages.length })
       }),
     listMessagesAfter: (organizationId, chatId, after, limit) =>
       Effect.sync(() => {
         if (view.owned(organizationId, chatId) === undefined) return Option.none()
-        const ids = chats.messageIdsByChat.get(chatId) ?? []
-        const messages = ids.map((id) => chats.messages.get(id)!).sort(newestFirst)
+        const ids = state.messageIdsByChat.get(chatId) ?? []
+        const messages = ids.map((id) => state.messages.get(id)!).sort(newestFirst)
         const start = after === null ? 0 : messages.findIndex((message) => newestFirst(message, { ...after }) > 0)
         return Option.some((start === -1 ? [] : messages.slice(start, start + limit)).map(withoutOrganization))
       }),
-    importChats: (organizationId, request) => Effect.sync(() => importChats(state, chats, organizationId, request)),
+    importChats: (organizationId, request) => Effect.sync(() => importChats(state, organizationId, request)),
     updateMessageStatus: (organizationId, id, update) =>
       Effect.sync((): MessageStatusOutcome => {
         const message = view.ownedMessage(organizationId, id)
         if (message === undefined) return { _tag: "NotFound" }
-        let outcome = applyStatus(chats, organizationId, message, update)
-        const providerId = outcome.message.provider_message_id
-        if (update.provider_message_id !== undefined && providerId !== null && message.direction === "outbound") {
-          const key = providerKey(organizationId, "outbound", providerId)
-          const pending = chats.pendingStatuses.get(key) ?? []
-          chats.pendingStatuses.delete(key)
-          for (const report of pending.filter((report) => report.pendingUntil > update.now)) {
-            const next = applyStatus(chats, organizationId, chats.messages.get(id)!, { ...report, now: update.now })
-            outcome = { ...next, changed: outcome.changed || next.changed }
-          }
-        }
-        const written = outcome.message
-        if (written.status !== message.status) {
-          recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => written)
-        }
-        return outcome
+        return writeStatus(state, organizationId, message, update)
       }),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
       Effect.sync(() => {
         const key = providerKey(organizationId, "outbound", providerMessageId)
-        const id = chats.providerIds.get(key)
+        const id = state.providerIds.get(key)
         const message = id === undefined ? undefined : view.ownedMessage(organizationId, id)
         if (message !== undefined && message.provider_message_id === providerMessageId) {
-          const outcome = applyStatus(chats, organizationId, message, update)
+          const outcome = applyStatus(state, organizationId, message, update)
           if (outcome.message.status !== message.status) {
             recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => outcome.message)
           }
           return outcome
         }
-        for (const [otherKey, reports] of chats.pendingStatuses) {
+        for (const [otherKey, reports] of state.pendingStatuses) {
           const live = reports.filter((report) => report.pendingUntil > update.now)
-          if (live.length === 0) chats.pendingStatuses.delete(otherKey)
-          else if (live.length !== reports.length) chats.pendingStatuses.set(otherKey, live)
+          if (live.length === 0) state.pendingStatuses.delete(otherKey)
+          else if (live.length !== reports.length) state.pendingStatuses.set(otherKey, live)
         }
-        chats.pendingStatuses.set(key, [...(chats.pendingStatuses.get(key) ?? []), update])
+        state.pendingStatuses.set(key, [...(state.pendingStatuses.get(key) ?? []), update])
         return { _tag: "Pending" } as const
       }),
     lastInboundChannel: (organizationId, contactId) =>
       Effect.sync(() => {
-        const chatId = chats.chatIdsByContact.get(contactId)
+        const chatId = state.chatIdsByContact.get(contactId)
         if (chatId === undefined || view.owned(organizationId, chatId) === undefined) return Option.none()
-        const ids = chats.messageIdsByChat.get(chatId) ?? []
+        const ids = state.messageIdsByChat.get(chatId) ?? []
         const newest = ids
-          .map((id) => chats.messages.get(id)!)
+          .map((id) => state.messages.get(id)!)
           .filter((message) => message.direction === "inbound" && message.channel_uuid !== null)
           .sort(newestFirst)[0]
         return Option.fromNullable(newest?.channel_uuid)
       })
   }
 }
-
-/** Writes one status update to a stored message per the rules of `MessageStatusUpdate`. */
-const applyStatus = (
-  chats: ChatState,
-  organizationId: OrganizationId,
-  message: Message & { readonly organization_id: OrganizationId },
-  update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "now" | "provider_message_id">
-): Extract<MessageStatusOutcome, { _tag: "Updated" }> => {
-  const written = update.from.includes(message.status)
-  const status = written ? update.status : message.status
-  const failure = written && update.failure !== undefined ? update.failure : message.failure
-  const providerId = update.provider_message_id ?? message.provider_message_id
-  const changed = status !== message.status || providerId !== message.provider_message_id || failure !== message.failure
-  const stored = changed ? { ...message, status, failure, provider_message_id: providerId, updated_at: update.now } : message
-  chats.messages.set(message.uuid, stored)
-  if (changed && providerId !== null) chats.providerIds.set(providerKey(organizationId, stored.direction, providerId), message.uuid)
-  return { _tag: "Updated", message: withoutOrganization(stored), changed }
-}
-
-const withoutOrganization = ({ organization_id: _, ...message }: Message & { readonly organization_id: OrganizationId }): Message =>
-  message
-
-const providerKey = (organizationId: OrganizationId, direction: string, providerId: string) => `${organizationId} ${direction} ${providerId}`
 
 /** Newest first (`created_at desc, uuid desc`): negative when `a` comes first. */
 const newestFirst = (a: Pick<Message, "created_at" | "uuid">, b: Pick<Message, "created_at" | "uuid">): number =>
@@ -226,16 +141,17 @@ const compare = (a: ChatPosition, b: ChatPosition, sort: ChatSort): number => {
 }
 
 /** Reads of chats: ownership (purging chats of deleted contacts), records, filtering. */
-const makeView = (state: MemoryState, chats: ChatState) => {
+const makeView = (state: MemoryState) => {
   const purge = (row: ChatRow) => {
-    chats.chats.delete(row.uuid)
-    chats.chatIdsByContact.delete(row.contact_uuid)
-    for (const id of chats.messageIdsByChat.get(row.uuid) ?? []) {
-      const message = chats.messages.get(id)
-      chats.messages.delete(id)
-      if (message?.provider_message_id) chats.providerIds.delete(providerKey(row.organization_id, message.direction, message.provider_message_id))
+    state.chats.delete(row.uuid)
+    state.chatIdsByContact.delete(row.contact_uuid)
+    for (const id of state.messageIdsByChat.get(row.uuid) ?? []) {
+      const message = state.messages.get(id)
+      state.messages.delete(id)
+      state.dispatch.delete(id)
+      if (message?.provider_message_id) state.providerIds.delete(providerKey(row.organization_id, message.direction, message.provider_message_id))
     }
-    chats.messageIdsByChat.delete(row.uuid)
+    state.messageIdsByChat.delete(row.uuid)
   }
   const live = (row: ChatRow | undefined): ChatRow | undefined => {
     if (row === undefined) return undefined
@@ -244,24 +160,24 @@ const makeView = (state: MemoryState, chats: ChatState) => {
     return undefined
   }
   const owned = (organizationId: OrganizationId, id: ChatId) => {
-    const row = live(chats.chats.get(id))
+    const row = live(state.chats.get(id))
     return row?.organization_id === organizationId ? row : undefined
   }
   const ownedMessage = (organizationId: OrganizationId, id: MessageId) => {
-    const message = chats.messages.get(id)
+    const message = state.messages.get(id)
     if (message === undefined || message.organization_id !== organizationId) return undefined
-    return owned(organizationId, message.chat_uuid) === undefined ? undefined : chats.messages.get(id)
+    return owned(organizationId, message.chat_uuid) === undefined ? undefined : state.messages.get(id)
   }
-  const chatOf = (row: ChatRow): Chat => chatRecord(state, chats, row)
+  const chatOf = (row: ChatRow): Chat => chatRecord(state, row)
   const matching = (organizationId: OrganizationId, filters: ChatFilters, sort: ChatSort): Array<ChatRow> =>
-    [...chats.chats.values()]
+    [...state.chats.values()]
       .filter((row) => row.organization_id === organizationId && live(row) !== undefined && matches(state, row, filters))
       .sort((a, b) => compare(position(a, sort), position(b, sort), sort))
   return { owned, ownedMessage, chatOf, matching }
 }
 
 /** The chat record of a live row: contact, its groups and labels, the last message. */
-const chatRecord = (state: MemoryState, chats: ChatState, row: ChatRow): Chat => {
+const chatRecord = (state: MemoryState, row: ChatRow): Chat => {
   const contact = state.contacts.get(row.contact_uuid)!
   const groups = []
   for (const [groupId, members] of state.groupMembers) {
@@ -273,7 +189,7 @@ const chatRecord = (state: MemoryState, chats: ChatState, row: ChatRow): Chat =>
     const label = state.labels.get(labelId)
     if (label !== undefined && carriers.has(row.contact_uuid)) labels.push({ uuid: label.uuid, name: label.name, color: label.color })
   }
-  const last = row.last_message_uuid === null ? undefined : chats.messages.get(row.last_message_uuid)
+  const last = row.last_message_uuid === null ? undefined : state.messages.get(row.last_message_uuid)
   return {
     uuid: row.uuid,
     contact: { uuid: contact.uuid, first_name: contact.first_name, last_name: contact.last_name, phone: contact.phone },
@@ -338,27 +254,27 @@ const emptyDetails = Object.fromEntries(CONTACT_DETAIL_FIELDS.map((field) => [fi
 /** Checks first (duplicate, contact), then writes; synchronous, so atomic. */
 const appendMessage = (
   state: MemoryState,
-  chats: ChatState,
   organizationId: OrganizationId,
   request: ChatAppendRequest
 ): ChatAppendOutcome => {
-  const view = makeView(state, chats)
+  const view = makeView(state)
   const { message } = request
   const key = message.provider_message_id === null ? undefined : providerKey(organizationId, message.direction, message.provider_message_id)
-  const earlier = key === undefined || !request.dedupe ? undefined : chats.providerIds.get(key)
+  const earlier = key === undefined || !request.dedupe ? undefined : state.providerIds.get(key)
   const duplicate = earlier === undefined ? undefined : view.ownedMessage(organizationId, earlier)
   if (duplicate !== undefined) {
     return { _tag: "Duplicate", chat: view.chatOf(view.owned(organizationId, duplicate.chat_uuid)!), message: withoutOrganization(duplicate) }
   }
   const contact = resolveContact(state, organizationId, request)
   if (contact === undefined) return { _tag: "ContactNotFound" }
-  const existingId = chats.chatIdsByContact.get(contact.row.uuid)
+  const existingId = state.chatIdsByContact.get(contact.row.uuid)
   const existing = existingId === undefined ? undefined : view.owned(organizationId, existingId)
   const chat: ChatRow = existing ?? newChatRow(organizationId, contact.row.uuid, request.newChat, request.now)
-  const stored = { ...message, organization_id: organizationId, chat_uuid: chat.uuid, contact_uuid: contact.row.uuid }
-  chats.messages.set(message.uuid, stored)
-  chats.messageIdsByChat.set(chat.uuid, [...(chats.messageIdsByChat.get(chat.uuid) ?? []), message.uuid])
-  if (key !== undefined) chats.providerIds.set(key, message.uuid)
+  const created = { ...message, organization_id: organizationId, chat_uuid: chat.uuid, contact_uuid: contact.row.uuid }
+  const stored = request.outbox === undefined ? created : placeInOutbox(state, created, request.outbox, request.now)
+  state.messages.set(message.uuid, stored)
+  state.messageIdsByChat.set(chat.uuid, [...(state.messageIdsByChat.get(chat.uuid) ?? []), message.uuid])
+  if (key !== undefined) state.providerIds.set(key, message.uuid)
   const newest = chat.last_message_at === null || message.created_at >= chat.last_message_at
   const updated: ChatRow = {
     ...chat,
@@ -368,8 +284,8 @@ const appendMessage = (
     last_message_uuid: newest ? message.uuid : chat.last_message_uuid,
     updated_at: request.now
   }
-  chats.chats.set(chat.uuid, updated)
-  chats.chatIdsByContact.set(contact.row.uuid, chat.uuid)
+  state.chats.set(chat.uuid, updated)
+  state.chatIdsByContact.set(contact.row.uuid, chat.uuid)
   if (message.direction === "inbound") {
     recordWebhookEvent(state, organizationId, "message.received", request.now, () => withoutOrganization(stored))
     if (existing !== undefined && updated.status !== existing.status) {
@@ -412,37 +328,36 @@ const importKey = (message: Pick<Message, "direction" | "type" | "text" | "creat
 /** `importChats`: checks every contact first, then writes; synchronous, so atomic. */
 const importChats = (
   state: MemoryState,
-  chats: ChatState,
   organizationId: OrganizationId,
   request: ChatImportRequest
 ): ChatImportOutcome => {
-  const view = makeView(state, chats)
+  const view = makeView(state)
   const missing = request.chats
     .map((entry) => entry.contactId)
     .filter((id) => state.contacts.get(id)?.organization_id !== organizationId)
   if (missing.length > 0) return { _tag: "ContactsNotFound", contactIds: missing }
   const results = request.chats.map((entry) => {
-    const existingId = chats.chatIdsByContact.get(entry.contactId)
+    const existingId = state.chatIdsByContact.get(entry.contactId)
     const existing = existingId === undefined ? undefined : view.owned(organizationId, existingId)
     let row: ChatRow = existing ?? {
       ...newChatRow(organizationId, entry.contactId, { uuid: entry.chatId, status: "open" }, entry.created_at),
       ...entry.attributes
     }
-    const ids = chats.messageIdsByChat.get(row.uuid) ?? []
-    const known = new Set(ids.map((id) => importKey(chats.messages.get(id)!)))
+    const ids = state.messageIdsByChat.get(row.uuid) ?? []
+    const known = new Set(ids.map((id) => importKey(state.messages.get(id)!)))
     let added = 0
     for (const message of entry.messages) {
       const key = importKey(message)
       if (known.has(key)) continue
       known.add(key)
       added += 1
-      chats.messages.set(message.uuid, { ...message, organization_id: organizationId, chat_uuid: row.uuid, contact_uuid: entry.contactId })
+      state.messages.set(message.uuid, { ...message, organization_id: organizationId, chat_uuid: row.uuid, contact_uuid: entry.contactId })
       ids.push(message.uuid)
       if (row.last_message_at === null || message.created_at >= row.last_message_at) {
         row = { ...row, last_message_at: message.created_at, last_message_uuid: message.uuid }
       }
     }
-    chats.messageIdsByChat.set(row.uuid, ids)
+    state.messageIdsByChat.set(row.uuid, ids)
     if (existing === undefined) {
       const newest = row.last_message_at !== null && row.last_message_at > row.created_at ? row.last_message_at : row.created_at
       row = { ...row, updated_at: newest }
@@ -451,8 +366,8 @@ const importChats = (
       const changed = added > 0 || (Object.keys(entry.attributes) as Array<keyof typeof entry.attributes>).some((key) => entry.attributes[key] !== existing[key])
       row = changed ? { ...patched, updated_at: request.now } : existing
     }
-    chats.chats.set(row.uuid, row)
-    chats.chatIdsByContact.set(entry.contactId, row.uuid)
+    state.chats.set(row.uuid, row)
+    state.chatIdsByContact.set(entry.contactId, row.uuid)
     return { uuid: row.uuid, created: existing === undefined, messagesAdded: added }
   })
   return { _tag: "Imported", chats: results }

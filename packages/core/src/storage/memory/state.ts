@@ -1,8 +1,14 @@
+import type { ChannelId } from "../../channels/model.js"
+import type { ChatId, ChatStatus } from "../../chats/model.js"
 import type { ContactDetails, ContactId } from "../../contacts/model.js"
 import type { GroupId } from "../../groups/model.js"
 import type { LabelId } from "../../labels/model.js"
+import type { Message, MessageId } from "../../messages/model.js"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../../organizations/model.js"
 import type { Page, PageRequest } from "../../common/model.js"
+import type { StoredChannel } from "../ChannelRepository.js"
+import type { ProviderStatusUpdate } from "../ChatRepository.js"
+import type { SendClass } from "../OutboxRepository.js"
 
 /** A contact as the memory store keeps it: scalar fields only. */
 export interface ContactRow extends ContactDetails {
@@ -25,6 +31,46 @@ export interface NamedRow<Id> {
   readonly updated_at: string
 }
 
+/** A chat as the memory store keeps it: its own fields, the rest is read from the contact. */
+export interface ChatRow {
+  readonly organization_id: OrganizationId
+  readonly uuid: ChatId
+  readonly contact_uuid: ContactId
+  readonly status: ChatStatus
+  readonly assigned_to: string | null
+  readonly favorite: boolean
+  readonly unread_count: number
+  readonly last_message_at: string | null
+  readonly last_message_uuid: MessageId | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** A message as the memory store keeps it: the record and its organization. */
+export type MessageRow = Message & { readonly organization_id: OrganizationId }
+
+/**
+ * The dispatch state of a message in the send queue (OutboxRepository.ts): kept beside
+ * the message record, only for messages created with `outbox`. `lease` and `lease_until`
+ * (epoch ms) are set while a dispatcher holds the message; an unknown outcome ends the
+ * lease (`lease` null, `lease_until` its time).
+ */
+export interface DispatchRow {
+  readonly to: string
+  readonly class: SendClass
+  readonly expires_at: string
+  readonly sequence: number
+  readonly pair_rate_waits: number
+  readonly lease: string | null
+  readonly lease_until: number | null
+}
+
+/** A channel's pacing state (OutboxRepository.ts "PACING"): epoch ms and ms. */
+export interface PacingRow {
+  readonly pacing_tat: number
+  readonly cooldown_ms: number
+}
+
 /** Everything one memory store holds. Maps keep insertion order. */
 export interface MemoryState {
   readonly organizations: Map<OrganizationId, Organization>
@@ -37,6 +83,23 @@ export interface MemoryState {
   readonly groupMembers: Map<GroupId, Set<ContactId>>
   readonly labels: Map<LabelId, NamedRow<LabelId>>
   readonly labelledContacts: Map<LabelId, Set<ContactId>>
+  readonly chats: Map<ChatId, ChatRow>
+  readonly chatIdsByContact: Map<ContactId, ChatId>
+  readonly messages: Map<MessageId, MessageRow>
+  readonly messageIdsByChat: Map<ChatId, Array<MessageId>>
+  /** `organizationId direction providerMessageId` → message uuid, for deduplication. */
+  readonly providerIds: Map<string, MessageId>
+  /** `organizationId outbound providerMessageId` → status reports waiting for that id, in arrival order. */
+  readonly pendingStatuses: Map<string, Array<ProviderStatusUpdate>>
+  /** The dispatch state of the messages in the send queue. */
+  readonly dispatch: Map<MessageId, DispatchRow>
+  /** The last `sequence` given to a message of the send queue. */
+  outboxSequence: number
+  /** Channels, oldest first by insertion, with their pacing state when they have one. */
+  readonly channels: Map<ChannelId, StoredChannel>
+  readonly pacing: Map<ChannelId, PacingRow>
+  /** The secret-key check value, once claimed. */
+  secretKeyCheck: string | undefined
 }
 
 export const makeState = (): MemoryState => ({
@@ -48,7 +111,18 @@ export const makeState = (): MemoryState => ({
   groups: new Map(),
   groupMembers: new Map(),
   labels: new Map(),
-  labelledContacts: new Map()
+  labelledContacts: new Map(),
+  chats: new Map(),
+  chatIdsByContact: new Map(),
+  messages: new Map(),
+  messageIdsByChat: new Map(),
+  providerIds: new Map(),
+  pendingStatuses: new Map(),
+  dispatch: new Map(),
+  outboxSequence: 0,
+  channels: new Map(),
+  pacing: new Map(),
+  secretKeyCheck: undefined
 })
 
 /** The key of `contactIdsByPhone`. */
