@@ -613,7 +613,7 @@ describe("the send queue's statements use their indexes", () => {
     Effect.gen(function* () {
       const db = new Sqlite(":memory:")
       yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
-      expect(planOf(db, SQL.channelsWaiting)).toMatch(/SEARCH m USING INDEX messages_send_queue_due \(channel_uuid>\?\)/)
+      expect(planOf(db, SQL.channelsWaiting)).toMatch(/SEARCH m USING INDEX messages_send_queue_(due|expiry) \(channel_uuid>\?\)/)
       expect(planOf(db, SQL.channelsWaiting)).not.toMatch(/SCAN messages/)
       for (const channel of ["c", null]) {
         const plan = planOf(db, dueSql(8), channel, "single", "", 0, "t", 0)
@@ -621,6 +621,7 @@ describe("the send queue's statements use their indexes", () => {
         expect(plan).toMatch(/SEARCH w USING INDEX messages_send_queue_lanes \(organization_id=\? AND channel_uuid=\? AND recipient=\? AND send_class=\? AND sequence<\?\)/)
         expect(plan).not.toMatch(/TEMP B-TREE/)
       }
+      expect(planOf(db, SQL.expiredDue, "c", "t", "t", 0)).toMatch(/SEARCH m USING INDEX messages_send_queue_expiry \(channel_uuid=\? AND expires_at<\?\)/)
       expect(planOf(db, SQL.laneWaits, "o", "c", "+1", "single")).toMatch(/USING (COVERING )?INDEX messages_send_queue_lanes \(organization_id=\? AND channel_uuid=\? AND recipient=\? AND send_class=\?\)/)
       for (const plan of [planOf(db, SQL.channelQueue, "c", "o"), planOf(db, SQL.failChannel, "f", "t", "c", "o")]) {
         expect(plan).toMatch(/SEARCH messages USING INDEX messages_send_queue_(due|lanes) \((organization_id=\? AND )?channel_uuid=\?/)
@@ -678,7 +679,7 @@ describe("migration 15", () => {
       const indexesAfter = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' ORDER BY name").all()
       expect(indexesAfter.filter((index) => !(index as { name: string }).name.startsWith("messages_send_queue"))).toEqual(indexesBefore)
       const names = (indexes: Array<unknown>) => indexes.map((index) => (index as { name: string }).name)
-      expect(names(indexesAfter)).toEqual([...names(indexesBefore), "messages_send_queue_due", "messages_send_queue_lanes"].sort())
+      expect(names(indexesAfter)).toEqual([...names(indexesBefore), "messages_send_queue_due", "messages_send_queue_expiry", "messages_send_queue_lanes"].sort())
       expect(db.prepare("SELECT * FROM channels").get()).toEqual({
         ...channelBefore,
         status: "active",

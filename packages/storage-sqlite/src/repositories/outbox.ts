@@ -37,11 +37,14 @@ import { recordWebhookEvent, recordWebhookEvents } from "./webhooks.js"
  *   row among them), `send_class`, `expires_at`, `sequence` (a store-wide counter,
  *   `settings` key `send_queue_sequence`), `pair_rate_waits`, and the lease (`lease`
  *   token, `lease_until` in epoch ms). A CHECK keeps the dispatch state whole.
- * - `messages_send_queue_lanes` (organization, channel, recipient, class, sequence) and
- *   `messages_send_queue_due` (channel, class, next_attempt_at, sequence), both partial on
- *   the WAITING messages (in the queue, `queued` or `sending`): a lane's head is the first
- *   entry of its range in the first; a channel's due messages, in claim order, a range of
- *   the second; the channels with waiting messages, one probe each of the second.
+ * - `messages_send_queue_lanes` (organization, channel, recipient, class, sequence),
+ *   `messages_send_queue_due` (channel, class, next_attempt_at, sequence) and
+ *   `messages_send_queue_expiry` (channel, expires_at), all partial on the WAITING messages
+ *   (in the queue, `queued` or `sending`): a lane's head is the first entry of its range in
+ *   the first; a channel's due messages, in claim order, a range of the second; a
+ *   channel's expired messages (claimed even when its pacing allows no slot), a range of
+ *   the third; the channels with waiting messages, one probe per channel of the second or
+ *   the third.
  * - `channels` gains `status` (`active` or `paused`), `paused_reason` (JSON `{code,
  *   title}`), `paused_at`, and its pacing state: `pacing_tat` (epoch ms, fractional) and
  *   `cooldown_ms`. Every existing channel is `active`, never paced yet.
@@ -91,6 +94,8 @@ export const SEND_QUEUE_MIGRATION = `
   CREATE INDEX messages_send_queue_lanes ON messages (organization_id, channel_uuid, recipient, send_class, sequence)
     WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
   CREATE INDEX messages_send_queue_due ON messages (channel_uuid, send_class, next_attempt_at, sequence)
+    WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
+  CREATE INDEX messages_send_queue_expiry ON messages (channel_uuid, expires_at)
     WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
 
   ALTER TABLE channels ADD COLUMN status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused'));
@@ -157,8 +162,8 @@ export const SQL = {
     WHERE uuid = ? RETURNING ${CHANNEL_COLUMNS}`,
   dueNow: `UPDATE messages SET next_attempt_at = ?
     WHERE channel_uuid = ? AND organization_id = ? AND recipient IS NOT NULL AND status = 'queued'`,
-  // The channels with waiting messages, in uuid order: one probe of messages_send_queue_due
-  // per channel (a loose index scan), however many messages each has.
+  // The channels with waiting messages, in uuid order: one probe per channel of an index of
+  // waiting messages led by channel_uuid (a loose index scan), however many messages each has.
   channelsWaiting: `WITH RECURSIVE waiting (channel_uuid) AS (
       SELECT (SELECT channel_uuid FROM messages WHERE channel_uuid IS NOT NULL AND ${WAITING}
         ORDER BY channel_uuid LIMIT 1)
@@ -168,6 +173,13 @@ export const SQL = {
         FROM waiting WHERE waiting.channel_uuid IS NOT NULL
     )
     SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL`,
+  // A channel's first expired due head in claim order (channel_uuid IS ?: NULL for none), for a
+  // channel whose pacing allows no slot: one range of messages_send_queue_expiry (usually empty).
+  expiredDue: `SELECT ${QUEUED_COLUMNS} FROM messages AS m
+    WHERE m.channel_uuid IS ? AND m.expires_at <= ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
+      AND m.next_attempt_at <= ? AND (m.status = 'queued' OR m.lease_until <= ?)
+      AND NOT ${AHEAD_IN_LANE}
+    ORDER BY m.send_class = 'broadcast', m.next_attempt_at, m.sequence LIMIT 1`,
   // A channel's waiting heads of one class, soonest due first (nextDueAt reads until the first).
   heads: `SELECT m.status, m.next_attempt_at, m.lease_until FROM messages AS m
     WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
@@ -401,8 +413,11 @@ const claimDue = (statements: Statements, request: OutboxClaimRequest): Array<Cl
         still.push(turn)
         continue
       }
-      if (turn.intervalMs !== null && turn.slot > now + request.horizonMs) continue
-      const row = turn.candidates.next()
+      // No pacing slot left within the horizon: only expired messages, which take none.
+      const row =
+        turn.intervalMs !== null && turn.slot > now + request.horizonMs
+          ? statements.prepare<QueuedRow>(SQL.expiredDue).get(turn.channelUuid, nowIso, nowIso, now)
+          : turn.candidates.next()
       if (row === undefined) continue
       let notBefore = now
       if (turn.intervalMs !== null && row.expires_at > nowIso) {
@@ -596,11 +611,11 @@ const nextDue = (statements: Statements): number | null => {
  * several connections or processes on one file each message goes to one claim, pacing
  * slots are reserved exactly and the lease guards hold. A claim first finds, with plain
  * reads, whether any channel has a due head, so an idle dispatcher takes no write lock;
- * then, under the lock: the channels with waiting messages (a loose scan of
- * `messages_send_queue_due`), per channel and class the due heads a page at a time (a
+ * then, under the lock: the channels with waiting messages (a loose index scan), per channel and class the due heads a page at a time (a
  * range of that index, each probing `messages_send_queue_lanes` for a message ahead in
- * its lane), taken round-robin, one per channel per turn, each reserving its slot; then
- * one `pacing_tat` write per paced channel. Events (`message.status_updated`,
+ * its lane), taken round-robin, one per channel per turn, each reserving its slot (once a
+ * channel has no slot left within the horizon, only its expired heads, from
+ * `messages_send_queue_expiry`); then one `pacing_tat` write per paced channel. Events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transactions
  * (webhooks.ts).
  *
