@@ -121,6 +121,23 @@ interface QueuedRow extends MessageRow {
 const QUEUED_COLUMNS =
   `${MESSAGE_COLUMNS}, organization_id, recipient, send_class, expires_at, sequence, pair_rate_waits, lease, lease_until`
 
+/** A due head as a claim reads it: what decides whether and how it is claimed. */
+interface CandidateRow {
+  readonly uuid: string
+  readonly organization_id: string
+  readonly recipient: string
+  readonly send_class: SendClass
+  readonly expires_at: string
+  readonly status: string
+  readonly next_attempt_at: string
+  readonly sequence: number
+  readonly pair_rate_waits: number
+}
+
+/** The columns of a {@link CandidateRow} from `messages AS m`. */
+const CANDIDATE_COLUMNS =
+  "m.uuid, m.organization_id, m.recipient, m.send_class, m.expires_at, m.status, m.next_attempt_at, m.sequence, m.pair_rate_waits"
+
 /** A channel's status and pacing state. */
 interface PacingRow {
   readonly status: string
@@ -175,7 +192,7 @@ export const SQL = {
     SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL`,
   // A channel's first expired due head in claim order (channel_uuid IS ?: NULL for none), for a
   // channel whose pacing allows no slot: one range of messages_send_queue_expiry (usually empty).
-  expiredDue: `SELECT ${QUEUED_COLUMNS} FROM messages AS m
+  expiredDue: `SELECT ${CANDIDATE_COLUMNS} FROM messages AS m
     WHERE m.channel_uuid IS ? AND m.expires_at <= ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
       AND m.next_attempt_at <= ? AND (m.status = 'queued' OR m.lease_until <= ?)
       AND NOT ${AHEAD_IN_LANE}
@@ -187,6 +204,10 @@ export const SQL = {
     ORDER BY m.next_attempt_at, m.sequence`,
   queued: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ? AND recipient IS NOT NULL`,
   leased: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE uuid = ? AND lease = ? AND status = 'sending' AND recipient IS NOT NULL`,
+  // A claim's lease of one message: only the columns it changes, so the indexes on the others
+  // (provider id, expiry) are left alone.
+  lease: `UPDATE messages SET status = 'sending', lease = ?, lease_until = ?, next_attempt_at = ?, updated_at = ?
+    WHERE uuid = ? RETURNING ${MESSAGE_COLUMNS}`,
   // Every field a move of the send queue writes, from the row computed in JavaScript.
   write: `UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, attempts = ?, next_attempt_at = ?,
       expires_at = ?, pair_rate_waits = ?, lease = ?, lease_until = ?, updated_at = ?
@@ -208,7 +229,7 @@ export const SQL = {
  * with `LIMIT ?` the same statement took about ten times as long (measured: ~30 µs
  * against ~3 µs per page), so each size is its own cached statement (sizes are powers of 2).
  */
-export const dueSql = (size: number): string => `SELECT ${QUEUED_COLUMNS} FROM messages AS m
+export const dueSql = (size: number): string => `SELECT ${CANDIDATE_COLUMNS} FROM messages AS m
     WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
       AND (m.next_attempt_at, m.sequence) > (?, ?) AND m.next_attempt_at <= ?
       AND (m.status = 'queued' OR m.lease_until <= ?)
@@ -318,8 +339,8 @@ export const failChannelMessages = (
 
 /** The due heads of one channel (or of the messages without one), read a page at a time in claim order. */
 interface Candidates {
-  readonly peek: () => QueuedRow | undefined
-  readonly next: () => QueuedRow | undefined
+  readonly peek: () => CandidateRow | undefined
+  readonly next: () => CandidateRow | undefined
 }
 
 const candidatesOf = (
@@ -331,7 +352,7 @@ const candidatesOf = (
 ): Candidates => {
   let classIndex = 0
   let after: readonly [string, number] = ["", 0]
-  let page: Array<QueuedRow> = []
+  let page: Array<CandidateRow> = []
   let size = firstPage
   let classDone = false
   const fill = (): void => {
@@ -344,7 +365,7 @@ const candidatesOf = (
         continue
       }
       page = statements
-        .prepare<QueuedRow>(dueSql(size))
+        .prepare<CandidateRow>(dueSql(size))
         .all(channelUuid, CLASSES[classIndex], after[0], after[1], nowIso, nowMillis)
       classDone = page.length < size
       const last = page.at(-1)
@@ -374,7 +395,7 @@ interface ChannelTurn {
 }
 
 /** The order of a claim's candidates: `single` first, then `next_attempt_at`, then `sequence`. */
-const claimOrder = (a: QueuedRow, b: QueuedRow): number =>
+const claimOrder = (a: CandidateRow, b: CandidateRow): number =>
   CLASSES.indexOf(a.send_class) - CLASSES.indexOf(b.send_class) ||
   (a.next_attempt_at! < b.next_attempt_at! ? -1 : a.next_attempt_at! > b.next_attempt_at! ? 1 : 0) ||
   a.sequence - b.sequence
@@ -416,7 +437,7 @@ const claimDue = (statements: Statements, request: OutboxClaimRequest): Array<Cl
       // No pacing slot left within the horizon: only expired messages, which take none.
       const row =
         turn.intervalMs !== null && turn.slot > now + request.horizonMs
-          ? statements.prepare<QueuedRow>(SQL.expiredDue).get(turn.channelUuid, nowIso, nowIso, now)
+          ? statements.prepare<CandidateRow>(SQL.expiredDue).get(turn.channelUuid, nowIso, nowIso, now)
           : turn.candidates.next()
       if (row === undefined) continue
       let notBefore = now
@@ -439,18 +460,13 @@ const claimDue = (statements: Statements, request: OutboxClaimRequest): Array<Cl
 /** Leases one due head to the claim: `sending` until `leaseUntil`, due again after the settle time. */
 const claimOne = (
   statements: Statements,
-  row: QueuedRow,
+  row: CandidateRow,
   request: OutboxClaimRequest,
   notBefore: number
 ): ClaimedMessage => {
-  const after = write(statements, {
-    ...row,
-    status: "sending",
-    lease: request.lease,
-    lease_until: request.leaseUntil,
-    next_attempt_at: iso(request.leaseUntil + request.settleMs),
-    updated_at: iso(request.now)
-  })
+  const after = statements
+    .prepare<MessageRow>(SQL.lease)
+    .get(request.lease, request.leaseUntil, iso(request.leaseUntil + request.settleMs), iso(request.now), row.uuid)!
   return {
     organization_id: row.organization_id as OrganizationId,
     message: decodeMessage(after),
