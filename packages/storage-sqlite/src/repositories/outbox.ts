@@ -149,7 +149,7 @@ interface PacingRow {
 /** The classes of a channel's messages in claim order: single sends before broadcast recipients. */
 const CLASSES: ReadonlyArray<SendClass> = ["single", "broadcast"]
 
-/** The terms of a waiting message (in the send queue, `queued` or `sending`): the WHERE of both partial indexes. */
+/** The terms of a waiting message (in the send queue, `queued` or `sending`): the WHERE of the three partial indexes. */
 const WAITING = "recipient IS NOT NULL AND status IN ('queued', 'sending')"
 
 /** A waiting message of the same lane as `m` before it: `m` is not the head of its lane. */
