@@ -748,6 +748,8 @@ export const outboxContract = (options: StorageContractOptions): void => {
           expect(yield* outbox.nextDueAt()).toBe(T0 + 9_000 + LEASE_MS + SETTLE_MS)
           yield* recorded(9_001, claimed, { _tag: "Unknown", next_attempt_at: at(8_000), attempts: 0 })
           expect(yield* outbox.nextDueAt()).toBe(T0 + 9_001)
+          // A sending message is due only once its lease ended (lease_until <= now), whatever its next_attempt_at.
+          expect(yield* claimAt(9_000)).toEqual([])
           yield* enqueue(org.id, yield* recipient(org.id, 3), { at: 7 })
           expect(yield* outbox.nextDueAt()).toBe(T0 + 7)
         })

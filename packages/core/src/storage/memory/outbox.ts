@@ -300,14 +300,18 @@ const record = (state: MemoryState, id: MessageId, lease: string, outcome: Outbo
   }
 }
 
-/** `retry` and `cancel`: `move` the organization's outbox message when `allowed` says so. */
+/**
+ * `retry` and `cancel`: the organization's outbox message `id`, when its status is
+ * `allowed`, becomes `moved(it)`; `eventAt`, when not `null`, is the time of the
+ * `message.status_updated` event written with it.
+ */
 const move = (
   state: MemoryState,
   organizationId: OrganizationId,
   id: MessageId,
   allowed: Message["status"],
   moved: (entry: Entry) => Entry,
-  event: string | null
+  eventAt: string | null
 ) => {
   const entry = ownedEntry(state, organizationId, id)
   if (entry === undefined) return { _tag: "NotFound" } as const
@@ -315,7 +319,7 @@ const move = (
   const after = moved(entry)
   state.messages.set(id, after.row)
   state.dispatch.set(id, after.dispatch)
-  if (event !== null) recordWebhookEvent(state, organizationId, "message.status_updated", event, () => withoutOrganization(after.row))
+  if (eventAt !== null) recordWebhookEvent(state, organizationId, "message.status_updated", eventAt, () => withoutOrganization(after.row))
   return { _tag: "Done", message: withoutOrganization(after.row) } as const
 }
 
