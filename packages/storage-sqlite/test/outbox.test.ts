@@ -273,6 +273,35 @@ describe("claim", () => {
       })
     ))
 
+  it.effect("moves a lane's head to its next message whichever way the head leaves, and back to a retried older message", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const { outbox, chats } = world.storage
+        const lane = yield* Effect.all([1, 2, 3, 4].map((n) => send(world, { claim: null, at: n })))
+        const [m1, m2, m3, m4] = lane.map((message) => message.uuid) as [MessageId, MessageId, MessageId, MessageId]
+        const heads = () => world.db.prepare("SELECT uuid FROM messages WHERE head = 1").pluck().all()
+        expect(heads()).toEqual([m1])
+        // A failed outcome.
+        yield* claim(world, 10, { lease: "a" })
+        yield* outbox.record(m1, "a", { _tag: "Failed", failure: { code: "1", title: "x" }, attempts: 1 }, at(11))
+        expect(heads()).toEqual([m2])
+        // A provider report on the head.
+        yield* chats.updateMessageStatus(world.org, m2, { status: "sent", from: ["queued", "sending"], provider_message_id: "w2", now: at(12) })
+        expect(heads()).toEqual([m3])
+        // A cancel.
+        yield* outbox.cancel(world.org, m3, { code: "cancelled", title: "x" }, at(13))
+        expect(heads()).toEqual([m4])
+        // A retried older message is the head again: the lane's lowest sequence.
+        yield* outbox.retry(world.org, m1, at(14), at(HOUR))
+        expect(heads()).toEqual([m1])
+        expect(uuidsOf(yield* claim(world, 14))).toEqual([m1])
+        // A deleted contact takes its lane along.
+        world.db.prepare("DELETE FROM contacts").run()
+        expect(heads()).toEqual([])
+        expect(yield* outbox.nextDueAt()).toBeNull()
+      })
+    ))
+
   it.effect("orders a channel's heads single before broadcast, then by next_attempt_at, then by sequence", () =>
     inWorld((world) =>
       Effect.gen(function* () {
@@ -613,12 +642,11 @@ describe("the send queue's statements use their indexes", () => {
     Effect.gen(function* () {
       const db = new Sqlite(":memory:")
       yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
-      expect(planOf(db, SQL.channelsWaiting)).toMatch(/SEARCH m USING INDEX messages_send_queue_(due|expiry) \(channel_uuid>\?\)/)
+      expect(planOf(db, SQL.channelsWaiting)).toMatch(/SEARCH m USING (COVERING )?INDEX messages_send_queue_(due|expiry) \(channel_uuid>\?\)/)
       expect(planOf(db, SQL.channelsWaiting)).not.toMatch(/SCAN messages/)
       for (const channel of ["c", null]) {
         const plan = planOf(db, dueSql(8), channel, "single", "", 0, "t", 0)
         expect(plan).toMatch(/SEARCH m USING INDEX messages_send_queue_due \(channel_uuid=\? AND send_class=\? AND \(next_attempt_at,sequence\)>\(\?,\?\) AND next_attempt_at<\?\)/)
-        expect(plan).toMatch(/SEARCH w USING INDEX messages_send_queue_lanes \(organization_id=\? AND channel_uuid=\? AND recipient=\? AND send_class=\? AND sequence<\?\)/)
         expect(plan).not.toMatch(/TEMP B-TREE/)
       }
       expect(planOf(db, SQL.expiredDue, "c", "t", "t", 0)).toMatch(/SEARCH m USING INDEX messages_send_queue_expiry \(channel_uuid=\? AND expires_at<\?\)/)
@@ -673,7 +701,8 @@ describe("migration 15", () => {
           sequence: null,
           pair_rate_waits: 0,
           lease: null,
-          lease_until: null
+          lease_until: null,
+          head: 0
         }))
       )
       const indexesAfter = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' ORDER BY name").all()

@@ -24,6 +24,15 @@ import { applyPending, applyStatus } from "./message-status.js"
 import { recordWebhookEvent, recordWebhookEvents } from "./webhooks.js"
 
 /**
+ * The uuid of the head of the lane of `p` (`new` or `old` in a trigger): its waiting message
+ * of lowest sequence, one probe of messages_send_queue_lanes.
+ */
+const laneHead = (p: string): string =>
+  `SELECT uuid FROM messages WHERE organization_id = ${p}.organization_id AND channel_uuid IS ${p}.channel_uuid
+      AND recipient = ${p}.recipient AND send_class = ${p}.send_class
+      AND recipient IS NOT NULL AND status IN ('queued', 'sending') ORDER BY sequence LIMIT 1`
+
+/**
  * Migration 15: the send queue (docs/messaging.md "The send queue", docs/storage.md "The
  * send queue on SQLite").
  * - `messages` is rebuilt, every row and both indexes kept, because its status CHECK must
@@ -37,14 +46,21 @@ import { recordWebhookEvent, recordWebhookEvents } from "./webhooks.js"
  *   row among them), `send_class`, `expires_at`, `sequence` (a store-wide counter,
  *   `settings` key `send_queue_sequence`), `pair_rate_waits`, and the lease (`lease`
  *   token, `lease_until` in epoch ms). A CHECK keeps the dispatch state whole.
+ * - `head` (1 or 0): the message is the HEAD of its lane, its waiting message (in the queue,
+ *   `queued` or `sending`) of lowest sequence. An append sets it (no other waiting message
+ *   in the lane); three triggers keep it whoever writes the status: a head leaving the
+ *   waiting statuses (an outcome, a provider report, a cancel, a deleted channel) hands it
+ *   to its lane's next waiting message, a deleted head (a deleted contact) too, and a
+ *   message coming back to the waiting statuses (a retry) makes the lane's lowest sequence
+ *   the head again. A claim never changes it.
  * - `messages_send_queue_lanes` (organization, channel, recipient, class, sequence),
+ *   partial on the waiting messages: a lane's next head is the first entry of its range.
  *   `messages_send_queue_due` (channel, class, next_attempt_at, sequence) and
- *   `messages_send_queue_expiry` (channel, expires_at), all partial on the WAITING messages
- *   (in the queue, `queued` or `sending`): a lane's head is the first entry of its range in
- *   the first; a channel's due messages, in claim order, a range of the second; a
- *   channel's expired messages (claimed even when its pacing allows no slot), a range of
- *   the third; the channels with waiting messages, one probe per channel of the second or
- *   the third.
+ *   `messages_send_queue_expiry` (channel, expires_at), partial on the heads: a channel's
+ *   due heads, in claim order, are a range of the first; its expired heads (claimed even
+ *   when its pacing allows no slot) a range of the second; the channels with waiting
+ *   messages, one probe per channel of either. However many messages wait behind a head,
+ *   a claim never reads them.
  * - `channels` gains `status` (`active` or `paused`), `paused_reason` (JSON `{code,
  *   title}`), `paused_at`, and its pacing state: `pacing_tat` (epoch ms, fractional) and
  *   `cooldown_ms`. Every existing channel is `active`, never paced yet.
@@ -78,6 +94,7 @@ export const SEND_QUEUE_MIGRATION = `
     pair_rate_waits INTEGER NOT NULL DEFAULT 0 CHECK (pair_rate_waits >= 0),
     lease TEXT,
     lease_until INTEGER,
+    head INTEGER NOT NULL DEFAULT 0 CHECK (head IN (0, 1)),
     CHECK ((recipient IS NULL) = (send_class IS NULL) AND (recipient IS NULL) = (expires_at IS NULL)
       AND (recipient IS NULL) = (sequence IS NULL))
   ) STRICT;
@@ -94,9 +111,23 @@ export const SEND_QUEUE_MIGRATION = `
   CREATE INDEX messages_send_queue_lanes ON messages (organization_id, channel_uuid, recipient, send_class, sequence)
     WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
   CREATE INDEX messages_send_queue_due ON messages (channel_uuid, send_class, next_attempt_at, sequence)
-    WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
+    WHERE head = 1;
   CREATE INDEX messages_send_queue_expiry ON messages (channel_uuid, expires_at)
-    WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
+    WHERE head = 1;
+  CREATE TRIGGER messages_send_queue_head_left AFTER UPDATE OF status ON messages
+    WHEN old.head = 1 AND new.status NOT IN ('queued', 'sending') BEGIN
+    UPDATE messages SET head = 0 WHERE uuid = new.uuid;
+    UPDATE messages SET head = 1 WHERE uuid = (${laneHead("new")});
+  END;
+  CREATE TRIGGER messages_send_queue_head_deleted AFTER DELETE ON messages WHEN old.head = 1 BEGIN
+    UPDATE messages SET head = 1 WHERE uuid = (${laneHead("old")});
+  END;
+  CREATE TRIGGER messages_send_queue_returned AFTER UPDATE OF status ON messages
+    WHEN new.recipient IS NOT NULL AND old.status NOT IN ('queued', 'sending') AND new.status IN ('queued', 'sending') BEGIN
+    UPDATE messages SET head = (uuid = (${laneHead("new")}))
+      WHERE organization_id = new.organization_id AND channel_uuid IS new.channel_uuid AND recipient = new.recipient
+        AND send_class = new.send_class AND recipient IS NOT NULL AND status IN ('queued', 'sending');
+  END;
 
   ALTER TABLE channels ADD COLUMN status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused'));
   ALTER TABLE channels ADD COLUMN paused_reason TEXT CHECK (paused_reason IS NULL OR json_valid(paused_reason));
@@ -149,22 +180,19 @@ interface PacingRow {
 /** The classes of a channel's messages in claim order: single sends before broadcast recipients. */
 const CLASSES: ReadonlyArray<SendClass> = ["single", "broadcast"]
 
-/** The terms of a waiting message (in the send queue, `queued` or `sending`): the WHERE of the three partial indexes. */
+/** The terms of a waiting message (in the send queue, `queued` or `sending`): the WHERE of messages_send_queue_lanes. */
 const WAITING = "recipient IS NOT NULL AND status IN ('queued', 'sending')"
 
-/** A waiting message of the same lane as `m` before it: `m` is not the head of its lane. */
-const AHEAD_IN_LANE = `EXISTS (SELECT 1 FROM messages AS w
-    WHERE w.organization_id = m.organization_id AND w.channel_uuid IS m.channel_uuid AND w.recipient = m.recipient
-      AND w.send_class = m.send_class AND w.sequence < m.sequence
-      AND w.recipient IS NOT NULL AND w.status IN ('queued', 'sending'))`
+/** The terms of a lane's head (`head = 1`, kept by the triggers of migration 15): the WHERE of the due and expiry indexes. */
+const HEAD = "head = 1"
 
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
   nextSequence: `INSERT INTO settings (key, value) VALUES ('send_queue_sequence', '1')
     ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
     RETURNING CAST(value AS INTEGER) AS sequence`,
-  insert: `INSERT INTO messages (${QUEUED_COLUMNS}) VALUES
-    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  insert: `INSERT INTO messages (${QUEUED_COLUMNS}, head) VALUES
+    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   // One probe of messages_send_queue_lanes.
   laneWaits: `SELECT 1 FROM messages
     WHERE organization_id = ? AND channel_uuid IS ? AND recipient = ? AND send_class = ? AND ${WAITING} LIMIT 1`,
@@ -179,28 +207,27 @@ export const SQL = {
     WHERE uuid = ? RETURNING ${CHANNEL_COLUMNS}`,
   dueNow: `UPDATE messages SET next_attempt_at = ?
     WHERE channel_uuid = ? AND organization_id = ? AND recipient IS NOT NULL AND status = 'queued'`,
-  // The channels with waiting messages, in uuid order: one probe per channel of an index of
-  // waiting messages led by channel_uuid (a loose index scan), however many messages each has.
+  // The channels with waiting messages (every lane with one has a head), in uuid order: one
+  // probe per channel of an index of heads led by channel_uuid (a loose index scan), however
+  // many messages each has.
   channelsWaiting: `WITH RECURSIVE waiting (channel_uuid) AS (
-      SELECT (SELECT channel_uuid FROM messages WHERE channel_uuid IS NOT NULL AND ${WAITING}
+      SELECT (SELECT channel_uuid FROM messages WHERE channel_uuid IS NOT NULL AND ${HEAD}
         ORDER BY channel_uuid LIMIT 1)
       UNION ALL
-      SELECT (SELECT m.channel_uuid FROM messages AS m WHERE m.channel_uuid > waiting.channel_uuid
-          AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending') ORDER BY m.channel_uuid LIMIT 1)
+      SELECT (SELECT m.channel_uuid FROM messages AS m WHERE m.channel_uuid > waiting.channel_uuid AND m.head = 1
+          ORDER BY m.channel_uuid LIMIT 1)
         FROM waiting WHERE waiting.channel_uuid IS NOT NULL
     )
     SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL`,
   // A channel's first expired due head in claim order (channel_uuid IS ?: NULL for none), for a
   // channel whose pacing allows no slot: one range of messages_send_queue_expiry (usually empty).
   expiredDue: `SELECT ${CANDIDATE_COLUMNS} FROM messages AS m
-    WHERE m.channel_uuid IS ? AND m.expires_at <= ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
+    WHERE m.channel_uuid IS ? AND m.expires_at <= ? AND m.head = 1
       AND m.next_attempt_at <= ? AND (m.status = 'queued' OR m.lease_until <= ?)
-      AND NOT ${AHEAD_IN_LANE}
     ORDER BY m.send_class = 'broadcast', m.next_attempt_at, m.sequence LIMIT 1`,
   // A channel's waiting heads of one class, soonest due first (nextDueAt reads until the first).
   heads: `SELECT m.status, m.next_attempt_at, m.lease_until FROM messages AS m
-    WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
-      AND NOT ${AHEAD_IN_LANE}
+    WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.head = 1
     ORDER BY m.next_attempt_at, m.sequence`,
   queued: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ? AND recipient IS NOT NULL`,
   leased: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE uuid = ? AND lease = ? AND status = 'sending' AND recipient IS NOT NULL`,
@@ -224,16 +251,14 @@ export const SQL = {
 /**
  * A page of at most `size` of a channel's due heads of one class (`channel_uuid IS ?`: NULL
  * for the messages without one), after `(next_attempt_at, sequence) = (?, ?)`, in claim
- * order: one range of messages_send_queue_due, each entry probing messages_send_queue_lanes
- * for a message ahead in its lane. The size is a literal of the text, never a parameter:
+ * order: one range of messages_send_queue_due. The size is a literal of the text, never a parameter:
  * with `LIMIT ?` the same statement took about ten times as long (measured: ~30 µs
  * against ~3 µs per page), so each size is its own cached statement (sizes are powers of 2).
  */
 export const dueSql = (size: number): string => `SELECT ${CANDIDATE_COLUMNS} FROM messages AS m
-    WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
+    WHERE m.channel_uuid IS ? AND m.send_class = ? AND m.head = 1
       AND (m.next_attempt_at, m.sequence) > (?, ?) AND m.next_attempt_at <= ?
       AND (m.status = 'queued' OR m.lease_until <= ?)
-      AND NOT ${AHEAD_IN_LANE}
     ORDER BY m.next_attempt_at, m.sequence LIMIT ${size}`
 
 /** The page sizes of {@link dueSql}: powers of 2 from 1 to 1 024. */
@@ -271,7 +296,8 @@ const jsonOf = (failure: MessageFailure | null): string | null => (failure === n
  * `placement`, inside `appendMessage`'s transaction (the rules of `OutboxPlacement`):
  * claimed at once (`sending` under the placement's lease; a pacing slot at `now` reserved
  * unless `bypass`) when it may go now, else `queued` — due at `now` when never to be
- * claimed here, else at its channel's next pacing slot. Returns the message as stored.
+ * claimed here, else at its channel's next pacing slot; the head of its lane when no other
+ * message waits there. Returns the message as stored.
  */
 export const insertOutboxMessage = (
   statements: Statements,
@@ -286,14 +312,8 @@ export const insertOutboxMessage = (
     channelUuid === null ? undefined : statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)
   const slot = pacing === undefined ? nowMillis : Math.max(pacing.pacing_tat, nowMillis)
   const claim = placement.claim
-  const claimed =
-    claim !== null &&
-    (claim.bypass ||
-      (pacing?.status !== "paused" &&
-        slot === nowMillis &&
-        statements
-          .prepare(SQL.laneWaits)
-          .get(organizationId, channelUuid, placement.to, placement.class) === undefined))
+  const head = statements.prepare(SQL.laneWaits).get(organizationId, channelUuid, placement.to, placement.class) === undefined
+  const claimed = claim !== null && (claim.bypass || (pacing?.status !== "paused" && slot === nowMillis && head))
   if (claimed && !claim.bypass && pacing !== undefined) {
     statements.prepare(SQL.reservePacing).run(nowMillis + pacingIntervalMs(pacing.throughput_mps), channelUuid)
   }
@@ -313,7 +333,8 @@ export const insertOutboxMessage = (
       sequence,
       0,
       claimed ? claim.lease : null,
-      claimed ? claim.leaseUntil : null
+      claimed ? claim.leaseUntil : null,
+      head ? 1 : 0
     )
   return stored
 }
@@ -627,11 +648,12 @@ const nextDue = (statements: Statements): number | null => {
  * several connections or processes on one file each message goes to one claim, pacing
  * slots are reserved exactly and the lease guards hold. A claim first finds, with plain
  * reads, whether any channel has a due head, so an idle dispatcher takes no write lock;
- * then, under the lock: the channels with waiting messages (a loose index scan), per channel and class the due heads a page at a time (a
- * range of that index, each probing `messages_send_queue_lanes` for a message ahead in
- * its lane), taken round-robin, one per channel per turn, each reserving its slot (once a
- * channel has no slot left within the horizon, only its expired heads, from
- * `messages_send_queue_expiry`); then one `pacing_tat` write per paced channel. Events (`message.status_updated`,
+ * then, under the lock: the channels with waiting messages (a loose index scan), per
+ * channel and class the due heads a page at a time (a range of `messages_send_queue_due`),
+ * taken round-robin, one per channel per turn, each reserving its slot (once a channel has
+ * no slot left within the horizon, only its expired heads, from
+ * `messages_send_queue_expiry`); then one `pacing_tat` write per paced channel. The heads
+ * are kept by the triggers of migration 15. Events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transactions
  * (webhooks.ts).
  *
