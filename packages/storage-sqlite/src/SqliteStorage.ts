@@ -12,6 +12,7 @@ import { groupRepository } from "./repositories/groups.js"
 import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
 import { organizationRepository } from "./repositories/organizations.js"
+import { outboxRepository } from "./repositories/outbox.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
@@ -127,7 +128,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       idempotency: idempotencyRepository(db, statements),
       channels: channelRepository(db, statements),
       webhooks: webhookRepository(db, statements),
-      webhookRejects: webhookRejectRepository(db, statements)
+      webhookRejects: webhookRejectRepository(db, statements),
+      outbox: outboxRepository(db, statements)
     }
   })
 

@@ -4,6 +4,7 @@ import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
 import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
 import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
+import { SEND_QUEUE_MIGRATION } from "./repositories/outbox.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
 import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
 import { WEBHOOKS_MIGRATION } from "./repositories/webhooks.js"
@@ -264,6 +265,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // A channel's throughput_mps, every existing channel kept with the default 50
     // (repositories/channels.ts).
     up: CHANNEL_THROUGHPUT_MIGRATION
+  },
+  {
+    version: 15,
+    name: "send_queue",
+    // The send queue: messages rebuilt to allow the status `sending`, every row and index
+    // kept, with their attempts and dispatch state; channels' status and pacing state
+    // (repositories/outbox.ts).
+    up: SEND_QUEUE_MIGRATION
   }
 ]
 

@@ -7,6 +7,7 @@ import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chat-list.js"
 import { MESSAGE_PAGE_SQL } from "../src/repositories/chat-rows.js"
 import { SQL as CHATS } from "../src/repositories/chats.js"
+import { SQL as STATUS } from "../src/repositories/message-status.js"
 
 // docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement
@@ -198,13 +199,13 @@ describe("provider status reports, one message and the last inbound channel (EXP
     ],
     [
       "the pending reports of a provider id, in arrival order",
-      CHATS.pendingOf,
+      STATUS.pendingOf,
       [ORG, "wamid.1"],
       ["SEARCH pending_message_statuses USING INDEX pending_message_statuses_by_provider_id (organization_id=? AND provider_message_id=?)"]
     ],
     [
       "deleting the pending reports of a provider id",
-      CHATS.deletePendingOf,
+      STATUS.deletePendingOf,
       [ORG, "wamid.1"],
       ["SEARCH pending_message_statuses USING COVERING INDEX pending_message_statuses_by_provider_id (organization_id=? AND provider_message_id=?)"]
     ],

@@ -229,7 +229,7 @@ describe("migrations", () => {
         const inbound = {
           contact: { _tag: "ByPhone", phone: "+999123", create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null, phone_valid: false } },
           newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
-          message: { uuid: fixtures.uuid(), direction: "inbound", type: "text", text: "Hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, created_at: "t", updated_at: "t" },
+          message: { uuid: fixtures.uuid(), direction: "inbound", type: "text", text: "Hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: "t", updated_at: "t" },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: true,
@@ -295,7 +295,8 @@ describe("migrations", () => {
       for (const row of rows) insert.run(...row)
       expect(() => insert.run("m4", "inbound", "location", null, null, null, "delivered", null, "t", "t")).toThrow(/CHECK/)
       const before = db.prepare("SELECT * FROM messages ORDER BY uuid").all()
-      applyPending(db, migrations, "t2")
+      // Up to 7 only: migration 15 rebuilds the table again (its own test below).
+      applyPending(db, migrations.filter((m) => m.version <= 7), "t2")
       expect(db.prepare("SELECT * FROM messages ORDER BY uuid").all()).toEqual(
         before.map((row) => ({ ...(row as object), content: null, failure: null, channel_uuid: null }))
       )

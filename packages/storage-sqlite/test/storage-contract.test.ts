@@ -6,5 +6,13 @@ import { tempFiles } from "./helpers.js"
 const files = tempFiles()
 afterAll(files.cleanup)
 
-// A real file in a fresh temporary directory for every test.
-runStorageContract({ name: "sqlite", makeLayer: () => SqliteStorage.layer({ filename: files.file() }) })
+// A real file in a fresh temporary directory for every test; for the shared-store cases, two
+// Layers (two connections) on one file, as two processes would have them.
+runStorageContract({
+  name: "sqlite",
+  makeLayer: () => SqliteStorage.layer({ filename: files.file() }),
+  makeSharedLayers: () => {
+    const filename = files.file()
+    return [SqliteStorage.layer({ filename }), SqliteStorage.layer({ filename })] as const
+  }
+})

@@ -1,6 +1,8 @@
-import { Option } from "effect"
-import type { Channel, ChannelId, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import { Clock, Effect, Option } from "effect"
+import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
+import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
+import { failChannelMessages } from "./outbox.js"
 
 /**
  * Migration 8: `channels` (one row per connected WhatsApp number; `phone_number_id`
@@ -41,10 +43,14 @@ export const CHANNEL_THROUGHPUT_MIGRATION = `
 `
 
 /**
- * `Storage.channels` on SQLite (migrations 8 and 14). `insert` is one `BEGIN IMMEDIATE`
+ * `Storage.channels` on SQLite (migrations 8, 14 and 15). `insert` is one `BEGIN IMMEDIATE`
  * transaction counting the organization's channels before the insert (the limit), and the
- * unique index refuses a `phone_number_id` used anywhere; `claimSecretKeyCheck` is one
- * insert-if-absent.
+ * unique index refuses a `phone_number_id` used anywhere; `delete` is one `BEGIN IMMEDIATE`
+ * transaction that also fails the channel's waiting send-queue messages
+ * (`CHANNEL_REMOVED_FAILURE`, `updated_at` the Clock's time, one `message.status_updated`
+ * event each: outbox.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
+ * pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's (outbox.ts) and never part
+ * of the record.
  *
  * @category repositories
  */
@@ -75,6 +81,9 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
               access_token_sealed,
               channel.access_token_last4,
               channel.throughput_mps,
+              channel.status,
+              channel.paused_reason === null ? null : JSON.stringify(channel.paused_reason),
+              channel.paused_at,
               channel.created_at,
               channel.updated_at
             )
@@ -106,7 +115,15 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
         )
       ),
     delete: (organizationId, id) =>
-      attempt("channels.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
+      Effect.flatMap(Clock.currentTimeMillis, (millis) =>
+        attempt("channels.delete", () =>
+          transaction(db, () => {
+            if (statements.prepare(SQL.delete).run(organizationId, id).changes === 0) return false
+            failChannelMessages(statements, organizationId, id, new Date(millis).toISOString())
+            return true
+          })
+        )
+      ),
     findByPhoneNumberId: (phoneNumberId) =>
       attempt("channels.findByPhoneNumberId", () =>
         Option.map(Option.fromNullable(statements.prepare<ChannelRow>(SQL.findByPhoneNumberId).get(phoneNumberId)), stored)
@@ -130,52 +147,23 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
 /** The `settings` key of the secret-key check value. */
 const SECRET_KEY_CHECK = "secret_key_check"
 
-/** A row of `channels`. */
-interface ChannelRow {
-  readonly uuid: string
-  readonly organization_id: string
-  readonly phone_number_id: string
-  readonly display_phone_number: string
-  readonly waba_id: string
-  readonly access_token_sealed: string
-  readonly access_token_last4: string
-  readonly throughput_mps: number
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-const COLUMNS = `uuid, organization_id, phone_number_id, display_phone_number, waba_id, access_token_sealed,
-  access_token_last4, throughput_mps, created_at, updated_at`
 const OLDEST_FIRST = "ORDER BY created_at ASC, uuid ASC"
 
 const SQL = {
   phoneNumberIdUsed: "SELECT 1 AS used FROM channels WHERE phone_number_id = ?",
   count: "SELECT COUNT(*) AS count FROM channels WHERE organization_id = ?",
   insert: `INSERT INTO channels (uuid, organization_id, provider, phone_number_id, display_phone_number, waba_id,
-    access_token_sealed, access_token_last4, throughput_mps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    access_token_sealed, access_token_last4, throughput_mps, status, paused_reason, paused_at, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   // One statement: the fields given (a NULL parameter keeps the column) and updated_at together.
   update: `UPDATE channels SET throughput_mps = COALESCE(?, throughput_mps),
     access_token_sealed = COALESCE(?, access_token_sealed), access_token_last4 = COALESCE(?, access_token_last4),
-    updated_at = ? WHERE organization_id = ? AND uuid = ? RETURNING ${COLUMNS}`,
-  list: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? ${OLDEST_FIRST}`,
-  findById: `SELECT ${COLUMNS} FROM channels WHERE organization_id = ? AND uuid = ?`,
+    updated_at = ? WHERE organization_id = ? AND uuid = ? RETURNING ${CHANNEL_COLUMNS}`,
+  list: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE organization_id = ? ${OLDEST_FIRST}`,
+  findById: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE organization_id = ? AND uuid = ?`,
   delete: "DELETE FROM channels WHERE organization_id = ? AND uuid = ?",
-  findByPhoneNumberId: `SELECT ${COLUMNS} FROM channels WHERE phone_number_id = ?`,
-  findByWabaId: `SELECT ${COLUMNS} FROM channels WHERE waba_id = ? ${OLDEST_FIRST}`,
+  findByPhoneNumberId: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE phone_number_id = ?`,
+  findByWabaId: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE waba_id = ? ${OLDEST_FIRST}`,
   setting: "SELECT value FROM settings WHERE key = ?",
   claimSetting: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
 } as const
-
-/** The channel record of a row (never its sealed token). */
-const decodeChannel = (row: ChannelRow): Channel => ({
-  uuid: row.uuid as ChannelId,
-  provider: "whatsapp_cloud",
-  phone_number_id: row.phone_number_id,
-  display_phone_number: row.display_phone_number,
-  waba_id: row.waba_id,
-  access_token_set: true,
-  access_token_last4: row.access_token_last4,
-  throughput_mps: row.throughput_mps,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})

@@ -13,8 +13,8 @@ import type {
 import type { Statements } from "../internal/sql.js"
 import { groupsAndLabelsOf } from "./rows.js"
 
-// Rows of migrations 4 and 7 (chats, messages) and their decoding into core's records. The casts
-// to branded ids are safe: every id was written from a branded value.
+// Rows of migrations 4, 7 and 15 (chats, messages) and their decoding into core's records. The
+// casts to branded ids are safe: every id was written from a branded value.
 
 /** A row of `messages` (every column but `organization_id`); JSON columns as text. */
 export interface MessageRow {
@@ -33,16 +33,22 @@ export interface MessageRow {
   readonly channel_uuid: string | null
   readonly created_at: string
   readonly updated_at: string
+  readonly attempts: number
+  readonly next_attempt_at: string | null
+  readonly broadcast_uuid: string | null
 }
 
-/** The columns of a {@link MessageRow}, in `SELECT` order (migration 7). */
+/**
+ * The columns of a {@link MessageRow}, in `SELECT` order (migrations 7 and 15; the send
+ * queue's own dispatch columns are read by repositories/outbox.ts only).
+ */
 export const MESSAGE_COLUMNS =
   "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, content, status, provider_message_id, " +
-  "failure, channel_uuid, created_at, updated_at"
+  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid"
 
 /** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id`: bind {@link messageValues}. */
 export const INSERT_MESSAGE_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 /**
  * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
@@ -64,7 +70,7 @@ export const messageValues = (
   chatId: string,
   contactId: string,
   organizationId: string
-): Array<string | null> => [
+): Array<string | number | null> => [
   message.uuid,
   chatId,
   contactId,
@@ -80,6 +86,9 @@ export const messageValues = (
   message.channel_uuid,
   message.created_at,
   message.updated_at,
+  message.attempts,
+  message.next_attempt_at,
+  message.broadcast_uuid,
   organizationId
 ]
 
@@ -98,6 +107,9 @@ export const decodeMessage = (row: MessageRow): Message => ({
   provider_message_id: row.provider_message_id,
   failure: parsedOrNull(row.failure),
   channel_uuid: row.channel_uuid,
+  attempts: row.attempts,
+  next_attempt_at: row.next_attempt_at,
+  broadcast_uuid: row.broadcast_uuid,
   created_at: row.created_at,
   updated_at: row.updated_at
 })

@@ -9,10 +9,7 @@ import {
   chatSearchMatches,
   type ChatUpdateOutcome,
   type Message,
-  type MessageFailure,
-  type MessageStatus,
   type MessageStatusOutcome,
-  type MessageStatusUpdate,
   type OrganizationId,
   type ProviderStatusOutcome
 } from "@switchboard/core"
@@ -28,6 +25,8 @@ import {
 } from "./chat-rows.js"
 import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
 import { importChats } from "./chats-import.js"
+import { applyPending, applyStatus } from "./message-status.js"
+import { insertOutboxMessage } from "./outbox.js"
 import { countOf, pageBounds } from "./rows.js"
 import { recordWebhookEvent } from "./webhooks.js"
 
@@ -35,9 +34,11 @@ import { recordWebhookEvent } from "./webhooks.js"
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
  * (migration 4, `chats-schema.ts`), and the provider's status reports waiting for their
  * message in `pending_message_statuses` (migration 10). `appendMessage` (contact, chat,
- * message and the chat's counters), `update`, `updateMessageStatus` (with the pending
+ * message and the chat's counters; with `outbox`, the message placed in the send queue and
+ * possibly claimed, `outbox.ts`), `update`, `updateMessageStatus` (with the pending
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
- * message's status, or a pending report) are each one `BEGIN IMMEDIATE` transaction, so
+ * message's status, or a pending report; both end the send queue's dispatch state of a
+ * message leaving `queued`/`sending`, `message-status.ts`) are each one `BEGIN IMMEDIATE` transaction, so
  * core's rules apply atomically across processes; reads of several statements share one
  * snapshot. Their webhook events (`message.received`, `message.status_updated`,
  * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
@@ -222,7 +223,6 @@ export const SQL = {
   // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
   outboundByProviderId: `SELECT ${MESSAGE_COLUMNS} FROM messages
     WHERE organization_id = ? AND direction = 'outbound' AND provider_message_id = ? LIMIT 1`,
-  updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
   messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
@@ -231,10 +231,6 @@ export const SQL = {
       (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
     VALUES (?, ?, ?, ?, ?, ?, ?)`,
   prunePending: "DELETE FROM pending_message_statuses WHERE pending_until <= ?",
-  // In arrival order: the rowid ends every index, so this is one range of the index.
-  pendingOf: `SELECT status, from_statuses, failure, reported_at, pending_until FROM pending_message_statuses
-    WHERE organization_id = ? AND provider_message_id = ? ORDER BY id`,
-  deletePendingOf: "DELETE FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ?",
   // The newest inbound message with a channel in the contact's chat: one range of
   // messages_by_chat, newest first, read until the first match.
   lastInboundChannel: `SELECT channel_uuid FROM messages
@@ -242,68 +238,6 @@ export const SQL = {
       AND direction = 'inbound' AND channel_uuid IS NOT NULL
     ORDER BY created_at DESC, uuid DESC LIMIT 1`
 } as const
-
-/** A row of `pending_message_statuses`, as `applyPending` reads it (JSON columns as text). */
-interface PendingStatusRow {
-  readonly status: MessageStatus
-  readonly from_statuses: string
-  readonly failure: string | null
-  readonly reported_at: string
-  readonly pending_until: string
-}
-
-/** A message row after one or more status writes, and whether any of them changed it. */
-interface StatusWritten {
-  readonly row: MessageRow
-  readonly changed: boolean
-}
-
-/**
- * Writes one status update to a message row per the rules of `MessageStatusUpdate`: the
- * status (with the failure given) only from one of `from`, the provider id when given,
- * `updated_at` = `now` when anything changed. Returns the row as stored afterwards.
- */
-const applyStatus = (
-  statements: Statements,
-  row: MessageRow,
-  update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
-): StatusWritten => {
-  const written = update.from.includes(row.status as MessageStatus)
-  const status = written ? update.status : row.status
-  const failure = written && update.failure !== undefined ? JSON.stringify(update.failure) : row.failure
-  const providerId = update.provider_message_id ?? row.provider_message_id
-  const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
-  if (!changed) return { row, changed }
-  statements.prepare(SQL.updateMessage).run(status, providerId, failure, update.now, row.uuid)
-  return { row: { ...row, status, provider_message_id: providerId, failure, updated_at: update.now }, changed }
-}
-
-/**
- * Applies to an outbound message the pending status reports of its provider id, in arrival
- * order, each by {@link applyStatus} at `now` (the send's time), skipping those past their
- * `pending_until` at `now`; then deletes them all.
- */
-const applyPending = (
-  statements: Statements,
-  organizationId: OrganizationId,
-  row: MessageRow,
-  providerMessageId: string,
-  now: string
-): StatusWritten => {
-  const reports = statements.prepare<PendingStatusRow>(SQL.pendingOf).all(organizationId, providerMessageId)
-  let written: StatusWritten = { row, changed: false }
-  for (const report of reports.filter((pending) => pending.pending_until > now)) {
-    const next = applyStatus(statements, written.row, {
-      status: report.status,
-      from: JSON.parse(report.from_statuses) as ReadonlyArray<MessageStatus>,
-      failure: report.failure === null ? undefined : (JSON.parse(report.failure) as MessageFailure),
-      now
-    })
-    written = { row: next.row, changed: written.changed || next.changed }
-  }
-  if (reports.length > 0) statements.prepare(SQL.deletePendingOf).run(organizationId, providerMessageId)
-  return written
-}
 
 /** The chat whose id `sql` selects with `(organizationId, key)`. */
 const chatWhere = (statements: Statements, sql: string, organizationId: OrganizationId, key: string) => {
@@ -330,8 +264,14 @@ const appendMessage = (
   const contact = resolveContact(statements, organizationId, request)
   if (contact === undefined) return { _tag: "ContactNotFound" }
   const { created: chatCreated, ...chat } = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
-  const stored: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
-  statements.prepare(INSERT_MESSAGE_SQL).run(...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
+  const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
+  const stored =
+    request.outbox === undefined
+      ? given
+      : insertOutboxMessage(statements, organizationId, given, request.outbox, now)
+  if (request.outbox === undefined) {
+    statements.prepare(INSERT_MESSAGE_SQL).run(...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
+  }
   statements
     .prepare(SQL.touchChat)
     .run(
