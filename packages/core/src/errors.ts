@@ -15,7 +15,7 @@ import type {
   SecretKeyMissing
 } from "./channels/errors.js"
 import type { ChatStatusUnchanged } from "./chats/errors.js"
-import type { MessageNotCancellable, MessageNotRetryable } from "./messaging/errors.js"
+import type { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./messaging/errors.js"
 import type { RateLimited, RateLimitUnavailable } from "./rate-limits/errors.js"
 import type { StorageError } from "./storage/errors.js"
 import type {
@@ -89,4 +89,5 @@ export type DomainError =
   | WebhookEndpointDisabled
   | MessageNotRetryable
   | MessageNotCancellable
+  | OutsideCustomerServiceWindow
   | StorageError

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber, Option, TestClock } from "effect"
 import {
   attemptClaimedMessage,
+  type AttemptServices,
   type ChannelId,
   type ChannelsService,
   type ClaimedMessage,
@@ -13,6 +14,7 @@ import {
   pairRateWaitMs,
   RecordNotFound,
   SendQueueSettings,
+  StorageError,
   TransportFailed
 } from "@switchboard/core"
 
@@ -84,11 +86,23 @@ const channelsWith = (known: boolean): ChannelsService =>
         : Effect.fail(new RecordNotFound({ missing: [{ resource: "channel", uuid: id }] }))
   }) as unknown as ChannelsService
 
+/** A customer service window read answering `lastInboundAt` (ISO) for every contact and channel, or none. */
+const windowOpenedAt = (lastInboundAt: string | null): AttemptServices["lastInboundAt"] => () =>
+  Effect.succeed(Option.fromNullable(lastInboundAt))
+
+/** The contact wrote a minute before NOW: its window is open. */
+const openWindow = windowOpenedAt(new Date(NOW - 60_000).toISOString())
+
 /** Runs one attempt at NOW on the test clock. */
-const attempt = (transport: MessageTransportService, job: ClaimedMessage, channels: ChannelsService = channelsWith(true)) =>
+const attempt = (
+  transport: MessageTransportService,
+  job: ClaimedMessage,
+  channels: ChannelsService = channelsWith(true),
+  lastInboundAt: AttemptServices["lastInboundAt"] = openWindow
+) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(NOW)
-    return yield* attemptClaimedMessage({ transport, channels }, job)
+    return yield* attemptClaimedMessage({ transport, channels, lastInboundAt }, job)
   })
 
 const at = (ms: number) => new Date(ms).toISOString()
@@ -211,7 +225,7 @@ describe("attemptClaimedMessage: before the transport", () => {
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
       yield* TestClock.setTime(NOW)
-      const fiber = yield* Effect.fork(attemptClaimedMessage({ transport, channels: channelsWith(true) }, claimed({ not_before: NOW + 40 })))
+      const fiber = yield* Effect.fork(attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed({ not_before: NOW + 40 })))
       yield* TestClock.adjust(39)
       expect(calls).toHaveLength(0)
       yield* TestClock.adjust(1)
@@ -224,11 +238,83 @@ describe("attemptClaimedMessage: before the transport", () => {
       const { transport } = transportOf(() => Effect.never)
       yield* TestClock.setTime(NOW)
       const fiber = yield* Effect.fork(
-        attemptClaimedMessage({ transport, channels: channelsWith(true) }, claimed()).pipe(
+        attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed()).pipe(
           Effect.provideService(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, timeoutMs: 1_000, settleMs: 5_000 })
         )
       )
       yield* TestClock.adjust(1_000)
       expect(yield* Fiber.join(fiber)).toEqual({ _tag: "Unknown", next_attempt_at: at(NOW + 6_000), attempts: 1 })
+    }))
+})
+
+describe("attemptClaimedMessage: the customer service window", () => {
+  const throughChannel = (type: Message["type"], overrides: Partial<ClaimedMessage> = {}) =>
+    claimed(overrides, {
+      channel_uuid: CHANNEL_ID,
+      type,
+      ...(type === "template" ? { template: { name: "welcome", language: { code: "en" }, components: [] } } : {}),
+      ...(type === "media" ? { text: null, media: { type: "image", url: "https://example.com/a.png" } } : {})
+    })
+  const sent = () => transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+  const closedAt = (ms: number) => windowOpenedAt(new Date(ms - 24 * 3_600_000).toISOString())
+
+  for (const type of ["text", "media"] as const) {
+    it.effect(`a ${type} message whose window has closed fails outside_customer_service_window, no attempt`, () =>
+      Effect.gen(function*() {
+        const { transport, calls } = sent()
+        expect(yield* attempt(transport, throughChannel(type), channelsWith(true), closedAt(NOW))).toEqual({
+          _tag: "Failed",
+          failure: { code: "outside_customer_service_window", title: expect.any(String) },
+          attempts: 0
+        })
+        expect(calls).toHaveLength(0)
+      }))
+  }
+
+  it.effect("a contact that never wrote through the channel: outside_customer_service_window", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = sent()
+      expect(yield* attempt(transport, throughChannel("text"), channelsWith(true), windowOpenedAt(null))).toMatchObject({
+        _tag: "Failed",
+        failure: { code: "outside_customer_service_window" }
+      })
+      expect(calls).toHaveLength(0)
+    }))
+
+  it.effect("a window still open by a millisecond (re-read at claim) lets the message go", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = sent()
+      expect((yield* attempt(transport, throughChannel("text"), channelsWith(true), closedAt(NOW + 1)))._tag).toBe("Sent")
+      expect(calls).toHaveLength(1)
+    }))
+
+  it.effect("templates and messages without a channel are never held to the window", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = sent()
+      expect((yield* attempt(transport, throughChannel("template"), channelsWith(true), windowOpenedAt(null)))._tag).toBe("Sent")
+      expect((yield* attempt(transport, claimed(), channelsWith(true), windowOpenedAt(null)))._tag).toBe("Sent")
+      expect(calls).toHaveLength(2)
+    }))
+
+  it.effect("an expired message fails expired before the window is looked at", () =>
+    Effect.gen(function*() {
+      const { transport } = sent()
+      const job = throughChannel("text", { expires_at: new Date(NOW).toISOString() })
+      expect(yield* attempt(transport, job, channelsWith(true), windowOpenedAt(null))).toMatchObject({
+        _tag: "Failed",
+        failure: { code: "expired" }
+      })
+    }))
+
+  it.effect("a store that cannot read the window requeues the message as a transient failure", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = sent()
+      const failing: AttemptServices["lastInboundAt"] = () => Effect.fail(new StorageError({ operation: "chats.lastInboundAt", cause: "down" }))
+      expect(yield* attempt(transport, throughChannel("text"), channelsWith(true), failing)).toMatchObject({
+        _tag: "Requeued",
+        failure: { code: "storage_error" },
+        attempts: 1
+      })
+      expect(calls).toHaveLength(0)
     }))
 })

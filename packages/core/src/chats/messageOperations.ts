@@ -21,6 +21,7 @@ import type { OutboxPlacement } from "../storage/OutboxRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
 import { providerMessageId, readContent, readInboundContent } from "./messageContent.js"
+import { inboundWindowInstant } from "./window.js"
 import type {
   ChatId,
   ChatStatus,
@@ -87,7 +88,9 @@ export const makeMessageOperations = (
       unreadIncrement: isReaction ? 0 : 1,
       reopen: { from: isReaction ? [] : REOPENED_BY_INBOUND, to: "open" },
       dedupe: true,
-      now
+      now,
+      // Through a channel, the message opens (or extends) the customer service window there.
+      ...(channelId === null ? {} : { inboundAt: inboundWindowInstant(content.content, Date.parse(now)) })
     }))
     switch (outcome._tag) {
       case "Appended":

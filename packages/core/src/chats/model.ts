@@ -74,6 +74,10 @@ export type ChatLastMessage = typeof ChatLastMessage.Type
  * `last_message` that message, both `null` for a chat without messages. Timestamps are ISO
  * 8601 UTC strings; `updated_at` changes whenever the record does (a message, a status,
  * an assignment, …).
+ * `last_inbound_channel_uuid` is the channel the contact last wrote to (by the instant of
+ * its customer service window) and `window_expires_at` the end of that channel's window
+ * (24 hours after the contact's last inbound message through it), both `null` when the
+ * contact never wrote through a channel (docs/messaging.md "The customer service window").
  *
  * @category models
  */
@@ -89,6 +93,8 @@ export const Chat = Schema.Struct({
   unread_count: Schema.Int,
   last_message_at: Schema.NullOr(Schema.String),
   last_message: Schema.NullOr(ChatLastMessage),
+  last_inbound_channel_uuid: Schema.NullOr(Schema.String),
+  window_expires_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
 })

@@ -22,11 +22,14 @@ import {
   attemptClaimedMessage,
   bypassesQueue,
   CANCELLED_FAILURE,
+  isFreeForm,
+  OUTSIDE_WINDOW_FAILURE,
   recordSendOutcome,
-  SendQueueSettings
+  SendQueueSettings,
+  windowEndMs
 } from "./SendQueue.js"
 import type { ClaimedMessage, OutboxMoveOutcome, OutboxPlacement } from "../storage/OutboxRepository.js"
-import { MessageNotCancellable, MessageNotRetryable } from "./errors.js"
+import { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./errors.js"
 import type { ChatId } from "../chats/model.js"
 import { Channels } from "../channels/Channels.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
@@ -45,18 +48,23 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  *    field; every problem is one issue of `InvalidInput`, nothing written;
  * 2. (templates) resolve the template, else `TemplateNotFound` / `TemplateNotApproved` /
  *    `TemplateParametersMismatch`, nothing written;
- * 3. upsert the contact by phone, atomically with the plan check: a new contact that would
+ * 3. (`text` and `media` through a channel) the contact, looked up by phone, must be within
+ *    its customer service window on the channel the message will go through (step 4's
+ *    channel, resolved first): else `OutsideCustomerServiceWindow`, nothing written
+ *    (docs/messaging.md "The customer service window");
+ * 4. upsert the contact by phone, atomically with the plan check: a new contact that would
  *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
  *    the contact like a partial PUT;
- * 4. append an outbound message (status `queued`) to the contact's chat, created `open` when
+ * 5. append an outbound message (status `queued`) to the contact's chat, created `open` when
  *    missing; the chat's status never changes; it records the channel it goes through:
  *    `channel_uuid` when given (one of the organization's channels, else
  *    `RecordNotFound` with nothing written), else the channel the contact last wrote to,
  *    else the organization's default channel, else none (docs/messaging.md "Channels");
- * 5. hand it to the {@link MessageTransport} with that channel: accepted → `sent` with the provider's id;
+ * 6. hand it to the {@link MessageTransport} with that channel: accepted → `sent` with the provider's id;
  *    refused or unreachable (`TransportFailed`) → `failed`, the record kept, and the send
  *    still succeeds with `status: "failed"`.
- * Steps 4–5 run uninterruptibly: a client that goes away never leaves a message `queued`.
+ * A free-form message's `expires_at` is the earlier of now + the TTL and its window's end.
+ * Steps 5–6 run uninterruptibly: a client that goes away never leaves a message `queued`.
  *
  * @category services
  */
@@ -91,8 +99,8 @@ export interface MessagingService {
    * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
    * needed, never refused over `contacts_limit`), then answers it automatically when its
    * text, trimmed, equals a basic reply's trigger ignoring case (`BasicReplies.matchInbound`):
-   * the reply's `response` is sent as a text message through the transport (steps 4–5
-   * above), through the channel the message came in by (`channel_uuid`). A duplicate
+   * the reply's `response` is sent as a text message through the transport (steps 5–6
+   * above; it answers the contact, so its window is open), through the channel the message came in by (`channel_uuid`). A duplicate
    * delivery (same `provider_message_id`) and a message of another type are never
    * answered. `auto_reply` is the reply's send result, or `null` (also when the reply's
    * channel cannot be opened: a warning is logged, the message is kept).
@@ -104,8 +112,10 @@ export interface MessagingService {
   /**
    * `POST /messages/{uuid}/retry` (docs/messaging.md "Retry and cancel"): a `failed`
    * outbound message of the send queue goes back to `queued`, due now, with its attempts
-   * reset and a new expiry (now + the TTL); the message afterwards. Another status →
-   * `MessageNotRetryable`; no such outbound message of the organization (or one not sent
+   * reset and a new expiry (now + the TTL; for a free-form message through a channel, no
+   * later than its window's end); the message afterwards. Another status →
+   * `MessageNotRetryable`, as is a message that failed `outside_customer_service_window`
+   * while the contact's window on its channel is still closed; no such outbound message of the organization (or one not sent
    * through the queue, such as an imported one) → `RecordNotFound`.
    */
   readonly retryMessage: (
@@ -124,13 +134,21 @@ export interface MessagingService {
 }
 
 /**
- * What the text and media sends fail with: a bad input (nothing written), the plan's
+ * What the text and media sends fail with: a bad input (nothing written), a closed
+ * customer service window (`OutsideCustomerServiceWindow`, nothing written), the plan's
  * `contacts_limit`, an unknown `channel_uuid` (`RecordNotFound`), a channel whose token
  * cannot be opened (`SecretKeyMissing`, `SecretKeyMismatch`), or the store.
  *
  * @category services
  */
-export type SendError = InvalidInput | PlanLimitExceeded | RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError
+export type SendError =
+  | InvalidInput
+  | OutsideCustomerServiceWindow
+  | PlanLimitExceeded
+  | RecordNotFound
+  | SecretKeyMissing
+  | SecretKeyMismatch
+  | StorageError
 
 /**
  * Tag of the {@link MessagingService}. `Messaging.layer` needs `Storage`, `SecureRandom`,
@@ -212,11 +230,35 @@ const make = Effect.gen(function* () {
       return yield* openChannel(organizationId, last.value).pipe(Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen.channel)))
     })
 
+  /** The end of the contact's customer service window on the channel, in ms since the epoch; `null` when it never wrote there. */
+  const windowEnd = (organizationId: OrganizationId, contactId: ContactId, channelId: string) =>
+    Effect.map(storage.chats.lastInboundAt(organizationId, contactId, channelId), windowEndMs)
+
+  /**
+   * Step 3: the end of the customer service window (ms since the epoch) of the contact
+   * (`None`: it does not exist, so it never wrote) on the channel, or
+   * `OutsideCustomerServiceWindow` when it is not open now.
+   */
+  const requireOpenWindow = Effect.fn("Messaging.requireOpenWindow")(function* (
+    organizationId: OrganizationId,
+    contact: Option.Option<ContactId>,
+    channelId: string
+  ) {
+    const end = Option.isNone(contact) ? null : yield* windowEnd(organizationId, contact.value, channelId)
+    if (end === null || end <= (yield* Clock.currentTimeMillis)) {
+      return yield* new OutsideCustomerServiceWindow({
+        channel_uuid: channelId,
+        window_expires_at: end === null ? null : new Date(end).toISOString()
+      })
+    }
+    return end
+  })
+
   /** Whether a contact of the organization has exactly this phone (an unverified one may be answered). */
   const isStoredPhone = (organizationId: OrganizationId, phone: string) =>
     Effect.map(storage.contacts.findByPhone(organizationId, phone), Option.isSome)
 
-  /** Step 3: the contact's uuid after the upsert, or `PlanLimitExceeded` with nothing written. */
+  /** Step 4: the contact's uuid after the upsert, or `PlanLimitExceeded` with nothing written. */
   const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
     organizationId: OrganizationId,
     recipient: SendRecipient
@@ -244,9 +286,11 @@ const make = Effect.gen(function* () {
   })
 
   /**
-   * Steps 4–5: append the message in the send queue — claimed at once when it can go now
+   * Steps 5–6: append the message in the send queue — claimed at once when it can go now
    * (`inline`), else `queued` for the dispatcher — then, when claimed, make its first
-   * attempt here and record the outcome (docs/messaging.md "The send queue").
+   * attempt here and record the outcome (docs/messaging.md "The send queue"). It expires
+   * at now + the TTL, or at `windowEnd` (ms since the epoch: the end of a free-form
+   * message's customer service window) when that is earlier.
    */
   const deliver = (
     organizationId: OrganizationId,
@@ -254,6 +298,7 @@ const make = Effect.gen(function* () {
     phone: string,
     content: SendContent,
     channel: OutboundChannel | null,
+    windowEnd: number | null,
     inline: boolean
   ) =>
     Effect.gen(function* () {
@@ -264,7 +309,7 @@ const make = Effect.gen(function* () {
       const placement: OutboxPlacement = {
         to: phone,
         class: "single",
-        expires_at: new Date(nowMs + settings.ttlMs).toISOString(),
+        expires_at: new Date(Math.min(nowMs + settings.ttlMs, windowEnd ?? Infinity)).toISOString(),
         claim: inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
       }
       const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
@@ -281,13 +326,13 @@ const make = Effect.gen(function* () {
         not_before: nowMs,
         reclaimed: false
       }
-      const outcome = yield* attemptClaimedMessage({ transport, channels }, claimed)
+      const outcome = yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed)
       const recorded = yield* recordSendOutcome(claimed, outcome).pipe(Effect.provideService(Storage, storage))
       // Not recorded: the contact (and so the message) was deleted meanwhile, or another process took it over.
       return sendResultOf(chat.uuid, Option.getOrElse(recorded, () => message))
     }).pipe(Effect.uninterruptible)
 
-  /** Steps 1 and 3–5 around `readContent` (which adds step 1's content issues). */
+  /** Steps 1 and 3–6 around `readContent` (which adds step 1's content issues). */
   const send = <C extends SendContent, E, R>(
     organizationId: OrganizationId,
     input: Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown },
@@ -301,9 +346,12 @@ const make = Effect.gen(function* () {
       const content = yield* readContent(collector)
       if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
       const chosen = yield* chooseChannel(organizationId, requestedChannel)
+      // The channel and the window are settled before anything is written.
+      const existing = Option.map(yield* storage.contacts.findByPhone(organizationId, recipient.phone), (contact) => contact.uuid)
+      const channel = Option.isNone(existing) ? chosen.channel : yield* refineChannel(organizationId, existing.value, chosen)
+      const windowEnd = channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(organizationId, existing, channel.uuid)
       const contactId = yield* upsertContact(organizationId, recipient)
-      const channel = yield* refineChannel(organizationId, contactId, chosen)
-      return yield* deliver(organizationId, contactId, recipient.phone, content, channel, true)
+      return yield* deliver(organizationId, contactId, recipient.phone, content, channel, windowEnd, true)
     })
 
   const sendTemplate = Effect.fn("Messaging.sendTemplate")(function* (
@@ -319,6 +367,9 @@ const make = Effect.gen(function* () {
         const resolved = yield* templates.resolveForSend(organizationId, shape)
         return { type: "template", template: resolved.send, text: preview(resolved.text) } as const
       })
+    ).pipe(
+      // Templates are always allowed: a window refusal here is a bug.
+      Effect.catchTag("OutsideCustomerServiceWindow", (error) => Effect.die(error))
     )
   })
 
@@ -346,7 +397,10 @@ const make = Effect.gen(function* () {
         Effect.catchTag("RecordNotFound", () => chooseChannel(organizationId, null))
       )
       const channel = yield* refineChannel(organizationId, chat.contact.uuid, chosen)
-      return yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, { type: "text", text: reply.value.response }, channel, false)
+      // It answers the contact, so its window is open; the window's end still bounds its expiry.
+      const end = channel === null ? null : yield* windowEnd(organizationId, chat.contact.uuid, channel.uuid)
+      const content: SendContent = { type: "text", text: reply.value.response }
+      return yield* deliver(organizationId, chat.contact.uuid, chat.contact.phone, content, channel, end, false)
     }).pipe(
       // The contact was deleted between the inbound message and its answer: nobody to answer.
       Effect.catchTag("RecordNotFound", () => Effect.succeed(null)),
@@ -377,14 +431,34 @@ const make = Effect.gen(function* () {
   const retryMessage = Effect.fn("Messaging.retryMessage")(function* (organizationId: OrganizationId, id: MessageId) {
     const settings = yield* SendQueueSettings
     const nowMs = yield* Clock.currentTimeMillis
+    const end = yield* retryWindowEnd(organizationId, id, nowMs)
     const outcome = yield* storage.outbox.retry(
       organizationId,
       id,
       new Date(nowMs).toISOString(),
-      new Date(nowMs + settings.ttlMs).toISOString()
+      new Date(Math.min(nowMs + settings.ttlMs, end ?? Infinity)).toISOString()
     )
     return yield* moved(id, outcome, (message) => new MessageNotRetryable({ message_uuid: message.uuid, status: message.status }))
   })
+
+  /**
+   * The window's end (ms since the epoch) bounding a retried free-form message's expiry
+   * through a channel, else `null`; a message that failed `outside_customer_service_window`
+   * while its window is still closed → `MessageNotRetryable`, nothing written.
+   */
+  const retryWindowEnd = (organizationId: OrganizationId, id: MessageId, nowMs: number) =>
+    Effect.gen(function* () {
+      const found = yield* storage.chats.findMessage(organizationId, id)
+      if (Option.isNone(found)) return null
+      const message = found.value
+      if (message.direction !== "outbound" || message.channel_uuid === null || !isFreeForm(message.type)) return null
+      const end = yield* windowEnd(organizationId, message.contact_uuid, message.channel_uuid)
+      const open = end !== null && end > nowMs
+      if (!open && message.status === "failed" && message.failure?.code === OUTSIDE_WINDOW_FAILURE.code) {
+        return yield* new MessageNotRetryable({ message_uuid: message.uuid, status: message.status, window_closed: true })
+      }
+      return end
+    })
 
   const cancelMessage = Effect.fn("Messaging.cancelMessage")(function* (organizationId: OrganizationId, id: MessageId) {
     const outcome = yield* storage.outbox.cancel(organizationId, id, CANCELLED_FAILURE, yield* nowIso)

@@ -2,10 +2,13 @@ import { Clock, Context, Duration, Effect, Either, Layer, Option, Random } from 
 import type { ChannelsService } from "../channels/Channels.js"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelId } from "../channels/model.js"
+import { CUSTOMER_SERVICE_WINDOW_MS } from "../chats/window.js"
+import type { ContactId } from "../contacts/model.js"
 import type { LeasedQueue, LeasedQueueOptions } from "../dispatch/LeasedQueue.js"
 import { runLeasedQueue } from "../dispatch/LeasedQueue.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { Message, MessageFailure } from "../messages/model.js"
+import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { CHANNEL_REMOVED_FAILURE, type ClaimedMessage, type OutboxOutcome } from "../storage/OutboxRepository.js"
@@ -106,6 +109,34 @@ export const EXPIRED_FAILURE: MessageFailure = {
   title: "The message was not handed to Meta before it expired"
 }
 
+/**
+ * The failure of a free-form message (`text` or `media`) through a channel whose customer
+ * service window closed before it was handed to Meta (docs/messaging.md "The customer
+ * service window").
+ */
+export const OUTSIDE_WINDOW_FAILURE: MessageFailure = {
+  code: "outside_customer_service_window",
+  title: "The customer service window closed before the message was sent: only a template message can be sent"
+}
+
+/**
+ * Whether a message type is free-form (`text` or `media`): only those need the contact's
+ * customer service window open on their channel (docs/messaging.md "The customer service
+ * window"); templates are always allowed.
+ *
+ * @category messaging
+ */
+export const isFreeForm = (type: Message["type"]): boolean => type === "text" || type === "media"
+
+/**
+ * The end of the contact's customer service window on a channel, in ms since the epoch,
+ * from `ChatRepository.lastInboundAt`: `null` when the contact never wrote through it.
+ *
+ * @category messaging
+ */
+export const windowEndMs = (lastInboundAt: Option.Option<string>): number | null =>
+  Option.match(lastInboundAt, { onNone: () => null, onSome: (at) => Date.parse(at) + CUSTOMER_SERVICE_WINDOW_MS })
+
 /** The failure of a queued message cancelled by `POST /messages/{uuid}/cancel`. */
 export const CANCELLED_FAILURE: MessageFailure = { code: "cancelled", title: "The message was cancelled before it was sent" }
 
@@ -162,16 +193,30 @@ export const outboundOfRecord = (message: Message, to: string, channel: Outbound
 export const bypassesQueue = (transport: MessageTransportService, channelUuid: string | null): boolean =>
   channelUuid === null && transport.immediate === true
 
-/** The services one attempt needs. */
-interface AttemptServices {
+/**
+ * The services one attempt needs: the transport, the channels (with their tokens), and
+ * `lastInboundAt`, the read of a contact's customer service window on a channel
+ * (`ChatRepository.lastInboundAt`).
+ *
+ * @category messaging
+ */
+export interface AttemptServices {
   readonly transport: MessageTransportService
   readonly channels: ChannelsService
+  readonly lastInboundAt: (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    channelId: string
+  ) => Effect.Effect<Option.Option<string>, StorageError>
 }
 
 /**
  * One attempt of a claimed message, answered as the {@link OutboxOutcome} to record
  * (docs/messaging.md "Classes of failure"): an expired message fails `expired` without an
- * attempt; otherwise it waits for its pacing slot, opens its channel (a removed channel:
+ * attempt; otherwise it waits for its pacing slot; a free-form message (`text`, `media`)
+ * through a channel whose contact's customer service window there has closed (read now,
+ * so a window extended while it waited counts) fails `outside_customer_service_window`
+ * without an attempt; then it opens its channel (a removed channel:
  * `failed` `channel_removed`), hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
  * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
@@ -199,6 +244,8 @@ export const attemptClaimedMessage = (
       return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
     }
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
+    const closed = yield* windowClosed(services, claimed)
+    if (Option.isSome(closed)) return closed.value
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
     // Interruptible inside the uninterruptible attempt, so the timeout can abandon the request.
@@ -260,6 +307,47 @@ const UNKNOWN_OUTCOME_FAILURE: MessageFailure = {
 }
 
 /**
+ * The outcome that ends the attempt of a free-form message through a channel whose
+ * customer service window is closed now (`failed` `outside_customer_service_window`, no
+ * attempt counted), else `None`. A store that cannot answer requeues it as a transient
+ * failure.
+ */
+const windowClosed = (services: AttemptServices, claimed: ClaimedMessage): Effect.Effect<Option.Option<OutboxOutcome>> => {
+  const { message } = claimed
+  if (message.channel_uuid === null || !isFreeForm(message.type)) return Effect.succeed(Option.none())
+  return services.lastInboundAt(claimed.organization_id, message.contact_uuid, message.channel_uuid).pipe(
+    Effect.flatMap((lastInboundAt) =>
+      Effect.map(Clock.currentTimeMillis, (now): Option.Option<OutboxOutcome> => {
+        const end = windowEndMs(lastInboundAt)
+        return end !== null && end > now ? Option.none() : Option.some({ _tag: "Failed", failure: OUTSIDE_WINDOW_FAILURE, attempts: 0 })
+      })),
+    Effect.catchAll(() =>
+      Effect.map(retryLater(claimed, { code: "storage_error", title: "The customer service window could not be read" }), Option.some))
+  )
+}
+
+/**
+ * A failure before the transport that counts as a transient attempt: `Requeued` after the
+ * next retry delay, or `Failed` once they are spent.
+ */
+const retryLater = (claimed: ClaimedMessage, failure: MessageFailure): Effect.Effect<OutboxOutcome> =>
+  Effect.gen(function*() {
+    const settings = yield* SendQueueSettings
+    const now = yield* Clock.currentTimeMillis
+    const delay = settings.retryDelaysMs[claimed.message.attempts]
+    return delay === undefined
+      ? { _tag: "Failed", failure, attempts: 1 }
+      : {
+        _tag: "Requeued",
+        next_attempt_at: new Date(now + delay).toISOString(),
+        failure,
+        attempts: 1,
+        throttled: false,
+        pairRate: false
+      }
+  })
+
+/**
  * The claimed message's channel with its token, or the outcome that ends the attempt: a
  * removed channel fails the message `channel_removed`; a token that cannot be opened
  * (no or another secret key) requeues it as a transient failure.
@@ -277,24 +365,7 @@ const openChannel = (
     Effect.catchTag("RecordNotFound", () =>
       Effect.succeed(Either.left<OutboxOutcome>({ _tag: "Failed", failure: CHANNEL_REMOVED_FAILURE, attempts: 0 }))),
     Effect.catchAll((error) =>
-      Effect.gen(function*() {
-        const settings = yield* SendQueueSettings
-        const now = yield* Clock.currentTimeMillis
-        const failure: MessageFailure = { code: "channel_unavailable", title: error.message }
-        const delay = settings.retryDelaysMs[claimed.message.attempts]
-        return Either.left<OutboxOutcome>(
-          delay === undefined
-            ? { _tag: "Failed", failure, attempts: 1 }
-            : {
-              _tag: "Requeued",
-              next_attempt_at: new Date(now + delay).toISOString(),
-              failure,
-              attempts: 1,
-              throttled: false,
-              pairRate: false
-            }
-        )
-      })
+      Effect.map(retryLater(claimed, { code: "channel_unavailable", title: error.message }), (outcome) => Either.left(outcome))
     )
   )
 }
@@ -371,7 +442,8 @@ export const sendQueue: LeasedQueue<
     Effect.gen(function*() {
       const transport = yield* MessageTransport
       const channels = yield* Channels
-      return yield* attemptClaimedMessage({ transport, channels }, claimed)
+      const storage = yield* Storage
+      return yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed)
     }),
   record: (claimed, outcome) => Effect.map(recordSendOutcome(claimed, outcome), Option.isSome),
   dueAgainAt: (outcome) =>

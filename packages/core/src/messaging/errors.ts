@@ -4,16 +4,21 @@ import { MessageStatus } from "../messages/model.js"
 /**
  * `POST /messages/{uuid}/retry` of a message that cannot be retried (docs/messaging.md
  * "Retry and cancel"): only a `failed` outbound message of the send queue can; `status` is
- * the message's. HTTP 409 `message_not_retryable`.
+ * the message's. `window_closed` is true for a message that failed
+ * `outside_customer_service_window` while the contact's customer service window on its
+ * channel is still closed. HTTP 409 `message_not_retryable`.
  *
  * @category errors
  */
 export class MessageNotRetryable extends Schema.TaggedError<MessageNotRetryable>()("MessageNotRetryable", {
   message_uuid: Schema.String,
-  status: MessageStatus
+  status: MessageStatus,
+  window_closed: Schema.optional(Schema.Boolean)
 }) {
   override get message(): string {
-    return `Message ${this.message_uuid} is ${this.status}: only a failed outbound message can be retried`
+    return this.window_closed === true
+      ? `Message ${this.message_uuid} failed outside the customer service window, which is still closed: send a template message instead`
+      : `Message ${this.message_uuid} is ${this.status}: only a failed outbound message can be retried`
   }
 }
 
@@ -30,5 +35,28 @@ export class MessageNotCancellable extends Schema.TaggedError<MessageNotCancella
 }) {
   override get message(): string {
     return `Message ${this.message_uuid} is ${this.status}: only a queued message can be cancelled`
+  }
+}
+
+/**
+ * A free-form send (`text` or `media`) through a channel to a contact whose customer
+ * service window there is closed (docs/messaging.md "The customer service window"): the
+ * contact never wrote through `channel_uuid` (`window_expires_at` `null`) or last did more
+ * than 24 hours ago (`window_expires_at`, an ISO 8601 instant in the past). Nothing was
+ * written. HTTP 400 `outside_customer_service_window`.
+ *
+ * @category errors
+ */
+export class OutsideCustomerServiceWindow extends Schema.TaggedError<OutsideCustomerServiceWindow>()(
+  "OutsideCustomerServiceWindow",
+  {
+    channel_uuid: Schema.String,
+    window_expires_at: Schema.NullOr(Schema.String)
+  }
+) {
+  override get message(): string {
+    return this.window_expires_at === null
+      ? "The contact has never written to this channel: only a template message can be sent"
+      : `The customer service window closed at ${this.window_expires_at}: only a template message can be sent`
   }
 }

@@ -51,7 +51,14 @@ export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
  *   (a later `created_at`); `updated_at` = `now`;
  * - `outbox` (outbound messages of the send queue only): the message is created in the
  *   outbox with that dispatch state, claimed or `queued` as `OutboxPlacement` says
- *   (OutboxRepository.ts); the outcome's `message` shows the status it got.
+ *   (OutboxRepository.ts); the outcome's `message` shows the status it got;
+ * - `inboundAt` (inbound messages with a `channel_uuid` only; an ISO 8601 UTC instant in
+ *   `Date#toISOString` form, chosen by core: the earlier of the provider's timestamp and
+ *   the receipt time): the contact's `last_inbound_at` on that channel becomes the later of
+ *   its stored value and `inboundAt`, and when `inboundAt` is at least the chat's latest
+ *   such instant over every channel, the chat's `last_inbound_channel_uuid` becomes this
+ *   channel (docs/messaging.md "The customer service window"). Absent → no window write;
+ *   a `Duplicate` writes nothing.
  *
  * @category storage
  */
@@ -64,6 +71,7 @@ export interface ChatAppendRequest {
   readonly dedupe: boolean
   readonly now: string
   readonly outbox?: OutboxPlacement
+  readonly inboundAt?: string
 }
 
 /**
@@ -412,6 +420,18 @@ export interface ChatRepository {
   readonly lastInboundChannel: (
     organizationId: OrganizationId,
     contactId: ContactId
+  ) => Effect.Effect<Option.Option<string>, StorageError>
+  /**
+   * The contact's `last_inbound_at` on the channel (written by {@link appendMessage} from
+   * `ChatAppendRequest.inboundAt`): the opening instant of its latest customer service
+   * window there, an ISO 8601 UTC instant. `None` when the contact (of this organization)
+   * never wrote through that channel, or does not exist (docs/messaging.md "The customer
+   * service window").
+   */
+  readonly lastInboundAt: (
+    organizationId: OrganizationId,
+    contactId: ContactId,
+    channelId: string
   ) => Effect.Effect<Option.Option<string>, StorageError>
 }
 

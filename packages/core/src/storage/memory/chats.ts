@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
 import type { Chat, ChatId, ChatStatus } from "../../chats/model.js"
+import { windowExpiresAt } from "../../chats/window.js"
 import { CONTACT_DETAIL_FIELDS, type ContactId } from "../../contacts/model.js"
 import type { Message, MessageId } from "../../messages/model.js"
 import type { OrganizationId } from "../../organizations/model.js"
@@ -122,9 +123,17 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
           .filter((message) => message.direction === "inbound" && message.channel_uuid !== null)
           .sort(newestFirst)[0]
         return Option.fromNullable(newest?.channel_uuid)
+      }),
+    lastInboundAt: (organizationId, contactId, channelId) =>
+      Effect.sync(() => {
+        if (state.contacts.get(contactId)?.organization_id !== organizationId) return Option.none()
+        return Option.fromNullable(state.lastInboundAt.get(windowKey(contactId, channelId)))
       })
   }
 }
+
+/** The key of `lastInboundAt`. */
+const windowKey = (contactId: ContactId, channelId: string): string => `${contactId} ${channelId}`
 
 /** Newest first (`created_at desc, uuid desc`): negative when `a` comes first. */
 const newestFirst = (a: Pick<Message, "created_at" | "uuid">, b: Pick<Message, "created_at" | "uuid">): number =>
@@ -205,6 +214,8 @@ const chatRecord = (state: MemoryState, row: ChatRow): Chat => {
       last === undefined
         ? null
         : { uuid: last.uuid, direction: last.direction, type: last.type, text: last.text, status: last.status, created_at: last.created_at },
+    last_inbound_channel_uuid: row.last_inbound_channel_uuid,
+    window_expires_at: windowExpiresAt(row.last_inbound_at),
     created_at: row.created_at,
     updated_at: row.updated_at
   }
@@ -245,6 +256,8 @@ const newChatRow = (
   unread_count: 0,
   last_message_at: null,
   last_message_uuid: null,
+  last_inbound_at: null,
+  last_inbound_channel_uuid: null,
   created_at: now,
   updated_at: now
 })
@@ -276,8 +289,10 @@ const appendMessage = (
   state.messageIdsByChat.set(chat.uuid, [...(state.messageIdsByChat.get(chat.uuid) ?? []), message.uuid])
   if (key !== undefined) state.providerIds.set(key, message.uuid)
   const newest = chat.last_message_at === null || message.created_at >= chat.last_message_at
+  const window = windowWrite(state, contact.row.uuid, chat, request)
   const updated: ChatRow = {
     ...chat,
+    ...window,
     status: request.reopen.from.includes(chat.status) ? request.reopen.to : chat.status,
     unread_count: chat.unread_count + request.unreadIncrement,
     last_message_at: newest ? message.created_at : chat.last_message_at,
@@ -293,6 +308,26 @@ const appendMessage = (
     }
   }
   return { _tag: "Appended", chat: view.chatOf(updated), message: withoutOrganization(stored), contactCreated: contact.created, chatCreated: existing === undefined }
+}
+
+/**
+ * The customer service window write of an inbound message through a channel with
+ * `inboundAt`: the contact's `last_inbound_at` on the channel moves forward, and the
+ * chat's fields to set when this is its latest inbound instant (else none).
+ */
+const windowWrite = (
+  state: MemoryState,
+  contactId: ContactId,
+  chat: ChatRow,
+  request: ChatAppendRequest
+): Partial<Pick<ChatRow, "last_inbound_at" | "last_inbound_channel_uuid">> => {
+  const { inboundAt, message } = request
+  if (inboundAt === undefined || message.direction !== "inbound" || message.channel_uuid === null) return {}
+  const key = windowKey(contactId, message.channel_uuid)
+  const stored = state.lastInboundAt.get(key)
+  if (stored === undefined || inboundAt > stored) state.lastInboundAt.set(key, inboundAt)
+  const latest = chat.last_inbound_at === null || inboundAt >= chat.last_inbound_at
+  return latest ? { last_inbound_at: inboundAt, last_inbound_channel_uuid: message.channel_uuid } : {}
 }
 
 /** The contact of a request: found by uuid or phone, or created by phone. */

@@ -42,6 +42,9 @@ export interface ChatRow {
   readonly unread_count: number
   readonly last_message_at: string | null
   readonly last_message_uuid: MessageId | null
+  /** The latest customer service window instant over every channel, and its channel. */
+  readonly last_inbound_at: string | null
+  readonly last_inbound_channel_uuid: string | null
   readonly created_at: string
   readonly updated_at: string
 }
@@ -87,6 +90,8 @@ export interface MemoryState {
   readonly chatIdsByContact: Map<ContactId, ChatId>
   readonly messages: Map<MessageId, MessageRow>
   readonly messageIdsByChat: Map<ChatId, Array<MessageId>>
+  /** `contactId channelId` → the contact's `last_inbound_at` on that channel (its customer service window). */
+  readonly lastInboundAt: Map<string, string>
   /** `organizationId direction providerMessageId` → message uuid, for deduplication. */
   readonly providerIds: Map<string, MessageId>
   /** `organizationId outbound providerMessageId` → status reports waiting for that id, in arrival order. */
@@ -116,6 +121,7 @@ export const makeState = (): MemoryState => ({
   chatIdsByContact: new Map(),
   messages: new Map(),
   messageIdsByChat: new Map(),
+  lastInboundAt: new Map(),
   providerIds: new Map(),
   pendingStatuses: new Map(),
   dispatch: new Map(),
