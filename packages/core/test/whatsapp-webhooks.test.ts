@@ -347,6 +347,8 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
         const messaging = yield* Messaging
+        // Free-form replies need the contact's customer service window open.
+        yield* receive(fixture("text"))
         transport.ids.push("wamid.outbound1", "wamid.outbound2")
         const first = yield* messaging.sendText(orgId, { phone: SENDER, message: "Your order shipped" })
         // The channel's next pacing slot (the test clock stands still otherwise).
@@ -368,6 +370,7 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
     run((transport) =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
+        yield* receive(fixture("text"))
         transport.ids.push("wamid.ooo")
         const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
         yield* receive(statusesPayload([status("wamid.ooo", "read"), status("wamid.ooo", "delivered")]))
@@ -381,11 +384,12 @@ describe("WhatsAppWebhooks.receive: statuses", () => {
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
         expect(yield* receive(statusesPayload([status("wamid.early", "delivered")]))).toMatchObject({ received: 1 })
+        yield* receive(fixture("text"))
         transport.ids.push("wamid.early")
         const sent = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))
         expect(sent.status).toBe("delivered")
         const { messages } = yield* onlyChat(orgId)
-        expect(messages[0]).toMatchObject({ uuid: sent.message_id, status: "delivered", provider_message_id: "wamid.early" })
+        expect(messages.find((message) => message.uuid === sent.message_id)).toMatchObject({ uuid: sent.message_id, status: "delivered", provider_message_id: "wamid.early" })
       })
     ))
 })
@@ -443,9 +447,13 @@ describe("sends through channels", () => {
           channels.add(orgId, { phone_number_id: "106540352242923", waba_id: WABA_ID, access_token: `${TOKEN}-2` })
         )
         const messaging = yield* Messaging
+        // The contact writes to both numbers (free-form replies need its window open), the second one last.
+        yield* receive(fixture("text"))
         yield* messaging.sendText(orgId, { phone: SENDER, message: "one" })
-        const inbound = fixture("text") as { entry: Array<{ changes: Array<{ value: { metadata: { phone_number_id: string } } }> }> }
+        yield* TestClock.adjust("1 second")
+        const inbound = fixture("text") as { entry: Array<{ changes: Array<{ value: { metadata: { phone_number_id: string }; messages: Array<{ id: string }> } }> }> }
         inbound.entry[0]!.changes[0]!.value.metadata.phone_number_id = "106540352242923"
+        inbound.entry[0]!.changes[0]!.value.messages[0]!.id = "wamid.second-number"
         yield* receive(inbound)
         yield* messaging.sendText(orgId, { phone: SENDER, message: "two" })
         // The first channel's next pacing slot (the test clock stands still otherwise).

@@ -25,6 +25,8 @@ export interface MessageOptions {
   readonly lastName?: string | null
   /** The created contact's `phone_valid`; default `true`. */
   readonly phoneValid?: boolean
+  /** `ChatAppendRequest.inboundAt` (inbound only): the instant the message opens its channel's customer service window at. */
+  readonly inboundAt?: string
 }
 
 /**
@@ -50,7 +52,8 @@ export const inboundRequest = (phone: string, options: MessageOptions = {}): Cha
     unreadIncrement: 1,
     reopen: { from: ["resolved", "closed"], to: "open" },
     dedupe: true,
-    now
+    now,
+    ...(options.inboundAt === undefined ? {} : { inboundAt: options.inboundAt })
   }
 }
 

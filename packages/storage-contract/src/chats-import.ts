@@ -52,6 +52,8 @@ export const chatsImportContract = (options: StorageContractOptions): void => {
             unread_count: 3,
             last_message_at: instant(20),
             last_message: { uuid: newer.uuid, direction: "outbound", type: "text", text: "Hi Ada", status: "sent", created_at: instant(20) },
+            last_inbound_channel_uuid: null,
+            window_expires_at: null,
             created_at: instant(5),
             updated_at: instant(20)
           })

@@ -41,6 +41,8 @@ export const chatsContract = (options: StorageContractOptions): void => {
             unread_count: 1,
             last_message_at: instant(5),
             last_message: { uuid: message.uuid, direction: "inbound", type: "text", text: "Hello", status: "delivered", created_at: instant(5) },
+            last_inbound_channel_uuid: null,
+            window_expires_at: null,
             created_at: instant(5),
             updated_at: instant(5)
           })

@@ -18,6 +18,7 @@ import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
 import { webhookRejectsContract } from "./webhook-rejects.js"
 import { webhooksContract } from "./webhooks.js"
+import { customerServiceWindowContract } from "./window.js"
 
 /**
  * Options of {@link runStorageContract}.
@@ -44,7 +45,7 @@ export interface StorageContractOptions {
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `chats-list.ts`, `chats-import.ts`,
+ * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
  * `webhook-rejects.ts`, `outbox.ts`), each test on a fresh store from
  * `options.makeLayer()` (or, for the send queue's shared-store cases, from
@@ -67,6 +68,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     chatsContract(options)
     messagesContract(options)
     providerStatusesContract(options)
+    customerServiceWindowContract(options)
     chatsListContract(options)
     chatsImportContract(options)
     templatesContract(options)
