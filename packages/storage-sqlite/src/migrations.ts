@@ -3,7 +3,12 @@ import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
 import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
-import { CHATS_MIGRATION, MESSAGES_WIDENED_MIGRATION, PENDING_MESSAGE_STATUSES_MIGRATION } from "./repositories/chats-schema.js"
+import {
+  CHATS_MIGRATION,
+  CUSTOMER_SERVICE_WINDOW_MIGRATION,
+  MESSAGES_WIDENED_MIGRATION,
+  PENDING_MESSAGE_STATUSES_MIGRATION
+} from "./repositories/chats-schema.js"
 import { SEND_QUEUE_MIGRATION } from "./repositories/outbox.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
 import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
@@ -273,6 +278,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // kept, with their attempts and dispatch state; channels' status and pacing state
     // (repositories/outbox.ts).
     up: SEND_QUEUE_MIGRATION
+  },
+  {
+    version: 16,
+    name: "customer_service_window",
+    // Each contact's last inbound instant per channel, and the latest one on its chat row,
+    // backfilled from the inbound messages present (repositories/chats-schema.ts).
+    up: CUSTOMER_SERVICE_WINDOW_MIGRATION
   }
 ]
 

@@ -73,6 +73,7 @@ describe("migrations", () => {
         "contact_groups",
         "contact_labels",
         "contacts",
+        "customer_service_windows",
         "group_members",
         "idempotency_keys",
         "labels",
@@ -416,6 +417,69 @@ describe("migrations", () => {
       } finally {
         check.close()
       }
+    }))
+
+  it.effect("migration 16 backfills each contact's window per channel from its inbound messages, and the chat's latest one", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      db.pragma("foreign_keys = ON")
+      applyPending(db, migrations.filter((m) => m.version < 16), "t1")
+      db.prepare("INSERT INTO organizations VALUES ('org', 'Org', NULL, NULL, 1, 'active', 't', 't')").run()
+      for (const n of [1, 2, 3]) {
+        db.prepare(`INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ('c${n}', 'org', '+1415555010${n}', 't', 't')`).run()
+        db.prepare(`INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES ('chat${n}', 'org', 'c${n}', 'open', 't', 't')`).run()
+      }
+      const insert = db.prepare(
+        `INSERT INTO messages (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, content, status, channel_uuid, created_at, updated_at)
+          VALUES (?, 'org', ?, ?, ?, 'text', 'hi', ?, ?, ?, ?, ?)`
+      )
+      const [channelA, channelB] = ["chan-a", "chan-b"]
+      const row = (uuid: string, contact: number, direction: string, content: string | null, channel: string | null, createdAt: string) =>
+        insert.run(uuid, `chat${contact}`, `c${contact}`, direction, content, direction === "inbound" ? "delivered" : "sent", channel, createdAt, createdAt)
+      // Meta's timestamp 2026-01-01T10:00:00Z, received a minute later: the timestamp counts.
+      row("m1", 1, "inbound", '{"timestamp":"1767261600"}', channelA, "2026-01-01T10:01:00.000Z")
+      // A timestamp after the receipt (a clock ahead): the receipt counts.
+      row("m2", 1, "inbound", '{"timestamp":"1767265200"}', channelA, "2026-01-01T10:30:00.000Z")
+      // No timestamp: created_at.
+      row("m3", 1, "inbound", null, channelB, "2026-01-01T09:00:00.000Z")
+      // Outbound, channel-less and unreadable timestamps are ignored or fall back to created_at.
+      row("m4", 1, "outbound", null, channelB, "2026-01-02T00:00:00.000Z")
+      row("m5", 1, "inbound", null, null, "2026-01-03T00:00:00.000Z")
+      row("m6", 2, "inbound", '{"timestamp":"soon"}', channelB, "2026-01-04T00:00:00.000Z")
+      row("m7", 3, "outbound", null, channelA, "2026-01-05T00:00:00.000Z")
+      db.close()
+      const read = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const windows = yield* Effect.all([
+            chats.lastInboundAt("org" as never, "c1" as never, channelA),
+            chats.lastInboundAt("org" as never, "c1" as never, channelB),
+            chats.lastInboundAt("org" as never, "c2" as never, channelB),
+            chats.lastInboundAt("org" as never, "c3" as never, channelA)
+          ])
+          const records = yield* Effect.all(["chat1", "chat2", "chat3"].map((id) => chats.findById("org" as never, id as never)))
+          return { windows, records }
+        })
+      )
+      expect(read.windows.map((window) => window._tag === "Some" ? window.value : null)).toEqual([
+        "2026-01-01T10:30:00.000Z",
+        "2026-01-01T09:00:00.000Z",
+        "2026-01-04T00:00:00.000Z",
+        null
+      ])
+      expect(read.records.map((record) => record._tag === "Some" ? [record.value.last_inbound_channel_uuid, record.value.window_expires_at] : null)).toEqual([
+        [channelA, "2026-01-02T10:30:00.000Z"],
+        [channelB, "2026-01-05T00:00:00.000Z"],
+        [null, null]
+      ])
+      // The window goes with its contact.
+      const after = new Sqlite(filename)
+      after.pragma("foreign_keys = ON")
+      after.prepare("DELETE FROM contacts WHERE uuid = 'c1'").run()
+      expect(after.prepare("SELECT contact_uuid FROM customer_service_windows ORDER BY contact_uuid").pluck().all()).toEqual(["c2"])
+      after.close()
     }))
 
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>

@@ -1,19 +1,20 @@
-import type {
-  Chat,
-  ChatId,
-  ChatStatus,
-  ContactId,
-  Message,
-  MessageDirection,
-  MessageId,
-  MessageStatus,
-  MessageType,
-  NewMessage
+import {
+  type Chat,
+  type ChatId,
+  type ChatStatus,
+  type ContactId,
+  type Message,
+  type MessageDirection,
+  type MessageId,
+  type MessageStatus,
+  type MessageType,
+  type NewMessage,
+  windowExpiresAt
 } from "@switchboard/core"
 import type { Statements } from "../internal/sql.js"
 import { groupsAndLabelsOf } from "./rows.js"
 
-// Rows of migrations 4, 7 and 15 (chats, messages) and their decoding into core's records. The
+// Rows of migrations 4, 7, 15 and 16 (chats, messages) and their decoding into core's records. The
 // casts to branded ids are safe: every id was written from a branded value.
 
 /** A row of `messages` (every column but `organization_id`); JSON columns as text. */
@@ -123,6 +124,8 @@ interface ChatJoinRow {
   readonly favorite: number
   readonly unread_count: number
   readonly last_message_at: string
+  readonly last_inbound_at: string | null
+  readonly last_inbound_channel_uuid: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly contact_uuid: string
@@ -139,7 +142,7 @@ interface ChatJoinRow {
 
 const SQL = {
   chats: `SELECT c.id, c.uuid, c.status, c.assigned_to, c.favorite, c.unread_count, c.last_message_at,
-      c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
+      c.last_inbound_at, c.last_inbound_channel_uuid, c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
       m.uuid AS m_uuid, m.direction AS m_direction, m.type AS m_type, m.text AS m_text,
       m.status AS m_status, m.created_at AS m_created_at
     FROM chats AS c
@@ -185,6 +188,8 @@ const decodeChat = (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labe
           status: row.m_status as MessageStatus,
           created_at: row.m_created_at!
         },
+  last_inbound_channel_uuid: row.last_inbound_channel_uuid,
+  window_expires_at: windowExpiresAt(row.last_inbound_at),
   created_at: row.created_at,
   updated_at: row.updated_at
 })

@@ -202,3 +202,46 @@ export const PENDING_MESSAGE_STATUSES_MIGRATION = `
   CREATE INDEX pending_message_statuses_by_provider_id ON pending_message_statuses (organization_id, provider_message_id);
   CREATE INDEX pending_message_statuses_by_pending_until ON pending_message_statuses (pending_until);
 `
+
+/**
+ * Migration 16: the customer service window (docs/messaging.md "The customer service
+ * window"). `customer_service_windows` keeps, per contact and channel, `last_inbound_at`:
+ * the latest instant an inbound message through that channel opened the window at (the
+ * earlier of the provider's timestamp and the receipt time, chosen by core), deleted with
+ * its contact. No foreign key to `channels`: a removed channel's window is simply never
+ * used. The chat row keeps the latest of those instants over every channel and its channel
+ * (`last_inbound_at`, `last_inbound_channel_uuid`), so the chat list reads them from the
+ * row, never from a join. Both are backfilled from the inbound messages present: the
+ * earlier of their `content.timestamp` (seconds since the epoch) and their `created_at`,
+ * else `created_at`.
+ */
+export const CUSTOMER_SERVICE_WINDOW_MIGRATION = `
+  CREATE TABLE customer_service_windows (
+    contact_uuid TEXT NOT NULL REFERENCES contacts (uuid) ON DELETE CASCADE,
+    channel_uuid TEXT NOT NULL,
+    last_inbound_at TEXT NOT NULL,
+    PRIMARY KEY (contact_uuid, channel_uuid)
+  ) STRICT, WITHOUT ROWID;
+  ALTER TABLE chats ADD COLUMN last_inbound_at TEXT;
+  ALTER TABLE chats ADD COLUMN last_inbound_channel_uuid TEXT;
+  INSERT INTO customer_service_windows (contact_uuid, channel_uuid, last_inbound_at)
+    SELECT contact_uuid, channel_uuid, MAX(instant) FROM (
+      SELECT contact_uuid, channel_uuid,
+        CASE
+          WHEN json_valid(content)
+            AND CAST(json_extract(content, '$.timestamp') AS TEXT) GLOB '[0-9]*'
+            AND CAST(json_extract(content, '$.timestamp') AS TEXT) NOT GLOB '*[^0-9]*'
+            AND length(CAST(json_extract(content, '$.timestamp') AS TEXT)) <= 11
+          THEN MIN(created_at, strftime('%Y-%m-%dT%H:%M:%fZ', CAST(json_extract(content, '$.timestamp') AS INTEGER), 'unixepoch'))
+          ELSE created_at
+        END AS instant
+      FROM messages
+      WHERE direction = 'inbound' AND channel_uuid IS NOT NULL
+    )
+    GROUP BY contact_uuid, channel_uuid;
+  UPDATE chats SET (last_inbound_at, last_inbound_channel_uuid) = (
+    SELECT last_inbound_at, channel_uuid FROM customer_service_windows AS w
+    WHERE w.contact_uuid = chats.contact_uuid
+    ORDER BY last_inbound_at DESC, channel_uuid DESC LIMIT 1
+  );
+`

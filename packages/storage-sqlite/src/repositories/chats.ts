@@ -33,8 +33,9 @@ import { recordWebhookEvent } from "./webhooks.js"
 /**
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
  * (migration 4, `chats-schema.ts`), and the provider's status reports waiting for their
- * message in `pending_message_statuses` (migration 10). `appendMessage` (contact, chat,
- * message and the chat's counters; with `outbox`, the message placed in the send queue and
+ * message in `pending_message_statuses` (migration 10), and the customer service windows
+ * in `customer_service_windows` (migration 16). `appendMessage` (contact, chat, message,
+ * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed in the send queue and
  * possibly claimed, `outbox.ts`), `update`, `updateMessageStatus` (with the pending
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
  * message's status, or a pending report; both end the send queue's dispatch state of a
@@ -182,6 +183,12 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         Option.fromNullable(
           statements.prepare<{ channel_uuid: string }>(SQL.lastInboundChannel).get(organizationId, contactId)?.channel_uuid
         )
+      ),
+    lastInboundAt: (organizationId, contactId, channelId) =>
+      attempt("chats.lastInboundAt", () =>
+        Option.fromNullable(
+          statements.prepare<{ last_inbound_at: string }>(SQL.lastInboundAt).get(organizationId, contactId, channelId)?.last_inbound_at
+        )
       )
   }
 }
@@ -236,7 +243,18 @@ export const SQL = {
   lastInboundChannel: `SELECT channel_uuid FROM messages
     WHERE chat_uuid = (SELECT uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?)
       AND direction = 'inbound' AND channel_uuid IS NOT NULL
-    ORDER BY created_at DESC, uuid DESC LIMIT 1`
+    ORDER BY created_at DESC, uuid DESC LIMIT 1`,
+  // The customer service window (migration 16): the contact's instant on the channel moves
+  // forward only; the chat row follows the latest instant over every channel.
+  upsertWindow: `INSERT INTO customer_service_windows (contact_uuid, channel_uuid, last_inbound_at) VALUES (?, ?, ?)
+    ON CONFLICT (contact_uuid, channel_uuid) DO UPDATE SET last_inbound_at = MAX(last_inbound_at, excluded.last_inbound_at)`,
+  touchChatWindow: `UPDATE chats SET
+      last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR ? >= last_inbound_at THEN ? ELSE last_inbound_channel_uuid END,
+      last_inbound_at = CASE WHEN last_inbound_at IS NULL OR ? >= last_inbound_at THEN ? ELSE last_inbound_at END
+    WHERE id = ?`,
+  lastInboundAt: `SELECT w.last_inbound_at FROM customer_service_windows AS w
+    JOIN contacts AS ct ON ct.uuid = w.contact_uuid
+    WHERE ct.organization_id = ? AND w.contact_uuid = ? AND w.channel_uuid = ?`
 } as const
 
 /** The chat whose id `sql` selects with `(organizationId, key)`. */
@@ -285,6 +303,12 @@ const appendMessage = (
       now,
       chat.id
     )
+  if (request.inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null) {
+    statements.prepare(SQL.upsertWindow).run(contact.uuid, message.channel_uuid, request.inboundAt)
+    statements
+      .prepare(SQL.touchChatWindow)
+      .run(request.inboundAt, message.channel_uuid, request.inboundAt, request.inboundAt, chat.id)
+  }
   const record = chatsByIds(statements, [chat.id])[0]!
   if (message.direction === "inbound") {
     recordWebhookEvent(statements, organizationId, "message.received", now, () => stored)
