@@ -67,6 +67,12 @@ export interface ContactDocument {
   readonly created_at: string
   readonly updated_at: string
   readonly chat?: ChatDocument
+  /**
+   * The contact's customer service windows: channel uuid → `last_inbound_at`, the latest
+   * instant an inbound message through that channel opened the window at (written by the
+   * inbound's chat update; absent until the contact writes through a channel).
+   */
+  readonly last_inbound_at?: Readonly<Record<string, string>>
   /** Webhook events of writes to this contact or its chat, waiting for the relay (webhooks.ts). */
   readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
 }
@@ -85,6 +91,9 @@ export interface ChatDocument {
   readonly unread: boolean
   readonly last_message_at: string
   readonly last_message_uuid: string | null
+  /** The latest of the contact's `last_inbound_at` over every channel, and that channel; absent or `null` until it writes through one. */
+  readonly last_inbound_at?: string | null
+  readonly last_inbound_channel_uuid?: string | null
   readonly created_at: string
   readonly updated_at: string
 }

@@ -224,7 +224,30 @@ export const chatTouchPipeline = (request: ChatAppendRequest): Array<Document> =
         "chat.updated_at": literal(request.now)
       }
     },
-    { $set: { "chat.unread": { $gt: ["$chat.unread_count", 0] } } }
+    { $set: { "chat.unread": { $gt: ["$chat.unread_count", 0] } } },
+    ...windowStages(request)
+  ]
+}
+
+/**
+ * The customer service window's part of {@link chatTouchPipeline} (docs/messaging.md "The
+ * customer service window"): for an inbound message through a channel with `inboundAt`,
+ * the contact's `last_inbound_at.<channel>` moves forward to it, and the chat's
+ * `last_inbound_at`/`last_inbound_channel_uuid` follow when it is the latest over every
+ * channel. Nothing otherwise.
+ */
+const windowStages = (request: ChatAppendRequest): Array<Document> => {
+  const { inboundAt, message } = request
+  if (inboundAt === undefined || message.direction !== "inbound" || message.channel_uuid === null) return []
+  const latest = { $gte: [literal(inboundAt), { $ifNull: ["$chat.last_inbound_at", ""] }] }
+  return [
+    {
+      $set: {
+        [`last_inbound_at.${message.channel_uuid}`]: { $max: [{ $ifNull: [`$last_inbound_at.${message.channel_uuid}`, ""] }, literal(inboundAt)] },
+        "chat.last_inbound_channel_uuid": { $cond: [latest, literal(message.channel_uuid), { $ifNull: ["$chat.last_inbound_channel_uuid", null] }] },
+        "chat.last_inbound_at": { $cond: [latest, literal(inboundAt), { $ifNull: ["$chat.last_inbound_at", null] }] }
+      }
+    }
   ]
 }
 

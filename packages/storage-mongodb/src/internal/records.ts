@@ -12,7 +12,8 @@ import {
   type Label,
   type LabelId,
   type Message,
-  type MessageId
+  type MessageId,
+  windowExpiresAt
 } from "@switchboard/core"
 import type { ChannelDocument, ContactDocument, GroupDocument, LabelDocument, MessageDocument } from "./documents.js"
 import { anyOf, eq, ownedAmong } from "./queries.js"
@@ -220,6 +221,8 @@ export const chatRecords = async (
         last === undefined
           ? null
           : { uuid: last._id as MessageId, direction: last.direction, type: last.type, text: last.text, status: last.status, created_at: last.created_at },
+      last_inbound_channel_uuid: chat.last_inbound_channel_uuid ?? null,
+      window_expires_at: windowExpiresAt(chat.last_inbound_at ?? null),
       created_at: chat.created_at,
       updated_at: chat.updated_at
     }

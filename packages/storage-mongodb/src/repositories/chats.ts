@@ -53,7 +53,8 @@ const CAS_ATTEMPTS = 10
  * chat (created with a conditional `$set`); the message insert (a unique partial index on
  * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
  * then one pipeline update of the chat (unread count, reopening, last message,
- * `updated_at`). A message of the send queue (`outbox`) gets its dispatch state, and its
+ * `updated_at`, and with `inboundAt` the customer service window: the contact's
+ * `last_inbound_at.<channel>` and the chat's latest one, in the same document). A message of the send queue (`outbox`) gets its dispatch state, and its
  * pacing slot when claimed at once, just before its insert (outbox.ts `placeInOutbox`). A crash between the last two leaves the message stored and the chat not
  * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
  * are compare-and-set on the values read, retried when another write came first.
@@ -329,6 +330,12 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
           )
           .toArray()
         return Option.fromNullable(message?.channel_uuid)
+      }),
+    lastInboundAt: (organizationId, contactId, channelId) =>
+      attempt("chats.lastInboundAt", async () => {
+        const contact = await collections.contacts.findOne(owned(organizationId, contactId), { projection: { last_inbound_at: 1 } })
+        const windows = contact?.last_inbound_at
+        return Option.fromNullable(windows !== undefined && Object.hasOwn(windows, channelId) ? windows[channelId] : undefined)
       })
   }
 }
