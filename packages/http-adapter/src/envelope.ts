@@ -1,7 +1,10 @@
 /**
  * One item of a failure envelope's `errors`: a stable snake_case `code`, a human
  * `message`, and the JSON path of the offending `field` (for example `contacts[3].email`)
- * when the error is about one (docs/http-api.md "Envelope").
+ * when the error is about one (docs/http-api.md "Envelope"). An
+ * `outside_customer_service_window` item also carries `window_expires_at`: when the
+ * contact's customer service window on the channel closed (ISO 8601), `null` when the
+ * contact never wrote through it (docs/messaging.md "The customer service window").
  *
  * @category envelope
  */
@@ -9,6 +12,7 @@ export interface ErrorItem {
   readonly code: string
   readonly message: string
   readonly field?: string
+  readonly window_expires_at?: string | null
 }
 
 /**

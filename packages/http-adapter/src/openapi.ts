@@ -70,6 +70,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   webhook_endpoint_disabled: 409,
   message_not_retryable: 409,
   message_not_cancellable: 409,
+  outside_customer_service_window: 400,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
   not_found: 404,
@@ -232,7 +233,14 @@ const ERROR_ITEM: JsonSchema = {
   properties: {
     code: { type: "string", description: "Stable snake_case machine code, e.g. `invalid_api_key`." },
     message: { type: "string", description: "Human-readable explanation." },
-    field: { type: "string", description: "JSON path of the offending field, e.g. `contacts[3].email`." }
+    field: { type: "string", description: "JSON path of the offending field, e.g. `contacts[3].email`." },
+    window_expires_at: {
+      type: ["string", "null"],
+      format: "date-time",
+      description:
+        "Only on `outside_customer_service_window`: when the contact's customer service window on the channel closed, " +
+        "`null` when the contact never wrote through it."
+    }
   }
 }
 

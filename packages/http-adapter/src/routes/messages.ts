@@ -27,7 +27,8 @@ export const getMessageRoute = defineRoute({
 /**
  * `POST /messages/{uuid}/retry` (docs/messaging.md "Retry and cancel"): a `failed`
  * outbound message goes back to `queued` with its attempts reset; 409
- * `message_not_retryable` for any other status; data is the message.
+ * `message_not_retryable` for any other status, and for a message that failed
+ * `outside_customer_service_window` while the window is still closed; data is the message.
  */
 export const retryMessageRoute = defineRoute({
   method: "POST",
@@ -36,7 +37,9 @@ export const retryMessageRoute = defineRoute({
   summary: "Send a failed message again",
   description:
     "A `failed` outbound message goes back to the send queue (`queued`, attempts reset, a new expiry): a real new " +
-    "attempt. Any other status is a 409 `message_not_retryable`; inbound and imported messages are 404 `not_found`.",
+    "attempt. Any other status is a 409 `message_not_retryable`, as is a message that failed " +
+    "`outside_customer_service_window` while the contact's customer service window is still closed; inbound and " +
+    "imported messages are 404 `not_found`.",
   data: MessageRecord,
   errors: ["message_not_retryable"],
   params: uuidParams,

@@ -80,7 +80,9 @@ export const sendTemplateRoute = defineRoute({
 
 /**
  * `POST /send` (docs/messaging.md): body `{phone, message}`,
- * `message` 1–4096 characters. 403 `contacts_limit_reached` as for templates.
+ * `message` 1–4096 characters. 403 `contacts_limit_reached` as for templates; 400
+ * `outside_customer_service_window` through a channel whose contact has not written to it
+ * in the last 24 hours (docs/messaging.md "The customer service window").
  */
 export const sendTextRoute = defineRoute({
   method: "POST",
@@ -88,7 +90,7 @@ export const sendTextRoute = defineRoute({
   tag: "Messages",
   summary: "Send a text message",
   data: SendData,
-  errors: ["invalid_input", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
+  errors: ["invalid_input", "outside_customer_service_window", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
   idempotent: true,
   body: { phone: text, message: text, channel_uuid: optionalText },
@@ -102,7 +104,8 @@ export const sendTextRoute = defineRoute({
 /**
  * `POST /send/media` (docs/messaging.md): body `{phone, media:
  * {type: image|video|audio|document, url, caption?, filename?}}`, `url` http(s). 403
- * `contacts_limit_reached` as for templates.
+ * `contacts_limit_reached` as for templates; 400 `outside_customer_service_window` as for
+ * `POST /send`.
  */
 export const sendMediaRoute = defineRoute({
   method: "POST",
@@ -110,7 +113,7 @@ export const sendMediaRoute = defineRoute({
   tag: "Messages",
   summary: "Send an image, video, audio or document",
   data: SendData,
-  errors: ["invalid_input", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
+  errors: ["invalid_input", "outside_customer_service_window", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
   idempotent: true,
   body: {
