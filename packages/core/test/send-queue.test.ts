@@ -296,7 +296,7 @@ describe("attemptClaimedMessage: the customer service window", () => {
       expect(calls).toHaveLength(2)
     }))
 
-  it.effect("an expired message fails expired before the window is looked at", () =>
+  it.effect("an expired message of a contact that never wrote fails expired", () =>
     Effect.gen(function*() {
       const { transport } = sent()
       const job = throughChannel("text", { expires_at: new Date(NOW).toISOString() })
@@ -304,6 +304,20 @@ describe("attemptClaimedMessage: the customer service window", () => {
         _tag: "Failed",
         failure: { code: "expired" }
       })
+    }))
+
+  it.effect("a message whose expiry was its window's end fails outside_customer_service_window; one that expired earlier fails expired", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = sent()
+      const closed = closedAt(NOW - 10_000)
+      const bounded = throughChannel("text", { expires_at: new Date(NOW - 10_000).toISOString() })
+      expect(yield* attempt(transport, bounded, channelsWith(true), closed)).toMatchObject({
+        _tag: "Failed",
+        failure: { code: "outside_customer_service_window" }
+      })
+      const earlier = throughChannel("text", { expires_at: new Date(NOW - 20_000).toISOString() })
+      expect(yield* attempt(transport, earlier, channelsWith(true), closed)).toMatchObject({ _tag: "Failed", failure: { code: "expired" } })
+      expect(calls).toHaveLength(0)
     }))
 
   it.effect("a store that cannot read the window requeues the message as a transient failure", () =>

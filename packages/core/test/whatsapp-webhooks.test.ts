@@ -21,6 +21,7 @@ import {
   SecretKey,
   Storage,
   Templates,
+  TransportFailed,
   WhatsAppWebhooks
 } from "@switchboard/core"
 import { failureOf } from "./failure.js"
@@ -37,18 +38,24 @@ const WABA_ID = "102290129340398"
 const SENDER = "+16505551234"
 const TOKEN = "EAAGwebhooktoken-0000000000000042"
 
-/** A transport that records what it is given and answers the provider ids it is told, in order. */
+/**
+ * A transport that records what it is given and answers the provider ids it is told, in
+ * order; each of `refusals`, while any is left, refuses one send instead.
+ */
 const makeTransport = () => {
   const sent: Array<OutboundMessage> = []
   const ids: Array<string> = []
+  const refusals: Array<TransportFailed> = []
   const layer = Layer.succeed(MessageTransport, {
     send: (message) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
+        const refusal = refusals.shift()
+        if (refusal !== undefined) return Effect.fail(refusal)
         sent.push(message)
-        return { provider_message_id: ids.shift() ?? `wamid.auto${sent.length}`, status: "sent" as const }
+        return Effect.succeed({ provider_message_id: ids.shift() ?? `wamid.auto${sent.length}`, status: "sent" as const })
       })
   })
-  return { sent, ids, layer }
+  return { sent, ids, refusals, layer }
 }
 
 /** Verifies every token (the Graph API is not this file's subject). */
@@ -483,6 +490,106 @@ describe("sends through channels", () => {
         const { messages } = yield* onlyChat(org.id)
         expect(messages[0]?.channel_uuid).toBeNull()
         expect(Option.isNone(yield* Effect.flatMap(Storage, (storage) => storage.chats.lastInboundChannel(org.id, messages[0]!.contact_uuid)))).toBe(true)
+      })
+    ))
+})
+
+describe("the customer service window (docs/messaging.md \"The customer service window\")", () => {
+  const DAY_MS = 24 * 3_600_000
+  /** The instant the fixtures' inbound text opens the window at on the test clock (its receipt, before Meta's timestamp). */
+  const at = (ms: number) => new Date(ms).toISOString()
+  const media = { type: "image", url: "https://example.com/a.png" } as const
+
+  it.effect("text and media through a channel are refused before anything is written until the contact writes; templates always go", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId, channel } = yield* withChannel()
+        const messaging = yield* Messaging
+        const storage = yield* Storage
+        for (const refused of [
+          yield* failureOf(messaging.sendText(orgId, { phone: SENDER, message: "Hi" })),
+          yield* failureOf(messaging.sendMedia(orgId, { phone: SENDER, media }))
+        ]) {
+          expect(refused).toMatchObject({ _tag: "OutsideCustomerServiceWindow", channel_uuid: channel.uuid, window_expires_at: null })
+        }
+        expect((yield* storage.contacts.list(orgId, { page: 1, per_page: 10 })).items).toEqual([])
+        expect((yield* Effect.flatMap(Chats, (chats) => chats.list(orgId, {}))).chats).toEqual([])
+        yield* Effect.flatMap(Templates, (templates) =>
+          templates.create(orgId, { name: "welcome", language: "en", category: "UTILITY", status: "APPROVED", components: [{ type: "BODY", text: "Hello" }] })
+        )
+        const template = yield* messaging.sendTemplate(orgId, { phone: SENDER, template: { name: "welcome", language: { code: "en" } } })
+        expect(template.status).toBe("sent")
+        // The contact exists now, but has still never written.
+        expect(yield* failureOf(messaging.sendText(orgId, { phone: SENDER, message: "Hi" }))).toMatchObject({ window_expires_at: null })
+        yield* receive(fixture("text"))
+        const { chat } = yield* onlyChat(orgId)
+        expect([chat.last_inbound_channel_uuid, chat.window_expires_at]).toEqual([channel.uuid, at(DAY_MS)])
+        yield* TestClock.adjust("1 second")
+        expect((yield* messaging.sendText(orgId, { phone: SENDER, message: "Hi" })).status).toBe("sent")
+        yield* TestClock.adjust("1 second")
+        expect((yield* messaging.sendMedia(orgId, { phone: SENDER, media })).status).toBe("sent")
+        // 24 hours after the inbound message: closed again, nothing written.
+        yield* TestClock.setTime(DAY_MS)
+        const before = (yield* onlyChat(orgId)).messages.length
+        expect(yield* failureOf(messaging.sendText(orgId, { phone: SENDER, message: "Late" }))).toMatchObject({
+          _tag: "OutsideCustomerServiceWindow",
+          window_expires_at: at(DAY_MS)
+        })
+        expect((yield* onlyChat(orgId)).messages).toHaveLength(before)
+        expect(transport.sent.map((sent) => sent.type)).toEqual(["template", "text", "media"])
+      })
+    ))
+
+  it.effect("the window is the channel's the message goes through: another channel's window does not open it", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const second: Channel = yield* Effect.flatMap(Channels, (channels) =>
+          channels.add(orgId, { phone_number_id: "106540352242923", waba_id: WABA_ID, access_token: `${TOKEN}-2` })
+        )
+        yield* receive(fixture("text"))
+        const messaging = yield* Messaging
+        expect(yield* failureOf(messaging.sendText(orgId, { phone: SENDER, message: "x", channel_uuid: second.uuid }))).toMatchObject({
+          _tag: "OutsideCustomerServiceWindow",
+          channel_uuid: second.uuid,
+          window_expires_at: null
+        })
+        const { messages } = yield* onlyChat(orgId)
+        expect(messages.map((message) => message.direction)).toEqual(["inbound"])
+      })
+    ))
+
+  it.effect("a queued free-form message expires at its window's end, a template at the TTL; once the window closes it fails and a retry is refused until the contact writes again", () =>
+    run((transport) =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        const messaging = yield* Messaging
+        const storage = yield* Storage
+        yield* receive(fixture("text"))
+        yield* TestClock.setTime(DAY_MS - 3_600_000)
+        transport.refusals.push(new TransportFailed({ reason: "Service unavailable", provider_code: null, http_status: 503 }))
+        const queued = yield* messaging.sendText(orgId, { phone: SENDER, message: "Soon" })
+        expect(queued.status).toBe("queued")
+        // Claimed after its retry delay: the claim shows its expiry.
+        const claimAt = DAY_MS - 3_600_000 + 10_000
+        const [claimed] = yield* storage.outbox.claim({ now: claimAt, lease: "lease-1", leaseUntil: claimAt + 60_000, settleMs: 120_000, limit: 10, horizonMs: 500 })
+        expect(claimed?.expires_at).toBe(at(DAY_MS))
+        yield* storage.outbox.record(queued.message_id, "lease-1", { _tag: "Requeued", next_attempt_at: at(DAY_MS + 1), failure: null, attempts: 0, throttled: false, pairRate: false }, at(claimAt))
+        // The window closes before it goes: outside_customer_service_window, never handed to the transport.
+        yield* TestClock.setTime(DAY_MS + 1)
+        yield* dispatchOnce
+        const failed = yield* Effect.flatMap(Chats, (chats) => chats.getMessage(orgId, queued.message_id))
+        expect(failed).toMatchObject({ status: "failed", failure: { code: "outside_customer_service_window" } })
+        expect(transport.sent).toEqual([])
+        expect(yield* failureOf(messaging.retryMessage(orgId, queued.message_id))).toMatchObject({ _tag: "MessageNotRetryable", window_closed: true })
+        // The contact writes again: the retry goes.
+        const again = fixture("text") as { entry: Array<{ changes: Array<{ value: { messages: Array<{ id: string; timestamp: string }> } }> }> }
+        again.entry[0]!.changes[0]!.value.messages[0]!.id = "wamid.again"
+        again.entry[0]!.changes[0]!.value.messages[0]!.timestamp = String(Math.floor((DAY_MS + 1) / 1000))
+        yield* receive(again)
+        expect((yield* messaging.retryMessage(orgId, queued.message_id)).status).toBe("queued")
+        yield* dispatchOnce
+        expect((yield* Effect.flatMap(Chats, (chats) => chats.getMessage(orgId, queued.message_id))).status).toBe("sent")
       })
     ))
 })

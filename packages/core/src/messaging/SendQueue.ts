@@ -212,11 +212,12 @@ export interface AttemptServices {
 
 /**
  * One attempt of a claimed message, answered as the {@link OutboxOutcome} to record
- * (docs/messaging.md "Classes of failure"): an expired message fails `expired` without an
- * attempt; otherwise it waits for its pacing slot; a free-form message (`text`, `media`)
- * through a channel whose contact's customer service window there has closed (read now,
+ * (docs/messaging.md "Classes of failure"): a free-form message (`text`, `media`) through a
+ * channel whose contact's customer service window there is closed now (read at the claim,
  * so a window extended while it waited counts) fails `outside_customer_service_window`
- * without an attempt; then it opens its channel (a removed channel:
+ * without an attempt — or `expired` when its `expires_at` came before the window closed;
+ * an expired message fails `expired` without an attempt; otherwise it waits for its
+ * pacing slot, opens its channel (a removed channel:
  * `failed` `channel_removed`), hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
  * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
@@ -235,6 +236,8 @@ export const attemptClaimedMessage = (
     const settings = yield* SendQueueSettings
     const { message } = claimed
     const startedAt = yield* Clock.currentTimeMillis
+    const closed = yield* windowClosed(services, claimed, startedAt)
+    if (Option.isSome(closed)) return closed.value
     if (Date.parse(claimed.expires_at) <= startedAt) {
       return { _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 } as const
     }
@@ -244,8 +247,6 @@ export const attemptClaimedMessage = (
       return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
     }
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
-    const closed = yield* windowClosed(services, claimed)
-    if (Option.isSome(closed)) return closed.value
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
     // Interruptible inside the uninterruptible attempt, so the timeout can abandon the request.
@@ -308,19 +309,26 @@ const UNKNOWN_OUTCOME_FAILURE: MessageFailure = {
 
 /**
  * The outcome that ends the attempt of a free-form message through a channel whose
- * customer service window is closed now (`failed` `outside_customer_service_window`, no
- * attempt counted), else `None`. A store that cannot answer requeues it as a transient
- * failure.
+ * customer service window is closed at `now` (ms since the epoch): `failed`
+ * `outside_customer_service_window`, or `expired` when the message's `expires_at` came
+ * strictly before the window's end; no attempt counted. `None` otherwise (open, or not
+ * held to the window). A store that cannot answer requeues it as a transient failure.
  */
-const windowClosed = (services: AttemptServices, claimed: ClaimedMessage): Effect.Effect<Option.Option<OutboxOutcome>> => {
+const windowClosed = (
+  services: AttemptServices,
+  claimed: ClaimedMessage,
+  now: number
+): Effect.Effect<Option.Option<OutboxOutcome>> => {
   const { message } = claimed
   if (message.channel_uuid === null || !isFreeForm(message.type)) return Effect.succeed(Option.none())
   return services.lastInboundAt(claimed.organization_id, message.contact_uuid, message.channel_uuid).pipe(
-    Effect.flatMap((lastInboundAt) =>
-      Effect.map(Clock.currentTimeMillis, (now): Option.Option<OutboxOutcome> => {
-        const end = windowEndMs(lastInboundAt)
-        return end !== null && end > now ? Option.none() : Option.some({ _tag: "Failed", failure: OUTSIDE_WINDOW_FAILURE, attempts: 0 })
-      })),
+    Effect.map((lastInboundAt): Option.Option<OutboxOutcome> => {
+      const end = windowEndMs(lastInboundAt)
+      if (end !== null && end > now) return Option.none()
+      const expiresAt = Date.parse(claimed.expires_at)
+      const expiredFirst = expiresAt <= now && expiresAt < (end ?? Number.POSITIVE_INFINITY)
+      return Option.some({ _tag: "Failed", failure: expiredFirst ? EXPIRED_FAILURE : OUTSIDE_WINDOW_FAILURE, attempts: 0 })
+    }),
     Effect.catchAll(() =>
       Effect.map(retryLater(claimed, { code: "storage_error", title: "The customer service window could not be read" }), Option.some))
   )
