@@ -124,6 +124,8 @@ describe("GET /chats records and filters (docs/chats.md)", () => {
         unread_count: 1,
         last_message_at: at(5),
         last_message: { uuid: expect.any(String), direction: "inbound", type: "text", text: "Hi!", status: "delivered", created_at: at(5) },
+        last_inbound_channel_uuid: null,
+        window_expires_at: null,
         created_at: at(5),
         updated_at: at(5)
       }

@@ -133,7 +133,9 @@ export const expectEnvelope = (status: number, rawBody: string): ApiResult => {
     for (const error of errors) {
       expect(error.code).toMatch(/^[a-z][a-z0-9_]*$/)
       expect(typeof error.message).toBe("string")
-      for (const key of Object.keys(error)) expect(["code", "message", "field"]).toContain(key)
+      // Only an outside_customer_service_window item carries window_expires_at (docs/messaging.md).
+      const keys = error.code === "outside_customer_service_window" ? ["code", "message", "field", "window_expires_at"] : ["code", "message", "field"]
+      for (const key of Object.keys(error)) expect(keys).toContain(key)
       if (error.field !== undefined) expect(typeof error.field).toBe("string")
     }
   }

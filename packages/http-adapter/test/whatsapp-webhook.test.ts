@@ -17,8 +17,15 @@ const TOKEN = "EAAGwebhookHTTPtoken-00000000000042"
 const PHONE_NUMBER_ID = "106540352242922"
 const WABA_ID = "102290129340398"
 
+/** Meta's timestamp of the fixtures' inbound messages, stamped now: free-form replies need the customer service window open. */
+const FIXTURE_TIMESTAMP = "1749416383"
+const NOW_SECONDS = String(Math.floor(Date.now() / 1000))
+
 const fixtureText = (name: string): string =>
-  readFileSync(new URL(`../../core/test/fixtures/whatsapp/${name}.json`, import.meta.url), "utf8")
+  readFileSync(new URL(`../../core/test/fixtures/whatsapp/${name}.json`, import.meta.url), "utf8").replaceAll(
+    `"${FIXTURE_TIMESTAMP}"`,
+    `"${NOW_SECONDS}"`
+  )
 
 /** The WhatsApp simulator stands in for the Graph API: each test's number is added to it, every send answered with a new wamid. */
 let simulator: WhatsAppSimulator
@@ -80,7 +87,7 @@ const textFrom = (phoneNumberId: string, from: string, id: string, body: string)
       from,
       profile_name: "Customer",
       id,
-      timestamp: "1749416383",
+      timestamp: NOW_SECONDS,
       message: textMessage(body)
     })
   )
@@ -190,7 +197,7 @@ describe("POST /webhooks/whatsapp", () => {
     expect((await api.get("/chats")).data.chats).toEqual([])
     const rejects = await rejectsOf(storage, organization.id)
     expect(rejects.map((reject) => [reject.organization_id, reject.phone_number_id, reject.reason, reject.item])).toEqual([
-      [organization.id, phoneNumberId, "text: required", { from: "16505551234", id: "wamid.empty1", timestamp: "1749416383", type: "text", text: { body: "" } }]
+      [organization.id, phoneNumberId, "text: required", { from: "16505551234", id: "wamid.empty1", timestamp: NOW_SECONDS, type: "text", text: { body: "" } }]
     ])
     const refused = lines.filter((line) => String(line.message).startsWith("WhatsApp webhook:"))
     expect(refused.map((line) => [line.organization_id, line.provider_message_id])).toEqual([[organization.id, "wamid.empty1"]])
@@ -202,7 +209,9 @@ describe("POST /webhooks/whatsapp", () => {
   })
 
   it("a send goes to the Graph API with the channel's number and token; delivered and read (in any order, repeated) end read", async () => {
-    const { api, handler, phoneNumberId } = await freshChannel()
+    const { api, fixture, handler, phoneNumberId } = await freshChannel()
+    // The customer writes first (stamped now): a free-form reply needs the customer service window open.
+    expect((await post(handler, fixture("text"))).statusCode).toBe(200)
     const before = graphCalls().length
     const sent = await api.post("/send", { phone: "+16505551234", message: "Your order shipped" })
     expect(sent.status, JSON.stringify(sent.errors)).toBe(200)
@@ -217,7 +226,10 @@ describe("POST /webhooks/whatsapp", () => {
       expect(expectEnvelope(response.statusCode, response.body).data).toEqual({ received: 1 })
     }
     const messages = await api.get(`/chats/${sent.data.chat_uuid}/messages`)
-    expect(messages.data.messages[0]).toMatchObject({ uuid: sent.data.message_id, status: "read", provider_message_id: wamid })
+    expect(messages.data.messages.find((message: { uuid: string }) => message.uuid === sent.data.message_id)).toMatchObject({
+      status: "read",
+      provider_message_id: wamid
+    })
   })
 
   it("answers a basic reply's trigger through the same channel; the token appears in no response and no log line", async () => {
