@@ -1,6 +1,6 @@
 // Outbound dispatch (docs/benchmarks.md "Targets", docs/messaging.md "The send queue"):
 // the BUILT standalone server with its defaults on a SQLite file already holding a backlog
-// of BENCH_DISPATCH_MESSAGES (default 20 000) queued text messages, one per recipient,
+// of BENCH_DISPATCH_MESSAGES (default 20 000) queued template messages, one per recipient,
 // spread over BENCH_DISPATCH_CHANNELS (default 20) channels of throughput_mps 50; the
 // WhatsApp simulator (in this process) plays Meta's Graph API and answers every send after
 // 20 ms. The clock starts when the server listens (its dispatcher starts then) and stops
@@ -32,8 +32,10 @@ const phoneOf = (n) => `+1415${String(3000000 + n).padStart(7, "0")}`
 
 /**
  * The backlog, written through core and the SQLite store before the server starts: an
- * organization, its channels, one contact per recipient and one queued text message each
- * (created in the send queue unclaimed, as an auto-reply is), channels taken in turn.
+ * organization, its channels, one contact per recipient and one queued template message
+ * each (created in the send queue unclaimed, as an auto-reply is), channels taken in turn.
+ * Templates, so the recipients (who never wrote) need no customer service window
+ * (docs/messaging.md "The customer service window").
  */
 const writeBacklog = async (filename) => {
   const storage = SqliteStorage.layer({ filename })
@@ -72,7 +74,9 @@ const writeBacklog = async (filename) => {
             contact: { _tag: "ById", uuid: contact.uuid },
             newChat: { uuid: crypto.randomUUID(), status: "open" },
             message: {
-              uuid: crypto.randomUUID(), direction: "outbound", type: "text", text: `Backlog message ${n}`, template: null, media: null,
+              uuid: crypto.randomUUID(), direction: "outbound", type: "template", text: `Backlog message ${n}`,
+              template: { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: `#${n}` }] }] },
+              media: null,
               content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: channelIds[n % CHANNELS],
               attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: at, updated_at: at
             },

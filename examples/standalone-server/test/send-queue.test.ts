@@ -50,7 +50,11 @@ afterAll(async () => {
 /** A distinct valid E.164 phone per `n` (Dutch mobile range). */
 const phone = (n: number): string => `+3162${String(n).padStart(7, "0")}`
 
-/** A fresh database with one organization, its API key and one channel at `throughputMps`. */
+/**
+ * A fresh database with one organization, its API key, one channel at `throughputMps` and
+ * the approved template `order_update` (templates go whatever the customer service window:
+ * docs/messaging.md "The customer service window").
+ */
 const freshOrganization = async (throughputMps: number) => {
   simulator.reset()
   const databaseUrl = temporaryDatabaseUrl()
@@ -62,15 +66,23 @@ const freshOrganization = async (throughputMps: number) => {
     "channel", "add", "--org", org_id, "--phone-number-id", PHONE_NUMBER_ID, "--waba-id", "102290129340398",
     "--access-token-file", tokenFile, "--throughput-mps", String(throughputMps)
   ], env)
+  const templatesFile = join(temporaryDirectory(), "templates.json")
+  writeFileSync(templatesFile, JSON.stringify({
+    templates: [{ name: "order_update", language: "en_US", category: "UTILITY", status: "APPROVED", components: [{ type: "BODY", text: "Order {{1}} has shipped." }] }]
+  }))
+  await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
   return { env, apiKey: api_key, filename: databaseUrl.slice("sqlite:".length) }
 }
 
-/** `POST /send` of `text` to `to` on `server`; the answer's data. */
+/** `POST /send/template` of order_update with `text` as its parameter to `to` on `server`; the answer's data. */
 const send = async (server: RunningServer, apiKey: string, to: string, text: string) => {
-  const response = await fetch(`${server.baseUrl}/send`, {
+  const response = await fetch(`${server.baseUrl}/send/template`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify({ phone: to, message: text })
+    body: JSON.stringify({
+      phone: to,
+      template: { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text }] }] }
+    })
   })
   const body = (await response.json()) as { data: { message_id: string; status: string } }
   expect(response.status).toBe(200)

@@ -80,7 +80,8 @@ const textWebhook = (options: { from: string; name: string; id: string; body: st
   value.metadata.phone_number_id = options.phoneNumberId ?? PHONE_NUMBER_ID
   value.contacts[0].profile.name = options.name
   value.contacts[0].wa_id = options.from
-  Object.assign(value.messages[0], { from: options.from, id: options.id, text: { body: options.body } })
+  // Stamped now: free-form replies need the customer service window open (docs/messaging.md).
+  Object.assign(value.messages[0], { from: options.from, id: options.id, text: { body: options.body }, timestamp: String(Math.floor(Date.now() / 1000)) })
   return JSON.stringify(payload)
 }
 
@@ -198,6 +199,9 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
   })
 
   it("POST /send reaches the Graph API with the channel's number, token and the text", async () => {
+    // The customer writes first: a text reply needs its customer service window open.
+    const inbound = await webhook(textWebhook({ from: "14155550101", name: "Ada", id: "wamid.inbound-e2e-first", body: "Where is my order?" }))
+    expect(inbound.status, inbound.text).toBe(200)
     const before = graphCalls().length
     const answer = await api("POST", "/send", { phone: "+14155550101", message: "Your order shipped" })
     expect(answer.status, answer.text).toBe(200)
