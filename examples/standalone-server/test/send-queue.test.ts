@@ -122,7 +122,7 @@ const statusCounts = (filename: string): Record<string, number> => {
 
 describe("the send queue across processes", () => {
   it("SIGKILL during a 1 000-message backlog, then a restart: every message reaches Meta, none twice but those in flight at the kill", async () => {
-    const { env, apiKey, filename } = await freshOrganization(150)
+    const { env, apiKey, filename } = await freshOrganization(50)
     const first = await startServer(env)
     const sent = await pool(Array.from({ length: 1000 }, (_, index) => index), 25, (index) => send(first, apiKey, phone(index), `Message ${index}`))
     const ids = sent.map((each) => each.message_id)
