@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Either, Layer, Option, Random } from "effect"
+import { Clock, Context, Duration, Effect, Either, Fiber, Layer, Option, Random } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelId } from "../channels/model.js"
@@ -201,15 +201,17 @@ export const attemptClaimedMessage = (
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
-    // Interruptible inside the uninterruptible attempt, so the timeout can abandon the request.
-    const sent = yield* Effect.interruptible(services.transport.send(outboundOfRecord(message, claimed.to, channel.right))).pipe(
+    // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
+    // does not reach it), interruptible by its timeout only: a client that goes away, or a
+    // shutdown, never abandons a request to Meta, while the timeout still can.
+    const request = services.transport.send(outboundOfRecord(message, claimed.to, channel.right)).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(settings.timeoutMs),
         onTimeout: () =>
           new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })
-      }),
-      Effect.either
+      })
     )
+    const sent = yield* Effect.either(Fiber.join(yield* Effect.forkDaemon(Effect.interruptible(request))))
     const endedAt = yield* Clock.currentTimeMillis
     if (Either.isRight(sent)) {
       return { _tag: "Sent", provider_message_id: usableProviderId(sent.right.provider_message_id), attempts: 1 } as const
