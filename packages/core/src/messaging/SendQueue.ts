@@ -84,6 +84,17 @@ const definedFields = (settings: Partial<SendQueueSettingsValue>): Partial<SendQ
 export const PACING_HORIZON_MS = 500
 
 /**
+ * How late after its pacing slot a message may still be handed to Meta, in ms. A channel's
+ * slots are 1 / (0.95 × `throughput_mps`) s apart, so a message handed over up to ~52 ms
+ * after its slot still leaves every sliding second within the rate; a later one (a busy
+ * event loop, a slow store) could not, so it goes back to the queue for a new slot
+ * instead (no attempt counted). 25 ms leaves the rest for the network's own jitter.
+ *
+ * @category messaging
+ */
+export const PACING_LATENESS_MS = 25
+
+/**
  * The most messages one dispatcher holds at once (waiting for their slot or in flight):
  * enough for 20 channels at 50 messages/s with 0.5 s Graph round trips.
  *
@@ -172,7 +183,8 @@ interface AttemptServices {
  * One attempt of a claimed message, answered as the {@link OutboxOutcome} to record
  * (docs/messaging.md "Classes of failure"): an expired message fails `expired` without an
  * attempt; otherwise it waits for its pacing slot, opens its channel (a removed channel:
- * `failed` `channel_removed`), hands it to the transport within `timeoutMs`, and
+ * `failed` `channel_removed`), goes back to the queue unattempted when it is more than
+ * {@link PACING_LATENESS_MS} past its slot, hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
  * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
  * (none counted); `transient` → `Requeued` after the next retry delay, or `Failed` once
@@ -201,6 +213,18 @@ export const attemptClaimedMessage = (
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
+    const handedAt = yield* Clock.currentTimeMillis
+    if (channel.right !== null && handedAt - claimed.not_before > PACING_LATENESS_MS) {
+      // Too late for its pacing slot: a new one, no attempt made.
+      return {
+        _tag: "Requeued",
+        next_attempt_at: new Date(handedAt).toISOString(),
+        failure: message.failure,
+        attempts: 0,
+        throttled: false,
+        pairRate: false
+      } as const
+    }
     // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
     // does not reach it), interruptible by its timeout only: a client that goes away, or a
     // shutdown, never abandons a request to Meta, while the timeout still can.
