@@ -266,6 +266,8 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
     const answer = await webhook(textWebhook({ from: "16505550199", name: "Ravi", id: "wamid.inbound-e2e-2", body: "  Opening Hours " }))
     expect(answer.status, answer.text).toBe(200)
     expect(answer.json.data).toEqual({ received: 1 })
+    // The reply is queued with the inbound message; the server's dispatcher sends it at once.
+    await simulator.waitFor(() => graphCalls().length > before, "the automatic reply at the Graph API")
     expect(graphCalls().slice(before)).toEqual([
       {
         method: "POST",
@@ -275,7 +277,11 @@ describe("WhatsApp end to end: built CLI and server, SQLite, the WhatsApp simula
       }
     ])
     const chat = (await chats()).find((c) => c.contact.phone === "+16505550199")
-    const messages = await messagesOf(chat.uuid)
+    let messages = await messagesOf(chat.uuid)
+    for (let tries = 0; messages[0]?.status !== "sent" && tries < 100; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      messages = await messagesOf(chat.uuid)
+    }
     expect(messages.map((m) => [m.direction, m.text])).toEqual([
       ["outbound", "We are open 9 to 5, Monday to Friday."],
       ["inbound", "  Opening Hours "]

@@ -16,6 +16,7 @@ import {
   runLeasedPass,
   sendQueue,
   type SendTemplateInput,
+  Storage,
   Templates,
   type TemplateInput,
   TransportFailed
@@ -40,7 +41,7 @@ const makeTestTransport = () => {
 
 /** Runs `body` with a fresh memory store, Core on a fresh test transport, and that transport. */
 const withTransport = <A, E>(
-  body: (transport: ReturnType<typeof makeTestTransport>) => Effect.Effect<A, E, Layer.Layer.Success<typeof Core.layer>>
+  body: (transport: ReturnType<typeof makeTestTransport>) => Effect.Effect<A, E, Layer.Layer.Success<typeof Core.layer> | Storage>
 ) =>
   Effect.suspend(() => {
     const transport = makeTestTransport()

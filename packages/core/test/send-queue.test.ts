@@ -233,6 +233,23 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(1)
     }))
 
+  it.effect("a message more than 25 ms past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      expect(yield* attempt(transport, claimed({ not_before: NOW - 26 }, { channel_uuid: CHANNEL_ID }))).toEqual({
+        _tag: "Requeued",
+        next_attempt_at: at(NOW),
+        failure: null,
+        attempts: 0,
+        throttled: false,
+        pairRate: false
+      })
+      expect(calls).toHaveLength(0)
+      expect((yield* attempt(transport, claimed({ not_before: NOW - 25 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      expect((yield* attempt(transport, claimed({ not_before: NOW - 1_000 })))._tag).toBe("Sent")
+      expect(calls).toHaveLength(2)
+    }))
+
   it.effect("an attempt with no answer within the timeout is Unknown", () =>
     Effect.gen(function*() {
       const { transport } = transportOf(() => Effect.never)

@@ -76,6 +76,9 @@ const body = (overrides: Record<string, unknown> = {}) => ({
   ...overrides
 })
 
+/** A channel as `GET /channels/{uuid}` and `PUT` answer it: with its (empty) send queue figures. */
+const withQueue = (channel: Record<string, unknown>) => ({ ...channel, queue: { queued: 0, sending: 0, oldest_queued_at: null } })
+
 describe("POST /channels", () => {
   it("verifies the token with Meta, takes display_phone_number from its answer (E.164) and answers the channel without the token", async () => {
     const { api, handler } = await setup()
@@ -92,6 +95,9 @@ describe("POST /channels", () => {
       access_token_set: true,
       access_token_last4: "0001",
       throughput_mps: 50,
+      status: "active",
+      paused_reason: null,
+      paused_at: null,
       created_at: expect.any(String),
       updated_at: expect.any(String)
     })
@@ -249,8 +255,8 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
     const { api, storage, handler } = await setup()
     const other = await makeTenant(storage, handler)
     const channel = (await api.post("/channels", body({ throughput_mps: 80 }))).data
-    expect(await api.get(`/channels/${channel.uuid}`)).toMatchObject({ status: 200, data: channel })
-    expect((await api.get(`/channels/${channel.uuid.toUpperCase()}`)).data).toEqual(channel)
+    expect(await api.get(`/channels/${channel.uuid}`)).toMatchObject({ status: 200, data: withQueue(channel) })
+    expect((await api.get(`/channels/${channel.uuid.toUpperCase()}`)).data).toEqual(withQueue(channel))
     for (const [client, uuid] of [[other.api, channel.uuid], [api, UNKNOWN_UUID]] as const) {
       const result = await client.get(`/channels/${uuid}`)
       expect(result.status).toBe(404)
@@ -265,10 +271,10 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
     const channel = (await api.post("/channels", body())).data
     const before = graph.calls.length
     const empty = await api.put(`/channels/${channel.uuid}`, {})
-    expect(empty).toMatchObject({ status: 200, data: channel })
+    expect(empty).toMatchObject({ status: 200, data: withQueue(channel) })
     const updated = await api.put(`/channels/${channel.uuid}`, { throughput_mps: 200 })
     expect(updated.status).toBe(200)
-    expect(updated.data).toEqual({ ...channel, throughput_mps: 200, updated_at: expect.any(String) })
+    expect(updated.data).toEqual(withQueue({ ...channel, throughput_mps: 200, updated_at: expect.any(String) }))
     expect(updated.data.updated_at >= channel.updated_at).toBe(true)
     expect(graph.calls.length).toBe(before)
     expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(updated.data)
@@ -281,7 +287,7 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
     const before = graph.calls.length
     const updated = await api.put(`/channels/${channel.uuid}`, { access_token: OTHER_GOOD_TOKEN, throughput_mps: 7 })
     expect(updated.status, JSON.stringify(updated.errors)).toBe(200)
-    expect(updated.data).toEqual({ ...channel, access_token_last4: OTHER_GOOD_TOKEN.slice(-4), throughput_mps: 7, updated_at: expect.any(String) })
+    expect(updated.data).toEqual(withQueue({ ...channel, access_token_last4: OTHER_GOOD_TOKEN.slice(-4), throughput_mps: 7, updated_at: expect.any(String) }))
     expect(graph.calls.slice(before)).toEqual([
       { method: "GET", url: `/v21.0/${channel.phone_number_id}`, authorization: `Bearer ${OTHER_GOOD_TOKEN}` }
     ])
@@ -298,7 +304,7 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
     expect(result.status).toBe(400)
     expect(result.errors.map((e) => [e.code, e.field])).toEqual([["channel_verification_failed", "access_token"]])
     expect(JSON.stringify(result)).not.toContain(REFUSED_TOKEN)
-    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(withQueue(channel))
     await handler.dispose()
   })
 
@@ -316,7 +322,7 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
     }
     expect(graph.calls.length).toBe(before)
     expect((await api.put("/channels/not-a-uuid", {})).status).toBe(400)
-    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(channel)
+    expect((await api.get(`/channels/${channel.uuid}`)).data).toEqual(withQueue(channel))
     await handler.dispose()
   })
 })

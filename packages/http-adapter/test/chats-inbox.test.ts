@@ -16,6 +16,8 @@ afterAll(() => Promise.all(handlers.map((each) => each.dispose())))
 const tenant = () => makeTenant(storage, handler)
 
 const MESSAGE_FIELDS = [
+  "attempts",
+  "broadcast_uuid",
   "channel_uuid",
   "chat_uuid",
   "contact_uuid",
@@ -24,6 +26,7 @@ const MESSAGE_FIELDS = [
   "direction",
   "failure",
   "media",
+  "next_attempt_at",
   "provider_message_id",
   "status",
   "template",

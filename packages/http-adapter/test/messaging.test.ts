@@ -61,7 +61,7 @@ const errorsOf = (result: { errors: ReadonlyArray<{ code: string; field?: string
 const chatList = async (api: ApiClient) => (await api.get("/chats")).data.chats as Array<Record<string, any>>
 
 describe("POST /send/template (docs/messaging.md)", () => {
-  it("answers {message_id, chat_uuid, contact_uuid, status}, upserts the contact and appends to its chat", async () => {
+  it("answers {message_id, chat_uuid, contact_uuid, status, provider_message_id, next_attempt_at, failure}, upserts the contact and appends to its chat", async () => {
     const { api } = await tenant()
     const result = await api.post("/send/template", { phone: "+1 415 555 0100", template, first_name: "Ada", email: "ada@example.com", extra: 1 })
     expect(result.status).toBe(200)
@@ -70,7 +70,10 @@ describe("POST /send/template (docs/messaging.md)", () => {
       message_id: expect.stringMatching(UUID),
       chat_uuid: expect.stringMatching(UUID),
       contact_uuid: expect.stringMatching(UUID),
-      status: "sent"
+      status: "sent",
+      provider_message_id: null,
+      next_attempt_at: null,
+      failure: null
     })
     const contact = await api.get(`/contacts/${result.data.contact_uuid}`)
     expect(contact.data).toMatchObject({ phone: "+14155550100", first_name: "Ada", email: "ada@example.com", last_name: null })
@@ -163,7 +166,15 @@ describe("POST /send (text)", () => {
   it("sends a text message: data shape, message record, chat status unchanged", async () => {
     const { api } = await tenant()
     const first = await api.post("/send", { phone: phone(20), message: "Hello" })
-    expect(first.data).toEqual({ message_id: expect.stringMatching(UUID), chat_uuid: expect.stringMatching(UUID), contact_uuid: expect.stringMatching(UUID), status: "sent" })
+    expect(first.data).toEqual({
+      message_id: expect.stringMatching(UUID),
+      chat_uuid: expect.stringMatching(UUID),
+      contact_uuid: expect.stringMatching(UUID),
+      status: "sent",
+      provider_message_id: null,
+      next_attempt_at: null,
+      failure: null
+    })
     const [chat] = await chatList(api)
     expect(chat?.last_message).toMatchObject({ uuid: first.data.message_id, direction: "outbound", type: "text", text: "Hello", status: "sent" })
     const longest = await api.post("/send", { phone: phone(20), message: "x".repeat(4096) })
@@ -186,7 +197,15 @@ describe("POST /send/media", () => {
     const { api } = await tenant()
     const media = { type: "video", url: "https://example.com/clip.mp4", caption: "Our new store" }
     const result = await api.post("/send/media", { phone: phone(30), media })
-    expect(result.data).toEqual({ message_id: expect.stringMatching(UUID), chat_uuid: expect.stringMatching(UUID), contact_uuid: expect.stringMatching(UUID), status: "sent" })
+    expect(result.data).toEqual({
+      message_id: expect.stringMatching(UUID),
+      chat_uuid: expect.stringMatching(UUID),
+      contact_uuid: expect.stringMatching(UUID),
+      status: "sent",
+      provider_message_id: null,
+      next_attempt_at: null,
+      failure: null
+    })
     const [chat] = await chatList(api)
     expect(chat?.last_message).toMatchObject({ uuid: result.data.message_id, type: "media", text: "Our new store", status: "sent" })
   })

@@ -241,6 +241,8 @@ describe("POST /webhooks/whatsapp", () => {
     const before = graphCalls().length
     const response = await post(handler, fixture("text"))
     expect(response.statusCode).toBe(200)
+    // The reply is queued with the inbound message; the handler's dispatcher sends it at once.
+    await expect.poll(() => graphCalls().length).toBe(before + 1)
     expect(graphCalls().slice(before)).toEqual([
       expect.objectContaining({ url: `/v22.0/${phoneNumberId}/messages`, authorization: `Bearer ${TOKEN}`, body: expect.objectContaining({ text: { preview_url: false, body: "Red and blue." } }) })
     ])

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import {
   BasicReplies,
   type ChatId,
@@ -10,7 +10,9 @@ import {
   type OrganizationId,
   Organizations,
   Templates,
-  TransportFailed
+  TransportFailed,
+  runLeasedPass,
+  sendQueue
 } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { tempFiles } from "./helpers.js"
@@ -90,7 +92,10 @@ describe("Messaging on SQLite", () => {
       const { orgId, messaging } = yield* setUp(0)
       yield* Effect.flatMap(BasicReplies, (replies) => replies.create(orgId, { name: "Hours", trigger: "hours", response: "9–17" }))
       const result = yield* messaging.receive(orgId, { phone: "+14155550100", type: "text", text: " HOURS " })
-      expect(result.auto_reply?.status).toBe("sent")
+      // Queued in the inbound's step; the send queue's dispatcher sends it.
+      expect(result.auto_reply?.status).toBe("queued")
+      yield* Effect.flatMap(Clock.currentTimeMillis, (now) => runLeasedPass(sendQueue, now, 60_000, 10))
+      expect((yield* messagesOf(orgId, result.chat.uuid)).find((message) => message.direction === "outbound")?.status).toBe("sent")
       const texts = (yield* messagesOf(orgId, result.chat.uuid)).map((message) => [message.direction, message.text])
       expect(texts.sort()).toEqual([["inbound", " HOURS "], ["outbound", "9–17"]])
     }).pipe(Effect.provide(live())))

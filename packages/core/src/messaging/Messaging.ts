@@ -323,7 +323,8 @@ const make = Effect.gen(function* () {
         class: "single",
         expires_at: placement.expires_at,
         pair_rate_waits: 0,
-        not_before: nowMs,
+        // Its pacing slot (when it has a channel) was reserved at its creation.
+        not_before: Date.parse(message.created_at),
         reclaimed: false
       }
       const outcome = yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed)

@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Either, Layer, Option, Random } from "effect"
+import { Clock, Context, Duration, Effect, Either, Fiber, Layer, Option, Random } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelId } from "../channels/model.js"
@@ -85,6 +85,17 @@ const definedFields = (settings: Partial<SendQueueSettingsValue>): Partial<SendQ
  * @category messaging
  */
 export const PACING_HORIZON_MS = 500
+
+/**
+ * How late after its pacing slot a message may still be handed to Meta, in ms. A channel's
+ * slots are 1 / (0.95 × `throughput_mps`) s apart, so a message handed over up to ~52 ms
+ * after its slot still leaves every sliding second within the rate; a later one (a busy
+ * event loop, a slow store) could not, so it goes back to the queue for a new slot
+ * instead (no attempt counted). 25 ms leaves the rest for the network's own jitter.
+ *
+ * @category messaging
+ */
+export const PACING_LATENESS_MS = 25
 
 /**
  * The most messages one dispatcher holds at once (waiting for their slot or in flight):
@@ -217,8 +228,9 @@ export interface AttemptServices {
  * so a window extended while it waited counts) fails `outside_customer_service_window`
  * without an attempt — or `expired` when its `expires_at` came before the window closed;
  * an expired message fails `expired` without an attempt; otherwise it waits for its
- * pacing slot, opens its channel (a removed channel:
- * `failed` `channel_removed`), hands it to the transport within `timeoutMs`, and
+ * pacing slot, opens its channel (a removed channel: `failed` `channel_removed`), goes back
+ * to the queue unattempted when it is more than {@link PACING_LATENESS_MS} past its slot,
+ * hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
  * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
  * (none counted); `transient` → `Requeued` after the next retry delay, or `Failed` once
@@ -249,15 +261,29 @@ export const attemptClaimedMessage = (
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
     const channel = yield* openChannel(services.channels, claimed)
     if (Either.isLeft(channel)) return channel.left
-    // Interruptible inside the uninterruptible attempt, so the timeout can abandon the request.
-    const sent = yield* Effect.interruptible(services.transport.send(outboundOfRecord(message, claimed.to, channel.right))).pipe(
+    const handedAt = yield* Clock.currentTimeMillis
+    if (channel.right !== null && handedAt - claimed.not_before > PACING_LATENESS_MS) {
+      // Too late for its pacing slot: a new one, no attempt made.
+      return {
+        _tag: "Requeued",
+        next_attempt_at: new Date(handedAt).toISOString(),
+        failure: message.failure,
+        attempts: 0,
+        throttled: false,
+        pairRate: false
+      } as const
+    }
+    // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
+    // does not reach it), interruptible by its timeout only: a client that goes away, or a
+    // shutdown, never abandons a request to Meta, while the timeout still can.
+    const request = services.transport.send(outboundOfRecord(message, claimed.to, channel.right)).pipe(
       Effect.timeoutFail({
         duration: Duration.millis(settings.timeoutMs),
         onTimeout: () =>
           new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })
-      }),
-      Effect.either
+      })
     )
+    const sent = yield* Effect.either(Fiber.join(yield* Effect.forkDaemon(Effect.interruptible(request))))
     const endedAt = yield* Clock.currentTimeMillis
     if (Either.isRight(sent)) {
       return { _tag: "Sent", provider_message_id: usableProviderId(sent.right.provider_message_id), attempts: 1 } as const
