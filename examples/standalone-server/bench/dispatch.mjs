@@ -40,8 +40,14 @@ const phoneOf = (n) => `+1415${String(3000000 + n).padStart(7, "0")}`
 const writeBacklog = async (filename) => {
   const storage = SqliteStorage.layer({ filename })
   const { organizationId } = await createOrganization(storage)
-  const services = Layer.mergeAll(Core.layer, SecretKey.layer(Buffer.from(SECRET_KEY, "base64")),
-    Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 1234 5678" }) }))
+  const services = Core.layer.pipe(
+    Layer.provide(
+      Layer.merge(
+        SecretKey.layer(Buffer.from(SECRET_KEY, "base64")),
+        Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 1234 5678" }) })
+      )
+    )
+  )
   return Effect.runPromise(
     Effect.gen(function* () {
       const channels = yield* Channels

@@ -107,7 +107,8 @@ export const standaloneEnv = (filename) => ({
 export const SERVERS = {
   switchboard: {
     label: "Switchboard (standalone server, defaults)",
-    args: () => [STANDALONE_MAIN],
+    // BENCH_CPU_PROFILE_DIR=dir: the server writes a V8 CPU profile there when it stops (docs/benchmarks.md).
+    args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), STANDALONE_MAIN],
     env: standaloneEnv,
     requestLine: '"message":"request"'
   },

@@ -143,7 +143,8 @@ describe("Imports.importDocument: chats (docs/import.md)", () => {
                 { direction: "sideways", text: "", created_at: "2026-13-01" },
                 { direction: "inbound", type: "media", created_at: "2026-01-01", status: "seen" },
                 "hello",
-                { direction: "outbound", text: "no time" }
+                { direction: "outbound", text: "no time" },
+                { direction: "outbound", text: "in flight", created_at: "2026-01-01", status: "sending" }
               ]
             },
             { status: "open" },
@@ -167,6 +168,7 @@ describe("Imports.importDocument: chats (docs/import.md)", () => {
         "chats[0].messages[1].status",
         "chats[0].messages[2]",
         "chats[0].messages[3].created_at",
+        "chats[0].messages[4].status",
         "chats[1].phone",
         "chats[2].messages"
       ])

@@ -143,6 +143,28 @@ describe("runLeasedQueue", () => {
       yield* Fiber.interrupt(fiber)
     }))
 
+  it.effect("with claimIntervalMs, jobs that end and wakes that come sooner wait for it: one claim per interval", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue()
+      const wake = makeDispatchWake()
+      const fiber = yield* Effect.fork(
+        runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: HOUR, wake, claimIntervalMs: 100 })
+      )
+      yield* settle
+      const first = fake.claims.length
+      fake.add("soon")
+      yield* wake.wake
+      yield* settle
+      yield* TestClock.adjust(99)
+      yield* settle
+      expect([fake.claims.length, fake.rows.get("soon")!.done]).toEqual([first, false])
+      yield* TestClock.adjust(1)
+      yield* settle
+      expect(fake.rows.get("soon")!.done).toBe(true)
+      expect(fake.claims.slice(first).map((claim) => claim.at)).toEqual([100])
+      yield* Fiber.interrupt(fiber)
+    }))
+
   it.effect("a wake claims new work at once; without one it waits for the poll interval", () =>
     Effect.gen(function*() {
       const fake = makeFakeQueue()

@@ -49,7 +49,9 @@ export type LeasedJobEnd<O> =
  * than the longest run); `concurrency`, the most jobs in flight at once (≥ 1);
  * `pollIntervalMs`, the longest sleep when nothing is known to be due (ms); `wake`, the
  * in-process signal that ends a sleep at once; `status`, where the loop writes when it
- * last ended a pass.
+ * last ended a pass; `claimIntervalMs`, the least time between two claims (ms, default 0):
+ * a job's end or a wake that comes sooner waits for it, so a busy queue claims in batches
+ * (one claim per interval instead of one per finished job).
  *
  * @category dispatch
  */
@@ -57,6 +59,7 @@ export interface LeasedQueueOptions {
   readonly leaseMs: number
   readonly concurrency: number
   readonly pollIntervalMs: number
+  readonly claimIntervalMs?: number
   readonly wake?: DispatchWakeService
   readonly status?: LeasedLoopStatus
 }
@@ -193,8 +196,13 @@ export const runLeasedQueue = <J, O, E, R>(
           if (queue.nextDueAt !== undefined) noteDue(yield* nextDueSurviving(queue, now))
           return false
         }))
+      const claimIntervalMs = Math.max(0, options.claimIntervalMs ?? 0)
+      let lastPassAt = Number.NEGATIVE_INFINITY
       while (true) {
+        const early = lastPassAt + claimIntervalMs - (yield* Clock.currentTimeMillis)
+        if (early > 0) yield* Effect.sleep(early)
         const now = yield* Clock.currentTimeMillis
+        lastPassAt = now
         const full = yield* pass(now)
         if (options.status !== undefined) yield* Ref.set(options.status.lastPassEndedAt, yield* Clock.currentTimeMillis)
         yield* full ? Queue.take(mailbox) : sleepUntilWoken(mailbox, sleepMs(now, options.pollIntervalMs, known.dueAt))

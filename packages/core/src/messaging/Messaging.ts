@@ -55,16 +55,19 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  * 4. upsert the contact by phone, atomically with the plan check: a new contact that would
  *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
  *    the contact like a partial PUT;
- * 5. append an outbound message (status `queued`) to the contact's chat, created `open` when
- *    missing; the chat's status never changes; it records the channel it goes through:
- *    `channel_uuid` when given (one of the organization's channels, else
+ * 5. append an outbound message to the contact's chat (created `open` when missing; the
+ *    chat's status never changes) and to the send queue in one atomic step, claimed at once
+ *    when it can go now (docs/messaging.md "The send queue"); it records the channel it goes
+ *    through: `channel_uuid` when given (one of the organization's channels, else
  *    `RecordNotFound` with nothing written), else the channel the contact last wrote to,
  *    else the organization's default channel, else none (docs/messaging.md "Channels");
- * 6. hand it to the {@link MessageTransport} with that channel: accepted → `sent` with the provider's id;
- *    refused or unreachable (`TransportFailed`) → `failed`, the record kept, and the send
- *    still succeeds with `status: "failed"`.
- * A free-form message's `expires_at` is the earlier of now + the TTL and its window's end.
- * Steps 5–6 run uninterruptibly: a client that goes away never leaves a message `queued`.
+ *    a free-form message's `expires_at` is the earlier of now + the TTL and its window's end;
+ * 6. when claimed, make its first attempt through the {@link MessageTransport}
+ *    (`attemptClaimedMessage`) and record the outcome: `sent` with the provider's id,
+ *    `failed` for good (the send still succeeds with `status: "failed"`), `queued` again for
+ *    a retry, or `sending` when the outcome is unknown; else it stays `queued` for the
+ *    dispatcher. The result says which, with `next_attempt_at`.
+ * Steps 5–6 run uninterruptibly: a client that goes away never abandons an attempt.
  *
  * @category services
  */
@@ -99,8 +102,10 @@ export interface MessagingService {
    * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
    * needed, never refused over `contacts_limit`), then answers it automatically when its
    * text, trimmed, equals a basic reply's trigger ignoring case (`BasicReplies.matchInbound`):
-   * the reply's `response` is sent as a text message through the transport (steps 5–6
-   * above; it answers the contact, so its window is open), through the channel the message came in by (`channel_uuid`). A duplicate
+   * the reply's `response` is queued as a text message (step 5 above; never attempted in
+   * the request: the dispatcher sends it, except through the recording transport, which
+   * always answers inline; it answers the contact, so its window is open), through the
+   * channel the message came in by (`channel_uuid`). A duplicate
    * delivery (same `provider_message_id`) and a message of another type are never
    * answered. `auto_reply` is the reply's send result, or `null` (also when the reply's
    * channel cannot be opened: a warning is logged, the message is kept).

@@ -98,6 +98,15 @@ export const PACING_HORIZON_MS = 500
 export const PACING_LATENESS_MS = 25
 
 /**
+ * The least time between two claims of the send queue's dispatcher, in ms: a busy queue
+ * claims the due messages of every channel in one step about ten times a second (each claim
+ * reserves pacing slots up to {@link PACING_HORIZON_MS} ahead), instead of once per message.
+ *
+ * @category messaging
+ */
+export const SEND_CLAIM_INTERVAL_MS = 100
+
+/**
  * The most messages one dispatcher holds at once (waiting for their slot or in flight):
  * enough for 20 channels at 50 messages/s with 0.5 s Graph round trips.
  *
@@ -515,6 +524,7 @@ export const runSendDispatcher = (
     runLeasedQueue(sendQueue, {
       leaseMs: settings.leaseMs,
       concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
+      claimIntervalMs: SEND_CLAIM_INTERVAL_MS,
       pollIntervalMs: options.pollIntervalMs ?? 1_000,
       ...(options.wake === undefined ? {} : { wake: options.wake }),
       ...(options.status === undefined ? {} : { status: options.status })
