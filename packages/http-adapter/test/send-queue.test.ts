@@ -1,9 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
-import { Effect, type Layer } from "effect"
-import { Core, type Storage, Templates, type TemplateInput } from "@switchboard/core"
-import type { SwitchboardHandler } from "@switchboard/http-adapter"
-import { maxInWindow, sign, startSimulator, statusPayload, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
-import { makeHandler, makeSharedStorage, makeTenant, phone, request, type ApiClient } from "./helpers.js"
+import { describe, expect, it } from "vitest"
+import { maxInWindow, statusPayload } from "@switchboard/whatsapp-simulator"
+import { phone, type ApiClient } from "./helpers.js"
+import { template, useSendQueueSetup } from "./send-queue-helpers.js"
 
 // The send queue over HTTP (docs/messaging.md "The send queue", docs/channels.md "Pause and
 // resume"): every class of Meta's failures answered on demand by the WhatsApp simulator,
@@ -11,114 +9,31 @@ import { makeHandler, makeSharedStorage, makeTenant, phone, request, type ApiCli
 // here: retries after 50 ms, an attempt times out after 400 ms, an unknown outcome settles
 // for 300 ms.
 
-const SECRET_KEY = Buffer.alloc(32, 9).toString("base64")
-const APP_SECRET = "send-queue-app-secret"
-const TOKEN = "EAAGsendqueuetoken00000000000001"
-const SEND_QUEUE = { retryDelaysMs: [50, 50, 50], timeoutMs: 400, settleMs: 300, pollIntervalMs: 50 }
-
-let simulator: WhatsAppSimulator
-const handlers: Array<SwitchboardHandler> = []
-beforeAll(async () => {
-  simulator = await startSimulator()
+const { simulator, setup, postWebhook, requestsFor, messageWhen } = useSendQueueSetup({
+  appSecret: "send-queue-app-secret",
+  numberBase: 106540352260000
 })
-// A test that failed early leaves no scripted answer for the next.
-afterEach(() => simulator.script.clear())
-afterAll(async () => {
-  await Promise.all(handlers.map((handler) => handler.dispose()))
-  await simulator.close()
-})
-
-const orderUpdate: TemplateInput = {
-  name: "order_update",
-  language: "en_US",
-  category: "UTILITY",
-  status: "APPROVED",
-  components: [{ type: "BODY", text: "Order {{1}} has shipped.", example: { body_text: [["#1234"]] } }]
-}
-const template = (order: string) => ({
-  name: "order_update",
-  language: { code: "en_US" },
-  components: [{ type: "body", parameters: [{ type: "text", text: order }] }]
-})
-
-let numbers = 0
-/**
- * A fresh store, handler and tenant with one channel (a new number of the simulator) at
- * `throughputMps` (default 1 000) and the order_update template.
- */
-const setup = async (options: { readonly throughputMps?: number; readonly storage?: Layer.Layer<Storage> } = {}) => {
-  const storage = options.storage ?? makeSharedStorage()
-  const handler = makeHandler(storage, {
-    secretKey: SECRET_KEY,
-    graphApi: { baseUrl: simulator.url, apiVersion: "v21.0" },
-    whatsapp: { appSecret: APP_SECRET },
-    sendQueue: SEND_QUEUE
-  })
-  handlers.push(handler)
-  const { organization, api } = await makeTenant(storage, handler)
-  const number = {
-    phone_number_id: String(106540352260000 + ++numbers),
-    display_phone_number: "+31 6 1234 5678",
-    waba_id: "102290129340398",
-    access_token: TOKEN
-  }
-  simulator.addNumber(number)
-  const channel = await api.post("/channels", {
-    phone_number_id: number.phone_number_id,
-    waba_id: number.waba_id,
-    access_token: TOKEN,
-    throughput_mps: options.throughputMps ?? 1000
-  })
-  expect(channel.status).toBe(200)
-  await Effect.runPromise(
-    Effect.flatMap(Templates, (templates) => templates.create(organization.id, orderUpdate)).pipe(
-      Effect.provide(Core.layer),
-      Effect.provide(storage)
-    )
-  )
-  return { handler, api, organization, number, channelId: channel.data.uuid as string, storage }
-}
 
 type Setup = Awaited<ReturnType<typeof setup>>
 
 /** `POST /send/template` of order `order` to `to`. */
 const sendTemplate = (api: ApiClient, to: string, order = "#1") => api.post("/send/template", { phone: to, template: template(order) })
 
-/** The requests of the Graph API's messages route that carried message `id` (its `biz_opaque_callback_data`). */
-const requestsFor = (number: Setup["number"], id: string) =>
-  simulator.sends(number.phone_number_id).filter((each) => (each.body as { biz_opaque_callback_data?: string }).biz_opaque_callback_data === id)
-
-/** Polls `GET /messages/{id}` until `done` holds (at most 5 s); the message then. */
-const messageWhen = async (api: ApiClient, id: string, done: (message: Record<string, any>) => boolean) => {
-  const deadline = Date.now() + 5_000
-  for (;;) {
-    const message = (await api.get(`/messages/${id}`)).data as Record<string, any>
-    if (done(message)) return message
-    if (Date.now() > deadline) throw new Error(`message ${id} never reached the expected state: ${JSON.stringify(message)}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
 /** Posts Meta's signed status notification for `wamid` naming message `id` to the handler. */
-const notifyStatus = async (setupOf: Setup, options: { readonly wamid: string; readonly id: string; readonly to: string }) => {
-  const body = JSON.stringify(
-    statusPayload({ number: setupOf.number, wamid: options.wamid, status: "sent", recipient_id: options.to, biz_opaque_callback_data: options.id })
+const notifyStatus = (setupOf: Setup, options: { readonly wamid: string; readonly id: string; readonly to: string }) =>
+  postWebhook(
+    setupOf,
+    JSON.stringify(
+      statusPayload({ number: setupOf.number, wamid: options.wamid, status: "sent", recipient_id: options.to, biz_opaque_callback_data: options.id })
+    )
   )
-  const response = await request(setupOf.handler, {
-    method: "POST",
-    url: "/api/v1/api/webhooks/whatsapp",
-    headers: { "content-type": "application/json", "x-hub-signature-256": sign(body, APP_SECRET) },
-    payload: body
-  })
-  expect(response.statusCode).toBe(200)
-}
 
 describe("the inline first attempt (docs/messaging.md \"The send queue\")", () => {
   it("accepted at once: 200 sent with Meta's id, attempts 1, nothing left for the queue", async () => {
     const setupOf = await setup()
     const sent = await sendTemplate(setupOf.api, phone(1))
     expect([sent.status, sent.message, sent.data.status, sent.data.next_attempt_at, sent.data.failure]).toEqual([200, "Message sent", "sent", null, null])
-    const [request] = requestsFor(setupOf.number, sent.data.message_id)
+    const [request] = requestsFor(setupOf, sent.data.message_id)
     expect(sent.data.provider_message_id).toMatch(/^wamid\./)
     expect(request).toBeDefined()
     expect((await setupOf.api.get(`/messages/${sent.data.message_id}`)).data).toMatchObject({ status: "sent", attempts: 1, next_attempt_at: null })
@@ -126,46 +41,46 @@ describe("the inline first attempt (docs/messaging.md \"The send queue\")", () =
 
   it("503 twice, then accepted: queued with next_attempt_at, then sent after the retries; the stub received it three times", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ http_status: 503 }, { http_status: 503 }])
+    simulator().script.enqueue([{ http_status: 503 }, { http_status: 503 }])
     const queued = await sendTemplate(setupOf.api, phone(2))
     expect([queued.status, queued.message, queued.data.status]).toEqual([200, "Message queued", "queued"])
     expect(Date.parse(queued.data.next_attempt_at)).toBeGreaterThan(Date.now() - 1_000)
     expect(queued.data.failure).toMatchObject({ code: "network_error" })
     const sent = await messageWhen(setupOf.api, queued.data.message_id, (message) => message.status === "sent")
     expect(sent).toMatchObject({ attempts: 3, next_attempt_at: null, failure: null, provider_message_id: expect.stringMatching(/^wamid\./) })
-    expect(requestsFor(setupOf.number, queued.data.message_id)).toHaveLength(3)
+    expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(3)
   })
 
   it("a permanent refusal (131026) is failed at once with Meta's code, attempts 1, never retried", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 131026 }])
+    simulator().script.enqueue([{ code: 131026 }])
     const failed = await sendTemplate(setupOf.api, phone(3))
     expect([failed.status, failed.data.status, failed.data.failure?.code]).toEqual([200, "failed", "131026"])
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect((await setupOf.api.get(`/messages/${failed.data.message_id}`)).data).toMatchObject({ status: "failed", attempts: 1 })
-    expect(requestsFor(setupOf.number, failed.data.message_id)).toHaveLength(1)
+    expect(requestsFor(setupOf, failed.data.message_id)).toHaveLength(1)
   })
 
   it("transient failures past the retry schedule end failed with the last error (1 + 3 attempts)", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 131000, http_status: 500 }, { http_status: 502 }, { http_status: 503 }, { code: 2, http_status: 503 }])
+    simulator().script.enqueue([{ code: 131000, http_status: 500 }, { http_status: 502 }, { http_status: 503 }, { code: 2, http_status: 503 }])
     const queued = await sendTemplate(setupOf.api, phone(4))
     expect(queued.data.status).toBe("queued")
     const failed = await messageWhen(setupOf.api, queued.data.message_id, (message) => message.status === "failed")
     expect(failed).toMatchObject({ attempts: 4, failure: { code: "2" }, next_attempt_at: null })
-    expect(requestsFor(setupOf.number, queued.data.message_id)).toHaveLength(4)
+    expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(4)
   })
 })
 
 describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failure\")", () => {
   it("throttles (130429, 80007) then accepted: sent, and throttles never count as attempts; the channel cooled down 1 s, then 2 s", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 130429 }, { code: 80007 }])
+    simulator().script.enqueue([{ code: 130429 }, { code: 80007 }])
     const queued = await sendTemplate(setupOf.api, phone(5))
     expect(queued.data.status).toBe("queued")
     const sent = await messageWhen(setupOf.api, queued.data.message_id, (message) => message.status === "sent")
     expect(sent.attempts).toBe(1)
-    const times = requestsFor(setupOf.number, queued.data.message_id).map((each) => each.at_ms)
+    const times = requestsFor(setupOf, queued.data.message_id).map((each) => each.at_ms)
     expect(times).toHaveLength(3)
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(950)
     expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(1_950)
@@ -173,7 +88,7 @@ describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failu
 
   it("a pair-rate refusal (131056) holds only that recipient, for 6 s; another recipient goes at once", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 131056 }])
+    simulator().script.enqueue([{ code: 131056 }])
     const held = await sendTemplate(setupOf.api, phone(6))
     expect(held.data.status).toBe("queued")
     expect(Date.parse(held.data.next_attempt_at) - Date.now()).toBeGreaterThan(5_000)
@@ -187,12 +102,12 @@ describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failu
       failure: { code: "cancelled" }
     })
     await messageWhen(setupOf.api, behind.data.message_id, (message) => message.status === "sent")
-    expect(requestsFor(setupOf.number, held.data.message_id)).toHaveLength(1)
+    expect(requestsFor(setupOf, held.data.message_id)).toHaveLength(1)
   })
 
   it("messages to one recipient go out in creation order, one at a time", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ http_status: 503 }])
+    simulator().script.enqueue([{ http_status: 503 }])
     const to = phone(8)
     const first = await sendTemplate(setupOf.api, to, "#1")
     expect(first.data.status).toBe("queued")
@@ -201,7 +116,7 @@ describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failu
     expect(rest.map((each) => each.data.status)).toEqual(["queued", "queued", "queued", "queued"])
     const ids = [first, ...rest].map((each) => each.data.message_id as string)
     await messageWhen(setupOf.api, ids[4]!, (message) => message.status === "sent")
-    const order = simulator
+    const order = simulator()
       .sends(setupOf.number.phone_number_id)
       .map((each) => (each.body as { biz_opaque_callback_data?: string }).biz_opaque_callback_data)
       .filter((id) => ids.includes(id!))
@@ -212,7 +127,7 @@ describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failu
 describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
   it("a timed-out attempt answers sending; Meta's status notification naming the message settles it, never sent again", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ drop: "hang" }])
+    simulator().script.enqueue([{ drop: "hang" }])
     const to = phone(9)
     const pending = await sendTemplate(setupOf.api, to)
     expect([pending.message, pending.data.status]).toEqual(["Message queued", "sending"])
@@ -221,22 +136,22 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
     const settled = (await setupOf.api.get(`/messages/${pending.data.message_id}`)).data
     expect(settled).toMatchObject({ status: "sent", provider_message_id: "wamid.settled-by-notification", next_attempt_at: null, attempts: 1 })
     await new Promise((resolve) => setTimeout(resolve, 500))
-    expect(requestsFor(setupOf.number, pending.data.message_id)).toHaveLength(1)
+    expect(requestsFor(setupOf, pending.data.message_id)).toHaveLength(1)
   })
 
   it("a connection lost after the request was written, with no notification: retried after the settle time (the one case that may deliver twice)", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ drop: "close" }])
+    simulator().script.enqueue([{ drop: "close" }])
     const pending = await sendTemplate(setupOf.api, phone(10))
     expect(pending.data.status).toBe("sending")
     const sent = await messageWhen(setupOf.api, pending.data.message_id, (message) => message.status === "sent")
     expect(sent.attempts).toBe(2)
-    expect(requestsFor(setupOf.number, pending.data.message_id)).toHaveLength(2)
+    expect(requestsFor(setupOf, pending.data.message_id)).toHaveLength(2)
   })
 
   it("a send behind an attempt in flight to the same recipient answers queued", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ delay_ms: 300 }])
+    simulator().script.enqueue([{ delay_ms: 300 }])
     const to = phone(11)
     const [first, second] = await Promise.all([
       sendTemplate(setupOf.api, to, "#1"),
@@ -250,7 +165,7 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
 describe("account errors pause the channel (docs/channels.md \"Pause and resume\")", () => {
   it("131031 pauses the channel; its messages wait; POST /channels/{uuid}/resume sends them", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 131031 }])
+    simulator().script.enqueue([{ code: 131031 }])
     const held = await sendTemplate(setupOf.api, phone(12))
     expect(held.data.status).toBe("queued")
     const later = await sendTemplate(setupOf.api, phone(13))
@@ -263,7 +178,7 @@ describe("account errors pause the channel (docs/channels.md \"Pause and resume\
       queue: { queued: 2, sending: 0, oldest_queued_at: expect.any(String) }
     })
     await new Promise((resolve) => setTimeout(resolve, 200))
-    expect(requestsFor(setupOf.number, later.data.message_id)).toHaveLength(0)
+    expect(requestsFor(setupOf, later.data.message_id)).toHaveLength(0)
     const resumed = await setupOf.api.post(`/channels/${setupOf.channelId}/resume`, {})
     expect([resumed.status, resumed.message, resumed.data.status, resumed.data.paused_reason]).toEqual([200, "Channel resumed", "active", null])
     for (const id of [held.data.message_id, later.data.message_id]) {
@@ -276,13 +191,13 @@ describe("account errors pause the channel (docs/channels.md \"Pause and resume\
 describe("retry and cancel (docs/messaging.md \"Retry and cancel\")", () => {
   it("a failed message retried is a real new attempt; other statuses are 409; another organization's message is 404", async () => {
     const setupOf = await setup()
-    simulator.script.enqueue([{ code: 131026 }])
+    simulator().script.enqueue([{ code: 131026 }])
     const failed = await sendTemplate(setupOf.api, phone(14))
     expect(failed.data.status).toBe("failed")
     const retried = await setupOf.api.post(`/messages/${failed.data.message_id}/retry`, {})
     expect([retried.status, retried.data.status, retried.data.attempts, retried.data.failure]).toEqual([200, "queued", 0, null])
     await messageWhen(setupOf.api, failed.data.message_id, (message) => message.status === "sent")
-    expect(requestsFor(setupOf.number, failed.data.message_id)).toHaveLength(2)
+    expect(requestsFor(setupOf, failed.data.message_id)).toHaveLength(2)
     const again = await setupOf.api.post(`/messages/${failed.data.message_id}/retry`, {})
     expect([again.status, again.errors[0]?.code]).toEqual([409, "message_not_retryable"])
     const cancel = await setupOf.api.post(`/messages/${failed.data.message_id}/cancel`, {})
@@ -302,7 +217,7 @@ describe("pacing (docs/channels.md \"Throughput\")", () => {
     for (let index = 0; index < 15; index++) sends.push(await sendTemplate(setupOf.api, phone(100 + index)))
     expect(sends.every((each) => each.status === 200)).toBe(true)
     for (const each of sends) await messageWhen(setupOf.api, each.data.message_id, (message) => message.status === "sent")
-    const arrivals = simulator.sends(setupOf.number.phone_number_id).map((each) => each.at_ms)
+    const arrivals = simulator().sends(setupOf.number.phone_number_id).map((each) => each.at_ms)
     expect(arrivals).toHaveLength(15)
     expect(maxInWindow(arrivals, 1000)).toBeLessThanOrEqual(5)
   }, 20_000)
