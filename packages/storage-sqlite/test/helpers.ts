@@ -1,7 +1,10 @@
 import type Sqlite from "better-sqlite3"
-import { mkdtempSync, rmSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { once } from "node:events"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /**
  * Fresh database paths, each in its own temporary directory; `cleanup` removes every
@@ -48,4 +51,39 @@ export const countExecutions = (db: Sqlite.Database, matches: (sql: string) => b
       executions = 0
     }
   }
+}
+
+/**
+ * Child processes running the fixture script `fixture` (a path under `test/fixtures/`)
+ * through vite-node, each on the SQLite file it is given (`SWITCHBOARD_SQLITE_FILE`), for the
+ * tests of several processes on one file. `available` is false (and a reason printed) when
+ * vite-node is not installed. `startChild(filename)` answers `ready` (the child printed
+ * `ready`, or exited first), `go()` (the signal it waits for on stdin) and `exited` (its
+ * exit code and everything it printed).
+ */
+export const fixtureProcesses = (fixture: string) => {
+  const root = fileURLToPath(new URL("../../../", import.meta.url))
+  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
+  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
+  const script = fileURLToPath(new URL(`./fixtures/${fixture}`, import.meta.url))
+  const available = existsSync(viteNode)
+  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
+  const startChild = (filename: string) => {
+    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
+      cwd: root,
+      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let output = ""
+    const ready = new Promise<void>((resolve) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        output += chunk.toString()
+        if (output.includes("ready\n")) resolve()
+      })
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    })
+    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
+    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
+  }
+  return { available, startChild }
 }

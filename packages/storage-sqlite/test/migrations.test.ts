@@ -1,17 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
-import { spawn } from "node:child_process"
-import { once } from "node:events"
-import { existsSync } from "node:fs"
-import { fileURLToPath } from "node:url"
 import { Effect, TestClock } from "effect"
 import { type ChatAppendRequest, type ChatId, type Contact, type ContactId, Storage } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { openDatabase } from "../src/internal/connection.js"
 import { applyPending, migrate, migrations, type Migration } from "../src/migrations.js"
-import { tempFiles } from "./helpers.js"
+import { fixtureProcesses, tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
@@ -531,31 +527,7 @@ describe("connection set-up", () => {
 })
 
 describe("two processes opening one new file together", () => {
-  const root = fileURLToPath(new URL("../../../", import.meta.url))
-  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
-  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
-  const script = fileURLToPath(new URL("./fixtures/open-storage.ts", import.meta.url))
-  const available = existsSync(viteNode)
-  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
-
-  /** Starts one child; `ready` resolves once it has loaded and waits for the go signal. */
-  const startChild = (filename: string) => {
-    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
-      cwd: root,
-      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let output = ""
-    const ready = new Promise<void>((resolve) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString()
-        if (output.includes("ready\n")) resolve()
-      })
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    })
-    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
-    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
-  }
+  const { available, startChild } = fixtureProcesses("open-storage.ts")
 
   it.skipIf(!available)(
     "both succeed and each migration is applied exactly once",

@@ -1,10 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
-import { spawn } from "node:child_process"
-import { once } from "node:events"
-import { existsSync } from "node:fs"
-import { fileURLToPath } from "node:url"
 import { Effect, Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
@@ -27,7 +23,7 @@ import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { applyPending, migrations } from "../src/migrations.js"
 import { dueSql, SQL } from "../src/repositories/outbox.js"
-import { tempFiles } from "./helpers.js"
+import { fixtureProcesses, tempFiles } from "./helpers.js"
 
 // The send queue on SQLite (repositories/outbox.ts): the rules of core's OutboxRepository,
 // each checked on the adapter, and migration 15 on a database at version 14.
@@ -745,31 +741,7 @@ describe("migration 15", () => {
 })
 
 describe("two processes claiming from one file together", () => {
-  const root = fileURLToPath(new URL("../../../", import.meta.url))
-  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
-  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
-  const script = fileURLToPath(new URL("./fixtures/claim-outbox.ts", import.meta.url))
-  const available = existsSync(viteNode)
-  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
-
-  /** Starts one child; `ready` resolves once it has opened the file and waits for the go signal. */
-  const startChild = (filename: string) => {
-    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
-      cwd: root,
-      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let output = ""
-    const ready = new Promise<void>((resolve) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString()
-        if (output.includes("ready\n")) resolve()
-      })
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    })
-    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
-    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
-  }
+  const { available, startChild } = fixtureProcesses("claim-outbox.ts")
 
   it.skipIf(!available)(
     "every one of 60 messages (3 channels of 10 messages per second, and none) is claimed once, each channel's slots never shared",

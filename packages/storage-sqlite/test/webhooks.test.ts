@@ -1,16 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
-import { spawn } from "node:child_process"
-import { once } from "node:events"
-import { existsSync } from "node:fs"
-import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { type OrganizationId, Storage, type WebhookEndpointId } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { SQL } from "../src/repositories/webhooks.js"
-import { tempFiles } from "./helpers.js"
+import { fixtureProcesses, tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
@@ -36,31 +32,7 @@ describe("webhook statements use their indexes", () => {
 })
 
 describe("two processes claiming from one file together", () => {
-  const root = fileURLToPath(new URL("../../../", import.meta.url))
-  const viteNode = `${root}node_modules/vite-node/vite-node.mjs`
-  const config = fileURLToPath(new URL("../vitest.config.ts", import.meta.url))
-  const script = fileURLToPath(new URL("./fixtures/claim-deliveries.ts", import.meta.url))
-  const available = existsSync(viteNode)
-  if (!available) console.warn(`skipped: vite-node is not installed at ${viteNode}`)
-
-  /** Starts one child; `ready` resolves once it has opened the file and waits for the go signal. */
-  const startChild = (filename: string) => {
-    const child = spawn(process.execPath, [viteNode, "--config", config, script], {
-      cwd: root,
-      env: { ...process.env, SWITCHBOARD_SQLITE_FILE: filename },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let output = ""
-    const ready = new Promise<void>((resolve) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString()
-        if (output.includes("ready\n")) resolve()
-      })
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    })
-    const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, output }))
-    return { ready: Promise.race([ready, exited]), go: () => child.stdin.end("go\n"), exited }
-  }
+  const { available, startChild } = fixtureProcesses("claim-deliveries.ts")
 
   /** A file with one organization, one endpoint and 20 due deliveries (20 contacts imported). */
   const seed = (filename: string) =>
