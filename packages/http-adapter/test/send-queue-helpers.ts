@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, expect } from "vitest"
 import { Effect, type Layer } from "effect"
 import { Core, type Storage, Templates, type TemplateInput } from "@switchboard/core"
-import type { SwitchboardHandler } from "@switchboard/http-adapter"
+import type { DispatchSwitches, SwitchboardHandler } from "@switchboard/http-adapter"
 import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { makeHandler, makeSharedStorage, makeTenant, request, type ApiClient } from "./helpers.js"
 
@@ -11,7 +11,10 @@ import { makeHandler, makeSharedStorage, makeTenant, request, type ApiClient } f
 // The send queue's delays are milliseconds so whole schedules run in a test: retries after
 // 50 ms, an attempt times out after 400 ms, an unknown outcome settles for 300 ms.
 
-const SECRET_KEY = Buffer.alloc(32, 9).toString("base64")
+/** The handlers' secret key (channel tokens are sealed under it). */
+export const SECRET_KEY = Buffer.alloc(32, 9).toString("base64")
+/** The send queue's settings of every handler here (milliseconds). */
+export const SEND_QUEUE = { retryDelaysMs: [50, 50, 50], timeoutMs: 400, settleMs: 300, pollIntervalMs: 50 }
 const TOKEN = "EAAGsendqueuetoken00000000000001"
 
 /** The template every tenant of {@link useSendQueueSetup} has. */
@@ -35,7 +38,7 @@ export const template = (order: string) => ({
  * one so a failed test leaves no answer for the next, closed with every handler after the
  * last) and answers what the tests use: `simulator()`, `setup()` (a fresh store, handler and
  * tenant with one channel — a new number of the simulator, `throughputMps` default 1 000 —
- * and order_update), `postWebhook(setup, body)` (a body signed with the app secret),
+ * and order_update; `dispatch` as `createHandler`'s), `postWebhook(setup, body)` (a body signed with the app secret),
  * `requestsFor(setup, id)` (the Graph sends that carried message `id`), and
  * `messageWhen(api, id, done)` (polls `GET /messages/{id}` until `done`, at most `waitMs`).
  * `numberBase` keeps each file's phone_number_ids apart.
@@ -57,13 +60,16 @@ export const useSendQueueSetup = (options: { readonly appSecret: string; readonl
   }
 
   let numbers = 0
-  const setup = async (setupOptions: { readonly throughputMps?: number; readonly storage?: Layer.Layer<Storage> } = {}) => {
+  const setup = async (
+    setupOptions: { readonly throughputMps?: number; readonly storage?: Layer.Layer<Storage>; readonly dispatch?: DispatchSwitches } = {}
+  ) => {
     const storage = setupOptions.storage ?? makeSharedStorage()
     const handler = makeHandler(storage, {
       secretKey: SECRET_KEY,
       graphApi: { baseUrl: running().url, apiVersion: "v21.0" },
       whatsapp: { appSecret: options.appSecret },
-      sendQueue: { retryDelaysMs: [50, 50, 50], timeoutMs: 400, settleMs: 300, pollIntervalMs: 50 }
+      sendQueue: SEND_QUEUE,
+      ...(setupOptions.dispatch === undefined ? {} : { dispatch: setupOptions.dispatch })
     })
     handlers.push(handler)
     const { organization, api } = await makeTenant(storage, handler)

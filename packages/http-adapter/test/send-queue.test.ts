@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { maxInWindow, statusPayload } from "@switchboard/whatsapp-simulator"
 import { phone, type ApiClient } from "./helpers.js"
-import { template, useSendQueueSetup } from "./send-queue-helpers.js"
+import { runDispatchers } from "@switchboard/http-adapter"
+import { SECRET_KEY, SEND_QUEUE, template, useSendQueueSetup } from "./send-queue-helpers.js"
 
 // The send queue over HTTP (docs/messaging.md "The send queue", docs/channels.md "Pause and
 // resume"): every class of Meta's failures answered on demand by the WhatsApp simulator,
@@ -185,6 +186,45 @@ describe("account errors pause the channel (docs/channels.md \"Pause and resume\
       expect(await messageWhen(setupOf.api, id, (message) => message.status === "sent")).toMatchObject({ attempts: 1 })
     }
     expect((await setupOf.api.get(`/channels/${setupOf.channelId}`)).data.queue).toEqual({ queued: 0, sending: 0, oldest_queued_at: null })
+  })
+})
+
+describe("resuming with a new token, and dispatching elsewhere", () => {
+  it("PUT /channels/{uuid} with a new access_token (verified with Meta) resumes a paused channel; its messages go", async () => {
+    const setupOf = await setup()
+    simulator().script.enqueue([{ code: 190, http_status: 401 }])
+    const held = await sendTemplate(setupOf.api, phone(30))
+    expect(held.data.status).toBe("queued")
+    expect((await setupOf.api.get(`/channels/${setupOf.channelId}`)).data).toMatchObject({ status: "paused", paused_reason: { code: "190" } })
+    const updated = await setupOf.api.put(`/channels/${setupOf.channelId}`, { throughput_mps: 900 })
+    expect(updated.data).toMatchObject({ status: "paused", throughput_mps: 900 })
+    const renewed = await setupOf.api.put(`/channels/${setupOf.channelId}`, { access_token: setupOf.number.access_token })
+    expect(renewed.data).toMatchObject({ status: "active", paused_reason: null, paused_at: null })
+    expect(await messageWhen(setupOf.api, held.data.message_id, (message) => message.status === "sent")).toMatchObject({ attempts: 1 })
+  })
+
+  it("dispatch: { messages: false } leaves queued messages to runDispatchers, which sends them from another runtime", async () => {
+    const setupOf = await setup({ dispatch: { messages: false } })
+    simulator().script.enqueue([{ http_status: 503 }])
+    const queued = await sendTemplate(setupOf.api, phone(31))
+    expect(queued.data.status).toBe("queued")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(1)
+    const dispatchers = runDispatchers({
+      storage: setupOf.storage,
+      secretKey: SECRET_KEY,
+      graphApi: { baseUrl: simulator().url, apiVersion: "v21.0" },
+      sendQueue: SEND_QUEUE,
+      dispatch: { webhooks: false },
+      logger: false
+    })
+    try {
+      await dispatchers.ready
+      expect(await messageWhen(setupOf.api, queued.data.message_id, (message) => message.status === "sent")).toMatchObject({ attempts: 2 })
+      expect(dispatchers.lastPassesEndedAt()).toMatchObject({ webhooks: null, messages: expect.any(Date) })
+    } finally {
+      await dispatchers.stop()
+    }
   })
 })
 
