@@ -221,6 +221,20 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(0)
     }))
 
+  it.effect("a channel the caller opened already is used as given (not read again)", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      const opened = { uuid: CHANNEL_ID, phone_number_id: "106540352242922", access_token: "opened-token" }
+      yield* TestClock.setTime(NOW)
+      const outcome = yield* attemptClaimedMessage(
+        { transport, channels: channelsWith(false), lastInboundAt: openWindow },
+        claimed({}, { channel_uuid: CHANNEL_ID, type: "template", template: { name: "t", language: { code: "en" }, components: [] } }),
+        opened
+      )
+      expect(outcome._tag).toBe("Sent")
+      expect(calls).toEqual([expect.objectContaining({ channel: opened })])
+    }))
+
   it.effect("waits for its pacing slot (not_before) before the transport is called", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))

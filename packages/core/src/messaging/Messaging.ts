@@ -332,7 +332,7 @@ const make = Effect.gen(function* () {
         not_before: Date.parse(message.created_at),
         reclaimed: false
       }
-      const outcome = yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed)
+      const outcome = yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed, channel)
       const recorded = yield* recordSendOutcome(claimed, outcome).pipe(Effect.provideService(Storage, storage))
       // Not recorded: the contact (and so the message) was deleted meanwhile, or another process took it over.
       return sendResultOf(chat.uuid, Option.getOrElse(recorded, () => message))

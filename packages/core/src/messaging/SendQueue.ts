@@ -245,13 +245,15 @@ export interface AttemptServices {
  * (none counted); `transient` → `Requeued` after the next retry delay, or `Failed` once
  * they are spent; `unknown` → `Unknown`, due again after `settleMs` (or `Failed` once the
  * retries are spent); `permanent` → `Failed`; `account` → `Paused` (a message without a
- * channel: `Failed`). Never fails.
+ * channel: `Failed`). `opened`: the message's channel with its token when the caller has
+ * opened it already (a send in the request), so it is not read again. Never fails.
  *
  * @category messaging
  */
 export const attemptClaimedMessage = (
   services: AttemptServices,
-  claimed: ClaimedMessage
+  claimed: ClaimedMessage,
+  opened?: OutboundChannel | null
 ): Effect.Effect<OutboxOutcome, never, never> =>
   Effect.gen(function*() {
     const settings = yield* SendQueueSettings
@@ -268,7 +270,8 @@ export const attemptClaimedMessage = (
       return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
     }
     if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
-    const channel = yield* openChannel(services.channels, claimed)
+    // A send in the request has opened its channel already; the dispatcher opens it here.
+    const channel = opened === undefined ? yield* openChannel(services.channels, claimed) : Either.right(opened)
     if (Either.isLeft(channel)) return channel.left
     const handedAt = yield* Clock.currentTimeMillis
     if (channel.right !== null && handedAt - claimed.not_before > PACING_LATENESS_MS) {
