@@ -109,6 +109,22 @@ describe("Channels", () => {
       expect((yield* failureOf(channels.getWithToken(other.id, channel.uuid)))._tag).toBe("RecordNotFound")
     }).pipe(Effect.provide(layerWith())))
 
+  it.live("getWithToken opens a token once, and a token written anew is opened anew (never the old one from memory)", () =>
+    Effect.gen(function* () {
+      const org = yield* withOrganization
+      const channels = yield* Channels
+      const channel = yield* channels.add(org.id, input("4001"))
+      expect((yield* channels.getWithToken(org.id, channel.uuid)).access_token).toBe(TOKEN)
+      expect((yield* channels.getWithToken(org.id, channel.uuid)).access_token).toBe(TOKEN)
+      const renewed = "EAAGrenewed-00000000000000000077"
+      const storage = yield* Storage
+      yield* storage.channels.update(org.id, channel.uuid, {
+        access_token: { sealed: sealSecret(KEY, renewed), last4: "0077" },
+        updated_at: new Date().toISOString()
+      })
+      expect((yield* channels.getWithToken(org.id, channel.uuid)).access_token).toBe(renewed)
+    }).pipe(Effect.provide(layerWith())))
+
   it.live("a refusal fails with ChannelVerificationFailed whose message holds Meta's reason but never the token", () =>
     Effect.gen(function* () {
       const org = yield* withOrganization

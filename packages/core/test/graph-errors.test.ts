@@ -27,7 +27,7 @@ describe("a Graph API that cannot be reached (docs/channels.md, docs/messaging.m
       expect(failure).toBeInstanceOf(TransportFailed)
       expect(failure.provider_code).toBeNull()
       expect(failure.reason).toBe(
-        `Meta's Graph API at ${baseUrl.slice(0, -1)} could not be reached (fetch failed: connect ECONNREFUSED ${baseUrl.slice(7, -1)})`
+        `Meta's Graph API at ${baseUrl.slice(0, -1)} could not be reached (connect ECONNREFUSED ${baseUrl.slice(7, -1)})`
       )
       expect(failure.reason).not.toContain("secret-token-123")
     })

@@ -146,6 +146,9 @@ export class Channels extends Context.Tag("@switchboard/core/Channels")<Channels
   )
 }
 
+/** How many opened channel tokens `getWithToken` keeps (more channels: the cache starts over). */
+const OPENED_TOKENS_CACHE_SIZE = 1_000
+
 const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "channel", uuid: id }] })
 
 const make = Effect.gen(function* () {
@@ -207,11 +210,27 @@ const make = Effect.gen(function* () {
 
   const update = updateChannel({ storage, verifier, requireKey, get })
 
+  // Tokens opened before, by their sealed text (a new token is sealed anew, with a new
+  // nonce, so a changed token is never answered from here): the send queue opens a channel
+  // per message, and AES-GCM per message was a measurable part of dispatch
+  // (docs/benchmarks.md "Outbound dispatch"). Bounded; emptied when full.
+  const openedTokens = new Map<string, string>()
+  const openToken = (secretKey: Uint8Array, sealed: string): Option.Option<string> => {
+    const known = openedTokens.get(sealed)
+    if (known !== undefined) return Option.some(known)
+    const token = openSecret(secretKey, sealed)
+    if (Option.isSome(token)) {
+      if (openedTokens.size >= OPENED_TOKENS_CACHE_SIZE) openedTokens.clear()
+      openedTokens.set(sealed, token.value)
+    }
+    return token
+  }
+
   const getWithToken = Effect.fn("Channels.getWithToken")(function* (organizationId: OrganizationId, id: ChannelId) {
     const secretKey = yield* requireKey
     const stored = yield* storage.channels.findById(organizationId, id)
     if (Option.isNone(stored)) return yield* notFound(id)
-    const token = openSecret(secretKey, stored.value.access_token_sealed)
+    const token = openToken(secretKey, stored.value.access_token_sealed)
     if (Option.isNone(token)) return yield* new SecretKeyMismatch()
     const result: ChannelWithToken = { organization_id: organizationId, channel: stored.value.channel, access_token: token.value }
     return result

@@ -28,6 +28,24 @@ export const DEFAULT_GRAPH_BASE_URL = "https://graph.facebook.com"
 export const DEFAULT_GRAPH_API_VERSION = "v21.0"
 
 /**
+ * How long one Graph request may take when `timeoutMs` is not given, in ms.
+ *
+ * @category messaging
+ */
+export const DEFAULT_GRAPH_TIMEOUT_MS = 10_000
+
+/**
+ * undici's codes of a request that ran out of time (no headers, or the body stalled, within
+ * the timeout): they are reported as `TimeoutError`, as `fetch`'s abort by
+ * `AbortSignal.timeout` is.
+ */
+const UNDICI_TIMEOUT_CODES: ReadonlyArray<string> = ["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]
+
+/** Whether `error` is a request's timeout: `fetch`'s `TimeoutError` or undici's timeout codes. */
+const isTimeout = (error: Error): boolean =>
+  error.name === "TimeoutError" || UNDICI_TIMEOUT_CODES.includes(codeOf(error) ?? "")
+
+/**
  * The URL `{baseUrl}/{apiVersion}/{segments…}` (each segment URL-encoded, trailing
  * slashes of `baseUrl` dropped), for example `graphUrl({}, "1234", "messages")` →
  * `https://graph.facebook.com/v21.0/1234/messages`.
@@ -50,8 +68,9 @@ export const graphBaseUrl = (options: GraphApiOptions): string =>
 
 /**
  * Why a Graph request never got an answer, naming the base URL it tried and the network
- * error under `fetch`'s own "fetch failed" (for example `Meta's Graph API at
- * http://127.0.0.1:9 could not be reached (fetch failed: connect ECONNREFUSED 127.0.0.1:9)`),
+ * error, under `fetch`'s own "fetch failed" when it came from `fetch` (for example
+ * `Meta's Graph API at http://127.0.0.1:9 could not be reached (fetch failed: connect
+ * ECONNREFUSED 127.0.0.1:9)`; from undici's `request`, without "fetch failed: "),
  * or the timeout (docs/channels.md "Verification", docs/messaging.md "Failures").
  *
  * @category messaging
@@ -70,16 +89,17 @@ export const graphAnsweredStatus = (options: GraphApiOptions, status: number): s
 
 /**
  * The code of the network error under a failed Graph request, for the classes of failure
- * (docs/messaging.md "Classes of failure"): undici's socket error in `error.cause`
- * (`ECONNREFUSED`, `ENOTFOUND`, `UND_ERR_CONNECT_TIMEOUT`, `UND_ERR_SOCKET`, `ECONNRESET`…),
- * `TimeoutError` for the request's timeout ({@link graphSignal}), else the error's own
- * `code`, else `null`.
+ * (docs/messaging.md "Classes of failure"): `TimeoutError` for the request's timeout
+ * (`fetch`'s abort by {@link graphSignal}, or undici's `UND_ERR_HEADERS_TIMEOUT` /
+ * `UND_ERR_BODY_TIMEOUT`); else the socket error's code, in `error.cause` under `fetch`
+ * or on the error itself from undici's `request` (`ECONNREFUSED`, `ENOTFOUND`,
+ * `UND_ERR_CONNECT_TIMEOUT`, `UND_ERR_SOCKET`, `ECONNRESET`…); else `null`.
  *
  * @category messaging
  */
 export const networkErrorCode = (error: unknown): string | null => {
   if (!(error instanceof Error)) return null
-  if (error.name === "TimeoutError") return "TimeoutError"
+  if (isTimeout(error)) return "TimeoutError"
   const cause = (error as { cause?: unknown }).cause
   return codeOf(cause) ?? codeOf(error)
 }
@@ -92,7 +112,7 @@ const codeOf = (error: unknown): string | null => {
 /** `fetch`'s message with its cause's (undici puts the socket error there): `fetch failed: connect ECONNREFUSED …`. */
 const describeFetchError = (error: unknown): string => {
   if (!(error instanceof Error)) return String(error)
-  if (error.name === "TimeoutError") return `no answer within the timeout: ${error.message}`
+  if (isTimeout(error)) return `no answer within the timeout: ${error.message}`
   const cause = (error as { cause?: unknown }).cause
   return cause instanceof Error && cause.message !== "" ? `${error.message}: ${cause.message}` : error.message
 }
@@ -104,4 +124,4 @@ const describeFetchError = (error: unknown): string => {
  * @category messaging
  */
 export const graphSignal = (options: GraphApiOptions, signal: AbortSignal): AbortSignal =>
-  AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? 10_000)])
+  AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS)])

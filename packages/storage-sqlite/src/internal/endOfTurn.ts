@@ -17,10 +17,26 @@ import { Effect } from "effect"
  */
 export const endOfTurnQueue = <Request, A, E>(
   answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>
+): ((request: Request) => Effect.Effect<A, E>) => groupedQueue(answerAll, { windowMs: 0, maxSize: Number.POSITIVE_INFINITY })
+
+/**
+ * {@link endOfTurnQueue} over a longer window: the calls asked for within `windowMs` (ms)
+ * of the group's first are answered together (a timer), or at once, in the call that
+ * makes `maxSize` of them wait. `windowMs` 0 answers at the end of the turn (`setImmediate`).
+ */
+export const groupedQueue = <Request, A, E>(
+  answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>,
+  options: { readonly windowMs: number; readonly maxSize: number }
 ): ((request: Request) => Effect.Effect<A, E>) => {
   let requests: Array<Request> = []
   let resumers: Array<(answer: Effect.Effect<A, E>) => void> = []
+  let timer: ReturnType<typeof setTimeout> | undefined
   const answerQueued = (): void => {
+    if (timer !== undefined) {
+      clearTimeout(timer)
+      timer = undefined
+    }
+    if (requests.length === 0) return
     const group = requests
     const resume = resumers
     requests = []
@@ -38,6 +54,11 @@ export const endOfTurnQueue = <Request, A, E>(
   return (request) =>
     Effect.async<A, E>((resume) => {
       requests.push(request)
-      if (resumers.push(resume) === 1) setImmediate(answerQueued)
+      const waiting = resumers.push(resume)
+      if (waiting >= options.maxSize) answerQueued()
+      else if (waiting === 1) {
+        if (options.windowMs <= 0) setImmediate(answerQueued)
+        else timer = setTimeout(answerQueued, options.windowMs)
+      }
     })
 }
