@@ -20,7 +20,7 @@ export default defineWorkspace([
         "test/contacts*.test.ts",
         "test/groups.test.ts",
         "test/hostile-input.test.ts",
-        "test/idempotency.test.ts",
+        "test/idempotency*.test.ts",
         "test/label-assignments.test.ts",
         "test/labels.test.ts",
         "test/messages.test.ts",

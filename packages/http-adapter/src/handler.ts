@@ -44,7 +44,7 @@ import {
 } from "./rateLimiting.js"
 import { makeRouter, type CompiledRoute } from "./router.js"
 import { defaultRoutes } from "./routes/index.js"
-import { responseOfResult, type RouteDefinition, type RouteServices } from "./routes/route.js"
+import { responseOfResult, type RouteDefinition, type RouteIdempotency, type RouteServices } from "./routes/route.js"
 import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
 import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
 import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
@@ -452,9 +452,9 @@ const respond = (
 
 /**
  * The checks after the rate limit (path parameters, repeated query parameters, query,
- * `Idempotency-Key`, body), then the route's handler. With an `Idempotency-Key` the result
- * is recovered into a response here, so the stored response is what the client got;
- * otherwise `respond` recovers it.
+ * `Idempotency-Key`, body), then the route's handler. With an `Idempotency-Key` the handler
+ * gets the claim (`idempotency`) and its result is recovered into a response here, so the
+ * stored response is what the client got; otherwise `respond` recovers it.
  */
 const afterRateLimit = (
   exchange: Exchange,
@@ -473,7 +473,10 @@ const afterRateLimit = (
   const idempotencyKey =
     definition.idempotent === true ? readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
   if (idempotencyKey instanceof HttpFailure) return Effect.fail(idempotencyKey)
-  const handle = (body: unknown): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> =>
+  const handle = (
+    body: unknown,
+    idempotency?: RouteIdempotency
+  ): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> =>
     Effect.map(
       definition.handle({
         params: params as Record<string, unknown>,
@@ -481,6 +484,7 @@ const afterRateLimit = (
         body,
         requestId: exchange.requestId,
         auth: auth ?? NO_AUTHENTICATION,
+        idempotency,
         basePath: route.basePath,
         routes: route.routes
       }),
@@ -501,13 +505,16 @@ const afterRateLimit = (
   }
   const parsed = readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
   return Effect.flatMap(parsed, (parsedBody) => {
-    const checked = route.checkBody === undefined ? handle(parsedBody) : Effect.flatMap(checkBody(route.checkBody, parsedBody), handle)
+    const checked = (idempotency?: RouteIdempotency) =>
+      route.checkBody === undefined
+        ? handle(parsedBody, idempotency)
+        : Effect.flatMap(checkBody(route.checkBody, parsedBody), (body) => handle(body, idempotency))
     // Without an Idempotency-Key, failures are turned into responses once, by `respond`;
     // with one, here, so the stored response is what the client got.
-    if (idempotencyKey === undefined || auth === undefined) return checked
+    if (idempotencyKey === undefined || auth === undefined) return checked()
     const path = exchange.request.url.split("?", 1)[0] ?? ""
     const fingerprint = fingerprintOf(exchange.request.method, path, parsedBody)
-    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, recover(checked))
+    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, (claim) => recover(checked(claim)))
   })
 }
 

@@ -4,6 +4,7 @@ import stringify from "safe-stable-stringify"
 import { IDEMPOTENCY_KEY_PATTERN, Idempotency, type OrganizationId } from "@switchboard/core"
 import type { ApiResponse, Envelope } from "./envelope.js"
 import { HttpFailure } from "./HttpFailure.js"
+import type { RouteIdempotency } from "./routes/route.js"
 
 // The Idempotency-Key step of the handler core, for routes declared `idempotent`
 // (docs/messaging.md "Idempotency-Key"): after authentication, the rate limit and the
@@ -39,14 +40,16 @@ export const fingerprintOf = (method: string, path: string, body: unknown): stri
  * response) under `key`: a stored 200 of the same request is replayed with
  * `Idempotent-Replayed: true`; the same request still running → 409
  * `idempotency_key_in_progress`; the key used for another request → 422
- * `idempotency_key_reused`. Once claimed, `run` is not interrupted (a client that went away
- * retries, and must find the outcome); a 200 is stored, anything else gives the key back.
+ * `idempotency_key_reused`. Once claimed, `run` gets the claim (the record's
+ * `resourceUuid`, and whether this is a takeover of a claim whose process died) and is not
+ * interrupted (a client that went away retries, and must find the outcome); a 200 is
+ * stored, anything else gives the key back.
  */
 export const withIdempotencyKey = <R>(
   organizationId: OrganizationId,
   key: string,
   fingerprint: string,
-  run: Effect.Effect<ApiResponse, never, R>
+  run: (claim: RouteIdempotency) => Effect.Effect<ApiResponse, never, R>
 ) =>
   Effect.gen(function* () {
     const idempotency = yield* Idempotency
@@ -67,7 +70,9 @@ export const withIdempotencyKey = <R>(
           message: "This Idempotency-Key was used for another request (method, path or body differ)"
         })
       case "Claimed":
-        return yield* Effect.uninterruptible(runClaimed(organizationId, key, run))
+        return yield* Effect.uninterruptible(
+          runClaimed(organizationId, key, run({ resourceUuid: claim.resourceUuid, takeover: claim.takeover }))
+        )
     }
   })
 

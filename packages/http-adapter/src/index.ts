@@ -42,6 +42,7 @@ export {
   responseOfResult,
   type RawContent,
   type RouteDefinition,
+  type RouteIdempotency,
   type RouteMethod,
   type RouteRequest,
   type RouteResult,

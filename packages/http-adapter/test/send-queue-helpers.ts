@@ -38,7 +38,7 @@ export const template = (order: string) => ({
  * one so a failed test leaves no answer for the next, closed with every handler after the
  * last) and answers what the tests use: `simulator()`, `setup()` (a fresh store, handler and
  * tenant with one channel — a new number of the simulator, `throughputMps` default 1 000 —
- * and order_update; `dispatch` as `createHandler`'s), `postWebhook(setup, body)` (a body signed with the app secret),
+ * and order_update, with its `apiKey`; `dispatch` as `createHandler`'s), `postWebhook(setup, body)` (a body signed with the app secret),
  * `requestsFor(setup, id)` (the Graph sends that carried message `id`), and
  * `messageWhen(api, id, done)` (polls `GET /messages/{id}` until `done`, at most `waitMs`).
  * `numberBase` keeps each file's phone_number_ids apart.
@@ -72,7 +72,7 @@ export const useSendQueueSetup = (options: { readonly appSecret: string; readonl
       ...(setupOptions.dispatch === undefined ? {} : { dispatch: setupOptions.dispatch })
     })
     handlers.push(handler)
-    const { organization, api } = await makeTenant(storage, handler)
+    const { organization, api, apiKey } = await makeTenant(storage, handler)
     const number = {
       phone_number_id: String(options.numberBase + ++numbers),
       display_phone_number: "+31 6 1234 5678",
@@ -93,7 +93,7 @@ export const useSendQueueSetup = (options: { readonly appSecret: string; readonl
         Effect.provide(storage)
       )
     )
-    return { handler, api, organization, number, channelId: channel.data.uuid as string, storage }
+    return { handler, api, apiKey, organization, number, channelId: channel.data.uuid as string, storage }
   }
 
   type Setup = Awaited<ReturnType<typeof setup>>

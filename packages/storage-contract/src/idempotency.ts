@@ -3,14 +3,15 @@ import { Effect } from "effect"
 import { type IdempotencyClaimRequest, type OrganizationId, Storage } from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
-import { insertOrganization, runner } from "./support.js"
+import { insertOrganization, runner, sharedRunner } from "./support.js"
 
 const { instant } = fixtures
 
-/** A claim at minute `at`: locked 1 minute, kept 24 hours (1440 minutes). */
-const request = (key: string, fingerprint: string, at = 0): IdempotencyClaimRequest => ({
+/** A claim at minute `at` for a request creating `resourceUuid`: locked 1 minute, kept 24 hours (1440 minutes). */
+const request = (key: string, fingerprint: string, at = 0, resourceUuid = fixtures.uuid()): IdempotencyClaimRequest => ({
   key,
   fingerprint,
+  resourceUuid,
   now: instant(at),
   lockedUntil: instant(at + 1),
   expiresAt: instant(at + 1440)
@@ -19,10 +20,15 @@ const request = (key: string, fingerprint: string, at = 0): IdempotencyClaimRequ
 const claim = (organizationId: OrganizationId, claimRequest: IdempotencyClaimRequest) =>
   Effect.flatMap(Storage, ({ idempotency }) => idempotency.claim(organizationId, claimRequest))
 
+/** The `Claimed` outcome holding `resourceUuid`. */
+const claimed = (resourceUuid: string, takeover = false) => ({ _tag: "Claimed", resourceUuid, takeover }) as const
+
 /**
  * Contract of `Storage.idempotency` (docs/messaging.md "Idempotency-Key"): an atomic
- * insert-if-absent claim per organization and key, completion with the stored response,
- * release, takeover of a claim whose lock passed, expiry after its `expires_at`, pruning.
+ * insert-if-absent claim per organization and key holding the uuid of what its request
+ * creates, completion with the stored response, release, takeover of a claim whose lock
+ * passed (answering the first claimant's uuid), expiry after its `expires_at`, pruning.
+ * With `options.makeSharedLayers`, also a takeover across two stores over one store.
  */
 export const idempotencyContract = (options: StorageContractOptions): void => {
   const run = runner(options)
@@ -32,7 +38,7 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
       run(
         Effect.gen(function* () {
           const { id } = yield* insertOrganization()
-          expect(yield* claim(id, request("k1", "fp-a"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("k1", "fp-a", 0, "uuid-a"))).toEqual(claimed("uuid-a"))
           expect(yield* claim(id, request("k1", "fp-a"))).toEqual({ _tag: "InProgress" })
           expect(yield* claim(id, request("k1", "fp-b"))).toEqual({ _tag: "FingerprintMismatch" })
         })
@@ -57,9 +63,9 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
         Effect.gen(function* () {
           const { idempotency } = yield* Storage
           const { id } = yield* insertOrganization()
-          yield* claim(id, request("k1", "fp-a"))
+          yield* claim(id, request("k1", "fp-a", 0, "uuid-a"))
           yield* idempotency.release(id, "k1")
-          expect(yield* claim(id, request("k1", "fp-b"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("k1", "fp-b", 0, "uuid-b"))).toEqual(claimed("uuid-b"))
         })
       )
     )
@@ -81,11 +87,25 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
       run(
         Effect.gen(function* () {
           const { id } = yield* insertOrganization()
-          yield* claim(id, request("k1", "fp-a", 0))
+          yield* claim(id, request("k1", "fp-a", 0, "uuid-first"))
           expect(yield* claim(id, request("k1", "fp-b", 2))).toEqual({ _tag: "FingerprintMismatch" })
-          expect(yield* claim(id, request("k1", "fp-a", 2))).toEqual({ _tag: "Claimed" })
+          // The takeover answers the first claimant's uuid, not its own.
+          expect(yield* claim(id, request("k1", "fp-a", 2, "uuid-second"))).toEqual(claimed("uuid-first", true))
           // The takeover holds a new lock.
           expect(yield* claim(id, request("k1", "fp-a", 2))).toEqual({ _tag: "InProgress" })
+          // A takeover of the takeover still answers the first uuid.
+          expect(yield* claim(id, request("k1", "fp-a", 4, "uuid-third"))).toEqual(claimed("uuid-first", true))
+        })
+      )
+    )
+
+    it.effect("a claim reclaiming an expired record holds its own uuid, which a later takeover answers", () =>
+      run(
+        Effect.gen(function* () {
+          const { id } = yield* insertOrganization()
+          yield* claim(id, request("k1", "fp-a", 0, "uuid-old"))
+          expect(yield* claim(id, request("k1", "fp-a", 1440, "uuid-new"))).toEqual(claimed("uuid-new"))
+          expect(yield* claim(id, request("k1", "fp-a", 1442, "uuid-later"))).toEqual(claimed("uuid-new", true))
         })
       )
     )
@@ -98,7 +118,7 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
           yield* claim(id, request("k1", "fp-a", 0))
           yield* idempotency.complete(id, "k1", { status: 200, body: "{}", now: instant(0) })
           expect((yield* claim(id, request("k1", "fp-b", 1439)))._tag).toBe("FingerprintMismatch")
-          expect(yield* claim(id, request("k1", "fp-b", 1440))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(id, request("k1", "fp-b", 1440, "uuid-b"))).toEqual(claimed("uuid-b"))
         })
       )
     )
@@ -125,8 +145,8 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
         Effect.gen(function* () {
           const first = yield* insertOrganization()
           const second = yield* insertOrganization()
-          expect(yield* claim(first.id, request("shared", "fp-a"))).toEqual({ _tag: "Claimed" })
-          expect(yield* claim(second.id, request("shared", "fp-b"))).toEqual({ _tag: "Claimed" })
+          expect(yield* claim(first.id, request("shared", "fp-a", 0, "uuid-a"))).toEqual(claimed("uuid-a"))
+          expect(yield* claim(second.id, request("shared", "fp-b", 0, "uuid-b"))).toEqual(claimed("uuid-b"))
         })
       )
     )
@@ -135,11 +155,41 @@ export const idempotencyContract = (options: StorageContractOptions): void => {
       run(
         Effect.gen(function* () {
           const { id } = yield* insertOrganization()
-          expect(yield* claim(id, request("Key-1", "fp"))).toEqual({ _tag: "Claimed" })
-          expect(yield* claim(id, request("key-1", "fp"))).toEqual({ _tag: "Claimed" })
-          expect(yield* claim(id, request("Key-1!", "fp"))).toEqual({ _tag: "Claimed" })
+          expect((yield* claim(id, request("Key-1", "fp")))._tag).toBe("Claimed")
+          expect((yield* claim(id, request("key-1", "fp")))._tag).toBe("Claimed")
+          expect((yield* claim(id, request("Key-1!", "fp")))._tag).toBe("Claimed")
         })
       )
     )
   })
+
+  const runShared = sharedRunner(options)
+  if (runShared !== undefined) {
+    describe("idempotency keys: two stores on one store", () => {
+      it.effect("a takeover on the other store answers the first claimant's uuid", () =>
+        runShared((first, second) =>
+          Effect.gen(function* () {
+            const { id } = yield* insertOrganization()
+            expect(yield* first.idempotency.claim(id, request("k1", "fp-a", 0, "uuid-first"))).toEqual(claimed("uuid-first"))
+            expect(yield* second.idempotency.claim(id, request("k1", "fp-a", 0))).toEqual({ _tag: "InProgress" })
+            expect(yield* second.idempotency.claim(id, request("k1", "fp-a", 2, "uuid-second"))).toEqual(claimed("uuid-first", true))
+            expect(yield* first.idempotency.claim(id, request("k1", "fp-a", 2))).toEqual({ _tag: "InProgress" })
+          })
+        ))
+
+      it.effect("takeovers racing on both stores: exactly one holds the key, with the first uuid", () =>
+        runShared((first, second) =>
+          Effect.gen(function* () {
+            const { id } = yield* insertOrganization()
+            yield* first.idempotency.claim(id, request("k1", "fp-a", 0, "uuid-first"))
+            const outcomes = yield* Effect.all(
+              Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? first : second).idempotency.claim(id, request("k1", "fp-a", 2))),
+              { concurrency: "unbounded" }
+            )
+            expect(outcomes.filter((outcome) => outcome._tag === "Claimed")).toEqual([claimed("uuid-first", true)])
+            expect(outcomes.filter((outcome) => outcome._tag === "InProgress")).toHaveLength(9)
+          })
+        ))
+    })
+  }
 }

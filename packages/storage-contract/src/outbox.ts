@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
   type Channel,
@@ -38,7 +38,7 @@ import {
   sent,
   writtenEvents
 } from "./outbox-support.js"
-import { insertChannel, insertOrganization, runner } from "./support.js"
+import { insertChannel, insertOrganization, runner, sharedRunner } from "./support.js"
 
 /** `next_attempt_at` of a message claimed at `ms`: its lease end plus the settle time. */
 const settledAfterClaim = (ms: number) => at(ms + LEASE_MS + SETTLE_MS)
@@ -862,19 +862,8 @@ export const outboxContract = (options: StorageContractOptions): void => {
       ))
   })
 
-  const makeSharedLayers = options.makeSharedLayers
-  if (makeSharedLayers !== undefined) {
-    /** Runs `body` with two stores over one underlying store (both built for the test, released after it). */
-    const runShared = <A, E>(body: (first: StorageService, second: StorageService) => Effect.Effect<A, E, Storage>) =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const [firstLayer, secondLayer] = makeSharedLayers()
-          const first = Context.get(yield* Layer.build(firstLayer), Storage)
-          const second = Context.get(yield* Layer.build(secondLayer), Storage)
-          return yield* Effect.provideService(body(first, second), Storage, first)
-        })
-      )
-
+  const runShared = sharedRunner(options)
+  if (runShared !== undefined) {
     describe("outbox: two stores on one store", () => {
       it.effect("claims running together on both get every due message exactly once", () =>
         runShared((first, second) =>

@@ -1,5 +1,5 @@
 import { expect } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import {
   type Channel,
   type ChannelId,
@@ -11,7 +11,8 @@ import {
   type Label,
   type Organization,
   type OrganizationId,
-  Storage
+  Storage,
+  type StorageService
 } from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
@@ -23,6 +24,24 @@ export const runner =
   ({ makeLayer }: StorageContractOptions) =>
   <A, E>(body: Effect.Effect<A, E, Storage>): Effect.Effect<A, unknown> =>
     body.pipe(Effect.provide(makeLayer()))
+
+/**
+ * With `options.makeSharedLayers`, runs a test body on two stores over one fresh underlying
+ * store (both built for the test and released after it; the body's own `Storage` is the
+ * first); `undefined` when the adapter does not give them.
+ */
+export const sharedRunner = ({ makeSharedLayers }: StorageContractOptions) =>
+  makeSharedLayers === undefined
+    ? undefined
+    : <A, E>(body: (first: StorageService, second: StorageService) => Effect.Effect<A, E, Storage>): Effect.Effect<A, unknown> =>
+        Effect.scoped(
+          Effect.gen(function* () {
+            const [firstLayer, secondLayer] = makeSharedLayers()
+            const first = Context.get(yield* Layer.build(firstLayer), Storage)
+            const second = Context.get(yield* Layer.build(secondLayer), Storage)
+            return yield* Effect.provideService(body(first, second), Storage, first)
+          })
+        )
 
 /** Inserts a fresh organization (every contact, group and label needs one first). */
 export const insertOrganization = (overrides: Partial<Organization> = {}) =>

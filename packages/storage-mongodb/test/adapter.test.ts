@@ -366,6 +366,41 @@ describe("plan limits without transactions", () => {
     )
   })
 
+  it.effect("an idempotency record stored before resource_uuid existed: a takeover stores and answers its own uuid", () => {
+    const fake = makeFakeDb()
+    return withStorage(
+      fake,
+      Effect.gen(function* () {
+        const { idempotency } = yield* Storage
+        const org = yield* insertOrganization()
+        yield* Effect.promise(() =>
+          collectionsOf(fake.db).idempotencyKeys.insertOne({
+            _id: `${org.id}:crashed`,
+            organization_id: org.id,
+            fingerprint: "fp",
+            locked_until: instant(1),
+            expires_at: instant(1440),
+            expire_at: new Date(instant(1440)),
+            response_status: null,
+            response_body: null,
+            created_at: instant(0)
+          })
+        )
+        const at = (minutes: number, resourceUuid: string) => ({
+          key: "crashed",
+          fingerprint: "fp",
+          resourceUuid,
+          now: instant(minutes),
+          lockedUntil: instant(minutes + 1),
+          expiresAt: instant(minutes + 1440)
+        })
+        expect(yield* idempotency.claim(org.id, at(2, "uuid-b"))).toEqual({ _tag: "Claimed", resourceUuid: "uuid-b", takeover: true })
+        expect(yield* idempotency.claim(org.id, at(4, "uuid-c"))).toEqual({ _tag: "Claimed", resourceUuid: "uuid-b", takeover: true })
+        expect(fake.documents("idempotency_keys")[0]?.resource_uuid).toBe("uuid-b")
+      })
+    )
+  })
+
   it.effect("an organization without a usage document (stored before it existed) gets one from the real counts", () => {
     const fake = makeFakeDb()
     return withStorage(

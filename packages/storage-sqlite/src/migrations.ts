@@ -9,6 +9,7 @@ import {
   MESSAGES_WIDENED_MIGRATION,
   PENDING_MESSAGE_STATUSES_MIGRATION
 } from "./repositories/chats-schema.js"
+import { IDEMPOTENCY_RESOURCE_UUID_MIGRATION } from "./repositories/idempotency.js"
 import { SEND_QUEUE_MIGRATION } from "./repositories/outbox.js"
 import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
 import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
@@ -285,6 +286,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // Each contact's last inbound instant per channel, and the latest one on its chat row,
     // backfilled from the inbound messages present (repositories/chats-schema.ts).
     up: CUSTOMER_SERVICE_WINDOW_MIGRATION
+  },
+  {
+    version: 17,
+    name: "idempotency_resource_uuid",
+    // The uuid of what an Idempotency-Key's request creates (its message), chosen at the
+    // claim, so a takeover answers that message instead of sending again. Existing records
+    // keep NULL: "none", a takeover of one stores its own (repositories/idempotency.ts).
+    up: IDEMPOTENCY_RESOURCE_UUID_MIGRATION
   }
 ]
 

@@ -478,6 +478,42 @@ describe("migrations", () => {
       after.close()
     }))
 
+  it.effect("migration 17 keeps every idempotency record, without a resource_uuid; a takeover of one then stores and answers its own", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      applyPending(db, migrations.filter((m) => m.version < 17), "t1")
+      db.prepare("INSERT INTO organizations VALUES ('org', 'Org', NULL, NULL, 1, 'active', 't', 't')").run()
+      const insert = db.prepare(
+        "INSERT INTO idempotency_keys (organization_id, idempotency_key, fingerprint, locked_until, expires_at, response_status, response_body, created_at) VALUES ('org', ?, 'fp', ?, ?, ?, ?, ?)"
+      )
+      insert.run("crashed", fixtures.instant(1), fixtures.instant(1440), null, null, fixtures.instant(0))
+      insert.run("done", fixtures.instant(1), fixtures.instant(1440), 200, "{}", fixtures.instant(0))
+      db.close()
+      const at = (minutes: number, resourceUuid: string) => ({
+        fingerprint: "fp",
+        resourceUuid,
+        now: fixtures.instant(minutes),
+        lockedUntil: fixtures.instant(minutes + 1),
+        expiresAt: fixtures.instant(minutes + 1440)
+      })
+      const outcomes = yield* withStorage(
+        filename,
+        Effect.flatMap(Storage, ({ idempotency }) =>
+          Effect.all([
+            idempotency.claim("org" as never, { key: "done", ...at(2, "uuid-a") }),
+            idempotency.claim("org" as never, { key: "crashed", ...at(2, "uuid-b") }),
+            idempotency.claim("org" as never, { key: "crashed", ...at(4, "uuid-c") })
+          ])
+        )
+      )
+      expect(outcomes).toEqual([
+        { _tag: "Completed", status: 200, body: "{}" },
+        { _tag: "Claimed", resourceUuid: "uuid-b", takeover: true },
+        { _tag: "Claimed", resourceUuid: "uuid-b", takeover: true }
+      ])
+    }))
+
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>
     Effect.gen(function* () {
       const db = new Sqlite(":memory:")

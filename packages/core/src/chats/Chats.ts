@@ -57,8 +57,9 @@ export interface ChatsService {
    * when missing; sets `last_message_at`; never changes the status or `unread_count`.
    * With `outbox`, the message enters the send queue in the same atomic step (claimed
    * at once, status `sending`, when `outbox.claim` allows: `OutboxPlacement`): the
-   * Messaging service then makes its first attempt. An unknown contact →
-   * `RecordNotFound`.
+   * Messaging service then makes its first attempt. The message's uuid is `input.uuid`
+   * when given (it must be new: a send under an Idempotency-Key), else a fresh one. An
+   * unknown contact → `RecordNotFound`.
    */
   readonly appendOutbound: (
     organizationId: OrganizationId,

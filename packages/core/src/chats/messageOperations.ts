@@ -117,7 +117,7 @@ export const makeMessageOperations = (
     const outcome = yield* append(organizationId, ([, chatId, messageId], now) => ({
       contact: { _tag: "ById", uuid: contactId },
       newChat: { uuid: chatId as ChatId, status: "open" },
-      message: newMessage(messageId!, "outbound", content, "queued", providerId, now, channelId),
+      message: newMessage(input.uuid ?? messageId!, "outbound", content, "queued", providerId, now, channelId),
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,

@@ -248,11 +248,14 @@ export interface InboundMessageInput {
 /**
  * An outbound message to append, input of `Chats.appendOutbound`: `text`
  * (1–4096 characters), a `template` send object, or `media`; `provider_message_id` when
- * the provider already answered.
+ * the provider already answered; `uuid` when the caller chose the message's uuid (a send
+ * under an Idempotency-Key, docs/messaging.md "Idempotency-Key"), else a fresh one.
  *
  * @category models
  */
 export interface OutboundMessageInput {
+  /** The message's uuid, chosen by the caller; absent: a fresh one. */
+  readonly uuid?: MessageId | undefined
   readonly type: "text" | "template" | "media"
   readonly text?: string | undefined
   readonly template?: MessageTemplateContent | undefined

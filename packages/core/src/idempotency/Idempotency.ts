@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import type { OrganizationId } from "../organizations/model.js"
+import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import type { IdempotencyClaimOutcome } from "../storage/IdempotencyRepository.js"
 import { Storage } from "../storage/Storage.js"
@@ -9,7 +10,9 @@ import { IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_RECORD_TTL_MS } from "./model.js"
  * Idempotency keys (docs/messaging.md "Idempotency-Key"): a request that carries a key
  * claims it, runs, and completes it with its response, which later requests with the same
  * key and fingerprint get again; a request that does not finish with a stored response
- * releases it. Times come from Effect's `Clock`.
+ * releases it. The record holds the uuid of what its request creates (a send's message),
+ * chosen here at the claim, so a takeover after a crash answers that resource instead of
+ * creating another. Times come from Effect's `Clock`, uuids from `SecureRandom`.
  *
  * @category services
  */
@@ -18,6 +21,13 @@ export interface IdempotencyService {
    * Claims `key` for a request with `fingerprint` (any string identifying the request, for
    * example a SHA-256 of its method, path and body): the claim holds 60 s and the record
    * 24 hours. Expired records are pruned at most once a minute, from here.
+   *
+   * The uuid of what the request creates is chosen here (a fresh one from `SecureRandom`,
+   * so every caller gets one and none can forget it) and stored with the claim: `Claimed`
+   * carries `resourceUuid`, the request's own on a fresh claim, the first claimant's on a
+   * takeover (`takeover: true`); the caller creates its resource with exactly that uuid and,
+   * on a takeover, answers the resource when it already exists. A caller that creates
+   * nothing with a uuid (`POST /contacts/bulk`) ignores it.
    */
   readonly claim: (
     organizationId: OrganizationId,
@@ -35,7 +45,7 @@ export interface IdempotencyService {
 }
 
 /**
- * Tag of the {@link IdempotencyService}; `Idempotency.layer` needs `Storage`.
+ * Tag of the {@link IdempotencyService}; `Idempotency.layer` needs `Storage` and `SecureRandom`.
  *
  * @category services
  * @example
@@ -46,7 +56,7 @@ export interface IdempotencyService {
  *   Effect.flatMap(Idempotency, (idempotency) => idempotency.claim(organizationId, key, "POST /send abc…"))
  */
 export class Idempotency extends Context.Tag("@switchboard/core/Idempotency")<Idempotency, IdempotencyService>() {
-  static readonly layer: Layer.Layer<Idempotency, never, Storage> = Layer.effect(
+  static readonly layer: Layer.Layer<Idempotency, never, Storage | SecureRandom> = Layer.effect(
     Idempotency,
     Effect.suspend(() => make)
   )
@@ -56,6 +66,7 @@ const PRUNE_EVERY_MS = 60_000
 
 const make = Effect.gen(function* () {
   const storage = yield* Storage
+  const random = yield* SecureRandom
   let prunedAt = Number.NEGATIVE_INFINITY
 
   const pruneNow = (now: number) =>
@@ -72,6 +83,7 @@ const make = Effect.gen(function* () {
     return yield* storage.idempotency.claim(organizationId, {
       key,
       fingerprint,
+      resourceUuid: yield* random.uuid(),
       now: new Date(now).toISOString(),
       lockedUntil: new Date(now + IDEMPOTENCY_LOCK_MS).toISOString(),
       expiresAt: new Date(now + IDEMPOTENCY_RECORD_TTL_MS).toISOString()

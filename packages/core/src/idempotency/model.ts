@@ -15,7 +15,8 @@ export const IDEMPOTENCY_RECORD_TTL_MS = 24 * 60 * 60 * 1000
 
 /**
  * How long a claim holds while its request runs, in ms (60 s): a claim whose process died
- * is taken over by a retry after that.
+ * is taken over by a retry after that, which answers what the first attempt created (the
+ * record's `resource_uuid`) instead of creating it again.
  *
  * @category idempotency
  */

@@ -34,7 +34,7 @@ import type { ChatId } from "../chats/model.js"
 import { Channels } from "../channels/Channels.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
 import type { ChannelId } from "../channels/model.js"
-import type { ReceiveResult, SendMediaInput, SendResult, SendTemplateInput, SendTextInput } from "./model.js"
+import type { ReceiveResult, SendMediaInput, SendOptions, SendResult, SendTemplateInput, SendTextInput } from "./model.js"
 import { readMedia, readMessageText, readRecipient, readTemplateShape, type SendRecipient } from "./readSend.js"
 
 /**
@@ -69,13 +69,19 @@ import { readMedia, readMessageText, readRecipient, readTemplateShape, type Send
  *    dispatcher. The result says which, with `next_attempt_at`.
  * Steps 5–6 run uninterruptibly: a client that goes away never abandons an attempt.
  *
+ * With `options.messageUuid` ({@link SendOptions}: an Idempotency-Key's claim chose it) the
+ * message gets that uuid; after step 1 (and step 2), a message of the organization that
+ * already has it is answered as it now stands, and steps 3–6 do not run: no second
+ * message, no second request to the provider, no contact upsert.
+ *
  * @category services
  */
 export interface MessagingService {
-  /** Sends a template message (`POST /send/template`, docs/messaging.md). */
+  /** Sends a template message (`POST /send/template`, docs/messaging.md); `options`: {@link SendOptions}. */
   readonly sendTemplate: (
     organizationId: OrganizationId,
-    input: SendTemplateInput
+    input: SendTemplateInput,
+    options?: SendOptions
   ) => Effect.Effect<
     SendResult,
     | InvalidInput
@@ -88,15 +94,17 @@ export interface MessagingService {
     | SecretKeyMismatch
     | StorageError
   >
-  /** Sends a text message (`POST /send`): `message` 1–4096 characters. */
+  /** Sends a text message (`POST /send`): `message` 1–4096 characters; `options`: {@link SendOptions}. */
   readonly sendText: (
     organizationId: OrganizationId,
-    input: SendTextInput
+    input: SendTextInput,
+    options?: SendOptions
   ) => Effect.Effect<SendResult, SendError>
-  /** Sends a media message (`POST /send/media`). */
+  /** Sends a media message (`POST /send/media`); `options`: {@link SendOptions}. */
   readonly sendMedia: (
     organizationId: OrganizationId,
-    input: SendMediaInput
+    input: SendMediaInput,
+    options?: SendOptions
   ) => Effect.Effect<SendResult, SendError>
   /**
    * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
@@ -295,7 +303,8 @@ const make = Effect.gen(function* () {
    * (`inline`), else `queued` for the dispatcher — then, when claimed, make its first
    * attempt here and record the outcome (docs/messaging.md "The send queue"). It expires
    * at now + the TTL, or at `windowEnd` (ms since the epoch: the end of a free-form
-   * message's customer service window) when that is earlier.
+   * message's customer service window) when that is earlier. The message gets
+   * `messageUuid` when given, else a fresh uuid.
    */
   const deliver = (
     organizationId: OrganizationId,
@@ -304,7 +313,8 @@ const make = Effect.gen(function* () {
     content: SendContent,
     channel: OutboundChannel | null,
     windowEnd: number | null,
-    inline: boolean
+    inline: boolean,
+    messageUuid?: MessageId
   ) =>
     Effect.gen(function* () {
       const settings = yield* SendQueueSettings
@@ -317,7 +327,7 @@ const make = Effect.gen(function* () {
         expires_at: new Date(Math.min(nowMs + settings.ttlMs, windowEnd ?? Infinity)).toISOString(),
         claim: inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
       }
-      const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null }
+      const record = { ...recordOf(content), channel_uuid: channel?.uuid ?? null, uuid: messageUuid }
       const { chat, message } = yield* chats.appendOutbound(organizationId, contactId, record, placement)
       if (message.status !== "sending") return sendResultOf(chat.uuid, message)
       const claimed: ClaimedMessage = {
@@ -338,10 +348,14 @@ const make = Effect.gen(function* () {
       return sendResultOf(chat.uuid, Option.getOrElse(recorded, () => message))
     }).pipe(Effect.uninterruptible)
 
-  /** Steps 1 and 3–6 around `readContent` (which adds step 1's content issues). */
+  /**
+   * Steps 1 and 3–6 around `readContent` (which adds step 1's content issues); with
+   * `options.messageUuid`, an existing message with that uuid answered instead of 3–6.
+   */
   const send = <C extends SendContent, E, R>(
     organizationId: OrganizationId,
     input: Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown },
+    options: SendOptions | undefined,
     readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>
   ) =>
     Effect.gen(function* () {
@@ -351,20 +365,27 @@ const make = Effect.gen(function* () {
       const requestedChannel = collector.optionalUuid("channel_uuid", input.channel_uuid)
       const content = yield* readContent(collector)
       if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
+      const messageUuid = options?.messageUuid
+      if (messageUuid !== undefined) {
+        // A takeover of an Idempotency-Key whose first attempt created the message: answer it.
+        const created = yield* storage.chats.findMessage(organizationId, messageUuid)
+        if (Option.isSome(created)) return sendResultOf(created.value.chat_uuid, created.value)
+      }
       const chosen = yield* chooseChannel(organizationId, requestedChannel)
       // The channel and the window are settled before anything is written.
       const existing = Option.map(yield* storage.contacts.findByPhone(organizationId, recipient.phone), (contact) => contact.uuid)
       const channel = Option.isNone(existing) ? chosen.channel : yield* refineChannel(organizationId, existing.value, chosen)
       const windowEnd = channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(organizationId, existing, channel.uuid)
       const contactId = yield* upsertContact(organizationId, recipient)
-      return yield* deliver(organizationId, contactId, recipient.phone, content, channel, windowEnd, true)
+      return yield* deliver(organizationId, contactId, recipient.phone, content, channel, windowEnd, true, messageUuid)
     })
 
   const sendTemplate = Effect.fn("Messaging.sendTemplate")(function* (
     organizationId: OrganizationId,
-    input: SendTemplateInput
+    input: SendTemplateInput,
+    options?: SendOptions
   ) {
-    return yield* send(organizationId, input ?? {}, (collector) =>
+    return yield* send(organizationId, input ?? {}, options, (collector) =>
       Effect.gen(function* () {
         const shape = readTemplateShape(collector, input?.template)
         const content: SendContent = { type: "template", template: { name: "", language: { code: "" }, components: [] }, text: "" }
@@ -379,14 +400,22 @@ const make = Effect.gen(function* () {
     )
   })
 
-  const sendText = Effect.fn("Messaging.sendText")(function* (organizationId: OrganizationId, input: SendTextInput) {
-    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, (collector) =>
+  const sendText = Effect.fn("Messaging.sendText")(function* (
+    organizationId: OrganizationId,
+    input: SendTextInput,
+    options?: SendOptions
+  ) {
+    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) =>
       Effect.succeed({ type: "text", text: readMessageText(collector, input?.message) } as const)
     )
   })
 
-  const sendMedia = Effect.fn("Messaging.sendMedia")(function* (organizationId: OrganizationId, input: SendMediaInput) {
-    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, (collector) =>
+  const sendMedia = Effect.fn("Messaging.sendMedia")(function* (
+    organizationId: OrganizationId,
+    input: SendMediaInput,
+    options?: SendOptions
+  ) {
+    return yield* send(organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) =>
       Effect.succeed({ type: "media", media: readMedia(collector, input?.media) } as const)
     )
   })

@@ -65,6 +65,20 @@ export interface SendMediaInput extends SendChannelField {
 }
 
 /**
+ * Options of a send (`Messaging.sendTemplate`, `sendText`, `sendMedia`): `messageUuid`, the
+ * uuid the created message gets — the one an Idempotency-Key's claim holds
+ * (docs/messaging.md "Idempotency-Key"). When a message of the organization already has
+ * it (the first attempt of the request created it, then its process died), the send,
+ * once its input is validated, writes and sends nothing: it answers that message as it
+ * now stands (possibly still `queued` or `sending`). Absent: a fresh uuid.
+ *
+ * @category models
+ */
+export interface SendOptions {
+  readonly messageUuid?: MessageId | undefined
+}
+
+/**
  * The result of a send, the `data` of the three send routes (docs/messaging.md "Endpoints"):
  * `message_id` is the message record's uuid, `status` the status its first attempt left
  * it in — `sent` (with Meta's `provider_message_id`) when accepted, `failed` (with

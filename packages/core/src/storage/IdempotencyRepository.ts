@@ -3,15 +3,18 @@ import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
 
 /**
- * What {@link IdempotencyRepository.claim} is asked to record: the request's fingerprint
- * and three ISO 8601 UTC instants (`now`; `lockedUntil`, when an unfinished claim may be
- * taken over; `expiresAt`, when the record is forgotten).
+ * What {@link IdempotencyRepository.claim} is asked to record: the request's fingerprint,
+ * `resourceUuid` (a fresh uuid for what the request creates, for example its message; kept
+ * in the record as `resource_uuid` when this claim writes the record) and three ISO 8601
+ * UTC instants (`now`; `lockedUntil`, when an unfinished claim may be taken over;
+ * `expiresAt`, when the record is forgotten).
  *
  * @category storage
  */
 export interface IdempotencyClaimRequest {
   readonly key: string
   readonly fingerprint: string
+  readonly resourceUuid: string
   readonly now: string
   readonly lockedUntil: string
   readonly expiresAt: string
@@ -19,9 +22,13 @@ export interface IdempotencyClaimRequest {
 
 /**
  * Outcome of a claim (docs/messaging.md "Idempotency-Key"):
- * - `Claimed`: the caller now holds the key — no record existed, the record had expired,
- *   or an unfinished claim with the same fingerprint had passed its `locked_until` (its
- *   process died) and was taken over;
+ * - `Claimed`: the caller now holds the key, with `resourceUuid`, the uuid the record
+ *   holds for what the request creates. Either no record existed or the record had expired
+ *   (`takeover: false`, `resourceUuid` the request's own, now stored), or an unfinished
+ *   claim with the same fingerprint had passed its `locked_until` (its process died) and
+ *   was taken over (`takeover: true`, `resourceUuid` the FIRST claimant's, so the caller
+ *   answers what that one created instead of creating it again; a record written without
+ *   a uuid, before stores kept one, gets the request's);
  * - `Completed`: a finished request with this key and fingerprint, with its stored HTTP
  *   `status` and `body` (the envelope's JSON text);
  * - `InProgress`: a request with this key and fingerprint holds it still;
@@ -30,7 +37,7 @@ export interface IdempotencyClaimRequest {
  * @category storage
  */
 export type IdempotencyClaimOutcome =
-  | { readonly _tag: "Claimed" }
+  | { readonly _tag: "Claimed"; readonly resourceUuid: string; readonly takeover: boolean }
   | { readonly _tag: "Completed"; readonly status: number; readonly body: string }
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "FingerprintMismatch" }

@@ -1,6 +1,14 @@
 import { Effect } from "effect"
-import { Messaging, type SendMediaInput, type SendResult, type SendTemplateInput, type SendTextInput } from "@switchboard/core"
-import { defineRoute, type RouteResult } from "./route.js"
+import {
+  type MessageId,
+  Messaging,
+  type SendMediaInput,
+  type SendOptions,
+  type SendResult,
+  type SendTemplateInput,
+  type SendTextInput
+} from "@switchboard/core"
+import { defineRoute, type RouteIdempotency, type RouteResult } from "./route.js"
 import { SendData } from "./schemas.js"
 
 // The three sends (docs/messaging.md). The schemas
@@ -9,6 +17,9 @@ import { SendData } from "./schemas.js"
 // domain's codes. Each route counts in the `send` rate-limit bucket only. Each takes an
 // optional `channel_uuid` (docs/messaging.md "Channels"): an unknown one is a 404
 // `not_found`; a channel whose token cannot be opened without the secret key a 503.
+// Under an Idempotency-Key, the message gets the uuid the key's record holds, so a
+// takeover after a crash answers the message the first attempt created
+// (docs/messaging.md "Idempotency-Key").
 
 const text = { type: "string" } as const
 const optionalText = { type: "string", optional: true } as const
@@ -32,6 +43,10 @@ const sendResult = (result: SendResult): RouteResult<SendResult> => ({
   message: SEND_MESSAGES[result.status],
   data: result
 })
+
+/** The send's options under an Idempotency-Key claim: its message gets the claim's uuid. */
+const sendOptions = (idempotency: RouteIdempotency | undefined): SendOptions =>
+  idempotency === undefined ? {} : { messageUuid: idempotency.resourceUuid as MessageId }
 
 /**
  * `POST /send/template` (docs/messaging.md): body `{phone, template: {name, language: {code},
@@ -71,9 +86,11 @@ export const sendTemplateRoute = defineRoute({
     email: nullableText,
     channel_uuid: optionalText
   },
-  handle: ({ auth, body }) =>
+  handle: ({ auth, body, idempotency }) =>
     Effect.map(
-      Effect.flatMap(Messaging, (messaging) => messaging.sendTemplate(auth.organization.id, body as SendTemplateInput)),
+      Effect.flatMap(Messaging, (messaging) =>
+        messaging.sendTemplate(auth.organization.id, body as SendTemplateInput, sendOptions(idempotency))
+      ),
       sendResult
     )
 })
@@ -94,9 +111,9 @@ export const sendTextRoute = defineRoute({
   bucket: "send",
   idempotent: true,
   body: { phone: text, message: text, channel_uuid: optionalText },
-  handle: ({ auth, body }) =>
+  handle: ({ auth, body, idempotency }) =>
     Effect.map(
-      Effect.flatMap(Messaging, (messaging) => messaging.sendText(auth.organization.id, body as SendTextInput)),
+      Effect.flatMap(Messaging, (messaging) => messaging.sendText(auth.organization.id, body as SendTextInput, sendOptions(idempotency))),
       sendResult
     )
 })
@@ -121,9 +138,9 @@ export const sendMediaRoute = defineRoute({
     media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } },
     channel_uuid: optionalText
   },
-  handle: ({ auth, body }) =>
+  handle: ({ auth, body, idempotency }) =>
     Effect.map(
-      Effect.flatMap(Messaging, (messaging) => messaging.sendMedia(auth.organization.id, body as SendMediaInput)),
+      Effect.flatMap(Messaging, (messaging) => messaging.sendMedia(auth.organization.id, body as SendMediaInput, sendOptions(idempotency))),
       sendResult
     )
 })

@@ -15,8 +15,10 @@ export type RouteMethod = "GET" | "POST" | "PUT" | "DELETE"
 /**
  * What a route handler receives: path parameters, query and body after validation
  * (converted, unknown fields removed), the request id, for authenticated routes the
- * organization of the API key, and the API being served: its `basePath` (normalised,
- * no trailing slash, `""` at the root) and its route table (the discovery routes describe
+ * organization of the API key, the Idempotency-Key claim the request runs under
+ * (`idempotency`, {@link RouteIdempotency}; `undefined` without the header or on a route
+ * not declared `idempotent`), and the API being served: its `basePath` (normalised, no
+ * trailing slash, `""` at the root) and its route table (the discovery routes describe
  * them).
  *
  * @category routes
@@ -27,8 +29,25 @@ export interface RouteRequest {
   readonly body: unknown
   readonly requestId: string
   readonly auth: AuthenticatedOrganization
+  readonly idempotency: RouteIdempotency | undefined
   readonly basePath: string
   readonly routes: ReadonlyArray<RouteDefinition>
+}
+
+/**
+ * The Idempotency-Key claim a request of an `idempotent` route runs under
+ * (docs/messaging.md "Idempotency-Key"): `resourceUuid`, the uuid the key's record holds
+ * for what the request creates — the handler gives it to what it creates (the send routes:
+ * the message's uuid, `Messaging`'s `SendOptions.messageUuid`) — and `takeover`, `true`
+ * when an earlier attempt with this key died after claiming it: that attempt used the same
+ * uuid, so what it created, if anything, is answered as it now stands instead of created
+ * again. A route that creates nothing with a uuid (`POST /contacts/bulk`) ignores it.
+ *
+ * @category routes
+ */
+export interface RouteIdempotency {
+  readonly resourceUuid: string
+  readonly takeover: boolean
 }
 
 /**
@@ -77,7 +96,8 @@ export interface RawContent {
  *   signature); the route then reads its body even without a `body` schema.
  * - `idempotent` (default `false`): the route honours an `Idempotency-Key` header (an
  *   authenticated route with a body; docs/messaging.md "Idempotency-Key"): the handler
- *   core claims the key, replays a stored 200, and answers 409/422 itself.
+ *   core claims the key, replays a stored 200, and answers 409/422 itself; the handler
+ *   gets the claim as `idempotency` ({@link RouteIdempotency}).
  *
  * @category routes
  */

@@ -267,13 +267,16 @@ export interface RateBucketDocument {
 
 /**
  * `idempotency_keys`: one Idempotency-Key of one organization (`_id` =
- * `<organization id>:<key>`); `response_status`/`response_body` set once the request
- * finished with a 200; `expire_at` (a Date, for the TTL index) mirrors `expires_at`.
+ * `<organization id>:<key>`); `resource_uuid` the uuid of what its request creates (its
+ * message), chosen at the claim — absent on documents written before it was kept, which
+ * count as none; `response_status`/`response_body` set once the request finished with a
+ * 200; `expire_at` (a Date, for the TTL index) mirrors `expires_at`.
  */
 export interface IdempotencyKeyDocument {
   readonly _id: string
   readonly organization_id: string
   readonly fingerprint: string
+  readonly resource_uuid?: string | null
   readonly locked_until: string
   readonly expires_at: string
   readonly expire_at: Date

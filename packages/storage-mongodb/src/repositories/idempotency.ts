@@ -9,7 +9,9 @@ import type { Collections } from "../internal/schema.js"
  * Without multi-document transactions a claim is still atomic: the `insertOne` on the
  * `_id` is the insert-if-absent, and taking over an expired record or a stale lock is a
  * conditional `findOneAndUpdate` on the values just read (compare-and-set), retried when
- * another writer got there first. A TTL index on `expire_at` lets the server delete
+ * another writer got there first. The document keeps `resource_uuid`, the uuid of what the
+ * request creates; a takeover answers the one it read under that compare-and-set (a
+ * document without one gets the takeover's own). A TTL index on `expire_at` lets the server delete
  * expired records too; `prune` deletes them at once.
  *
  * @category repositories
@@ -37,7 +39,7 @@ const ROUNDS = 5
 const claimKey = async (
   collections: Collections,
   organizationId: OrganizationId,
-  { key, fingerprint, now, lockedUntil, expiresAt }: IdempotencyClaimRequest
+  { key, fingerprint, resourceUuid, now, lockedUntil, expiresAt }: IdempotencyClaimRequest
 ): Promise<IdempotencyClaimOutcome> => {
   const keys = collections.idempotencyKeys
   const _id = idOf(organizationId, key)
@@ -45,6 +47,7 @@ const claimKey = async (
     _id,
     organization_id: organizationId,
     fingerprint,
+    resource_uuid: resourceUuid,
     locked_until: lockedUntil,
     expires_at: expiresAt,
     expire_at: new Date(expiresAt),
@@ -55,7 +58,7 @@ const claimKey = async (
   for (let round = 0; round < ROUNDS; round++) {
     try {
       await keys.insertOne(fresh)
-      return { _tag: "Claimed" }
+      return { _tag: "Claimed", resourceUuid, takeover: false }
     } catch (error) {
       if (!isDuplicateKey(error)) throw error
     }
@@ -64,7 +67,7 @@ const claimKey = async (
     if (found.expires_at <= now) {
       const { _id: __, ...replacement } = fresh
       const taken = await keys.findOneAndUpdate({ _id, expires_at: found.expires_at, created_at: found.created_at }, { $set: replacement })
-      if (taken !== null) return { _tag: "Claimed" }
+      if (taken !== null) return { _tag: "Claimed", resourceUuid, takeover: false }
       continue
     }
     if (found.fingerprint !== fingerprint) return { _tag: "FingerprintMismatch" }
@@ -72,11 +75,13 @@ const claimKey = async (
       return { _tag: "Completed", status: found.response_status, body: found.response_body }
     }
     if (found.locked_until > now) return { _tag: "InProgress" }
+    // A takeover: the first claimant's uuid stays, so its message is answered, not sent again.
+    const held = found.resource_uuid ?? resourceUuid
     const taken = await keys.findOneAndUpdate(
-      { _id, locked_until: found.locked_until, response_status: null },
-      { $set: { locked_until: lockedUntil } }
+      { _id, locked_until: found.locked_until, resource_uuid: found.resource_uuid ?? null, response_status: null },
+      { $set: { locked_until: lockedUntil, resource_uuid: held } }
     )
-    if (taken !== null) return { _tag: "Claimed" }
+    if (taken !== null) return { _tag: "Claimed", resourceUuid: held, takeover: true }
   }
   return { _tag: "InProgress" }
 }

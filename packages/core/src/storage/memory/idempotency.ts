@@ -2,9 +2,10 @@ import { Effect } from "effect"
 import type { OrganizationId } from "../../organizations/model.js"
 import type { IdempotencyClaimOutcome, IdempotencyRepository } from "../IdempotencyRepository.js"
 
-/** An idempotency record as the memory store keeps it. */
+/** An idempotency record as the memory store keeps it (`resource_uuid`: what its request creates). */
 interface IdempotencyRow {
   readonly fingerprint: string
+  readonly resource_uuid: string
   readonly locked_until: string
   readonly expires_at: string
   readonly response: { readonly status: number; readonly body: string } | null
@@ -19,20 +20,20 @@ export const idempotencyRepository = (): IdempotencyRepository => {
   const keyOf = (organizationId: OrganizationId, key: string) => `${organizationId}\u0000${key}`
 
   return {
-    claim: (organizationId, { key, fingerprint, now, lockedUntil, expiresAt }) =>
+    claim: (organizationId, { key, fingerprint, resourceUuid, now, lockedUntil, expiresAt }) =>
       Effect.sync((): IdempotencyClaimOutcome => {
         const id = keyOf(organizationId, key)
         const row = rows.get(id)
-        const claimed = () => {
-          rows.set(id, { fingerprint, locked_until: lockedUntil, expires_at: expiresAt, response: null })
-          return { _tag: "Claimed" } as const
+        if (row === undefined || row.expires_at <= now) {
+          rows.set(id, { fingerprint, resource_uuid: resourceUuid, locked_until: lockedUntil, expires_at: expiresAt, response: null })
+          return { _tag: "Claimed", resourceUuid, takeover: false }
         }
-        if (row === undefined || row.expires_at <= now) return claimed()
         if (row.fingerprint !== fingerprint) return { _tag: "FingerprintMismatch" }
         if (row.response !== null) return { _tag: "Completed", ...row.response }
         if (row.locked_until > now) return { _tag: "InProgress" }
+        // A takeover: the first claimant's uuid stays, so its message is answered, not sent again.
         rows.set(id, { ...row, locked_until: lockedUntil })
-        return { _tag: "Claimed" }
+        return { _tag: "Claimed", resourceUuid: row.resource_uuid, takeover: true }
       }),
     complete: (organizationId, key, { status, body }) =>
       Effect.sync(() => {
