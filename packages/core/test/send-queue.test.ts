@@ -11,6 +11,7 @@ import {
   type MessageId,
   type MessageTransportService,
   type OrganizationId,
+  PACING_LATENESS_MS,
   pairRateWaitMs,
   RecordNotFound,
   SendQueueSettings,
@@ -247,10 +248,10 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(1)
     }))
 
-  it.effect("a message more than 25 ms past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
+  it.effect("a message more than PACING_LATENESS_MS (10 ms) past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
-      expect(yield* attempt(transport, claimed({ not_before: NOW - 26 }, { channel_uuid: CHANNEL_ID }))).toEqual({
+      expect(yield* attempt(transport, claimed({ not_before: NOW - PACING_LATENESS_MS - 1 }, { channel_uuid: CHANNEL_ID }))).toEqual({
         _tag: "Requeued",
         next_attempt_at: at(NOW),
         failure: null,
@@ -259,7 +260,7 @@ describe("attemptClaimedMessage: before the transport", () => {
         pairRate: false
       })
       expect(calls).toHaveLength(0)
-      expect((yield* attempt(transport, claimed({ not_before: NOW - 25 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      expect((yield* attempt(transport, claimed({ not_before: NOW - PACING_LATENESS_MS }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
       expect((yield* attempt(transport, claimed({ not_before: NOW - 1_000 })))._tag).toBe("Sent")
       expect(calls).toHaveLength(2)
     }))

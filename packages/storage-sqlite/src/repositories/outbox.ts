@@ -746,13 +746,13 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
 
 /**
  * How long a `record` waits for others to share its transaction, in ms, and how many share
- * one at most: at a thousand outcomes a second, a group of about five instead of one or
- * two per turn of the event loop (measured: ~150 µs of CPU per outcome alone, ~40 µs in
- * groups; docs/benchmarks.md "Outbound dispatch"). A send answered in the request waits
- * this long more for its answer.
+ * one at most. Outcomes arrive one by one as Meta answers; alone, each paid a whole
+ * transaction (~150 µs of CPU, most of it the commit); grouped, about 40 µs
+ * (docs/benchmarks.md "Outbound dispatch"). A send answered in the request waits up to this
+ * long more for its answer.
  */
-const RECORD_GROUP_WINDOW_MS = 5
-const RECORD_GROUP_SIZE = 128
+const RECORD_GROUP_WINDOW_MS = 10
+const RECORD_GROUP_SIZE = 64
 
 /** One `record` call: the message, its lease, the outcome and the time (ISO 8601). */
 interface RecordRequest {
