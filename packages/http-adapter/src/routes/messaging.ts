@@ -25,10 +25,6 @@ const text = { type: "string" } as const
 const optionalText = { type: "string", optional: true } as const
 const nullableText = { type: "string", optional: true, nullable: true } as const
 
-/**
- * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status}`. A message
- * the provider refused is still a 200, with `status: "failed"` (docs/decisions.md).
- */
 /** The envelope's `message` of a send, by the status its first attempt left the message in. */
 const SEND_MESSAGES: { readonly [S in SendResult["status"]]: string } = {
   queued: "Message queued",
@@ -39,6 +35,11 @@ const SEND_MESSAGES: { readonly [S in SendResult["status"]]: string } = {
   failed: "Message recorded, but the provider did not accept it"
 }
 
+/**
+ * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status,
+ * provider_message_id, next_attempt_at, failure}`. A message the provider refused is still
+ * a 200, with `status: "failed"` (docs/decisions.md).
+ */
 const sendResult = (result: SendResult): RouteResult<SendResult> => ({
   message: SEND_MESSAGES[result.status],
   data: result
