@@ -14,6 +14,9 @@ const closedPort = async (): Promise<number> => {
   return port
 }
 
+// The send failures below are undici's (before it loads, sends go through fetch).
+beforeAll(() => WhatsAppCloudTransport.httpClientReady())
+
 describe("a Graph API that cannot be reached (docs/channels.md, docs/messaging.md)", () => {
   it.live("a send's failure names the base URL it tried and the socket error, never the token", () =>
     Effect.gen(function* () {

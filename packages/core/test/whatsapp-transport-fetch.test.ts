@@ -12,6 +12,7 @@ vi.mock("undici", () => {
 
 let simulator: WhatsAppSimulator
 beforeAll(async () => {
+  expect(await WhatsAppCloudTransport.httpClientReady()).toBe("fetch")
   simulator = await startSimulator({
     numbers: [{ phone_number_id: "106540352242922", access_token: "test-token", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398" }]
   })

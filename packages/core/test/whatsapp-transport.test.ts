@@ -9,6 +9,8 @@ let baseUrl = ""
 const number = (phone_number_id: string, access_token: string) => ({ phone_number_id, access_token, display_phone_number: "+1 555-078-3881", waba_id: "102290129340398" })
 
 beforeAll(async () => {
+  // Every send through undici from the first (before it loads, sends go through fetch).
+  expect(await WhatsAppCloudTransport.httpClientReady()).toBe("undici")
   simulator = await startSimulator({
     numbers: [number("106540352242922", "test-token"), number("998877", "channel-token"), number("5550001", "token-a")]
   })

@@ -90,17 +90,17 @@ export const PACING_HORIZON_MS = 500
 /**
  * How late after its pacing slot a message may still be handed to Meta, in ms, checked in
  * the request's own fiber just before the transport is called. A channel's slots are
- * 1 / (0.95 × `throughput_mps`) s apart, so hand-overs at most 10 ms late put at most
- * ⌈1 010 / slot⌉ messages in any sliding second (48 at 50 messages/s) and leave about
- * 40 ms for what lies between the hand-over and Meta (a new connection, the network, the
- * receiver's own clock). A later message (a busy event loop, a slow store) goes back to the
- * queue for a new slot instead (no attempt counted). Measured: with 25 ms, a loaded 2-core
- * machine's stub counted 52–55 arrivals in a second at 50 messages/s; with 10 ms, 48–49
- * (docs/benchmarks.md "Outbound dispatch").
+ * 1 / (0.95 × `throughput_mps`) s apart, so hand-overs at most 25 ms late put at most
+ * ⌈1 025 / slot⌉ messages in any sliding second (49 at 50 messages/s) and leave about
+ * 27 ms for what lies between the hand-over and Meta. A later message (a busy event loop, a
+ * slow store) goes back to the queue for a new slot instead (no attempt counted). 10 ms
+ * was tried: it left more room, but a send's first attempt in the request (its slot
+ * reserved as the message was written) then missed it on a loaded machine and answered
+ * `queued` (docs/benchmarks.md "Outbound dispatch").
  *
  * @category messaging
  */
-export const PACING_LATENESS_MS = 10
+export const PACING_LATENESS_MS = 25
 
 /**
  * The least time between two claims of the send queue's dispatcher, in ms: a busy queue

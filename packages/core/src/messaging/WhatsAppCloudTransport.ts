@@ -47,8 +47,9 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
  * const transport = WhatsAppCloudTransport.layer({ phoneNumberId: "1234", accessToken: process.env.WA_TOKEN! })
  */
 export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTransport> =>
-  Layer.succeed(MessageTransport, {
-    send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message)
+  Layer.sync(MessageTransport, () => {
+    preloadUndici()
+    return { send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message) }
   })
 
 /**
@@ -59,10 +60,13 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
  *
  * @category messaging
  */
-export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => ({
-  send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
-  ...(fallback.immediate === true ? { immediate: true } : {})
-})
+export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => {
+  preloadUndici()
+  return {
+    send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
+    ...(fallback.immediate === true ? { immediate: true } : {})
+  }
+}
 
 const channelOptions = (
   options: GraphApiOptions,
@@ -136,12 +140,10 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
     },
     catch: (error) => unreachable(options, error)
   })
-  const answer =
-    undiciState === undefined
-      ? Effect.flatMap(Effect.promise(loadUndici), (request) => (request === null ? viaFetch : viaUndici(request)))
-      : undiciState === null
-        ? viaFetch
-        : viaUndici(undiciState)
+  // Until undici has loaded (its import takes 200–300 ms of CPU, more on a busy machine),
+  // sends go through fetch: a send never waits for the import.
+  if (undiciState === undefined) preloadUndici()
+  const answer = undiciState === undefined || undiciState === null ? viaFetch : viaUndici(undiciState)
   return Effect.flatMap(answer, (answered) => receiptOf(options, answered))
 }
 
@@ -150,6 +152,25 @@ type UndiciRequest = typeof import("undici").request
 /** undici's `request` once imported (`null`: it does not load here, `fetch` is used; `undefined`: not tried yet). */
 let undiciState: UndiciRequest | null | undefined
 let undiciLoading: Promise<UndiciRequest | null> | undefined
+
+/**
+ * Starts importing undici when a transport is made: the import takes a while (200–300 ms
+ * of CPU, more on a loaded machine). Awaited at a send, it delayed the request after its
+ * pacing slot was checked and could run past a short timeout; sends made before it ends
+ * go through `fetch` instead.
+ */
+const preloadUndici = (): void => void loadUndici()
+
+/**
+ * Resolves once the transport's HTTP client is settled: `"undici"` (its `request` loaded)
+ * or `"fetch"` (undici does not load here). Sends made before use `fetch`; a host (or a
+ * test) that wants every send through undici from the first awaits this before serving
+ * (docs/messaging.md "WhatsApp Cloud API").
+ *
+ * @category messaging
+ */
+export const httpClientReady = (): Promise<"undici" | "fetch"> =>
+  loadUndici().then((request) => (request === null ? "fetch" : "undici"))
 
 /** Imports undici's `request` once; `null` where it does not load. */
 const loadUndici = (): Promise<UndiciRequest | null> =>
