@@ -133,7 +133,7 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
       },
       catch: (error) => unreachable(options, error)
     })
-  const viaFetch = Effect.tryPromise({
+  const viaFetch = () => Effect.tryPromise({
     try: async (signal) => {
       const response = await fetch(url, { method: "POST", headers, body, signal: graphSignal(options, signal) })
       return { status: response.status, ...(await readBody(response)) }
@@ -143,7 +143,7 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
   // Until undici has loaded (its import takes 200–300 ms of CPU, more on a busy machine),
   // sends go through fetch: a send never waits for the import.
   if (undiciState === undefined) preloadUndici()
-  const answer = undiciState === undefined || undiciState === null ? viaFetch : viaUndici(undiciState)
+  const answer = undiciState === undefined || undiciState === null ? viaFetch() : viaUndici(undiciState)
   return Effect.flatMap(answer, (answered) => receiptOf(options, answered))
 }
 
