@@ -4,11 +4,13 @@
 // spread over BENCH_DISPATCH_CHANNELS (default 20) channels of throughput_mps 50; the
 // WhatsApp simulator (in this process) plays Meta's Graph API and answers every send after
 // 20 ms. The clock starts when the server listens (its dispatcher starts then) and stops
-// when the simulator has received every message. Figures: messages per second handed to
-// Meta, the server's CPU time per message, the busiest sliding one-second window of any
-// channel (target ≤ its throughput_mps), and the lowest share of throughput_mps a channel
-// reached while it had a backlog (its arrivals over the time from the first to the last,
-// target ≥ 90%). Targets: ≥ 1 000 messages/s, no window above the rate, each channel ≥ 90%.
+// at the simulator's last arrival. Figures: messages per second handed to Meta (pacing
+// allows at most 950: see PACING_CEILING), the server's CPU time per message, the busiest
+// sliding one-second window of any channel (target ≤ its throughput_mps), and the lowest
+// share of throughput_mps a channel reached while it had a backlog (its arrivals over the
+// time from the first to the last, target ≥ 90%, at most 95%). Targets: ≥ 1 000 messages/s
+// (out of reach with 5% headroom; its CPU form, ≤ 1 000 µs per message, is printed beside),
+// no window above the rate, each channel ≥ 90%.
 // Checks: every message arrived exactly once, and the file ends with every message `sent`.
 import { fork } from "node:child_process"
 import { once } from "node:events"
@@ -24,6 +26,14 @@ import { createOrganization, processCpuSeconds, recordTarget, runIfMain, startSe
 const MESSAGES = Number(process.env.BENCH_DISPATCH_MESSAGES ?? 20_000)
 const CHANNELS = Number(process.env.BENCH_DISPATCH_CHANNELS ?? 20)
 const THROUGHPUT_MPS = 50
+/**
+ * The most messages per second pacing lets through: each channel's slots are
+ * 1 / (0.95 × throughput_mps) s apart (docs/messaging.md "Pacing"), so 20 channels of 50
+ * hand over at most 950 a second, below the 1 000 the dispatch target names; its CPU form
+ * (≤ 1 000 µs of server CPU per message: one core hands 1 000 a second) is the one the
+ * dispatcher can be held to here (docs/benchmarks.md "Outbound dispatch").
+ */
+const PACING_CEILING = CHANNELS * THROUGHPUT_MPS * 0.95
 const TOKEN = "EAAGdispatchBenchToken00000000001"
 const SECRET_KEY = Buffer.alloc(32, 3).toString("base64")
 
@@ -143,6 +153,7 @@ const arrivalsByChannel = (simulator) => {
 export const run = async () => {
   const directory = temporaryDirectory()
   const filename = join(directory, "dispatch.db")
+  let answered = 0
   const simulator = await startSimulator({
     numbers: Array.from({ length: CHANNELS }, (_, index) => ({
       phone_number_id: phoneNumberIdOf(index),
@@ -151,7 +162,14 @@ export const run = async () => {
       access_token: TOKEN
     })),
     statuses: [],
-    delayMs: 20
+    delayMs: 20,
+    // A counter, not `sends()`: the simulator evaluates a `waitFor` check at each of its
+    // changes (two per request), and `sends()` copies the whole list: over 20 000 messages
+    // that cost the simulator's process seconds of CPU, taken from the server on this
+    // 2-core machine, and jittered the arrival times it stamps.
+    onEvent: (event) => {
+      if (event.event === "graph_request") answered++
+    }
   })
   try {
     const written = performance.now()
@@ -163,8 +181,8 @@ export const run = async () => {
     })
     const startedAt = Date.now()
     const cpuAtStart = processCpuSeconds(server.pid)
-    await simulator.waitFor(() => simulator.sends().length >= MESSAGES, "the whole backlog at the simulator", 600_000)
-    const elapsedSeconds = (Date.now() - startedAt) / 1000
+    await simulator.waitFor(() => answered >= MESSAGES, "the whole backlog at the simulator", 600_000)
+    const elapsedSeconds = (simulator.arrivals().reduce((latest, at) => Math.max(latest, at), 0) - startedAt) / 1000
     const cpuSeconds = processCpuSeconds(server.pid) - cpuAtStart
     await new Promise((resolve) => setTimeout(resolve, 500))
     await server.stop()
@@ -177,6 +195,7 @@ export const run = async () => {
     if (statuses.length !== 1 || statuses[0].status !== "sent") throw new Error(`expected every message sent, got ${JSON.stringify(statuses)}`)
 
     const rate = MESSAGES / elapsedSeconds
+    const cpuMicrosPerMessage = (cpuSeconds / MESSAGES) * 1e6
     let worstWindow = 0
     let lowestShare = Infinity
     for (const times of arrivalsByChannel(simulator).values()) {
@@ -190,8 +209,10 @@ export const run = async () => {
     return [
       `Outbound dispatch: ${MESSAGES} queued messages, ${CHANNELS} channels × ${THROUGHPUT_MPS} messages/s, Graph stub answering in 20 ms`,
       `  backlog written in ${writeSeconds.toFixed(1)} s; dispatched in ${elapsedSeconds.toFixed(1)} s`,
-      `  ${recordTarget("dispatch rate, messages/s (≥ 1 000)", rate, "least", 1000, "msg/s")} ${rate.toFixed(0)} messages/s, ` +
-        `server CPU ${((cpuSeconds / MESSAGES) * 1e6).toFixed(0)} µs per message`,
+      `  ${recordTarget("dispatch rate, messages/s (≥ 1 000)", rate, "least", 1000, "msg/s")} ${rate.toFixed(0)} messages/s ` +
+        `(pacing allows at most ${PACING_CEILING.toFixed(0)}: ${CHANNELS} × ${THROUGHPUT_MPS} × 0.95)`,
+      `  ${recordTarget("dispatch: server CPU per message (≤ 1 000 µs: one core, ≥ 1 000/s)", cpuMicrosPerMessage, "most", 1000, "µs")} ` +
+        `server CPU ${cpuMicrosPerMessage.toFixed(0)} µs per message: one core hands ${(1e6 / cpuMicrosPerMessage).toFixed(0)} messages/s at this cost`,
       `  ${recordTarget("dispatch: busiest 1 s window of any channel", worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding one-second window of any channel: ${worstWindow} (throughput_mps ${THROUGHPUT_MPS})`,
       `  ${recordTarget("dispatch: lowest channel share of throughput_mps", lowestShare, "least", 0.9)} lowest share of throughput_mps a channel reached with a backlog: ${(lowestShare * 100).toFixed(1)}%`
     ].join("\n")

@@ -248,7 +248,7 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(1)
     }))
 
-  it.effect("a message more than PACING_LATENESS_MS (10 ms) past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
+  it.effect("a message more than PACING_LATENESS_MS past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
       expect(yield* attempt(transport, claimed({ not_before: NOW - PACING_LATENESS_MS - 1 }, { channel_uuid: CHANNEL_ID }))).toEqual({
@@ -276,6 +276,32 @@ describe("attemptClaimedMessage: before the transport", () => {
       )
       yield* TestClock.adjust(1_000)
       expect(yield* Fiber.join(fiber)).toEqual({ _tag: "Unknown", next_attempt_at: at(NOW + 6_000), attempts: 1 })
+    }))
+
+  // On the live clock the time limit is a plain timer instead of a sleeping fiber (SendQueue.ts
+  // awaitWithin): the same outcome, and the request it gave up on is interrupted.
+  it.live("on the live clock too: no answer within the timeout is Unknown, and the request is interrupted", () =>
+    Effect.gen(function*() {
+      let interrupted = false
+      const { transport } = transportOf(() => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => { interrupted = true }))))
+      const startedAt = Date.now()
+      const outcome = yield* attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed({ not_before: 0, expires_at: new Date(Date.now() + 3_600_000).toISOString() })).pipe(
+        Effect.provideService(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, timeoutMs: 50, settleMs: 5_000 })
+      )
+      expect(outcome).toMatchObject({ _tag: "Unknown", attempts: 1 })
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(45)
+      yield* Effect.sleep(20)
+      expect(interrupted).toBe(true)
+    }))
+
+  it.live("on the live clock, an answer within the timeout is Sent", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.as(Effect.sleep(5), { provider_message_id: "wamid.1", status: "sent" as const }))
+      const outcome = yield* attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed({ not_before: 0, expires_at: new Date(Date.now() + 3_600_000).toISOString() })).pipe(
+        Effect.provideService(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, timeoutMs: 1_000 })
+      )
+      expect(outcome).toEqual({ _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 })
+      expect(calls).toHaveLength(1)
     }))
 })
 

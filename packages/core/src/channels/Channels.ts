@@ -226,7 +226,10 @@ const make = Effect.gen(function* () {
     return token
   }
 
-  const getWithToken = Effect.fn("Channels.getWithToken")(function* (organizationId: OrganizationId, id: ChannelId) {
+  // Untraced (no span, no call-site stack): the send queue calls it for every message, and
+  // `Effect.fn`'s span and stack capture cost ~200 µs of CPU per call there (docs/benchmarks.md
+  // "Outbound dispatch").
+  const getWithToken = Effect.fnUntraced(function* (organizationId: OrganizationId, id: ChannelId) {
     const secretKey = yield* requireKey
     const stored = yield* storage.channels.findById(organizationId, id)
     if (Option.isNone(stored)) return yield* notFound(id)

@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Either, Exit, Layer, Option, Random } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import { Channels } from "../channels/Channels.js"
 import type { ChannelId } from "../channels/model.js"
@@ -352,29 +352,48 @@ export const attemptClaimedMessage = (
 /**
  * Runs `effect` in a daemon fiber (no interruption of the caller reaches it) and waits for
  * its exit for at most `timeoutMs` (ms, by Effect's `Clock`): `Some(exit)`, or `None` once
- * the time has passed, the fiber then interrupted in the background. Two fibers and two
- * observers: about half the CPU time of `Effect.timeoutFail` over a forked-and-joined
- * fiber, which it replaces on the path of every message (docs/benchmarks.md "Outbound
- * dispatch").
+ * the time has passed, the fiber then interrupted in the background. On the live clock the
+ * time limit is a plain timer (one fiber per attempt); on another clock (`TestClock`) a
+ * sleeping fiber of that clock. A fiber costs ~60 µs of CPU on the path of every message:
+ * `Effect.timeoutFail` over a forked-and-joined fiber (three) cost ~160 µs above a bare
+ * attempt, two fibers ~130, this one less (docs/benchmarks.md "Outbound dispatch").
  */
 const awaitWithin = <A, E>(effect: Effect.Effect<A, E>, timeoutMs: number): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
-  Effect.flatMap(Effect.forkDaemon(effect), (fiber) =>
-    Effect.flatMap(Effect.forkDaemon(Effect.sleep(Duration.millis(timeoutMs))), (timer) =>
-      Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
-        let settled = false
-        fiber.addObserver((exit) => {
-          if (settled) return
-          settled = true
-          timer.unsafeInterruptAsFork(fiber.id())
-          resume(Effect.succeed(Option.some(exit)))
+  Effect.flatMap(Effect.clock, (clock) =>
+    Effect.flatMap(Effect.forkDaemon(effect), (fiber) =>
+      isLiveClock(clock)
+        ? Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+          const timer = setTimeout(() => {
+            fiber.unsafeInterruptAsFork(FiberId.none)
+            resume(Effect.succeed(Option.none()))
+          }, timeoutMs)
+          fiber.addObserver((exit) => {
+            clearTimeout(timer)
+            resume(Effect.succeed(Option.some(exit)))
+          })
         })
-        timer.addObserver(() => {
-          if (settled) return
-          settled = true
-          fiber.unsafeInterruptAsFork(timer.id())
-          resume(Effect.succeed(Option.none()))
-        })
-      })))
+        : Effect.flatMap(Effect.forkDaemon(Effect.sleep(Duration.millis(timeoutMs))), (timer) =>
+          Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+            let settled = false
+            fiber.addObserver((exit) => {
+              if (settled) return
+              settled = true
+              timer.unsafeInterruptAsFork(fiber.id())
+              resume(Effect.succeed(Option.some(exit)))
+            })
+            timer.addObserver(() => {
+              if (settled) return
+              settled = true
+              fiber.unsafeInterruptAsFork(timer.id())
+              resume(Effect.succeed(Option.none()))
+            })
+          }))))
+
+/** The class of Effect's live clock (`Clock.make()`), told apart from a test clock by it. */
+const LIVE_CLOCK_CLASS = Clock.make().constructor
+
+/** Whether `clock` is Effect's live clock, whose sleeps are `setTimeout` of real milliseconds. */
+const isLiveClock = (clock: Clock.Clock): boolean => clock.constructor === LIVE_CLOCK_CLASS
 
 /** The failure of a message whose every attempt had an unknown outcome. */
 const UNKNOWN_OUTCOME_FAILURE: MessageFailure = {
