@@ -179,5 +179,9 @@ describe("the send queue across processes", () => {
     const times = sendRequests().filter((each) => ids.has(each.id)).map((each) => each.at).slice(1)
     expect(times).toHaveLength(60)
     expect(maxInWindow(times, 1000)).toBeLessThanOrEqual(20)
-  }, 60_000)
+    // Retried: the simulator stamps each arrival on this test process's event loop, and with
+    // other test files on the machine's two cores a stamp can come late by more than pacing's
+    // margin (1 / (0.95 × 20) s apart, hand-overs ≤ 25 ms late: 27 ms left for the way to the
+    // stub), which reads as 21 in a second. Broken pacing fails every try.
+  }, { timeout: 60_000, retry: 2 })
 })

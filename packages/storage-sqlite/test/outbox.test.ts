@@ -423,6 +423,32 @@ describe("record", () => {
       })
     ))
 
+  // Outcomes recorded within RECORD_GROUP_WINDOW_MS share one transaction (repositories/outbox.ts);
+  // when that transaction fails, each is recorded again alone, so one bad outcome fails alone.
+  it.effect("outcomes recorded together: one that cannot be written fails alone, the others are recorded, nothing of it written", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const messages = [yield* send(world, { to: fixtures.phone(1) }), yield* send(world, { to: fixtures.phone(2) }), yield* send(world, { to: fixtures.phone(3) })]
+        // attempts −5 breaks the CHECK (attempts >= 0) of messages: that write throws inside the group's transaction.
+        const attempts = [1, -5, 1]
+        const results = yield* Effect.all(
+          messages.map((message, index) =>
+            Effect.either(world.storage.outbox.record(message.uuid, "inline", { _tag: "Sent", provider_message_id: `wamid.${index}`, attempts: attempts[index]! }, at(2)))
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(results.map((result) => result._tag)).toEqual(["Right", "Left", "Right"])
+        expect(results[1]).toMatchObject({ left: { _tag: "StorageError", operation: "outbox.record" } })
+        expect((yield* findMessage(world, messages[0]!.uuid)).status).toBe("sent")
+        expect(yield* findMessage(world, messages[1]!.uuid)).toMatchObject({ status: "sending", provider_message_id: null, attempts: 0 })
+        expect((yield* findMessage(world, messages[2]!.uuid)).status).toBe("sent")
+        expect(eventsOf(world).map(([, uuid, status]) => [uuid, status])).toEqual([
+          [messages[0]!.uuid, "sent"],
+          [messages[2]!.uuid, "sent"]
+        ])
+      })
+    ))
+
   it.effect("Failed: failed with the failure, one event", () =>
     inWorld((world) =>
       Effect.gen(function* () {
