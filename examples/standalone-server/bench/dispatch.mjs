@@ -28,7 +28,7 @@ const CHANNELS = Number(process.env.BENCH_DISPATCH_CHANNELS ?? 20)
 const THROUGHPUT_MPS = 50
 /**
  * The most messages per second pacing lets through: each channel's slots are
- * 1 / (0.95 × throughput_mps) s apart (docs/messaging.md "Pacing"), so 20 channels of 50
+ * 1 / (0.95 × throughput_mps) s apart (docs/messaging.md "Order and pacing"), so 20 channels of 50
  * hand over at most 950 a second, below the 1 000 the dispatch target names; its CPU form
  * (≤ 1 000 µs of server CPU per message: one core hands 1 000 a second) is the one the
  * dispatcher can be held to here (docs/benchmarks.md "Outbound dispatch").

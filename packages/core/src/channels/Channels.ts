@@ -227,8 +227,8 @@ const make = Effect.gen(function* () {
   }
 
   // Untraced (no span, no call-site stack): the send queue calls it for every message, and
-  // `Effect.fn`'s span and stack capture cost ~200 µs of CPU per call there (docs/benchmarks.md
-  // "Outbound dispatch").
+  // `Effect.fn`'s span and stack capture cost 27–29 µs of CPU per call alone, more on the
+  // dispatcher's busy heap (docs/benchmarks.md "Outbound dispatch").
   const getWithToken = Effect.fnUntraced(function* (organizationId: OrganizationId, id: ChannelId) {
     const secretKey = yield* requireKey
     const stored = yield* storage.channels.findById(organizationId, id)

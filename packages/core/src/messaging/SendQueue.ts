@@ -354,20 +354,27 @@ export const attemptClaimedMessage = (
  * its exit for at most `timeoutMs` (ms, by Effect's `Clock`): `Some(exit)`, or `None` once
  * the time has passed, the fiber then interrupted in the background. On the live clock the
  * time limit is a plain timer (one fiber per attempt); on another clock (`TestClock`) a
- * sleeping fiber of that clock. A fiber costs ~60 µs of CPU on the path of every message:
- * `Effect.timeoutFail` over a forked-and-joined fiber (three) cost ~160 µs above a bare
- * attempt, two fibers ~130, this one less (docs/benchmarks.md "Outbound dispatch").
+ * sleeping fiber of that clock. Each fiber is CPU time on the path of every message:
+ * `Effect.timeoutFail` over a forked-and-joined fiber cost ~160 µs above a bare attempt, a
+ * request fiber with a sleeping one ~130, and the timer saves one of the two
+ * (docs/benchmarks.md "Outbound dispatch").
  */
 const awaitWithin = <A, E>(effect: Effect.Effect<A, E>, timeoutMs: number): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
   Effect.flatMap(Effect.clock, (clock) =>
     Effect.flatMap(Effect.forkDaemon(effect), (fiber) =>
       isLiveClock(clock)
         ? Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+          // Whichever comes first answers: the request's exit (the timer cleared) or the
+          // timer (the request interrupted, its exit, which follows, ignored).
+          let settled = false
           const timer = setTimeout(() => {
+            settled = true
             fiber.unsafeInterruptAsFork(FiberId.none)
             resume(Effect.succeed(Option.none()))
           }, timeoutMs)
           fiber.addObserver((exit) => {
+            if (settled) return
+            settled = true
             clearTimeout(timer)
             resume(Effect.succeed(Option.some(exit)))
           })
