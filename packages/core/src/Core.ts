@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { BasicReplies } from "./basic-replies/BasicReplies.js"
+import { Broadcasts } from "./broadcasts/Broadcasts.js"
 import { Channels } from "./channels/Channels.js"
 import type { SecretKeyMismatch } from "./channels/errors.js"
 import { Chats } from "./chats/Chats.js"
@@ -31,6 +32,7 @@ const services: Layer.Layer<
   | Labels
   | Imports
   | Templates
+  | Broadcasts
   | BasicReplies
   | Chats
   | Idempotency
@@ -44,7 +46,7 @@ const services: Layer.Layer<
   Contacts.layer,
   Chats.layer,
   ContactGroups.layer,
-  Templates.layer,
+  Broadcasts.layer.pipe(Layer.provideMerge(Templates.layer)),
   BasicReplies.layer,
   Idempotency.layer,
   Channels.layer,

@@ -14,6 +14,7 @@ import type {
   SecretKeyMismatch,
   SecretKeyMissing
 } from "./channels/errors.js"
+import type { AudienceTooLarge, BroadcastNotCancellable, EmptyAudience } from "./broadcasts/errors.js"
 import type { ChatStatusUnchanged } from "./chats/errors.js"
 import type { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./messaging/errors.js"
 import type { RateLimited, RateLimitUnavailable } from "./rate-limits/errors.js"
@@ -90,4 +91,7 @@ export type DomainError =
   | MessageNotRetryable
   | MessageNotCancellable
   | OutsideCustomerServiceWindow
+  | EmptyAudience
+  | AudienceTooLarge
+  | BroadcastNotCancellable
   | StorageError

@@ -49,6 +49,7 @@ export const contactsImportContract = (options: StorageContractOptions): void =>
               uuid: ids[i],
               phone: row.phone,
               phone_valid: true,
+              marketing_opt_out_at: null,
               ...fixtures.details(row.details),
               groups: [],
               labels: [],
@@ -86,6 +87,7 @@ export const contactsImportContract = (options: StorageContractOptions): void =>
             uuid: ada,
             phone: phone(100),
             phone_valid: true,
+            marketing_opt_out_at: null,
             ...fixtures.details({
               first_name: "Augusta",
               last_name: "Lovelace",

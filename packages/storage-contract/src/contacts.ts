@@ -115,6 +115,7 @@ export const contactsContract = (options: StorageContractOptions): void => {
             uuid: id,
             phone: phone(9),
             phone_valid: true,
+            marketing_opt_out_at: null,
             ...fixtures.details({ first_name: "Augusta", last_name: "L", email: "a@example.com", city: "London" }),
             groups: [{ uuid: group.uuid, name: "team" }],
             labels: [],

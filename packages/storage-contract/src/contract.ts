@@ -2,6 +2,7 @@ import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
 import { basicRepliesContract } from "./basic-replies.js"
+import { broadcastsContract } from "./broadcasts.js"
 import { channelsContract } from "./channels.js"
 import { chatsContract } from "./chats.js"
 import { chatsImportContract } from "./chats-import.js"
@@ -47,7 +48,7 @@ export interface StorageContractOptions {
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
- * `webhook-rejects.ts`, `outbox.ts`), each test on a fresh store from
+ * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`), each test on a fresh store from
  * `options.makeLayer()` (or, for the send queue's shared-store cases, from
  * `options.makeSharedLayers()` when given).
  *
@@ -78,5 +79,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     webhooksContract(options)
     webhookRejectsContract(options)
     outboxContract(options)
+    broadcastsContract(options)
   })
 }

@@ -1,3 +1,4 @@
+import { reactToOutboundFailure } from "../broadcasts/failureReactions.js"
 import { Effect, Option } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 import type { ContactId } from "../contacts/model.js"
@@ -180,6 +181,9 @@ export const makeMessageOperations = (
       now,
       pendingUntil: new Date(Date.parse(now) + PENDING_STATUS_TTL_MS).toISOString()
     })
+    if (outcome._tag === "Updated" && outcome.changed && reported === "failed" && failure !== undefined) {
+      yield* reactToOutboundFailure(storage, organizationId, outcome.message, failure, now)
+    }
     if (outcome._tag !== "Pending" || callbackData === undefined || !UUID_PATTERN.test(callbackData)) return outcome
     // No message has Meta's id yet: the one our send named settles an unknown outcome.
     const settled = yield* storage.outbox.settle(organizationId, callbackData.toLowerCase() as MessageId, {
@@ -188,6 +192,9 @@ export const makeMessageOperations = (
       ...(failure === undefined ? {} : { failure }),
       now
     })
+    if (Option.isSome(settled) && settled.value.changed && reported === "failed" && failure !== undefined) {
+      yield* reactToOutboundFailure(storage, organizationId, settled.value.message, failure, now)
+    }
     return Option.match(settled, {
       onNone: (): ProviderStatusOutcome => outcome,
       onSome: ({ message, changed }): ProviderStatusOutcome => ({ _tag: "Updated", message, changed })

@@ -10,7 +10,7 @@ import { Schema } from "effect"
 export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("RecordNotFound", {
   missing: Schema.Array(
     Schema.Struct({
-      resource: Schema.Literal("contact", "group", "label", "basic_reply", "template", "chat", "message", "channel", "webhook_endpoint", "webhook_delivery"),
+      resource: Schema.Literal("contact", "group", "label", "basic_reply", "template", "chat", "message", "channel", "webhook_endpoint", "webhook_delivery", "broadcast"),
       uuid: Schema.String,
       field: Schema.optional(Schema.String)
     })

@@ -40,7 +40,8 @@ export interface ContactsService {
   readonly get: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<Contact, RecordNotFound | StorageError>
   /**
    * Partial update (`PUT /contacts/{uuid}`, docs/contacts.md "Rules"): fields left out are kept,
-   * `null` clears `last_name` or `email`. A phone of another contact → `UniqueValueTaken`
+   * `null` clears `last_name` or `email`, and `marketing_opt_out_at` (only `null` is taken
+   * there: docs/broadcasts.md "Opt-outs"). A phone of another contact → `UniqueValueTaken`
    * (`phone_taken`).
    */
   readonly update: (
@@ -133,11 +134,19 @@ const make = Effect.gen(function* () {
     if (input.last_name !== undefined) details.last_name = collector.optionalText("last_name", input.last_name)
     if (input.email !== undefined) details.email = collector.email("email", input.email)
     const phone = input.phone === undefined ? undefined : collector.phone("phone", input.phone, defaultCountry)
+    const optOut = input.marketing_opt_out_at
+    if (optOut !== undefined && optOut !== null) {
+      collector.add("invalid_format", "marketing_opt_out_at", "marketing_opt_out_at can only be cleared: send null")
+    }
     if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
     const outcome = yield* storage.contacts.update(
       organizationId,
       id,
-      phone === undefined ? { details } : { phone, details },
+      {
+        details,
+        ...(phone === undefined ? {} : { phone }),
+        ...(optOut === null ? { marketing_opt_out_at: null } : {})
+      },
       yield* nowIso
     )
     switch (outcome._tag) {

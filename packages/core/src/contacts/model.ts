@@ -45,7 +45,9 @@ export const CONTACT_DETAIL_FIELDS = [
  * `phone_valid` is `false` only for a contact created by an inbound message whose sender
  * libphonenumber-js calls invalid (its phone is then `+` and WhatsApp's id as given,
  * docs/contacts.md "Unverified phones"); the groups it belongs to and the labels it
- * carries, each sorted by name.
+ * carries, each sorted by name; `marketing_opt_out_at`, when the contact's number refused
+ * marketing messages (Meta's 131050; broadcasts of MARKETING templates skip it,
+ * docs/broadcasts.md "Opt-outs"), else `null`.
  *
  * @category models
  */
@@ -55,6 +57,7 @@ export interface Contact extends ContactDetails {
   readonly phone_valid: boolean
   readonly groups: ReadonlyArray<GroupSummary>
   readonly labels: ReadonlyArray<LabelSummary>
+  readonly marketing_opt_out_at: string | null
   readonly created_at: string
   readonly updated_at: string
 }
@@ -90,6 +93,8 @@ export interface ContactUpdateInput {
   readonly last_name?: string | null
   readonly phone?: string
   readonly email?: string | null
+  /** Only `null`: clears the contact's marketing opt-out (docs/broadcasts.md "Opt-outs"). */
+  readonly marketing_opt_out_at?: null
 }
 
 /**

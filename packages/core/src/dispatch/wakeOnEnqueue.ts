@@ -45,6 +45,14 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): Stor
       retry: waking(storage.outbox.retry),
       cancel: waking(storage.outbox.cancel),
       resumeChannel: waking(storage.outbox.resumeChannel)
+    },
+    broadcasts: {
+      ...storage.broadcasts,
+      create: waking(storage.broadcasts.create),
+      writeRecipients: waking(storage.broadcasts.writeRecipients),
+      cancel: waking(storage.broadcasts.cancel),
+      stop: waking(storage.broadcasts.stop),
+      completeFinished: waking(storage.broadcasts.completeFinished)
     }
   }
 }

@@ -392,7 +392,7 @@ const make = Effect.gen(function* () {
         // Step 2 only for a well-formed input, so one 400 lists every shape problem first.
         if (shape === null || collector.issues.length > 0) return content
         const resolved = yield* templates.resolveForSend(organizationId, shape)
-        return { type: "template", template: resolved.send, text: preview(resolved.text) } as const
+        return { type: "template", template: resolved.send, text: templatePreview(resolved.text) } as const
       })
     ).pipe(
       // Templates are always allowed: a window refusal here is a bug.
@@ -532,7 +532,7 @@ const sendResultOf = (chatId: ChatId, message: Message): SendResult => ({
  * message's longest text) with an ellipsis when longer; it is a preview, the provider
  * renders the message from the template object.
  */
-const preview = (text: string): string =>
+export const templatePreview = (text: string): string =>
   text.length <= MAX_MESSAGE_TEXT_LENGTH ? text : `${text.slice(0, MAX_MESSAGE_TEXT_LENGTH - 1)}…`
 
 /** The automatic reply to a message could not be sent through its channel (never the token). */

@@ -1,3 +1,4 @@
+import { reactToOutboundFailure } from "../broadcasts/failureReactions.js"
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import { Channels } from "../channels/Channels.js"
@@ -481,7 +482,8 @@ const openChannel = (
 
 /**
  * Records `outcome` for a claimed message under its lease (`OutboxRepository.record`),
- * logging what did not go out: the message as stored afterwards, or `None` when the lease
+ * then what its failure changes beyond it (`reactToOutboundFailure`: an opt-out, a
+ * stopped broadcast), logging what did not go out: the message as stored afterwards, or `None` when the lease
  * had been taken over.
  *
  * @category messaging
@@ -494,6 +496,10 @@ export const recordSendOutcome = (
     const storage = yield* Storage
     const now = new Date(yield* Clock.currentTimeMillis).toISOString()
     const recorded = yield* storage.outbox.record(claimed.message.uuid, claimed.lease, outcome, now)
+    const failure = outcome._tag === "Failed" ? outcome.failure : outcome._tag === "Paused" ? outcome.reason : null
+    if (Option.isSome(recorded) && failure !== null) {
+      yield* reactToOutboundFailure(storage, claimed.organization_id, recorded.value, failure, now)
+    }
     const annotations = { organization_id: claimed.organization_id, message_id: claimed.message.uuid }
     if (Option.isNone(recorded)) {
       yield* Effect.logWarning("send outcome not recorded: the message's lease was taken over").pipe(

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { basicReplyRepository } from "./memory/basicReplies.js"
+import { broadcastRepository } from "./memory/broadcasts.js"
 import { channelRepository } from "./memory/channels.js"
 import { chatRepository } from "./memory/chats.js"
 import { contactRepository } from "./memory/contacts.js"
@@ -34,7 +35,8 @@ export const make = (): StorageService => {
     channels: channelRepository(state),
     webhooks: webhookRepository(state),
     webhookRejects: webhookRejectRepository(),
-    outbox: outboxRepository(state)
+    outbox: outboxRepository(state),
+    broadcasts: broadcastRepository(state)
   }
 }
 

@@ -2,6 +2,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
 import type { BasicReplyRepository } from "./BasicReplyRepository.js"
+import type { BroadcastRepository } from "./BroadcastRepository.js"
 import type { ChannelRepository } from "./ChannelRepository.js"
 import type { ChatRepository } from "./ChatRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
@@ -143,9 +144,21 @@ export interface ContactRepository {
   readonly update: (
     organizationId: OrganizationId,
     id: ContactId,
-    patch: { readonly phone?: string; readonly details: Partial<ContactDetails> },
+    patch: {
+      readonly phone?: string
+      readonly details: Partial<ContactDetails>
+      /** `null` clears the contact's marketing opt-out (docs/broadcasts.md "Opt-outs"). */
+      readonly marketing_opt_out_at?: null
+    },
     now: string
   ) => Effect.Effect<ContactUpdateOutcome, StorageError>
+  /**
+   * Records that the contact opted out of marketing messages (Meta's 131050): sets
+   * `marketing_opt_out_at` = `at` when it is `null` (the first opt-out is kept) and
+   * answers whether it was written; `false` too when there is no such contact
+   * (docs/broadcasts.md "Opt-outs"). `updated_at` is not moved.
+   */
+  readonly markMarketingOptOut: (organizationId: OrganizationId, id: ContactId, at: string) => Effect.Effect<boolean, StorageError>
   /** Deletes the contact with its group memberships and labels; `false` when none. */
   readonly delete: (organizationId: OrganizationId, id: ContactId) => Effect.Effect<boolean, StorageError>
   /** The labels the contact carries, by name; `None` when there is no such contact. */
@@ -286,6 +299,7 @@ export interface StorageService {
   readonly webhooks: WebhookRepository
   readonly webhookRejects: WebhookRejectRepository
   readonly outbox: OutboxRepository
+  readonly broadcasts: BroadcastRepository
 }
 
 /**

@@ -18,7 +18,9 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
  * - `contact.created`: a contact was created by an import or a send (data: the contact);
  * - `template.status_updated`: Meta's review changed a template's status (data: the template);
  * - `channel.paused`: the send queue paused a channel after an account error of Meta
- *   (data: the channel); `channel.resumed`: it was resumed (data: the channel).
+ *   (data: the channel); `channel.resumed`: it was resumed (data: the channel);
+ * - `broadcast.completed`: none of a broadcast's recipients waits any more (data: the
+ *   broadcast with its counts).
  *
  * @category models
  */
@@ -29,7 +31,8 @@ export const WebhookEventType = Schema.Literal(
   "contact.created",
   "template.status_updated",
   "channel.paused",
-  "channel.resumed"
+  "channel.resumed",
+  "broadcast.completed"
 )
 /** @category models */
 export type WebhookEventType = typeof WebhookEventType.Type

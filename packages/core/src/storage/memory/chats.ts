@@ -265,7 +265,7 @@ const newChatRow = (
 const emptyDetails = Object.fromEntries(CONTACT_DETAIL_FIELDS.map((field) => [field, null]))
 
 /** Checks first (duplicate, contact), then writes; synchronous, so atomic. */
-const appendMessage = (
+export const appendMessage = (
   state: MemoryState,
   organizationId: OrganizationId,
   request: ChatAppendRequest

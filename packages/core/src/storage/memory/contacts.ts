@@ -9,7 +9,7 @@ import { byName, pageOf, phoneKey, type ContactRow, type MemoryState } from "./s
 import { recordWebhookEvent } from "./webhooks.js"
 
 /** The contact record of a stored row, with its groups and labels by name. */
-const contactOf = (state: MemoryState, row: ContactRow): Contact => {
+export const contactOf = (state: MemoryState, row: ContactRow): Contact => {
   const groups = []
   for (const [groupId, members] of state.groupMembers) {
     const group = state.groups.get(groupId)
@@ -56,11 +56,19 @@ export const contactRepository = (state: MemoryState): ContactRepository => ({
       const holder = state.contactIdsByPhone.get(phoneKey(organizationId, phone))
       if (holder !== undefined && holder !== id) return { _tag: "PhoneTaken" } as const
       const phone_valid = patch.phone === undefined ? row.phone_valid : true
-      const updated: ContactRow = { ...row, ...patch.details, phone, phone_valid, updated_at: now }
+      const optOut = patch.marketing_opt_out_at === null ? { marketing_opt_out_at: null } : {}
+      const updated: ContactRow = { ...row, ...patch.details, ...optOut, phone, phone_valid, updated_at: now }
       state.contactIdsByPhone.delete(phoneKey(organizationId, row.phone))
       state.contactIdsByPhone.set(phoneKey(organizationId, phone), id)
       state.contacts.set(id, updated)
       return { _tag: "Updated", contact: contactOf(state, updated) } as const
+    }),
+  markMarketingOptOut: (organizationId, id, at) =>
+    Effect.sync(() => {
+      const row = ownedContact(state, organizationId, id)
+      if (row === undefined || row.marketing_opt_out_at !== null) return false
+      state.contacts.set(id, { ...row, marketing_opt_out_at: at })
+      return true
     }),
   delete: (organizationId, id) =>
     Effect.sync(() => {
@@ -117,7 +125,7 @@ const importBulk = (state: MemoryState, organizationId: OrganizationId, request:
   request.rows.forEach((row, index) => {
     const uuid = rowIds[index] as ContactId
     const existing = existingIds[index] === undefined ? undefined : state.contacts.get(uuid)
-    const base = existing ?? { ...emptyDetails, organization_id: organizationId, uuid, phone: row.phone, phone_valid: row.phone_valid ?? true, created_at: request.now }
+    const base = existing ?? { ...emptyDetails, organization_id: organizationId, uuid, phone: row.phone, phone_valid: row.phone_valid ?? true, marketing_opt_out_at: null, created_at: request.now }
     state.contacts.set(uuid, { ...(base as ContactRow), ...row.details, updated_at: request.now })
     state.contactIdsByPhone.set(phoneKey(organizationId, row.phone), uuid)
     for (const reference of row.groups) {

@@ -28,7 +28,7 @@ interface Entry {
 }
 
 /** The dispatch state of a message that no dispatcher holds (`pair_rate_waits` back to 0). */
-const released = (dispatch: DispatchRow): DispatchRow => ({ ...dispatch, lease: null, lease_until: null, pair_rate_waits: 0 })
+export const released = (dispatch: DispatchRow): DispatchRow => ({ ...dispatch, lease: null, lease_until: null, pair_rate_waits: 0 })
 
 /** The pacing state of a channel: `pacing_tat` 0 and `cooldown_ms` 0 until it has one. */
 const pacingOf = (state: MemoryState, channelId: string): PacingRow =>

@@ -9,6 +9,7 @@ import type { Page, PageRequest } from "../../common/model.js"
 import type { StoredChannel } from "../ChannelRepository.js"
 import type { ProviderStatusUpdate } from "../ChatRepository.js"
 import type { SendClass } from "../OutboxRepository.js"
+import type { Broadcast, BroadcastId } from "../../broadcasts/model.js"
 
 /** A contact as the memory store keeps it: scalar fields only. */
 export interface ContactRow extends ContactDetails {
@@ -16,6 +17,7 @@ export interface ContactRow extends ContactDetails {
   readonly uuid: ContactId
   readonly phone: string
   readonly phone_valid: boolean
+  readonly marketing_opt_out_at: string | null
   readonly created_at: string
   readonly updated_at: string
 }
@@ -74,6 +76,18 @@ export interface PacingRow {
   readonly cooldown_ms: number
 }
 
+/**
+ * A broadcast as the memory store keeps it: the record without its counts, and its start's
+ * state (BroadcastRepository.ts "THE START").
+ */
+export interface BroadcastRow extends Omit<Broadcast, "counts"> {
+  readonly organization_id: OrganizationId
+  readonly start_cursor: ContactId | null
+  readonly start_finished: boolean
+  readonly start_lease: string | null
+  readonly start_lease_until: number | null
+}
+
 /** Everything one memory store holds. Maps keep insertion order. */
 export interface MemoryState {
   readonly organizations: Map<OrganizationId, Organization>
@@ -105,6 +119,9 @@ export interface MemoryState {
   readonly pacing: Map<ChannelId, PacingRow>
   /** The secret-key check value, once claimed. */
   secretKeyCheck: string | undefined
+  readonly broadcasts: Map<BroadcastId, BroadcastRow>
+  /** A broadcast's recipients: contact uuid → its message uuid. */
+  readonly broadcastRecipients: Map<BroadcastId, Map<ContactId, MessageId>>
 }
 
 export const makeState = (): MemoryState => ({
@@ -128,7 +145,9 @@ export const makeState = (): MemoryState => ({
   outboxSequence: 0,
   channels: new Map(),
   pacing: new Map(),
-  secretKeyCheck: undefined
+  secretKeyCheck: undefined,
+  broadcasts: new Map(),
+  broadcastRecipients: new Map()
 })
 
 /** The key of `contactIdsByPhone`. */
