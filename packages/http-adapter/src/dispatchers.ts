@@ -7,6 +7,7 @@ import {
   type LeasedLoopStatus,
   makeLeasedLoopStatus,
   type MessageTransport,
+  runBroadcastStarter,
   runSendDispatcher,
   runWebhookDispatcher,
   SecureRandom,
@@ -26,7 +27,8 @@ import {
 /**
  * Which dispatch loops a handler (or {@link runDispatchers}) runs (docs/messaging.md "The
  * send queue", docs/webhooks.md "Delivery and the dispatcher"): `webhooks`, the outgoing
- * webhook deliveries; `messages`, the send queue. Each defaults to `true`; `false` leaves
+ * webhook deliveries; `messages`, the send queue and the broadcasts' starter
+ * (docs/broadcasts.md "How a broadcast starts"). Each defaults to `true`; `false` leaves
  * that work to another process (leases keep several dispatchers from doing one job twice).
  *
  * @category dispatch
@@ -145,6 +147,8 @@ export const startDispatchers = <R, E>(
             Effect.withClock(hostClock)
           )
       ))
+      // Broadcasts become messages of the send queue: their starter runs beside its dispatcher.
+      fibers.push(runtime.runFork(runBroadcastStarter().pipe(Effect.withClock(hostClock))))
     }
   })
   ready.catch(() => undefined)

@@ -83,6 +83,11 @@ export const domainErrorResponses: {
     failureResponse(400, "outside_customer_service_window", error.message, [
       { code: "outside_customer_service_window", message: error.message, field: "phone", window_expires_at: error.window_expires_at }
     ]),
+  EmptyAudience: (error) =>
+    failureResponse(400, "empty_audience", error.message, [{ code: "empty_audience", message: error.message, field: "audience" }]),
+  AudienceTooLarge: (error) =>
+    failureResponse(400, "audience_too_large", error.message, [{ code: "audience_too_large", message: error.message, field: "audience" }]),
+  BroadcastNotCancellable: (error) => failureResponse(409, "broadcast_not_cancellable", error.message),
   StorageError: () => internalErrorResponse()
 }
 

@@ -535,6 +535,8 @@ export const runBroadcastStarter = (
           resume(Effect.void)
         }
         const timer = setTimeout(finish, pollIntervalMs)
+        // A sleeping loop never keeps the process alive.
+        timer.unref?.()
         const unsubscribe = wake.subscribe(finish)
         return Effect.sync(() => {
           done = true

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import { ChatListData, ChatRecord, MessageListData } from "./schemas.js"
-import { pageNumber, uuidOf, uuidParams } from "./shared.js"
+import { pageNumber, pageSize, uuidOf, uuidParams } from "./shared.js"
 
 // Query values arrive as strings. The schema checks what it can say of one parameter alone
 // (enums, booleans, integer ranges); Chats.list checks the rest (uuid lists, dates, search
@@ -10,7 +10,6 @@ import { pageNumber, uuidOf, uuidParams } from "./shared.js"
 
 const text = { type: "string", optional: true } as const
 const boolean = { type: "enum", values: ["true", "false"], optional: true } as const
-const pageSize = { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true } as const
 
 /** `"true"` / `"false"` as a boolean; absent stays absent. */
 const booleanOf = (value: unknown): boolean | undefined => (value === undefined ? undefined : value === "true")

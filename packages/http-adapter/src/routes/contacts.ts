@@ -73,7 +73,14 @@ export const updateContactRoute = defineRoute({
   data: UpdatedContactData,
   errors: ["invalid_input", "phone_taken"],
   params: uuidParams,
-  body: { first_name: optionalString, last_name: nullableString, phone: optionalString, email: nullableString },
+  body: {
+    first_name: optionalString,
+    last_name: nullableString,
+    phone: optionalString,
+    email: nullableString,
+    // Only null is taken (it clears the opt-out); core names any other value.
+    marketing_opt_out_at: { type: "any", optional: true, nullable: true }
+  },
   handle: ({ auth, params, body }) =>
     Effect.map(
       Effect.flatMap(Contacts, (contacts) =>

@@ -1,3 +1,4 @@
+import { broadcastRoutes } from "./broadcasts.js"
 import { createBasicReplyRoute, getBasicReplyRoute, listBasicRepliesRoute } from "./basicReplies.js"
 import {
   contactLabelsRoute,
@@ -68,6 +69,7 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   getMessageRoute,
   retryMessageRoute,
   cancelMessageRoute,
+  ...broadcastRoutes,
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute,
   ...channelRoutes,

@@ -16,8 +16,12 @@ import {
   OrganizationId,
   Template,
   TemplatePayload,
+  TemplateSendObject,
   WebhookDeliveryAttempt,
   WebhookEndpoint,
+  type Broadcast,
+  type BroadcastList,
+  type BroadcastRecipientList,
   type ChatList,
   type Contact,
   type ContactImportResult,
@@ -171,6 +175,10 @@ export const ContactRecord: Schema.Schema<Contact, any> = Schema.Struct({
   country: nullableText,
   groups: Schema.Array(GroupSummaryRecord),
   labels: Schema.Array(LabelSummaryRecord),
+  marketing_opt_out_at: Schema.NullOr(Schema.String).annotations({
+    description:
+      "When the contact's number refused marketing messages (Meta's 131050): broadcasts of MARKETING templates skip it; `PUT` with null clears it"
+  }),
   created_at: Schema.String,
   updated_at: Schema.String
 }).annotations({ identifier: "Contact", description: "A contact; `phone` in E.164 unless `phone_valid` is false" })
@@ -417,4 +425,66 @@ export const TemplatePayloadData = TemplatePayload.annotations({ identifier: "Te
 export const VerifyData = Schema.Struct({
   message: Schema.String,
   organization: Schema.Struct({ id: OrganizationId, name: Schema.String })
+})
+
+const BroadcastCounts = Schema.Struct({
+  total: Schema.Int,
+  queued: Schema.Int,
+  sending: Schema.Int,
+  sent: Schema.Int,
+  delivered: Schema.Int,
+  read: Schema.Int,
+  failed: Schema.Int
+}).annotations({ identifier: "BroadcastCounts", description: "Recipients by their message's current status; the six sum to total" })
+
+/**
+ * A broadcast (docs/broadcasts.md "Records").
+ *
+ * @category schemas
+ */
+export const BroadcastRecord: Schema.Schema<Broadcast, any> = Schema.Struct({
+  uuid: Schema.UUID,
+  name: Schema.String,
+  status: Schema.Literal("scheduled", "sending", "completed", "cancelled", "stopped"),
+  template: TemplateSendObject,
+  audience: Schema.Struct({
+    group_uuids: Schema.Array(Schema.UUID),
+    label_uuids: Schema.Array(Schema.UUID),
+    contact_uuids: Schema.Array(Schema.UUID)
+  }),
+  channel_uuid: Schema.NullOr(Schema.UUID),
+  send_at: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  completed_at: Schema.NullOr(Schema.String),
+  stopped_reason: Schema.NullOr(MessageFailure),
+  counts: BroadcastCounts
+}).annotations({ identifier: "Broadcast", description: "One approved template sent to an audience" }) as any
+
+/**
+ * Data of `GET /broadcasts`: newest first, cursor pagination.
+ *
+ * @category schemas
+ */
+export const BroadcastListData: Schema.Schema<BroadcastList, any> = Schema.Struct({
+  broadcasts: Schema.Array(BroadcastRecord),
+  pagination: ChatCursorPagination
+})
+
+/**
+ * Data of `GET /broadcasts/{uuid}/recipients`: in contact uuid order, cursor pagination.
+ *
+ * @category schemas
+ */
+export const BroadcastRecipientListData: Schema.Schema<BroadcastRecipientList, any> = Schema.Struct({
+  recipients: Schema.Array(
+    Schema.Struct({
+      contact_uuid: ContactId,
+      phone: Schema.String,
+      message_uuid: MessageId,
+      status: MessageStatus,
+      failure: Schema.NullOr(MessageFailure)
+    }).annotations({ identifier: "BroadcastRecipient" })
+  ),
+  pagination: ChatCursorPagination
 })

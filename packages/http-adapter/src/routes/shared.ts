@@ -19,6 +19,9 @@ export const pageQuery: ValidationSchema = {
   per_page: { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true }
 }
 
+/** The `limit` query parameter of the cursor-paginated lists: an integer 1–100 (docs/http-api.md "Pagination"). */
+export const pageSize = { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true } as const
+
 /** The page request of a validated {@link pageQuery}, with defaults. */
 export const pageRequestOf = (query: Readonly<Record<string, unknown>>): PageRequest => ({
   page: typeof query.page === "number" ? query.page : 1,

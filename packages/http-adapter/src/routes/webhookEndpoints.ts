@@ -16,7 +16,7 @@ import {
   WebhookEndpointRecord,
   WebhookEndpointWithSecretData
 } from "./schemas.js"
-import { uuidOf, uuidParams } from "./shared.js"
+import { pageSize, uuidOf, uuidParams } from "./shared.js"
 
 // The webhook endpoint routes (docs/webhooks.md): the organization's own URLs receiving
 // its events. Every one needs the handler's `secretKey` (the signing secrets are stored
@@ -38,7 +38,6 @@ const events = {
   nullable: true
 } as const
 const description = { type: "string", max: 255, optional: true, nullable: true } as const
-const pageSize = { type: "number", integer: true, min: 1, max: 100, convert: true, optional: true } as const
 
 /** The record with its signing secret: `{...endpoint, secret}`. */
 const withSecret = (result: WebhookEndpointWithSecret) => ({ ...result.endpoint, secret: result.secret })
