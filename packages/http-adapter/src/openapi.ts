@@ -27,6 +27,11 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
   { name: "Guide", description: "Discovery: this API's description, its OpenAPI document and the reference page. No API key." },
   { name: "Auth", description: "Check that the API key is valid and the organization may use the API." },
   { name: "Messages", description: "Send template, text and media messages. Sends count in the stricter `send` rate-limit bucket." },
+  {
+    name: "Broadcasts",
+    description:
+      "One approved template to an audience (groups, labels, contacts), paced through the send queue, counted per recipient, cancellable."
+  },
   { name: "Contacts", description: "Contacts: bulk import (upsert by phone), list, read, update, delete." },
   { name: "Groups", description: "Contact groups (audiences)." },
   { name: "Labels", description: "Labels (contact tags) and their assignment to contacts." },
@@ -70,6 +75,9 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   webhook_endpoint_disabled: 409,
   message_not_retryable: 409,
   message_not_cancellable: 409,
+  empty_audience: 400,
+  audience_too_large: 400,
+  broadcast_not_cancellable: 409,
   outside_customer_service_window: 400,
   contacts_limit_reached: 403,
   label_limit_reached: 403,

@@ -19,7 +19,10 @@ const handler = makeHandler(storage, {
   // No webhook leaves this test (no dispatcher), and registration looks no host name up
   // (internal addresses allowed: names are not resolved). A handler without the
   // `webhooks` option ignores it.
-  webhooks: { dispatch: false, allowPrivateNetworks: true }
+  webhooks: { dispatch: false, allowPrivateNetworks: true },
+  // The walks send thousands of requests to the four routes of the `send` bucket: its
+  // hourly allowance would answer 429 before the edge's own answers are reached.
+  rateLimit: { send: { max: 100_000 } }
 })
 let apiKey = ""
 const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "", channel: "" }
@@ -62,6 +65,16 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "POST /labels/bulk-delete": () => ({ tag_uuids: [ids.label] }),
   "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" }),
   "PUT /chats/:uuid": () => ({ status: "pending", assigned_to: "agent-1", favorite: true }),
+  // The audience is the empty group Team: a body that passes every check ends in 400
+  // empty_audience, so no hostile value can start a broadcast that writes into a chat
+  // while a later walk compares snapshots.
+  "POST /broadcasts": () => ({
+    name: "Promo",
+    template,
+    audience: { group_uuids: [ids.group], label_uuids: [ids.label], contact_uuids: [] },
+    channel_uuid: ids.channel,
+    send_at: "2099-01-01T00:00:00Z"
+  }),
   // No throughput_mps here: `null` in it would be accepted and connect a channel that carries
   // this organization's sends to Meta. PUT /channels/{uuid} walks the field (the same rule).
   "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` }),

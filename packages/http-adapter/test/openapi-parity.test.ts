@@ -252,6 +252,16 @@ describe("what the handlers answer has the documented data shape", () => {
     const payload = await run("GET", `/templates/${templateUuid}/payload`)
     payload.template.components[0].parameters[0].text = "Ada"
     await run("POST", "/send/template", { phone: phone(1), template: payload.template })
+    const broadcast = await run("POST", "/broadcasts", {
+      name: "Launch",
+      template: payload.template,
+      audience: { contact_uuids: [contactUuid] },
+      send_at: "2099-01-01T00:00:00Z"
+    })
+    await run("GET", "/broadcasts")
+    await run("GET", `/broadcasts/${broadcast.uuid}`)
+    await run("GET", `/broadcasts/${broadcast.uuid}/recipients`)
+    expect((await run("POST", `/broadcasts/${broadcast.uuid}/cancel`)).status).toBe("cancelled")
     const sent = await run("POST", "/send", { phone: phone(3), message: "Hello" })
     await run("GET", `/messages/${sent.message_id}`)
     const refused = await run("POST", "/send", { phone: phone(4), message: "Refuse me" })

@@ -78,8 +78,8 @@ export const updateContactRoute = defineRoute({
     last_name: nullableString,
     phone: optionalString,
     email: nullableString,
-    // Only null is taken (it clears the opt-out); core names any other value.
-    marketing_opt_out_at: { type: "any", optional: true, nullable: true }
+    // Only null is taken: it clears the opt-out (docs/broadcasts.md "Opt-outs").
+    marketing_opt_out_at: { type: "equal", value: null, optional: true }
   },
   handle: ({ auth, params, body }) =>
     Effect.map(
