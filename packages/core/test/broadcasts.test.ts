@@ -1,0 +1,229 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Option, TestClock } from "effect"
+import {
+  BROADCAST_START_BATCH,
+  BROADCAST_START_LEASE_MS,
+  Broadcasts,
+  type BroadcastId,
+  Contacts,
+  Core,
+  ContactGroups,
+  MemoryStorage,
+  type OrganizationId,
+  Organizations,
+  reactToOutboundFailure,
+  startDueBroadcasts,
+  Storage,
+  type StorageService,
+  StorageError,
+  Templates
+} from "@switchboard/core"
+
+// The Broadcasts service and its starter on the memory store, with no server (docs/broadcasts.md):
+// creation's checks, placeholders per recipient, batches of at most 500, a start that
+// resumes after a crash without writing anyone twice, scheduling on the clock, opt-outs.
+
+const START = Date.parse("2026-11-27T09:00:00.000Z")
+
+const saleTemplate = (category: "MARKETING" | "UTILITY" = "MARKETING") => ({
+  name: "spring_sale",
+  language: "en_US",
+  category,
+  status: "APPROVED",
+  components: [{ type: "BODY", text: "Hi {{1}}, sale on.", example: { body_text: [["Ada"]] } }]
+})
+
+const sale = (text: string) => ({
+  name: "spring_sale",
+  language: { code: "en_US" },
+  components: [{ type: "body", parameters: [{ type: "text", text }] }]
+})
+
+/** The store and Core's services over it; `wrap` may change the store the services see. */
+const layerOf = (wrap: (storage: StorageService) => StorageService = (storage) => storage) => {
+  const base = MemoryStorage.make()
+  const storage = Layer.succeed(Storage, wrap(base))
+  return { base, layer: Layer.provideMerge(Core.layer, storage) }
+}
+
+/** An organization with spring_sale and a group of `n` contacts named C0…; its id and the group's uuid. */
+const tenant = (n: number, category: "MARKETING" | "UTILITY" = "MARKETING") =>
+  Effect.gen(function* () {
+    yield* TestClock.setTime(START)
+    const organization = yield* (yield* Organizations).create({ name: "Acme" })
+    yield* (yield* Templates).create(organization.id, saleTemplate(category))
+    const group = yield* (yield* ContactGroups).create(organization.id, "All")
+    const rows = Array.from({ length: n }, (_, i) => ({ first_name: `C${i}`, phone: `+1415555${String(i).padStart(4, "0")}`, group: [group.uuid] }))
+    for (let i = 0; i < rows.length; i += 1000) yield* (yield* Contacts).importBulk(organization.id, rows.slice(i, i + 1000))
+    return { organizationId: organization.id as OrganizationId, groupUuid: group.uuid }
+  })
+
+const countsOf = (organizationId: OrganizationId, id: BroadcastId) =>
+  Effect.map(Effect.flatMap(Broadcasts, (b) => b.get(organizationId, id)), (broadcast) => broadcast.counts)
+
+describe("Broadcasts.create", () => {
+  it.effect("checks the input, the template, the audience's uuids and size before writing anything", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(2)
+      const broadcasts = yield* Broadcasts
+      const tagOf = (input: unknown) => Effect.flip(broadcasts.create(organizationId, input as never)).pipe(Effect.map((error) => error._tag))
+      expect(yield* tagOf({ name: "", template: sale("x"), audience: { group_uuids: [groupUuid] } })).toBe("InvalidInput")
+      expect(yield* tagOf({ name: "A", template: sale("{{contact.street}}"), audience: { group_uuids: [groupUuid] } })).toBe("InvalidInput")
+      expect(yield* tagOf({ name: "A", template: { ...sale("x"), name: "nope" }, audience: { group_uuids: [groupUuid] } })).toBe("TemplateNotFound")
+      expect(yield* tagOf({ name: "A", template: sale("x"), audience: { label_uuids: ["0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a"] } })).toBe("RecordNotFound")
+      const empty = yield* (yield* ContactGroups).create(organizationId, "Empty")
+      expect(yield* tagOf({ name: "A", template: sale("x"), audience: { group_uuids: [empty.uuid] } })).toBe("EmptyAudience")
+      const placeholderIssue = yield* Effect.flip(
+        broadcasts.create(organizationId, { name: "A", template: sale("Hi {{contact.city|x}}"), audience: { group_uuids: [groupUuid] } })
+      )
+      expect(placeholderIssue).toMatchObject({ issues: [{ code: "invalid_placeholder", field: "template.components[0].parameters[0].text" }] })
+      expect((yield* broadcasts.list(organizationId, {})).broadcasts).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("answers sending, or scheduled for a future send_at, with the organization's default channel (none here)", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(1)
+      const broadcasts = yield* Broadcasts
+      const now = yield* broadcasts.create(organizationId, { name: "Now", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      expect(now).toMatchObject({ status: "sending", started_at: new Date(START).toISOString(), channel_uuid: null })
+      const later = yield* broadcasts.create(organizationId, {
+        name: "Later",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 60_000).toISOString()
+      })
+      expect(later).toMatchObject({ status: "scheduled", started_at: null, send_at: new Date(START + 60_000).toISOString() })
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("the starter", () => {
+  it.effect("writes 1 200 recipients in batches of at most 500, each contact once, placeholders filled", () => {
+    const batches: Array<number> = []
+    const { layer } = layerOf((storage) => ({
+      ...storage,
+      broadcasts: {
+        ...storage.broadcasts,
+        writeRecipients: (organizationId, id, lease, batch) => {
+          batches.push(batch.recipients.length)
+          return storage.broadcasts.writeRecipients(organizationId, id, lease, batch)
+        }
+      }
+    }))
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(1_200)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Big",
+        template: sale("{{contact.first_name}}"),
+        audience: { group_uuids: [groupUuid] }
+      })
+      expect(yield* startDueBroadcasts).toBe(1)
+      expect(batches).toEqual([BROADCAST_START_BATCH, BROADCAST_START_BATCH, 200])
+      expect(yield* countsOf(organizationId, broadcast.uuid)).toMatchObject({ total: 1_200, queued: 1_200 })
+      const [first] = (yield* (yield* Broadcasts).recipients(organizationId, broadcast.uuid, { limit: 1 })).recipients
+      const storage = yield* Storage
+      const message = Option.getOrThrow(yield* storage.chats.findMessage(organizationId, first!.message_uuid))
+      const contact = Option.getOrThrow(yield* storage.contacts.findById(organizationId, first!.contact_uuid))
+      expect(message.template?.components).toEqual([{ type: "body", parameters: [{ type: "text", text: contact.first_name }] }])
+      expect(message.text).toBe(`Hi ${contact.first_name}, sale on.`)
+      expect(yield* startDueBroadcasts).toBe(0)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a start that dies after its first batch resumes once its lease ends, writing nobody twice", () => {
+    let failSecondBatch = true
+    let calls = 0
+    const { layer } = layerOf((storage) => ({
+      ...storage,
+      broadcasts: {
+        ...storage.broadcasts,
+        writeRecipients: (organizationId, id, lease, batch) => {
+          calls++
+          if (calls === 2 && failSecondBatch) return Effect.fail(new StorageError({ operation: "writeRecipients", cause: "disk gone" }))
+          return storage.broadcasts.writeRecipients(organizationId, id, lease, batch)
+        }
+      }
+    }))
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(700)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, { name: "Crash", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      yield* startDueBroadcasts
+      expect((yield* countsOf(organizationId, broadcast.uuid)).total).toBe(BROADCAST_START_BATCH)
+      failSecondBatch = false
+      // Its lease still holds: nobody resumes it yet.
+      expect(yield* startDueBroadcasts).toBe(0)
+      yield* TestClock.adjust(BROADCAST_START_LEASE_MS)
+      expect(yield* startDueBroadcasts).toBe(1)
+      expect(yield* countsOf(organizationId, broadcast.uuid)).toMatchObject({ total: 700, queued: 700 })
+      const recipients = (yield* (yield* Broadcasts).recipients(organizationId, broadcast.uuid, { limit: 100 })).recipients
+      expect(new Set(recipients.map((r) => r.contact_uuid)).size).toBe(recipients.length)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a scheduled broadcast starts once the clock reaches its send_at", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(3)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Later",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 10_000).toISOString()
+      })
+      yield* TestClock.adjust(9_999)
+      expect(yield* startDueBroadcasts).toBe(0)
+      yield* TestClock.adjust(1)
+      expect(yield* startDueBroadcasts).toBe(1)
+      const started = yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)
+      expect(started).toMatchObject({ status: "sending", started_at: new Date(START + 10_000).toISOString(), counts: { total: 3 } })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a MARKETING broadcast skips an opted-out contact as failed opted_out; a UTILITY one reaches it", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(2)
+      const storage = yield* Storage
+      const [optedOut] = (yield* storage.contacts.list(organizationId, { page: 1, per_page: 10 })).items
+      yield* storage.contacts.markMarketingOptOut(organizationId, optedOut!.uuid, new Date(START).toISOString())
+      const marketing = yield* (yield* Broadcasts).create(organizationId, { name: "M", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      yield* startDueBroadcasts
+      const failed = (yield* (yield* Broadcasts).recipients(organizationId, marketing.uuid, { status: "failed" })).recipients
+      expect(failed.map((r) => [r.contact_uuid, r.failure?.code])).toEqual([[optedOut!.uuid, "opted_out"]])
+      yield* (yield* Templates).create(organizationId, { ...saleTemplate("UTILITY"), name: "notice" })
+      const utility = yield* (yield* Broadcasts).create(organizationId, {
+        name: "U",
+        template: { ...sale("x"), name: "notice" },
+        audience: { group_uuids: [groupUuid] }
+      })
+      yield* startDueBroadcasts
+      expect(yield* countsOf(organizationId, utility.uuid)).toMatchObject({ total: 2, queued: 2, failed: 0 })
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("reactToOutboundFailure", () => {
+  it.effect("131050 marks the contact opted out; 132016 on a recipient stops its broadcast; other codes change neither", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(2)
+      const storage = yield* Storage
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, { name: "B", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      yield* startDueBroadcasts
+      const [first] = (yield* (yield* Broadcasts).recipients(organizationId, broadcast.uuid, {})).recipients
+      const message = Option.getOrThrow(yield* storage.chats.findMessage(organizationId, first!.message_uuid))
+      const now = new Date(START).toISOString()
+      yield* reactToOutboundFailure(storage, organizationId, message, { code: "131026", title: "Undeliverable" }, now)
+      expect(Option.getOrThrow(yield* storage.contacts.findById(organizationId, message.contact_uuid)).marketing_opt_out_at).toBeNull()
+      expect((yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).status).toBe("sending")
+      yield* reactToOutboundFailure(storage, organizationId, message, { code: "131050", title: "Stopped marketing" }, now)
+      expect(Option.getOrThrow(yield* storage.contacts.findById(organizationId, message.contact_uuid)).marketing_opt_out_at).toBe(now)
+      yield* reactToOutboundFailure(storage, organizationId, message, { code: "132016", title: "Template disabled" }, now)
+      const stopped = yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)
+      expect(stopped).toMatchObject({ status: "stopped", stopped_reason: { code: "132016" }, counts: { queued: 0, failed: 2 } })
+    }).pipe(Effect.provide(layer))
+  })
+})
