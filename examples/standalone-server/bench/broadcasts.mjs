@@ -1,0 +1,198 @@
+// Broadcasts (docs/benchmarks.md "Targets", docs/broadcasts.md): the BUILT standalone server
+// with its defaults on a SQLite file, the WhatsApp simulator (in this process) as Meta's
+// Graph API, answering each send in 20 ms.
+// 1. Creating: `POST /broadcasts` to a group of BENCH_BROADCAST_AUDIENCE (default 100 000)
+//    contacts: the time to the answer (target ≤ 5 s: the answer counts the audience, the
+//    recipients are written afterwards) and the server's RSS growth from before the request
+//    until every recipient is written (target ≤ 50 MB: the start reads and writes 500 at a
+//    time). The broadcast is then cancelled.
+// 2. Sending: a broadcast to BENCH_BROADCAST_RECIPIENTS (default 10 000) contacts through
+//    one channel of throughput_mps 50: the time from `POST /broadcasts` to `completed`
+//    (target ≤ 220 s; pacing alone needs 10 000 / 47.5 = 211 s) and the busiest sliding
+//    one-second window at the simulator (target ≤ 50).
+// Checks: every recipient of (2) arrived exactly once and the broadcast counts them `sent`.
+import { fork } from "node:child_process"
+import { once } from "node:events"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect, Layer } from "effect"
+import { Channels, ChannelVerifier, Core, SecretKey, Storage, Templates } from "@switchboard/core"
+import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { maxInWindow, startSimulator } from "@switchboard/whatsapp-simulator"
+import { createOrganization, expectStatus, recordTarget, runIfMain, startServer, temporaryDirectory } from "./lib.mjs"
+
+const AUDIENCE = Number(process.env.BENCH_BROADCAST_AUDIENCE ?? 100_000)
+const RECIPIENTS = Number(process.env.BENCH_BROADCAST_RECIPIENTS ?? 10_000)
+const THROUGHPUT_MPS = 50
+const TOKEN = "EAAGbroadcastBenchToken000000001"
+const SECRET_KEY = Buffer.alloc(32, 5).toString("base64")
+const PHONE_NUMBER_ID = "106540352290001"
+const SETUP = "--write-broadcast-setup"
+
+/** Contact `n`'s phone: distinct, valid E.164 (US 415 range). */
+const phoneOf = (n) => `+1415${String(4000000 + n).padStart(7, "0")}`
+
+/**
+ * Writes, through core and the SQLite store: an organization, a channel at 50 messages/s,
+ * the MARKETING template spring_sale, and `size` contacts in the group "Everyone". Prints
+ * `{apiKey, groupUuid}` as JSON on its last line.
+ */
+const writeSetup = async (filename, size) => {
+  const storage = SqliteStorage.layer({ filename })
+  const { organizationId, apiKey } = await createOrganization(storage)
+  const services = Core.layer.pipe(
+    Layer.provide(
+      Layer.merge(
+        SecretKey.layer(Buffer.from(SECRET_KEY, "base64")),
+        Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 1234 5678" }) })
+      )
+    )
+  )
+  const groupUuid = await Effect.runPromise(
+    Effect.gen(function* () {
+      yield* (yield* Channels).add(organizationId, {
+        phone_number_id: PHONE_NUMBER_ID,
+        waba_id: "102290129340398",
+        access_token: TOKEN,
+        throughput_mps: THROUGHPUT_MPS
+      })
+      yield* (yield* Templates).create(organizationId, {
+        name: "spring_sale",
+        language: "en_US",
+        category: "MARKETING",
+        status: "APPROVED",
+        components: [{ type: "BODY", text: "Hi {{1}}, our spring sale starts today." }]
+      })
+      const store = yield* Storage
+      const now = new Date().toISOString()
+      for (let start = 0; start < size; start += 1000) {
+        const rows = Array.from({ length: Math.min(1000, size - start) }, (_, offset) => ({
+          phone: phoneOf(start + offset),
+          phone_valid: true,
+          details: { first_name: `Person ${start + offset}` },
+          groups: [{ _tag: "ByName", name: "Everyone" }]
+        }))
+        const ids = [...rows.map(() => crypto.randomUUID()), crypto.randomUUID()]
+        const imported = yield* store.contacts.importBulk(organizationId, { rows, ids, contactsLimit: null, now, events: false })
+        if (imported._tag !== "Imported") throw new Error(`import: ${imported._tag}`)
+      }
+      const [group] = yield* store.groups.findByNames(organizationId, ["Everyone"])
+      return group.uuid
+    }).pipe(Effect.provide(services), Effect.provide(storage))
+  )
+  console.log(JSON.stringify({ apiKey, groupUuid }))
+}
+
+/** {@link writeSetup} in a child process (this one hosts the simulator); its `{apiKey, groupUuid}`. */
+const setUp = async (filename, size) => {
+  const child = fork(fileURLToPath(import.meta.url), [SETUP, filename, String(size)], { stdio: ["ignore", "pipe", "inherit", "ipc"] })
+  let output = ""
+  child.stdout.setEncoding("utf8").on("data", (chunk) => (output += chunk))
+  const [code] = await once(child, "exit")
+  if (code !== 0) throw new Error(`writing the setup failed (exit code ${code})`)
+  return JSON.parse(output.trim().split("\n").pop())
+}
+
+/** The process's resident set size and its peak, in MB, from /proc. */
+const memoryOf = (pid) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const field = (name) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024
+  return { rss: field("VmRSS"), peak: field("VmHWM") }
+}
+
+const json = (apiKey, body) => ({
+  method: body === undefined ? "GET" : "POST",
+  headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+  ...(body === undefined ? {} : { body: JSON.stringify(body) })
+})
+
+const sale = { name: "spring_sale", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: "{{contact.first_name|there}}" }] }] }
+
+/** Polls the broadcast until `done`, every `everyMs`; the broadcast. */
+const broadcastWhen = async (url, apiKey, uuid, done, everyMs = 250) => {
+  for (;;) {
+    const broadcast = JSON.parse(await expectStatus(`${url}/broadcasts/${uuid}`, json(apiKey))).data
+    if (done(broadcast)) return broadcast
+    await new Promise((resolve) => setTimeout(resolve, everyMs))
+  }
+}
+
+/** Part 1: creating a broadcast to a large group. */
+const creating = async (simulator) => {
+  const directory = temporaryDirectory()
+  const filename = join(directory, "broadcast-create.db")
+  const { apiKey, groupUuid } = await setUp(filename, AUDIENCE)
+  const server = await startServer("switchboard", filename, directory, { SWITCHBOARD_SECRET_KEY: SECRET_KEY, WHATSAPP_API_BASE_URL: simulator.url })
+  try {
+    await expectStatus(`${server.url}/verify`, json(apiKey))
+    const before = memoryOf(server.pid)
+    const asked = performance.now()
+    const created = JSON.parse(await expectStatus(`${server.url}/broadcasts`, json(apiKey, { name: "Big", template: sale, audience: { group_uuids: [groupUuid] } }))).data
+    const answerSeconds = (performance.now() - asked) / 1000
+    const written = await broadcastWhen(server.url, apiKey, created.uuid, (b) => b.counts.total >= AUDIENCE, 500)
+    const startSeconds = (performance.now() - asked) / 1000
+    const after = memoryOf(server.pid)
+    await expectStatus(`${server.url}/broadcasts/${created.uuid}/cancel`, json(apiKey, {}))
+    await server.stop()
+    const growth = after.peak - before.rss
+    return [
+      `Broadcasts: creating one to a group of ${AUDIENCE} contacts (SQLite, standalone server defaults)`,
+      `  ${recordTarget(`POST /broadcasts to ${AUDIENCE} contacts, answer (≤ 5 s)`, answerSeconds * 1000, "most", 5000, "ms")} answered in ${(answerSeconds * 1000).toFixed(0)} ms (${created.status})`,
+      `  all ${written.counts.total} recipients written ${startSeconds.toFixed(1)} s after the request`,
+      `  ${recordTarget("broadcast start: server RSS growth (≤ 50 MB)", growth, "most", 50, "MB")} server RSS ${before.rss.toFixed(0)} MB before, ` +
+        `peak ${after.peak.toFixed(0)} MB while writing: +${growth.toFixed(0)} MB`
+    ].join("\n")
+  } catch (error) {
+    await server.stop().catch(() => undefined)
+    throw error
+  }
+}
+
+/** Part 2: a broadcast sent through one paced channel. */
+const sending = async (simulator) => {
+  const directory = temporaryDirectory()
+  const filename = join(directory, "broadcast-send.db")
+  const { apiKey, groupUuid } = await setUp(filename, RECIPIENTS)
+  simulator.reset()
+  const server = await startServer("switchboard", filename, directory, { SWITCHBOARD_SECRET_KEY: SECRET_KEY, WHATSAPP_API_BASE_URL: simulator.url })
+  try {
+    const asked = performance.now()
+    const created = JSON.parse(await expectStatus(`${server.url}/broadcasts`, json(apiKey, { name: "Paced", template: sale, audience: { group_uuids: [groupUuid] } }))).data
+    const done = await broadcastWhen(server.url, apiKey, created.uuid, (b) => b.status !== "sending", 250)
+    const seconds = (performance.now() - asked) / 1000
+    await server.stop()
+    if (done.status !== "completed" || done.counts.sent !== RECIPIENTS) throw new Error(`expected completed with ${RECIPIENTS} sent, got ${JSON.stringify(done)}`)
+    const sends = simulator.sends(PHONE_NUMBER_ID)
+    const recipients = new Set(sends.map((each) => each.body?.to))
+    if (sends.length !== RECIPIENTS || recipients.size !== RECIPIENTS) throw new Error(`expected ${RECIPIENTS} distinct recipients at the simulator, got ${sends.length} (${recipients.size} distinct)`)
+    const times = sends.map((each) => each.at_ms).sort((a, b) => a - b)
+    const busiest = maxInWindow(times, 1000)
+    return [
+      `Broadcasts: sending one to ${RECIPIENTS} contacts through a channel of ${THROUGHPUT_MPS} messages/s (pacing alone: ${(RECIPIENTS / (0.95 * THROUGHPUT_MPS)).toFixed(0)} s)`,
+      `  ${recordTarget(`broadcast of ${RECIPIENTS} at ${THROUGHPUT_MPS}/s: time to completed (≤ 220 s)`, seconds, "most", 220, "s")} completed ${seconds.toFixed(1)} s after POST /broadcasts`,
+      `  ${recordTarget("broadcast: busiest 1 s window at the stub", busiest, "most", THROUGHPUT_MPS, "msg")} busiest sliding one-second window: ${busiest}`
+    ].join("\n")
+  } catch (error) {
+    await server.stop().catch(() => undefined)
+    throw error
+  }
+}
+
+export const run = async () => {
+  const simulator = await startSimulator({
+    numbers: [{ phone_number_id: PHONE_NUMBER_ID, display_phone_number: "+31 6 1234 5678", waba_id: "102290129340398", access_token: TOKEN }],
+    statuses: [],
+    delayMs: 20
+  })
+  try {
+    const parts = [await creating(simulator)]
+    if (RECIPIENTS > 0) parts.push(await sending(simulator))
+    return parts.join("\n")
+  } finally {
+    await simulator.close()
+  }
+}
+
+if (process.argv[2] === SETUP) await writeSetup(process.argv[3], Number(process.argv[4]))
+else runIfMain(import.meta.url, run)
