@@ -64,6 +64,11 @@ export interface ContactDocument {
   readonly group_ids: ReadonlyArray<string>
   readonly label_ids: ReadonlyArray<string>
   readonly search_text: string
+  /**
+   * When the contact's number refused marketing messages (Meta's 131050), ISO 8601; absent
+   * (documents written before it) or `null`: it has not.
+   */
+  readonly marketing_opt_out_at?: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly chat?: ChatDocument

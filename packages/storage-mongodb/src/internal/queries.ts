@@ -121,11 +121,12 @@ export const SEARCH_TEXT_EXPRESSION: Document = {
 
 /**
  * The pipeline update of a contact: sets `fields` (known details, `phone`, `updated_at`;
- * each a `$literal`), adds `addGroupIds` to its groups, then recomputes `search_text`
- * from the stored result, all in one atomic document update.
+ * each a `$literal`; `marketing_opt_out_at` cleared when the patch has it `null`), adds
+ * `addGroupIds` to its groups, then recomputes `search_text` from the stored result, all
+ * in one atomic document update.
  */
 export const contactUpdatePipeline = (
-  patch: { readonly phone?: string; readonly details: Partial<ContactDetails> },
+  patch: { readonly phone?: string; readonly details: Partial<ContactDetails>; readonly marketing_opt_out_at?: null },
   now: string,
   addGroupIds: ReadonlyArray<unknown> = []
 ): Array<Document> => {
@@ -135,6 +136,7 @@ export const contactUpdatePipeline = (
     set.phone = literal(patch.phone)
     set.phone_valid = literal(true) // a phone set by an update was validated
   }
+  if (patch.marketing_opt_out_at === null) set.marketing_opt_out_at = literal(null)
   set.updated_at = literal(now)
   const groups = strings(addGroupIds)
   if (groups.length > 0) set.group_ids = { $setUnion: [{ $ifNull: ["$group_ids", []] }, literal(groups)] }
