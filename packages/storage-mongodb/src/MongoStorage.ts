@@ -13,6 +13,7 @@ import { attempt } from "./internal/driver.js"
 import type { Collections } from "./internal/schema.js"
 import { DEFAULT_RECONCILE_QUIET_MS, makeUsage, reconcileUsage } from "./internal/usage.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
+import { broadcastRepository } from "./repositories/broadcasts.js"
 import { idempotencyRepository } from "./repositories/idempotency.js"
 import { channelRepository } from "./repositories/channels.js"
 import { chatRepository } from "./repositories/chats.js"
@@ -176,6 +177,7 @@ const assemble = (collections: Collections): StorageService => {
     channels: channelRepository(collections, usage),
     webhooks: webhookRepository(collections),
     webhookRejects: webhookRejectRepository(collections),
-    outbox: outboxRepository(collections)
+    outbox: outboxRepository(collections),
+    broadcasts: broadcastRepository(collections, usage)
   }
 }

@@ -3,20 +3,23 @@ import { Query } from "mingo"
 import type { ChatFilters, ChatSort, ContactDetails, GroupId, LabelId } from "@switchboard/core"
 import {
   anyOf,
+  audienceFilter,
   chatFilterConditions,
   chatListQuery,
   chatPatchUpdate,
   chatTouchPipeline,
   contactByPhone,
   contactUpdatePipeline,
+  dueStartFilter,
   escapeRegExp,
   knownDetails,
   NEWEST_FIRST,
   ofOrganization,
   rateBucketIncrement,
+  recipientsOf,
   usageReservation
 } from "../src/internal/queries.js"
-import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT, INDEXES, RATE_BUCKET_INDEXES } from "../src/internal/schema.js"
+import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT, INDEXES, IS_RECIPIENT, RATE_BUCKET_INDEXES } from "../src/internal/schema.js"
 
 // The documents the adapter sends, built by pure functions (src/internal/queries.ts) and
 // checked here without a server: filters, updates, the index each query is meant to run
@@ -231,7 +234,7 @@ describe("indexes used", () => {
   it("the newest-first lists run on (organization_id, created_at desc, _id desc) indexes", () => {
     expect(NEWEST_FIRST).toEqual({ created_at: -1, _id: -1 })
     expect(Object.keys(ofOrganization(ORG))).toEqual(["organization_id"])
-    for (const collection of ["contacts", "groups", "labels", "templates", "basicReplies"] as const) {
+    for (const collection of ["contacts", "groups", "labels", "templates", "basicReplies", "broadcasts"] as const) {
       expect(INDEXES[collection].some((index) => JSON.stringify(index.key) === JSON.stringify({ organization_id: 1, ...NEWEST_FIRST })), collection).toBe(true)
     }
   })
@@ -244,6 +247,53 @@ describe("indexes used", () => {
     expect(unique("templates")).toEqual([{ organization_id: 1, name_key: 1, language: 1 }])
     expect(unique("basicReplies")).toEqual([{ organization_id: 1, trigger_key: 1 }])
     expect(unique("apiKeys")).toEqual([{ hash: 1 }])
+    expect(unique("messages")).toEqual([
+      { organization_id: 1, dedupe_key: 1 },
+      { organization_id: 1, broadcast_uuid: 1, contact_uuid: 1 }
+    ])
+  })
+})
+
+describe("broadcast queries", () => {
+  const BROADCAST = "0190f0e0-0000-7000-8000-0000000000c1"
+  const CONTACT = "0190f0e0-0000-7000-8000-0000000000d1"
+
+  it("the audience: one $or branch per list, strings only (operators in a uuid list are dropped), keyset after a uuid; nothing named → null", () => {
+    const filter = audienceFilter(ORG, { group_uuids: [GROUP, { $ne: null }], label_uuids: [], contact_uuids: [CONTACT] }, null)
+    expect(filter).toEqual({ organization_id: { $eq: ORG }, $or: [{ group_ids: { $in: [GROUP] } }, { _id: { $in: [CONTACT] } }] })
+    expect(audienceFilter(ORG, { group_uuids: [], label_uuids: [], contact_uuids: [] }, null)).toBeNull()
+    expect(audienceFilter(ORG, { group_uuids: [{ $gt: "" }], label_uuids: [7], contact_uuids: [] }, null)).toBeNull()
+    const member = { _id: CONTACT, organization_id: ORG, group_ids: [], label_ids: [LABEL] }
+    const byLabel = audienceFilter(ORG, { group_uuids: [], label_uuids: [LABEL], contact_uuids: [] }, null)!
+    expect(matches(byLabel, member)).toBe(true)
+    expect(matches(audienceFilter(ORG, { group_uuids: [], label_uuids: [LABEL], contact_uuids: [] }, CONTACT)!, member)).toBe(false)
+    expect(matches(byLabel, { ...member, organization_id: "other" })).toBe(false)
+  })
+
+  it("a recipient query carries the partial indexes' condition: a message without a broadcast (null or absent) is never one", () => {
+    const filter = recipientsOf(ORG, BROADCAST)
+    expect(filter).toEqual({ organization_id: { $eq: ORG }, broadcast_uuid: { $type: "string", $eq: BROADCAST } })
+    for (const name of ["messages_by_broadcast_contact", "messages_by_broadcast_status"]) {
+      expect(INDEXES.messages.find((index) => index.name === name)?.partialFilterExpression).toEqual(IS_RECIPIENT)
+    }
+    expect(matches(filter, { organization_id: ORG, broadcast_uuid: BROADCAST })).toBe(true)
+    expect(matches(IS_RECIPIENT, { organization_id: ORG, broadcast_uuid: null })).toBe(false)
+    expect(matches(IS_RECIPIENT, { organization_id: ORG })).toBe(false)
+  })
+
+  it("a due start: scheduled once send_at has come; sending, unfinished, its lease free (null or absent) or ended", () => {
+    const now = Date.parse("2026-02-01T00:00:00.000Z")
+    const filter = dueStartFilter(now)
+    const scheduled = { status: "scheduled", start_finished: false, start_lease_until: null }
+    expect(matches(filter, { ...scheduled, send_at: "2026-02-01T00:00:00.000Z" })).toBe(true)
+    expect(matches(filter, { ...scheduled, send_at: "2026-02-01T00:00:00.001Z" })).toBe(false)
+    const sending = { status: "sending", send_at: null, start_finished: false }
+    expect(matches(filter, { ...sending, start_lease_until: null })).toBe(true)
+    expect(matches(filter, sending)).toBe(true)
+    expect(matches(filter, { ...sending, start_lease_until: now })).toBe(true)
+    expect(matches(filter, { ...sending, start_lease_until: now + 1 })).toBe(false)
+    expect(matches(filter, { ...sending, start_lease_until: null, start_finished: true })).toBe(false)
+    for (const status of ["completed", "cancelled", "stopped"]) expect(matches(filter, { ...sending, status, start_lease_until: null })).toBe(false)
   })
 })
 

@@ -1,4 +1,14 @@
-import type { ChannelStatus, ChatStatus, MessageDirection, MessageStatus, MessageType, Plan, SendClass, SubscriptionStatus } from "@switchboard/core"
+import type {
+  BroadcastStatus,
+  ChannelStatus,
+  ChatStatus,
+  MessageDirection,
+  MessageStatus,
+  MessageType,
+  Plan,
+  SendClass,
+  SubscriptionStatus
+} from "@switchboard/core"
 
 // The documents this adapter stores, one interface per collection. Ids are the uuids core
 // generates (v7), stored as strings in `_id`. Timestamps are the ISO 8601 UTC strings of
@@ -64,6 +74,11 @@ export interface ContactDocument {
   readonly group_ids: ReadonlyArray<string>
   readonly label_ids: ReadonlyArray<string>
   readonly search_text: string
+  /**
+   * When the contact's number refused marketing messages (Meta's 131050), ISO 8601; absent
+   * (documents written before it) or `null`: it has not.
+   */
+  readonly marketing_opt_out_at?: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly chat?: ChatDocument
@@ -156,6 +171,10 @@ export interface BasicReplyDocument {
  * provider message store it once. `attempts`, `next_attempt_at` and `broadcast_uuid` are
  * absent from documents written before the send queue and read as 0, `null`, `null`.
  *
+ * A RECIPIENT of a broadcast is a message whose `broadcast_uuid` is a string (the
+ * broadcast's uuid); the unique partial index `messages_by_broadcast_contact` keeps one per
+ * (broadcast, contact).
+ *
  * A message of the send queue (docs/messaging.md "The send queue") also holds its dispatch
  * state, and only such a message has `to`: `to` (E.164), `class`, `expires_at` (ISO 8601),
  * `sequence` (from the `counters` document `message_sequence`: the order of its lane),
@@ -243,6 +262,43 @@ export interface ChannelDocument {
   readonly created_at: string
   readonly updated_at: string
   /** Webhook events of writes to this channel (`channel.paused`, `channel.resumed`), waiting for the relay (webhooks.ts). */
+  readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
+}
+
+/**
+ * `broadcasts`: a broadcast (docs/broadcasts.md) without its counts, which are read from its
+ * recipients (the messages whose `broadcast_uuid` is its uuid). `template` is the send
+ * object as JSON text (like a message's: a parameter may hold keys MongoDB would refuse);
+ * `stopped_reason` is `{code, title}`; `recipients_failure` is the failure its `queued`
+ * recipients were given when it was cancelled or stopped, `null` before (a batch written
+ * concurrently with the cancel fails its own with it: broadcasts.ts). The start's state:
+ * `start_cursor` (the uuid of the last contact a batch reached, `null` before the first),
+ * `start_finished`, and the starter's lease, `start_lease` (its token, else `null`) and
+ * `start_lease_until` (epoch ms, else `null`).
+ */
+export interface BroadcastDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly name: string
+  readonly status: BroadcastStatus
+  readonly template: string
+  readonly audience: {
+    readonly group_uuids: ReadonlyArray<string>
+    readonly label_uuids: ReadonlyArray<string>
+    readonly contact_uuids: ReadonlyArray<string>
+  }
+  readonly channel_uuid: string | null
+  readonly send_at: string | null
+  readonly created_at: string
+  readonly started_at: string | null
+  readonly completed_at: string | null
+  readonly stopped_reason: { readonly code: string; readonly title: string } | null
+  readonly recipients_failure: { readonly code: string; readonly title: string } | null
+  readonly start_cursor: string | null
+  readonly start_finished: boolean
+  readonly start_lease: string | null
+  readonly start_lease_until: number | null
+  /** Webhook events of writes to this broadcast (`broadcast.completed`), waiting for the relay (webhooks.ts). */
   readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
 }
 

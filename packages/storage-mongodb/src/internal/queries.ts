@@ -10,7 +10,7 @@ import {
   type PageRequest,
   type RateLimitIncrement
 } from "@switchboard/core"
-import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT } from "./schema.js"
+import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT, IS_RECIPIENT } from "./schema.js"
 
 // Pure builders of every filter, update, pipeline and option document the repositories
 // send, so tests can check them without a server (issue 6). The rules against operator
@@ -121,11 +121,12 @@ export const SEARCH_TEXT_EXPRESSION: Document = {
 
 /**
  * The pipeline update of a contact: sets `fields` (known details, `phone`, `updated_at`;
- * each a `$literal`), adds `addGroupIds` to its groups, then recomputes `search_text`
- * from the stored result, all in one atomic document update.
+ * each a `$literal`; `marketing_opt_out_at` cleared when the patch has it `null`), adds
+ * `addGroupIds` to its groups, then recomputes `search_text` from the stored result, all
+ * in one atomic document update.
  */
 export const contactUpdatePipeline = (
-  patch: { readonly phone?: string; readonly details: Partial<ContactDetails> },
+  patch: { readonly phone?: string; readonly details: Partial<ContactDetails>; readonly marketing_opt_out_at?: null },
   now: string,
   addGroupIds: ReadonlyArray<unknown> = []
 ): Array<Document> => {
@@ -135,6 +136,7 @@ export const contactUpdatePipeline = (
     set.phone = literal(patch.phone)
     set.phone_valid = literal(true) // a phone set by an update was validated
   }
+  if (patch.marketing_opt_out_at === null) set.marketing_opt_out_at = literal(null)
   set.updated_at = literal(now)
   const groups = strings(addGroupIds)
   if (groups.length > 0) set.group_ids = { $setUnion: [{ $ifNull: ["$group_ids", []] }, literal(groups)] }
@@ -360,3 +362,76 @@ export const chatImportPipeline = (
   set["chat.updated_at"] = literal(now)
   return [{ $set: set }, { $set: { "chat.unread": { $gt: ["$chat.unread_count", 0] } } }]
 }
+
+// ---------------------------------------------------------------------------------------
+// Broadcasts
+
+/**
+ * The recipients of the organization's broadcast `broadcastId` (messages with that
+ * `broadcast_uuid`), with the condition of {@link IS_RECIPIENT} so the planner may use the
+ * partial indexes `messages_by_broadcast_contact` and `messages_by_broadcast_status`.
+ */
+export const recipientsOf = (organizationId: string, broadcastId: string): Document => ({
+  organization_id: eq(organizationId),
+  broadcast_uuid: { ...IS_RECIPIENT.broadcast_uuid, $eq: broadcastId }
+})
+
+/**
+ * The pipeline counting the recipients of the organization's broadcasts `broadcastIds` by
+ * the status of their messages, on `messages_by_broadcast_status`: one row
+ * `{ _id: { broadcast, status }, count }` per broadcast and status present.
+ */
+export const recipientCountsPipeline = (organizationId: string, broadcastIds: ReadonlyArray<string>): Array<Document> => [
+  { $match: { organization_id: eq(organizationId), broadcast_uuid: { ...IS_RECIPIENT.broadcast_uuid, ...anyOf(broadcastIds) } } },
+  { $group: { _id: { broadcast: "$broadcast_uuid", status: "$status" }, count: { $sum: 1 } } }
+]
+
+/**
+ * The filter of a broadcast's audience (docs/broadcasts.md "The audience"): the
+ * organization's contacts in a group of `group_uuids`, carrying a label of `label_uuids`
+ * or listed in `contact_uuids` (one `$or` branch per non-empty list, each on its index:
+ * `contacts_audience_by_group`, `contacts_audience_by_label`, `_id`), with a uuid greater
+ * than `after` when given (the keyset of contact-uuid order). `null` when every list is
+ * empty: no contact is in the audience.
+ */
+export const audienceFilter = (
+  organizationId: string,
+  audience: { readonly group_uuids: ReadonlyArray<unknown>; readonly label_uuids: ReadonlyArray<unknown>; readonly contact_uuids: ReadonlyArray<unknown> },
+  after: string | null
+): Document | null => {
+  const branches: Array<Document> = []
+  if (strings(audience.group_uuids).length > 0) branches.push({ group_ids: anyOf(audience.group_uuids) })
+  if (strings(audience.label_uuids).length > 0) branches.push({ label_ids: anyOf(audience.label_uuids) })
+  if (strings(audience.contact_uuids).length > 0) branches.push({ _id: anyOf(audience.contact_uuids) })
+  if (branches.length === 0) return null
+  return { organization_id: eq(organizationId), $or: branches, ...(after === null ? {} : { _id: { $gt: String(after) } }) }
+}
+
+/**
+ * The filter of `claimStart` at `now` (epoch ms), a broadcast of any organization whose
+ * start is due: `scheduled` with `send_at <= now` (on `broadcasts_scheduled_by_send_at`),
+ * or `sending` with its start unfinished and its start lease free or ended (on
+ * `broadcasts_by_start`; `$eq: null` also matches an absent lease).
+ */
+export const dueStartFilter = (now: number): Document => ({
+  $or: [
+    { status: eq("scheduled"), send_at: { $lte: new Date(now).toISOString() } },
+    { status: eq("sending"), start_finished: eq(false), $or: [{ start_lease_until: eq(null) }, { start_lease_until: { $lte: now } }] }
+  ]
+})
+
+/**
+ * The pipeline update of `claimStart` (after {@link dueStartFilter}, one atomic document
+ * update): `sending`, `started_at` = `now` (ISO 8601) unless it has one already (a resumed
+ * start keeps its first), and the start leased under `lease` until `leaseUntil` (epoch ms).
+ */
+export const claimStartPipeline = (now: number, lease: string, leaseUntil: number): Array<Document> => [
+  {
+    $set: {
+      status: literal("sending"),
+      started_at: { $ifNull: ["$started_at", literal(new Date(now).toISOString())] },
+      start_lease: literal(lease),
+      start_lease_until: literal(leaseUntil)
+    }
+  }
+]

@@ -131,6 +131,7 @@ export const contactRecords = async (
     country: d.country ?? null,
     groups: contactGroups(summaries, d),
     labels: contactLabels(summaries, d),
+    marketing_opt_out_at: d.marketing_opt_out_at ?? null,
     created_at: d.created_at,
     updated_at: d.updated_at
   }))

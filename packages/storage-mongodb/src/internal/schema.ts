@@ -2,6 +2,7 @@ import type { Collection, Db, IndexDescription } from "mongodb"
 import type {
   ApiKeyDocument,
   BasicReplyDocument,
+  BroadcastDocument,
   ChannelDocument,
   ContactDocument,
   CounterDocument,
@@ -41,7 +42,8 @@ export const COLLECTION_NAMES = {
   webhookDeliveries: "webhook_deliveries",
   webhookAttempts: "webhook_attempts",
   webhookRejects: "webhook_rejects",
-  counters: "counters"
+  counters: "counters",
+  broadcasts: "broadcasts"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -68,6 +70,7 @@ export interface Collections {
   readonly webhookAttempts: Collection<WebhookAttemptDocument>
   readonly webhookRejects: Collection<WebhookRejectDocument>
   readonly counters: Collection<CounterDocument>
+  readonly broadcasts: Collection<BroadcastDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -90,7 +93,8 @@ export const collectionsOf = (db: Db): Collections => ({
   webhookDeliveries: db.collection(COLLECTION_NAMES.webhookDeliveries),
   webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts),
   webhookRejects: db.collection(COLLECTION_NAMES.webhookRejects),
-  counters: db.collection(COLLECTION_NAMES.counters)
+  counters: db.collection(COLLECTION_NAMES.counters),
+  broadcasts: db.collection(COLLECTION_NAMES.broadcasts)
 })
 
 /** Only documents holding webhook events for the relay enter its indexes. */
@@ -111,6 +115,14 @@ const pendingEventsIndex = (collection: string): IndexDescription => ({
  * planner may use them.
  */
 export const WAITING = { to: { $exists: true }, next_attempt_at: { $type: "string" } } as const
+
+/**
+ * Only broadcast recipients enter the broadcast indexes of `messages`: messages whose
+ * `broadcast_uuid` is a string (every other message has it `null` or absent, so a partial
+ * filter on `$exists` would take them all). Every recipient query carries this condition
+ * (queries.ts `recipientsOf`) so the planner may use them.
+ */
+export const IS_RECIPIENT = { broadcast_uuid: { $type: "string" } } as const
 
 /** Only contacts that have a chat enter the chat indexes. */
 export const HAS_CHAT = { "chat.uuid": { $exists: true } } as const
@@ -162,7 +174,16 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * `messages_waiting_due` (channel, `class` descending: `single` first, `next_attempt_at`,
  * `sequence`), both holding only
  * waiting messages ({@link WAITING}); channels carrying `channel.paused`/`channel.resumed`
- * events by their `pending_events.id`.
+ * events by their `pending_events.id`. Broadcasts (broadcasts.ts): an organization's
+ * newest first on `broadcasts_by_created_at`; due starts (claimStart's two branches) on
+ * `broadcasts_scheduled_by_send_at` and `broadcasts_by_start` (`sending`, unfinished, by
+ * lease end; also the finished ones `completeFinished` reads), those carrying
+ * `broadcast.completed` by `pending_events.id`. Recipients ({@link IS_RECIPIENT} only):
+ * one per (broadcast, contact) by the unique `messages_by_broadcast_contact`, which also
+ * lists them in contact order; by status (counts, the queued ones a cancel fails, a status
+ * filter in contact order) on `messages_by_broadcast_status`. A broadcast's audience is
+ * read in contact-uuid order from `after` on `contacts_audience_by_group` and
+ * `contacts_audience_by_label` (one `$or` branch each; listed contacts on `_id`).
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -176,6 +197,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "contacts_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
     { name: "contacts_by_group", key: { organization_id: 1, group_ids: 1 } },
     { name: "contacts_by_label", key: { organization_id: 1, label_ids: 1 } },
+    { name: "contacts_audience_by_group", key: { organization_id: 1, group_ids: 1, _id: 1 } },
+    { name: "contacts_audience_by_label", key: { organization_id: 1, label_ids: 1, _id: 1 } },
     { name: "chats_by_uuid", key: { "chat.uuid": 1 }, unique: true, partialFilterExpression: HAS_CHAT },
     chatIndex("chats_by_last_message_at", [CHAT_SORT_FIELDS.last_message_at]),
     chatIndex("chats_by_created_at", [CHAT_SORT_FIELDS.created_at]),
@@ -217,7 +240,18 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 },
       partialFilterExpression: WAITING
     },
-    { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING }
+    { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING },
+    {
+      name: "messages_by_broadcast_contact",
+      key: { organization_id: 1, broadcast_uuid: 1, contact_uuid: 1 },
+      unique: true,
+      partialFilterExpression: IS_RECIPIENT
+    },
+    {
+      name: "messages_by_broadcast_status",
+      key: { organization_id: 1, broadcast_uuid: 1, status: 1, contact_uuid: 1 },
+      partialFilterExpression: IS_RECIPIENT
+    }
   ],
   pendingMessageStatuses: [
     {
@@ -256,7 +290,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "webhook_rejects_newest", key: { received_at: -1, _id: -1 } },
     { name: "webhook_rejects_of_organization", key: { organization_id: 1, received_at: -1, _id: -1 } }
   ],
-  counters: []
+  counters: [],
+  broadcasts: [
+    { name: "broadcasts_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    { name: "broadcasts_scheduled_by_send_at", key: { status: 1, send_at: 1 } },
+    { name: "broadcasts_by_start", key: { status: 1, start_finished: 1, start_lease_until: 1 } },
+    pendingEventsIndex("broadcasts")
+  ]
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */

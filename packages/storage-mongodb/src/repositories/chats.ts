@@ -41,42 +41,13 @@ const CHAT_PROJECTION = { phone: 1, first_name: 1, last_name: 1, group_ids: 1, l
 const CAS_ATTEMPTS = 10
 
 /**
- * `Storage.chats` on MongoDB. A chat is embedded in its contact's document (one chat per
- * contact), so the list filters on the contact's groups, labels and search text and sorts
- * by the chat's keys within one document, on the indexes of schema.ts; deleting the
- * contact deletes the chat. Messages are the `messages` collection; every read checks that
- * the message's chat still exists (a crash between deleting a contact and its messages
- * leaves messages nobody can read).
- *
- * `appendMessage` runs, without a transaction: the dedupe look-up; the contact (created by
- * phone with its chat, counted in usage first: inbound messages are never refused); the
- * chat (created with a conditional `$set`); the message insert (a unique partial index on
- * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
- * then one pipeline update of the chat (unread count, reopening, last message,
- * `updated_at`, and with `inboundAt` the customer service window: the contact's
- * `last_inbound_at.<channel>` and the chat's latest one, in the same document). A message of the send queue (`outbox`) gets its dispatch state, and its
- * pacing slot when claimed at once, just before its insert (outbox.ts `placeInOutbox`). A crash between the last two leaves the message stored and the chat not
- * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
- * are compare-and-set on the values read, retried when another write came first.
- *
- * A status report whose provider id no outbound message has yet is stored in
- * `pending_message_statuses` (a TTL index removes it after `pending_until`). Without a
- * transaction, both sides look again after their own write: `updateMessageStatus` records
- * the provider id, then applies the pending reports of that id; `updateMessageStatusByProviderId`
- * stores its report, then looks the message up again and, found, applies the pending
- * reports itself. Each report is claimed with `findOneAndDelete` before it is applied, so
- * it is applied once whichever side gets it; a crash between the claim and the write loses
- * that one report.
- *
- * Webhook events (webhooks.ts) ride in the document each write changes: `message.received`
- * in the inbound message's insert; `message.status_updated` in each status write;
- * `chat.updated` in `update`'s compare-and-set, and, for a chat an inbound message
- * reopens, as a marker appended by the chat's pipeline update (only when it reopens),
- * whose data the next write fills with the chat record returned.
- *
- * @category repositories
+ * The append path of {@link chatRepository}'s `appendMessage` (its steps and crash window are
+ * described there), shared with the broadcasts' start (broadcasts.ts `writeRecipients`):
+ * `appendMessage(organizationId, request)` answers core's `ChatAppendOutcome`; `record`
+ * makes a chat record of a contact document, `findChat` reads a contact document by chat
+ * uuid, `chatOf` gives a contact document its chat (created as `newChat` when missing).
  */
-export const chatRepository = (collections: Collections, usage: Usage): ChatRepository => {
+export const messageAppender = (collections: Collections, usage: Usage) => {
   const record = async (organizationId: string, document: ContactDocument): Promise<Chat> =>
     (await chatRecords(collections, organizationId, [document]))[0]!
   const findChat = (organizationId: string, chatId: string) =>
@@ -184,6 +155,48 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
       chatCreated: chat.created
     }
   }
+
+  return { record, findChat, chatOf, appendMessage }
+}
+
+/**
+ * `Storage.chats` on MongoDB. A chat is embedded in its contact's document (one chat per
+ * contact), so the list filters on the contact's groups, labels and search text and sorts
+ * by the chat's keys within one document, on the indexes of schema.ts; deleting the
+ * contact deletes the chat. Messages are the `messages` collection; every read checks that
+ * the message's chat still exists (a crash between deleting a contact and its messages
+ * leaves messages nobody can read).
+ *
+ * `appendMessage` runs, without a transaction: the dedupe look-up; the contact (created by
+ * phone with its chat, counted in usage first: inbound messages are never refused); the
+ * chat (created with a conditional `$set`); the message insert (a unique partial index on
+ * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
+ * then one pipeline update of the chat (unread count, reopening, last message,
+ * `updated_at`, and with `inboundAt` the customer service window: the contact's
+ * `last_inbound_at.<channel>` and the chat's latest one, in the same document). A message of the send queue (`outbox`) gets its dispatch state, and its
+ * pacing slot when claimed at once, just before its insert (outbox.ts `placeInOutbox`). A crash between the last two leaves the message stored and the chat not
+ * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
+ * are compare-and-set on the values read, retried when another write came first.
+ *
+ * A status report whose provider id no outbound message has yet is stored in
+ * `pending_message_statuses` (a TTL index removes it after `pending_until`). Without a
+ * transaction, both sides look again after their own write: `updateMessageStatus` records
+ * the provider id, then applies the pending reports of that id; `updateMessageStatusByProviderId`
+ * stores its report, then looks the message up again and, found, applies the pending
+ * reports itself. Each report is claimed with `findOneAndDelete` before it is applied, so
+ * it is applied once whichever side gets it; a crash between the claim and the write loses
+ * that one report.
+ *
+ * Webhook events (webhooks.ts) ride in the document each write changes: `message.received`
+ * in the inbound message's insert; `message.status_updated` in each status write;
+ * `chat.updated` in `update`'s compare-and-set, and, for a chat an inbound message
+ * reopens, as a marker appended by the chat's pipeline update (only when it reopens),
+ * whose data the next write fills with the chat record returned.
+ *
+ * @category repositories
+ */
+export const chatRepository = (collections: Collections, usage: Usage): ChatRepository => {
+  const { record, findChat, chatOf, appendMessage } = messageAppender(collections, usage)
 
   /** The organization's outbound message with this provider id (on `messages_by_provider_id`). */
   const outboundByProviderId = (organizationId: string, providerMessageId: string) =>

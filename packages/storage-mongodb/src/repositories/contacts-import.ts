@@ -200,6 +200,7 @@ export const newContactDocument = (
     group_ids: groupIds,
     label_ids: [],
     search_text: chatSearchText({ ...fields, phone }),
+    marketing_opt_out_at: null,
     created_at: now,
     updated_at: now
   }

@@ -13,7 +13,8 @@ import { importBulk } from "./contacts-import.js"
  * its group and label uuids and its chat, so every change to one contact is one atomic
  * document write. The unique index `(organization_id, phone)` keeps phones unique per
  * organization (`update` to a taken phone is refused by it: `PhoneTaken`, nothing
- * written). `importBulk` is in contacts-import.ts. `delete` removes the contact (and with
+ * written). `markMarketingOptOut` is one update conditional on `marketing_opt_out_at` being
+ * `null` (or absent), so the first opt-out is kept. `importBulk` is in contacts-import.ts. `delete` removes the contact (and with
  * it its memberships and chat), then the chat's messages, then releases its plan slot.
  *
  * @category repositories
@@ -54,6 +55,15 @@ export const contactRepository = (collections: Collections, usage: Usage): Conta
         () => ({ _tag: "PhoneTaken" }) as const
       )
     ),
+  markMarketingOptOut: (organizationId, id, at) =>
+    attempt("contacts.markMarketingOptOut", async () => {
+      // `$eq: null` also matches a document written before the field existed.
+      const result = await collections.contacts.updateOne(
+        { ...owned(organizationId, id), marketing_opt_out_at: eq(null) },
+        { $set: { marketing_opt_out_at: at } }
+      )
+      return result.matchedCount > 0
+    }),
   delete: (organizationId, id) =>
     attempt("contacts.delete", async () => {
       await usage.touch(organizationId)

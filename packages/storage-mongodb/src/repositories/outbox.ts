@@ -152,16 +152,33 @@ export const placeInOutbox = async (
   throw new Error("chats.appendMessage: the channel's pacing kept changing concurrently")
 }
 
+/** The update failing a waiting send-queue message with `failure` at `now` (ISO 8601): no retry, its lease ended. */
+const failedUpdate = (failure: MessageFailure, now: string) =>
+  ({ $set: { status: "failed", failure, next_attempt_at: null, ...ENDED_LEASE, updated_at: now } }) as const
+
 /**
  * Fails the organization's waiting send-queue messages of channel `channelId` (deleted)
- * with `CHANNEL_REMOVED_FAILURE`, each with its `message.status_updated` event (one
- * `updateMany` when the organization has no subscriber; else one `findOneAndUpdate`
- * guarded by the waiting statuses per message, then its event: a crash between loses
- * that event).
+ * with `CHANNEL_REMOVED_FAILURE` ({@link failWaitingMessages}).
  */
-export const failChannelMessages = async (collections: Collections, organizationId: string, channelId: string, now: string) => {
-  const filter: Document = { ...WAITING, ...ofOrganization(organizationId), channel_uuid: eq(channelId), status: anyOf(WAITING_STATUSES) }
-  const failed = { $set: { status: "failed" as const, failure: CHANNEL_REMOVED_FAILURE, next_attempt_at: null, ...ENDED_LEASE, updated_at: now } }
+export const failChannelMessages = (collections: Collections, organizationId: string, channelId: string, now: string) =>
+  failWaitingMessages(
+    collections,
+    organizationId,
+    { ...WAITING, ...ofOrganization(organizationId), channel_uuid: eq(channelId), status: anyOf(WAITING_STATUSES) },
+    CHANNEL_REMOVED_FAILURE,
+    now
+  )
+
+/**
+ * Fails the organization's send-queue messages matching `filter` (a filter of waiting
+ * messages of the organization: it carries {@link WAITING} and their statuses) with
+ * `failure` at `now` (ISO 8601), their dispatch state ended as `cancel` ends it, each with
+ * its `message.status_updated` event: one `updateMany` when the organization has no
+ * subscriber; else one `findOneAndUpdate` guarded by `filter` per message, then its event
+ * (a crash between loses that event).
+ */
+export const failWaitingMessages = async (collections: Collections, organizationId: string, filter: Document, failure: MessageFailure, now: string) => {
+  const failed = failedUpdate(failure, now)
   if ((await subscribersOf(collections, organizationId))("message.status_updated").length === 0) {
     await collections.messages.updateMany(filter, failed)
     return
@@ -559,7 +576,7 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
           organizationId,
           id,
           "queued",
-          { $set: { status: "failed", failure, next_attempt_at: null, ...ENDED_LEASE, updated_at: now } },
+          failedUpdate(failure, now),
           true,
           now
         )

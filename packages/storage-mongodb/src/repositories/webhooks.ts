@@ -89,11 +89,11 @@ export const fillMarker = (collections: Collections, contactId: string, eventId:
   )
 
 /** The collections whose documents carry `pending_events`. */
-const SOURCES = ["contacts", "messages", "templates", "channels"] as const
+const SOURCES = ["contacts", "messages", "templates", "channels", "broadcasts"] as const
 
 /**
  * The relay: moves up to {@link RELAY_BATCH} documents' worth of embedded events from each
- * of contacts, messages, templates and channels to `webhook_events` (upserted, `_id` = the event id)
+ * of contacts, messages, templates, channels and broadcasts to `webhook_events` (upserted, `_id` = the event id)
  * and `webhook_deliveries` (upserted, `_id` = `<event id>:<endpoint uuid>`, one per endpoint
  * of the event that still exists and has been enabled since the event's `created_at`),
  * then `$pull`s each event from its
