@@ -147,6 +147,21 @@ describe("broadcasts through the standalone server and the simulator", () => {
     expect(received().get(refused.replace(/\D/g, ""))).toHaveLength(1)
   }, 120_000)
 
+  it("a scheduled broadcast with two server processes on one file: started within a second of send_at, by one, each contact reached once", async () => {
+    const { env, apiKey } = await freshOrganization(500)
+    const [one, two] = [await startServer(env), await startServer(env)]
+    const groupUuid = await group(one!, apiKey, "Both", 3000, 300)
+    const sendAt = new Date(Date.now() + 2_000).toISOString()
+    const created = await call(two!, apiKey, "POST", "/broadcasts", { name: "Scheduled", template: sale, audience: { group_uuids: [groupUuid] }, send_at: sendAt })
+    expect(created.status).toBe("scheduled")
+    const done = await broadcastWhen(one!, apiKey, created.uuid, (b) => b.status === "completed")
+    expect(Date.parse(done.started_at) - Date.parse(sendAt)).toBeGreaterThanOrEqual(0)
+    expect(Date.parse(done.started_at) - Date.parse(sendAt)).toBeLessThan(1_000)
+    expect(done.counts).toMatchObject({ total: 300, sent: 300 })
+    const byRecipient = received()
+    for (let n = 3000; n < 3300; n++) expect(byRecipient.get(phone(n).replace(/\D/g, "")), phone(n)).toHaveLength(1)
+  }, 60_000)
+
   it("cancelling a running broadcast leaves no recipient queued and sends nothing more", async () => {
     const { env, apiKey, filename } = await freshOrganization(5)
     const server = await startServer(env)

@@ -172,6 +172,41 @@ describe("POST /broadcasts: a broadcast to a group", () => {
   })
 })
 
+describe("sharing the channel", () => {
+  it("single sends go before the broadcast's waiting recipients on the same channel", async () => {
+    const made = await saleSetup({ throughputMps: 4 })
+    const { api } = made
+    const { groupUuid } = await groupOf(api, "Crowd", contactRows(1_000, 20))
+    const created = await api.post("/broadcasts", { name: "Crowd", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+    await broadcastWhen(api, created.data.uuid, (b) => b.counts.total === 20 && b.counts.sent >= 1)
+    const single = await api.post("/send/template", { phone: phone(1_100), template: sale("single") })
+    expect(single.status).toBe(200)
+    const deadline = Date.now() + 5_000
+    let message = (await api.get(`/messages/${single.data.message_id}`)).data
+    while (message.status !== "sent" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      message = (await api.get(`/messages/${single.data.message_id}`)).data
+    }
+    expect(message.status).toBe("sent")
+    // Sent within a slot or two, while most of the broadcast still waits behind it.
+    const broadcast = (await api.get(`/broadcasts/${created.data.uuid}`)).data
+    expect(broadcast.counts.queued).toBeGreaterThan(10)
+    await api.post(`/broadcasts/${created.data.uuid}/cancel`, {})
+  })
+
+  it("Meta's spam limit (131048) stops the broadcast and pauses the channel", async () => {
+    const made = await saleSetup({ throughputMps: 5 })
+    const { api } = made
+    const { groupUuid } = await groupOf(api, "Spam", contactRows(1_200, 8))
+    simulator().script.refuseRecipient(phone(1_200), { code: 131048, http_status: 400 })
+    const created = await api.post("/broadcasts", { name: "Spam", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+    const stopped = await broadcastWhen(api, created.data.uuid, (b) => b.status === "stopped")
+    expect([stopped.stopped_reason.code, stopped.counts.queued]).toEqual(["131048", 0])
+    const channel = (await api.get(`/channels/${made.channelId}`)).data
+    expect(channel.status).toBe("paused")
+  })
+})
+
 describe("POST /broadcasts: checks", () => {
   it("answers 400 or 404 naming each problem, and writes nothing", async () => {
     const { api } = await saleSetup()
