@@ -5,6 +5,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { attempt, statementsOf } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
+import { broadcastRepository } from "./repositories/broadcasts.js"
 import { channelRepository } from "./repositories/channels.js"
 import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
@@ -129,7 +130,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       channels: channelRepository(db, statements),
       webhooks: webhookRepository(db, statements),
       webhookRejects: webhookRejectRepository(db, statements),
-      outbox: outboxRepository(db, statements)
+      outbox: outboxRepository(db, statements),
+      broadcasts: broadcastRepository(db, statements)
     }
   })
 

@@ -2,6 +2,7 @@ import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
 import type { StorageError } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
+import { BROADCASTS_MIGRATION } from "./repositories/broadcasts.js"
 import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
 import {
   CHATS_MIGRATION,
@@ -294,6 +295,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // claim, so a takeover answers that message instead of sending again. Existing records
     // keep NULL: "none", a takeover of one stores its own (repositories/idempotency.ts).
     up: IDEMPOTENCY_RESOURCE_UUID_MIGRATION
+  },
+  {
+    version: 18,
+    name: "broadcasts",
+    // Broadcasts, their recipients' indexes on messages (rows with broadcast_uuid set) and
+    // the contacts' marketing_opt_out_at, every existing contact NULL
+    // (repositories/broadcasts.ts).
+    up: BROADCASTS_MIGRATION
   }
 ]
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
-import { Effect, TestClock } from "effect"
-import { type ChatAppendRequest, type ChatId, type Contact, type ContactId, Storage } from "@switchboard/core"
+import { Effect, Option, TestClock } from "effect"
+import { type BroadcastId, type ChatAppendRequest, type ChatId, type Contact, type ContactId, Storage } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { openDatabase } from "../src/internal/connection.js"
@@ -56,6 +56,7 @@ describe("migrations", () => {
       expect(inspect(filename, tableNames)).toEqual([
         "api_keys",
         "basic_replies",
+        "broadcasts",
         "channels",
         "chat_counts",
         "chat_links",
@@ -512,6 +513,44 @@ describe("migrations", () => {
         { _tag: "Claimed", resourceUuid: "uuid-b", takeover: true },
         { _tag: "Claimed", resourceUuid: "uuid-b", takeover: true }
       ])
+    }))
+
+  it.effect("migration 18 keeps every contact, each without a marketing opt-out; then an opt-out and a broadcast round-trip", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const db = new Sqlite(filename)
+      applyPending(db, migrations.filter((m) => m.version < 18), "t1")
+      const org = fixtures.organization()
+      db.prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')").run(org.id)
+      const ids = [fixtures.uuid(), fixtures.uuid()].sort() as Array<ContactId>
+      ids.forEach((uuid, i) => {
+        db.prepare("INSERT INTO contacts (uuid, organization_id, phone, first_name, created_at, updated_at) VALUES (?, ?, ?, 'Ada', 't', 't')").run(uuid, org.id, fixtures.phone(i))
+      })
+      db.close()
+      const { before, after, broadcast } = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { broadcasts, contacts } = yield* Storage
+          const before = (yield* contacts.list(org.id, { page: 1, per_page: 10 })).items
+          yield* contacts.markMarketingOptOut(org.id, ids[0]!, "2026-06-01T00:00:00.000Z")
+          const after = (yield* contacts.list(org.id, { page: 1, per_page: 10 })).items
+          const broadcast = yield* broadcasts.create(org.id, {
+            uuid: fixtures.uuid() as BroadcastId,
+            name: "Spring sale",
+            status: "sending",
+            template: { name: "sale", language: { code: "en_US" }, components: [] },
+            audience: { group_uuids: [], label_uuids: [], contact_uuids: ids },
+            channel_uuid: null,
+            send_at: null,
+            now: "2026-06-01T00:00:00.000Z"
+          })
+          return { before, after, broadcast: { created: broadcast, found: yield* broadcasts.findById(org.id, broadcast.uuid) } }
+        })
+      )
+      expect(before.map((contact) => contact.marketing_opt_out_at)).toEqual([null, null])
+      expect(after.find((contact) => contact.uuid === ids[0])?.marketing_opt_out_at).toBe("2026-06-01T00:00:00.000Z")
+      expect(broadcast.found).toEqual(Option.some(broadcast.created))
+      expect(broadcast.created.counts.total).toBe(0)
     }))
 
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>

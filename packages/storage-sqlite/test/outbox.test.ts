@@ -710,7 +710,8 @@ describe("migration 15", () => {
       const before = db.prepare("SELECT * FROM messages ORDER BY uuid").all()
       const indexesBefore = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' ORDER BY name").all()
       const channelBefore = db.prepare("SELECT * FROM channels").get() as object
-      applyPending(db, migrations, "t2")
+      // Migration 15 alone: later ones add indexes of their own (the adapter applies them below).
+      applyPending(db, migrations.filter((m) => m.version <= 15), "t2")
       expect(db.prepare("SELECT * FROM messages ORDER BY uuid").all()).toEqual(
         before.map((row) => ({
           ...(row as object),

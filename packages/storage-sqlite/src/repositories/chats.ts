@@ -43,7 +43,8 @@ import { recordWebhookEvent } from "./webhooks.js"
  * core's rules apply atomically across processes; reads of several statements share one
  * snapshot. Their webhook events (`message.received`, `message.status_updated`,
  * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
- * list's query plans are in `chat-list.ts`. Registers
+ * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended by the
+ * same writes (`writeAppendedMessage`, used by broadcasts.ts). Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
  * @category repositories
@@ -279,9 +280,47 @@ const appendMessage = (
       if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
     }
   }
+  const written = writeAppendedMessage(statements, organizationId, request)
+  if (written === undefined) return { _tag: "ContactNotFound" }
+  const { chat, contact, message: stored } = written
+  const record = chatsByIds(statements, [chat.id])[0]!
+  if (message.direction === "inbound") {
+    recordWebhookEvent(statements, organizationId, "message.received", now, () => stored)
+    if (!chat.created && record.status !== chat.status) recordWebhookEvent(statements, organizationId, "chat.updated", now, () => record)
+  }
+  return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
+}
+
+/**
+ * What {@link writeAppendedMessage} wrote: the chat (row id, uuid, its status before this
+ * write, whether it was created), the contact (uuid, whether it was created) and the
+ * message as stored.
+ */
+export interface AppendedMessage {
+  readonly chat: { readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean }
+  readonly contact: { readonly uuid: string; readonly created: boolean }
+  readonly message: Message
+}
+
+/**
+ * The writes of `chats.appendMessage` after its duplicate check, inside the caller's
+ * `BEGIN IMMEDIATE` transaction: resolves the contact (`undefined`, nothing written, when
+ * there is no such contact), takes its chat (inserted as `request.newChat` when missing),
+ * inserts the message (through the send queue with `request.outbox`,
+ * {@link insertOutboxMessage}), moves the chat's unread count, status, last message and
+ * `updated_at`, and with `request.inboundAt` the customer service window. Writes no
+ * webhook event and builds no chat record: the caller does what it needs of those
+ * (`appendMessage` here, a broadcast's recipients in broadcasts.ts).
+ */
+export const writeAppendedMessage = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest
+): AppendedMessage | undefined => {
+  const { message, now } = request
   const contact = resolveContact(statements, organizationId, request)
-  if (contact === undefined) return { _tag: "ContactNotFound" }
-  const { created: chatCreated, ...chat } = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
+  if (contact === undefined) return undefined
+  const chat = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
   const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
   const stored =
     request.outbox === undefined
@@ -309,12 +348,7 @@ const appendMessage = (
       .prepare(SQL.touchChatWindow)
       .run(request.inboundAt, message.channel_uuid, request.inboundAt, request.inboundAt, chat.id)
   }
-  const record = chatsByIds(statements, [chat.id])[0]!
-  if (message.direction === "inbound") {
-    recordWebhookEvent(statements, organizationId, "message.received", now, () => stored)
-    if (!chatCreated && record.status !== chat.status) recordWebhookEvent(statements, organizationId, "chat.updated", now, () => record)
-  }
-  return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated }
+  return { chat, contact, message: stored }
 }
 
 /** The chat of a contact of the organization (its status before this write), inserted as `newChat` when missing. */

@@ -61,17 +61,20 @@ export const importRows = (
 }
 
 /**
- * Sets `phone` (when given) and the given details of one contact (`null` clears), and
- * `updated_at`: one prepared statement for any subset of fields. Returns the rows changed.
+ * Sets `phone` (when given) and the given details of one contact (`null` clears), clears its
+ * `marketing_opt_out_at` when `clearMarketingOptOut`, and sets `updated_at`: one prepared
+ * statement for any subset of fields. Returns the rows changed.
  */
 export const updateContactRow = (
   statements: Statements,
   uuid: string,
   phone: string | undefined,
   details: Partial<ContactDetails>,
-  now: string
+  now: string,
+  clearMarketingOptOut = false
 ): number => {
   const params: Record<string, unknown> = { ...detailValues(details), uuid, updated_at: now }
+  params["clear_marketing_opt_out"] = clearMarketingOptOut ? 1 : 0
   params["set_phone"] = phone === undefined ? 0 : 1
   params["phone"] = phone ?? null
   for (const field of CONTACT_DETAIL_FIELDS) params[`set_${field}`] = details[field] === undefined ? 0 : 1
@@ -93,6 +96,7 @@ const SQL = {
   update: `UPDATE contacts SET phone = CASE WHEN @set_phone THEN @phone ELSE phone END,
     phone_valid = CASE WHEN @set_phone THEN 1 ELSE phone_valid END,
     ${CONTACT_DETAIL_FIELDS.map((f) => `${f} = CASE WHEN @set_${f} THEN @${f} ELSE ${f} END`).join(",\n    ")},
+    marketing_opt_out_at = CASE WHEN @clear_marketing_opt_out THEN NULL ELSE marketing_opt_out_at END,
     updated_at = @updated_at
     WHERE uuid = @uuid`,
   insertGroup: `INSERT INTO contact_groups (uuid, organization_id, name, name_key, created_at, updated_at)

@@ -17,8 +17,9 @@ import {
 
 /**
  * `Storage.contacts` on SQLite: table `contacts` with `group_members` and `contact_labels`
- * (migration 2). `importBulk` and `update` are each one `BEGIN IMMEDIATE` transaction, so
- * the plan-limit and phone checks and the writes are atomic across processes; reads of
+ * (migration 2; `marketing_opt_out_at`, migration 18). `importBulk` and `update` are each
+ * one `BEGIN IMMEDIATE` transaction, so the plan-limit and phone checks and the writes are
+ * atomic across processes; `markMarketingOptOut` is one conditional `UPDATE`; reads of
  * several statements share one snapshot. A list or read costs a fixed number of queries
  * (the rows, the total, their groups, their labels), never one per contact.
  *
@@ -53,10 +54,12 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db, stat
             return { _tag: "PhoneTaken" }
           }
         }
-        updateContactRow(statements, id, patch.phone, patch.details, now)
+        updateContactRow(statements, id, patch.phone, patch.details, now, patch.marketing_opt_out_at === null)
         return { _tag: "Updated", contact: find(statements, organizationId, id)! }
       })
     ),
+  markMarketingOptOut: (organizationId, id, at) =>
+    attempt("contacts.markMarketingOptOut", () => statements.prepare(SQL.markMarketingOptOut).run(at, organizationId, id).changes > 0),
   delete: (organizationId, id) =>
     attempt("contacts.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
   labelsOf: (organizationId, id) =>
@@ -76,6 +79,9 @@ const SQL = {
   findByPhone: `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE organization_id = ? AND phone = ?`,
   exists: "SELECT 1 AS found FROM contacts WHERE organization_id = ? AND uuid = ?",
   phoneOwner: "SELECT uuid FROM contacts WHERE organization_id = ? AND phone = ?",
+  // One statement, so atomic: the first opt-out is kept; updated_at is not moved.
+  markMarketingOptOut: `UPDATE contacts SET marketing_opt_out_at = ?
+    WHERE organization_id = ? AND uuid = ? AND marketing_opt_out_at IS NULL`,
   // group_members and contact_labels rows go with it (ON DELETE CASCADE, foreign_keys = ON).
   delete: "DELETE FROM contacts WHERE organization_id = ? AND uuid = ?",
   labelsOf: `${LABEL_SELECT} JOIN contact_labels AS mine ON mine.label_uuid = l.uuid

@@ -187,6 +187,14 @@ const WAITING = "recipient IS NOT NULL AND status IN ('queued', 'sending')"
 /** The terms of a lane's head (`head = 1`, kept by the triggers of migration 15): the WHERE of the due and expiry indexes. */
 const HEAD = "head = 1"
 
+/**
+ * The `SET` of waiting messages the store fails itself (a deleted channel, an ended
+ * broadcast): `failed` with the failure (bound first, JSON text) at `updated_at` (bound
+ * second), their dispatch state ended as {@link ENDED} does.
+ */
+const FAILED_BY_STORE =
+  "status = 'failed', failure = ?, next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL, lease_until = NULL, updated_at = ?"
+
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
   nextSequence: `INSERT INTO settings (key, value) VALUES ('send_queue_sequence', '1')
@@ -243,9 +251,11 @@ export const SQL = {
   channelQueue: `SELECT COALESCE(SUM(status = 'queued'), 0) AS queued, COALESCE(SUM(status = 'sending'), 0) AS sending,
       MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest_queued_at
     FROM messages WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}`,
-  failChannel: `UPDATE messages SET status = 'failed', failure = ?, next_attempt_at = NULL, pair_rate_waits = 0,
-      lease = NULL, lease_until = NULL, updated_at = ?
-    WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
+  failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
+    RETURNING ${MESSAGE_COLUMNS}`,
+  // One range of messages_broadcast_statuses (migration 18): the broadcast's queued recipients.
+  failBroadcastQueued: `UPDATE messages SET ${FAILED_BY_STORE}
+    WHERE broadcast_uuid = ? AND status = 'queued' AND organization_id = ? AND recipient IS NOT NULL
     RETURNING ${MESSAGE_COLUMNS}`
 } as const
 
@@ -350,10 +360,36 @@ export const failChannelMessages = (
   organizationId: OrganizationId,
   channelId: string,
   now: string
+): void => failMessages(statements, organizationId, SQL.failChannel, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+
+/**
+ * Fails the `queued` send-queue messages of a broadcast being cancelled or stopped with
+ * `failure` at `now` (those already `sending` finish their attempt), each with its
+ * `message.status_updated` event, inside the transaction of `broadcasts.cancel` or
+ * `broadcasts.stop` (broadcasts.ts).
+ */
+export const failQueuedBroadcastMessages = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  broadcastId: string,
+  failure: MessageFailure,
+  now: string
+): void => failMessages(statements, organizationId, SQL.failBroadcastQueued, failure, now, broadcastId, organizationId)
+
+/**
+ * Runs `sql`, an `UPDATE … SET ${FAILED_BY_STORE} … RETURNING` of messages, with the failure,
+ * `now` and then `where`, and writes one `message.status_updated` event per message it
+ * failed.
+ */
+const failMessages = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  sql: string,
+  failure: MessageFailure,
+  now: string,
+  ...where: ReadonlyArray<string>
 ): void => {
-  const rows = statements
-    .prepare<MessageRow>(SQL.failChannel)
-    .all(JSON.stringify(CHANNEL_REMOVED_FAILURE), now, channelId, organizationId)
+  const rows = statements.prepare<MessageRow>(sql).all(JSON.stringify(failure), now, ...where)
   if (rows.length > 0) {
     recordWebhookEvents(statements, organizationId, "message.status_updated", now, () => rows.map(decodeMessage))
   }

@@ -23,6 +23,8 @@ export interface ContactRow extends ContactDetails {
   readonly phone: string
   /** `1` or `0` (migration 13). */
   readonly phone_valid: number
+  /** When the contact's number refused marketing messages, ISO 8601; `null` when it has not (migration 18). */
+  readonly marketing_opt_out_at: string | null
   readonly created_at: string
   readonly updated_at: string
 }
@@ -42,7 +44,15 @@ export interface LabelRow extends GroupRow {
 }
 
 /** The columns of a {@link ContactRow}, in `SELECT` order. */
-export const CONTACT_COLUMNS = ["uuid", "phone", "phone_valid", ...CONTACT_DETAIL_FIELDS, "created_at", "updated_at"].join(", ")
+export const CONTACT_COLUMNS = [
+  "uuid",
+  "phone",
+  "phone_valid",
+  ...CONTACT_DETAIL_FIELDS,
+  "marketing_opt_out_at",
+  "created_at",
+  "updated_at"
+].join(", ")
 
 /** `SELECT` of {@link GroupRow}s from `contact_groups AS g`; append `WHERE …`. */
 export const GROUP_SELECT = `SELECT g.uuid, g.name, g.created_at, g.updated_at,
@@ -138,6 +148,7 @@ export const decodeContact = (
   country: row.country,
   groups,
   labels,
+  marketing_opt_out_at: row.marketing_opt_out_at,
   created_at: row.created_at,
   updated_at: row.updated_at
 })
