@@ -15,6 +15,7 @@ export default defineWorkspace([
       include: [
         "test/authentication.test.ts",
         "test/basic-replies.test.ts",
+        "test/broadcasts.test.ts",
         "test/channels.test.ts",
         "test/chats*.test.ts",
         "test/contacts*.test.ts",

@@ -302,6 +302,21 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
           expect(recipients.map((r) => r.contact_uuid)).toEqual([ids[1]])
         })
       ))
+
+    it.effect("a contact deleted after its recipient was written leaves the counts and the recipients", () =>
+      run(
+        Effect.gen(function* () {
+          const { broadcasts, contacts: contactRepository } = yield* Storage
+          const org = yield* insertOrganization()
+          const ids = yield* contacts(org.id, 2)
+          const broadcast = yield* createBroadcast(org.id, { contact_uuids: ids })
+          yield* startWhole(org.id, broadcast.uuid)
+          yield* contactRepository.delete(org.id, ids[0]!)
+          expect(yield* countsOf(org.id, broadcast.uuid)).toMatchObject({ total: 1, queued: 1 })
+          const recipients = yield* broadcasts.recipients(org.id, broadcast.uuid, { status: null, limit: 10, after: null })
+          expect(recipients.map((r) => r.contact_uuid)).toEqual([ids[1]])
+        })
+      ))
   })
 
   describe("broadcasts: cancel, stop, complete", () => {

@@ -11,10 +11,14 @@ import { released } from "./outbox.js"
 import type { BroadcastRow, MemoryState, MessageRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
 
+/** The broadcast's recipients whose contact still exists (a deleted contact takes its messages with it): contact uuid → message uuid. */
+const liveRecipients = (state: MemoryState, id: BroadcastId): Array<[ContactId, MessageId]> =>
+  [...(state.broadcastRecipients.get(id) ?? [])].filter(([contactId]) => state.contacts.has(contactId))
+
 /** The broadcast's counts, read from its recipients' current statuses. */
 const countsOf = (state: MemoryState, id: BroadcastId): BroadcastCounts => {
   const counts = { total: 0, queued: 0, sending: 0, sent: 0, delivered: 0, read: 0, failed: 0 }
-  for (const messageId of state.broadcastRecipients.get(id)?.values() ?? []) {
+  for (const [, messageId] of liveRecipients(state, id)) {
     const message = state.messages.get(messageId)
     if (message === undefined) continue
     counts.total++
@@ -85,7 +89,7 @@ const end = (
 }
 
 const waiting = (state: MemoryState, id: BroadcastId): boolean => {
-  for (const messageId of state.broadcastRecipients.get(id)?.values() ?? []) {
+  for (const [, messageId] of liveRecipients(state, id)) {
     const status = state.messages.get(messageId)?.status
     if (status === "queued" || status === "sending") return true
   }
@@ -127,7 +131,7 @@ export const broadcastRepository = (state: MemoryState): BroadcastRepository => 
     Effect.sync(() => {
       if (owned(state, organizationId, id) === undefined) return []
       const rows: Array<BroadcastRecipient> = []
-      const entries = [...(state.broadcastRecipients.get(id) ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))
+      const entries = liveRecipients(state, id).sort(([a], [b]) => (a < b ? -1 : 1))
       for (const [contactId, messageId] of entries) {
         if (after !== null && contactId <= after) continue
         const message = state.messages.get(messageId)
