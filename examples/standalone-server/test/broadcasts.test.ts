@@ -1,16 +1,12 @@
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import Database from "better-sqlite3"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   assertBuilt,
   killServers,
+  organizationWithChannel,
   removeTemporaryDirectories,
-  runCliJson,
   startServer,
-  temporaryDatabaseUrl,
-  temporaryDirectory,
   type RunningServer
 } from "./helpers.js"
 
@@ -44,21 +40,15 @@ const phone = (n: number): string => `+3163${String(n).padStart(7, "0")}`
 /** A fresh database: one organization, a channel at `throughputMps`, the MARKETING template spring_sale. */
 const freshOrganization = async (throughputMps: number) => {
   simulator.reset()
-  const databaseUrl = temporaryDatabaseUrl()
-  const env = { DATABASE_URL: databaseUrl, WHATSAPP_API_BASE_URL: simulator.url, DEVELOPER_API_SEND_RATE_LIMIT_MAX: "100000" }
-  const { org_id, api_key } = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme", "--contacts-limit", "5000"], env)
-  const tokenFile = join(temporaryDirectory(), "token.txt")
-  writeFileSync(tokenFile, `${TOKEN}\n`)
-  await runCliJson([
-    "channel", "add", "--org", org_id, "--phone-number-id", PHONE_NUMBER_ID, "--waba-id", "102290129340398",
-    "--access-token-file", tokenFile, "--throughput-mps", String(throughputMps)
-  ], env)
-  const templatesFile = join(temporaryDirectory(), "templates.json")
-  writeFileSync(templatesFile, JSON.stringify({
-    templates: [{ name: "spring_sale", language: "en_US", category: "MARKETING", status: "APPROVED", components: [{ type: "BODY", text: "Hi {{1}}, our spring sale starts today." }] }]
-  }))
-  await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
-  return { env, apiKey: api_key, filename: databaseUrl.slice("sqlite:".length) }
+  return organizationWithChannel({
+    simulatorUrl: simulator.url,
+    phoneNumberId: PHONE_NUMBER_ID,
+    token: TOKEN,
+    throughputMps,
+    contactsLimit: 5000,
+    templates: [{ name: "spring_sale", language: "en_US", category: "MARKETING", status: "APPROVED", components: [{ type: "BODY", text: "Hi {{1}}, our spring sale starts today." }] }],
+    extraEnv: { DEVELOPER_API_SEND_RATE_LIMIT_MAX: "100000" }
+  })
 }
 
 /** A JSON call to the server's API; the envelope. */

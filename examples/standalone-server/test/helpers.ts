@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -144,4 +144,36 @@ export const runServerToExit = (env: Record<string, string>): Promise<CommandRes
   const child = spawn(process.execPath, [SERVER_PATH], { env: childEnvironment(env) })
   servers.add(child)
   return runToExit(child, 10_000).finally(() => servers.delete(child))
+}
+
+/**
+ * A fresh SQLite database for the tests that play Meta with the WhatsApp simulator at
+ * `simulatorUrl`: one organization (`contactsLimit` when given), its API key, one channel
+ * (`phoneNumberId`, `token`, `throughputMps`) and the approved `templates`, all written with
+ * the admin CLI. `env` is the server's and the CLI's environment (`extraEnv` added);
+ * `filename` the database file.
+ */
+export const organizationWithChannel = async (options: {
+  readonly simulatorUrl: string
+  readonly phoneNumberId: string
+  readonly token: string
+  readonly throughputMps: number
+  readonly templates: ReadonlyArray<Record<string, unknown>>
+  readonly contactsLimit?: number
+  readonly extraEnv?: Record<string, string>
+}) => {
+  const databaseUrl = temporaryDatabaseUrl()
+  const env = { DATABASE_URL: databaseUrl, WHATSAPP_API_BASE_URL: options.simulatorUrl, ...options.extraEnv }
+  const limit = options.contactsLimit === undefined ? [] : ["--contacts-limit", String(options.contactsLimit)]
+  const { org_id, api_key } = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme", ...limit], env)
+  const tokenFile = join(temporaryDirectory(), "token.txt")
+  writeFileSync(tokenFile, `${options.token}\n`)
+  await runCliJson([
+    "channel", "add", "--org", org_id, "--phone-number-id", options.phoneNumberId, "--waba-id", "102290129340398",
+    "--access-token-file", tokenFile, "--throughput-mps", String(options.throughputMps)
+  ], env)
+  const templatesFile = join(temporaryDirectory(), "templates.json")
+  writeFileSync(templatesFile, JSON.stringify({ templates: options.templates }))
+  await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
+  return { env, apiKey: api_key, filename: databaseUrl.slice("sqlite:".length) }
 }

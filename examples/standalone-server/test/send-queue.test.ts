@@ -1,16 +1,12 @@
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import Database from "better-sqlite3"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { maxInWindow, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   assertBuilt,
   killServers,
+  organizationWithChannel,
   removeTemporaryDirectories,
-  runCliJson,
   startServer,
-  temporaryDatabaseUrl,
-  temporaryDirectory,
   type RunningServer
 } from "./helpers.js"
 
@@ -57,21 +53,14 @@ const phone = (n: number): string => `+3162${String(n).padStart(7, "0")}`
  */
 const freshOrganization = async (throughputMps: number) => {
   simulator.reset()
-  const databaseUrl = temporaryDatabaseUrl()
-  const env = { DATABASE_URL: databaseUrl, WHATSAPP_API_BASE_URL: simulator.url, ...QUEUE_ENV }
-  const { org_id, api_key } = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme"], env)
-  const tokenFile = join(temporaryDirectory(), "token.txt")
-  writeFileSync(tokenFile, `${TOKEN}\n`)
-  await runCliJson([
-    "channel", "add", "--org", org_id, "--phone-number-id", PHONE_NUMBER_ID, "--waba-id", "102290129340398",
-    "--access-token-file", tokenFile, "--throughput-mps", String(throughputMps)
-  ], env)
-  const templatesFile = join(temporaryDirectory(), "templates.json")
-  writeFileSync(templatesFile, JSON.stringify({
-    templates: [{ name: "order_update", language: "en_US", category: "UTILITY", status: "APPROVED", components: [{ type: "BODY", text: "Order {{1}} has shipped." }] }]
-  }))
-  await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
-  return { env, apiKey: api_key, filename: databaseUrl.slice("sqlite:".length) }
+  return organizationWithChannel({
+    simulatorUrl: simulator.url,
+    phoneNumberId: PHONE_NUMBER_ID,
+    token: TOKEN,
+    throughputMps,
+    templates: [{ name: "order_update", language: "en_US", category: "UTILITY", status: "APPROVED", components: [{ type: "BODY", text: "Order {{1}} has shipped." }] }],
+    extraEnv: QUEUE_ENV
+  })
 }
 
 /** `POST /send/template` of order_update with `text` as its parameter to `to` on `server`; the answer's data. */
