@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import { Core, Templates } from "@switchboard/core"
-import { bearer, contactRows, expectEnvelope, importContacts, makeTenant, phone, request, UNKNOWN_UUID, type ApiClient } from "./helpers.js"
+import { bearer, contactRows, expectEnvelope, importContacts, listen, makeTenant, phone, request, UNKNOWN_UUID, type ApiClient } from "./helpers.js"
 import { useSendQueueSetup } from "./send-queue-helpers.js"
 
 // Broadcasts over HTTP (docs/broadcasts.md), through the WhatsApp simulator as the Graph
@@ -170,6 +170,34 @@ describe("POST /broadcasts: a broadcast to a group", () => {
     expect(after.counts.failed).toBeGreaterThanOrEqual(after.counts.total - 3)
     expect((await allRecipients(api, created.data.uuid, "failed")).filter((r) => r.failure?.code === "132015").length).toBeGreaterThanOrEqual(8)
   })
+})
+
+describe("the start shares the event loop", () => {
+  it("requests over a socket are answered while a 3 000-recipient start is still writing", async () => {
+    const made = await saleSetup({ throughputMps: 1 })
+    const { api } = made
+    for (let from = 0; from < 3_000; from += 1_000) {
+      await importContacts(api, contactRows(20_000 + from, 1_000).map((row) => ({ ...row, group: ["Many"] })))
+    }
+    const groups = await api.get("/contact-groups?per_page=100")
+    const groupUuid = (groups.data.groups as Array<{ uuid: string; name: string }>).find((each) => each.name === "Many")!.uuid
+    const server = await listen(made.handler)
+    try {
+      const created = await server.fetchApi(made.apiKey, "POST", "/broadcasts", { name: "Many", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      // Each total is read by a request the server must read from its socket: a start that
+      // held the event loop would answer them only before it began or after it ended.
+      const totals: Array<number> = []
+      for (;;) {
+        const total = (await server.fetchApi(made.apiKey, "GET", `/broadcasts/${created.data.uuid}`)).data.counts.total as number
+        totals.push(total)
+        if (total === 3_000) break
+      }
+      expect(totals.some((total) => total > 0 && total < 3_000), `totals read: ${totals.join(" ")}`).toBe(true)
+      await api.post(`/broadcasts/${created.data.uuid}/cancel`, {})
+    } finally {
+      await server.close()
+    }
+  }, 30_000)
 })
 
 describe("sharing the channel", () => {

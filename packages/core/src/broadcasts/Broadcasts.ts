@@ -438,9 +438,23 @@ const writeStart = (start: BroadcastStart) =>
       })
       // Not written: cancelled or stopped meanwhile, or the lease passed to another starter.
       if (!written || finished) return
-      yield* Effect.yieldNow()
+      yield* yieldToEventLoop
     }
   })
+
+/**
+ * Lets the host's event loop run (I/O, timers) before the next batch. `Effect.yieldNow()`
+ * is not enough: Effect's scheduler resumes a yielded fiber in a microtask (up to 2 048
+ * times in a row before it uses a timer), and the store's writes are synchronous, so a
+ * start of 20 000 recipients held the event loop for ~7 s: no request was read, no message
+ * handed to Meta, and keep-alive connections idle past their timeout were reset.
+ */
+const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const schedule = typeof setImmediate === "function" ? setImmediate : (callback: () => void) => setTimeout(callback, 0)
+  const cancel = typeof clearImmediate === "function" ? clearImmediate : clearTimeout
+  const handle = schedule(() => resume(Effect.void))
+  return Effect.sync(() => cancel(handle as never))
+})
 
 /** One recipient of a batch: its message `queued`, or `failed` when skipped (opted out, a placeholder without a value, a filled parameter too long). */
 const recipientOf = (
