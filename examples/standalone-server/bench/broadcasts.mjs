@@ -104,14 +104,10 @@ const memoryOf = (pid) => {
   return { rss: field("VmRSS"), peak: field("VmHWM") }
 }
 
-/**
- * A request's options, each on a connection of its own (`connection: close`): reused
- * keep-alive connections were reset now and then under the start's load (ECONNRESET on a
- * poll the server never saw), and these few requests need no keep-alive.
- */
+/** A request's options: the API key, and a JSON body when given (then POST). */
 const json = (apiKey, body) => ({
   method: body === undefined ? "GET" : "POST",
-  headers: { authorization: `Bearer ${apiKey}`, connection: "close", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+  headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
