@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, TestClock } from "effect"
+import type { Channel, ChannelId } from "@switchboard/core"
 import {
   BROADCAST_START_BATCH,
   BROADCAST_START_LEASE_MS,
@@ -11,7 +12,10 @@ import {
   MemoryStorage,
   type OrganizationId,
   Organizations,
+  MAX_BROADCAST_AUDIENCE,
   reactToOutboundFailure,
+  recipientLifetimeMs,
+  SendQueueSettings,
   startDueBroadcasts,
   Storage,
   type StorageService,
@@ -100,7 +104,131 @@ describe("Broadcasts.create", () => {
   })
 })
 
+describe("Broadcasts.create: the audience's size", () => {
+  it.effect("up to 100 000 contacts is taken; one more is AudienceTooLarge, nothing written", () => {
+    let size = MAX_BROADCAST_AUDIENCE
+    const { layer } = layerOf((storage) => ({
+      ...storage,
+      broadcasts: { ...storage.broadcasts, countAudience: () => Effect.succeed(size) }
+    }))
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(1)
+      const broadcasts = yield* Broadcasts
+      const input = { name: "Huge", template: sale("x"), audience: { group_uuids: [groupUuid] } }
+      expect((yield* broadcasts.create(organizationId, input)).status).toBe("sending")
+      size = MAX_BROADCAST_AUDIENCE + 1
+      expect(yield* Effect.flip(broadcasts.create(organizationId, input))).toMatchObject({
+        _tag: "AudienceTooLarge",
+        size: MAX_BROADCAST_AUDIENCE + 1,
+        limit: MAX_BROADCAST_AUDIENCE
+      })
+      expect((yield* broadcasts.list(organizationId, {})).broadcasts).toHaveLength(1)
+    }).pipe(Effect.provide(layer))
+  })
+})
+
 describe("the starter", () => {
+  it.effect("a scheduled broadcast whose audience is empty when it starts ends completed with total 0", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(1)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Gone",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 5_000).toISOString()
+      })
+      const storage = yield* Storage
+      const [only] = (yield* storage.contacts.list(organizationId, { page: 1, per_page: 10 })).items
+      yield* storage.contacts.delete(organizationId, only!.uuid)
+      yield* TestClock.adjust(5_000)
+      expect(yield* startDueBroadcasts).toBe(1)
+      expect(yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).toMatchObject({
+        status: "completed",
+        completed_at: new Date(START + 5_000).toISOString(),
+        counts: { total: 0 }
+      })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a template no longer approved when a scheduled broadcast starts stops it with template_not_approved", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(2)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Paused",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 5_000).toISOString()
+      })
+      yield* (yield* Templates).applyProviderStatus(organizationId, { name: "spring_sale", language: "en_US", status: "PAUSED", reason: null })
+      yield* TestClock.adjust(5_000)
+      yield* startDueBroadcasts
+      expect(yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).toMatchObject({
+        status: "stopped",
+        stopped_reason: { code: "template_not_approved" },
+        counts: { total: 0 }
+      })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a recipient whose filled parameter is longer than a send allows fails alone with invalid_parameter", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      const { organizationId } = yield* tenant(0)
+      const contacts = yield* Contacts
+      const imported = yield* contacts.importBulk(organizationId, [
+        { first_name: "A".repeat(255), phone: "+14155550001" },
+        { first_name: "Ada", phone: "+14155550002" }
+      ])
+      // Five long first names: 1 275 characters, over a text parameter's 1 024.
+      const text = Array.from({ length: 5 }, () => "{{contact.first_name}}").join("")
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Long",
+        template: sale(text),
+        audience: { contact_uuids: imported.contacts.map((contact) => contact.uuid) }
+      })
+      yield* startDueBroadcasts
+      const recipients = (yield* (yield* Broadcasts).recipients(organizationId, broadcast.uuid, {})).recipients
+      expect(recipients.map((r) => [r.phone, r.status, r.failure?.code ?? null]).sort()).toEqual([
+        ["+14155550001", "failed", "invalid_parameter"],
+        ["+14155550002", "queued", null]
+      ])
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("recipients expire at started_at + max(TTL, 2 × total ÷ throughput_mps)", () => {
+    const { layer } = layerOf()
+    return Effect.gen(function* () {
+      expect(recipientLifetimeMs(14_400_000, 100_000, 50)).toBe(14_400_000)
+      expect(recipientLifetimeMs(1_000, 3, 1)).toBe(6_000)
+      expect(recipientLifetimeMs(1_000, 3, null)).toBe(1_000)
+      const { organizationId, groupUuid } = yield* tenant(3)
+      const storage = yield* Storage
+      const channel: Channel = {
+        uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b70" as ChannelId,
+        provider: "whatsapp_cloud",
+        phone_number_id: "106540352249999",
+        display_phone_number: "+31612345678",
+        waba_id: "102290129340398",
+        access_token_set: true,
+        access_token_last4: "wxyz",
+        throughput_mps: 1,
+        status: "active",
+        paused_reason: null,
+        paused_at: null,
+        created_at: new Date(START).toISOString(),
+        updated_at: new Date(START).toISOString()
+      }
+      yield* storage.channels.insert(organizationId, { channel, access_token_sealed: "v1.sealed" }, 20)
+      yield* (yield* Broadcasts).create(organizationId, { name: "Slow", template: sale("x"), audience: { group_uuids: [groupUuid] } })
+      yield* startDueBroadcasts.pipe(Effect.provideService(SendQueueSettings, { ...SendQueueSettings.defaultValue(), ttlMs: 1_000 }))
+      const claimed = yield* storage.outbox.claim({ now: START, lease: "l", leaseUntil: START + 60_000, settleMs: 0, limit: 10, horizonMs: 10_000 })
+      expect(claimed.length).toBeGreaterThan(0)
+      expect(claimed.every((each) => each.expires_at === new Date(START + 6_000).toISOString())).toBe(true)
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect("writes 1 200 recipients in batches of BROADCAST_START_BATCH (at most 500), each contact once, placeholders filled", () => {
     const batches: Array<number> = []
     const { layer } = layerOf((storage) => ({

@@ -1,7 +1,20 @@
 import { describe, expect, it } from "vitest"
 import { Effect } from "effect"
 import { Core, Templates } from "@switchboard/core"
-import { bearer, contactRows, expectEnvelope, importContacts, listen, makeTenant, phone, request, UNKNOWN_UUID, type ApiClient } from "./helpers.js"
+import {
+  apiClient,
+  bearer,
+  contactRows,
+  expectEnvelope,
+  importContacts,
+  listen,
+  makeHandler,
+  makeTenant,
+  phone,
+  request,
+  UNKNOWN_UUID,
+  type ApiClient
+} from "./helpers.js"
 import { useSendQueueSetup } from "./send-queue-helpers.js"
 
 // Broadcasts over HTTP (docs/broadcasts.md), through the WhatsApp simulator as the Graph
@@ -271,8 +284,15 @@ describe("POST /broadcasts: checks", () => {
     }
     expect((await other.api.post(`/broadcasts/${created.data.uuid}/cancel`, {})).status).toBe(404)
     expect((await other.api.get("/broadcasts")).data.broadcasts).toEqual([])
+    // The other organization has the template too: only the group's owner stands in the way.
+    await Effect.runPromise(
+      Effect.flatMap(Templates, (templates) => templates.create(other.organization.id, springSale)).pipe(
+        Effect.provide(Core.layer),
+        Effect.provide(made.storage)
+      )
+    )
     const theirs = await other.api.post("/broadcasts", { name: "X", template: sale("x"), audience: { group_uuids: [groupUuid] } })
-    expect(theirs.status).toBe(400) // other has no spring_sale template: checked first
+    expect([theirs.status, theirs.errors.map((e) => [e.code, e.field])]).toEqual([404, [["not_found", "audience.group_uuids[0]"]]])
   })
 
   it("Idempotency-Key: the same key answers the same broadcast and starts it once", async () => {
@@ -295,6 +315,27 @@ describe("POST /broadcasts: checks", () => {
     expect(list.data.broadcasts.map((b: { uuid: string }) => b.uuid)).toEqual([first.data.uuid])
     await broadcastWhen(made.api, first.data.uuid, (b) => b.status === "completed")
     expect(simulator().sends(made.number.phone_number_id)).toHaveLength(3)
+  })
+})
+
+describe("rate limits", () => {
+  it("POST /broadcasts counts once in the send bucket, whatever the audience's size", async () => {
+    const made = await saleSetup()
+    const { groupUuid } = await groupOf(made.api, "Bucket", contactRows(1_300, 5))
+    // No dispatch here: the broadcasts are scheduled far ahead, only their requests count.
+    const limited = makeHandler(made.storage, { rateLimit: { send: { max: 2 } }, dispatch: { messages: false, webhooks: false } })
+    try {
+      const api = apiClient(limited, made.apiKey)
+      const body = { template: sale("x"), audience: { group_uuids: [groupUuid] }, send_at: "2099-01-01T00:00:00Z" }
+      // Five recipients, one request each: a second broadcast still fits the bucket of 2, a third does not.
+      expect((await api.post("/broadcasts", { ...body, name: "One" })).status).toBe(200)
+      expect((await api.post("/broadcasts", { ...body, name: "Two" })).status).toBe(200)
+      const third = await api.post("/broadcasts", { ...body, name: "Three" })
+      expect([third.status, third.errors[0]?.code]).toEqual([429, "rate_limited"])
+      expect((await api.get("/broadcasts")).status).toBe(200)
+    } finally {
+      await limited.dispose()
+    }
   })
 })
 

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import type { ChannelId } from "../channels/model.js"
 import type { ChatId } from "../chats/model.js"
 import { encodeCursor, cursorPage, recordListCursorBinding } from "../chats/cursor.js"
@@ -7,6 +7,7 @@ import type { ChatCursorPagination } from "../chats/model.js"
 import { RecordNotFound } from "../common/errors.js"
 import type { Contact, ContactId } from "../contacts/model.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
+import { sleepUntilWoken } from "../dispatch/LeasedQueue.js"
 import { InvalidInput, type InputIssue } from "../errors.js"
 import type { GroupId } from "../groups/model.js"
 import { nowIso } from "../internal/time.js"
@@ -20,7 +21,6 @@ import type { OrganizationId } from "../organizations/model.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { BROADCAST_CANCELLED_FAILURE, type BroadcastRecipientWrite, type BroadcastStart } from "../storage/BroadcastRepository.js"
-import { pacingIntervalMs } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
 import type { Template, TemplateSendObject } from "../templates/model.js"
@@ -414,9 +414,9 @@ const writeStart = (start: BroadcastStart) =>
       throughput = channel.value.channel.throughput_mps
     }
     const total = yield* storage.broadcasts.countAudience(organizationId, broadcast.audience)
-    const startedAt = Date.parse(broadcast.started_at ?? new Date().toISOString())
-    const spreadMs = throughput === null ? 0 : (2 * total * pacingIntervalMs(throughput))
-    const expiresAt = new Date(startedAt + Math.max(settings.ttlMs, spreadMs)).toISOString()
+    // claimStart sets started_at; the clock stands in only for a store that did not.
+    const startedAt = broadcast.started_at === null ? yield* Clock.currentTimeMillis : Date.parse(broadcast.started_at)
+    const expiresAt = new Date(startedAt + recipientLifetimeMs(settings.ttlMs, total, throughput)).toISOString()
     let cursor = start.cursor
     for (;;) {
       const contacts = yield* storage.broadcasts.audiencePage(organizationId, broadcast.audience, cursor, BROADCAST_START_BATCH)
@@ -455,6 +455,17 @@ const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = schedule(() => resume(Effect.void))
   return Effect.sync(() => cancel(handle as never))
 })
+
+/**
+ * How long a broadcast's recipients may wait, in ms from its `started_at`: the larger of
+ * the send queue's time to live (`ttlMs`) and twice the time its `total` recipients need at
+ * the channel's `throughput_mps` (2 × total ÷ throughput_mps seconds; just the TTL without
+ * a channel). docs/broadcasts.md "Pacing".
+ *
+ * @category dispatch
+ */
+export const recipientLifetimeMs = (ttlMs: number, total: number, throughputMps: number | null): number =>
+  Math.max(ttlMs, throughputMps === null ? 0 : (2 * total * 1000) / throughputMps)
 
 /** One recipient of a batch: its message `queued`, or `failed` when skipped (opted out, a placeholder without a value, a filled parameter too long). */
 const recipientOf = (
@@ -531,38 +542,26 @@ export interface BroadcastStarterOptions {
 export const runBroadcastStarter = (
   options: BroadcastStarterOptions = {}
 ): Effect.Effect<never, never, Storage | SecureRandom | SendQueueSettings | DispatchWake> =>
-  Effect.gen(function*() {
-    const wake = yield* DispatchWake
-    const pollIntervalMs = options.pollIntervalMs ?? 1_000
-    for (;;) {
-      const passStartedAt = Date.now()
-      yield* startDueBroadcasts.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("Broadcast pass failed", cause))
-      )
-      yield* Effect.async<void>((resume) => {
-        let done = false
-        const finish = () => {
-          if (done) return
-          done = true
-          clearTimeout(timer)
-          unsubscribe()
-          resume(Effect.void)
-        }
-        const timer = setTimeout(finish, pollIntervalMs)
-        // A sleeping loop never keeps the process alive.
-        timer.unref?.()
-        const unsubscribe = wake.subscribe(finish)
-        return Effect.sync(() => {
-          done = true
-          clearTimeout(timer)
-          unsubscribe()
-        })
-      })
-      // Woken by every settled message while a broadcast sends: at most one pass per MIN_PASS_GAP_MS.
-      const gap = MIN_PASS_GAP_MS - (Date.now() - passStartedAt)
-      if (gap > 0) yield* Effect.sleep(gap)
-    }
-  })
+  Effect.scoped(
+    Effect.gen(function*() {
+      const wake = yield* DispatchWake
+      const pollIntervalMs = options.pollIntervalMs ?? 1_000
+      // A wake during a pass is kept (one), so the next sleep ends at once.
+      const mailbox = yield* Queue.sliding<void>(1)
+      const unsubscribe = wake.subscribe(() => void mailbox.unsafeOffer(undefined))
+      yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
+      for (;;) {
+        const passStartedAt = yield* Clock.currentTimeMillis
+        yield* startDueBroadcasts.pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("Broadcast pass failed", cause))
+        )
+        yield* sleepUntilWoken(mailbox, pollIntervalMs)
+        // Woken by every settled message while a broadcast sends: at most one pass per MIN_PASS_GAP_MS.
+        const gap = MIN_PASS_GAP_MS - ((yield* Clock.currentTimeMillis) - passStartedAt)
+        if (gap > 0) yield* Effect.sleep(gap)
+      }
+    })
+  )
 
 /** The least time between two passes of the broadcasts' loop, in ms. */
 const MIN_PASS_GAP_MS = 200

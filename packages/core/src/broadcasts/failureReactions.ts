@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { Message, MessageFailure } from "../messages/model.js"
+import type { BroadcastId } from "./model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "../storage/errors.js"
 import type { StorageService } from "../storage/Storage.js"
@@ -41,6 +42,6 @@ export const reactToOutboundFailure = (
       yield* storage.contacts.markMarketingOptOut(organizationId, message.contact_uuid, now)
     }
     if (message.broadcast_uuid !== null && BROADCAST_STOPPING_CODES.includes(failure.code)) {
-      yield* storage.broadcasts.stop(organizationId, message.broadcast_uuid as never, failure, now)
+      yield* storage.broadcasts.stop(organizationId, message.broadcast_uuid as BroadcastId, failure, now)
     }
   })

@@ -118,17 +118,6 @@ export interface BroadcastInput {
 }
 
 /**
- * One page of a cursor-paginated list of broadcasts or recipients: `next_cursor` is
- * `null` on the last page.
- *
- * @category models
- */
-export interface BroadcastListPage<A> {
-  readonly items: ReadonlyArray<A>
-  readonly next_cursor: string | null
-}
-
-/**
  * The most contacts one broadcast may reach (docs/broadcasts.md "The audience"): a larger
  * audience is a 400 `audience_too_large`.
  *

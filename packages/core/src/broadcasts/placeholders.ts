@@ -45,15 +45,6 @@ export const placeholderIssues = (components: unknown): ReadonlyArray<InputIssue
   return issues
 }
 
-/** Whether any parameter text of the components holds a placeholder. */
-export const hasPlaceholders = (components: unknown): boolean => {
-  let found = false
-  forEachText(components, (text) => {
-    if (!found && new RegExp(PLACEHOLDER.source).test(text)) found = true
-  })
-  return found
-}
-
 /**
  * The components with every placeholder filled from `contact` (the field's value, else its
  * fallback), or the first placeholder that has neither (`missing`: its field). A field

@@ -231,6 +231,11 @@ const nextDueSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: numbe
 const sleepMs = (now: number, pollIntervalMs: number, dueAt: number | null): number =>
   dueAt === null ? pollIntervalMs : Math.max(0, Math.min(pollIntervalMs, dueAt - now))
 
-/** Sleeps `ms` on Effect's `Clock`, or less when the mailbox receives a poke (which it takes). */
-const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<void> =>
+/**
+ * Sleeps `ms` on Effect's `Clock`, or less when the mailbox receives a poke (which it
+ * takes). Shared by the loops that a `DispatchWake` ends early (the broadcasts' starter).
+ *
+ * @internal
+ */
+export const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<void> =>
   Effect.raceFirst(Queue.take(mailbox), Effect.sleep(ms))
