@@ -5,7 +5,7 @@ const root = fileURLToPath(new URL(".", import.meta.url))
 
 /** Every workspace package resolved to its TypeScript source, so tests need no build. */
 const alias = Object.fromEntries(
-  ["core", "storage-contract", "storage-sqlite", "storage-mongodb", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
+  ["core", "storage-contract", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
     `@switchboard/${name}`,
     `${root}packages/${name}/src/index.ts`
   ])

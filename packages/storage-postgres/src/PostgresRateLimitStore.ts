@@ -1,0 +1,107 @@
+import type Pg from "pg"
+import { Effect, Layer, type Scope } from "effect"
+import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService, type StorageError } from "@switchboard/core"
+import { openPool } from "./internal/connection.js"
+import { attempt, databaseOf } from "./internal/sql.js"
+import { checkCurrent, migrate } from "./migrations.js"
+import { DEFAULT_SCHEMA, type PostgresStorageOptions } from "./PostgresStorage.js"
+
+/**
+ * Options of the PostgreSQL rate-limit store: those of `PostgresStorage` (a
+ * `connectionString` or the host's `pool`, `schema`, `migrate`, pool settings) plus
+ * `pruneIntervalMs`, at most one pruning of ended windows per interval per store, in
+ * milliseconds (default 60 000).
+ *
+ * @category models
+ */
+export type PostgresRateLimitStoreOptions = PostgresStorageOptions & { readonly pruneIntervalMs?: number }
+
+/** Default of `pruneIntervalMs`. */
+const DEFAULT_PRUNE_INTERVAL_MS = 60_000
+
+/**
+ * Opens (or takes) the pool, migrates the schema like `PostgresStorage.make` (the counters
+ * live in the `UNLOGGED` table `rate_buckets`) and returns the {@link RateLimitStoreService}
+ * (docs/rate-limits.md "Stores"). Each increment is one statement, `INSERT … ON CONFLICT
+ * DO UPDATE SET count = count + 1 RETURNING count`: PostgreSQL locks the window's row for
+ * the update, so N concurrent increments of every process on the database get 1..N, each
+ * once. Rows of ended windows are deleted at most once per `pruneIntervalMs` (by the
+ * requests' `now`); a failed pruning is logged, never failing a request. Fails with
+ * `StorageError` (operation `"migrate"`), then each increment only with `StorageError`
+ * (`"rateLimits.increment"`).
+ *
+ * @category constructors
+ */
+export const make = (
+  options: PostgresRateLimitStoreOptions
+): Effect.Effect<RateLimitStoreService, StorageError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const pool =
+      options.pool ??
+      (yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          openPool({
+            connectionString: options.connectionString!,
+            applicationName: options.applicationName,
+            statementTimeoutMs: options.statementTimeoutMs,
+            poolSize: options.poolSize
+          })
+        ),
+        close
+      ))
+    const schema = options.schema ?? DEFAULT_SCHEMA
+    yield* options.migrate === false ? checkCurrent(pool, schema) : migrate(pool, schema)
+    return fromPool(pool, schema, options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS)
+  })
+
+/**
+ * A Layer providing {@link RateLimitStore} on PostgreSQL (see {@link make}); releasing it
+ * ends a pool it opened.
+ *
+ * @category layers
+ * @example
+ * import { Layer } from "effect"
+ * import { RateLimiter } from "@switchboard/core"
+ * import { PostgresRateLimitStore } from "@switchboard/storage-postgres"
+ *
+ * const RateLimiterLive = RateLimiter.layer().pipe(
+ *   Layer.provide(PostgresRateLimitStore.layer({ connectionString: "postgres://postgres@127.0.0.1:5432/app" }))
+ * )
+ */
+export const layer = (options: PostgresRateLimitStoreOptions): Layer.Layer<RateLimitStore, StorageError> =>
+  Layer.scoped(RateLimitStore, make(options))
+
+const fromPool = (pool: Pg.Pool, schemaName: string, pruneIntervalMs: number): RateLimitStoreService => {
+  const { schema, sql } = databaseOf(pool, schemaName)
+  const increment = `INSERT INTO ${schema}.rate_buckets AS bucket (key, window_start, count, expires_at)
+    VALUES ($1, $2, 1, $3)
+    ON CONFLICT (key, window_start) DO UPDATE SET count = bucket.count + 1
+    RETURNING count`
+  const prune = `DELETE FROM ${schema}.rate_buckets WHERE expires_at <= $1`
+  let nextPruneAt = Number.NEGATIVE_INFINITY
+  const pruneIfDue = (now: number): Effect.Effect<void> => {
+    if (now < nextPruneAt) return Effect.void
+    nextPruneAt = now + pruneIntervalMs
+    return attempt("rateLimits.prune", () => sql.run(prune, [now])).pipe(
+      Effect.asVoid,
+      Effect.catchAll((error) => Effect.logWarning("Pruning rate-limit windows failed", error.cause))
+    )
+  }
+  return {
+    increment: (request: RateLimitIncrement) => {
+      const counted = attempt(
+        "rateLimits.increment",
+        async () =>
+          (await sql.row<{ count: number }>(increment, [request.key, request.windowStart, request.expiresAt]))!.count
+      )
+      return request.now < nextPruneAt ? counted : Effect.tap(counted, () => pruneIfDue(request.now))
+    },
+    synchronous: false
+  }
+}
+
+/** Ends a pool this module opened; a failure to end is logged, not raised. */
+const close = (pool: Pg.Pool): Effect.Effect<void> =>
+  attempt("close", () => pool.end()).pipe(
+    Effect.catchAll((error) => Effect.logWarning("Closing the PostgreSQL rate-limit pool failed", error.cause))
+  )

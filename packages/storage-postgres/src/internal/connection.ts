@@ -1,0 +1,81 @@
+import Pg from "pg"
+
+/** Default `application_name` of the pools this package opens (seen in `pg_stat_activity`). */
+export const DEFAULT_APPLICATION_NAME = "switchboard"
+
+/** Default of `statementTimeoutMs`: the longest one statement may run, in milliseconds. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
+
+/** Default of `poolSize`: most connections one pool opens. */
+export const DEFAULT_POOL_SIZE = 10
+
+/** PostgreSQL type OIDs whose text form this package parses itself. */
+const INT8 = 20
+const NUMERIC = 1700
+const TIMESTAMP = 1114
+const TIMESTAMPTZ = 1184
+
+/**
+ * Parses `timestamptz` text (`2026-11-27 04:39:11.123+00`, in whatever `TimeZone` the
+ * session has) into an ISO 8601 string in UTC with milliseconds (`2026-11-27T04:39:11.123Z`),
+ * the form every Switchboard record carries. The offset is read, so no session setting
+ * changes the instant (PgBouncer in transaction mode may hand us any server session).
+ */
+export const parseTimestamp = (text: string): string => {
+  // "YYYY-MM-DD HH:MM:SS[.ffffff]±HH[:MM[:SS]]" → a form Date.parse reads exactly.
+  const match = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2})(?::?(\d{2}))?(?::?(\d{2}))?$/.exec(text)
+  if (match === null) return new Date(text).toISOString()
+  const [, date, time, fraction = "", hours, minutes = "00"] = match
+  const milliseconds = fraction === "" ? ".000" : fraction.padEnd(4, "0").slice(0, 4)
+  return new Date(`${date}T${time}${milliseconds}${hours}:${minutes}`).toISOString()
+}
+
+/**
+ * The type parsers of one pool (passed as its `types`, never set globally with
+ * `pg.types.setTypeParser`, so the host's other pools keep theirs): `bigint` (`COUNT(*)`)
+ * and `numeric` as JavaScript numbers, `timestamptz` as ISO strings ({@link parseTimestamp});
+ * everything else as `pg` parses it by default (`jsonb` as values, `boolean`, `integer`).
+ */
+export const typeParsers: Pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (format === undefined || format === "text") {
+      if (oid === INT8 || oid === NUMERIC) return (text: string) => Number(text)
+      if (oid === TIMESTAMPTZ) return parseTimestamp
+      if (oid === TIMESTAMP) return (text: string) => parseTimestamp(`${text}+00`)
+    }
+    return Pg.types.getTypeParser(oid, format)
+  }) as Pg.CustomTypesConfig["getTypeParser"]
+}
+
+/** Settings of a pool this package opens (see `PostgresStorageOptions`). */
+export interface PoolSettings {
+  readonly connectionString: string
+  readonly applicationName?: string
+  readonly statementTimeoutMs?: number
+  readonly poolSize?: number
+}
+
+/**
+ * Opens a pool on `connectionString` with this package's per-pool settings:
+ * `application_name`, `statement_timeout` (server side, as a startup parameter) and the
+ * same limit as a client-side `query_timeout` (which holds behind PgBouncer, where startup
+ * parameters may be ignored), `idle_in_transaction_session_timeout`, and the
+ * {@link typeParsers}. Connections open lazily: a wrong URL fails on the first query.
+ */
+export const openPool = (settings: PoolSettings): Pg.Pool => {
+  const statementTimeout = settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS
+  const pool = new Pg.Pool({
+    connectionString: settings.connectionString,
+    application_name: settings.applicationName ?? DEFAULT_APPLICATION_NAME,
+    statement_timeout: statementTimeout,
+    query_timeout: statementTimeout + 1_000,
+    idle_in_transaction_session_timeout: statementTimeout * 2,
+    max: settings.poolSize ?? DEFAULT_POOL_SIZE,
+    types: typeParsers
+  })
+  // An idle client that loses its connection (a server restart) emits `error` on the pool;
+  // unhandled, it would end the process. The pool drops the client and opens a new one on
+  // the next query, whose own failure reaches the caller as a StorageError.
+  pool.on("error", () => {})
+  return pool
+}

@@ -1,0 +1,140 @@
+import type Pg from "pg"
+import { Effect } from "effect"
+import { type PageRequest, StorageError } from "@switchboard/core"
+import { typeParsers } from "./connection.js"
+
+/**
+ * Runs one asynchronous driver call and turns whatever it rejects with into a
+ * `StorageError` carrying `operation` (the repository method, for example
+ * `"organizations.insert"`) and the driver's error as `cause` (docs/errors.md "Server").
+ * Every call into `pg` goes through here, once.
+ */
+export const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Effect<A, StorageError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
+
+/**
+ * What a repository queries through: the pool (each statement its own transaction) or the
+ * client of one transaction. Values are bound as `$1, $2, …` parameters, never spliced
+ * into the text.
+ */
+export interface Sql {
+  /** Every row of the statement. */
+  readonly rows: <Row = Record<string, unknown>>(text: string, values?: ReadonlyArray<unknown>) => Promise<Array<Row>>
+  /** The first row of the statement, `undefined` when it returned none. */
+  readonly row: <Row = Record<string, unknown>>(text: string, values?: ReadonlyArray<unknown>) => Promise<Row | undefined>
+  /** Runs the statement and answers how many rows it inserted, updated or deleted. */
+  readonly run: (text: string, values?: ReadonlyArray<unknown>) => Promise<number>
+}
+
+/**
+ * One store: the pool, the schema every statement names (already quoted, for example
+ * `"switchboard"`: write `${db.schema}.contacts`, never rely on `search_path`), and the
+ * transaction helpers.
+ */
+export interface Database {
+  readonly pool: Pg.Pool
+  /** The schema's name as a quoted identifier, ready to splice into SQL text. */
+  readonly schema: string
+  /** Statements outside any explicit transaction (each one atomic on its own). */
+  readonly sql: Sql
+  /**
+   * Runs `fn` in one `READ COMMITTED` transaction on one client: commits when it resolves,
+   * rolls back and rejects when it rejects. When `lockOrganization` is given, the
+   * organization's row is locked first (`SELECT … FOR NO KEY UPDATE`), so check-then-write
+   * steps of one organization (a plan limit and its insert) run one at a time across every
+   * process, and every transaction takes its locks in the same order (the organization
+   * first). A serialization failure or deadlock (40001, 40P01) reruns `fn` from the
+   * start, at most {@link TRANSACTION_ATTEMPTS} times: `fn` must have no effect outside the
+   * database.
+   */
+  readonly transaction: <A>(fn: (sql: Sql) => Promise<A>, options?: TransactionOptions) => Promise<A>
+  /**
+   * Runs the reads of `fn` in one `REPEATABLE READ READ ONLY` transaction: several
+   * statements (a page and its total) see one snapshot.
+   */
+  readonly snapshot: <A>(fn: (sql: Sql) => Promise<A>) => Promise<A>
+}
+
+/** Options of {@link Database.transaction}. */
+export interface TransactionOptions {
+  /** Locks this organization's row first (see {@link Database.transaction}). */
+  readonly lockOrganization?: string
+}
+
+/** How many times a transaction runs before a serialization failure or deadlock is raised. */
+export const TRANSACTION_ATTEMPTS = 5
+
+/** SQLSTATEs after which a transaction is rerun: serialization_failure and deadlock_detected. */
+const RETRYABLE = new Set(["40001", "40P01"])
+
+/** The {@link Sql} of one pool or client. */
+export const sqlOf = (queryable: Pg.Pool | Pg.PoolClient): Sql => {
+  // The type parsers go with every query, so a pool the host passed in (with its own
+  // parsers, or pg's global ones) still answers numbers and ISO strings here.
+  const query = (text: string, values?: ReadonlyArray<unknown>) =>
+    queryable.query({ text, values: values as Array<unknown> | undefined, types: typeParsers })
+  return {
+    rows: async <Row>(text: string, values?: ReadonlyArray<unknown>) => (await query(text, values)).rows as Array<Row>,
+    row: async <Row>(text: string, values?: ReadonlyArray<unknown>) =>
+      (await query(text, values)).rows[0] as Row | undefined,
+    run: async (text: string, values?: ReadonlyArray<unknown>) => (await query(text, values)).rowCount ?? 0
+  }
+}
+
+/**
+ * Quotes `name` as a PostgreSQL identifier (`"name"`, inner quotes doubled). Schema names
+ * come from configuration, never from a request.
+ */
+export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`
+
+/** The {@link Database} over `pool` and `schemaName` (unquoted). */
+export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
+  const schema = quoteIdentifier(schemaName)
+  const lockOrganization = `SELECT 1 FROM ${schema}.organizations WHERE id = $1 FOR NO KEY UPDATE`
+  const inTransaction = async <A>(begin: string, fn: (sql: Sql) => Promise<A>, organization?: string): Promise<A> => {
+    for (let attemptNumber = 1; ; attemptNumber++) {
+      const client = await pool.connect()
+      let broken: unknown = undefined
+      try {
+        await client.query(begin)
+        const sql = sqlOf(client)
+        if (organization !== undefined) await client.query(lockOrganization, [organization])
+        const result = await fn(sql)
+        await client.query("COMMIT")
+        return result
+      } catch (error) {
+        try {
+          await client.query("ROLLBACK")
+        } catch (rollbackError) {
+          broken = rollbackError
+        }
+        const code = (error as { code?: unknown }).code
+        if (typeof code === "string" && RETRYABLE.has(code) && attemptNumber < TRANSACTION_ATTEMPTS) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attemptNumber))
+          continue
+        }
+        throw error
+      } finally {
+        // A client whose rollback failed is in an unknown state: the pool discards it.
+        client.release(broken instanceof Error ? broken : broken === undefined ? undefined : true)
+      }
+    }
+  }
+  return {
+    pool,
+    schema,
+    sql: sqlOf(pool),
+    transaction: (fn, options) => inTransaction("BEGIN", fn, options?.lockOrganization),
+    snapshot: (fn) => inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", fn)
+  }
+}
+
+/**
+ * Builds one repository of the Storage service from the {@link Database}. Adding a domain
+ * means adding one factory in `src/repositories/`, its tables in `src/schema/`, and one
+ * line in `PostgresStorage.ts`.
+ */
+export type RepositoryFactory<R> = (db: Database) => R
+
+/** The `LIMIT` and `OFFSET` parameters of a page request. */
+export const pageBounds = (page: PageRequest): [number, number] => [page.per_page, (page.page - 1) * page.per_page]

@@ -1,0 +1,153 @@
+import type Pg from "pg"
+import { Effect } from "effect"
+import { StorageError } from "@switchboard/core"
+import { attempt, quoteIdentifier } from "./internal/sql.js"
+import { catalogTables } from "./schema/catalog.js"
+import { chatTables } from "./schema/chats.js"
+import { deliveryTables } from "./schema/delivery.js"
+import { organizationTables } from "./schema/organizations.js"
+import { rateLimitTables } from "./schema/rateLimits.js"
+import { recordTables } from "./schema/records.js"
+import type { SchemaContext } from "./schema/context.js"
+
+/**
+ * One step of the schema: its version (1, 2, … in order, never reused), a name, and the
+ * SQL it runs for a schema (every identifier qualified by `context.schema`).
+ */
+export interface Migration {
+  readonly version: number
+  readonly name: string
+  readonly sql: (context: SchemaContext) => string
+}
+
+/**
+ * Every migration, oldest first. A released migration is never edited: a change to the
+ * schema is a new entry.
+ */
+export const migrations: ReadonlyArray<Migration> = [
+  {
+    version: 1,
+    name: "initial schema",
+    sql: (context) =>
+      [organizationTables, recordTables, catalogTables, chatTables, deliveryTables, rateLimitTables]
+        .map((tables) => tables(context))
+        .join("\n")
+  }
+]
+
+/** The newest schema version this code knows. */
+export const LATEST_VERSION = migrations[migrations.length - 1]!.version
+
+/**
+ * Key of the advisory lock every migrator takes (one for all schemas of a database:
+ * `CREATE EXTENSION` is database-wide, so two schemas migrating at once must not race for
+ * it either).
+ */
+const MIGRATION_LOCK_KEY = 0x5357_4244 // "SWBD"
+
+/** The version a schema's `schema_migrations` table records, 0 when it has none. */
+const currentVersion = async (client: Pg.PoolClient, schemaName: string): Promise<number> => {
+  const exists = await client.query<{ found: boolean }>(
+    "SELECT to_regclass($1) IS NOT NULL AS found",
+    [`${quoteIdentifier(schemaName)}.schema_migrations`]
+  )
+  if (!exists.rows[0]!.found) return 0
+  const result = await client.query<{ version: number | null }>(
+    `SELECT MAX(version)::integer AS version FROM ${quoteIdentifier(schemaName)}.schema_migrations`
+  )
+  return result.rows[0]!.version ?? 0
+}
+
+/** Thrown (and raised as the `StorageError`'s cause) when the database is newer than this code. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly schemaName: string, readonly version: number) {
+    super(
+      `PostgreSQL schema "${schemaName}" is at version ${version}, newer than this Switchboard (which knows up to ${LATEST_VERSION}): upgrade Switchboard, or use another schema`
+    )
+    this.name = "SchemaTooNewError"
+  }
+}
+
+/** Thrown (and raised as the `StorageError`'s cause) when `migrate: false` finds pending migrations. */
+export class SchemaNotCurrentError extends Error {
+  constructor(readonly schemaName: string, readonly version: number) {
+    super(
+      `PostgreSQL schema "${schemaName}" is at version ${version}; this Switchboard needs version ${LATEST_VERSION}: run the migrations (PostgresStorage.migrate, or start once with migrate: true)`
+    )
+    this.name = "SchemaNotCurrentError"
+  }
+}
+
+/**
+ * Brings `schemaName` up to {@link LATEST_VERSION} (docs/storage.md "PostgreSQL"): in one
+ * transaction under an advisory lock (two processes starting at once migrate once; the
+ * second finds the work done), creates the schema, `pg_trgm` when missing, the
+ * `schema_migrations` table and every pending step. A database newer than the code fails
+ * with {@link SchemaTooNewError} and changes nothing. Fails with `StorageError` (operation
+ * `"migrate"`).
+ */
+export const migrate = (pool: Pg.Pool, schemaName: string): Effect.Effect<number, StorageError> =>
+  attempt("migrate", async () => {
+    const client = await pool.connect()
+    let broken: Error | undefined
+    try {
+      await client.query("BEGIN")
+      try {
+        await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY])
+        const version = await currentVersion(client, schemaName)
+        if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
+        if (version < LATEST_VERSION) {
+          const schema = quoteIdentifier(schemaName)
+          await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+          await client.query("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+          const trigram = await client.query<{ schema: string }>(
+            "SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+          )
+          const context: SchemaContext = { schema, trigramSchema: quoteIdentifier(trigram.rows[0]!.schema) }
+          await client.query(
+            `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+              version integer PRIMARY KEY,
+              name text NOT NULL,
+              applied_at timestamptz NOT NULL DEFAULT now()
+            )`
+          )
+          for (const migration of migrations) {
+            if (migration.version <= version) continue
+            await client.query(migration.sql(context))
+            await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [
+              migration.version,
+              migration.name
+            ])
+          }
+        }
+        await client.query("COMMIT")
+        return LATEST_VERSION
+      } catch (error) {
+        await client.query("ROLLBACK").catch((rollbackError: Error) => {
+          broken = rollbackError
+        })
+        throw error
+      }
+    } finally {
+      client.release(broken)
+    }
+  })
+
+/**
+ * Checks, without changing anything, that `schemaName` is at {@link LATEST_VERSION}
+ * (`migrate: false`): fails with `StorageError` (operation `"migrate"`) whose cause is
+ * {@link SchemaNotCurrentError} or {@link SchemaTooNewError}.
+ */
+export const checkCurrent = (pool: Pg.Pool, schemaName: string): Effect.Effect<number, StorageError> =>
+  attempt("migrate", async () => {
+    const client = await pool.connect()
+    try {
+      const version = await currentVersion(client, schemaName)
+      if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
+      if (version < LATEST_VERSION) throw new SchemaNotCurrentError(schemaName, version)
+      return version
+    } finally {
+      client.release()
+    }
+  })
+

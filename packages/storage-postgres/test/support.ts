@@ -1,0 +1,74 @@
+import { randomUUID } from "node:crypto"
+import Pg from "pg"
+import { Effect, Layer } from "effect"
+import type { Storage } from "@switchboard/core"
+import { PostgresStorage } from "@switchboard/storage-postgres"
+
+/**
+ * The PostgreSQL server the tests run against: `POSTGRES_URL` (`.ci/run` sets it to the
+ * local server, postgres://postgres@127.0.0.1:5432/postgres). Without it every PostgreSQL
+ * test skips, and this says why once per file.
+ */
+export const postgresUrl: string | undefined = process.env.POSTGRES_URL === "" ? undefined : process.env.POSTGRES_URL
+
+/** `true` when the PostgreSQL tests must skip (no `POSTGRES_URL`). */
+export const skipWithoutPostgres = postgresUrl === undefined
+if (skipWithoutPostgres) {
+  console.warn("storage-postgres: POSTGRES_URL is not set; the tests against a PostgreSQL server are skipped")
+}
+
+/**
+ * The test schemas of one test file: `fresh()` names a new schema (`switchboard_test_…`),
+ * `drop()` drops every schema it named (run it in `afterAll`), `empty(name)` empties every
+ * table of a migrated schema but `schema_migrations` (faster than migrating a schema per
+ * test: DESIGN's "one migrated schema per test file, emptied between tests").
+ */
+export const testSchemas = () => {
+  const names: Array<string> = []
+  let admin: Pg.Pool | undefined
+  const adminPool = () => (admin ??= new Pg.Pool({ connectionString: postgresUrl!, max: 2 }))
+  return {
+    fresh: (): string => {
+      const name = `switchboard_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`
+      names.push(name)
+      return name
+    },
+    empty: async (schema: string): Promise<void> => {
+      const tables = await adminPool().query<{ name: string }>(
+        "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 AND tablename <> 'schema_migrations'",
+        [schema]
+      )
+      if (tables.rows.length === 0) return
+      await adminPool().query(
+        `TRUNCATE ${tables.rows.map(({ name }) => `"${schema}"."${name}"`).join(", ")} RESTART IDENTITY CASCADE`
+      )
+    },
+    drop: async (): Promise<void> => {
+      if (postgresUrl === undefined) return
+      const pool = adminPool()
+      try {
+        for (const name of names.splice(0)) await pool.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`)
+      } finally {
+        admin = undefined
+        await pool.end()
+      }
+    },
+    /** The admin pool (for checks a test makes behind the store's back). */
+    pool: adminPool
+  }
+}
+
+/**
+ * A Layer of {@link PostgresStorage} on `schema` that first empties it (`empty`) when
+ * `emptyFirst`: a fresh, empty store per test on the file's one migrated schema.
+ */
+export const storageLayer = (
+  schemas: ReturnType<typeof testSchemas>,
+  schema: string,
+  emptyFirst: boolean
+): Layer.Layer<Storage, unknown> =>
+  Layer.unwrapEffect(
+    Effect.promise(() => (emptyFirst ? schemas.empty(schema) : Promise.resolve())).pipe(
+      Effect.as(PostgresStorage.layer({ connectionString: postgresUrl!, schema, poolSize: 4 }))
+    )
+  )
