@@ -20,7 +20,8 @@ export class InvalidConfiguration extends Data.TaggedError("InvalidConfiguration
 
 /**
  * Where the data lives, parsed from `DATABASE_URL` (docs/configuration.md): a SQLite file (an
- * absolute `filename`), the in-memory store of one process, or a MongoDB server.
+ * absolute `filename`), the in-memory store of one process, a MongoDB server, or a
+ * PostgreSQL server (with the schema from `DATABASE_SCHEMA`, default `switchboard`).
  *
  * @category models
  */
@@ -28,6 +29,7 @@ export type DatabaseLocation =
   | { readonly _tag: "Sqlite"; readonly filename: string }
   | { readonly _tag: "Memory" }
   | { readonly _tag: "MongoDb"; readonly url: string }
+  | { readonly _tag: "Postgres"; readonly url: string; readonly schema: string }
 
 /**
  * Settings of the standalone server: the interface and port to listen on (`port` 0 asks
@@ -49,6 +51,14 @@ export interface ServerConfig {
  * @category config
  */
 export const DEFAULT_DATABASE_URL = "sqlite:./data/switchboard.db"
+
+/**
+ * The PostgreSQL schema Switchboard's tables live in when `DATABASE_SCHEMA` is unset
+ * (docs/configuration.md).
+ *
+ * @category config
+ */
+export const DEFAULT_DATABASE_SCHEMA = "switchboard"
 
 /**
  * The directory relative SQLite paths are resolved against: npm's `INIT_CWD` (the
@@ -130,14 +140,17 @@ export const loadConfig = <A>(config: Config.Config<A>): Effect.Effect<A, Invali
  *   `sqlite:///var/db/s.db`) is used as it is, a relative one (`sqlite:./data/s.db`,
  *   `sqlite:s.db`) is resolved against `baseDirectory`;
  * - `memory:`: the in-memory store of one process;
- * - `mongodb://…` / `mongodb+srv://…`: MongoDB.
+ * - `mongodb://…` / `mongodb+srv://…`: MongoDB;
+ * - `postgres://…` / `postgresql://…`: PostgreSQL, its tables in the schema `schema`
+ *   (`DATABASE_SCHEMA`, default `switchboard`).
  * Anything else fails with an {@link InvalidConfiguration} naming the accepted forms.
  *
  * @category config
  */
 export const parseDatabaseUrl = (
   url: string,
-  baseDirectory: string = process.env.INIT_CWD ?? process.cwd()
+  baseDirectory: string = process.env.INIT_CWD ?? process.cwd(),
+  schema: string = process.env.DATABASE_SCHEMA?.trim() || DEFAULT_DATABASE_SCHEMA
 ): Either.Either<DatabaseLocation, InvalidConfiguration> => {
   const value = url.trim()
   if (value.startsWith("sqlite:")) return parseSqlitePath(value.slice("sqlite:".length), baseDirectory)
@@ -145,11 +158,14 @@ export const parseDatabaseUrl = (
   if (value.startsWith("mongodb://") || value.startsWith("mongodb+srv://")) {
     return Either.right({ _tag: "MongoDb", url: value })
   }
+  if (value.startsWith("postgres://") || value.startsWith("postgresql://")) {
+    return Either.right({ _tag: "Postgres", url: value, schema })
+  }
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]
   const got = value === "" ? "an empty value" : scheme === undefined ? `"${value}"` : `scheme "${scheme}:"`
   return Either.left(
     new InvalidConfiguration({
-      message: `DATABASE_URL must be sqlite:PATH, memory: or mongodb://… (got ${got})`
+      message: `DATABASE_URL must be sqlite:PATH, memory:, postgres://… or mongodb://… (got ${got})`
     })
   )
 }
@@ -162,7 +178,9 @@ export const parseDatabaseUrl = (
  * (database from the URL's path, default `switchboard`), waiting at most
  * {@link MONGODB_CONNECT_TIMEOUT_MS} for a server unless the URL sets
  * `serverSelectionTimeoutMS`; a server that cannot be reached fails with an
- * {@link InvalidConfiguration} naming the URL without its credentials.
+ * {@link InvalidConfiguration} naming the URL without its credentials. For PostgreSQL it
+ * opens a pool with `@switchboard/storage-postgres` and migrates `location.schema`; a
+ * server that cannot be reached (or a schema newer than this code) fails the same way.
  *
  * @category layers
  */
@@ -174,6 +192,8 @@ export const storageLayerFor = (
       return MemoryStorage.layer
     case "MongoDb":
       return mongoStorageLayer(location.url)
+    case "Postgres":
+      return postgresStorageLayer(location.url, location.schema)
     case "Sqlite":
       return Layer.unwrapEffect(
         Effect.as(createParentDirectory(location.filename), SqliteStorage.layer({ filename: location.filename }))
@@ -242,6 +262,28 @@ const mongoStorageLayerOf = (
           : error
       )
     )
+  )
+
+/**
+ * The PostgreSQL storage, its package loaded only when a `postgres://` URL asks for it.
+ */
+const postgresStorageLayer = (url: string, schema: string): Layer.Layer<Storage, InvalidConfiguration | StorageError> =>
+  layerOnImport(
+    () => import("@switchboard/storage-postgres"),
+    ({ PostgresStorage }) =>
+      PostgresStorage.layer({ connectionString: url, schema }).pipe(
+        Layer.catchAll((error) =>
+          Layer.fail(
+            error.operation === "migrate"
+              ? new InvalidConfiguration({
+                  message: `DATABASE_URL ${PostgresStorage.redactUrl(url)}: cannot open the PostgreSQL store (${PostgresStorage.redactUrl(
+                    error.cause instanceof Error ? error.cause.message : String(error.cause)
+                  )})`
+                })
+              : error
+          )
+        )
+      )
   )
 
 const parseSqlitePath = (

@@ -7,8 +7,8 @@ import { layerOnImport } from "./lazyLayer.js"
 
 /**
  * Where the standalone server keeps its rate-limit counters (docs/rate-limits.md "Stores"):
- * in this process's memory, in Redis, or in the SQLite file or MongoDB database of
- * `DATABASE_URL`.
+ * in this process's memory, in Redis, or in the SQLite file, PostgreSQL schema or MongoDB
+ * database of `DATABASE_URL`.
  *
  * @category models
  */
@@ -17,6 +17,7 @@ export type RateLimitStoreChoice =
   | { readonly _tag: "Redis"; readonly url: string }
   | { readonly _tag: "Sqlite"; readonly filename: string }
   | { readonly _tag: "MongoDb"; readonly url: string }
+  | { readonly _tag: "Postgres"; readonly url: string; readonly schema: string }
 
 /**
  * The rate-limit settings of docs/rate-limits.md, read from the environment:
@@ -73,7 +74,7 @@ export const rateLimitFileOf = (filename: string): string => (filename === ":mem
  * Picks the store (docs/rate-limits.md "Stores"): `DEVELOPER_API_RATE_LIMIT_REDIS_DISABLED=1`
  * → memory (per instance); else `REDIS_URL` → Redis (shared by every instance on it); else
  * the configured storage: for SQLite the counters file {@link rateLimitFileOf} the database
- * (shared by every process on that database), the MongoDB
+ * (shared by every process on that database), the PostgreSQL schema or the MongoDB
  * database (shared by every instance on it), memory for `memory:` (which is per process
  * anyway).
  *
@@ -89,6 +90,8 @@ export const rateLimitStoreFor = (config: RateLimitConfig, database: DatabaseLoc
       return { _tag: "Memory" }
     case "MongoDb":
       return { _tag: "MongoDb", url: database.url }
+    case "Postgres":
+      return { _tag: "Postgres", url: database.url, schema: database.schema }
   }
 }
 
@@ -131,6 +134,11 @@ const storeLayerFor = (choice: RateLimitStoreChoice): Layer.Layer<RateLimitStore
       return layerOnImport(
         () => import("@switchboard/storage-mongodb"),
         ({ MongoRateLimitStore }) => MongoRateLimitStore.layer({ url: choice.url })
+      )
+    case "Postgres":
+      return layerOnImport(
+        () => import("@switchboard/storage-postgres"),
+        ({ PostgresRateLimitStore }) => PostgresRateLimitStore.layer({ connectionString: choice.url, schema: choice.schema })
       )
   }
 }

@@ -34,7 +34,7 @@ export const secretKeyFileOf = (sqliteFilename: string): string => join(dirname(
  * Finds the secret key (docs/channels.md "The secret key"), the same way for the server
  * and the admin CLI so both encrypt and decrypt alike:
  * 1. `SWITCHBOARD_SECRET_KEY` when set (malformed → {@link InvalidConfiguration} naming it);
- * 2. with `mongodb://`: none; the server (`create`) fails naming the variable, since
+ * 2. with `mongodb://` or `postgres://`: none; the server (`create`) fails naming the variable, since
  *    every instance sharing the database must share the key;
  * 3. with SQLite: `<data dir>/secret.key` when it exists (malformed → an error naming the
  *    file); when it does not and `create` is set, a new random key is written there
@@ -56,10 +56,11 @@ export const loadSecretKey = (
       if (Option.isSome(text)) return Effect.map(parsed(text.value, SECRET_KEY_VARIABLE), (key) => Option.some({ key, note: undefined }))
       switch (database._tag) {
         case "MongoDb":
+        case "Postgres":
           return options.create
             ? Effect.fail(
                 new InvalidConfiguration({
-                  message: `${SECRET_KEY_VARIABLE} is required with a mongodb:// DATABASE_URL (every instance sharing the database must use the same key)`
+                  message: `${SECRET_KEY_VARIABLE} is required with a ${database._tag === "MongoDb" ? "mongodb://" : "postgres://"} DATABASE_URL (every instance sharing the database must use the same key)`
                 })
               )
             : Effect.succeedNone

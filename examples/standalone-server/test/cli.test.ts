@@ -92,7 +92,7 @@ describe.concurrent("bad arguments", () => {
     expect(mongo.stderr).not.toContain("secret")
     const invalid = await runCli(["org", "list"], { DATABASE_URL: "switchboard.db" })
     expect(invalid).toMatchObject({ code: 1, stdout: "" })
-    expect(invalid.stderr).toContain("DATABASE_URL must be sqlite:PATH, memory: or mongodb://…")
+    expect(invalid.stderr).toContain("DATABASE_URL must be sqlite:PATH, memory:, postgres://… or mongodb://…")
   })
 })
 

@@ -65,7 +65,7 @@ describe("parseDatabaseUrl", () => {
   })
 
   it("rejects other values with a message naming the accepted forms, never echoing credentials", () => {
-    expect(parseError("")).toMatch(/DATABASE_URL must be sqlite:PATH, memory: or mongodb:\/\/… \(got an empty value\)/)
+    expect(parseError("")).toMatch(/DATABASE_URL must be sqlite:PATH, memory:, postgres:\/\/… or mongodb:\/\/… \(got an empty value\)/)
     expect(parseError("sqlite:")).toMatch(/needs a file path/)
     expect(parseError("sqlite://host/s.db")).toMatch(/not supported/)
     expect(parseError("memory:extra")).toMatch(/DATABASE_URL must be/)
@@ -104,7 +104,7 @@ describe("serverConfig", () => {
     const message = Either.isLeft(config) ? config.left.message : ""
     expect(message).toContain("HOST must not be empty")
     expect(message).toContain("PORT must be an integer")
-    expect(message).toContain('DATABASE_URL must be sqlite:PATH, memory: or mongodb://… (got scheme "redis:")')
+    expect(message).toContain('DATABASE_URL must be sqlite:PATH, memory:, postgres://… or mongodb://… (got scheme "redis:")')
   })
 
   it("reads DATABASE_URL alone for the admin CLI", async () => {

@@ -1,8 +1,10 @@
 import { spawn, type ChildProcess } from "node:child_process"
+import { randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import Pg from "pg"
 
 /** The built admin CLI and server: the tests run what users run. */
 export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
@@ -37,6 +39,53 @@ export const removeTemporaryDirectories = (): void => {
 
 const temporaryDirectories: Array<string> = []
 
+/**
+ * The PostgreSQL server of the two-process tests on PostgreSQL: `POSTGRES_URL` (`.ci/run`
+ * sets it to the local server). Unset: those tests skip, and {@link databases} says why.
+ */
+export const postgresUrl: string | undefined = process.env.POSTGRES_URL === "" ? undefined : process.env.POSTGRES_URL
+
+/** The secret key the PostgreSQL tests give every process (PostgreSQL requires one). */
+const POSTGRES_SECRET_KEY = "5".repeat(64)
+
+/**
+ * A fresh store for the server and CLI environment of one test: `sqlite` → a new file
+ * ({@link temporaryDatabaseUrl}); `postgres` → `POSTGRES_URL` with a new schema
+ * (`DATABASE_SCHEMA`, dropped by {@link dropTemporarySchemas}) and `SWITCHBOARD_SECRET_KEY`.
+ */
+export const temporaryDatabaseEnv = (store: TestStore): Record<string, string> => {
+  if (store === "sqlite") return { DATABASE_URL: temporaryDatabaseUrl() }
+  const schema = `switchboard_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`
+  temporarySchemas.push(schema)
+  return { DATABASE_URL: postgresUrl!, DATABASE_SCHEMA: schema, SWITCHBOARD_SECRET_KEY: POSTGRES_SECRET_KEY }
+}
+
+/** The stores the two-process tests run on. */
+export type TestStore = "sqlite" | "postgres"
+
+/**
+ * The stores a two-process test runs on: SQLite always, PostgreSQL when `POSTGRES_URL` is
+ * set (else a line says it is skipped), for `describe.each(databases())`.
+ */
+export const databases = (): Array<TestStore> => {
+  if (postgresUrl !== undefined) return ["sqlite", "postgres"]
+  console.warn("standalone-server: POSTGRES_URL is not set; the two-process tests on PostgreSQL are skipped")
+  return ["sqlite"]
+}
+
+const temporarySchemas: Array<string> = []
+
+/** Drops every schema made by {@link temporaryDatabaseEnv} (for `afterAll`). */
+export const dropTemporarySchemas = async (): Promise<void> => {
+  if (postgresUrl === undefined || temporarySchemas.length === 0) return
+  const pool = new Pg.Pool({ connectionString: postgresUrl, max: 1 })
+  try {
+    for (const schema of temporarySchemas.splice(0)) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await pool.end()
+  }
+}
+
 /** What a finished command printed and its exit code. */
 export interface CommandResult {
   readonly code: number | null
@@ -46,7 +95,7 @@ export interface CommandResult {
 
 /** The environment of a child process: this one's, minus the server variables, plus `env`. */
 export const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv => {
-  const { HOST: _host, PORT: _port, DATABASE_URL: _databaseUrl, ...inherited } = process.env
+  const { HOST: _host, PORT: _port, DATABASE_URL: _databaseUrl, DATABASE_SCHEMA: _schema, ...inherited } = process.env
   return { ...inherited, ...env }
 }
 

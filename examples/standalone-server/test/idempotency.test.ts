@@ -5,7 +5,9 @@ import {
   removeTemporaryDirectories,
   runCliJson,
   startServer,
-  temporaryDatabaseUrl,
+  databases,
+  dropTemporarySchemas,
+  temporaryDatabaseEnv,
   type RunningServer
 } from "./helpers.js"
 
@@ -16,9 +18,10 @@ import {
  */
 beforeAll(assertBuilt)
 afterEach(killServers)
-afterAll(() => {
+afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
+  await dropTemporarySchemas()
 })
 
 interface Reply {
@@ -46,9 +49,9 @@ const call = async (server: RunningServer, apiKey: string, method: string, path:
   return reply
 }
 
-describe("Idempotency-Key across two server processes on one SQLite file", () => {
+describe.each(databases())("Idempotency-Key across two server processes on one %s database", (store) => {
   it("20 concurrent identical sends with one key create exactly one message", async () => {
-    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const env = temporaryDatabaseEnv(store)
     const org = await runCliJson<{ api_key: string }>(["org", "create", "--name", "Acme"], env)
     const servers = await Promise.all([startServer(env), startServer(env)])
     const body = { phone: "+31612345678", message: "Your order shipped" }

@@ -4,8 +4,10 @@ import {
   killServers,
   removeTemporaryDirectories,
   runCliJson,
+  databases,
+  dropTemporarySchemas,
   startServer,
-  temporaryDatabaseUrl,
+  temporaryDatabaseEnv,
   type RunningServer
 } from "./helpers.js"
 
@@ -22,9 +24,10 @@ interface Reply {
 
 beforeAll(assertBuilt)
 afterEach(killServers)
-afterAll(() => {
+afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
+  await dropTemporarySchemas()
 })
 
 const call = async (server: RunningServer, apiKey: string, method: string, path: string, body?: unknown): Promise<Reply> => {
@@ -45,9 +48,9 @@ const rows = (from: number, count: number) =>
 const statusCounts = (replies: ReadonlyArray<Reply>) =>
   replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
 
-describe("plan limits across two server processes on one SQLite file (docs/storage.md 'What each guarantees')", () => {
+describe.each(databases())("plan limits across two server processes on one %s database (docs/storage.md 'What each guarantees')", (store) => {
   it("never stores more than contacts_limit or label_limit, whichever process answers", async () => {
-    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const env = temporaryDatabaseEnv(store)
     const org = await runCliJson<Created>(
       ["org", "create", "--name", "Limited", "--contacts-limit", "50", "--label-limit", "5"],
       env
@@ -78,11 +81,11 @@ describe("plan limits across two server processes on one SQLite file (docs/stora
     for (const server of servers) {
       expect((await call(server, org.api_key, "GET", "/labels")).body.data?.pagination?.total).toBe(5)
     }
-    for (const server of servers) expect(server.output().stderr).not.toMatch(/"status":500|StorageError|SQLITE_BUSY/)
+    for (const server of servers) expect(server.output().stderr).not.toMatch(/"status":500|StorageError|SQLITE_BUSY|deadlock/)
   })
 
   it("one new label name created at both processes at once is stored once", async () => {
-    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+    const env = temporaryDatabaseEnv(store)
     const org = await runCliJson<Created>(["org", "create", "--name", "Names"], env)
     const servers = await Promise.all([startServer(env), startServer(env)])
     const replies = await Promise.all(

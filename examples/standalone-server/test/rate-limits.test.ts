@@ -6,7 +6,10 @@ import {
   killServers,
   removeTemporaryDirectories,
   runCliJson,
+  dropTemporarySchemas,
+  postgresUrl,
   startServer,
+  temporaryDatabaseEnv,
   temporaryDatabaseUrl,
   type RunningServer
 } from "./helpers.js"
@@ -24,9 +27,10 @@ interface Created {
 
 beforeAll(assertBuilt)
 afterEach(killServers)
-afterAll(() => {
+afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
+  await dropTemporarySchemas()
 })
 
 /** One `GET /verify`: status, the rate-limit headers and the error code, if any. */
@@ -62,16 +66,19 @@ const awaitRoomInWindow = async (windowMs: number, marginMs: number): Promise<vo
   while (windowMs - (Date.now() % windowMs) < marginMs) await new Promise((resolve) => setTimeout(resolve, 20))
 }
 
-/** Two servers with `env` on one SQLite file, and an organization made by the CLI on it. */
-const twoServers = async (env: Record<string, string>) => {
-  const shared = { DATABASE_URL: temporaryDatabaseUrl(), ...env }
+/**
+ * Two servers with `env` on one SQLite file (or, when `env.STORE` is `postgres`, one
+ * PostgreSQL schema), and an organization made by the CLI on it.
+ */
+const twoServers = async ({ STORE, ...env }: Record<string, string>) => {
+  const shared = { ...temporaryDatabaseEnv(STORE === "postgres" ? "postgres" : "sqlite"), ...env }
   const org = await runCliJson<Created>(["org", "create", "--name", "Acme"], shared)
   const servers = [await startServer(shared), await startServer(shared)]
   return { org, servers }
 }
 
 /** The proofs, for one store choice (`env` selects it). */
-const proofs = (store: "sqlite" | "redis", env: Record<string, string>) => {
+const proofs = (store: "sqlite" | "redis" | "postgres", env: Record<string, string>) => {
   it("exactly MAX of concurrent requests across both processes are accepted, the rest 429; 401s consume nothing", async () => {
     const { org, servers } = await twoServers({ ...env, DEVELOPER_API_RATE_LIMIT_MAX: "10" })
     for (const server of servers) expect(server.output().stderr).toContain(`general 10 per 3600000 ms`)
@@ -135,6 +142,11 @@ describe("two server processes sharing one SQLite file (store sqlite)", () => {
     expect(buckets(filename)).toBe(0)
   }, 60_000)
 })
+
+describe.skipIf(postgresUrl === undefined)("two server processes sharing one PostgreSQL schema (store postgres)", () => {
+  proofs("postgres", { REDIS_URL: "", STORE: "postgres" })
+})
+if (postgresUrl === undefined) console.warn("skipped: POSTGRES_URL is not set, so the two-process PostgreSQL rate-limit proofs do not run")
 
 describe.skipIf(redisUrl === "")("two server processes sharing Redis (store redis)", () => {
   proofs("redis", { REDIS_URL: redisUrl })

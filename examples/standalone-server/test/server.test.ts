@@ -6,7 +6,10 @@ import {
   removeTemporaryDirectories,
   runCliJson,
   runServerToExit,
+  databases,
+  dropTemporarySchemas,
   startServer,
+  temporaryDatabaseEnv,
   temporaryDatabaseUrl,
   type RunningServer
 } from "./helpers.js"
@@ -32,14 +35,15 @@ const terminate = async (server: RunningServer) => {
 
 beforeAll(assertBuilt)
 afterEach(killServers)
-afterAll(() => {
+afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
+  await dropTemporarySchemas()
 })
 
 describe("standalone server end to end", () => {
-  it("serves keys made by the CLI: 200, then 401 once revoked, 403 when inactive or without API access", async () => {
-    const env = { DATABASE_URL: temporaryDatabaseUrl() }
+  it.each(databases())("serves keys made by the CLI (%s): 200, then 401 once revoked, 403 when inactive or without API access", async (store) => {
+    const env = temporaryDatabaseEnv(store)
     const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     expect(server.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/api$/)
@@ -184,7 +188,12 @@ describe("standalone server end to end", () => {
       },
       "DATABASE_URL mongodb://127.0.0.1:9/switchboard?serverSelectionTimeoutMS=300: cannot reach the MongoDB server"
     ],
-    [{ DATABASE_URL: "postgres://localhost/switchboard" }, "DATABASE_URL must be sqlite:PATH, memory: or mongodb://…"]
+    [{ DATABASE_URL: "redis://localhost/switchboard" }, "DATABASE_URL must be sqlite:PATH, memory:, postgres://… or mongodb://…"],
+    [{ DATABASE_URL: "postgres://localhost/switchboard" }, "SWITCHBOARD_SECRET_KEY is required with a postgres:// DATABASE_URL"],
+    [
+      { DATABASE_URL: "postgres://admin:secret@127.0.0.1:9/switchboard", SWITCHBOARD_SECRET_KEY: "a".repeat(64) },
+      "DATABASE_URL postgres://127.0.0.1:9/switchboard: cannot open the PostgreSQL store"
+    ]
   ])("exits 1 with a clear message for %j", async (variables, message) => {
     const result = await runServerToExit({ PORT: "0", DATABASE_URL: "memory:", ...variables })
     expect(result.code).toBe(1)

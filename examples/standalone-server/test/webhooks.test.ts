@@ -9,7 +9,10 @@ import {
   removeTemporaryDirectories,
   runCliJson,
   startServer,
-  temporaryDatabaseUrl,
+  databases,
+  dropTemporarySchemas,
+  temporaryDatabaseEnv,
+  type TestStore,
   type RunningServer
 } from "./helpers.js"
 
@@ -75,6 +78,7 @@ afterEach(killServers)
 afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
+  await dropTemporarySchemas()
   receiver.closeAllConnections()
   await new Promise((resolve) => receiver.close(resolve))
 })
@@ -127,8 +131,8 @@ const expectNoSecretIn = (servers: ReadonlyArray<RunningServer>) => {
   }
 }
 
-const environment = (extra: Record<string, string> = {}) => ({
-  DATABASE_URL: temporaryDatabaseUrl(),
+const environment = (extra: Record<string, string> = {}, store: TestStore = "sqlite"): Record<string, string> => ({
+  ...temporaryDatabaseEnv(store),
   SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE: "1",
   ...extra
 })
@@ -154,7 +158,7 @@ describe("standalone server: outgoing webhooks", () => {
     await createEndpoint(server, api_key)
     await runCliJson(["seed", "--org", org_id, "--contacts", "20", "--chats", "10", "--seed", "7"], env)
     const eventRows = () => {
-      const db = new Database(env.DATABASE_URL.slice("sqlite:".length), { readonly: true })
+      const db = new Database(env.DATABASE_URL!.slice("sqlite:".length), { readonly: true })
       try {
         return (db.prepare("SELECT COUNT(*) AS count FROM webhook_events").get() as { count: number }).count
       } finally {
@@ -193,9 +197,11 @@ describe("standalone server: outgoing webhooks", () => {
     expect(unverified).toEqual([])
     expectNoSecretIn([first, second])
   }, 60_000)
+})
 
-  it("two server processes on one SQLite file deliver 20 events with no duplicate webhook-id", async () => {
-    const env = environment()
+describe.each(databases())("standalone server: outgoing webhooks from two processes (%s)", (store) => {
+  it(`two server processes on one ${store} database deliver 20 events with no duplicate webhook-id`, async () => {
+    const env = environment({}, store)
     const { api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
     const [one, two] = await Promise.all([startServer(env), startServer(env)])
     await createEndpoint(one!, api_key)

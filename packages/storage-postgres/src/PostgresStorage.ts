@@ -152,3 +152,18 @@ const close = (pool: Pg.Pool): Effect.Effect<void> =>
   attempt("close", () => pool.end()).pipe(
     Effect.catchAll((error) => Effect.logWarning("Closing the PostgreSQL pool failed", error.cause))
   )
+
+/**
+ * A connection string (or a driver message quoting one) safe to show: the user and
+ * password (`user:pass@`) and any `password=` parameter removed, for example
+ * `postgres://app:secret@db:5432/app?sslmode=require&password=x` →
+ * `postgres://db:5432/app?sslmode=require`.
+ *
+ * @category utils
+ */
+export const redactUrl = (text: string): string =>
+  text
+    .trim()
+    .replace(/(postgres(?:ql)?:\/\/)[^@/?#\s]*@/gi, "$1")
+    .replace(/([?&])password=[^&#\s]*&?/gi, "$1")
+    .replace(/[?&]$/, "")

@@ -42,7 +42,7 @@ export const runAdminCommand = async <A, E>(
         (database) => database._tag !== "Memory",
         () =>
           new InvalidConfiguration({
-            message: "memory: storage lives only inside a server process; use sqlite:PATH or mongodb://… for the admin CLI"
+            message: "memory: storage lives only inside a server process; use sqlite:PATH, postgres://… or mongodb://… for the admin CLI"
           })
       )
     )
@@ -72,7 +72,7 @@ export const runAdminCommand = async <A, E>(
 
 /**
  * The CLI's stderr lines about the store it opened (docs/standalone-server.md "Admin
- * CLI"): `Database: sqlite:/absolute/path.db` (or the MongoDB URL without its
+ * CLI"): `Database: sqlite:/absolute/path.db` (or the PostgreSQL or MongoDB URL without its
  * credentials), and, when the SQLite file did not exist before the command (`existed`
  * false), a warning that a new, empty database was created, since a server on another
  * `DATABASE_URL` will not know what the command writes.
@@ -91,6 +91,10 @@ export const describeOpenedDatabase = async (location: DatabaseLocation, existed
       // Already loaded: the store was opened through it.
       const { MongoStorage } = await import("@switchboard/storage-mongodb")
       return `Database: ${MongoStorage.redactUrl(location.url)}\n`
+    }
+    case "Postgres": {
+      const { PostgresStorage } = await import("@switchboard/storage-postgres")
+      return `Database: ${PostgresStorage.redactUrl(location.url)} (schema ${location.schema})\n`
     }
     case "Memory":
       return "Database: memory:\n"
