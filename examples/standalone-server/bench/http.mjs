@@ -7,6 +7,10 @@
 //                  vs Express 5 + express-rate-limit + pino + the same key lookup (Switchboard >= 2x)
 //   GET /contacts  (page 1, 20 of BENCH_HTTP_CONTACTS) vs node:http + better-sqlite3 with the
 //                  same key check and the same queries                               (>= 0.6x)
+// and, when POSTGRES_URL is set, the same on PostgreSQL (DATABASE_URL=postgres://…, a fresh
+// schema dropped at the end) against a hand-written node:http + pg endpoint running the
+// same statements (servers/postgres-baseline.mjs): GET /verify >= 0.6x (CPU per request
+// <= 2x), GET /contacts >= 0.6x.
 // Before measuring, every baseline must answer what Switchboard answers (verify bytes,
 // the same contacts page, 401 for a wrong key). Each round starts every server afresh, in
 // alternating order; the median round is kept and the spread (min–max) printed. Every
@@ -18,6 +22,7 @@ import autocannon from "autocannon"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import {
   createOrganization,
+  dropPostgresSchemas,
   expectStatus,
   median,
   processCpuSeconds,
@@ -25,7 +30,8 @@ import {
   runIfMain,
   SERVERS,
   startServer,
-  temporaryDirectory
+  temporaryDirectory,
+  temporaryPostgresSchema
 } from "./lib.mjs"
 
 const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 8)
@@ -90,15 +96,73 @@ const seedContacts = async (url, headers) => {
   return requests
 }
 
+/**
+ * The stores measured: SQLite (the defaults, with the Express baseline) and, when
+ * `POSTGRES_URL` is set, PostgreSQL (DESIGN's "every store": the standalone server on
+ * `DATABASE_URL=postgres://…` beside a hand-written node:http + pg endpoint running the same
+ * statements; servers/postgres-baseline.mjs).
+ */
+const STORES = {
+  sqlite: {
+    title: "SQLite",
+    switchboard: "switchboard",
+    baseline: "baseline",
+    express: "express",
+    setup: async () => {
+      const directory = temporaryDirectory()
+      const filename = join(directory, "http.db")
+      return { directory, location: filename, storageLayer: SqliteStorage.layer({ filename }) }
+    },
+    describe: "node dist/main.js as npm start runs it (SQLite, rate-limit counters in <db>-rate-limits, a JSON log line per request to a file)",
+    verifyBaseline: "bare node:http, the same envelope bytes",
+    contactsBaseline: "node:http + better-sqlite3, key check + same queries"
+  },
+  postgres: {
+    title: "PostgreSQL",
+    switchboard: "switchboardPostgres",
+    baseline: "postgresBaseline",
+    express: undefined,
+    setup: async () => {
+      const { PostgresStorage } = await import("@switchboard/storage-postgres")
+      const schema = await temporaryPostgresSchema()
+      return {
+        directory: temporaryDirectory(),
+        location: schema,
+        storageLayer: PostgresStorage.layer({ connectionString: process.env.POSTGRES_URL, schema })
+      }
+    },
+    describe: "node dist/main.js with DATABASE_URL=postgres://… (a pool of 10, rate-limit counters in the schema's UNLOGGED rate_buckets, a JSON log line per request to a file)",
+    verifyBaseline: "node:http + pg, key look-up + rate-limit upsert",
+    contactsBaseline: "node:http + pg, key look-up + rate-limit upsert + same queries"
+  }
+}
+
 export const run = async () => {
-  const directory = temporaryDirectory()
-  const filename = join(directory, "http.db")
-  const { apiKey } = await createOrganization(SqliteStorage.layer({ filename }))
+  const sections = [await measure(STORES.sqlite)]
+  if (process.env.POSTGRES_URL) {
+    try {
+      sections.push(await measure(STORES.postgres))
+    } finally {
+      await dropPostgresSchemas()
+    }
+  } else sections.push("HTTP throughput, PostgreSQL: skipped (POSTGRES_URL is not set)")
+  return sections.join("\n\n")
+}
+
+/** Seeds, checks the baselines answer alike, measures every round and prints the figures of one store. */
+const measure = async (store) => {
+  const { directory, location, storageLayer } = await store.setup()
+  const { apiKey } = await createOrganization(storageLayer)
   const headers = { authorization: `Bearer ${apiKey}` }
   const wrongKey = { authorization: `Bearer sb_${"x".repeat(43)}` }
+  const measured = {
+    [store.baseline]: [VERIFY, CONTACTS_PAGE],
+    ...(store.express === undefined ? {} : { [store.express]: [VERIFY] }),
+    [store.switchboard]: [VERIFY, CONTACTS_PAGE]
+  }
 
   // Seed, and take Switchboard's answers the baselines must match.
-  const switchboard = await startServer("switchboard", filename, directory)
+  const switchboard = await startServer(store.switchboard, location, directory)
   const seeding = await seedContacts(switchboard.url, headers)
   const verifyBody = await expectStatus(`${switchboard.url}${VERIFY}`, { headers })
   const contactsBody = await expectStatus(`${switchboard.url}${CONTACTS_PAGE}`, { headers })
@@ -108,33 +172,35 @@ export const run = async () => {
 
   // Fairness: the same bytes for /verify, the same page for /contacts, a wrong key refused.
   const env = { BENCH_VERIFY_BODY: verifyBody }
-  const baseline = await startServer("baseline", filename, directory, env)
+  const baseline = await startServer(store.baseline, location, directory, env)
   const baselineVerify = await expectStatus(`${baseline.url}${VERIFY}`, { headers })
   const baselineContacts = await expectStatus(`${baseline.url}${CONTACTS_PAGE}`, { headers })
   await expectStatus(`${baseline.url}${CONTACTS_PAGE}`, { headers: wrongKey }, 401)
   await baseline.stop()
-  if (baselineVerify !== verifyBody) throw new Error("the bare baseline's GET /verify bytes differ from Switchboard's")
+  if (baselineVerify !== verifyBody) throw new Error(`the ${store.title} baseline's GET /verify bytes differ from Switchboard's`)
   if (baselineContacts !== contactsBody) {
-    throw new Error(`the baseline's GET /contacts page differs from Switchboard's: the comparison would be unfair\n${baselineContacts.slice(0, 400)}\n${contactsBody.slice(0, 400)}`)
+    throw new Error(`the ${store.title} baseline's GET /contacts page differs from Switchboard's: the comparison would be unfair\n${baselineContacts.slice(0, 400)}\n${contactsBody.slice(0, 400)}`)
   }
-  const express = await startServer("express", filename, directory)
-  const expressVerify = await expectStatus(`${express.url}${VERIFY}`, { headers })
-  await expectStatus(`${express.url}${VERIFY}`, { headers: wrongKey }, 401)
-  await express.stop()
-  express.checkLogged(2)
-  if (expressVerify !== verifyBody) {
-    throw new Error(`the Express baseline's GET /verify answer differs from Switchboard's:\n${expressVerify}\n${verifyBody}`)
+  if (store.express !== undefined) {
+    const express = await startServer(store.express, location, directory)
+    const expressVerify = await expectStatus(`${express.url}${VERIFY}`, { headers })
+    await expectStatus(`${express.url}${VERIFY}`, { headers: wrongKey }, 401)
+    await express.stop()
+    express.checkLogged(2)
+    if (expressVerify !== verifyBody) {
+      throw new Error(`the Express baseline's GET /verify answer differs from Switchboard's:\n${expressVerify}\n${verifyBody}`)
+    }
   }
 
   // Rounds: every server afresh, alternating order; figures[server][path] = [{rps, …}, …].
   const figures = {}
-  const names = Object.keys(MEASURED)
+  const names = Object.keys(measured)
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      const server = await startServer(name, filename, directory, name === "baseline" ? env : {})
+      const server = await startServer(name, location, directory, name === store.baseline ? env : {})
       let answered = 0
       try {
-        for (const path of MEASURED[name]) {
+        for (const path of measured[name]) {
           answered += (await load(server, path, headers, WARMUP_SECONDS)).answered
           const figure = await load(server, path, headers, SECONDS)
           answered += figure.answered
@@ -174,20 +240,33 @@ export const run = async () => {
     const mark = recordTarget(`${figure}: ${label}`, value, "least", target)
     return `    ratio ${label.padEnd(46)} ${value.toFixed(2)}x   target >= ${target}x ${mark}`
   }
+  const cpuRatio = (figure, label, name, path, against, target) => {
+    const value = kept(name, path).cpuPerRequestUs / kept(against, path).cpuPerRequestUs
+    const mark = recordTarget(`${figure}: ${label}`, value, "most", target)
+    return `    CPU per request ${label.padEnd(36)} ${value.toFixed(2)}x   target <= ${target}x ${mark}`
+  }
+  const sqlite = store.express !== undefined
   return [
-    `HTTP throughput, SQLite, ${CONNECTIONS} connections, ${SECONDS} s per figure (after ${WARMUP_SECONDS} s of warm-up), ` +
+    `HTTP throughput, ${store.title}, ${CONNECTIONS} connections, ${SECONDS} s per figure (after ${WARMUP_SECONDS} s of warm-up), ` +
       `median of ${ROUNDS} round(s), each server in its own process, started afresh each round`,
-    `  Switchboard: node dist/main.js as npm start runs it (SQLite, rate-limit counters in <db>-rate-limits, a JSON log line per request to a file)`,
+    `  Switchboard: ${store.describe}`,
     `  GET /verify (API-key check, organization envelope)`,
-    row("Switchboard", "switchboard", VERIFY),
-    row("bare node:http, the same envelope bytes", "baseline", VERIFY),
-    row(SERVERS.express.label, "express", VERIFY),
-    ratio("GET /verify", "Switchboard / bare node:http", "switchboard", VERIFY, "baseline", 0.5),
-    ratio("GET /verify", "Switchboard / Express baseline", "switchboard", VERIFY, "express", 2),
+    row("Switchboard", store.switchboard, VERIFY),
+    row(store.verifyBaseline, store.baseline, VERIFY),
+    ...(sqlite
+      ? [
+          row(SERVERS.express.label, store.express, VERIFY),
+          ratio("GET /verify", "Switchboard / bare node:http", store.switchboard, VERIFY, store.baseline, 0.5),
+          ratio("GET /verify", "Switchboard / Express baseline", store.switchboard, VERIFY, store.express, 2)
+        ]
+      : [
+          ratio("GET /verify on PostgreSQL", "Switchboard / hand-written pg endpoint", store.switchboard, VERIFY, store.baseline, 0.6),
+          cpuRatio("GET /verify on PostgreSQL", "Switchboard / hand-written", store.switchboard, VERIFY, store.baseline, 2)
+        ]),
     `  GET /contacts?page=1&per_page=20 of ${CONTACTS.toLocaleString("en")} contacts`,
-    row("Switchboard", "switchboard", CONTACTS_PAGE),
-    row("node:http + better-sqlite3, key check + same queries", "baseline", CONTACTS_PAGE),
-    ratio("GET /contacts", "Switchboard / hand-written endpoint", "switchboard", CONTACTS_PAGE, "baseline", 0.6)
+    row("Switchboard", store.switchboard, CONTACTS_PAGE),
+    row(store.contactsBaseline, store.baseline, CONTACTS_PAGE),
+    ratio(`GET /contacts${sqlite ? "" : " on PostgreSQL"}`, "Switchboard / hand-written endpoint", store.switchboard, CONTACTS_PAGE, store.baseline, 0.6)
   ].join("\n")
 }
 

@@ -99,6 +99,34 @@ export const standaloneEnv = (filename) => ({
   SWITCHBOARD_SECRET_KEY: ""
 })
 
+/** The secret key of the benches' PostgreSQL servers (PostgreSQL requires one; never a real key). */
+export const BENCH_SECRET_KEY = "7".repeat(64)
+
+/**
+ * A fresh schema name in the database of `POSTGRES_URL` for one PostgreSQL bench, dropped
+ * when this process exits normally; `undefined` (with the reason printed by the caller)
+ * when `POSTGRES_URL` is unset.
+ */
+export const temporaryPostgresSchema = async () => {
+  if (!process.env.POSTGRES_URL) return undefined
+  const schema = `switchboard_bench_${Math.random().toString(36).slice(2, 12)}`
+  benchSchemas.push(schema)
+  return schema
+}
+const benchSchemas = []
+
+/** Drops the schemas of {@link temporaryPostgresSchema} (run at the end of a bench). */
+export const dropPostgresSchemas = async () => {
+  if (benchSchemas.length === 0) return
+  const { default: Pg } = await import("pg")
+  const pool = new Pg.Pool({ connectionString: process.env.POSTGRES_URL, max: 1 })
+  try {
+    for (const schema of benchSchemas.splice(0)) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await pool.end()
+  }
+}
+
 /**
  * The servers of the HTTP and bulk benches. Each `name` is started by {@link startServer};
  * `requestLine` is what its log holds once per request (the proof its logging ran), or
@@ -123,6 +151,24 @@ export const SERVERS = {
     args: (filename) => [join(BENCH_DIRECTORY, "servers/express.mjs"), filename],
     env: () => ({}),
     requestLine: '"msg":"request"'
+  },
+  // On PostgreSQL the `filename` argument of startServer is the schema's name (in the database of POSTGRES_URL).
+  switchboardPostgres: {
+    label: "Switchboard (standalone server, defaults, DATABASE_URL=postgres://…)",
+    args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), STANDALONE_MAIN],
+    env: (schema) => ({
+      ...standaloneEnv(""),
+      DATABASE_URL: process.env.POSTGRES_URL,
+      DATABASE_SCHEMA: schema,
+      SWITCHBOARD_SECRET_KEY: BENCH_SECRET_KEY
+    }),
+    requestLine: '"message":"request"'
+  },
+  postgresBaseline: {
+    label: "hand-written node:http + pg",
+    args: (schema) => [join(BENCH_DIRECTORY, "servers/postgres-baseline.mjs"), schema],
+    env: () => ({}),
+    requestLine: null
   },
   bulkBaseline: {
     label: "hand-written node:http + libphonenumber-js + better-sqlite3",
