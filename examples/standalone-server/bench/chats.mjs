@@ -94,13 +94,13 @@ export const run = async () => {
 }
 
 /** The figure of one case: ours and the baseline, p50 and p99, and their ratios. */
-const figure = (label, query, ours, base, target) =>
+export const figure = (label, query, ours, base, target) =>
   `${label.padEnd(22)} p50 ${ours.median.toFixed(2).padStart(7)} ms  p99 ${ours.p99.toFixed(2).padStart(7)} ms | ` +
   `baseline p50 ${base.median.toFixed(2).padStart(6)} ms  p99 ${base.p99.toFixed(2).padStart(6)} ms | ` +
   `ratio p50 ${(ours.median / base.median).toFixed(1)}x  p99 ${(ours.p99 / base.p99).toFixed(1)}x | target ${target}   [${query || "no filter"}]`
 
 /** Runs `fn` WARMUP + RUNS times, one at a time; p50/p99 of the last RUNS in ms. */
-const timed = async (fn) => {
+export const timed = async (fn) => {
   const durations = []
   for (let i = 0; i < WARMUP + RUNS; i++) {
     const started = performance.now()
@@ -240,7 +240,7 @@ const schemaVersion = () =>
   )
 
 /** VmRSS and VmHWM (peak) of process `pid` in MiB, from /proc. */
-const memoryOf = (pid) => {
+export const memoryOf = (pid) => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
   const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
   return { rss: (kib("VmRSS") / 1024).toFixed(0), peak: (kib("VmHWM") / 1024).toFixed(0) }

@@ -3,7 +3,7 @@ import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { Storage, type StorageError, type StorageService } from "@switchboard/core"
 import { openPool } from "./internal/connection.js"
 import { attempt, type Database, databaseOf } from "./internal/sql.js"
-import { checkCurrent, migrate as migrateSchema } from "./migrations.js"
+import { checkCurrent, LATEST_VERSION, migrate as migrateSchema } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { broadcastRepository } from "./repositories/broadcasts.js"
 import { channelRepository } from "./repositories/channels.js"
@@ -17,6 +17,13 @@ import { outboxRepository } from "./repositories/outbox.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
+
+/**
+ * The schema version this code migrates to (the newest entry of `schema_migrations`).
+ *
+ * @category constants
+ */
+export const SCHEMA_VERSION: number = LATEST_VERSION
 
 /** Default of `schema`: the PostgreSQL schema Switchboard's tables live in. */
 export const DEFAULT_SCHEMA = "switchboard"
