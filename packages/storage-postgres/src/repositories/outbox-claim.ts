@@ -6,7 +6,8 @@ import {
   type SendClass
 } from "@switchboard/core"
 import type { Database, Sql } from "../internal/sql.js"
-import { decodeMessage, iso, MESSAGE_COLUMNS, type MessageRow } from "./outbox-rows.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
+import { iso } from "./outbox-rows.js"
 
 // The claim of the send queue (the rules of `OutboxRepository.claim`), in one transaction.
 

@@ -7,7 +7,8 @@ import {
   pacingIntervalMs
 } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
-import { decodeMessage, iso, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./outbox-rows.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./chat-rows.js"
+import { iso } from "./outbox-rows.js"
 import { insertWebhookEvents, subscribedEndpoints } from "./webhook-events.js"
 
 // The send queue's writes made inside other repositories' transactions: a message entering
@@ -75,7 +76,7 @@ export const insertOutboxMessage = async (
           $20, $21, $22, $23, 0, $24, $25, $26)
         ${head ? "ON CONFLICT (organization_id, (COALESCE(channel_uuid, '')), recipient, send_class) WHERE head DO NOTHING" : ""}`,
       [
-        ...messageValues(stored, organizationId),
+        ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, String(organizationId)),
         placement.to,
         placement.class,
         placement.expires_at,

@@ -10,8 +10,9 @@ import {
 import type { Sql } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import type { PacingRow } from "./outbox-insert.js"
-import { decodeMessage, QUEUED_COLUMNS, type QueuedRow } from "./outbox-rows.js"
-import { applyPending, applyStatus } from "./outbox-status.js"
+import { decodeMessage } from "./chat-rows.js"
+import { applyPending, applyStatus } from "./message-status.js"
+import { QUEUED_COLUMNS, type QueuedRow } from "./outbox-rows.js"
 import { recordWebhookEvent } from "./webhook-events.js"
 
 // The send queue's moves of one message, inside the caller's transaction: a dispatcher's

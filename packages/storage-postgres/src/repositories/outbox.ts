@@ -4,7 +4,7 @@ import { attempt, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { anyDue, claimDue } from "./outbox-claim.js"
 import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outbox-record.js"
-import { decodeMessage } from "./outbox-rows.js"
+import { decodeMessage } from "./chat-rows.js"
 import { recordWebhookEvent } from "./webhook-events.js"
 
 /**
