@@ -9,6 +9,7 @@ import {
   type TemplateWriteOutcome
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { recordWebhookEvent } from "./webhook-events.js"
 
 /**
  * `Storage.templates` on PostgreSQL: table `templates` (schema/catalog.ts), `components` a
@@ -17,7 +18,8 @@ import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../intern
  * one statement (`ON CONFLICT DO NOTHING`); `update` and `updateStatus` are each one
  * transaction holding the organization's lock, so neither races the other into a lost
  * `rejected_reason`, and an `update` racing a `create` into the same identity answers
- * `NameTaken` (the constraint refuses it). `list` reads a page and its total in one
+ * `NameTaken` (the constraint refuses it); a status change writes its
+ * `template.status_updated` event to the outbox in that transaction. `list` reads a page and its total in one
  * snapshot.
  *
  * @category repositories
@@ -66,9 +68,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
             }
             await sql.run(SQL.updateStatus, [status, rejected_reason, now, organizationId, id])
             const template: Template = { ...current, status, rejected_reason, updated_at: now }
-            // TODO(webhooks): write the `template.status_updated` event to the outbox here, in
-            // this transaction, as SQLite's `recordWebhookEvent` (webhooks.ts) does; the
-            // webhooks repository owns that.
+            await recordWebhookEvent(sql, db.schema, organizationId, "template.status_updated", now, () => template)
             return { _tag: "Updated", template, changed: true }
           },
           { lockOrganization: organizationId }
