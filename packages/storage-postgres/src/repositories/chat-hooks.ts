@@ -1,25 +1,12 @@
-import type { Message, OrganizationId, OutboxPlacement, WebhookEventType } from "@switchboard/core"
+import type { Message, OrganizationId, OutboxPlacement } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
 
-// TEMPORARY seams between the chat repository and two repositories built in parallel by
-// other helpers. At integration each becomes a re-export of the owner's function with this
-// signature:
-//   export { recordWebhookEvent } from "./webhooks.js"
+// The chat repository's seams to the repositories of other areas: the webhook outbox
+// (webhook-events.ts) and the send queue. TEMPORARY: `insertOutboxMessage` becomes
 //   export { insertOutboxMessage } from "./outbox.js"
+// (this signature) once the send queue is built.
 
-/**
- * Writes one webhook event of `type` (the record `record()` builds, called only when an
- * endpoint of the organization subscribes) and its deliveries, inside the caller's
- * transaction. TEMPORARY: writes nothing until webhooks.ts provides it.
- */
-export const recordWebhookEvent = async (
-  _sql: Sql,
-  _schema: string,
-  _organizationId: OrganizationId,
-  _type: WebhookEventType,
-  _now: string,
-  _record: () => unknown
-): Promise<void> => {}
+export { recordWebhookEvent } from "./webhook-events.js"
 
 /**
  * Inserts `message` into the send queue per `placement` (claimed or queued), inside the
