@@ -22,8 +22,8 @@ import { recordWebhookEvents } from "./webhook-events.js"
  * statement each (new contacts, updates, new groups, memberships): a handful of statements
  * for any number of rows. With `request.events !== false`, writes a `contact.created` event
  * per created contact to the outbox (one look-up when the organization has no subscribed
- * endpoint; the created contacts read back in row order, with their groups, by a fixed
- * number of statements otherwise). Returns `GroupsNotFound` or `LimitExceeded` before
+ * endpoint; otherwise the created contacts are read back in row order, with their
+ * groups, by one statement). Returns `GroupsNotFound` or `LimitExceeded` before
  * writing anything; throws the driver's error.
  *
  * The plan limit: the organization's `contact_counts` row is created when missing and
