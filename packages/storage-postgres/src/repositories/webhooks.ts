@@ -1,5 +1,286 @@
-import type { WebhookRepository } from "@switchboard/core"
-import { notBuilt } from "../internal/notBuilt.js"
-import type { RepositoryFactory } from "../internal/sql.js"
+import { Option } from "effect"
+import { applyEndpointPatch } from "@switchboard/core"
+import type {
+  ClaimedDelivery,
+  OrganizationId,
+  StoredWebhookEndpoint,
+  WebhookDeliveryAttempt,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEndpointId,
+  WebhookEndpointInsertOutcome,
+  WebhookEventType,
+  WebhookRepository
+} from "@switchboard/core"
+import { attempt, type RepositoryFactory, type Sql } from "../internal/sql.js"
 
-export const webhookRepository: RepositoryFactory<WebhookRepository> = () => notBuilt<WebhookRepository>("webhooks")
+/** A row of `webhook_endpoints` (every column but `organization_id`); `events` parsed by the driver. */
+interface EndpointRow {
+  readonly uuid: string
+  readonly url: string
+  readonly events: Array<WebhookEventType> | null
+  readonly description: string | null
+  readonly enabled: boolean
+  readonly secret_sealed: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** A claimed delivery as the claim's statement answers it. */
+interface ClaimedRow {
+  readonly id: string
+  readonly lease: string
+  readonly organization_id: string
+  readonly endpoint_uuid: string
+  readonly attempts: number
+  readonly url: string
+  readonly secret_sealed: string
+  readonly event_id: string
+  readonly event_type: WebhookEventType
+  readonly event_created_at: string
+  readonly event_data: unknown
+}
+
+/** A row of `webhook_attempts` as the lists read it. */
+interface AttemptRow {
+  readonly id: string
+  readonly delivery_id: string
+  readonly event_id: string
+  readonly event_type: WebhookEventType
+  readonly attempt: number
+  readonly status: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+  readonly attempted_at: string
+  readonly delivery_status: WebhookDeliveryStatus
+  readonly next_attempt_at: string | null
+}
+
+const ENDPOINT_COLUMNS = "uuid, url, events, description, enabled, secret_sealed, created_at, updated_at"
+const ATTEMPT_COLUMNS =
+  "id, delivery_id, event_id, event_type, attempt, status, error, duration_ms, attempted_at, delivery_status, next_attempt_at"
+
+const decodeEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  uuid: row.uuid as WebhookEndpointId,
+  url: row.url,
+  events: row.events,
+  description: row.description,
+  enabled: row.enabled,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const eventsText = (events: ReadonlyArray<WebhookEventType> | null): string | null =>
+  events === null ? null : JSON.stringify(events)
+
+const decodeAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({ ...row })
+
+/** The statements of this repository, for a schema (already quoted). */
+const statementsOf = (s: string) => ({
+  countEndpoints: `SELECT COUNT(*) AS count FROM ${s}.webhook_endpoints WHERE organization_id = $1`,
+  insertEndpoint: `INSERT INTO ${s}.webhook_endpoints
+      (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
+    VALUES ($1, $2, $3, $4::json, $5, $6, $7, $8, $9)`,
+  listEndpoints: `SELECT ${ENDPOINT_COLUMNS} FROM ${s}.webhook_endpoints WHERE organization_id = $1
+    ORDER BY created_at DESC, uuid DESC`,
+  findEndpoint: `SELECT ${ENDPOINT_COLUMNS} FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2`,
+  updateEndpoint: `UPDATE ${s}.webhook_endpoints SET url = $1, events = $2::json, description = $3, enabled = $4, updated_at = $5
+    WHERE organization_id = $6 AND uuid = $7`,
+  cancelPending: `UPDATE ${s}.webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, lease = NULL, lease_until = NULL
+    WHERE endpoint_uuid = $1 AND status = 'pending'`,
+  rotateSecret: `UPDATE ${s}.webhook_endpoints SET secret_sealed = $1, updated_at = $2 WHERE organization_id = $3 AND uuid = $4
+    RETURNING ${ENDPOINT_COLUMNS}`,
+  deleteEndpointAttempts: `DELETE FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1`,
+  // The endpoint's deliveries, then the events they referenced that no other endpoint's
+  // delivery does (the NOT EXISTS reads the statement's snapshot, so it skips the endpoint's own).
+  deleteEndpointDeliveries: `WITH gone AS (DELETE FROM ${s}.webhook_deliveries WHERE endpoint_uuid = $1 RETURNING event_id)
+    DELETE FROM ${s}.webhook_events AS v WHERE v.id IN (SELECT event_id FROM gone)
+      AND NOT EXISTS (SELECT 1 FROM ${s}.webhook_deliveries AS d WHERE d.event_id = v.id AND d.endpoint_uuid <> $1)`,
+  deleteEndpoint: `DELETE FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2`,
+  attemptsFirst: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1
+    ORDER BY attempted_at DESC, id DESC LIMIT $2`,
+  attemptsAfter: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1 AND (attempted_at, id) < ($2, $3)
+    ORDER BY attempted_at DESC, id DESC LIMIT $4`,
+  // One statement: the due deliveries in order (a range of webhook_deliveries_due), locked
+  // FOR UPDATE SKIP LOCKED (rows another claim holds are passed over, and a row another
+  // claim leased since this statement's snapshot is re-checked and dropped), each leased
+  // under a new token, answered with their endpoint and event.
+  claimDue: `WITH due AS (
+      SELECT id, next_attempt_at, seq FROM ${s}.webhook_deliveries
+      WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+      ORDER BY next_attempt_at, seq LIMIT $3
+      FOR UPDATE SKIP LOCKED
+    ), leased AS (
+      UPDATE ${s}.webhook_deliveries AS d SET lease = gen_random_uuid()::text, lease_until = $2
+      FROM due WHERE d.id = due.id
+      RETURNING d.id, d.lease, d.organization_id, d.endpoint_uuid, d.event_id, d.attempts, due.next_attempt_at, due.seq
+    )
+    SELECT l.id, l.lease, l.organization_id, l.endpoint_uuid, l.attempts, e.url, e.secret_sealed,
+      v.id AS event_id, v.type AS event_type, v.created_at AS event_created_at, v.data AS event_data
+    FROM leased AS l
+      JOIN ${s}.webhook_endpoints AS e ON e.uuid = l.endpoint_uuid
+      JOIN ${s}.webhook_events AS v ON v.id = l.event_id
+    ORDER BY l.next_attempt_at, l.seq`,
+  // One statement: the delivery's new state only while the lease holds it, and the attempt.
+  recordAttempt: `WITH held AS (
+      UPDATE ${s}.webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
+        lease = NULL, lease_until = NULL
+      WHERE id = $1 AND lease = $2 AND status = 'pending'
+      RETURNING id, endpoint_uuid, event_id, attempts
+    )
+    INSERT INTO ${s}.webhook_attempts (${ATTEMPT_COLUMNS}, endpoint_uuid, response_body)
+    SELECT $5, held.id, held.event_id, v.type, held.attempts, $6, $7, $8, $9, $3, $4, held.endpoint_uuid, $10
+    FROM held JOIN ${s}.webhook_events AS v ON v.id = held.event_id`,
+  // Every SET expression reads the row as it was: a pending delivery keeps its lease.
+  retry: `UPDATE ${s}.webhook_deliveries AS d SET status = 'pending', next_attempt_at = $1,
+      lease = CASE WHEN d.status = 'pending' THEN d.lease ELSE NULL END,
+      lease_until = CASE WHEN d.status = 'pending' THEN d.lease_until ELSE NULL END
+    WHERE d.id = $2 AND d.organization_id = $3 AND d.endpoint_uuid = $4
+      AND EXISTS (SELECT 1 FROM ${s}.webhook_endpoints AS e WHERE e.uuid = d.endpoint_uuid AND e.enabled)`,
+  pruneAttempts: `DELETE FROM ${s}.webhook_attempts AS a USING ${s}.webhook_deliveries AS d
+    WHERE a.delivery_id = d.id AND d.created_at < $1`,
+  // The old deliveries, then the events they referenced that no remaining delivery does;
+  // answers how many deliveries went.
+  pruneDeliveries: `WITH gone AS (DELETE FROM ${s}.webhook_deliveries WHERE created_at < $1 RETURNING event_id),
+    events AS (
+      DELETE FROM ${s}.webhook_events AS v WHERE v.id IN (SELECT event_id FROM gone)
+        AND NOT EXISTS (SELECT 1 FROM ${s}.webhook_deliveries AS d WHERE d.event_id = v.id AND d.created_at >= $1)
+    )
+    SELECT COUNT(*) AS count FROM gone`
+})
+
+/**
+ * `Storage.webhooks` on PostgreSQL: tables `webhook_endpoints`, `webhook_events`,
+ * `webhook_deliveries` and `webhook_attempts` (schema/delivery.ts). Events are written by
+ * `recordWebhookEvents` (webhook-events.ts) inside the transactions of the writes that
+ * cause them. `claimDue` is one statement that locks the due deliveries
+ * `FOR UPDATE SKIP LOCKED` and leases each under a new token, so claims running together
+ * in any number of processes get disjoint deliveries; `recordAttempt` is one statement
+ * that writes only while the token still matches a `pending` delivery. Writes to one
+ * organization's endpoints (the limit check and its insert, a disable and its cancels, a
+ * delete, a hand retry) run in a transaction that locks the organization first.
+ *
+ * @category repositories
+ */
+export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
+  const SQL = statementsOf(db.schema)
+  const findRow = (sql: Sql, organizationId: OrganizationId, id: string) =>
+    sql.row<EndpointRow>(SQL.findEndpoint, [organizationId, id])
+  return {
+    insertEndpoint: (organizationId, { endpoint, secret_sealed }, limit) =>
+      attempt("webhooks.insertEndpoint", () =>
+        db.transaction(async (sql): Promise<WebhookEndpointInsertOutcome> => {
+          const count = (await sql.row<{ count: number }>(SQL.countEndpoints, [organizationId]))?.count ?? 0
+          if (count >= limit) return { _tag: "LimitReached", limit }
+          await sql.run(SQL.insertEndpoint, [
+            endpoint.uuid,
+            organizationId,
+            endpoint.url,
+            eventsText(endpoint.events),
+            endpoint.description,
+            endpoint.enabled,
+            secret_sealed,
+            endpoint.created_at,
+            endpoint.updated_at
+          ])
+          return { _tag: "Inserted", endpoint }
+        }, { lockOrganization: organizationId })
+      ),
+    listEndpoints: (organizationId) =>
+      attempt("webhooks.listEndpoints", async () =>
+        (await db.sql.rows<EndpointRow>(SQL.listEndpoints, [organizationId])).map(decodeEndpoint)
+      ),
+    findEndpoint: (organizationId, id) =>
+      attempt("webhooks.findEndpoint", async () =>
+        Option.map(
+          Option.fromNullable(await findRow(db.sql, organizationId, id)),
+          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decodeEndpoint(row), secret_sealed: row.secret_sealed })
+        )
+      ),
+    updateEndpoint: (organizationId, id, patch, now) =>
+      attempt("webhooks.updateEndpoint", () =>
+        db.transaction(async (sql) => {
+          const row = await findRow(sql, organizationId, id)
+          if (row === undefined) return Option.none()
+          const current = decodeEndpoint(row)
+          const { changed, endpoint: next } = applyEndpointPatch(current, patch, now)
+          if (!changed) return Option.some(current)
+          await sql.run(SQL.updateEndpoint, [next.url, eventsText(next.events), next.description, next.enabled, now, organizationId, id])
+          if (current.enabled && !next.enabled) await sql.run(SQL.cancelPending, [id])
+          return Option.some(next)
+        }, { lockOrganization: organizationId })
+      ),
+    rotateSecret: (organizationId, id, secretSealed, now) =>
+      attempt("webhooks.rotateSecret", async () => {
+        const row = await db.sql.row<EndpointRow>(SQL.rotateSecret, [secretSealed, now, organizationId, id])
+        return row === undefined ? Option.none() : Option.some(decodeEndpoint(row))
+      }),
+    deleteEndpoint: (organizationId, id) =>
+      attempt("webhooks.deleteEndpoint", () =>
+        db.transaction(async (sql) => {
+          if ((await findRow(sql, organizationId, id)) === undefined) return false
+          await sql.run(SQL.deleteEndpointAttempts, [id])
+          await sql.run(SQL.deleteEndpointDeliveries, [id])
+          await sql.run(SQL.deleteEndpoint, [organizationId, id])
+          return true
+        }, { lockOrganization: organizationId })
+      ),
+    listAttempts: (organizationId, id, after, limit) =>
+      attempt("webhooks.listAttempts", () =>
+        db.snapshot(async (sql) => {
+          if ((await findRow(sql, organizationId, id)) === undefined) return Option.none()
+          const rows =
+            after === null
+              ? await sql.rows<AttemptRow>(SQL.attemptsFirst, [id, limit])
+              : await sql.rows<AttemptRow>(SQL.attemptsAfter, [id, after.attempted_at, after.id, limit])
+          return Option.some(rows.map(decodeAttempt))
+        })
+      ),
+    claimDue: (now, leaseUntil, limit) =>
+      attempt("webhooks.claimDue", async () => {
+        if (limit <= 0) return []
+        const rows = await db.sql.rows<ClaimedRow>(SQL.claimDue, [now, leaseUntil, limit])
+        return rows.map((row): ClaimedDelivery => ({
+          delivery_id: row.id,
+          lease: row.lease,
+          organization_id: row.organization_id as OrganizationId,
+          endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
+          url: row.url,
+          secret_sealed: row.secret_sealed,
+          event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: row.event_data },
+          attempt: row.attempts + 1
+        }))
+      }),
+    recordAttempt: (deliveryId, lease, record) =>
+      attempt("webhooks.recordAttempt", async () => {
+        const next = record.delivery_status === "pending" ? record.next_attempt_at : null
+        const inserted = await db.sql.run(SQL.recordAttempt, [
+          deliveryId,
+          lease,
+          record.delivery_status,
+          next,
+          record.attempt_id,
+          record.status,
+          record.error,
+          record.duration_ms,
+          record.attempted_at,
+          record.response_body
+        ])
+        return inserted > 0
+      }),
+    retryDelivery: (organizationId, endpointId, deliveryId, now) =>
+      attempt("webhooks.retryDelivery", () =>
+        db.transaction(
+          async (sql) => (await sql.run(SQL.retry, [now, deliveryId, organizationId, endpointId])) > 0,
+          { lockOrganization: organizationId }
+        )
+      ),
+    pruneDeliveries: (before) =>
+      attempt("webhooks.pruneDeliveries", () =>
+        db.transaction(async (sql) => {
+          await sql.run(SQL.pruneAttempts, [before])
+          return (await sql.row<{ count: number }>(SQL.pruneDeliveries, [before]))?.count ?? 0
+        })
+      )
+  }
+}

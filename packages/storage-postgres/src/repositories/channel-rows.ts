@@ -1,0 +1,45 @@
+import type { Channel, ChannelId, ChannelStatus } from "@switchboard/core"
+
+// Rows of `channels` (schema/catalog.ts) and their decoding into core's records (read by
+// channels.ts and by the send queue). The cast to the branded id is safe: every id was
+// written from a branded value. `paused_reason` is a `json` column: the driver answers it
+// parsed; the instants come back as ISO strings (internal/connection.ts).
+
+/** A row of `channels` (its public columns: never the send queue's pacing state). */
+export interface ChannelRow {
+  readonly uuid: string
+  readonly organization_id: string
+  readonly phone_number_id: string
+  readonly display_phone_number: string
+  readonly waba_id: string
+  readonly access_token_sealed: string
+  readonly access_token_last4: string
+  readonly throughput_mps: number
+  readonly status: ChannelStatus
+  /** Meta's `{code, title}`, or `null` while active. */
+  readonly paused_reason: Channel["paused_reason"]
+  readonly paused_at: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** The columns of a {@link ChannelRow}, in `SELECT` order. */
+export const CHANNEL_COLUMNS = `uuid, organization_id, phone_number_id, display_phone_number, waba_id, access_token_sealed,
+  access_token_last4, throughput_mps, status, paused_reason, paused_at, created_at, updated_at`
+
+/** The channel record of a row (never its sealed token). */
+export const decodeChannel = (row: ChannelRow): Channel => ({
+  uuid: row.uuid as ChannelId,
+  provider: "whatsapp_cloud",
+  phone_number_id: row.phone_number_id,
+  display_phone_number: row.display_phone_number,
+  waba_id: row.waba_id,
+  access_token_set: true,
+  access_token_last4: row.access_token_last4,
+  throughput_mps: row.throughput_mps,
+  status: row.status,
+  paused_reason: row.paused_reason,
+  paused_at: row.paused_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})

@@ -1,0 +1,236 @@
+import {
+  type Chat,
+  type ChatId,
+  type ChatStatus,
+  type ContactId,
+  type GroupId,
+  type LabelId,
+  type Message,
+  type MessageDirection,
+  type MessageId,
+  type MessageStatus,
+  type MessageType,
+  type NewMessage,
+  windowExpiresAt
+} from "@switchboard/core"
+import type { Sql } from "../internal/sql.js"
+
+// Rows of `chats` and `messages` (schema/chats.ts) and their decoding into core's records.
+// The casts to branded ids are safe: every id was written from a branded value. JSON
+// columns (`json`) come back parsed, timestamps as ISO strings (internal/connection.ts).
+
+/** A row of `messages` (every column but `organization_id` and the send queue's own). */
+export interface MessageRow {
+  readonly uuid: string
+  readonly chat_uuid: string
+  readonly contact_uuid: string
+  readonly direction: string
+  readonly type: string
+  readonly text: string | null
+  readonly template: unknown
+  readonly media: unknown
+  readonly content: unknown
+  readonly status: string
+  readonly provider_message_id: string | null
+  readonly failure: unknown
+  readonly channel_uuid: string | null
+  readonly created_at: string
+  readonly updated_at: string
+  readonly attempts: number
+  readonly next_attempt_at: string | null
+  readonly broadcast_uuid: string | null
+}
+
+/**
+ * The columns of a {@link MessageRow}, in `SELECT` order (the send queue's own dispatch
+ * columns are read by repositories/outbox.ts only).
+ */
+export const MESSAGE_COLUMNS =
+  "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, content, status, provider_message_id, " +
+  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid"
+
+/** {@link MESSAGE_COLUMNS} each prefixed with `alias.`. */
+export const messageColumnsOf = (alias: string): string =>
+  MESSAGE_COLUMNS.split(", ").map((column) => `${alias}.${column}`).join(", ")
+
+/** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id` ($1…$19): bind {@link messageValues}. */
+export const insertMessageSql = (schema: string): string =>
+  `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id)
+    VALUES (${Array.from({ length: 19 }, (_, n) => `$${n + 1}`).join(", ")})`
+
+/**
+ * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
+ * `after` binds `(chat_uuid, created_at, uuid, limit)` of the last message of the previous
+ * page. Each is one range of the index `messages_by_chat`.
+ */
+export const messagePageSql = (schema: string) =>
+  ({
+    first: `SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages WHERE chat_uuid = $1
+      ORDER BY created_at DESC, uuid DESC LIMIT $2`,
+    after: `SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages WHERE chat_uuid = $1
+      AND (created_at, uuid) < ($2::timestamptz, $3::text) ORDER BY created_at DESC, uuid DESC LIMIT $4`
+  }) as const
+
+/** A JSON document as the text a `json` column stores (key order kept), or null. */
+export const jsonOrNull = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value)
+
+/** The parameters of {@link insertMessageSql} for a message of a chat and contact. */
+export const messageValues = (
+  message: NewMessage,
+  chatId: string,
+  contactId: string,
+  organizationId: string
+): Array<string | number | null> => [
+  message.uuid,
+  chatId,
+  contactId,
+  message.direction,
+  message.type,
+  message.text,
+  jsonOrNull(message.template),
+  jsonOrNull(message.media),
+  jsonOrNull(message.content),
+  message.status,
+  message.provider_message_id,
+  jsonOrNull(message.failure),
+  message.channel_uuid,
+  message.created_at,
+  message.updated_at,
+  message.attempts,
+  message.next_attempt_at,
+  message.broadcast_uuid,
+  organizationId
+]
+
+/** A message record from its row. */
+export const decodeMessage = (row: MessageRow): Message => ({
+  uuid: row.uuid as MessageId,
+  chat_uuid: row.chat_uuid as ChatId,
+  contact_uuid: row.contact_uuid as ContactId,
+  direction: row.direction as MessageDirection,
+  type: row.type as MessageType,
+  text: row.text,
+  template: (row.template ?? null) as Message["template"],
+  media: (row.media ?? null) as Message["media"],
+  content: (row.content ?? null) as Message["content"],
+  status: row.status as MessageStatus,
+  provider_message_id: row.provider_message_id,
+  failure: (row.failure ?? null) as Message["failure"],
+  channel_uuid: row.channel_uuid,
+  attempts: row.attempts,
+  next_attempt_at: row.next_attempt_at,
+  broadcast_uuid: row.broadcast_uuid,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+/** A chat joined with its contact and its last message (`m_*`, null without one). */
+interface ChatJoinRow {
+  readonly id: number
+  readonly uuid: string
+  readonly status: string
+  readonly assigned_to: string | null
+  readonly favorite: boolean
+  readonly unread_count: number
+  readonly last_message_at: string | null
+  readonly last_inbound_at: string | null
+  readonly last_inbound_channel_uuid: string | null
+  readonly created_at: string
+  readonly updated_at: string
+  readonly contact_uuid: string
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly phone: string
+  readonly m_uuid: string | null
+  readonly m_direction: string | null
+  readonly m_type: string | null
+  readonly m_text: string | null
+  readonly m_status: string | null
+  readonly m_created_at: string | null
+}
+
+const sqlOf = (schema: string) =>
+  ({
+    // `-infinity` (no message) is read as null: it has no ISO form.
+    chats: `SELECT c.id, c.uuid, c.status, c.assigned_to, c.favorite, c.unread_count,
+        NULLIF(c.last_message_at, '-infinity') AS last_message_at, c.last_inbound_at, c.last_inbound_channel_uuid,
+        c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
+        m.uuid AS m_uuid, m.direction AS m_direction, m.type AS m_type, m.text AS m_text,
+        m.status AS m_status, m.created_at AS m_created_at
+      FROM ${schema}.chats AS c
+      JOIN ${schema}.contacts AS ct ON ct.uuid = c.contact_uuid
+      LEFT JOIN ${schema}.messages AS m ON m.uuid = c.last_message_uuid
+      WHERE c.id = ANY($1::bigint[])`,
+    groupsOf: `SELECT m.contact_uuid, g.uuid, g.name
+      FROM ${schema}.group_members AS m JOIN ${schema}.contact_groups AS g ON g.uuid = m.group_uuid
+      WHERE m.contact_uuid = ANY($1::text[])
+      ORDER BY g.name COLLATE "C", g.uuid COLLATE "C"`,
+    labelsOf: `SELECT cl.contact_uuid, l.uuid, l.name, l.color
+      FROM ${schema}.contact_labels AS cl JOIN ${schema}.labels AS l ON l.uuid = cl.label_uuid
+      WHERE cl.contact_uuid = ANY($1::text[])
+      ORDER BY l.name COLLATE "C", l.uuid COLLATE "C"`
+  }) as const
+
+/** Rows grouped by `contact_uuid`, each mapped by `f`, in the order read. */
+const groupBy = <Row extends { contact_uuid: string }, A>(rows: ReadonlyArray<Row>, f: (row: Row) => A) => {
+  const map = new Map<string, Array<A>>()
+  for (const row of rows) {
+    const list = map.get(row.contact_uuid)
+    if (list === undefined) map.set(row.contact_uuid, [f(row)])
+    else list.push(f(row))
+  }
+  return map
+}
+
+/**
+ * The chat records of the chats with these row ids, in the order given: three queries for
+ * the whole page (chats with contact and last message, groups, labels), never one per chat.
+ */
+export const chatsByIds = async (sql: Sql, schema: string, ids: ReadonlyArray<number>): Promise<Array<Chat>> => {
+  if (ids.length === 0) return []
+  const statements = sqlOf(schema)
+  const rows = await sql.rows<ChatJoinRow>(statements.chats, [ids])
+  const contacts = rows.map((row) => row.contact_uuid)
+  const groups = groupBy(
+    await sql.rows<{ contact_uuid: string; uuid: string; name: string }>(statements.groupsOf, [contacts]),
+    (row) => ({ uuid: row.uuid as GroupId, name: row.name })
+  )
+  const labels = groupBy(
+    await sql.rows<{ contact_uuid: string; uuid: string; name: string; color: string }>(statements.labelsOf, [contacts]),
+    (row) => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
+  )
+  const byId = new Map(rows.map((row) => [Number(row.id), row]))
+  return ids.flatMap((id) => {
+    const row = byId.get(Number(id))
+    return row === undefined ? [] : [decodeChat(row, groups.get(row.contact_uuid) ?? [], labels.get(row.contact_uuid) ?? [])]
+  })
+}
+
+const decodeChat = (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labels"]): Chat => ({
+  uuid: row.uuid as ChatId,
+  contact: { uuid: row.contact_uuid as ContactId, first_name: row.first_name, last_name: row.last_name, phone: row.phone },
+  status: row.status as ChatStatus,
+  assigned_to: row.assigned_to,
+  groups,
+  labels,
+  favorite: row.favorite,
+  unread: row.unread_count > 0,
+  unread_count: row.unread_count,
+  last_message_at: row.last_message_at,
+  last_message:
+    row.m_uuid === null
+      ? null
+      : {
+          uuid: row.m_uuid as MessageId,
+          direction: row.m_direction as MessageDirection,
+          type: row.m_type as MessageType,
+          text: row.m_text,
+          status: row.m_status as MessageStatus,
+          created_at: row.m_created_at!
+        },
+  last_inbound_channel_uuid: row.last_inbound_channel_uuid,
+  window_expires_at: windowExpiresAt(row.last_inbound_at),
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})

@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto"
+import type { OrganizationId, WebhookEventType } from "@switchboard/core"
+import type { Sql } from "../internal/sql.js"
+
+// The outbox of outgoing webhooks (the rules at the top of core's `WebhookRepository`),
+// written inside the transaction of the change that causes the events: every repository
+// that records events (contacts, chats, templates, the send queue, broadcasts) calls these.
+
+/**
+ * The uuids of the organization's enabled endpoints subscribed to `type` (`events` `NULL`
+ * or listing it): one probe of `webhook_endpoints_enabled`, then the few rows found.
+ */
+export const subscribedEndpoints = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId | string,
+  type: WebhookEventType
+): Promise<ReadonlyArray<string>> => {
+  const rows = await sql.rows<{ uuid: string }>(
+    `SELECT uuid FROM ${schema}.webhook_endpoints
+      WHERE organization_id = $1 AND enabled
+        AND (events IS NULL OR EXISTS (SELECT 1 FROM json_array_elements_text(events) AS e (value) WHERE e.value = $2))`,
+    [organizationId, type]
+  )
+  return rows.map((row) => row.uuid)
+}
+
+/**
+ * Inserts one event per record (`data` the record as JSON, `created_at` = `now`) and one
+ * `pending` delivery per event and endpoint of `endpoints`, due at `now`: two statements
+ * whatever the number of records.
+ */
+export const insertWebhookEvents = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId | string,
+  type: WebhookEventType,
+  now: string,
+  endpoints: ReadonlyArray<string>,
+  records: ReadonlyArray<unknown>
+): Promise<void> => {
+  if (endpoints.length === 0 || records.length === 0) return
+  const ids = records.map(() => randomUUID())
+  await sql.run(
+    `INSERT INTO ${schema}.webhook_events (id, organization_id, type, data, created_at)
+      SELECT e.id, $1, $2, e.data::json, $3 FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS e (id, data, n) ORDER BY e.n`,
+    [organizationId, type, now, ids, records.map((record) => JSON.stringify(record))]
+  )
+  const deliveries: Array<string> = []
+  const events: Array<string> = []
+  const targets: Array<string> = []
+  for (const eventId of ids) {
+    for (const endpoint of endpoints) {
+      deliveries.push(randomUUID())
+      events.push(eventId)
+      targets.push(endpoint)
+    }
+  }
+  await sql.run(
+    `INSERT INTO ${schema}.webhook_deliveries
+        (id, organization_id, endpoint_uuid, event_id, status, attempts, next_attempt_at, lease, lease_until, created_at)
+      SELECT d.id, $1, d.endpoint, d.event, 'pending', 0, $2, NULL, NULL, $2
+      FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (id, event, endpoint, n) ORDER BY d.n`,
+    [organizationId, now, deliveries, events, targets]
+  )
+}
+
+/**
+ * The outbox of the PostgreSQL store (the rules at the top of core's `WebhookRepository`):
+ * finds the organization's enabled endpoints subscribed to `type` and, when there are any,
+ * inserts one event per element of `records()` and one `pending` delivery per event and
+ * endpoint, due at `now`. Writes nothing and never calls `records` when there is no such
+ * endpoint. Call it with the `sql` of the write's transaction, so the events commit or roll
+ * back with the change; rejects with the driver's error.
+ */
+export const recordWebhookEvents = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId | string,
+  type: WebhookEventType,
+  now: string,
+  records: () => ReadonlyArray<unknown> | Promise<ReadonlyArray<unknown>>
+): Promise<void> => {
+  const endpoints = await subscribedEndpoints(sql, schema, organizationId, type)
+  if (endpoints.length === 0) return
+  await insertWebhookEvents(sql, schema, organizationId, type, now, endpoints, await records())
+}
+
+/** {@link recordWebhookEvents} of one record. */
+export const recordWebhookEvent = (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId | string,
+  type: WebhookEventType,
+  now: string,
+  record: () => unknown
+): Promise<void> => recordWebhookEvents(sql, schema, organizationId, type, now, async () => [await record()])
