@@ -64,15 +64,28 @@ describe("parseDatabaseUrl", () => {
     expect(parsed("mongodb+srv://cluster.example.com/db")._tag).toBe("MongoDb")
   })
 
+  it("accepts postgres:// and postgresql:// URLs, with the schema of DATABASE_SCHEMA (default switchboard)", () => {
+    expect(Either.getOrThrow(parseDatabaseUrl("postgres://db:5432/app", "/base", "tenant_a"))).toEqual({
+      _tag: "Postgres",
+      url: "postgres://db:5432/app",
+      schema: "tenant_a"
+    })
+    vi.stubEnv("DATABASE_SCHEMA", "")
+    expect(Either.getOrThrow(parseDatabaseUrl("postgresql://db/app", "/base"))).toMatchObject({ _tag: "Postgres", schema: "switchboard" })
+    vi.stubEnv("DATABASE_SCHEMA", " tenant_b ")
+    expect(Either.getOrThrow(parseDatabaseUrl("postgresql://db/app", "/base"))).toMatchObject({ schema: "tenant_b" })
+    vi.unstubAllEnvs()
+  })
+
   it("rejects other values with a message naming the accepted forms, never echoing credentials", () => {
     expect(parseError("")).toMatch(/DATABASE_URL must be sqlite:PATH, memory:, postgres:\/\/… or mongodb:\/\/… \(got an empty value\)/)
     expect(parseError("sqlite:")).toMatch(/needs a file path/)
     expect(parseError("sqlite://host/s.db")).toMatch(/not supported/)
     expect(parseError("memory:extra")).toMatch(/DATABASE_URL must be/)
     expect(parseError("./switchboard.db")).toMatch(/got "\.\/switchboard\.db"/)
-    const postgres = parseError("postgres://user:secret@db/switchboard")
-    expect(postgres).toMatch(/got scheme "postgres:"/)
-    expect(postgres).not.toContain("secret")
+    const mysql = parseError("mysql://user:secret@db/switchboard")
+    expect(mysql).toMatch(/got scheme "mysql:"/)
+    expect(mysql).not.toContain("secret")
   })
 })
 
