@@ -31,7 +31,7 @@ import {
   type HostRequest
 } from "./internal/body.js"
 import { writeResponse } from "./internal/nodeResponse.js"
-import { readQuery, repeatedParameters, type Query } from "./internal/query.js"
+import { nulInParameters, readQuery, repeatedParameters, type Query } from "./internal/query.js"
 import { makeSharedScheduler } from "./internal/scheduler.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
@@ -468,6 +468,7 @@ const afterRateLimit = (
   const params = validated(route.checkParams, rawParams, "Invalid path parameter")
   if (params instanceof HttpFailure) return Effect.fail(params)
   if (rawQuery.repeated.length > 0) return repeatedParameters(rawQuery.repeated)
+  if (rawQuery.withNul.length > 0) return nulInParameters(rawQuery.withNul)
   const query = validated(route.checkQuery, rawQuery.values, "Invalid query parameter")
   if (query instanceof HttpFailure) return Effect.fail(query)
   const idempotencyKey =

@@ -245,6 +245,31 @@ describe("JSON nested deeper than 64 levels", () => {
   })
 })
 
+describe("the character U+0000 (PostgreSQL cannot store it: every store refuses it alike)", () => {
+  it("in any string, known or unknown field, is 400 invalid_json on every body route, and writes nothing", async () => {
+    await expectRefusedEverywhere(
+      [
+        ["a string holding \\u0000", JSON.stringify("a\u0000b")],
+        ["an array of such strings", JSON.stringify(["ok", "\u0000"])],
+        ["an object with such a key", JSON.stringify({ "k\u0000": 1 })]
+      ],
+      (status, body, where) => {
+        expect(status, where).toBe(400)
+        const envelope = expectEnvelope(status, body)
+        expect(envelope.errors[0]?.code, where).toBe("invalid_json")
+        expect(envelope.message, where).toBe("Request body must not contain the character U+0000 (\\u0000) in any string")
+      },
+      { unknownField: true }
+    )
+  }, 120_000)
+
+  it("a text that only looks like it (an escaped backslash, \\\\u0000) is accepted", async () => {
+    const response = await send("POST", "/contact-groups", JSON.stringify({ name: "Literal \\u0000 text" }))
+    expect(response.statusCode).toBe(200)
+    expect(expectEnvelope(response.statusCode, response.body).data.name).toBe("Literal \\u0000 text")
+  })
+})
+
 describe("very long strings, huge arrays and huge numbers", () => {
   it("are a 4xx on every body route and every field they replace, and write nothing", async () => {
     await expectRefusedEverywhere(
@@ -343,6 +368,19 @@ describe("hostile query strings", () => {
         expect(response.statusCode, name).toBe(400)
         const errors = expectEnvelope(response.statusCode, response.body).errors
         expect(errors, name).toContainEqual(expect.objectContaining({ code: "duplicate_parameter", field: name }))
+      }
+    }
+  )
+
+  it.each(queryRoutes.map((route) => [route.path, Object.keys(route.query ?? {})] as const))(
+    "%s: a parameter holding U+0000 (%%00) is a 400 invalid_format naming it",
+    async (path, names) => {
+      for (const name of names) {
+        const response = await request(handler, { method: "GET", url: `${urlOf(path)}?${name}=a%00b`, headers: bearer(apiKey) })
+        expect(response.statusCode, name).toBe(400)
+        expect(expectEnvelope(response.statusCode, response.body).errors, name).toEqual([
+          { code: "invalid_format", field: name, message: "must not contain the character U+0000 (%00)" }
+        ])
       }
     }
   )
