@@ -4,8 +4,14 @@ import { project } from "./vitest.shared.js"
 /**
  * One test project per package and example; each has its own vitest.config.ts.
  * `http-adapter-sqlite` runs the endpoint suites of the http-adapter again on SQLite files
- * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite.
+ * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite;
+ * `http-adapter-postgres` runs a subset on PostgreSQL schemas (hostile input, the chat
+ * inbox, contacts, sends, broadcasts, plan limits, tenant isolation) when `POSTGRES_URL` is
+ * set, and is skipped, saying why, when it is not.
  */
+const postgres = process.env.POSTGRES_URL !== undefined && process.env.POSTGRES_URL !== ""
+if (!postgres) console.warn("http-adapter-postgres: POSTGRES_URL is not set; the HTTP suites on PostgreSQL are skipped")
+
 export default defineWorkspace([
   "packages/*",
   "examples/*",
@@ -36,5 +42,27 @@ export default defineWorkspace([
       ]
     }),
     root: "./packages/http-adapter"
-  }
+  },
+  ...(postgres
+    ? [
+        {
+          ...project("http-adapter-postgres", {
+            env: { SWITCHBOARD_TEST_STORAGE: "postgres" },
+            include: [
+              "test/broadcasts.test.ts",
+              "test/chats*.test.ts",
+              "test/contacts*.test.ts",
+              "test/hostile-input.test.ts",
+              "test/idempotency*.test.ts",
+              "test/messaging.test.ts",
+              "test/plan-limits.test.ts",
+              "test/storage-under-test.test.ts",
+              "test/tenant-isolation.test.ts",
+              "test/whatsapp-webhook.test.ts"
+            ]
+          }),
+          root: "./packages/http-adapter"
+        }
+      ]
+    : [])
 ])

@@ -7,19 +7,31 @@ import { join } from "node:path"
 import { afterAll, expect } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import inject from "light-my-request"
-import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput } from "@switchboard/core"
+import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput, type StorageService } from "@switchboard/core"
 import { createHandler, defineRoute, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
+import { PostgresStorage } from "@switchboard/storage-postgres"
+import Pg from "pg"
 
 /**
- * A store shared by the handler under test and the test's own set-up calls: memory, or a
- * new SQLite file when `SWITCHBOARD_TEST_STORAGE=sqlite` (the `http-adapter-sqlite`
- * project of vitest.workspace.ts runs the endpoint suites that way, so every rule is
- * checked on both stores). The SQLite files live in one temporary directory per test file,
- * closed and removed after the file's last test.
+ * A store shared by the handler under test and the test's own set-up calls: memory, a new
+ * SQLite file when `SWITCHBOARD_TEST_STORAGE=sqlite` (the `http-adapter-sqlite` project of
+ * vitest.workspace.ts runs the endpoint suites that way, so every rule is checked on both
+ * stores), or a new schema on the PostgreSQL server of `POSTGRES_URL` when it is
+ * `postgres` (project `http-adapter-postgres`, a subset of the suites). The SQLite files
+ * live in one temporary directory per test file, closed and removed after the file's last
+ * test; the schemas are dropped then.
  */
-export const makeSharedStorage = (): Layer.Layer<Storage> =>
-  Layer.succeed(Storage, process.env.SWITCHBOARD_TEST_STORAGE === "sqlite" ? openSqliteStorage() : MemoryStorage.make())
+export const makeSharedStorage = (): Layer.Layer<Storage> => {
+  switch (process.env.SWITCHBOARD_TEST_STORAGE) {
+    case "sqlite":
+      return Layer.succeed(Storage, openSqliteStorage())
+    case "postgres":
+      return Layer.succeed(Storage, openPostgresStorage())
+    default:
+      return Layer.succeed(Storage, MemoryStorage.make())
+  }
+}
 
 /** The temporary directory of this test file's SQLite files and the scope their connections live in. */
 let sqlite: { readonly directory: string; readonly scope: Scope.CloseableScope } | undefined
@@ -45,6 +57,58 @@ const openSqliteStorage = () => {
   // The connection lives until the file's last test (the afterAll above closes the scope).
   return Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), sqlite.scope))
 }
+
+/** The schemas {@link makeSharedStorage} created in this test file, and the scope of their pools. */
+let postgres: { readonly schemas: Array<string>; readonly scope: Scope.CloseableScope } | undefined
+
+afterAll(async () => {
+  if (postgres === undefined) return
+  const { schemas, scope } = postgres
+  postgres = undefined
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  const pool = new Pg.Pool({ connectionString: process.env.POSTGRES_URL, max: 1 })
+  try {
+    for (const schema of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await pool.end()
+  }
+})
+
+/**
+ * A migrated PostgreSQL storage on a new schema. The store opens asynchronously (pool,
+ * migration), while the suites take their storage synchronously: this answers at once
+ * with a service whose every method first waits for the store to be open, then calls it.
+ */
+const openPostgresStorage = (): StorageService => {
+  const url = process.env.POSTGRES_URL
+  if (url === undefined || url === "") throw new Error("SWITCHBOARD_TEST_STORAGE=postgres needs POSTGRES_URL")
+  postgres ??= { schemas: [], scope: Effect.runSync(Scope.make()) }
+  const schema = `switchboard_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`
+  postgres.schemas.push(schema)
+  const opened = Effect.runPromise(
+    Scope.extend(PostgresStorage.make({ connectionString: url, schema, poolSize: 4 }), postgres.scope)
+  )
+  const ready = Effect.promise(() => opened)
+  type Repositories = Record<string, Record<string, (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown>>>
+  // Real objects with every method of the interface (their names read off the memory store,
+  // which has them all): callers may spread a repository, which a Proxy would not survive.
+  const template = MemoryStorage.make() as unknown as Repositories
+  return Object.fromEntries(
+    Object.entries(template).map(([name, methods]) => [
+      name,
+      Object.fromEntries(
+        Object.keys(methods).map((method) => [
+          method,
+          (...args: ReadonlyArray<unknown>) =>
+            Effect.flatMap(ready, (service) => (service as unknown as Repositories)[name]![method]!(...args))
+        ])
+      )
+    ])
+  ) as unknown as StorageService
+}
+
+/** The schema of the PostgreSQL stores {@link makeSharedStorage} opened in this test file, oldest first. */
+export const openedPostgresSchemas = (): ReadonlyArray<string> => postgres?.schemas ?? []
 
 /** Creates an organization with an API key in `storage`; returns both. */
 export const createOrganization = (

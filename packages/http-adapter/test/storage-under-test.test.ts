@@ -1,10 +1,12 @@
 import Sqlite from "better-sqlite3"
+import Pg from "pg"
 import { describe, expect, it } from "vitest"
-import { createOrganization, makeSharedStorage, openedSqliteFiles } from "./helpers.js"
+import { createOrganization, makeSharedStorage, openedPostgresSchemas, openedSqliteFiles } from "./helpers.js"
 
 /**
- * The endpoint suites run twice (vitest.workspace.ts): on memory in `http-adapter` and on
- * SQLite files in `http-adapter-sqlite`. This proves each project really runs on its store.
+ * The endpoint suites run on memory in `http-adapter`, on SQLite files in
+ * `http-adapter-sqlite` and (a subset) on PostgreSQL schemas in `http-adapter-postgres`
+ * (vitest.workspace.ts). This proves each project really runs on its store.
  */
 describe("the store under test", () => {
   it("is the one SWITCHBOARD_TEST_STORAGE names", async () => {
@@ -16,8 +18,15 @@ describe("the store under test", () => {
         name: organization.name
       })
       db.close()
+    } else if (process.env.SWITCHBOARD_TEST_STORAGE === "postgres") {
+      expect(openedPostgresSchemas()).toHaveLength(1)
+      const pool = new Pg.Pool({ connectionString: process.env.POSTGRES_URL, max: 1 })
+      const found = await pool.query(`SELECT name FROM "${openedPostgresSchemas()[0]}".organizations WHERE id = $1`, [organization.id])
+      await pool.end()
+      expect(found.rows).toEqual([{ name: organization.name }])
     } else {
       expect(openedSqliteFiles).toEqual([])
+      expect(openedPostgresSchemas()).toEqual([])
     }
   })
 })
