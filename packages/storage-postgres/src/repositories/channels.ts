@@ -2,6 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
+import { failChannelMessages } from "./outbox-insert.js"
 
 /**
  * `Storage.channels` on PostgreSQL: table `channels` (schema/catalog.ts). `insert` is one
@@ -9,11 +10,12 @@ import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.
  * (the limit) and inserts, so two inserts of one organization cannot both pass the limit;
  * the unique index refuses a `phone_number_id` used anywhere (`ON CONFLICT DO NOTHING`, so
  * two organizations racing for one number get one `Inserted` and one `PhoneNumberIdTaken`,
- * never an error). `delete` is one transaction that also fails the channel's waiting
- * send-queue messages (`CHANNEL_REMOVED_FAILURE`, `updated_at` the Clock's time);
- * `claimSecretKeyCheck` is one insert-if-absent in `settings` and answers the value that
- * won. The channel's pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's and
- * never part of the record.
+ * never an error). `delete` is one transaction, under the organization's lock too, that
+ * also fails the channel's waiting send-queue messages (`CHANNEL_REMOVED_FAILURE`,
+ * `updated_at` the Clock's time, one `message.status_updated` event each:
+ * outbox-insert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
+ * answers the value that won. The channel's pacing state (`pacing_tat`, `cooldown_ms`) is
+ * the send queue's and never part of the record.
  *
  * @category repositories
  */
@@ -82,14 +84,15 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
     delete: (organizationId, id) =>
       Effect.flatMap(Clock.currentTimeMillis, (millis) =>
         attempt("channels.delete", () =>
-          db.transaction(async (sql) => {
-            if ((await sql.run(SQL.delete, [organizationId, id])) === 0) return false
-            // TODO(outbox): fail the channel's waiting send-queue messages at `now` with their
-            // `message.status_updated` events here, in this transaction, as SQLite's
-            // `failChannelMessages` (outbox.ts) does; the send queue's repository owns that.
-            void new Date(millis).toISOString()
-            return true
-          })
+          db.transaction(
+            async (sql) => {
+              if ((await sql.run(SQL.delete, [organizationId, id])) === 0) return false
+              await failChannelMessages(sql, db.schema, organizationId, id, new Date(millis).toISOString())
+              return true
+            },
+            // The organization first, as every transaction writing messages takes its locks.
+            { lockOrganization: organizationId }
+          )
         )
       ),
     findByPhoneNumberId: (phoneNumberId) =>

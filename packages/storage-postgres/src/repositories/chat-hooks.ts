@@ -1,25 +1,4 @@
-import type { Message, OrganizationId, OutboxPlacement } from "@switchboard/core"
-import type { Sql } from "../internal/sql.js"
-
-// The chat repository's seams to the repositories of other areas: the webhook outbox
-// (webhook-events.ts) and the send queue. TEMPORARY: `insertOutboxMessage` becomes
-//   export { insertOutboxMessage } from "./outbox.js"
-// (this signature) once the send queue is built.
-
+// The seams between the chat repository and the webhook and send-queue helpers (they were
+// TEMPORARY stand-ins while those were built in parallel): re-exports of the owners' functions.
 export { recordWebhookEvent } from "./webhook-events.js"
-
-/**
- * Inserts `message` into the send queue per `placement` (claimed or queued), inside the
- * caller's transaction; answers the message as stored (its status and `next_attempt_at`).
- * TEMPORARY: fails until outbox.ts provides it.
- */
-export const insertOutboxMessage = async (
-  _sql: Sql,
-  _schema: string,
-  _organizationId: OrganizationId,
-  _message: Message,
-  _placement: OutboxPlacement,
-  _now: string
-): Promise<Message> => {
-  throw new Error("insertOutboxMessage: the send queue (outbox.ts) is not built yet")
-}
+export { insertOutboxMessage } from "./outbox-insert.js"

@@ -44,7 +44,7 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db) => {
     importBulk: (organizationId, request) =>
       attempt("contacts.importBulk", () =>
         db.transaction(
-          async (sql) => (await importRows(sql, db.schema, organizationId, request)).outcome,
+          (sql) => importRows(sql, db.schema, organizationId, request),
           { lockOrganization: organizationId }
         )
       ),

@@ -1,5 +1,134 @@
-import type { OutboxRepository } from "@switchboard/core"
-import { notBuilt } from "../internal/notBuilt.js"
-import type { RepositoryFactory } from "../internal/sql.js"
+import { Option } from "effect"
+import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository } from "@switchboard/core"
+import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
+import { anyDue, claimDue } from "./outbox-claim.js"
+import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outbox-record.js"
+import { decodeMessage } from "./chat-rows.js"
+import { recordWebhookEvent } from "./webhook-events.js"
 
-export const outboxRepository: RepositoryFactory<OutboxRepository> = () => notBuilt<OutboxRepository>("outbox")
+/**
+ * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
+ * their dispatch state, each channel's pacing state is on its `channels` row, the lanes'
+ * heads are kept by the triggers of schema/delivery.ts; messages enter through
+ * `chats.appendMessage` (`insertOutboxMessage`, outbox-insert.ts).
+ *
+ * `claim` first checks with one plain read that a head is due (an idle dispatcher opens no
+ * transaction); then, in one transaction (outbox-claim.ts), locks the paced channels with
+ * due heads `FOR NO KEY UPDATE SKIP LOCKED` (their pacing state read and reserved under the
+ * lock: exact across processes, a channel another claim holds left to it) and their due
+ * heads `FOR UPDATE SKIP LOCKED`, so claims running together in any number of processes
+ * get disjoint messages. Pacing runs on the claim's `now` (the interface's clock). Every
+ * other write locks the organization first, then the message `FOR UPDATE`, and is guarded
+ * by the lease token and the status; its events (`message.status_updated`,
+ * `channel.paused`, `channel.resumed`) are written in the same transaction
+ * (webhook-events.ts).
+ *
+ * @category repositories
+ */
+export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
+  const s = db.schema
+  const organizationOf = async (id: string) =>
+    (await db.sql.row<{ organization_id: string }>(`SELECT organization_id FROM ${s}.messages WHERE uuid = $1`, [id]))
+      ?.organization_id
+  return {
+    claim: (request) =>
+      attempt("outbox.claim", async () => {
+        if (request.limit < 1 || !(await anyDue(db, request.now))) return []
+        return db.transaction((sql) => claimDue(sql, s, request))
+      }),
+    record: (id, lease, outcome, now) =>
+      attempt("outbox.record", async () => {
+        const organizationId = await organizationOf(id)
+        if (organizationId === undefined) return Option.none()
+        return db.transaction(async (sql) => {
+          const row = await leasedRow(sql, s, id, lease)
+          return row === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, row, outcome, now))
+        }, { lockOrganization: organizationId })
+      }),
+    settle: (organizationId, id, settlement) =>
+      attempt("outbox.settle", () =>
+        db.transaction(async (sql) => {
+          const row = await queuedRow(sql, s, organizationId, id)
+          return row === undefined ? Option.none() : Option.some(await settleMessage(sql, s, organizationId, row, settlement))
+        }, { lockOrganization: organizationId })
+      ),
+    retry: (organizationId, id, now, expiresAt) =>
+      attempt("outbox.retry", () =>
+        db.transaction(async (sql): Promise<OutboxMoveOutcome> => {
+          const row = await queuedRow(sql, s, organizationId, id)
+          if (row === undefined) return { _tag: "NotFound" }
+          if (row.status !== "failed") return { _tag: "Refused", message: decodeMessage(row) }
+          const after = await writeRow(sql, s, {
+            ...row,
+            ...ENDED,
+            status: "queued",
+            next_attempt_at: now,
+            attempts: 0,
+            failure: null,
+            expires_at: expiresAt,
+            updated_at: now
+          })
+          return { _tag: "Done", message: decodeMessage(after) }
+        }, { lockOrganization: organizationId })
+      ),
+    cancel: (organizationId, id, failure, now) =>
+      attempt("outbox.cancel", () =>
+        db.transaction(async (sql): Promise<OutboxMoveOutcome> => {
+          const row = await queuedRow(sql, s, organizationId, id)
+          if (row === undefined) return { _tag: "NotFound" }
+          if (row.status !== "queued") return { _tag: "Refused", message: decodeMessage(row) }
+          const message = decodeMessage(
+            await writeRow(sql, s, { ...row, ...ENDED, status: "failed", failure, updated_at: now })
+          )
+          await recordWebhookEvent(sql, s, organizationId, "message.status_updated", now, () => message)
+          return { _tag: "Done", message }
+        }, { lockOrganization: organizationId })
+      ),
+    nextDueAt: () =>
+      attempt("outbox.nextDueAt", async () => {
+        const row = await db.sql.row<{ due: number | null }>(
+          `SELECT MIN(CASE WHEN m.status = 'sending' AND m.lease_until IS NOT NULL
+                THEN GREATEST(round(extract(epoch FROM m.next_attempt_at) * 1000), m.lease_until)
+                ELSE round(extract(epoch FROM m.next_attempt_at) * 1000) END) AS due
+            FROM ${s}.messages AS m LEFT JOIN ${s}.channels AS c ON c.uuid = m.channel_uuid
+            WHERE m.head AND c.status IS DISTINCT FROM 'paused'`
+        )
+        return row?.due ?? null
+      }),
+    channelQueue: (organizationId, channelId) =>
+      attempt("outbox.channelQueue", async (): Promise<ChannelQueueFigures> =>
+        (await db.sql.row<ChannelQueueFigures>(
+          `SELECT COUNT(*) FILTER (WHERE status = 'queued') AS queued, COUNT(*) FILTER (WHERE status = 'sending') AS sending,
+              MIN(created_at) FILTER (WHERE status = 'queued') AS oldest_queued_at
+            FROM ${s}.messages
+            WHERE channel_uuid = $1 AND organization_id = $2 AND recipient IS NOT NULL AND status IN ('queued', 'sending')`,
+          [channelId, organizationId]
+        ))!
+      ),
+    resumeChannel: (organizationId, channelId, now) =>
+      attempt("outbox.resumeChannel", () =>
+        db.transaction(async (sql) => {
+          const row = await sql.row<ChannelRow>(
+            `SELECT ${CHANNEL_COLUMNS} FROM ${s}.channels WHERE organization_id = $1 AND uuid = $2 FOR NO KEY UPDATE`,
+            [organizationId, channelId]
+          )
+          if (row === undefined) return Option.none()
+          if (row.status === "active") return Option.some({ channel: decodeChannel(row), changed: false })
+          const resumed = await sql.row<ChannelRow>(
+            `UPDATE ${s}.channels SET status = 'active', paused_reason = NULL, paused_at = NULL, updated_at = $1
+              WHERE uuid = $2 RETURNING ${CHANNEL_COLUMNS}`,
+            [now, channelId]
+          )
+          const channel = decodeChannel(resumed!)
+          await sql.run(
+            `UPDATE ${s}.messages SET next_attempt_at = $1
+              WHERE channel_uuid = $2 AND organization_id = $3 AND recipient IS NOT NULL AND status = 'queued'`,
+            [now, channelId, organizationId]
+          )
+          await recordWebhookEvent(sql, s, organizationId as OrganizationId, "channel.resumed", now, () => channel)
+          return Option.some({ channel, changed: true })
+        }, { lockOrganization: organizationId })
+      )
+  }
+}

@@ -11,6 +11,8 @@ import {
   type OrganizationId
 } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
+import { contactsByUuid } from "./rows.js"
+import { recordWebhookEvents } from "./webhook-events.js"
 
 /**
  * The body of `contacts.importBulk` (docs/contacts.md "Rules"); run it inside one
@@ -18,9 +20,11 @@ import type { Sql } from "../internal/sql.js"
  * writes are atomic across processes. Reads with a fixed number of queries (existing
  * phones, groups by uuid and by name key, the counter), then writes with one multi-row
  * statement each (new contacts, updates, new groups, memberships): a handful of statements
- * for any number of rows. Returns `GroupsNotFound` or `LimitExceeded` before writing
- * anything; throws the driver's error. Answers the uuids of the created contacts too (for
- * the `contact.created` events of the caller).
+ * for any number of rows. With `request.events !== false`, writes a `contact.created` event
+ * per created contact to the outbox (one look-up when the organization has no subscribed
+ * endpoint; otherwise the created contacts are read back in row order, with their
+ * groups, by one statement). Returns `GroupsNotFound` or `LimitExceeded` before
+ * writing anything; throws the driver's error.
  *
  * The plan limit: the organization's `contact_counts` row is created when missing and
  * locked (`INSERT … ON CONFLICT DO UPDATE … RETURNING count`), the new contacts are checked
@@ -32,16 +36,16 @@ export const importRows = async (
   schema: string,
   organizationId: OrganizationId,
   request: ContactImportRequest
-): Promise<{ readonly outcome: ContactImportOutcome; readonly created: ReadonlyArray<ContactId> }> => {
+): Promise<ContactImportOutcome> => {
   const { contactsLimit, now, rows } = request
   const existing = await existingPhones(sql, schema, organizationId, rows)
   const groups = await resolveGroups(sql, schema, organizationId, rows)
-  if (groups.missing.length > 0) return { outcome: { _tag: "GroupsNotFound", uuids: groups.missing }, created: [] }
+  if (groups.missing.length > 0) return { _tag: "GroupsNotFound", uuids: groups.missing }
   const requested = new Set(rows.map((row) => row.phone).filter((phone) => !existing.has(phone))).size
   if (contactsLimit !== null && requested > 0) {
     const usage = (await sql.row<{ count: number }>(lockCounter(schema), [organizationId]))!.count
     if (usage + requested > contactsLimit) {
-      return { outcome: { _tag: "LimitExceeded", limit: contactsLimit, usage, requested }, created: [] }
+      return { _tag: "LimitExceeded", limit: contactsLimit, usage, requested }
     }
   }
   const ids = freshIds(request.ids)
@@ -74,7 +78,12 @@ export const importRows = async (
       [members.map(([group]) => group), members.map(([, contact]) => contact), now]
     )
   }
-  return { outcome: { _tag: "Imported", result: plan.result }, created: plan.inserts.map((insert) => insert.uuid) }
+  if (request.events !== false && plan.inserts.length > 0) {
+    await recordWebhookEvents(sql, schema, organizationId, "contact.created", now, () =>
+      contactsByUuid(sql, schema, organizationId, plan.inserts.map((contact) => contact.uuid))
+    )
+  }
+  return { _tag: "Imported", result: plan.result }
 }
 
 /**

@@ -106,6 +106,27 @@ export interface ContactWithRelationsRow extends ContactRow {
 export const decodeContactWithRelations = (row: ContactWithRelationsRow): Contact =>
   decodeContact(row, row.groups, row.labels)
 
+/**
+ * The organization's contacts with these uuids, with their groups and labels, in the
+ * order of `uuids` (uuids of no contact of the organization are left out): one statement.
+ */
+export const contactsByUuid = async (
+  sql: Sql,
+  schema: string,
+  organizationId: string,
+  uuids: ReadonlyArray<string>
+): Promise<Array<Contact>> => {
+  if (uuids.length === 0) return []
+  const rows = await sql.rows<ContactWithRelationsRow>(
+    `${contactSelect(schema)}
+      JOIN unnest($2::text[]) WITH ORDINALITY AS wanted (uuid, position) ON wanted.uuid = c.uuid
+      WHERE c.organization_id = $1
+      ORDER BY wanted.position`,
+    [organizationId, uuids]
+  )
+  return rows.map(decodeContactWithRelations)
+}
+
 /** The `count` of a statement selecting one row with a `count` column (0 when none). */
 export const countOf = async (sql: Sql, text: string, values: ReadonlyArray<unknown>): Promise<number> =>
   (await sql.row<{ count: number }>(text, values))?.count ?? 0
@@ -153,28 +174,6 @@ export const withRelations = async (
   if (rows.length === 0) return []
   const { groups, labels } = await groupsAndLabelsOf(sql, schema, rows.map((row) => row.uuid))
   return rows.map((row) => decodeContact(row, groups.get(row.uuid) ?? [], labels.get(row.uuid) ?? []))
-}
-
-/**
- * The organization's contacts with these uuids, with their groups and labels, in the
- * order of `uuids` (uuids of no contact of the organization are left out).
- */
-export const contactsByUuid = async (
-  sql: Sql,
-  schema: string,
-  organizationId: string,
-  uuids: ReadonlyArray<string>
-): Promise<Array<Contact>> => {
-  if (uuids.length === 0) return []
-  const rows = await sql.rows<ContactRow>(
-    `SELECT ${contactColumnsOf("c")}
-      FROM unnest($2::text[]) WITH ORDINALITY AS wanted (uuid, position)
-      JOIN ${schema}.contacts AS c ON c.uuid = wanted.uuid
-      WHERE c.organization_id = $1
-      ORDER BY wanted.position`,
-    [organizationId, uuids]
-  )
-  return withRelations(sql, schema, rows)
 }
 
 /** A contact record from its row and its (sorted) groups and labels. */

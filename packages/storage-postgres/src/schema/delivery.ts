@@ -7,8 +7,10 @@ import type { SchemaArea } from "./context.js"
  * `timestamptz`, JSON `json`, flags `boolean`.
  *
  * - `webhook_endpoints`, `webhook_events`, `webhook_deliveries`, `webhook_attempts`: as on
- *   SQLite. `webhook_deliveries_due` is partial on `pending` (the only rows a claim reads),
- *   ordered by `next_attempt_at`; claims lock it `FOR UPDATE SKIP LOCKED`.
+ *   SQLite, plus `webhook_deliveries.seq`, an insertion counter standing for SQLite's rowid
+ *   (deliveries due at one instant are claimed in creation order). `webhook_deliveries_due`
+ *   is partial on `pending` (the only rows a claim reads), ordered by (`next_attempt_at`,
+ *   `seq`); claims lock its rows `FOR UPDATE SKIP LOCKED`.
  * - `send_queue_sequence`: the store-wide order of the send queue's lanes (SQLite keeps it
  *   in `settings`); a sequence never blocks two appends on each other.
  * - Indexes of the send queue on `messages` (helper B's table): the lanes

@@ -1,0 +1,185 @@
+import {
+  type ClaimedMessage,
+  type OrganizationId,
+  type OutboxClaimRequest,
+  pacingIntervalMs,
+  type SendClass
+} from "@switchboard/core"
+import type { Database, Sql } from "../internal/sql.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
+import { iso } from "./outbox-rows.js"
+
+// The claim of the send queue (the rules of `OutboxRepository.claim`), in one transaction.
+
+/** A due head as a claim reads it: what decides whether and how it is claimed. */
+interface CandidateRow {
+  readonly uuid: string
+  readonly organization_id: string
+  readonly channel_uuid: string | null
+  readonly recipient: string
+  readonly send_class: SendClass
+  readonly expires_at: string
+  readonly status: string
+  readonly next_attempt_at: string
+  readonly sequence: number
+  readonly pair_rate_waits: number
+}
+
+const CANDIDATE_COLUMNS =
+  "uuid, organization_id, channel_uuid, recipient, send_class, expires_at, status, next_attempt_at, sequence, pair_rate_waits"
+
+/** The terms of a due head ($1: now ISO, $2: now epoch ms). */
+const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_until <= $2)"
+
+/** One channel's part of a claim: its pacing (none for no channel or an unknown one), its next slot and its candidates. */
+interface ChannelTurn {
+  readonly channelUuid: string | null
+  readonly intervalMs: number | null
+  readonly horizon: number
+  slot: number
+  reserved: boolean
+  readonly candidates: Array<CandidateRow>
+}
+
+/** The order of a claim's candidates: `single` first, then `next_attempt_at`, then `sequence`. */
+const claimOrder = (a: CandidateRow, b: CandidateRow): number =>
+  (a.send_class === b.send_class ? 0 : a.send_class === "single" ? -1 : 1) ||
+  (a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : 0) ||
+  a.sequence - b.sequence
+
+/**
+ * Whether any head is due at `now` on a channel not paused (or on none), by one plain read:
+ * an idle dispatcher opens no transaction.
+ */
+export const anyDue = async (db: Database, now: number): Promise<boolean> =>
+  (await db.sql.row(
+    `SELECT 1 FROM ${db.schema}.messages AS m LEFT JOIN ${db.schema}.channels AS c ON c.uuid = m.channel_uuid
+      WHERE m.head AND m.next_attempt_at <= $1 AND (m.status = 'queued' OR m.lease_until <= $2)
+        AND c.status IS DISTINCT FROM 'paused' LIMIT 1`,
+    [iso(now), now]
+  )) !== undefined
+
+/**
+ * A channel's due heads in claim order, at most `limit` per class, locked
+ * `FOR UPDATE SKIP LOCKED` (a head another transaction holds is passed over; one claimed
+ * since this statement's snapshot is re-checked and dropped). With `expiredOnly`, only the
+ * expired ones (claimed without a pacing slot).
+ */
+const candidatesOf = async (
+  sql: Sql,
+  schema: string,
+  channelUuid: string | null,
+  nowIso: string,
+  now: number,
+  limit: number,
+  expiredOnly: boolean
+): Promise<Array<CandidateRow>> => {
+  const rows: Array<CandidateRow> = []
+  for (const sendClass of ["single", "broadcast"] as const) {
+    rows.push(
+      ...(await sql.rows<CandidateRow>(
+        `SELECT ${CANDIDATE_COLUMNS} FROM ${schema}.messages
+          WHERE channel_uuid ${channelUuid === null ? "IS NULL AND $3::text IS NULL" : "= $3"} AND send_class = $4 AND ${DUE}
+            ${expiredOnly ? "AND expires_at <= $1" : ""}
+          ORDER BY next_attempt_at, sequence LIMIT $5 FOR UPDATE SKIP LOCKED`,
+        [nowIso, now, channelUuid, sendClass, limit]
+      ))
+    )
+  }
+  return rows
+}
+
+/**
+ * The body of `claim`, inside its transaction: the channels with due heads; the paced ones
+ * among them locked `FOR NO KEY UPDATE SKIP LOCKED` (a channel another claim holds is left
+ * to it: its pacing state is read and reserved under the lock, so slots are exact across
+ * processes); per channel its due heads in claim order (only the expired ones once its
+ * slots within the horizon are taken), locked `SKIP LOCKED`; then round-robin, one head per
+ * channel per turn, each reserving its slot; then one write of the claimed messages and
+ * one of the channels' `pacing_tat`.
+ */
+export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimRequest): Promise<Array<ClaimedMessage>> => {
+  const { limit, now } = request
+  const nowIso = iso(now)
+  const waiting = await sql.rows<{ channel_uuid: string | null }>(
+    `SELECT DISTINCT channel_uuid FROM ${schema}.messages WHERE ${DUE}`,
+    [nowIso, now]
+  )
+  const named = waiting.flatMap((row) => (row.channel_uuid === null ? [] : [row.channel_uuid]))
+  const known = await sql.rows<{ uuid: string }>(`SELECT uuid FROM ${schema}.channels WHERE uuid = ANY($1::text[])`, [named])
+  const locked = await sql.rows<{ uuid: string; throughput_mps: number; pacing_tat: number }>(
+    `SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels WHERE uuid = ANY($1::text[]) AND status = 'active'
+      ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED`,
+    [named]
+  )
+  const knownSet = new Set(known.map((row) => row.uuid))
+  const pacing = new Map(locked.map((row) => [row.uuid, row]))
+  const turns: Array<ChannelTurn> = []
+  for (const { channel_uuid: channelUuid } of waiting) {
+    // A channel that exists but was not locked is paused or held by another claim.
+    if (channelUuid !== null && knownSet.has(channelUuid) && !pacing.has(channelUuid)) continue
+    const paced = channelUuid === null ? undefined : pacing.get(channelUuid)
+    const intervalMs = paced === undefined ? null : pacingIntervalMs(paced.throughput_mps)
+    const slot = paced === undefined ? now : Math.max(paced.pacing_tat, now)
+    const horizon = now + request.horizonMs
+    const slots = intervalMs === null ? limit : slot > horizon ? 0 : Math.floor((horizon - slot) / intervalMs) + 1
+    const candidates = await candidatesOf(sql, schema, channelUuid, nowIso, now, Math.min(limit, slots), false)
+    if (slots < limit) {
+      const seen = new Set(candidates.map((row) => row.uuid))
+      const expired = await candidatesOf(sql, schema, channelUuid, nowIso, now, limit, true)
+      candidates.push(...expired.filter((row) => !seen.has(row.uuid)))
+    }
+    if (candidates.length === 0) continue
+    candidates.sort(claimOrder)
+    turns.push({ channelUuid, intervalMs, horizon, slot, reserved: false, candidates })
+  }
+  // The channel whose first due head comes first in claim order takes the first turn.
+  turns.sort((a, b) => claimOrder(a.candidates[0]!, b.candidates[0]!))
+  const claimed: Array<{ row: CandidateRow; notBefore: number }> = []
+  let active = turns
+  while (claimed.length < limit && active.length > 0) {
+    const still: Array<ChannelTurn> = []
+    for (const turn of active) {
+      if (claimed.length >= limit) break
+      const noSlot = turn.intervalMs !== null && turn.slot > turn.horizon
+      const index = noSlot ? turn.candidates.findIndex((row) => row.expires_at <= nowIso) : 0
+      if (index < 0 || turn.candidates.length === 0) continue
+      const [row] = turn.candidates.splice(index, 1)
+      let notBefore = now
+      if (turn.intervalMs !== null && row!.expires_at > nowIso) {
+        notBefore = turn.slot
+        turn.slot += turn.intervalMs
+        turn.reserved = true
+      }
+      claimed.push({ row: row!, notBefore })
+      if (turn.candidates.length > 0) still.push(turn)
+    }
+    active = still
+  }
+  if (claimed.length === 0) return []
+  const reserved = turns.filter((turn) => turn.reserved)
+  if (reserved.length > 0) {
+    await sql.run(
+      `UPDATE ${schema}.channels AS c SET pacing_tat = r.tat FROM unnest($1::text[], $2::float8[]) AS r (uuid, tat)
+        WHERE c.uuid = r.uuid`,
+      [reserved.map((turn) => turn.channelUuid), reserved.map((turn) => turn.slot)]
+    )
+  }
+  const rows = await sql.rows<MessageRow>(
+    `UPDATE ${schema}.messages SET status = 'sending', lease = $1, lease_until = $2, next_attempt_at = $3, updated_at = $4
+      WHERE uuid = ANY($5::text[]) RETURNING ${MESSAGE_COLUMNS}`,
+    [request.lease, request.leaseUntil, iso(request.leaseUntil + request.settleMs), nowIso, claimed.map(({ row }) => row.uuid)]
+  )
+  const byUuid = new Map(rows.map((row) => [row.uuid, row]))
+  return claimed.map(({ notBefore, row }): ClaimedMessage => ({
+    organization_id: row.organization_id as OrganizationId,
+    message: decodeMessage(byUuid.get(row.uuid)!),
+    lease: request.lease,
+    to: row.recipient,
+    class: row.send_class,
+    expires_at: row.expires_at,
+    pair_rate_waits: row.pair_rate_waits,
+    not_before: notBefore,
+    reclaimed: row.status === "sending"
+  }))
+}
