@@ -65,8 +65,9 @@ export const planChatList = (
   organizationId: OrganizationId,
   filters: ChatFilters,
   sort: ChatSort,
-  window: ChatListWindow
+  given: ChatListWindow
 ): ChatListPlan => {
+  const window = keysetImplied(filters, sort, given.after) ? { ...given, after: null } : given
   const parts = partsOf(s, filters, sort, window.after)
   const byLastMessage = sort.by === "last_message_at"
   if (byLastMessage && (filters.groupIds !== undefined || filters.labelIds !== undefined)) {
@@ -80,6 +81,22 @@ export const planChatList = (
   const single = { _tag: "Single", exact, limit: window.limit } as const
   if (ordered || window.offset + window.limit > PROBE_ROWS) return { ...single, probe: undefined }
   return { ...single, probe: probe(s, organizationId, parts, sort, window) }
+}
+
+/**
+ * Whether the date bounds alone keep the list after the position (sorting by
+ * last_message_at: descending from a position above `lastMessageTo`, ascending from one
+ * below `lastMessageFrom` or without a message): then the position is left out, so the
+ * index range starts at the bound (PostgreSQL does not combine a row comparison with a
+ * bound on its first column, and would scan from the position).
+ */
+const keysetImplied = (filters: ChatFilters, sort: ChatSort, after: ChatPosition | null): boolean => {
+  if (after === null || sort.by !== "last_message_at") return false
+  if (filters.lastMessageFrom === undefined && filters.lastMessageTo === undefined) return false
+  const from = filters.lastMessageFrom
+  const to = filters.lastMessageTo
+  if (sort.order === "desc") return to !== undefined && after.value !== null && after.value > to
+  return after.value === null || (from !== undefined && after.value < from)
 }
 
 /** The `COUNT(*)` of the chats matching `filters` (offset pagination's total). */
@@ -260,9 +277,10 @@ const sourceOf = (s: string, filters: ChatFilters, parts: Parts, sort: ChatSort)
   const everything = [...eqConditions, ...parts.dates, ...residual()]
   if (filters.search !== undefined && [...filters.search].length >= 3) {
     return {
-      // OFFSET 0 keeps the trigram index the outer loop (else the planner, which cannot
-      // estimate a substring's rarity, may walk the sort index: a scan of the organization).
-      from: `(SELECT id FROM ${s}.chats WHERE search_text LIKE ? OFFSET 0) AS src JOIN ${s}.chats AS c ON c.id = src.id`,
+      // OFFSET 0 keeps the trigram index the source (else the planner, which cannot
+      // estimate a substring's rarity, may walk the sort index: a scan of the organization),
+      // and the matching rows come whole from it (no join back to chats).
+      from: `(SELECT * FROM ${s}.chats WHERE search_text LIKE ? OFFSET 0) AS c`,
       params: [containing(filters.search)],
       conditions: [...eqConditions, ...parts.dates, ...residual("search")],
       ordered: false

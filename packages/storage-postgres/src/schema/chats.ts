@@ -32,6 +32,10 @@ const searchText = (p: string): string =>
  *   `chats`: a group or label page sorted by last_message_at is one range of its primary
  *   key `(kind, link_uuid, last_message_at, uuid)`, per uuid of the list.
  * - `chat_counts`: chats per organization (the unfiltered list's total), kept by triggers.
+ * The triggers that insert or delete `chat_links` and `chat_counts` rows are statement-level
+ * (transition tables): a bulk insert (an import, a group's new members) writes them in one
+ * statement, and one counter row is updated once per statement, not once per chat (a
+ * million updates of one row in one transaction grow a version chain walked each time).
  * - `messages`: every column of SQLite's, the send queue's included (`attempts`,
  *   `next_attempt_at`, `broadcast_uuid`, `recipient`, `send_class`, `expires_at`,
  *   `sequence`, `pair_rate_waits`, `lease`, `lease_until` in epoch ms, `head`); the queue's
@@ -96,24 +100,29 @@ CREATE TRIGGER chats_before_insert BEFORE INSERT ON ${schema}.chats
 CREATE FUNCTION ${schema}.chats_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO ${schema}.chat_links (kind, link_uuid, last_message_at, uuid, chat_id)
-    SELECT 'group', group_uuid, NEW.last_message_at, NEW.uuid, NEW.id FROM ${schema}.group_members WHERE contact_uuid = NEW.contact_uuid
+    SELECT 'group', m.group_uuid, n.last_message_at, n.uuid, n.id FROM inserted AS n
+      JOIN ${schema}.group_members AS m ON m.contact_uuid = n.contact_uuid
     UNION ALL
-    SELECT 'label', label_uuid, NEW.last_message_at, NEW.uuid, NEW.id FROM ${schema}.contact_labels WHERE contact_uuid = NEW.contact_uuid
+    SELECT 'label', l.label_uuid, n.last_message_at, n.uuid, n.id FROM inserted AS n
+      JOIN ${schema}.contact_labels AS l ON l.contact_uuid = n.contact_uuid
     ON CONFLICT DO NOTHING;
-  INSERT INTO ${schema}.chat_counts (organization_id, count) VALUES (NEW.organization_id, 1)
-    ON CONFLICT (organization_id) DO UPDATE SET count = ${schema}.chat_counts.count + 1;
+  INSERT INTO ${schema}.chat_counts (organization_id, count)
+    SELECT organization_id, COUNT(*) FROM inserted GROUP BY organization_id
+    ON CONFLICT (organization_id) DO UPDATE SET count = ${schema}.chat_counts.count + EXCLUDED.count;
   RETURN NULL;
 END $$;
 CREATE TRIGGER chats_after_insert AFTER INSERT ON ${schema}.chats
-  FOR EACH ROW EXECUTE FUNCTION ${schema}.chats_after_insert();
+  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.chats_after_insert();
 
 CREATE FUNCTION ${schema}.chats_after_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE ${schema}.chat_counts SET count = count - 1 WHERE organization_id = OLD.organization_id;
+  UPDATE ${schema}.chat_counts AS k SET count = k.count - d.n
+    FROM (SELECT organization_id, COUNT(*) AS n FROM deleted GROUP BY organization_id) AS d
+    WHERE k.organization_id = d.organization_id;
   RETURN NULL;
 END $$;
 CREATE TRIGGER chats_after_delete AFTER DELETE ON ${schema}.chats
-  FOR EACH ROW EXECUTE FUNCTION ${schema}.chats_after_delete();
+  REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.chats_after_delete();
 
 CREATE FUNCTION ${schema}.chats_after_last_message() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -124,37 +133,43 @@ CREATE TRIGGER chats_after_last_message AFTER UPDATE OF last_message_at ON ${sch
   FOR EACH ROW WHEN (OLD.last_message_at IS DISTINCT FROM NEW.last_message_at)
   EXECUTE FUNCTION ${schema}.chats_after_last_message();
 
-CREATE FUNCTION ${schema}.group_members_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION ${schema}.group_members_inserted_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO ${schema}.chat_links (kind, link_uuid, last_message_at, uuid, chat_id)
-      SELECT 'group', NEW.group_uuid, last_message_at, uuid, id FROM ${schema}.chats WHERE contact_uuid = NEW.contact_uuid
-      ON CONFLICT DO NOTHING;
-  ELSE
-    DELETE FROM ${schema}.chat_links
-      WHERE chat_id = (SELECT id FROM ${schema}.chats WHERE contact_uuid = OLD.contact_uuid)
-        AND kind = 'group' AND link_uuid = OLD.group_uuid;
-  END IF;
+  INSERT INTO ${schema}.chat_links (kind, link_uuid, last_message_at, uuid, chat_id)
+    SELECT 'group', n.group_uuid, c.last_message_at, c.uuid, c.id FROM inserted AS n
+      JOIN ${schema}.chats AS c ON c.contact_uuid = n.contact_uuid
+    ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;
-CREATE TRIGGER group_members_chat_links AFTER INSERT OR DELETE ON ${schema}.group_members
-  FOR EACH ROW EXECUTE FUNCTION ${schema}.group_members_chat_links();
+CREATE TRIGGER group_members_inserted_chat_links AFTER INSERT ON ${schema}.group_members
+  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.group_members_inserted_chat_links();
+CREATE FUNCTION ${schema}.group_members_deleted_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM ${schema}.chat_links AS l USING deleted AS o, ${schema}.chats AS c
+    WHERE c.contact_uuid = o.contact_uuid AND l.chat_id = c.id AND l.kind = 'group' AND l.link_uuid = o.group_uuid;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER group_members_deleted_chat_links AFTER DELETE ON ${schema}.group_members
+  REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.group_members_deleted_chat_links();
 
-CREATE FUNCTION ${schema}.contact_labels_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION ${schema}.contact_labels_inserted_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO ${schema}.chat_links (kind, link_uuid, last_message_at, uuid, chat_id)
-      SELECT 'label', NEW.label_uuid, last_message_at, uuid, id FROM ${schema}.chats WHERE contact_uuid = NEW.contact_uuid
-      ON CONFLICT DO NOTHING;
-  ELSE
-    DELETE FROM ${schema}.chat_links
-      WHERE chat_id = (SELECT id FROM ${schema}.chats WHERE contact_uuid = OLD.contact_uuid)
-        AND kind = 'label' AND link_uuid = OLD.label_uuid;
-  END IF;
+  INSERT INTO ${schema}.chat_links (kind, link_uuid, last_message_at, uuid, chat_id)
+    SELECT 'label', n.label_uuid, c.last_message_at, c.uuid, c.id FROM inserted AS n
+      JOIN ${schema}.chats AS c ON c.contact_uuid = n.contact_uuid
+    ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;
-CREATE TRIGGER contact_labels_chat_links AFTER INSERT OR DELETE ON ${schema}.contact_labels
-  FOR EACH ROW EXECUTE FUNCTION ${schema}.contact_labels_chat_links();
+CREATE TRIGGER contact_labels_inserted_chat_links AFTER INSERT ON ${schema}.contact_labels
+  REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.contact_labels_inserted_chat_links();
+CREATE FUNCTION ${schema}.contact_labels_deleted_chat_links() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM ${schema}.chat_links AS l USING deleted AS o, ${schema}.chats AS c
+    WHERE c.contact_uuid = o.contact_uuid AND l.chat_id = c.id AND l.kind = 'label' AND l.link_uuid = o.label_uuid;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER contact_labels_deleted_chat_links AFTER DELETE ON ${schema}.contact_labels
+  REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.contact_labels_deleted_chat_links();
 
 CREATE FUNCTION ${schema}.contacts_chat_search() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
