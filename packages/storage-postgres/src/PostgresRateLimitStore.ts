@@ -1,7 +1,7 @@
 import type Pg from "pg"
 import { Effect, Layer, type Scope } from "effect"
 import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService, type StorageError } from "@switchboard/core"
-import { openPool } from "./internal/connection.js"
+import { acquirePool } from "./internal/connection.js"
 import { attempt, databaseOf } from "./internal/sql.js"
 import { checkCurrent, migrate } from "./migrations.js"
 import { DEFAULT_SCHEMA, type PostgresStorageOptions } from "./PostgresStorage.js"
@@ -36,19 +36,7 @@ export const make = (
   options: PostgresRateLimitStoreOptions
 ): Effect.Effect<RateLimitStoreService, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
-    const pool =
-      options.pool ??
-      (yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          openPool({
-            connectionString: options.connectionString!,
-            applicationName: options.applicationName,
-            statementTimeoutMs: options.statementTimeoutMs,
-            poolSize: options.poolSize
-          })
-        ),
-        close
-      ))
+    const pool = yield* acquirePool(options)
     const schema = options.schema ?? DEFAULT_SCHEMA
     yield* options.migrate === false ? checkCurrent(pool, schema) : migrate(pool, schema)
     return fromPool(pool, schema, options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS)
@@ -99,9 +87,3 @@ const fromPool = (pool: Pg.Pool, schemaName: string, pruneIntervalMs: number): R
     synchronous: false
   }
 }
-
-/** Ends a pool this module opened; a failure to end is logged, not raised. */
-const close = (pool: Pg.Pool): Effect.Effect<void> =>
-  attempt("close", () => pool.end()).pipe(
-    Effect.catchAll((error) => Effect.logWarning("Closing the PostgreSQL rate-limit pool failed", error.cause))
-  )

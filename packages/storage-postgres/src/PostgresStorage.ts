@@ -1,8 +1,8 @@
 import type Pg from "pg"
 import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { Storage, type StorageError, type StorageService } from "@switchboard/core"
-import { openPool } from "./internal/connection.js"
-import { attempt, type Database, databaseOf } from "./internal/sql.js"
+import { acquirePool } from "./internal/connection.js"
+import { type Database, databaseOf } from "./internal/sql.js"
 import { checkCurrent, LATEST_VERSION, migrate as migrateSchema } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { broadcastRepository } from "./repositories/broadcasts.js"
@@ -69,19 +69,7 @@ export type PostgresStorageOptions = (
  */
 export const make = (options: PostgresStorageOptions): Effect.Effect<StorageService, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
-    const pool =
-      options.pool ??
-      (yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          openPool({
-            connectionString: options.connectionString!,
-            applicationName: options.applicationName,
-            statementTimeoutMs: options.statementTimeoutMs,
-            poolSize: options.poolSize
-          })
-        ),
-        close
-      ))
+    const pool = yield* acquirePool(options)
     const schema = options.schema ?? DEFAULT_SCHEMA
     yield* options.migrate === false ? checkCurrent(pool, schema) : migrateSchema(pool, schema)
     return fromDatabase(databaseOf(pool, schema))
@@ -153,12 +141,6 @@ const fromDatabase = (db: Database): StorageService => ({
   outbox: outboxRepository(db),
   broadcasts: broadcastRepository(db)
 })
-
-/** Ends a pool this package opened; a failure to end is logged, not raised. */
-const close = (pool: Pg.Pool): Effect.Effect<void> =>
-  attempt("close", () => pool.end()).pipe(
-    Effect.catchAll((error) => Effect.logWarning("Closing the PostgreSQL pool failed", error.cause))
-  )
 
 /**
  * A connection string (or a driver message quoting one) safe to show: the user and

@@ -1,4 +1,5 @@
 import Pg from "pg"
+import { Effect, type Scope } from "effect"
 
 /** Default `application_name` of the pools this package opens (seen in `pg_stat_activity`). */
 export const DEFAULT_APPLICATION_NAME = "switchboard"
@@ -79,3 +80,33 @@ export const openPool = (settings: PoolSettings): Pg.Pool => {
   pool.on("error", () => {})
   return pool
 }
+
+/**
+ * The pool a store runs on: the host's `options.pool` as it is (never ended here), else a
+ * pool opened with {@link openPool} on `options.connectionString` and ended when `Scope`
+ * closes (a failure to end is logged, not raised).
+ */
+export const acquirePool = (options: {
+  readonly pool?: Pg.Pool | undefined
+  readonly connectionString?: string | undefined
+  readonly applicationName?: string | undefined
+  readonly statementTimeoutMs?: number | undefined
+  readonly poolSize?: number | undefined
+}): Effect.Effect<Pg.Pool, never, Scope.Scope> =>
+  options.pool !== undefined
+    ? Effect.succeed(options.pool)
+    : Effect.acquireRelease(
+        Effect.sync(() =>
+          openPool({
+            connectionString: options.connectionString!,
+            applicationName: options.applicationName,
+            statementTimeoutMs: options.statementTimeoutMs,
+            poolSize: options.poolSize
+          })
+        ),
+        (pool) =>
+          Effect.tryPromise(() => pool.end()).pipe(
+            Effect.catchAll((cause) => Effect.logWarning("Closing the PostgreSQL pool failed", cause))
+          )
+      )
+
