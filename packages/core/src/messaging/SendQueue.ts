@@ -275,10 +275,13 @@ export const attemptClaimedMessage = (
     if (claimed.reclaimed && spent) {
       return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
     }
-    if (claimed.not_before > startedAt) yield* Effect.sleep(Duration.millis(claimed.not_before - startedAt))
-    // A send in the request has opened its channel already; the dispatcher opens it here.
+    // A send in the request has opened its channel already; the dispatcher opens it here,
+    // before waiting for the slot: a store's round trip between the slot and the hand-over
+    // would count as lateness (on a networked store, enough to miss the slot).
     const channel = opened === undefined ? yield* openChannel(services.channels, claimed) : Either.right(opened)
     if (Either.isLeft(channel)) return channel.left
+    const beforeSlot = yield* Clock.currentTimeMillis
+    if (claimed.not_before > beforeSlot) yield* Effect.sleep(Duration.millis(claimed.not_before - beforeSlot))
     // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
     // does not reach it), interrupted by its timeout only: a client that goes away, or a
     // shutdown, never abandons a request to Meta, while the timeout still can. Its first step
@@ -531,9 +534,21 @@ const SEND_OUTCOME_LOG_LINES: { readonly [T in Exclude<OutboxOutcome["_tag"], "S
   Paused: "Channel paused: Meta refused a send for a reason of the account"
 }
 
+/** The longest a claim is expected to take, in ms: the cap of the estimate the send queue's claims start their slots after. */
+const MAX_CLAIM_LATENCY_MS = 250
+
+/**
+ * How long the claims of each store have taken lately (ms, a moving average of the last
+ * few): a claim reserves its pacing slots from `now` + this, so its first messages are not
+ * late by the claim's own duration.
+ */
+const claimLatencies = new WeakMap<object, number>()
+
 /**
  * The send queue as a {@link LeasedQueue}: `claim` is `OutboxRepository.claim` (pacing
- * slots reserved up to {@link PACING_HORIZON_MS} ahead), `run` one attempt
+ * slots reserved up to {@link PACING_HORIZON_MS} ahead, starting when the claim is expected
+ * to have returned: `now` + a moving average of how long the store's claims took, at most
+ * 250 ms), `run` one attempt
  * ({@link attemptClaimedMessage}), `record` {@link recordSendOutcome}; a requeued or
  * unknown message is due again at its `next_attempt_at`.
  *
@@ -551,14 +566,23 @@ export const sendQueue: LeasedQueue<
       const storage = yield* Storage
       const random = yield* SecureRandom
       const settings = yield* SendQueueSettings
-      return yield* storage.outbox.claim({
-        now,
-        lease: yield* random.uuid(),
+      // Slots are reserved from when the claim is expected to have returned, not from when
+      // it was asked for: a claim that takes 30 ms on a networked store would otherwise hand
+      // its first messages 30 ms late, past PACING_LATENESS_MS, and back to the queue.
+      const latency = claimLatencies.get(storage) ?? 0
+      const lease = yield* random.uuid()
+      const started = yield* Clock.currentTimeMillis
+      const claimed = yield* storage.outbox.claim({
+        now: now + latency,
+        lease,
         leaseUntil,
         settleMs: settings.settleMs,
         limit,
         horizonMs: PACING_HORIZON_MS
       })
+      const took = (yield* Clock.currentTimeMillis) - started
+      claimLatencies.set(storage, Math.min(MAX_CLAIM_LATENCY_MS, Math.round(latency * 0.7 + took * 0.3)))
+      return claimed
     }),
   run: (claimed) =>
     Effect.gen(function*() {
