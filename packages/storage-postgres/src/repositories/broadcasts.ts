@@ -2,7 +2,6 @@ import { Option } from "effect"
 import type {
   BroadcastCancelOutcome,
   BroadcastId,
-  BroadcastRecipientWrite,
   BroadcastRepository,
   ContactId,
   MessageFailure,
@@ -20,7 +19,7 @@ import {
   recordsOf,
   ZERO_COUNTS
 } from "./broadcast-rows.js"
-import { writeAppendedMessage } from "./chats.js"
+import { writeRecipientBatch } from "./broadcast-write.js"
 import { failQueuedBroadcastMessages } from "./outbox-insert.js"
 import { recordWebhookEvent } from "./webhook-events.js"
 
@@ -75,36 +74,6 @@ const statementsOf = (s: string) => {
 }
 
 /**
- * Appends one recipient to its contact's chat through `chats.appendMessage`'s own writes
- * (chats.ts `writeAppendedMessage`): the chat created `open` as `chat_uuid` when missing,
- * its status and unread count unchanged; a `queued` message enters the send queue as class
- * `broadcast`, due at once (no claim), a `failed` one is written without dispatch state.
- * Nothing when the contact is gone.
- */
-const writeRecipient = (
-  sql: Sql,
-  schema: string,
-  organizationId: OrganizationId,
-  broadcastId: string,
-  recipient: BroadcastRecipientWrite,
-  now: string
-) => {
-  const message = { ...recipient.message, broadcast_uuid: broadcastId as BroadcastId }
-  return writeAppendedMessage(sql, schema, organizationId, {
-    contact: { _tag: "ById", uuid: recipient.contact_uuid },
-    newChat: { uuid: recipient.chat_uuid, status: "open" },
-    message,
-    unreadIncrement: 0,
-    reopen: { from: [], to: "open" },
-    dedupe: false,
-    now,
-    ...(message.status === "queued"
-      ? { outbox: { to: recipient.to, class: "broadcast" as const, expires_at: recipient.expires_at, claim: null } }
-      : {})
-  })
-}
-
-/**
  * Ends a `scheduled` or `sending` broadcast of the organization as `status`, inside the
  * caller's transaction (the organization locked): `completed_at` = `now`, `stopped_reason`
  * = `failure` when `stopped`, its start lease ended, its `queued` recipients failed with
@@ -132,9 +101,10 @@ const end = async (
 
 /**
  * `Storage.broadcasts` on PostgreSQL: table `broadcasts`, the recipients as rows of
- * `messages` with `broadcast_uuid` set (schema/delivery.ts). A recipient is written by
- * `chats.appendMessage`'s own writes (chats.ts `writeAppendedMessage`, the send queue's
- * placement in outbox-insert.ts), so it is a chat message like any single send.
+ * `messages` with `broadcast_uuid` set (schema/delivery.ts). A batch of recipients is written
+ * set-based with the effect of `chats.appendMessage`'s writes for each (broadcast-write.ts:
+ * a fixed number of statements per batch), so a recipient is a chat message like any
+ * single send.
  * `writeRecipients` (a whole batch), `cancel` and `stop` are each one transaction that
  * locks the organization first, then the broadcast; a batch is written only while the
  * start's lease token matches. `claimStart` locks the broadcast it takes
@@ -231,11 +201,12 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
               batch.recipients.map((recipient) => recipient.contact_uuid)
             ])).map((found) => found.contact_uuid)
           )
-          for (const recipient of batch.recipients) {
-            if (written.has(recipient.contact_uuid)) continue
+          const fresh = batch.recipients.filter((recipient) => {
+            if (written.has(recipient.contact_uuid)) return false
             written.add(recipient.contact_uuid)
-            await writeRecipient(sql, s, organizationId, id, recipient, batch.now)
-          }
+            return true
+          })
+          await writeRecipientBatch(sql, s, organizationId, id, fresh, batch.now)
           await sql.run(SQL.storeStart, [
             batch.cursor,
             batch.finished,

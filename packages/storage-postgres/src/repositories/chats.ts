@@ -41,8 +41,8 @@ import { applyPending, applyStatus } from "./message-status.js"
  * so core's check-then-write rules apply atomically across processes; reads of several
  * statements share one snapshot. Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
- * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended by the
- * same writes ({@link writeAppendedMessage}).
+ * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
+ * same effect, a batch at a time (broadcast-write.ts).
  *
  * @category repositories
  */

@@ -59,11 +59,18 @@ export const anyDue = async (db: Database, now: number): Promise<boolean> =>
     [iso(now), now]
   )) !== undefined
 
+/** One range of a channel's due heads of one class, locked `FOR UPDATE SKIP LOCKED` (a CTE of {@link candidatesOf}). */
+const candidateRange = (schema: string, channelTerm: string, sendClass: string, expiredOnly: boolean, limit: string) =>
+  `SELECT ${CANDIDATE_COLUMNS} FROM ${schema}.messages
+    WHERE ${channelTerm} AND send_class = '${sendClass}' AND ${DUE} ${expiredOnly ? "AND expires_at <= $1" : ""}
+    ORDER BY next_attempt_at, sequence LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+
 /**
- * A channel's due heads in claim order, at most `limit` per class, locked
- * `FOR UPDATE SKIP LOCKED` (a head another transaction holds is passed over; one claimed
- * since this statement's snapshot is re-checked and dropped). With `expiredOnly`, only the
- * expired ones (claimed without a pacing slot).
+ * A channel's due heads, in one statement: per class at most `limit`, and with
+ * `expiredLimit` > 0 also per class at most that many of the expired ones (claimed without
+ * a pacing slot), each range locked `FOR UPDATE SKIP LOCKED` (a head another transaction
+ * holds is passed over; one claimed since this statement's snapshot is re-checked and
+ * dropped). A head can come in two ranges: once per uuid in the answer.
  */
 const candidatesOf = async (
   sql: Sql,
@@ -72,21 +79,19 @@ const candidatesOf = async (
   nowIso: string,
   now: number,
   limit: number,
-  expiredOnly: boolean
+  expiredLimit: number
 ): Promise<Array<CandidateRow>> => {
-  const rows: Array<CandidateRow> = []
-  for (const sendClass of ["single", "broadcast"] as const) {
-    rows.push(
-      ...(await sql.rows<CandidateRow>(
-        `SELECT ${CANDIDATE_COLUMNS} FROM ${schema}.messages
-          WHERE channel_uuid ${channelUuid === null ? "IS NULL AND $3::text IS NULL" : "= $3"} AND send_class = $4 AND ${DUE}
-            ${expiredOnly ? "AND expires_at <= $1" : ""}
-          ORDER BY next_attempt_at, sequence LIMIT $5 FOR UPDATE SKIP LOCKED`,
-        [nowIso, now, channelUuid, sendClass, limit]
-      ))
-    )
-  }
-  return rows
+  const channelTerm = `channel_uuid ${channelUuid === null ? "IS NULL AND $3::text IS NULL" : "= $3"}`
+  const rows = await sql.rows<CandidateRow>(
+    `WITH s AS (${candidateRange(schema, channelTerm, "single", false, "$4")}),
+      b AS (${candidateRange(schema, channelTerm, "broadcast", false, "$4")}),
+      se AS (${candidateRange(schema, channelTerm, "single", true, "$5")}),
+      be AS (${candidateRange(schema, channelTerm, "broadcast", true, "$5")})
+    SELECT * FROM s UNION ALL SELECT * FROM b UNION ALL SELECT * FROM se UNION ALL SELECT * FROM be`,
+    [nowIso, now, channelUuid, limit, expiredLimit]
+  )
+  const seen = new Set<string>()
+  return rows.filter((row) => !seen.has(row.uuid) && seen.add(row.uuid) !== undefined)
 }
 
 /**
@@ -95,40 +100,40 @@ const candidatesOf = async (
  * to it: its pacing state is read and reserved under the lock, so slots are exact across
  * processes); per channel its due heads in claim order (only the expired ones once its
  * slots within the horizon are taken), locked `SKIP LOCKED`; then round-robin, one head per
- * channel per turn, each reserving its slot; then one write of the claimed messages and
- * one of the channels' `pacing_tat`.
+ * channel per turn, each reserving its slot; then one statement writing the claimed
+ * messages and the channels' `pacing_tat`. A claim is a fixed number of statements: two,
+ * one per channel with due heads, and the write (each a round trip that makes the claim's
+ * slots, reserved from its `now`, older when it returns).
  */
 export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimRequest): Promise<Array<ClaimedMessage>> => {
   const { limit, now } = request
   const nowIso = iso(now)
-  const waiting = await sql.rows<{ channel_uuid: string | null }>(
-    `SELECT DISTINCT channel_uuid FROM ${schema}.messages WHERE ${DUE}`,
+  // The channels with due heads: whether each exists, and the active ones locked
+  // FOR NO KEY UPDATE SKIP LOCKED (their pacing state read under the lock).
+  const waiting = await sql.rows<{
+    channel_uuid: string | null
+    known: boolean
+    locked: boolean
+    throughput_mps: number | null
+    pacing_tat: number | null
+  }>(
+    `WITH w AS (SELECT DISTINCT channel_uuid FROM ${schema}.messages WHERE ${DUE}),
+      l AS (SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels
+        WHERE uuid IN (SELECT channel_uuid FROM w) AND status = 'active' ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED)
+    SELECT w.channel_uuid, c.uuid IS NOT NULL AS known, l.uuid IS NOT NULL AS locked, l.throughput_mps, l.pacing_tat
+      FROM w LEFT JOIN ${schema}.channels AS c ON c.uuid = w.channel_uuid LEFT JOIN l ON l.uuid = w.channel_uuid`,
     [nowIso, now]
   )
-  const named = waiting.flatMap((row) => (row.channel_uuid === null ? [] : [row.channel_uuid]))
-  const known = await sql.rows<{ uuid: string }>(`SELECT uuid FROM ${schema}.channels WHERE uuid = ANY($1::text[])`, [named])
-  const locked = await sql.rows<{ uuid: string; throughput_mps: number; pacing_tat: number }>(
-    `SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels WHERE uuid = ANY($1::text[]) AND status = 'active'
-      ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED`,
-    [named]
-  )
-  const knownSet = new Set(known.map((row) => row.uuid))
-  const pacing = new Map(locked.map((row) => [row.uuid, row]))
   const turns: Array<ChannelTurn> = []
-  for (const { channel_uuid: channelUuid } of waiting) {
+  for (const { channel_uuid: channelUuid, known, locked, throughput_mps, pacing_tat } of waiting) {
     // A channel that exists but was not locked is paused or held by another claim.
-    if (channelUuid !== null && knownSet.has(channelUuid) && !pacing.has(channelUuid)) continue
-    const paced = channelUuid === null ? undefined : pacing.get(channelUuid)
-    const intervalMs = paced === undefined ? null : pacingIntervalMs(paced.throughput_mps)
-    const slot = paced === undefined ? now : Math.max(paced.pacing_tat, now)
+    if (channelUuid !== null && known && !locked) continue
+    const paced = channelUuid !== null && locked
+    const intervalMs = paced ? pacingIntervalMs(throughput_mps!) : null
+    const slot = paced ? Math.max(pacing_tat!, now) : now
     const horizon = now + request.horizonMs
     const slots = intervalMs === null ? limit : slot > horizon ? 0 : Math.floor((horizon - slot) / intervalMs) + 1
-    const candidates = await candidatesOf(sql, schema, channelUuid, nowIso, now, Math.min(limit, slots), false)
-    if (slots < limit) {
-      const seen = new Set(candidates.map((row) => row.uuid))
-      const expired = await candidatesOf(sql, schema, channelUuid, nowIso, now, limit, true)
-      candidates.push(...expired.filter((row) => !seen.has(row.uuid)))
-    }
+    const candidates = await candidatesOf(sql, schema, channelUuid, nowIso, now, Math.min(limit, slots), slots < limit ? limit : 0)
     if (candidates.length === 0) continue
     candidates.sort(claimOrder)
     turns.push({ channelUuid, intervalMs, horizon, slot, reserved: false, candidates })
@@ -157,18 +162,23 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
     active = still
   }
   if (claimed.length === 0) return []
+  // One statement: the channels' pacing_tat (a data-modifying CTE always runs) and the claimed messages.
   const reserved = turns.filter((turn) => turn.reserved)
-  if (reserved.length > 0) {
-    await sql.run(
-      `UPDATE ${schema}.channels AS c SET pacing_tat = r.tat FROM unnest($1::text[], $2::float8[]) AS r (uuid, tat)
-        WHERE c.uuid = r.uuid`,
-      [reserved.map((turn) => turn.channelUuid), reserved.map((turn) => turn.slot)]
-    )
-  }
   const rows = await sql.rows<MessageRow>(
-    `UPDATE ${schema}.messages SET status = 'sending', lease = $1, lease_until = $2, next_attempt_at = $3, updated_at = $4
+    `WITH paced AS (
+        UPDATE ${schema}.channels AS c SET pacing_tat = r.tat FROM unnest($6::text[], $7::float8[]) AS r (uuid, tat)
+          WHERE c.uuid = r.uuid)
+    UPDATE ${schema}.messages SET status = 'sending', lease = $1, lease_until = $2, next_attempt_at = $3, updated_at = $4
       WHERE uuid = ANY($5::text[]) RETURNING ${MESSAGE_COLUMNS}`,
-    [request.lease, request.leaseUntil, iso(request.leaseUntil + request.settleMs), nowIso, claimed.map(({ row }) => row.uuid)]
+    [
+      request.lease,
+      request.leaseUntil,
+      iso(request.leaseUntil + request.settleMs),
+      nowIso,
+      claimed.map(({ row }) => row.uuid),
+      reserved.map((turn) => turn.channelUuid),
+      reserved.map((turn) => turn.slot)
+    ]
   )
   const byUuid = new Map(rows.map((row) => [row.uuid, row]))
   return claimed.map(({ notBefore, row }): ClaimedMessage => ({
