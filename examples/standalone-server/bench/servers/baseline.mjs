@@ -20,7 +20,7 @@ const db = openDatabase(process.argv[2])
 const authenticate = apiKeyCheck(db)
 const DETAILS = ["first_name", "last_name", "email", "street", "city", "state", "zip", "country"]
 const page = db.prepare(
-  `SELECT uuid, phone, ${DETAILS.join(", ")}, created_at, updated_at FROM contacts WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`
+  `SELECT uuid, phone, phone_valid, ${DETAILS.join(", ")}, marketing_opt_out_at, created_at, updated_at FROM contacts WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`
 )
 const count = db.prepare("SELECT COALESCE((SELECT count FROM contact_counts WHERE organization_id = ?), 0) AS count")
 const groupsOf = db.prepare(`SELECT m.contact_uuid, g.uuid, g.name FROM group_members AS m JOIN contact_groups AS g ON g.uuid = m.group_uuid
@@ -38,10 +38,12 @@ const list = db.transaction((organizationId, perPage, pageNumber) => {
   const uuids = JSON.stringify(rows.map((row) => row.uuid))
   const groups = grouped(groupsOf.all(uuids), ({ uuid, name }) => ({ uuid, name }))
   const labels = grouped(labelsOf.all(uuids), ({ uuid, name, color }) => ({ uuid, name, color }))
-  const contacts = rows.map(({ created_at, updated_at, ...row }) => ({
+  const contacts = rows.map(({ marketing_opt_out_at, created_at, updated_at, ...row }) => ({
     ...row,
+    phone_valid: row.phone_valid !== 0,
     groups: groups.get(row.uuid) ?? [],
     labels: labels.get(row.uuid) ?? [],
+    marketing_opt_out_at,
     created_at,
     updated_at
   }))

@@ -34,7 +34,7 @@ const SQL = {
     JOIN ${schema}.organizations AS o ON o.id = k.organization_id WHERE k.hash = $1 AND k.revoked_at IS NULL`,
   count: `INSERT INTO ${schema}.rate_buckets AS bucket (key, window_start, count, expires_at) VALUES ($1, $2, 1, $3)
     ON CONFLICT (key, window_start) DO UPDATE SET count = bucket.count + 1 RETURNING count`,
-  page: `SELECT uuid, phone, ${DETAILS.join(", ")}, created_at, updated_at FROM ${schema}.contacts
+  page: `SELECT uuid, phone, phone_valid, ${DETAILS.join(", ")}, marketing_opt_out_at, created_at, updated_at FROM ${schema}.contacts
     WHERE organization_id = $1 ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
   total: `SELECT COALESCE((SELECT count FROM ${schema}.contact_counts WHERE organization_id = $1), 0) AS count`,
   groups: `SELECT m.contact_uuid, g.uuid, g.name FROM ${schema}.group_members AS m JOIN ${schema}.contact_groups AS g ON g.uuid = m.group_uuid
@@ -73,10 +73,12 @@ const list = async (organizationId, perPage, pageNumber) => {
     const groups = grouped((await query(client, SQL.groups, [uuids])).rows, ({ uuid, name }) => ({ uuid, name }))
     const labels = grouped((await query(client, SQL.labels, [uuids])).rows, ({ uuid, name, color }) => ({ uuid, name, color }))
     await client.query("COMMIT")
-    const contacts = rows.map(({ created_at, updated_at, ...row }) => ({
+    const contacts = rows.map(({ marketing_opt_out_at, created_at, updated_at, ...row }) => ({
       ...row,
+      phone_valid: row.phone_valid,
       groups: groups.get(row.uuid) ?? [],
       labels: labels.get(row.uuid) ?? [],
+      marketing_opt_out_at,
       created_at,
       updated_at
     }))
