@@ -1,7 +1,7 @@
 import type Pg from "pg"
 import { Effect } from "effect"
 import { StorageError } from "@switchboard/core"
-import { attempt, quoteIdentifier } from "./internal/sql.js"
+import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
 import { deliveryTables } from "./schema/delivery.js"
@@ -46,16 +46,15 @@ export const LATEST_VERSION = migrations[migrations.length - 1]!.version
 const MIGRATION_LOCK_KEY = 0x5357_4244 // "SWBD"
 
 /** The version a schema's `schema_migrations` table records, 0 when it has none. */
-const currentVersion = async (client: Pg.PoolClient, schemaName: string): Promise<number> => {
-  const exists = await client.query<{ found: boolean }>(
-    "SELECT to_regclass($1) IS NOT NULL AS found",
-    [`${quoteIdentifier(schemaName)}.schema_migrations`]
-  )
-  if (!exists.rows[0]!.found) return 0
-  const result = await client.query<{ version: number | null }>(
+const currentVersion = async (sql: Sql, schemaName: string): Promise<number> => {
+  const table = await sql.row<{ found: boolean }>("SELECT to_regclass($1) IS NOT NULL AS found", [
+    `${quoteIdentifier(schemaName)}.schema_migrations`
+  ])
+  if (!table!.found) return 0
+  const result = await sql.row<{ version: number | null }>(
     `SELECT MAX(version)::integer AS version FROM ${quoteIdentifier(schemaName)}.schema_migrations`
   )
-  return result.rows[0]!.version ?? 0
+  return result!.version ?? 0
 }
 
 /** Thrown (and raised as the `StorageError`'s cause) when the database is newer than this code. */
@@ -87,51 +86,37 @@ export class SchemaNotCurrentError extends Error {
  * `"migrate"`).
  */
 export const migrate = (pool: Pg.Pool, schemaName: string): Effect.Effect<number, StorageError> =>
-  attempt("migrate", async () => {
-    const client = await pool.connect()
-    let broken: Error | undefined
-    try {
-      await client.query("BEGIN")
-      try {
-        await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY])
-        const version = await currentVersion(client, schemaName)
-        if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
-        if (version < LATEST_VERSION) {
-          const schema = quoteIdentifier(schemaName)
-          await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
-          await client.query("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-          const trigram = await client.query<{ schema: string }>(
-            "SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
-          )
-          const context: SchemaContext = { schema, trigramSchema: quoteIdentifier(trigram.rows[0]!.schema) }
-          await client.query(
-            `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
-              version integer PRIMARY KEY,
-              name text NOT NULL,
-              applied_at timestamptz NOT NULL DEFAULT now()
-            )`
-          )
-          for (const migration of migrations) {
-            if (migration.version <= version) continue
-            await client.query(migration.sql(context))
-            await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [
-              migration.version,
-              migration.name
-            ])
-          }
-        }
-        await client.query("COMMIT")
-        return LATEST_VERSION
-      } catch (error) {
-        await client.query("ROLLBACK").catch((rollbackError: Error) => {
-          broken = rollbackError
-        })
-        throw error
+  attempt("migrate", () =>
+    databaseOf(pool, schemaName).transaction(async (sql) => {
+      await sql.run("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY])
+      const version = await currentVersion(sql, schemaName)
+      if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
+      if (version === LATEST_VERSION) return LATEST_VERSION
+      const schema = quoteIdentifier(schemaName)
+      await sql.run(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+      await sql.run("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+      const trigram = await sql.row<{ schema: string }>(
+        "SELECT n.nspname AS schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
+      )
+      const context: SchemaContext = { schema, trigramSchema: quoteIdentifier(trigram!.schema) }
+      await sql.run(
+        `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at timestamptz NOT NULL DEFAULT now()
+        )`
+      )
+      for (const migration of migrations) {
+        if (migration.version <= version) continue
+        await sql.run(migration.sql(context))
+        await sql.run(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [
+          migration.version,
+          migration.name
+        ])
       }
-    } finally {
-      client.release(broken)
-    }
-  })
+      return LATEST_VERSION
+    })
+  )
 
 /**
  * Checks, without changing anything, that `schemaName` is at {@link LATEST_VERSION}
@@ -140,14 +125,8 @@ export const migrate = (pool: Pg.Pool, schemaName: string): Effect.Effect<number
  */
 export const checkCurrent = (pool: Pg.Pool, schemaName: string): Effect.Effect<number, StorageError> =>
   attempt("migrate", async () => {
-    const client = await pool.connect()
-    try {
-      const version = await currentVersion(client, schemaName)
-      if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
-      if (version < LATEST_VERSION) throw new SchemaNotCurrentError(schemaName, version)
-      return version
-    } finally {
-      client.release()
-    }
+    const version = await currentVersion(sqlOf(pool), schemaName)
+    if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
+    if (version < LATEST_VERSION) throw new SchemaNotCurrentError(schemaName, version)
+    return version
   })
-

@@ -94,7 +94,7 @@ export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
   const inTransaction = async <A>(begin: string, fn: (sql: Sql) => Promise<A>, organization?: string): Promise<A> => {
     for (let attemptNumber = 1; ; attemptNumber++) {
       const client = await pool.connect()
-      let broken: unknown = undefined
+      let broken = false
       try {
         await client.query(begin)
         const sql = sqlOf(client)
@@ -105,8 +105,8 @@ export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
       } catch (error) {
         try {
           await client.query("ROLLBACK")
-        } catch (rollbackError) {
-          broken = rollbackError
+        } catch {
+          broken = true
         }
         const code = (error as { code?: unknown }).code
         if (typeof code === "string" && RETRYABLE.has(code) && attemptNumber < TRANSACTION_ATTEMPTS) {
@@ -116,7 +116,7 @@ export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
         throw error
       } finally {
         // A client whose rollback failed is in an unknown state: the pool discards it.
-        client.release(broken instanceof Error ? broken : broken === undefined ? undefined : true)
+        client.release(broken)
       }
     }
   }
