@@ -178,6 +178,12 @@ const assemble = (collections: Collections): StorageService => {
     webhooks: webhookRepository(collections),
     webhookRejects: webhookRejectRepository(collections),
     outbox: outboxRepository(collections),
-    broadcasts: broadcastRepository(collections, usage)
+    broadcasts: broadcastRepository(collections, usage),
+    // One read proves the server answers; the indexes, MongoDB's only schema, are created at start.
+    health: () =>
+      attempt("health", async () => {
+        await collections.organizations.findOne({}, { projection: { _id: 1 } })
+        return { migrations_current: true }
+      })
   }
 }

@@ -3,7 +3,7 @@ import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { Storage, type StorageError, type StorageService } from "@switchboard/core"
 import { acquirePool } from "./internal/connection.js"
 import { type Database, databaseOf } from "./internal/sql.js"
-import { checkCurrent, LATEST_VERSION, migrate as migrateSchema } from "./migrations.js"
+import { checkCurrent, LATEST_VERSION, migrate as migrateSchema, schemaHealth } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { broadcastRepository } from "./repositories/broadcasts.js"
 import { channelRepository } from "./repositories/channels.js"
@@ -72,7 +72,7 @@ export const make = (options: PostgresStorageOptions): Effect.Effect<StorageServ
     const pool = yield* acquirePool(options)
     const schema = options.schema ?? DEFAULT_SCHEMA
     yield* options.migrate === false ? checkCurrent(pool, schema) : migrateSchema(pool, schema)
-    return fromDatabase(databaseOf(pool, schema))
+    return { ...fromDatabase(databaseOf(pool, schema)), health: () => schemaHealth(pool, schema) }
   })
 
 /**
@@ -126,7 +126,7 @@ export const migrate = (pool: Pg.Pool, schema: string = DEFAULT_SCHEMA): Effect.
   migrateSchema(pool, schema)
 
 /** Assembles the service: one repository factory per domain. */
-const fromDatabase = (db: Database): StorageService => ({
+const fromDatabase = (db: Database): Omit<StorageService, "health"> => ({
   organizations: organizationRepository(db),
   contacts: contactRepository(db),
   groups: groupRepository(db),

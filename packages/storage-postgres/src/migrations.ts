@@ -1,6 +1,6 @@
 import type Pg from "pg"
 import { Effect } from "effect"
-import { StorageError } from "@switchboard/core"
+import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
@@ -129,4 +129,21 @@ export const checkCurrent = (pool: Pg.Pool, schemaName: string): Effect.Effect<n
     if (version > LATEST_VERSION) throw new SchemaTooNewError(schemaName, version)
     if (version < LATEST_VERSION) throw new SchemaNotCurrentError(schemaName, version)
     return version
+  })
+
+/**
+ * What `Storage.health()` reports of `schemaName` (docs/deployment.md "Health checks"):
+ * one round trip reading its version; current at {@link LATEST_VERSION}. Fails with
+ * `StorageError` (operation `"health"`) when the server does not answer.
+ */
+export const schemaHealth = (pool: Pg.Pool, schemaName: string): Effect.Effect<StorageHealth, StorageError> =>
+  attempt("health", async (): Promise<StorageHealth> => {
+    const version = await currentVersion(sqlOf(pool), schemaName)
+    if (version === LATEST_VERSION) return { migrations_current: true }
+    return {
+      migrations_current: false,
+      detail: version > LATEST_VERSION
+        ? `schema version ${version} is newer than this code's ${LATEST_VERSION}`
+        : `schema version ${version}, this code needs ${LATEST_VERSION}: migrations pending`
+    }
   })

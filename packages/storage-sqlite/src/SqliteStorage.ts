@@ -3,7 +3,7 @@ import { Config, type ConfigError, Effect, Layer, type Scope } from "effect"
 import { Storage, type StorageError, type StorageService } from "@switchboard/core"
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
 import { attempt, statementsOf } from "./internal/sql.js"
-import { migrate } from "./migrations.js"
+import { migrate, schemaHealth } from "./migrations.js"
 import { basicReplyRepository } from "./repositories/basicReplies.js"
 import { broadcastRepository } from "./repositories/broadcasts.js"
 import { channelRepository } from "./repositories/channels.js"
@@ -131,7 +131,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       webhooks: webhookRepository(db, statements),
       webhookRejects: webhookRejectRepository(db, statements),
       outbox: outboxRepository(db, statements),
-      broadcasts: broadcastRepository(db, statements)
+      broadcasts: broadcastRepository(db, statements),
+      health: () => attempt("health", () => schemaHealth(db))
     }
   })
 

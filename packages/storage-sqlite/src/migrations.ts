@@ -1,6 +1,6 @@
 import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
-import type { StorageError } from "@switchboard/core"
+import type { StorageError, StorageHealth } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
 import { BROADCASTS_MIGRATION } from "./repositories/broadcasts.js"
 import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
@@ -379,3 +379,26 @@ export const applyPending = (
     }
     return pending.map((migration) => migration.version)
   })
+
+/**
+ * What `Storage.health()` reports of `db` (docs/deployment.md "Health checks"): one read
+ * of `schema_migrations` (WAL mode never blocks it behind a writer), current when every
+ * version of `list` is applied and none beyond it. Throws the driver's error.
+ *
+ * @category migrations
+ */
+export const schemaHealth = (
+  db: Sqlite.Database,
+  list: ReadonlyArray<Migration> = migrations
+): StorageHealth => {
+  const applied = db.prepare<[], number>("SELECT version FROM schema_migrations ORDER BY version").pluck().all()
+  const expected = list.map((migration) => migration.version).sort((a, b) => a - b)
+  const newest = applied.at(-1) ?? 0
+  const highest = expected.at(-1) ?? 0
+  if (newest > highest) return { migrations_current: false, detail: `schema version ${newest} is newer than this code's ${highest}` }
+  const known = new Set(applied)
+  const pending = expected.filter((version) => !known.has(version))
+  return pending.length === 0
+    ? { migrations_current: true }
+    : { migrations_current: false, detail: `migrations pending: ${pending.join(", ")}` }
+}

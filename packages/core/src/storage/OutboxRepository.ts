@@ -1,5 +1,5 @@
 import type { Effect, Option } from "effect"
-import type { Channel, ChannelId } from "../channels/model.js"
+import type { Channel, ChannelId, ChannelStatus } from "../channels/model.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
 import type { StorageError } from "./errors.js"
@@ -208,6 +208,22 @@ export interface ChannelQueueFigures {
 }
 
 /**
+ * One row of {@link OutboxRepository.summary}: a channel (of any organization) with its
+ * waiting outbox messages (`queued`, `sending`) and its `status`; `channel_id` and
+ * `channel_status` are `null` for the messages that have no channel. What the metrics
+ * `switchboard_outbox_messages` and `switchboard_channel_paused` read at each scrape
+ * (docs/deployment.md "Metrics").
+ *
+ * @category storage
+ */
+export interface OutboxSummaryRow {
+  readonly channel_id: ChannelId | null
+  readonly channel_status: ChannelStatus | null
+  readonly queued: number
+  readonly sending: number
+}
+
+/**
  * The send queue's storage (rules at the top of this module; docs/messaging.md "The send
  * queue"). Messages enter it through `ChatRepository.appendMessage` with `outbox`. Every
  * method fails only with {@link StorageError}.
@@ -284,6 +300,14 @@ export interface OutboxRepository {
     organizationId: OrganizationId,
     channelId: ChannelId
   ) => Effect.Effect<ChannelQueueFigures, StorageError>
+  /**
+   * The send queue across every organization, for operators (docs/deployment.md
+   * "Metrics"): one row per channel that has waiting messages or is `paused` (a paused
+   * channel without waiting messages has zeros), plus one row with `channel_id` `null`
+   * when messages without a channel wait. In no particular order; an empty queue with no
+   * paused channel is `[]`. Reads every organization, like `claim`, and only counts.
+   */
+  readonly summary: () => Effect.Effect<ReadonlyArray<OutboxSummaryRow>, StorageError>
   /**
    * Resumes a `paused` channel: `active`, `paused_reason` and `paused_at` null, its
    * waiting messages due now, event `channel.resumed` — all in one atomic step. The

@@ -280,6 +280,19 @@ export interface LabelRepository {
 export const nameKey = (name: string): string => name.trim().toLowerCase()
 
 /**
+ * What {@link StorageService.health} reports once the store answered
+ * (docs/deployment.md "Health checks"): `migrations_current` is `true` when the store's
+ * schema is the version this adapter expects (none pending, none newer); otherwise
+ * `detail` says why in one line (versions, never a secret or a connection string).
+ *
+ * @category storage
+ */
+export interface StorageHealth {
+  readonly migrations_current: boolean
+  readonly detail?: string
+}
+
+/**
  * The storage interface: one repository per domain. Adapters (memory in
  * `@switchboard/core`, SQLite, MongoDB) provide it; `@switchboard/storage-contract` is
  * the suite every adapter must pass.
@@ -300,6 +313,13 @@ export interface StorageService {
   readonly webhookRejects: WebhookRejectRepository
   readonly outbox: OutboxRepository
   readonly broadcasts: BroadcastRepository
+  /**
+   * A cheap read proving the store answers (SQLite: a read that WAL mode never blocks;
+   * PostgreSQL and MongoDB: one round trip) and whether its schema is current. Fails with
+   * {@link StorageError} when the store does not answer; the caller bounds the wait
+   * (readiness gives it 1 s, docs/deployment.md "Health checks").
+   */
+  readonly health: () => Effect.Effect<StorageHealth, StorageError>
 }
 
 /**

@@ -1,7 +1,9 @@
 import { Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
+  type ChannelId,
   type ChannelQueueFigures,
+  type ChannelStatus,
   type ClaimedMessage,
   DEFAULT_THROUGHPUT_MPS,
   type Message,
@@ -15,6 +17,7 @@ import {
   type OutboxOutcome,
   type OutboxPlacement,
   type OutboxRepository,
+  type OutboxSummaryRow,
   pacingIntervalMs,
   type WebhookEventType
 } from "@switchboard/core"
@@ -622,6 +625,38 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
           messages.find({ ...ofChannel, status: eq("queued") }, { sort: { created_at: 1, _id: 1 }, limit: 1, projection: { created_at: 1 } }).toArray()
         ])
         return { queued, sending, oldest_queued_at: oldest[0]?.created_at ?? null }
+      }),
+    summary: () =>
+      attempt("outbox.summary", async (): Promise<ReadonlyArray<OutboxSummaryRow>> => {
+        const [counted, paused] = await Promise.all([
+          messages
+            .aggregate<{ _id: { channel_uuid: ChannelId | null; status: MessageStatus }; count: number }>([
+              { $match: WAITING },
+              { $group: { _id: { channel_uuid: "$channel_uuid", status: "$status" }, count: { $sum: 1 } } }
+            ])
+            .toArray(),
+          channels.find({ status: eq("paused") }, { projection: { _id: 1 } }).toArray()
+        ])
+        const ids = [...new Set(counted.map((group) => group._id.channel_uuid).filter((id) => id !== null))]
+        const statuses = new Map(
+          ids.length === 0
+            ? []
+            : (await channels.find({ _id: anyOf(ids) }, { projection: { _id: 1, status: 1 } }).toArray()).map((channel) => [channel._id, channel.status] as const)
+        )
+        const rows = new Map<ChannelId | null, { channel_id: ChannelId | null; channel_status: ChannelStatus | null; queued: number; sending: number }>()
+        for (const channel of paused) rows.set(channel._id as ChannelId, { channel_id: channel._id as ChannelId, channel_status: "paused", queued: 0, sending: 0 })
+        for (const { _id: { channel_uuid, status }, count } of counted) {
+          const row = rows.get(channel_uuid) ?? {
+            channel_id: channel_uuid,
+            channel_status: channel_uuid === null ? null : (statuses.get(channel_uuid) ?? null),
+            queued: 0,
+            sending: 0
+          }
+          rows.set(channel_uuid, row)
+          if (status === "sending") row.sending += count
+          else row.queued += count
+        }
+        return [...rows.values()]
       }),
     resumeChannel: (organizationId, channelId, now) =>
       attempt("outbox.resumeChannel", async () => {

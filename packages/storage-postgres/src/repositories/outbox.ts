@@ -1,5 +1,5 @@
 import { Option } from "effect"
-import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository } from "@switchboard/core"
+import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository, OutboxSummaryRow } from "@switchboard/core"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { anyDue, claimDue } from "./outbox-claim.js"
@@ -105,6 +105,19 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
             WHERE channel_uuid = $1 AND organization_id = $2 AND recipient IS NOT NULL AND status IN ('queued', 'sending')`,
           [channelId, organizationId]
         ))!
+      ),
+    summary: () =>
+      attempt("outbox.summary", (): Promise<ReadonlyArray<OutboxSummaryRow>> =>
+        db.sql.rows<OutboxSummaryRow>(
+          `SELECT m.channel_uuid AS channel_id, c.status AS channel_status,
+              COUNT(*) FILTER (WHERE m.status = 'queued') AS queued, COUNT(*) FILTER (WHERE m.status = 'sending') AS sending
+            FROM ${s}.messages AS m LEFT JOIN ${s}.channels AS c ON c.uuid = m.channel_uuid
+            WHERE m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
+            GROUP BY m.channel_uuid, c.status
+            UNION ALL
+            SELECT c.uuid, c.status, 0, 0 FROM ${s}.channels AS c WHERE c.status = 'paused' AND NOT EXISTS
+              (SELECT 1 FROM ${s}.messages AS w WHERE w.channel_uuid = c.uuid AND w.recipient IS NOT NULL AND w.status IN ('queued', 'sending'))`
+        )
       ),
     resumeChannel: (organizationId, channelId, now) =>
       attempt("outbox.resumeChannel", () =>

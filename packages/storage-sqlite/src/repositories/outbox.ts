@@ -2,6 +2,7 @@ import { Exit, Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
   type ChannelQueueFigures,
+  type OutboxSummaryRow,
   type ClaimedMessage,
   type Message,
   MESSAGE_STATUS_PREDECESSORS,
@@ -251,6 +252,15 @@ export const SQL = {
   channelQueue: `SELECT COALESCE(SUM(status = 'queued'), 0) AS queued, COALESCE(SUM(status = 'sending'), 0) AS sending,
       MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest_queued_at
     FROM messages WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}`,
+  // The waiting rows are exactly messages_send_queue_lanes' (a partial index with WAITING as its WHERE).
+  summary: `SELECT m.channel_uuid AS channel_id, c.status AS channel_status,
+      SUM(m.status = 'queued') AS queued, SUM(m.status = 'sending') AS sending
+    FROM messages AS m LEFT JOIN channels AS c ON c.uuid = m.channel_uuid
+    WHERE m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
+    GROUP BY m.channel_uuid
+    UNION ALL
+    SELECT c.uuid, c.status, 0, 0 FROM channels AS c WHERE c.status = 'paused' AND NOT EXISTS
+      (SELECT 1 FROM messages AS w WHERE w.channel_uuid = c.uuid AND w.recipient IS NOT NULL AND w.status IN ('queued', 'sending'))`,
   failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
     RETURNING ${MESSAGE_COLUMNS}`,
   // One range of messages_broadcast_statuses (migration 18): the broadcast's queued recipients.
@@ -765,6 +775,8 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
       attempt("outbox.channelQueue", (): ChannelQueueFigures =>
         statements.prepare<ChannelQueueFigures>(SQL.channelQueue).get(channelId, organizationId)!
       ),
+    summary: () =>
+      attempt("outbox.summary", (): ReadonlyArray<OutboxSummaryRow> => statements.prepare<OutboxSummaryRow>(SQL.summary).all()),
     resumeChannel: (organizationId, channelId, now) =>
       attempt("outbox.resumeChannel", () =>
         transaction(db, () => {

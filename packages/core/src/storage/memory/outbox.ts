@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import type { Channel, ChannelId } from "../../channels/model.js"
+import type { Channel, ChannelId, ChannelStatus } from "../../channels/model.js"
 import { MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../../messages/model.js"
 import type { OrganizationId } from "../../organizations/model.js"
 import {
@@ -396,6 +396,26 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
         }
       }
       return { queued, sending, oldest_queued_at: oldest }
+    }),
+  summary: () =>
+    Effect.sync(() => {
+      const rows = new Map<string | null, { channel_id: ChannelId | null; channel_status: ChannelStatus | null; queued: number; sending: number }>()
+      for (const [channelId, stored] of state.channels) {
+        if (stored.channel.status === "paused") rows.set(channelId, { channel_id: channelId, channel_status: "paused", queued: 0, sending: 0 })
+      }
+      for (const { row } of waitingEntries(state)) {
+        const channelId = row.channel_uuid as ChannelId | null
+        const summary = rows.get(channelId) ?? {
+          channel_id: channelId,
+          channel_status: channelId === null ? null : (state.channels.get(channelId)?.channel.status ?? null),
+          queued: 0,
+          sending: 0
+        }
+        rows.set(channelId, summary)
+        if (row.status === "sending") summary.sending += 1
+        else summary.queued += 1
+      }
+      return [...rows.values()]
     }),
   resumeChannel: (organizationId, channelId, now) =>
     Effect.sync(() => {
