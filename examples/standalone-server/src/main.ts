@@ -23,6 +23,7 @@ import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboar
 import { Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { loadConfig, serverConfig, storageLayerFor, type ServerConfig } from "./config.js"
 import { ensureDemoOrganization } from "./demo.js"
+import { withHealthEndpoints } from "./health.js"
 import { stderrJsonLog } from "./logging.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
@@ -105,10 +106,12 @@ const main = async (): Promise<void> => {
     await handler.dispose()
     await runtime.dispose()
   }
+  // GET /healthz and /readyz are answered before the API (docs/standalone-server.md "Health endpoints").
+  const endpoints = withHealthEndpoints(handler, handler.health)
   let server: Server
   try {
     await handler.ready
-    server = await listen(createServer(handler).on("clientError", answerClientError), config.value)
+    server = await listen(createServer(endpoints.listener).on("clientError", answerClientError), config.value)
   } catch (error) {
     await closeStore()
     return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)
@@ -116,6 +119,8 @@ const main = async (): Promise<void> => {
   const { port } = server.address() as AddressInfo
   // Signal handlers first: once "listening" is printed, a SIGTERM must find them installed.
   onShutdownSignal(async () => {
+    // Readiness answers 503 from now on, on the connections still open while requests drain.
+    endpoints.beginShutdown()
     await closeGracefully(server)
     await closeStore()
     // Every request line before the last one.

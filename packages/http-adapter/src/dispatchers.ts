@@ -12,9 +12,10 @@ import {
   runWebhookDispatcher,
   SecureRandom,
   SendQueueSettings,
-  type Storage,
+  Storage,
   wakeOnEnqueue
 } from "@switchboard/core"
+import { type HealthPhase, type HealthReport, makeHealthCheck, maxPassAgeOf } from "./health.js"
 import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
 import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 import {
@@ -100,7 +101,8 @@ const isNonNegativeNumber = (value: unknown): value is number => typeof value ==
  * error); `stop()` waits for the attempts in flight to be recorded, stops the loops and
  * closes the runtime; `lastPassEndedAt()` is when the webhook loop last ended a pass, and
  * `lastPassesEndedAt()` that time for each loop (`null` before its first pass, or when it
- * does not run): what a health check reads.
+ * does not run): what a health check reads. `health()` answers the {@link HealthReport}
+ * of these loops and their store (docs/http-adapter.md "Health"); it never rejects.
  *
  * @category dispatch
  */
@@ -109,6 +111,7 @@ export interface DispatchersHandle {
   readonly stop: () => Promise<void>
   readonly lastPassEndedAt: () => Date | null
   readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null }
+  readonly health: () => Promise<HealthReport>
 }
 
 /**
@@ -128,8 +131,10 @@ export const startDispatchers = <R, E>(
   let stopped = false
   const fibers: Array<Fiber.RuntimeFiber<never, unknown>> = []
   const status = { webhooks: Effect.runSync(makeLeasedLoopStatus), messages: Effect.runSync(makeLeasedLoopStatus) }
+  let phase: HealthPhase = { _tag: "starting" }
   const ready = runtime.runtime().then(() => {
     if (stopped) return
+    phase = { _tag: "ready", at: Date.now() }
     if (run.webhooks) {
       const pollIntervalMs = options.webhooks?.pollIntervalMs
       fibers.push(runtime.runFork(
@@ -151,9 +156,13 @@ export const startDispatchers = <R, E>(
       fibers.push(runtime.runFork(runBroadcastStarter().pipe(Effect.withClock(hostClock))))
     }
   })
-  ready.catch(() => undefined)
+  ready.catch(() => {
+    if (!stopped) phase = { _tag: "failed" }
+  })
   const stop = async () => {
     stopped = true
+    phase = { _tag: "stopped" }
+    checks.close()
     await Effect.runPromise(Fiber.interruptAll(fibers))
     await runtime.dispose()
   }
@@ -161,12 +170,18 @@ export const startDispatchers = <R, E>(
     const at = Effect.runSync(Ref.get(loop.lastPassEndedAt))
     return at === null ? null : new Date(at)
   }
-  return {
-    ready,
-    stop,
-    lastPassEndedAt: () => endedAt(status.webhooks),
-    lastPassesEndedAt: () => ({ webhooks: endedAt(status.webhooks), messages: endedAt(status.messages) })
-  }
+  const lastPassesEndedAt = () => ({ webhooks: endedAt(status.webhooks), messages: endedAt(status.messages) })
+  // The health check asks the store through this runtime: the handler's own Storage.
+  const checks = makeHealthCheck({
+    askStorage: () => runtime.runFork(Effect.flatMap(Storage, (storage) => storage.health())),
+    phase: () => phase,
+    loops: [
+      ...(run.webhooks ? [{ name: "webhooks" as const, maxPassAgeMs: maxPassAgeOf(options.webhooks?.pollIntervalMs) }] : []),
+      ...(run.messages ? [{ name: "messages" as const, maxPassAgeMs: maxPassAgeOf(options.sendQueue?.pollIntervalMs) }] : [])
+    ],
+    lastPassesEndedAt
+  })
+  return { ready, stop, lastPassEndedAt: () => endedAt(status.webhooks), lastPassesEndedAt, health: checks.health }
 }
 
 /** Effect's default clock, with sleeps on timers that do not keep the process alive. */

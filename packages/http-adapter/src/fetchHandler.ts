@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { makeHandlerCore, type HandlerOptions, type WireResponse } from "./handler.js"
+import type { HealthReport } from "./health.js"
 import { unreadableBody, tooLarge, type BodySource } from "./internal/body.js"
 import type { HttpFailure } from "./HttpFailure.js"
 import { clientAddressOf } from "./rateLimiting.js"
@@ -46,6 +47,8 @@ export interface FetchHandler {
   readonly ready: Promise<void>
   /** Releases the runtime: runs the storage's finalizers (closes the database). */
   readonly dispose: () => Promise<void>
+  /** The {@link HealthReport} of the store and the dispatch loops, as `createHandler`'s `health()` (docs/http-adapter.md "Health"). */
+  readonly health: () => Promise<HealthReport>
 }
 
 /**
@@ -92,7 +95,7 @@ export const createFetchHandler = (options: FetchHandlerOptions): FetchHandler =
       signal?.addEventListener("abort", () => running.interrupt(), { once: true })
     })
 
-  return Object.assign(handler, { ready: core.ready, dispose: core.dispose })
+  return Object.assign(handler, { ready: core.ready, dispose: core.dispose, health: core.health })
 }
 
 const toResponse = (response: WireResponse): Response =>

@@ -48,6 +48,7 @@ import { responseOfResult, type RouteDefinition, type RouteIdempotency, type Rou
 import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
 import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
 import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
+import type { HealthReport } from "./health.js"
 
 /**
  * Options of {@link createHandler}.
@@ -161,6 +162,13 @@ export interface SwitchboardHandler {
    * runs the storage's finalizers (closes the database).
    */
   readonly dispose: () => Promise<void>
+  /**
+   * Checks the store (it answers `Storage.health()` within 1 s; its schema is current) and
+   * the dispatch loops this handler runs (each ended a pass within 30 s), as a
+   * {@link HealthReport} (docs/http-adapter.md "Health"). Never rejects; answers within
+   * about 1 s. Before `ready` the storage check fails with detail `"starting: …"`.
+   */
+  readonly health: () => Promise<HealthReport>
 }
 
 /**
@@ -243,7 +251,7 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
     })
   }
 
-  return Object.assign(listener, { ready: core.ready, dispose: core.dispose })
+  return Object.assign(listener, { ready: core.ready, dispose: core.dispose, health: core.health })
 }
 
 /**
@@ -287,6 +295,7 @@ export interface HandlerCore {
   readonly serve: (request: CoreRequest, reply: (response: WireResponse) => void) => { readonly interrupt: () => void }
   readonly ready: Promise<void>
   readonly dispose: () => Promise<void>
+  readonly health: () => Promise<HealthReport>
 }
 
 /**
@@ -402,7 +411,8 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     inBasePath,
     serve,
     ready: dispatcher.ready,
-    dispose: dispatcher.stop
+    dispose: dispatcher.stop,
+    health: dispatcher.health
   }
 }
 

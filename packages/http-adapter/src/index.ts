@@ -24,6 +24,7 @@ export {
   type RunDispatchersOptions,
   type SendQueueHandlerOptions
 } from "./dispatchers.js"
+export { type HealthCheck, type HealthReport, type StorageHealthCheck } from "./health.js"
 export { createFetchHandler, type FetchContext, type FetchHandler, type FetchHandlerOptions } from "./fetchHandler.js"
 export { failureResponse, successResponse, type ApiResponse, type Envelope, type ErrorItem } from "./envelope.js"
 export { domainErrorResponses, responseForDomainError } from "./errorMapping.js"
