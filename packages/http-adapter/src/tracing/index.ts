@@ -7,7 +7,7 @@
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelTracer from "@effect/opentelemetry/Tracer"
-import type { Tracer } from "effect"
+import { Effect, Layer, Tracer } from "effect"
 import type { HandlerTracing } from "../handlerTracing.js"
 
 /**
@@ -65,7 +65,7 @@ export interface OpenTelemetryTracingOptions {
  * })
  */
 export const openTelemetryTracing = (options: OpenTelemetryTracingOptions): HandlerTracing => ({
-  layer: NodeSdk.layer(() => ({
+  layer: withoutContextPropagation.pipe(Layer.provide(NodeSdk.layer(() => ({
     resource: {
       serviceName: options.serviceName,
       ...(options.serviceVersion === undefined ? {} : { serviceVersion: options.serviceVersion }),
@@ -73,9 +73,23 @@ export const openTelemetryTracing = (options: OpenTelemetryTracingOptions): Hand
     },
     spanProcessor: typeof options.spanProcessor === "function" ? options.spanProcessor() : options.spanProcessor,
     ...(options.shutdownTimeoutMs === undefined ? {} : { shutdownTimeout: options.shutdownTimeoutMs })
-  })),
+  })))),
   parentOf: parentSpanOf
 })
+
+/**
+ * The tracer `NodeSdk.layer` installed, without its hook that makes the current span
+ * OpenTelemetry's active context around every step of every fiber: that hook serves only
+ * OpenTelemetry instrumentations of non-Effect code (an HTTP client's own spans), which a
+ * handler does not use, and it cost about a third of a sampled `GET /verify`'s throughput
+ * (docs/http-adapter.md "Tracing"). Spans and their parents are unchanged:
+ * Effect passes the parent span itself.
+ */
+const withoutContextPropagation: Layer.Layer<never> = Layer.unwrapEffect(
+  Effect.map(Effect.tracer, (tracer) =>
+    Layer.setTracer(Tracer.make({ span: (...args) => tracer.span(...args), context: (execution) => execution() }))
+  )
+)
 
 /**
  * The remote span of a W3C `traceparent` header (`00-<32 hex trace id>-<16 hex span
