@@ -3,13 +3,17 @@ import { defineProject, type UserWorkspaceConfig } from "vitest/config"
 
 const root = fileURLToPath(new URL(".", import.meta.url))
 
-/** Every workspace package resolved to its TypeScript source, so tests need no build. */
-const alias = Object.fromEntries(
-  ["core", "storage-contract", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
+/**
+ * Every workspace package resolved to its TypeScript source, so tests need no build; the
+ * subpath entries first (an alias also matches the paths under its name).
+ */
+const alias = Object.fromEntries([
+  ["@switchboard/http-adapter/tracing", `${root}packages/http-adapter/src/tracing/index.ts`],
+  ...["core", "storage-contract", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
     `@switchboard/${name}`,
     `${root}packages/${name}/src/index.ts`
   ])
-)
+])
 
 /**
  * The vitest project of one package or example: its `test/**\/*.test.ts`, the shared

@@ -11,7 +11,8 @@ import { defineConfig } from "tsup"
  * run time: native addons (`better-sqlite3`), drivers loaded only when configured
  * (`mongodb`, `ioredis`) and CommonJS packages.
  */
-const bundled = (name: string): boolean => name === "effect" || name.startsWith("@switchboard/")
+const bundled = (name: string): boolean =>
+  name === "effect" || name.startsWith("@switchboard/") || name === "@effect/opentelemetry"
 
 /** The dependencies of this package and of every workspace package, except the bundled ones. */
 const external = (): Array<string> => {
@@ -36,6 +37,7 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: "node20",
-  noExternal: [/^effect(\/|$)/, /^@switchboard\//],
+  // `@effect/opentelemetry` too: it imports `effect`, and one copy of `effect` must serve all.
+  noExternal: [/^effect(\/|$)/, /^@switchboard\//, /^@effect\/opentelemetry(\/|$)/],
   external: external()
 })

@@ -4,7 +4,8 @@
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
- * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`), the `OTEL_*` variables of
+ * traces (see `tracing.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
@@ -32,6 +33,7 @@ import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
 import { sendQueueConfig } from "./sendQueue.js"
+import { describeTracing, tracingConfig, tracingFor } from "./tracing.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -48,6 +50,9 @@ const main = async (): Promise<void> => {
   if (Exit.isFailure(webhooks)) return fail(describeCause(webhooks.cause))
   const sendQueue = await Effect.runPromiseExit(loadConfig(sendQueueConfig))
   if (Exit.isFailure(sendQueue)) return fail(describeCause(sendQueue.cause))
+  const tracing = await Effect.runPromiseExit(loadConfig(tracingConfig))
+  if (Exit.isFailure(tracing)) return fail(describeCause(tracing.cause))
+  const tracingOption = await tracingFor(tracing.value)
   const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
   if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
   // `create: true` always yields a key (or fails above).
@@ -94,7 +99,9 @@ const main = async (): Promise<void> => {
       webhooks: webhooks.value,
       // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
       sendQueue: sendQueue.value,
-      ...(transportLayer === undefined ? {} : { transport: transportLayer })
+      ...(transportLayer === undefined ? {} : { transport: transportLayer }),
+      // OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts); dispose() sends the last spans.
+      ...(tracingOption === undefined ? {} : { tracing: tracingOption })
     })
   )
   if (Either.isLeft(created)) {
@@ -135,6 +142,7 @@ const main = async (): Promise<void> => {
     describeWhatsAppWebhook(`${baseUrl}/webhooks/whatsapp`, whatsapp),
     describeWebhookSafety(webhooks.value),
     `Log level: ${config.value.logLevel}`,
+    describeTracing(tracing.value),
     `Switchboard listening on ${baseUrl}`
   ]
   for (const line of startUpLines) if (line !== undefined) process.stderr.write(`${line}\n`)

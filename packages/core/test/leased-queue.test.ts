@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Ref, TestClock } from "effect"
-import { type LeasedQueue, makeDispatchWake, makeLeasedLoopStatus, runLeasedJob, runLeasedQueue } from "@switchboard/core"
+import { Deferred, Effect, Fiber, Option, Ref, TestClock } from "effect"
+import { type LeasedQueue, LeasedJobSpans, makeDispatchWake, makeLeasedLoopStatus, runLeasedJob, runLeasedQueue } from "@switchboard/core"
 
 // The leased-dispatch loop (docs/webhooks.md "Delivery and the dispatcher") against a fake
 // queue on Effect's TestClock: the in-flight bound, refill as jobs end, the wake signal,
@@ -262,5 +262,27 @@ describe("runLeasedJob", () => {
       expect(yield* runLeasedJob(fake.queue, second!)).toEqual({ _tag: "Recorded", outcome: "ran slow under lease-2" })
       expect(yield* Fiber.join(firstRun)).toEqual({ _tag: "Lost", outcome: "ran slow under lease-1" })
       expect(fake.rows.get("slow")!.outcome).toBe("ran slow under lease-2")
+    }))
+
+  it.effect("runs a job in a root span of the queue only when LeasedJobSpans is on (tracing); by default in none", () =>
+    Effect.gen(function*() {
+      const seen: Array<Option.Option<{ readonly name: string; readonly parent: boolean; readonly attributes: unknown }>> = []
+      const queue: LeasedQueue<string, string> = {
+        name: "probe queue",
+        claim: () => Effect.succeed([]),
+        run: (job) =>
+          Effect.map(Effect.option(Effect.currentSpan), (span) => {
+            seen.push(Option.map(span, (each) => ({ name: each.name, parent: Option.isSome(each.parent), attributes: Object.fromEntries(each.attributes) })))
+            return job
+          }),
+        record: () => Effect.succeed(true),
+        span: { name: "Probe.attempt", attributes: (job) => ({ "probe.job": job }) }
+      }
+      const inOuterSpan = (effect: Effect.Effect<unknown>) => Effect.withSpan(effect, "outer")
+      yield* inOuterSpan(runLeasedJob(queue, "a"))
+      yield* inOuterSpan(runLeasedJob(queue, "b")).pipe(Effect.provideService(LeasedJobSpans, true))
+      expect(seen[0]).toEqual(Option.some({ name: "outer", parent: false, attributes: {} }))
+      // Its own root span, not a child of the caller's, with the queue's attributes.
+      expect(seen[1]).toEqual(Option.some({ name: "Probe.attempt", parent: false, attributes: { "probe.job": "b" } }))
     }))
 })

@@ -16,7 +16,9 @@ import {
   wakeOnEnqueue
 } from "@switchboard/core"
 import { type HealthPhase, type HealthReport, makeHealthCheck, maxPassAgeOf } from "./health.js"
+import type { HandlerTracing } from "./handlerTracing.js"
 import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
+import { tracingLayerOf, withTracing } from "./internal/tracing.js"
 import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 import {
   type DispatchWebhooksOptions,
@@ -207,7 +209,8 @@ const hostClock: Clock.Clock = (() => {
  * the `secretKey` (as `createHandler`'s: channel tokens and endpoint secrets are sealed
  * under it), `dispatch` (which loops; default both), the `webhooks` and `sendQueue`
  * settings, the message `transport` and `graphApi` (as `createHandler`'s), the `logger`
- * (default Effect's JSON logger; `false` silences it) and `logLevel`.
+ * (default Effect's JSON logger; `false` silences it), `logLevel`, and `tracing` (as
+ * `createHandler`'s: each job of the loops in a root span, docs/http-adapter.md "Tracing").
  *
  * @category dispatch
  */
@@ -221,6 +224,7 @@ export interface RunDispatchersOptions {
   readonly graphApi?: GraphApiOptions
   readonly logger?: Logger.Logger<unknown, unknown> | false
   readonly logLevel?: HandlerLogLevel
+  readonly tracing?: HandlerTracing
 }
 
 /**
@@ -238,7 +242,8 @@ export interface RunDispatchersOptions {
  * const dispatchers = runDispatchers({ storage: SqliteStorage.layer({ filename: "switchboard.db" }), secretKey: process.env.SWITCHBOARD_SECRET_KEY })
  * process.on("SIGTERM", () => void dispatchers.stop())
  */
-export const runDispatchers = (options: RunDispatchersOptions): DispatchersHandle => {
+export const runDispatchers = (given: RunDispatchersOptions): DispatchersHandle => {
+  const options = withTracing(given)
   const storage = wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))
   const base = Layer.mergeAll(
     channelLayerOf({ secretKey: options.secretKey, graphApi: options.graphApi }),
@@ -252,7 +257,8 @@ export const runDispatchers = (options: RunDispatchersOptions): DispatchersHandl
       Layer.provideMerge(base),
       Layer.provideMerge(storage),
       Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
-      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel)))
+      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel))),
+      Layer.provideMerge(tracingLayerOf(options.tracing))
     )
   )
   return startDispatchers(

@@ -49,6 +49,8 @@ import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js
 import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
 import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
 import type { HealthReport } from "./health.js"
+import type { HandlerTracing } from "./handlerTracing.js"
+import { requestSpanOf, tracingLayerOf, withTracing } from "./internal/tracing.js"
 
 /**
  * Options of {@link createHandler}.
@@ -145,6 +147,13 @@ export interface HandlerOptions {
    * Malformed values throw here.
    */
   readonly sendQueue?: SendQueueHandlerOptions
+  /**
+   * OpenTelemetry traces (docs/http-adapter.md "Tracing"), made by `openTelemetryTracing`
+   * of `@switchboard/http-adapter/tracing`: a span per request, per storage call and per
+   * provider call, and one per dispatch job. Default: off, and then nothing is traced or
+   * wrapped.
+   */
+  readonly tracing?: HandlerTracing
 }
 
 /**
@@ -304,7 +313,9 @@ export interface HandlerCore {
  *
  * @internal
  */
-export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
+export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
+  // With `tracing`, the storage, transport and channel verifier make spans (internal/tracing.ts).
+  const options = withTracing(given)
   const basePath = normaliseBasePath(options.basePath ?? DEFAULT_BASE_PATH)
   const bodyLimit = options.bodyLimit ?? 1_048_576
   // One logger for the runtime and, unless `requestLog` takes them, the request lines. A
@@ -326,9 +337,12 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
       Layer.provideMerge(loggerLayer(handlerLogger)),
       Layer.provideMerge(Logger.minimumLogLevel(logLevel)),
       // Fibers resumed after an asynchronous step share one queue (internal/scheduler.ts).
-      Layer.provideMerge(Layer.setScheduler(makeSharedScheduler()))
+      Layer.provideMerge(Layer.setScheduler(makeSharedScheduler())),
+      // Built first and closed last: `dispose()` flushes the spans of everything above.
+      Layer.provideMerge(tracingLayerOf(options.tracing))
     )
   )
+  const traceRequest = options.tracing === undefined ? undefined : requestSpanOf(options.tracing)
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)
   const pathOf = (url: string) => {
     const queryStart = url.indexOf("?")
@@ -377,8 +391,9 @@ export const makeHandlerCore = (options: HandlerOptions): HandlerCore => {
     // once written, not as the fiber's result: the fiber outlives the request (the `close`
     // listener below holds it), and a page held by it would be promoted to V8's old space
     // with it under load, raising the heap's peak (docs/benchmarks.md "Memory").
+    const answer = respond(exchange, found.route, found.params, query, bodyLimit)
     const fiber = runtime.runFork(
-      Effect.map(respond(exchange, found.route, found.params, query, bodyLimit), (response) => {
+      Effect.map(traceRequest === undefined ? answer : traceRequest(exchange, answer), (response) => {
         exchange.response = response
       })
     )

@@ -14,6 +14,7 @@ export {
   type SwitchboardHandler
 } from "./handler.js"
 export { answerClientError } from "./clientError.js"
+export type { HandlerTracing } from "./handlerTracing.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"
 export { type DispatchWebhooksOptions, type WebhookDispatcherHandle, type WebhookHandlerOptions } from "./webhooks.js"
 export {

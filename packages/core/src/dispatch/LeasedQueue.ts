@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, FiberSet, Queue, Ref } from "effect"
+import { Cause, Clock, Context, Effect, FiberSet, Queue, Ref } from "effect"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "./DispatchWake.js"
 
@@ -19,7 +19,10 @@ import type { DispatchWakeService } from "./DispatchWake.js"
  *   (epoch milliseconds), or `null` when it is settled; the loop wakes then;
  * - `nextDueAt(now)` (optional): the earliest due time of the queue's waiting work
  *   (epoch milliseconds) or `null` when nothing waits, for a queue that can tell;
- * - `name`: the queue's name in log lines.
+ * - `name`: the queue's name in log lines;
+ * - `span` (optional): the name and attributes of the root span each job runs in when
+ *   {@link LeasedJobSpans} is on (tracing, docs/http-adapter.md "Tracing"); absent, the
+ *   span is named `<name> job` with no attributes.
  *
  * @category dispatch
  */
@@ -30,7 +33,23 @@ export interface LeasedQueue<J, O, E = never, R = never> {
   readonly record: (job: J, outcome: O) => Effect.Effect<boolean, E, R>
   readonly dueAgainAt?: (outcome: O) => number | null
   readonly nextDueAt?: (now: number) => Effect.Effect<number | null, E, R>
+  readonly span?: {
+    readonly name: string
+    readonly attributes: (job: J) => Readonly<Record<string, string | number>>
+  }
 }
+
+/**
+ * Whether each claimed job of a {@link LeasedQueue} runs in a root span of its own
+ * (`queue.span`), so that its storage and provider calls are that span's children
+ * (docs/http-adapter.md "Tracing"). Default `false`: no span, nothing added to a job; a
+ * handler with tracing on provides `true`.
+ *
+ * @category dispatch
+ */
+export class LeasedJobSpans extends Context.Reference<LeasedJobSpans>()("@switchboard/core/LeasedJobSpans", {
+  defaultValue: (): boolean => false
+}) {}
 
 /**
  * How one claimed job ended: its outcome `Recorded`; `Lost` (the lease had ended, nothing
@@ -92,13 +111,14 @@ export const makeLeasedLoopStatus: Effect.Effect<LeasedLoopStatus> = Effect.map(
  *
  * @category dispatch
  */
-export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> =>
-  Effect.uninterruptible(
-    Effect.gen(function*() {
-      const outcome = yield* queue.run(job)
-      const recorded = yield* queue.record(job, outcome)
-      return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
-    }).pipe(
+export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> => {
+  const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.gen(function*() {
+    const outcome = yield* queue.run(job)
+    const recorded = yield* queue.record(job, outcome)
+    return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
+  })
+  return Effect.uninterruptible(
+    Effect.flatMap(LeasedJobSpans, (spans) => (spans ? inJobSpan(queue, job, body) : body)).pipe(
       Effect.catchAllCause((cause) =>
         Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
           Effect.annotateLogs({ error: describeCause(cause) }),
@@ -106,6 +126,15 @@ export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J)
         )
       )
     )
+  )
+}
+
+/** `body` in a new root span of `queue`'s job `job` (its end is the span's attribute `switchboard.job_end`). */
+const inJobSpan = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J, body: Effect.Effect<LeasedJobEnd<O>, E, R>) =>
+  Effect.withSpan(
+    Effect.tap(body, (end) => Effect.annotateCurrentSpan("switchboard.job_end", end._tag)),
+    queue.span?.name ?? `${queue.name} job`,
+    { root: true, kind: "consumer", attributes: queue.span?.attributes(job) ?? {} }
   )
 
 /**

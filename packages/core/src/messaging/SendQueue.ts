@@ -594,7 +594,15 @@ export const sendQueue: LeasedQueue<
   record: (claimed, outcome) => Effect.map(recordSendOutcome(claimed, outcome), Option.isSome),
   dueAgainAt: (outcome) =>
     outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null,
-  nextDueAt: () => Effect.flatMap(Storage, (storage) => storage.outbox.nextDueAt())
+  nextDueAt: () => Effect.flatMap(Storage, (storage) => storage.outbox.nextDueAt()),
+  span: {
+    name: "SendQueue.attempt",
+    attributes: (claimed) => ({
+      "switchboard.organization_id": claimed.organization_id,
+      "switchboard.message_id": claimed.message.uuid,
+      "switchboard.send_class": claimed.class
+    })
+  }
 }
 
 /**

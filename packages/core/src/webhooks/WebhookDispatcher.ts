@@ -201,7 +201,15 @@ export const webhookDeliveryQueue: LeasedQueue<
       storage.webhooks.claimDue(new Date(now).toISOString(), new Date(leaseUntil).toISOString(), limit)),
   run: attemptDelivery,
   record: recordDelivery,
-  dueAgainAt: ({ next }) => next.next_attempt_at === null ? null : Date.parse(next.next_attempt_at)
+  dueAgainAt: ({ next }) => next.next_attempt_at === null ? null : Date.parse(next.next_attempt_at),
+  span: {
+    name: "WebhookDispatcher.deliver",
+    attributes: (claimed) => ({
+      "switchboard.organization_id": claimed.organization_id,
+      "switchboard.webhook_endpoint_id": claimed.endpoint_uuid,
+      "switchboard.delivery_attempt": claimed.attempt
+    })
+  }
 }
 
 /** The state a delivery ended in after one job of the queue. */
