@@ -4,12 +4,14 @@ import { defineProject, type UserWorkspaceConfig } from "vitest/config"
 const root = fileURLToPath(new URL(".", import.meta.url))
 
 /** Every workspace package resolved to its TypeScript source, so tests need no build. */
-const alias = Object.fromEntries(
-  ["core", "storage-contract", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
+const alias = Object.fromEntries([
+  // Before `@switchboard/http-adapter`: an alias also replaces the start of longer names.
+  ["@switchboard/http-adapter/metrics", `${root}packages/http-adapter/src/metrics/index.ts`],
+  ...["core", "storage-contract", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "http-adapter", "whatsapp-simulator"].map((name) => [
     `@switchboard/${name}`,
     `${root}packages/${name}/src/index.ts`
   ])
-)
+])
 
 /**
  * The vitest project of one package or example: its `test/**\/*.test.ts`, the shared

@@ -2,4 +2,6 @@ import { packageConfig } from "../../tsup.shared.js"
 
 // `shims`: the CJS build gets `import.meta.url` (the /docs page resolves swagger-ui-dist
 // with `createRequire(import.meta.url)`, src/openapiDocsPage.ts).
-export default packageConfig({ shims: true })
+// Two entries: the main one, and `metrics` (`@switchboard/http-adapter/metrics`), the only
+// one importing the optional peer `prom-client`.
+export default packageConfig({ shims: true, entry: { index: "src/index.ts", metrics: "src/metrics/index.ts" } })

@@ -16,6 +16,7 @@ import {
   wakeOnEnqueue
 } from "@switchboard/core"
 import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
+import { attachOutboxReader, type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf } from "./handlerMetrics.js"
 import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 import {
   type DispatchWebhooksOptions,
@@ -123,13 +124,20 @@ export const startDispatchers = <R, E>(
     E
   >,
   run: { readonly webhooks: boolean; readonly messages: boolean },
-  options: { readonly webhooks?: WebhookHandlerOptions | undefined; readonly sendQueue?: SendQueueHandlerOptions | undefined }
+  options: {
+    readonly webhooks?: WebhookHandlerOptions | undefined
+    readonly sendQueue?: SendQueueHandlerOptions | undefined
+    readonly metrics?: HandlerMetrics | undefined
+  }
 ): DispatchersHandle => {
   let stopped = false
+  let detachMetrics: () => void = () => undefined
   const fibers: Array<Fiber.RuntimeFiber<never, unknown>> = []
   const status = { webhooks: Effect.runSync(makeLeasedLoopStatus), messages: Effect.runSync(makeLeasedLoopStatus) }
   const ready = runtime.runtime().then(() => {
     if (stopped) return
+    // Scrapes read the send queue through this runtime while it is open.
+    detachMetrics = attachOutboxReader(options.metrics, (effect) => runtime.runPromise(effect))
     if (run.webhooks) {
       const pollIntervalMs = options.webhooks?.pollIntervalMs
       fibers.push(runtime.runFork(
@@ -154,6 +162,7 @@ export const startDispatchers = <R, E>(
   ready.catch(() => undefined)
   const stop = async () => {
     stopped = true
+    detachMetrics()
     await Effect.runPromise(Fiber.interruptAll(fibers))
     await runtime.dispose()
   }
@@ -192,7 +201,7 @@ const hostClock: Clock.Clock = (() => {
  * the `secretKey` (as `createHandler`'s: channel tokens and endpoint secrets are sealed
  * under it), `dispatch` (which loops; default both), the `webhooks` and `sendQueue`
  * settings, the message `transport` and `graphApi` (as `createHandler`'s), the `logger`
- * (default Effect's JSON logger; `false` silences it) and `logLevel`.
+ * (default Effect's JSON logger; `false` silences it), `logLevel` and `metrics`.
  *
  * @category dispatch
  */
@@ -206,6 +215,8 @@ export interface RunDispatchersOptions {
   readonly graphApi?: GraphApiOptions
   readonly logger?: Logger.Logger<unknown, unknown> | false
   readonly logLevel?: HandlerLogLevel
+  /** As `createHandler`'s (docs/http-adapter.md "Metrics"): message statuses, webhook deliveries, the send queue. */
+  readonly metrics?: HandlerMetrics
 }
 
 /**
@@ -224,7 +235,10 @@ export interface RunDispatchersOptions {
  * process.on("SIGTERM", () => void dispatchers.stop())
  */
 export const runDispatchers = (options: RunDispatchersOptions): DispatchersHandle => {
-  const storage = wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))
+  const storage = wakeOnEnqueue.pipe(
+    Layer.provide(meteredStorageLayerOf(options.storage, options.metrics)),
+    Layer.provideMerge(DispatchWake.layer)
+  )
   const base = Layer.mergeAll(
     channelLayerOf({ secretKey: options.secretKey, graphApi: options.graphApi }),
     webhookSettingsLayerOf(options.webhooks),
@@ -237,7 +251,8 @@ export const runDispatchers = (options: RunDispatchersOptions): DispatchersHandl
       Layer.provideMerge(base),
       Layer.provideMerge(storage),
       Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
-      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel)))
+      Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel))),
+      Layer.provideMerge(metricsRecorderLayerOf(options.metrics))
     )
   )
   return startDispatchers(

@@ -15,6 +15,7 @@ export {
 } from "./handler.js"
 export { answerClientError } from "./clientError.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"
+export type { HandlerMetrics } from "./handlerMetrics.js"
 export { type DispatchWebhooksOptions, type WebhookDispatcherHandle, type WebhookHandlerOptions } from "./webhooks.js"
 export {
   dispatchWebhooks,
