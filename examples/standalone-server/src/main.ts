@@ -4,7 +4,8 @@
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
- * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`), `METRICS_TOKEN` and
+ * `METRICS_PORT` (see `metrics.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
@@ -31,6 +32,7 @@ import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
 import { sendQueueConfig } from "./sendQueue.js"
+import { metricsConfig, startMetrics } from "./metrics.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -47,6 +49,8 @@ const main = async (): Promise<void> => {
   if (Exit.isFailure(webhooks)) return fail(describeCause(webhooks.cause))
   const sendQueue = await Effect.runPromiseExit(loadConfig(sendQueueConfig))
   if (Exit.isFailure(sendQueue)) return fail(describeCause(sendQueue.cause))
+  const metricsSettings = await Effect.runPromiseExit(loadConfig(metricsConfig))
+  if (Exit.isFailure(metricsSettings)) return fail(describeCause(metricsSettings.cause))
   const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
   if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
   // `create: true` always yields a key (or fails above).
@@ -73,6 +77,8 @@ const main = async (): Promise<void> => {
   // without a listener its 'error' would be thrown as an uncaught exception.
   process.stderr.on("error", () => undefined)
   const log = stderrJsonLog()
+  // GET /metrics with METRICS_TOKEN and/or on METRICS_PORT (docs/standalone-server.md "Metrics").
+  const metrics = await startMetrics(metricsSettings.value)
   const whatsapp = { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN }
   // A combination of options the handler refuses (sendQueue.leaseMs not above the timeout) throws here.
   const created = Either.try(() =>
@@ -93,7 +99,8 @@ const main = async (): Promise<void> => {
       webhooks: webhooks.value,
       // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
       sendQueue: sendQueue.value,
-      ...(transportLayer === undefined ? {} : { transport: transportLayer })
+      ...(transportLayer === undefined ? {} : { transport: transportLayer }),
+      ...(metrics.handlerMetrics === undefined ? {} : { metrics: metrics.handlerMetrics })
     })
   )
   if (Either.isLeft(created)) {
@@ -102,16 +109,24 @@ const main = async (): Promise<void> => {
   }
   const handler = created.right
   const closeStore = async (): Promise<void> => {
+    await metrics.close()
     await handler.dispose()
     await runtime.dispose()
   }
   let server: Server
   try {
     await handler.ready
-    server = await listen(createServer(handler).on("clientError", answerClientError), config.value)
+    server = await listen(createServer(metrics.route(handler)).on("clientError", answerClientError), config.value)
   } catch (error) {
     await closeStore()
     return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)
+  }
+  try {
+    await metrics.listen(config.value.host)
+  } catch (error) {
+    await closeGracefully(server)
+    await closeStore()
+    return fail(`cannot listen on ${config.value.host}:${process.env.METRICS_PORT} (METRICS_PORT): ${describeError(error)}`)
   }
   const { port } = server.address() as AddressInfo
   // Signal handlers first: once "listening" is printed, a SIGTERM must find them installed.
@@ -130,6 +145,7 @@ const main = async (): Promise<void> => {
     describeWhatsAppWebhook(`${baseUrl}/webhooks/whatsapp`, whatsapp),
     describeWebhookSafety(webhooks.value),
     `Log level: ${config.value.logLevel}`,
+    metrics.describe(`http://${urlHost(config.value.host)}:${port}`),
     `Switchboard listening on ${baseUrl}`
   ]
   for (const line of startUpLines) if (line !== undefined) process.stderr.write(`${line}\n`)
