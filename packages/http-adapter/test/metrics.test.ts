@@ -89,12 +89,14 @@ describe("requests and 429s", () => {
     expect(await samples(registry, "switchboard_messages_total")).toEqual({ "outbound,sent": 1 })
   })
 
-  it("createFetchHandler takes the same option", async () => {
+  it("createFetchHandler takes the same option; unknown methods count as OTHER", async () => {
     const registry = new Registry()
     const handler = createFetchHandler({ storage: MemoryStorage.layer, logger: false, metrics: prometheusMetrics(registry) })
     handlers.push(handler as unknown as SwitchboardHandler)
     expect((await handler(new Request("http://localhost/api/v1/api/verify"))).status).toBe(401)
-    expect(await samples(registry, "switchboard_http_requests_total")).toEqual({ "/verify,GET,401": 1 })
+    // A method of the client's invention is one label value, whatever its name.
+    for (const method of ["BREW", "WHEN"]) expect((await handler(new Request("http://localhost/api/v1/api/verify", { method }))).status).toBe(405)
+    expect(await samples(registry, "switchboard_http_requests_total")).toEqual({ "/verify,GET,401": 1, "(unmatched),OTHER,405": 2 })
   })
 })
 

@@ -38,6 +38,12 @@ export const DEFAULT_DURATION_BUCKETS: ReadonlyArray<number> = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 ]
 
+/**
+ * The methods counted under their own name; any other (a Fetch host passes whatever token a
+ * client sends) is counted as `OTHER`, so a client cannot add label values at will.
+ */
+const COUNTED_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+
 /** The label of the messages that have no channel, in `switchboard_outbox_messages`. */
 const NO_CHANNEL = "none"
 
@@ -47,6 +53,7 @@ const NO_CHANNEL = "none"
  * registers, on `registry`:
  * - `switchboard_http_requests_total{route,method,status}` (counter): answered requests,
  *   `route` the route's pattern (`/contacts/:uuid`), `(unmatched)` when none matched;
+ *   `method` one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, else `OTHER`;
  * - `switchboard_http_request_duration_seconds{route}` (histogram): from arrival to answer;
  * - `switchboard_messages_total{direction,status}` (counter): messages entering a status;
  * - `switchboard_outbox_messages{channel,status}` (gauge, read when scraped): waiting
@@ -127,10 +134,11 @@ export const prometheusMetrics = (registry: Registry, options: PrometheusMetrics
 
   return {
     requestAnswered: (route, method, status, durationSeconds) => {
-      const key = `${status} ${method} ${route}`
+      const methodLabel = COUNTED_METHODS.has(method) ? method : "OTHER"
+      const key = `${status} ${methodLabel} ${route}`
       let counter = requestCounters.get(key)
       if (counter === undefined) {
-        const child = requests.labels(route, method, String(status))
+        const child = requests.labels(route, methodLabel, String(status))
         counter = { inc: () => child.inc() }
         requestCounters.set(key, counter)
       }
