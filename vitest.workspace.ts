@@ -32,6 +32,7 @@ export default defineWorkspace([
         "test/labels.test.ts",
         "test/messages.test.ts",
         "test/messaging.test.ts",
+        "test/metrics.test.ts",
         "test/plan-limits.test.ts",
         "test/templates.test.ts",
         "test/storage-under-test.test.ts",

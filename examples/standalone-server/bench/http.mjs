@@ -7,6 +7,7 @@
 //                  vs Express 5 + express-rate-limit + pino + the same key lookup (Switchboard >= 2x)
 //   GET /contacts  (page 1, 20 of BENCH_HTTP_CONTACTS) vs node:http + better-sqlite3 with the
 //                  same key check and the same queries                               (>= 0.6x)
+//   GET /verify    with the Prometheus metrics on (METRICS_TOKEN) vs off            (>= 0.9x)
 // and, when POSTGRES_URL is set, the same on PostgreSQL (DATABASE_URL=postgres://…, a fresh
 // schema dropped at the end) against a hand-written node:http + pg endpoint running the
 // same statements (servers/postgres-baseline.mjs): GET /verify >= 0.6x (CPU per request
@@ -16,11 +17,13 @@
 // alternating order; the median round is kept and the spread (min–max) printed. Every
 // answer must be 2xx; Switchboard's and Express's logs must hold a line per request.
 // BENCH_HTTP_SECONDS (default 8 per figure), BENCH_HTTP_CONNECTIONS (default 50),
-// BENCH_HTTP_ROUNDS (default 3) and BENCH_HTTP_CONTACTS (default 100 000).
+// BENCH_HTTP_ROUNDS (default 3) and BENCH_HTTP_CONTACTS (default 100 000);
+// BENCH_HTTP_ONLY=metrics measures only the metrics figure (on and off, no seeding).
 import { join } from "node:path"
 import autocannon from "autocannon"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import {
+  BENCH_METRICS_TOKEN,
   createOrganization,
   dropPostgresSchemas,
   expectStatus,
@@ -138,7 +141,8 @@ const STORES = {
 }
 
 export const run = async () => {
-  const sections = [await measure(STORES.sqlite)]
+  if (process.env.BENCH_HTTP_ONLY === "metrics") return measureMetrics()
+  const sections = [await measure(STORES.sqlite), await measureMetrics()]
   if (process.env.POSTGRES_URL) {
     try {
       sections.push(await measure(STORES.postgres))
@@ -148,6 +152,80 @@ export const run = async () => {
   } else sections.push("HTTP throughput, PostgreSQL: skipped (POSTGRES_URL is not set)")
   return sections.join("\n\n")
 }
+
+/**
+ * GET /verify of the standalone server with its Prometheus metrics on (`METRICS_TOKEN`,
+ * prom-client's default process metrics too) against the same server with them off, on
+ * SQLite, alternating rounds: throughput ratio (target >= 0.9x) and CPU per request. After
+ * its load, each metrics-on server is scraped: the requests it answered must be counted.
+ */
+const measureMetrics = async () => {
+  const { directory, location, storageLayer } = await STORES.sqlite.setup()
+  const { apiKey } = await createOrganization(storageLayer)
+  const headers = { authorization: `Bearer ${apiKey}` }
+  const names = ["switchboard", "switchboardMetrics"]
+  const figures = {}
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const server = await startServer(name, location, directory)
+      let answered = 0
+      try {
+        answered += (await load(server, VERIFY, headers, WARMUP_SECONDS)).answered
+        const figure = await load(server, VERIFY, headers, SECONDS)
+        answered += figure.answered
+        ;((figures[name] ??= {})[VERIFY] ??= []).push(figure)
+        if (name === "switchboardMetrics") await checkCounted(server, answered)
+      } finally {
+        await server.stop()
+      }
+      server.checkLogged(answered)
+    }
+  }
+  const on = keptOf(figures, "switchboardMetrics", VERIFY)
+  const off = keptOf(figures, "switchboard", VERIFY)
+  const value = on.rps / off.rps
+  const mark = recordTarget("GET /verify: metrics on / off", value, "least", 0.9)
+  return [
+    `HTTP throughput with metrics, SQLite, ${CONNECTIONS} connections, ${SECONDS} s per figure (after ${WARMUP_SECONDS} s of warm-up), ` +
+      `median of ${ROUNDS} round(s), each server in its own process, started afresh each round`,
+    `  GET /verify (API-key check, organization envelope)`,
+    figureRow("Switchboard, metrics on (METRICS_TOKEN)", on),
+    figureRow("Switchboard, metrics off (defaults)", off),
+    `    ratio ${"metrics on / off".padEnd(46)} ${value.toFixed(2)}x   target >= 0.9x ${mark}`,
+    `    CPU per request ${"metrics on / off".padEnd(36)} ${(on.cpuPerRequestUs / off.cpuPerRequestUs).toFixed(2)}x`
+  ].join("\n")
+}
+
+/** Scrapes `server`'s GET /metrics: its GET /verify count must be at least `answered`. */
+const checkCounted = async (server, answered) => {
+  const origin = new URL(server.url).origin
+  const text = await expectStatus(`${origin}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } })
+  const counted = Number(/switchboard_http_requests_total\{route="\/verify",method="GET",status="200"\} (\d+)/.exec(text)?.[1] ?? 0)
+  if (counted < answered) throw new Error(`${server.name}: GET /metrics counts ${counted} GET /verify for ${answered} answered: were the metrics on?`)
+}
+
+/** The median round of `figures[name][path]`: throughput, its spread, CPU shares and CPU per answer. */
+const keptOf = (figures, name, path) => {
+  const values = figures[name][path]
+  const rps = values.map((figure) => figure.rps)
+  return {
+    rps: median(rps),
+    min: Math.min(...rps),
+    max: Math.max(...rps),
+    serverCpu: median(values.map((figure) => figure.serverCpu)),
+    loadCpu: median(values.map((figure) => figure.loadCpu)),
+    // CPU per answer, steadier than throughput on a shared machine: the load generator
+    // limits the fastest servers, not the CPU they spend.
+    cpuPerRequestUs: median(values.map((figure) => (figure.serverCpu / figure.rps) * 1e6))
+  }
+}
+
+const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
+
+/** One printed figure: throughput with its spread, the server's CPU and the load generator's. */
+const figureRow = (label, { rps, min, max, serverCpu, loadCpu, cpuPerRequestUs }) =>
+  `    ${label.padEnd(52)} ${number(rps).padStart(7)} req/s  (rounds ${number(min)}–${number(max)})` +
+  `  server CPU ${(serverCpu * 100).toFixed(0)}% (${cpuPerRequestUs.toFixed(0)} µs a request), autocannon CPU ${(loadCpu * 100).toFixed(0)}%`
 
 /** Seeds, checks the baselines answer alike, measures every round and prints the figures of one store. */
 const measure = async (store) => {
@@ -213,28 +291,8 @@ const measure = async (store) => {
     }
   }
 
-  const kept = (name, path) => {
-    const values = figures[name][path]
-    const rps = values.map((figure) => figure.rps)
-    return {
-      rps: median(rps),
-      min: Math.min(...rps),
-      max: Math.max(...rps),
-      serverCpu: median(values.map((figure) => figure.serverCpu)),
-      loadCpu: median(values.map((figure) => figure.loadCpu)),
-      // CPU per answer, steadier than throughput on a shared machine: the load generator
-      // limits the fastest servers, not the CPU they spend.
-      cpuPerRequestUs: median(values.map((figure) => (figure.serverCpu / figure.rps) * 1e6))
-    }
-  }
-  const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
-  const row = (label, name, path) => {
-    const { rps, min, max, serverCpu, loadCpu, cpuPerRequestUs } = kept(name, path)
-    return (
-      `    ${label.padEnd(52)} ${number(rps).padStart(7)} req/s  (rounds ${number(min)}–${number(max)})` +
-      `  server CPU ${(serverCpu * 100).toFixed(0)}% (${cpuPerRequestUs.toFixed(0)} µs a request), autocannon CPU ${(loadCpu * 100).toFixed(0)}%`
-    )
-  }
+  const kept = (name, path) => keptOf(figures, name, path)
+  const row = (label, name, path) => figureRow(label, kept(name, path))
   const ratio = (figure, label, name, path, against, target) => {
     const value = kept(name, path).rps / kept(against, path).rps
     const mark = recordTarget(`${figure}: ${label}`, value, "least", target)

@@ -99,6 +99,9 @@ export const standaloneEnv = (filename) => ({
   SWITCHBOARD_SECRET_KEY: ""
 })
 
+/** The `METRICS_TOKEN` of the server measured with its metrics on (never a real token). */
+export const BENCH_METRICS_TOKEN = "bench-metrics-token"
+
 /** The secret key of the benches' PostgreSQL servers (PostgreSQL requires one; never a real key). */
 export const BENCH_SECRET_KEY = "7".repeat(64)
 
@@ -138,6 +141,13 @@ export const SERVERS = {
     // BENCH_CPU_PROFILE_DIR=dir: the server writes a V8 CPU profile there when it stops (docs/benchmarks.md).
     args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), STANDALONE_MAIN],
     env: standaloneEnv,
+    requestLine: '"message":"request"'
+  },
+  // The same server with its Prometheus metrics on (METRICS_TOKEN; docs/benchmarks.md "Metrics").
+  switchboardMetrics: {
+    label: "Switchboard (defaults + METRICS_TOKEN: metrics on)",
+    args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), STANDALONE_MAIN],
+    env: (filename) => ({ ...standaloneEnv(filename), METRICS_TOKEN: BENCH_METRICS_TOKEN }),
     requestLine: '"message":"request"'
   },
   baseline: {

@@ -5,7 +5,7 @@
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
  * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`), the `OTEL_*` variables of
- * traces (see `tracing.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
+ * traces (see `tracing.ts`), `METRICS_TOKEN` and `METRICS_PORT` (see `metrics.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
  * demo organization on an empty database (printing `{"org_id","key_id","api_key"}` as one
@@ -34,6 +34,7 @@ import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, t
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
 import { sendQueueConfig } from "./sendQueue.js"
 import { describeTracing, tracingConfig, tracingFor } from "./tracing.js"
+import { metricsConfig, startMetrics } from "./metrics.js"
 
 const main = async (): Promise<void> => {
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
@@ -53,6 +54,8 @@ const main = async (): Promise<void> => {
   const tracing = await Effect.runPromiseExit(loadConfig(tracingConfig))
   if (Exit.isFailure(tracing)) return fail(describeCause(tracing.cause))
   const tracingOption = await tracingFor(tracing.value)
+  const metricsSettings = await Effect.runPromiseExit(loadConfig(metricsConfig))
+  if (Exit.isFailure(metricsSettings)) return fail(describeCause(metricsSettings.cause))
   const secret = await Effect.runPromiseExit(loadSecretKey(config.value.database, { create: true }))
   if (Exit.isFailure(secret)) return fail(describeCause(secret.cause))
   // `create: true` always yields a key (or fails above).
@@ -79,6 +82,8 @@ const main = async (): Promise<void> => {
   // without a listener its 'error' would be thrown as an uncaught exception.
   process.stderr.on("error", () => undefined)
   const log = stderrJsonLog()
+  // GET /metrics with METRICS_TOKEN and/or on METRICS_PORT (docs/standalone-server.md "Metrics").
+  const metrics = await startMetrics(metricsSettings.value)
   const whatsapp = { appSecret: process.env.WHATSAPP_APP_SECRET, verifyToken: process.env.WHATSAPP_WEBHOOK_VERIFY_TOKEN }
   // A combination of options the handler refuses (sendQueue.leaseMs not above the timeout) throws here.
   const created = Either.try(() =>
@@ -101,7 +106,8 @@ const main = async (): Promise<void> => {
       sendQueue: sendQueue.value,
       ...(transportLayer === undefined ? {} : { transport: transportLayer }),
       // OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts); dispose() sends the last spans.
-      ...(tracingOption === undefined ? {} : { tracing: tracingOption })
+      ...(tracingOption === undefined ? {} : { tracing: tracingOption }),
+      ...(metrics.handlerMetrics === undefined ? {} : { metrics: metrics.handlerMetrics })
     })
   )
   if (Either.isLeft(created)) {
@@ -110,11 +116,13 @@ const main = async (): Promise<void> => {
   }
   const handler = created.right
   const closeStore = async (): Promise<void> => {
+    await metrics.close()
     await handler.dispose()
     await runtime.dispose()
   }
-  // GET /healthz and /readyz are answered before the API (docs/standalone-server.md "Health endpoints").
-  const endpoints = withHealthEndpoints(handler, handler.health)
+  // GET /healthz and /readyz (docs/standalone-server.md "Health endpoints"), then GET /metrics
+  // with METRICS_TOKEN ("Metrics"), are answered before the API.
+  const endpoints = withHealthEndpoints(metrics.route(handler), handler.health)
   let server: Server
   try {
     await handler.ready
@@ -122,6 +130,13 @@ const main = async (): Promise<void> => {
   } catch (error) {
     await closeStore()
     return fail(`cannot listen on ${config.value.host}:${config.value.port}: ${describeError(error)}`)
+  }
+  try {
+    await metrics.listen(config.value.host)
+  } catch (error) {
+    await closeGracefully(server)
+    await closeStore()
+    return fail(`cannot listen on ${config.value.host}:${process.env.METRICS_PORT} (METRICS_PORT): ${describeError(error)}`)
   }
   const { port } = server.address() as AddressInfo
   // Signal handlers first: once "listening" is printed, a SIGTERM must find them installed.
@@ -143,6 +158,7 @@ const main = async (): Promise<void> => {
     describeWebhookSafety(webhooks.value),
     `Log level: ${config.value.logLevel}`,
     describeTracing(tracing.value),
+    metrics.describe(`http://${urlHost(config.value.host)}:${port}`),
     `Switchboard listening on ${baseUrl}`
   ]
   for (const line of startUpLines) if (line !== undefined) process.stderr.write(`${line}\n`)

@@ -19,6 +19,7 @@ import { type HealthPhase, type HealthReport, makeHealthCheck, maxPassAgeOf } fr
 import type { HandlerTracing } from "./handlerTracing.js"
 import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
 import { tracingLayerOf, withTracing } from "./internal/tracing.js"
+import { attachOutboxReader, type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf } from "./handlerMetrics.js"
 import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
 import {
   type DispatchWebhooksOptions,
@@ -128,15 +129,22 @@ export const startDispatchers = <R, E>(
     E
   >,
   run: { readonly webhooks: boolean; readonly messages: boolean },
-  options: { readonly webhooks?: WebhookHandlerOptions | undefined; readonly sendQueue?: SendQueueHandlerOptions | undefined }
+  options: {
+    readonly webhooks?: WebhookHandlerOptions | undefined
+    readonly sendQueue?: SendQueueHandlerOptions | undefined
+    readonly metrics?: HandlerMetrics | undefined
+  }
 ): DispatchersHandle => {
   let stopped = false
+  let detachMetrics: () => void = () => undefined
   const fibers: Array<Fiber.RuntimeFiber<never, unknown>> = []
   const status = { webhooks: Effect.runSync(makeLeasedLoopStatus), messages: Effect.runSync(makeLeasedLoopStatus) }
   let phase: HealthPhase = { _tag: "starting" }
   const ready = runtime.runtime().then(() => {
     if (stopped) return
     phase = { _tag: "ready", at: Date.now() }
+    // Scrapes read the send queue through this runtime while it is open.
+    detachMetrics = attachOutboxReader(options.metrics, (effect) => runtime.runPromise(effect))
     if (run.webhooks) {
       const pollIntervalMs = options.webhooks?.pollIntervalMs
       fibers.push(runtime.runFork(
@@ -165,6 +173,7 @@ export const startDispatchers = <R, E>(
     stopped = true
     phase = { _tag: "stopped" }
     checks.close()
+    detachMetrics()
     await Effect.runPromise(Fiber.interruptAll(fibers))
     await runtime.dispose()
   }
@@ -209,8 +218,9 @@ const hostClock: Clock.Clock = (() => {
  * the `secretKey` (as `createHandler`'s: channel tokens and endpoint secrets are sealed
  * under it), `dispatch` (which loops; default both), the `webhooks` and `sendQueue`
  * settings, the message `transport` and `graphApi` (as `createHandler`'s), the `logger`
- * (default Effect's JSON logger; `false` silences it), `logLevel`, and `tracing` (as
- * `createHandler`'s: each job of the loops in a root span, docs/http-adapter.md "Tracing").
+ * (default Effect's JSON logger; `false` silences it), `logLevel`, `tracing` (as
+ * `createHandler`'s: each job of the loops in a root span, docs/http-adapter.md "Tracing")
+ * and `metrics` (as `createHandler`'s, docs/http-adapter.md "Metrics").
  *
  * @category dispatch
  */
@@ -225,6 +235,8 @@ export interface RunDispatchersOptions {
   readonly logger?: Logger.Logger<unknown, unknown> | false
   readonly logLevel?: HandlerLogLevel
   readonly tracing?: HandlerTracing
+  /** As `createHandler`'s (docs/http-adapter.md "Metrics"): message statuses, webhook deliveries, the send queue. */
+  readonly metrics?: HandlerMetrics
 }
 
 /**
@@ -244,7 +256,10 @@ export interface RunDispatchersOptions {
  */
 export const runDispatchers = (given: RunDispatchersOptions): DispatchersHandle => {
   const options = withTracing(given)
-  const storage = wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))
+  const storage = wakeOnEnqueue.pipe(
+    Layer.provide(meteredStorageLayerOf(options.storage, options.metrics)),
+    Layer.provideMerge(DispatchWake.layer)
+  )
   const base = Layer.mergeAll(
     channelLayerOf({ secretKey: options.secretKey, graphApi: options.graphApi }),
     webhookSettingsLayerOf(options.webhooks),
@@ -258,7 +273,8 @@ export const runDispatchers = (given: RunDispatchersOptions): DispatchersHandle 
       Layer.provideMerge(storage),
       Layer.provideMerge(dispatcherLoggerLayer(options.logger)),
       Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel))),
-      Layer.provideMerge(tracingLayerOf(options.tracing))
+      Layer.provideMerge(tracingLayerOf(options.tracing)),
+      Layer.provideMerge(metricsRecorderLayerOf(options.metrics))
     )
   )
   return startDispatchers(

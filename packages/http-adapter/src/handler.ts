@@ -51,6 +51,7 @@ import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerO
 import type { HealthReport } from "./health.js"
 import type { HandlerTracing } from "./handlerTracing.js"
 import { requestSpanOf, tracingLayerOf, withTracing } from "./internal/tracing.js"
+import { type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf, withRequestMetrics } from "./handlerMetrics.js"
 
 /**
  * Options of {@link createHandler}.
@@ -154,6 +155,14 @@ export interface HandlerOptions {
    * wrapped.
    */
   readonly tracing?: HandlerTracing
+  /**
+   * Where the handler reports what operators count (docs/http-adapter.md "Metrics"):
+   * requests by route, method and status, their durations, message statuses, webhook
+   * delivery attempts, Meta's webhook POSTs, 429s, and the send queue read when scraped.
+   * `prometheusMetrics(registry)` of `@switchboard/http-adapter/metrics` builds one.
+   * Default: none, and nothing is counted.
+   */
+  readonly metrics?: HandlerMetrics
 }
 
 /**
@@ -323,7 +332,8 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
   // annotation FiberRefs (docs/benchmarks.md). `logger: false`: none.
   const handlerLogger = handlerLoggerOf(options.logger)
   const logLevel = effectLogLevelOf(options.logLevel)
-  const logRequest = requestLoggerOf(options.requestLog, handlerLogger, logLevel)
+  const logRequest = withRequestMetrics(requestLoggerOf(options.requestLog, handlerLogger, logLevel), options.metrics)
+  const storage = meteredStorageLayerOf(options.storage, options.metrics)
   const runtime = ManagedRuntime.make(
     Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
@@ -331,11 +341,12 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
       Layer.provideMerge(webhookSettingsLayerOf(options.webhooks)),
       Layer.provideMerge(sendQueueSettingsLayerOf(options.sendQueue)),
       // Every write that may enqueue a webhook delivery wakes this handler's dispatcher.
-      Layer.provideMerge(wakeOnEnqueue.pipe(Layer.provide(options.storage), Layer.provideMerge(DispatchWake.layer))),
+      Layer.provideMerge(wakeOnEnqueue.pipe(Layer.provide(storage), Layer.provideMerge(DispatchWake.layer))),
       Layer.merge(rateLimiterLayer(options.rateLimit)),
       Layer.merge(handlerSettingsLayer(options.whatsapp)),
       Layer.provideMerge(loggerLayer(handlerLogger)),
       Layer.provideMerge(Logger.minimumLogLevel(logLevel)),
+      Layer.provideMerge(metricsRecorderLayerOf(options.metrics)),
       // Fibers resumed after an asynchronous step share one queue (internal/scheduler.ts).
       Layer.provideMerge(Layer.setScheduler(makeSharedScheduler())),
       // Built first and closed last: `dispose()` flushes the spans of everything above.

@@ -16,6 +16,7 @@ export {
 export { answerClientError } from "./clientError.js"
 export type { HandlerTracing } from "./handlerTracing.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"
+export type { HandlerMetrics } from "./handlerMetrics.js"
 export { type DispatchWebhooksOptions, type WebhookDispatcherHandle, type WebhookHandlerOptions } from "./webhooks.js"
 export {
   dispatchWebhooks,

@@ -8,6 +8,7 @@ import type { InvalidInput } from "../errors.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { OrganizationId } from "../organizations/model.js"
 import { Messaging } from "../messaging/Messaging.js"
+import { MetricsRecorder } from "../metrics/MetricsRecorder.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { Templates } from "../templates/Templates.js"
@@ -57,7 +58,9 @@ export interface WhatsAppWebhooksService {
    * notification — is logged and kept as a {@link WebhookReject} in
    * `Storage.webhookRejects` (30 days; docs/whatsapp-webhooks.md "Refused parts"; once:
    * its id is derived from its content, so a redelivery keeps nothing twice), and the rest
-   * is stored. Log lines about a routed change carry its `organization_id`. Fails
+   * is stored. Log lines about a routed change carry its `organization_id`. Once stored,
+   * the POST is counted by the runtime's `MetricsRecorder` (`accepted`, or
+   * `accepted_with_refusals` when a part was refused). Fails
    * only with `StorageError` (then nothing is acknowledged and the provider retries; what
    * was already stored is stored again as a no-op).
    */
@@ -217,6 +220,9 @@ const make = Effect.gen(function* () {
       }
     }
     yield* keepRefused(refused)
+    // Counted once everything is stored (a failed store is the caller's to count).
+    const metrics = yield* MetricsRecorder
+    metrics.providerWebhook(refused.length === 0 ? "accepted" : "accepted_with_refusals")
     const receipt: WebhookReceipt = { received, organizations: [...organizations] }
     return receipt
   })

@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { Effect, Schema } from "effect"
-import { WhatsAppWebhooks } from "@switchboard/core"
+import { MetricsRecorder, WhatsAppWebhooks } from "@switchboard/core"
 import { HttpFailure } from "../HttpFailure.js"
 import { HandlerSettings } from "../settings.js"
 import { defineRoute, type RawContent } from "./route.js"
@@ -81,7 +81,10 @@ export const whatsAppWebhookRoute = defineRoute({
   errors: ["invalid_signature"],
   handle: ({ body }) =>
     Effect.map(
-      Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(body)),
+      Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(body)).pipe(
+        // A stored POST is counted by `receive`; one the store failed, here (docs/http-adapter.md "Metrics").
+        Effect.tapError(() => Effect.map(MetricsRecorder, (metrics) => metrics.providerWebhook("error")))
+      ),
       ({ organizations, received }) => ({
         message: "Webhook received",
         data: { received },
@@ -96,7 +99,8 @@ export const whatsAppWebhookRoute = defineRoute({
  * are parsed (a route's `verifyRawBody`): `X-Hub-Signature-256: sha256=<64 hex digits>`
  * must be the HMAC-SHA256 of the bytes under one of the handler's `whatsapp.appSecret`s,
  * compared in constant time. A missing, malformed or wrong signature, or no app secret
- * configured → 401 `invalid_signature` (docs/whatsapp-webhooks.md).
+ * configured → 401 `invalid_signature` (docs/whatsapp-webhooks.md), counted by the runtime's
+ * `MetricsRecorder` as `invalid_signature`.
  *
  * @category routes
  */
@@ -113,15 +117,17 @@ export const verifyWhatsAppSignature = (
       whatsapp.appSecrets
         .map((secret) => timingSafeEqual(createHmac("sha256", secret).update(bytes).digest(), given))
         .includes(true)
-    return valid
-      ? Effect.void
-      : Effect.fail(
-          new HttpFailure({
-            status: 401,
-            code: "invalid_signature",
-            message: "X-Hub-Signature-256 is missing or is not the HMAC-SHA256 of the body under the app secret"
-          })
-        )
+    if (valid) return Effect.void
+    return Effect.flatMap(MetricsRecorder, (metrics) => {
+      metrics.providerWebhook("invalid_signature")
+      return Effect.fail(
+        new HttpFailure({
+          status: 401,
+          code: "invalid_signature",
+          message: "X-Hub-Signature-256 is missing or is not the HMAC-SHA256 of the body under the app secret"
+        })
+      )
+    })
   })
 
 /** Equal strings, compared in constant time (through their SHA-256, so lengths may differ). */
