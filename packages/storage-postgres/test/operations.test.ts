@@ -16,6 +16,7 @@ import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 // answering, and the plan of `outbox.summary()`.
 
 const schemas = testSchemas()
+afterAll(schemas.drop)
 
 /**
  * A TCP proxy in front of the server at POSTGRES_URL: `forward` (the default) pipes each
@@ -62,8 +63,6 @@ describe("the pool's connect timeout", () => {
 })
 
 describe.skipIf(skipWithoutPostgres)("health() on the PostgreSQL server at POSTGRES_URL", () => {
-  afterAll(schemas.drop)
-
   it.effect("current at the code's version; not current, saying why, at a lower or a newer version", () =>
     Effect.gen(function* () {
       const schema = schemas.fresh()
