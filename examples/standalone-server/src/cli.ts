@@ -10,6 +10,7 @@
  * @packageDocumentation
  */
 import { Command, CommanderError } from "commander"
+import { registerBackupCommand } from "./commands/backup.js"
 import { registerChannelCommands } from "./commands/channel.js"
 import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
@@ -25,7 +26,7 @@ import { registerWebhookRejectCommands } from "./commands/webhook-rejects.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys, channels, data import and refused webhook parts. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys, channels, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
@@ -34,6 +35,7 @@ const createProgram = (): Command => {
   registerImportCommand(program)
   registerSeedCommand(program)
   registerWebhookRejectCommands(program)
+  registerBackupCommand(program)
   return program
 }
 

@@ -13,6 +13,7 @@ import { groupsContract } from "./groups.js"
 import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
 import { messagesContract } from "./messages.js"
+import { operationsContract } from "./operations.js"
 import { organizationsContract } from "./organizations.js"
 import { outboxContract } from "./outbox.js"
 import { providerStatusesContract } from "./provider-statuses.js"
@@ -48,7 +49,8 @@ export interface StorageContractOptions {
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
- * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`), each test on a fresh store from
+ * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`, and `operations.ts` for `health()` and
+ * `outbox.summary()`), each test on a fresh store from
  * `options.makeLayer()` (or, for the send queue's shared-store cases, from
  * `options.makeSharedLayers()` when given).
  *
@@ -80,5 +82,6 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     webhookRejectsContract(options)
     outboxContract(options)
     broadcastsContract(options)
+    operationsContract(options)
   })
 }

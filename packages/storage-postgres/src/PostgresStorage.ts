@@ -40,9 +40,10 @@ export const DEFAULT_SCHEMA = "switchboard"
  * - `migrate`: apply pending migrations when the Layer is built (default `true`); with
  *   `false` the Layer only checks that the schema is current and fails when it is not
  *   (migrate out of band with {@link migrate}).
- * - `applicationName` (default `"switchboard"`), `statementTimeoutMs` (default 30 000 ms)
- *   and `poolSize` (default 10 connections): settings of a pool opened from
- *   `connectionString`; ignored with `pool`.
+ * - `applicationName` (default `"switchboard"`), `statementTimeoutMs` (default 30 000 ms),
+ *   `connectTimeoutMs` (default 5 000 ms: the longest a query waits to open a connection or
+ *   for a free one, then fails with `StorageError`) and `poolSize` (default 10
+ *   connections): settings of a pool opened from `connectionString`; ignored with `pool`.
  *
  * @category models
  */
@@ -54,6 +55,7 @@ export type PostgresStorageOptions = (
   readonly migrate?: boolean
   readonly applicationName?: string
   readonly statementTimeoutMs?: number
+  readonly connectTimeoutMs?: number
   readonly poolSize?: number
 }
 

@@ -565,6 +565,25 @@ describe("migrations", () => {
     }))
 })
 
+describe("health: the schema's version", () => {
+  it.effect("current on a migrated file; not current, saying why, with a version newer than the code's or a known one missing", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(":memory:")
+      const storage = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const newest = Math.max(...migrations.map((m) => m.version))
+      expect(yield* storage.health()).toEqual({ migrations_current: true })
+      db.prepare("INSERT INTO schema_migrations VALUES (?, 'from the future', 't')").run(newest + 1)
+      expect(yield* storage.health()).toEqual({
+        migrations_current: false,
+        detail: `schema version ${newest + 1} is newer than this code's ${newest}`
+      })
+      db.prepare("DELETE FROM schema_migrations WHERE version IN (?, 5)").run(newest + 1)
+      expect(yield* storage.health()).toEqual({ migrations_current: false, detail: "migrations pending: 5" })
+      db.close()
+      expect((yield* Effect.flip(storage.health())).operation).toBe("health")
+    }))
+})
+
 describe("connection set-up", () => {
   it("turns on WAL, the busy timeout, synchronous NORMAL and foreign keys", () => {
     const db = openDatabase(files.file(), 5000)

@@ -679,6 +679,17 @@ describe("the send queue's statements use their indexes", () => {
       }
       db.close()
     }))
+
+  it.effect("the summary reads the waiting messages once, from messages_send_queue_lanes, never the whole table or once per channel", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(":memory:")
+      yield* Effect.provide(Storage, SqliteStorage.layerFromClient(db))
+      const plan = planOf(db, SQL.summary)
+      expect(plan).toMatch(/SCAN messages USING INDEX messages_send_queue_lanes/)
+      expect(plan.match(/messages_send_queue_lanes/g), plan).toHaveLength(1)
+      expect(plan).not.toMatch(/CORRELATED|^SCAN messages$/m)
+      db.close()
+    }))
 })
 
 describe("migration 15", () => {

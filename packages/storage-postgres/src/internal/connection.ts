@@ -7,6 +7,13 @@ export const DEFAULT_APPLICATION_NAME = "switchboard"
 /** Default of `statementTimeoutMs`: the longest one statement may run, in milliseconds. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 
+/**
+ * Default of `connectTimeoutMs`: the longest a query waits for a connection, in
+ * milliseconds — to open one (a server that does not answer) or for one of the pool's to be
+ * free. Without it, pg waits forever.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000
+
 /** Default of `poolSize`: most connections one pool opens. */
 export const DEFAULT_POOL_SIZE = 10
 
@@ -53,6 +60,7 @@ export interface PoolSettings {
   readonly connectionString: string
   readonly applicationName?: string
   readonly statementTimeoutMs?: number
+  readonly connectTimeoutMs?: number
   readonly poolSize?: number
 }
 
@@ -60,8 +68,10 @@ export interface PoolSettings {
  * Opens a pool on `connectionString` with this package's per-pool settings:
  * `application_name`, `statement_timeout` (server side, as a startup parameter) and the
  * same limit as a client-side `query_timeout` (which holds behind PgBouncer, where startup
- * parameters may be ignored), `idle_in_transaction_session_timeout`, and the
- * {@link typeParsers}. Connections open lazily: a wrong URL fails on the first query.
+ * parameters may be ignored), `idle_in_transaction_session_timeout`, the connect timeout
+ * (`connectionTimeoutMillis`, {@link DEFAULT_CONNECT_TIMEOUT_MS}: opening a connection and
+ * waiting for a free one both fail after it) and the {@link typeParsers}. Connections
+ * open lazily: a wrong URL fails on the first query.
  */
 export const openPool = (settings: PoolSettings): Pg.Pool => {
   const statementTimeout = settings.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS
@@ -71,6 +81,7 @@ export const openPool = (settings: PoolSettings): Pg.Pool => {
     statement_timeout: statementTimeout,
     query_timeout: statementTimeout + 1_000,
     idle_in_transaction_session_timeout: statementTimeout * 2,
+    connectionTimeoutMillis: settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     max: settings.poolSize ?? DEFAULT_POOL_SIZE,
     types: typeParsers
   })
@@ -91,6 +102,7 @@ export const acquirePool = (options: {
   readonly connectionString?: string | undefined
   readonly applicationName?: string | undefined
   readonly statementTimeoutMs?: number | undefined
+  readonly connectTimeoutMs?: number | undefined
   readonly poolSize?: number | undefined
 }): Effect.Effect<Pg.Pool, never, Scope.Scope> =>
   options.pool !== undefined
@@ -101,6 +113,7 @@ export const acquirePool = (options: {
             connectionString: options.connectionString!,
             applicationName: options.applicationName,
             statementTimeoutMs: options.statementTimeoutMs,
+            connectTimeoutMs: options.connectTimeoutMs,
             poolSize: options.poolSize
           })
         ),

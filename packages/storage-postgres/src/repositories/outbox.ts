@@ -107,18 +107,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
         ))!
       ),
     summary: () =>
-      attempt("outbox.summary", (): Promise<ReadonlyArray<OutboxSummaryRow>> =>
-        db.sql.rows<OutboxSummaryRow>(
-          `SELECT m.channel_uuid AS channel_id, c.status AS channel_status,
-              COUNT(*) FILTER (WHERE m.status = 'queued') AS queued, COUNT(*) FILTER (WHERE m.status = 'sending') AS sending
-            FROM ${s}.messages AS m LEFT JOIN ${s}.channels AS c ON c.uuid = m.channel_uuid
-            WHERE m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
-            GROUP BY m.channel_uuid, c.status
-            UNION ALL
-            SELECT c.uuid, c.status, 0, 0 FROM ${s}.channels AS c WHERE c.status = 'paused' AND NOT EXISTS
-              (SELECT 1 FROM ${s}.messages AS w WHERE w.channel_uuid = c.uuid AND w.recipient IS NOT NULL AND w.status IN ('queued', 'sending'))`
-        )
-      ),
+      attempt("outbox.summary", (): Promise<ReadonlyArray<OutboxSummaryRow>> => db.sql.rows<OutboxSummaryRow>(summarySql(s))),
     resumeChannel: (organizationId, channelId, now) =>
       attempt("outbox.resumeChannel", () =>
         db.transaction(async (sql) => {
@@ -145,3 +134,20 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
       )
   }
 }
+
+/**
+ * The statement of `outbox.summary` on the (quoted) schema `s`: one pass over
+ * messages_send_queue_lanes (partial on the waiting messages, so nothing else is read),
+ * grouped once; the paused channels without waiting messages are looked up against that
+ * result, never with a probe of the messages per channel.
+ */
+export const summarySql = (s: string): string =>
+  `WITH waiting AS MATERIALIZED (
+      SELECT channel_uuid, COUNT(*) FILTER (WHERE status = 'queued') AS queued,
+          COUNT(*) FILTER (WHERE status = 'sending') AS sending
+        FROM ${s}.messages WHERE recipient IS NOT NULL AND status IN ('queued', 'sending') GROUP BY channel_uuid)
+    SELECT w.channel_uuid AS channel_id, c.status AS channel_status, w.queued, w.sending
+      FROM waiting AS w LEFT JOIN ${s}.channels AS c ON c.uuid = w.channel_uuid
+    UNION ALL
+    SELECT c.uuid, c.status, 0, 0 FROM ${s}.channels AS c
+      WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`

@@ -252,15 +252,17 @@ export const SQL = {
   channelQueue: `SELECT COALESCE(SUM(status = 'queued'), 0) AS queued, COALESCE(SUM(status = 'sending'), 0) AS sending,
       MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest_queued_at
     FROM messages WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}`,
-  // The waiting rows are exactly messages_send_queue_lanes' (a partial index with WAITING as its WHERE).
-  summary: `SELECT m.channel_uuid AS channel_id, c.status AS channel_status,
-      SUM(m.status = 'queued') AS queued, SUM(m.status = 'sending') AS sending
-    FROM messages AS m LEFT JOIN channels AS c ON c.uuid = m.channel_uuid
-    WHERE m.recipient IS NOT NULL AND m.status IN ('queued', 'sending')
-    GROUP BY m.channel_uuid
+  // One pass over messages_send_queue_lanes (a partial index whose WHERE is WAITING: only
+  // waiting messages are read), grouped once; the paused channels without waiting messages
+  // are looked up against that result, never with a probe of the messages per channel.
+  summary: `WITH waiting AS MATERIALIZED (
+      SELECT channel_uuid, SUM(status = 'queued') AS queued, SUM(status = 'sending') AS sending
+        FROM messages WHERE ${WAITING} GROUP BY channel_uuid)
+    SELECT w.channel_uuid AS channel_id, c.status AS channel_status, w.queued, w.sending
+      FROM waiting AS w LEFT JOIN channels AS c ON c.uuid = w.channel_uuid
     UNION ALL
-    SELECT c.uuid, c.status, 0, 0 FROM channels AS c WHERE c.status = 'paused' AND NOT EXISTS
-      (SELECT 1 FROM messages AS w WHERE w.channel_uuid = c.uuid AND w.recipient IS NOT NULL AND w.status IN ('queued', 'sending'))`,
+    SELECT c.uuid, c.status, 0, 0 FROM channels AS c
+      WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`,
   failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
     RETURNING ${MESSAGE_COLUMNS}`,
   // One range of messages_broadcast_statuses (migration 18): the broadcast's queued recipients.
