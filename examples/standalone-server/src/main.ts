@@ -28,7 +28,7 @@ import { withHealthEndpoints } from "./health.js"
 import { stderrJsonLog } from "./logging.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
-import { closeGracefully } from "./shutdown.js"
+import { shutDown } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
@@ -143,10 +143,13 @@ const main = async (): Promise<void> => {
   onShutdownSignal(async () => {
     // Readiness answers 503 from now on, on the connections still open while requests drain.
     endpoints.beginShutdown()
-    await closeGracefully(server)
-    await closeStore()
-    // Every request line before the last one.
-    log.flushSync()
+    try {
+      // Requests finish while the dispatchers record what they sent; then the store closes.
+      await shutDown({ server, handler, closeStore: () => runtime.dispose() })
+    } finally {
+      // Every request line before the last one.
+      log.flushSync()
+    }
     process.stderr.write("Switchboard stopped\n")
   })
   const baseUrl = `http://${urlHost(config.value.host)}:${port}${DEFAULT_BASE_PATH}`

@@ -245,6 +245,31 @@ describe("runLeasedQueue", () => {
       expect(fake.claims.length).toBe(claims)
       expect(fake.rows.get("after-stop")!.done).toBe(false)
     }))
+
+  it.effect("with drainMs, the interruption waits for the jobs in flight that long at most: those ending sooner are recorded, the rest interrupted unrecorded under their lease", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue({ gated: true })
+      fake.add("quick")
+      fake.add("stuck")
+      const fiber = yield* Effect.fork(runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: 10, drainMs: 1_000 }))
+      yield* settle
+      expect(fake.started()).toEqual(["quick", "stuck"])
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* settle
+      yield* fake.open("quick")
+      yield* settle
+      expect(fake.rows.get("quick")).toMatchObject({ done: true, outcome: "ran quick under lease-1" })
+      yield* TestClock.adjust(999)
+      expect(interrupting.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(1)
+      yield* Fiber.join(interrupting)
+      // Still leased: handed out again once the lease ends, as after a crash.
+      expect(fake.rows.get("stuck")).toMatchObject({ done: false, outcome: null, lease: "lease-2", leaseUntil: 60_000 })
+      // Opening its gate now records nothing: the attempt was interrupted.
+      yield* fake.open("stuck")
+      yield* settle
+      expect(fake.rows.get("stuck")!.done).toBe(false)
+    }))
 })
 
 describe("runLeasedJob", () => {

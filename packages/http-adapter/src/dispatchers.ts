@@ -2,7 +2,9 @@ import { Clock, Duration, Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } fr
 import {
   Channels,
   DEFAULT_SEND_QUEUE_SETTINGS,
+  DELIVERY_TIMEOUT_MS,
   DispatchWake,
+  DRAIN_MARGIN_MS,
   type GraphApiOptions,
   type LeasedLoopStatus,
   makeLeasedLoopStatus,
@@ -101,8 +103,12 @@ const isNonNegativeNumber = (value: unknown): value is number => typeof value ==
 
 /**
  * Running dispatch loops: `ready` resolves once the storage is open (rejects with its
- * error); `stop()` waits for the attempts in flight to be recorded, stops the loops and
- * closes the runtime; `lastPassEndedAt()` is when the webhook loop last ended a pass, and
+ * error); `drain()` stops the loops — they claim nothing more at once and record the
+ * outcome of the attempts they have in flight, waiting at most the longer attempt timeout
+ * (the send queue's `timeoutMs`, the webhooks' 10 s) + 2 s, after which what still runs is
+ * interrupted unrecorded and left to its lease (docs/messaging.md "Stopping"); `stop()`
+ * drains, then closes the runtime (both resolve once, however often called);
+ * `lastPassEndedAt()` is when the webhook loop last ended a pass, and
  * `lastPassesEndedAt()` that time for each loop (`null` before its first pass, or when it
  * does not run): what a health check reads. `health()` answers the {@link HealthReport}
  * of these loops and their store (docs/http-adapter.md "Health"); it never rejects.
@@ -111,6 +117,7 @@ const isNonNegativeNumber = (value: unknown): value is number => typeof value ==
  */
 export interface DispatchersHandle {
   readonly ready: Promise<void>
+  readonly drain: () => Promise<void>
   readonly stop: () => Promise<void>
   readonly lastPassEndedAt: () => Date | null
   readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null }
@@ -169,14 +176,23 @@ export const startDispatchers = <R, E>(
   ready.catch(() => {
     if (!stopped) phase = { _tag: "failed" }
   })
-  const stop = async () => {
-    stopped = true
-    phase = { _tag: "stopped" }
-    checks.close()
-    detachMetrics()
-    await Effect.runPromise(Fiber.interruptAll(fibers))
-    await runtime.dispose()
-  }
+  // Each loop bounds its own drain; this bound is a backstop for a store that stops answering
+  // while an attempt is being recorded.
+  const boundMs = drainBoundMs(options.sendQueue) + DRAIN_MARGIN_MS
+  let drained: Promise<void> | undefined
+  let closed: Promise<void> | undefined
+  const drain = () =>
+    (drained ??= (() => {
+      stopped = true
+      phase = { _tag: "stopped" }
+      checks.close()
+      return settleWithin(Effect.runPromise(Fiber.interruptAll(fibers)), boundMs)
+    })())
+  const stop = () =>
+    (closed ??= drain().then(() => {
+      detachMetrics()
+      return runtime.dispose()
+    }))
   const endedAt = (loop: LeasedLoopStatus) => {
     const at = Effect.runSync(Ref.get(loop.lastPassEndedAt))
     return at === null ? null : new Date(at)
@@ -192,7 +208,31 @@ export const startDispatchers = <R, E>(
     ],
     lastPassesEndedAt
   })
-  return { ready, stop, lastPassEndedAt: () => endedAt(status.webhooks), lastPassesEndedAt, health: checks.health }
+  return { ready, drain, stop, lastPassEndedAt: () => endedAt(status.webhooks), lastPassesEndedAt, health: checks.health }
+}
+
+/**
+ * The longest a dispatcher's drain lasts with these send-queue options, in ms: the longer
+ * attempt timeout (the send queue's `timeoutMs`, default 10 000; a webhook delivery's
+ * 10 000) + 2 000.
+ *
+ * @internal
+ */
+export const drainBoundMs = (sendQueue: SendQueueHandlerOptions | undefined): number =>
+  Math.max(sendQueue?.timeoutMs ?? DEFAULT_SEND_QUEUE_SETTINGS.timeoutMs, DELIVERY_TIMEOUT_MS) + DRAIN_MARGIN_MS
+
+/**
+ * Resolves when `promise` settles (rejecting with its error) or after `ms`, whichever
+ * comes first; the timer keeps the process alive meanwhile.
+ *
+ * @internal
+ */
+export const settleWithin = (promise: Promise<void>, ms: number): Promise<void> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
 /** Effect's default clock, with sleeps on timers that do not keep the process alive. */

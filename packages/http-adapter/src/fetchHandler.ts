@@ -45,7 +45,9 @@ export interface FetchHandler {
   (request: Request, context?: FetchContext): Promise<Response>
   /** Resolves when the storage Layer is built; rejects with its error. */
   readonly ready: Promise<void>
-  /** Releases the runtime: runs the storage's finalizers (closes the database). */
+  /** As `SwitchboardHandler.drain`: stops the dispatch loops after the attempts in flight. */
+  readonly drain: () => Promise<void>
+  /** As `SwitchboardHandler.dispose`: drains, waits for the requests still running, then closes the database. */
   readonly dispose: () => Promise<void>
   /** The {@link HealthReport} of the store and the dispatch loops, as `createHandler`'s `health()` (docs/http-adapter.md "Health"). */
   readonly health: () => Promise<HealthReport>
@@ -95,7 +97,7 @@ export const createFetchHandler = (options: FetchHandlerOptions): FetchHandler =
       signal?.addEventListener("abort", () => running.interrupt(), { once: true })
     })
 
-  return Object.assign(handler, { ready: core.ready, dispose: core.dispose, health: core.health })
+  return Object.assign(handler, { ready: core.ready, drain: core.drain, dispose: core.dispose, health: core.health })
 }
 
 const toResponse = (response: WireResponse): Response =>

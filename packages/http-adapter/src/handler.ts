@@ -47,11 +47,12 @@ import { defaultRoutes } from "./routes/index.js"
 import { responseOfResult, type RouteDefinition, type RouteIdempotency, type RouteServices } from "./routes/route.js"
 import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
 import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
-import { type DispatchSwitches, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
+import { type DispatchSwitches, drainBoundMs, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
 import type { HealthReport } from "./health.js"
 import type { HandlerTracing } from "./handlerTracing.js"
 import { requestSpanOf, tracingLayerOf, withTracing } from "./internal/tracing.js"
 import { type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf, withRequestMetrics } from "./handlerMetrics.js"
+import { handlerShutdown, type RequestsInFlight } from "./internal/shutdown.js"
 
 /**
  * Options of {@link createHandler}.
@@ -176,8 +177,16 @@ export interface SwitchboardHandler {
   /** Resolves when the storage Layer is built; rejects with its error. */
   readonly ready: Promise<void>
   /**
-   * Releases the runtime: stops the webhook dispatcher after the attempts in flight, then
-   * runs the storage's finalizers (closes the database).
+   * Stops the dispatch loops (docs/http-adapter.md "Stopping"): they claim nothing more and
+   * record the outcome of the attempts in flight, waiting at most the longer attempt timeout
+   * (the send queue's `timeoutMs`, webhooks' 10 s) + 2 s. Requests are still served; call it
+   * when shutting down, before the server has finished its requests.
+   */
+  readonly drain: () => Promise<void>
+  /**
+   * Releases the runtime: drains the dispatch loops (`drain`) while waiting for the requests
+   * still running (at most the send queue's `timeoutMs` + 2 s), then runs the storage's
+   * finalizers (closes the database).
    */
   readonly dispose: () => Promise<void>
   /**
@@ -269,7 +278,7 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
     })
   }
 
-  return Object.assign(listener, { ready: core.ready, dispose: core.dispose, health: core.health })
+  return Object.assign(listener, { ready: core.ready, drain: core.drain, dispose: core.dispose, health: core.health })
 }
 
 /**
@@ -312,6 +321,7 @@ export interface HandlerCore {
   readonly inBasePath: (url: string) => boolean
   readonly serve: (request: CoreRequest, reply: (response: WireResponse) => void) => { readonly interrupt: () => void }
   readonly ready: Promise<void>
+  readonly drain: () => Promise<void>
   readonly dispose: () => Promise<void>
   readonly health: () => Promise<HealthReport>
 }
@@ -361,6 +371,8 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
   }
   const isUnderBasePath = (path: string) => path === basePath || path.startsWith(basePath + "/")
   const inBasePath = (url: string) => isUnderBasePath(pathOf(url))
+  // Each request's fiber while it runs: `dispose()` waits for them before closing the runtime.
+  const requests: RequestsInFlight = new Set()
 
   const serve: HandlerCore["serve"] = (request, reply) => {
     const { url, method } = request
@@ -408,7 +420,9 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
         exchange.response = response
       })
     )
+    requests.add(fiber)
     fiber.addObserver((exit) => {
+      requests.delete(fiber)
       const response = exchange.response
       exchange.response = undefined
       try {
@@ -437,7 +451,7 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
     inBasePath,
     serve,
     ready: dispatcher.ready,
-    dispose: dispatcher.stop,
+    ...handlerShutdown(dispatcher, requests, drainBoundMs(options.sendQueue)),
     health: dispatcher.health
   }
 }

@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Effect, FiberSet, Queue, Ref } from "effect"
+import { Cause, Clock, Context, Effect, FiberSet, Option, Queue, Ref } from "effect"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "./DispatchWake.js"
 
@@ -52,6 +52,14 @@ export class LeasedJobSpans extends Context.Reference<LeasedJobSpans>()("@switch
 }) {}
 
 /**
+ * What a dispatcher's shutdown drain allows beyond the timeout of one attempt, in ms: time
+ * for a pacing slot's wait and for the record (docs/messaging.md "Stopping").
+ *
+ * @category dispatch
+ */
+export const DRAIN_MARGIN_MS = 2_000
+
+/**
  * How one claimed job ended: its outcome `Recorded`; `Lost` (the lease had ended, nothing
  * was recorded); or `Failed` (running or recording it failed: logged, and the job is
  * claimed again once its lease ends).
@@ -70,7 +78,10 @@ export type LeasedJobEnd<O> =
  * in-process signal that ends a sleep at once; `status`, where the loop writes when it
  * last ended a pass; `claimIntervalMs`, the least time between two claims (ms, default 0):
  * a job's end or a wake that comes sooner waits for it, so a busy queue claims in batches
- * (one claim per interval instead of one per finished job).
+ * (one claim per interval instead of one per finished job); `drainMs`, how long an
+ * interruption of the loop (a shutdown) waits for the jobs in flight to end their attempt
+ * and record its outcome (ms, default: no limit) — the jobs still running then are
+ * interrupted before they record anything, and their lease hands them out again once it ends.
  *
  * @category dispatch
  */
@@ -79,6 +90,7 @@ export interface LeasedQueueOptions {
   readonly concurrency: number
   readonly pollIntervalMs: number
   readonly claimIntervalMs?: number
+  readonly drainMs?: number
   readonly wake?: DispatchWakeService
   readonly status?: LeasedLoopStatus
 }
@@ -111,20 +123,42 @@ export const makeLeasedLoopStatus: Effect.Effect<LeasedLoopStatus> = Effect.map(
  *
  * @category dispatch
  */
-export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> => {
+export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> =>
+  Effect.uninterruptible(leasedJob(queue, job, false)) as Effect.Effect<LeasedJobEnd<O>, never, R>
+
+/**
+ * A job of the loop: {@link runLeasedJob}, except that its attempt (`run`) can be
+ * interrupted — by the loop's drain only, once its time has passed: the job then ends
+ * `Abandoned`, nothing recorded. Its record is never interrupted.
+ */
+const runDrainableJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<DrainableJobEnd<O>, never, R> =>
+  Effect.uninterruptible(leasedJob(queue, job, true))
+
+/** How a job of the loop ended: as {@link LeasedJobEnd}, or interrupted by the drain before its record. */
+type DrainableJobEnd<O> = LeasedJobEnd<O> | { readonly _tag: "Abandoned" }
+
+/**
+ * Runs and records one job, in a root span of its own when {@link LeasedJobSpans} is on;
+ * `interruptibleRun`: whether its `run` may be interrupted (answered `Abandoned`).
+ */
+const leasedJob = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  interruptibleRun: boolean
+): Effect.Effect<DrainableJobEnd<O>, never, R> => {
   const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.gen(function*() {
-    const outcome = yield* queue.run(job)
+    const outcome = yield* interruptibleRun ? Effect.interruptible(queue.run(job)) : queue.run(job)
     const recorded = yield* queue.record(job, outcome)
     return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
   })
-  return Effect.uninterruptible(
-    Effect.flatMap(LeasedJobSpans, (spans) => (spans ? inJobSpan(queue, job, body) : body)).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
+  return Effect.flatMap(LeasedJobSpans, (spans) => (spans ? inJobSpan(queue, job, body) : body)).pipe(
+    Effect.catchAllCause((cause): Effect.Effect<DrainableJobEnd<O>> =>
+      interruptibleRun && Cause.isInterruptedOnly(cause)
+        ? Effect.succeed({ _tag: "Abandoned" } as const)
+        : Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
           Effect.annotateLogs({ error: describeCause(cause) }),
           Effect.as({ _tag: "Failed" } as const)
         )
-      )
     )
   )
 }
@@ -163,8 +197,11 @@ export const runLeasedPass = <J, O, E, R>(
  * the poll interval, a wake of `options.wake`, the end of a job, and the next due time it
  * knows (`queue.nextDueAt`, or a recorded outcome's `dueAgainAt`). Time is Effect's
  * `Clock` (so `TestClock` drives it). A failed claim is logged and retried after the poll
- * interval. Interrupting it (graceful shutdown) claims nothing more and waits for the jobs
- * in flight to record their outcome. Each pass writes its end time to `options.status`.
+ * interval. Interrupting it (graceful shutdown) claims nothing more at once and waits for
+ * the jobs in flight to end their attempt and record its outcome, for at most
+ * `options.drainMs`; the attempts still running then are interrupted (logged: their jobs
+ * are handed out again when their lease ends, as after a crash), while a record already
+ * under way is waited for. Each pass writes its end time to `options.status`.
  *
  * @category dispatch
  * @example
@@ -194,7 +231,9 @@ export const runLeasedQueue = <J, O, E, R>(
         yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
       }
       // Added after the subscription, so closed first: the jobs in flight end before.
-      const inFlight = yield* FiberSet.make<LeasedJobEnd<O>>()
+      const inFlight = yield* FiberSet.make<DrainableJobEnd<O>>()
+      // Added after the set, so run before it closes (which interrupts what is left).
+      yield* Effect.addFinalizer(() => drainJobs(queue.name, inFlight, options.drainMs))
       const known = { dueAt: null as number | null, running: 0 }
       const noteDue = (dueAt: number | null | undefined) => {
         if (dueAt != null && (known.dueAt === null || dueAt < known.dueAt)) known.dueAt = dueAt
@@ -202,7 +241,7 @@ export const runLeasedQueue = <J, O, E, R>(
       const start = (job: J) =>
         FiberSet.run(
           inFlight,
-          runLeasedJob(queue, job).pipe(
+          runDrainableJob(queue, job).pipe(
             Effect.tap((end) => {
               if (end._tag === "Recorded") noteDue(queue.dueAgainAt?.(end.outcome))
             }),
@@ -238,6 +277,22 @@ export const runLeasedQueue = <J, O, E, R>(
       }
     })
   )
+
+/**
+ * The loop's drain: waits for the jobs in `inFlight` to end, for at most `drainMs` (none:
+ * no limit), and logs how many are still running then (the set's closing interrupts them).
+ */
+const drainJobs = <A>(name: string, inFlight: FiberSet.FiberSet<A>, drainMs: number | undefined): Effect.Effect<void> =>
+  drainMs === undefined
+    ? FiberSet.awaitEmpty(inFlight)
+    // A finalizer runs uninterruptibly: the wait is made interruptible so that the timeout can end it.
+    : Effect.flatMap(Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(inFlight)), Math.max(0, drainMs)), (ended) =>
+      Option.isSome(ended)
+        ? Effect.void
+        : Effect.flatMap(FiberSet.size(inFlight), (left) =>
+          Effect.logWarning(
+            `${name}: ${left} attempt(s) still running ${drainMs} ms after the shutdown began were interrupted; their work is handed out again when its lease ends`
+          )))
 
 /** `queue.claim`, with a failure logged and answered as nothing claimed. */
 const claimSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number, leaseMs: number, limit: number) =>

@@ -6,7 +6,7 @@ import type { ChannelId } from "../channels/model.js"
 import { CUSTOMER_SERVICE_WINDOW_MS } from "../chats/window.js"
 import type { ContactId } from "../contacts/model.js"
 import type { LeasedQueue, LeasedQueueOptions } from "../dispatch/LeasedQueue.js"
-import { runLeasedQueue } from "../dispatch/LeasedQueue.js"
+import { DRAIN_MARGIN_MS, runLeasedQueue } from "../dispatch/LeasedQueue.js"
 import { MAX_NAME_LENGTH } from "../internal/validation.js"
 import type { Message, MessageFailure } from "../messages/model.js"
 import type { OrganizationId } from "../organizations/model.js"
@@ -623,8 +623,10 @@ export interface SendDispatcherOptions {
 /**
  * The send queue's dispatcher (docs/messaging.md "The send queue"): {@link sendQueue} run
  * by `runLeasedQueue`, with the leases of `SendQueueSettings.leaseMs`. Runs until
- * interrupted and never fails; interrupting it waits for the attempts in flight to be
- * recorded.
+ * interrupted and never fails; interrupting it claims nothing more and waits for the
+ * attempts in flight to be recorded, for at most `SendQueueSettings.timeoutMs` +
+ * `DRAIN_MARGIN_MS` (2 s); an attempt still running then is interrupted unrecorded, and
+ * its message is due again once its lease and the settle time have passed.
  *
  * @category messaging
  */
@@ -637,6 +639,7 @@ export const runSendDispatcher = (
       concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
       claimIntervalMs: SEND_CLAIM_INTERVAL_MS,
       pollIntervalMs: options.pollIntervalMs ?? 1_000,
+      drainMs: settings.timeoutMs + DRAIN_MARGIN_MS,
       ...(options.wake === undefined ? {} : { wake: options.wake }),
       ...(options.status === undefined ? {} : { status: options.status })
     }))

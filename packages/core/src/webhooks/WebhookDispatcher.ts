@@ -3,6 +3,7 @@ import { SecretKey } from "../channels/SecretKey.js"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "../dispatch/DispatchWake.js"
 import {
+  DRAIN_MARGIN_MS,
   type LeasedJobEnd,
   type LeasedLoopStatus,
   type LeasedQueue,
@@ -14,7 +15,7 @@ import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { AttemptRecord, ClaimedDelivery } from "../storage/WebhookRepository.js"
-import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS } from "./model.js"
+import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS, DELIVERY_TIMEOUT_MS } from "./model.js"
 import { WebhookSender, type WebhookSendOutcome } from "./WebhookSender.js"
 import { WebhookSettings } from "./WebhookSettings.js"
 
@@ -279,8 +280,10 @@ const pruneForever: Effect.Effect<never, never, Storage> = Effect.forever(
  * until the earliest of `pollIntervalMs` (default 1 s), a wake of `options.wake` and the
  * next retry it scheduled. Prunes old deliveries at its start and every hour. Runs until
  * interrupted and never fails: storage errors (and defects) are logged and the loop goes
- * on. Interrupting it (graceful shutdown) waits for the attempts in flight to be recorded,
- * then stops. Time is Effect's `Clock`.
+ * on. Interrupting it (graceful shutdown) claims nothing more and waits for the attempts
+ * in flight to be recorded, for at most the delivery timeout + `DRAIN_MARGIN_MS` (12 s),
+ * then stops (an attempt still running then is interrupted unrecorded: its delivery is
+ * sent again once its lease ends). Time is Effect's `Clock`.
  *
  * @category webhooks
  */
@@ -294,6 +297,7 @@ export const runWebhookDispatcher = (
         leaseMs: DELIVERY_LEASE_MS,
         concurrency: options.concurrency ?? DISPATCH_CONCURRENCY,
         pollIntervalMs: options.pollIntervalMs ?? DISPATCH_POLL_INTERVAL_MS,
+        drainMs: DELIVERY_TIMEOUT_MS + DRAIN_MARGIN_MS,
         ...(options.wake === undefined ? {} : { wake: options.wake }),
         ...(options.status === undefined ? {} : { status: options.status })
       })
