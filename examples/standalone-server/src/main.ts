@@ -28,7 +28,7 @@ import { withHealthEndpoints } from "./health.js"
 import { stderrJsonLog } from "./logging.js"
 import { describeRateLimits, rateLimitConfig, rateLimitOptionsFor, rateLimitStoreFor } from "./rateLimits.js"
 import { describeCause, describeError } from "./failures.js"
-import { shutDown } from "./shutdown.js"
+import { closeGracefully, shutDown } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
@@ -145,7 +145,14 @@ const main = async (): Promise<void> => {
     endpoints.beginShutdown()
     try {
       // Requests finish while the dispatchers record what they sent; then the store closes.
-      await shutDown({ server, handler, closeStore: () => runtime.dispose() })
+      await shutDown({
+        server,
+        handler,
+        closeStore: async () => {
+          await metrics.close()
+          await runtime.dispose()
+        }
+      })
     } finally {
       // Every request line before the last one.
       log.flushSync()
