@@ -14,6 +14,7 @@ import {
   runLeasedPass,
   sendQueue
 } from "@switchboard/core"
+import Sqlite from "better-sqlite3"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { tempFiles } from "./helpers.js"
 
@@ -56,6 +57,28 @@ const messagesOf = (orgId: OrganizationId, chatId: ChatId) =>
   )
 
 describe("Messaging on SQLite", () => {
+  it.effect("a provider status report writes one page to the WAL: the message's row, not its provider-id index entry again", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      db.pragma("journal_mode = WAL")
+      // No checkpoint moves frames out of the WAL while the test counts them.
+      db.pragma("wal_autocheckpoint = 0")
+      const layer = Core.layerWithTransport(transport).pipe(Layer.provideMerge(SqliteStorage.layerFromClient(db)), Layer.orDie)
+      yield* Effect.gen(function* () {
+        const { orgId, messaging } = yield* setUp(null)
+        const sent = yield* messaging.sendText(orgId, { phone: "+14155550100", message: "Hi" })
+        const walFrames = () => (db.pragma("wal_checkpoint(PASSIVE)") as Array<{ log: number }>)[0]!.log
+        db.pragma("wal_checkpoint(TRUNCATE)")
+        expect(walFrames()).toBe(0)
+        const chats = yield* Chats
+        const outcome = yield* chats.applyProviderStatus(orgId, `wamid.${sent.message_id}`, "delivered")
+        expect(outcome).toMatchObject({ _tag: "Updated", changed: true, message: { status: "delivered" } })
+        expect(walFrames()).toBe(1)
+      }).pipe(Effect.provide(layer))
+      db.close()
+    }))
+
+
   it.effect("sends a template, upserting the contact; a refused message is kept failed", () =>
     Effect.gen(function* () {
       const { orgId, messaging } = yield* setUp(null)

@@ -68,7 +68,7 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
 
 /**
  * Runs `fn` inside one `BEGIN IMMEDIATE` transaction (better-sqlite3's
- * `db.transaction(fn).immediate()`): the write lock is taken up front, so a check and the
+ * `db.transaction(…).immediate`, one per connection): the write lock is taken up front, so a check and the
  * write that depends on it (a plan limit, docs/storage.md "What each guarantees") cannot interleave with another
  * connection or process. Commits when `fn` returns, rolls back and rethrows when it throws;
  * nested calls become savepoints. `fn` must be synchronous (better-sqlite3 rejects a
@@ -84,7 +84,7 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
  *     return "inserted" as const
  *   }))
  */
-export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => db.transaction(fn).immediate()
+export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => runnerOf(db).immediate(fn) as A
 
 /**
  * Runs the reads of `fn` inside one deferred transaction (`BEGIN`), so that several
@@ -92,4 +92,20 @@ export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => db.transa
  * even while other connections write; takes no write lock. Inside {@link transaction} it
  * becomes a savepoint. Throws like any driver call: run it inside {@link attempt}.
  */
-export const snapshot = <A>(db: Sqlite.Database, fn: () => A): A => db.transaction(fn).deferred()
+export const snapshot = <A>(db: Sqlite.Database, fn: () => A): A => runnerOf(db).deferred(fn) as A
+
+/**
+ * One better-sqlite3 transaction function per connection, running the function it is
+ * given: `db.transaction(fn)` builds four wrappers and defines twenty properties on them
+ * on every call, a cost paid by every write of every request; this is built once.
+ */
+const runnerOf = (db: Sqlite.Database): Sqlite.Transaction<(fn: () => unknown) => unknown> => {
+  let runner = runners.get(db)
+  if (runner === undefined) {
+    runner = db.transaction((fn: () => unknown) => fn())
+    runners.set(db, runner)
+  }
+  return runner
+}
+
+const runners = new WeakMap<Sqlite.Database, Sqlite.Transaction<(fn: () => unknown) => unknown>>()

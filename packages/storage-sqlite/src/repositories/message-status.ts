@@ -23,7 +23,11 @@ export interface StatusWritten<Row extends MessageRow> {
 
 /** The statements of these writes (exported for the query-plan test). */
 export const SQL = {
-  updateMessage: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
+  // Without `provider_message_id` when it does not change: naming a column in SET makes SQLite
+  // rewrite its index entries (messages_by_provider_id) even for the same value, a second WAL
+  // page for every status report.
+  updateMessage: "UPDATE messages SET status = ?, failure = ?, updated_at = ? WHERE uuid = ?",
+  updateMessageAndProviderId: "UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, updated_at = ? WHERE uuid = ?",
   // The dispatch state a message leaves the send queue without (migration 15).
   endDispatch: "UPDATE messages SET next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL, lease_until = NULL WHERE uuid = ?",
   // In arrival order: the rowid ends every index, so this is one range of the index.
@@ -54,7 +58,8 @@ export const applyStatus = <Row extends MessageRow>(
   const providerId = update.provider_message_id ?? row.provider_message_id
   const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
   if (!changed) return { row, changed }
-  statements.prepare(SQL.updateMessage).run(status, providerId, failure, update.now, row.uuid)
+  if (providerId === row.provider_message_id) statements.prepare(SQL.updateMessage).run(status, failure, update.now, row.uuid)
+  else statements.prepare(SQL.updateMessageAndProviderId).run(status, providerId, failure, update.now, row.uuid)
   const ends = !isWaiting(status) && row.next_attempt_at !== null
   if (ends) statements.prepare(SQL.endDispatch).run(row.uuid)
   return {
