@@ -11,14 +11,16 @@
 //   wrong → 401 with Switchboard's `invalid_signature` envelope, nothing stored;
 // - `JSON.parse`, then ONE better-sqlite3 `BEGIN IMMEDIATE` transaction for the whole
 //   notification: per `messages` change, the channel by `metadata.phone_number_id` (one
-//   prepared SELECT on its unique index, no cache; a number no channel has is acknowledged
-//   and not counted), then
+//   prepared SELECT on its unique index, no cache, inside the write transaction, where
+//   Switchboard reads it in one of its own; a number no channel has is acknowledged and not
+//   counted), then
 //   - per status (`sent`, `delivered`, `read`, `failed`), the outbound message by
 //     (organization, direction, wamid) — the `messages_by_provider_id` index — moved only
 //     forward, as Switchboard's rule (`MESSAGE_STATUS_PREDECESSORS`): sent → delivered → read,
 //     steps may be skipped, `failed` only from queued/sending/sent with Meta's first error as
-//     `{code, title}`, `updated_at` = now; a message leaving queued/sending has its send-queue
-//     state cleared. An unknown wamid is kept 10 minutes in `pending_message_statuses`
+//     `{code, title}`, `updated_at` = now (the provider id is set only when it is recorded:
+//     Switchboard sets it again unchanged); a message leaving queued/sending has its
+//     send-queue state cleared. An unknown wamid is kept 10 minutes in `pending_message_statuses`
 //     (expired ones pruned first), and, when `biz_opaque_callback_data` is the uuid of an
 //     outbound message of the organization, that message is settled with it (status, and
 //     the wamid recorded when it has none, which applies its pending reports);
