@@ -185,6 +185,13 @@ export const SERVERS = {
     args: (filename) => [join(BENCH_DIRECTORY, "servers/bulk-baseline.mjs"), filename],
     env: () => ({}),
     requestLine: null
+  },
+  // Meta's webhooks (ingest.mjs): WHATSAPP_APP_SECRET comes from startServer's extraEnv.
+  ingestBaseline: {
+    label: "hand-written node:http + better-sqlite3 webhook receiver",
+    args: (filename) => [join(BENCH_DIRECTORY, "servers/ingest-baseline.mjs"), filename],
+    env: () => ({}),
+    requestLine: null
   }
 }
 

@@ -1,0 +1,542 @@
+// Ingest of Meta's webhooks (docs/benchmarks.md "Ingest (Meta's webhooks)"): signed
+// `POST /webhooks/whatsapp` notifications, one item each, to the BUILT standalone server
+// with its defaults (WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set, SQLite storage,
+// SQLite rate-limit counters, a JSON request log line per request into a file) beside the
+// hand-written node:http + better-sqlite3 receiver of servers/ingest-baseline.mjs doing
+// the same work (HMAC over the raw bytes in constant time before parsing, JSON.parse, the
+// channel by phone_number_id, one BEGIN IMMEDIATE transaction with the same writes, the
+// same envelope), each in its own child process, on copies of one SQLite file holding one
+// organization, one channel, BENCH_INGEST_CONTACTS (300) contacts with a chat each and
+// BENCH_INGEST_MESSAGES (20 000) outbound messages `sent` with distinct wamids, spread over
+// those chats. Two loads, each on both servers, from autocannon in this process, bodies
+// built and signed by the WhatsApp simulator's payload functions before the clock starts:
+//   status notifications: each request moves one existing wamid forward, `delivered` for
+//     every message first, then `read` for every message (2 × BENCH_INGEST_MESSAGES real
+//     transitions; a load that uses them up ends early, and says so);
+//   inbound texts: each request one text with a fresh wamid from one of the contacts.
+// Before measuring, both servers must answer the same status and body to the same probes
+// (a status, its duplicate, an inbound text, its redelivery, a wrong signature, an unknown
+// number) and write the same rows for them. Each round starts both servers afresh on fresh
+// copies, in alternating order, each running the status load then the inbound load (1 s of
+// warm-up, then BENCH_INGEST_SECONDS); the median round is kept, the spread printed.
+// Targets: Switchboard's req/s ≥ 0.5× the hand-written receiver's, its CPU per request
+// ≤ 2×, its p99 ≤ 3×, for each load. Checks after each server stopped, on its file: every
+// status answered 200 applied (each wamid at least at the furthest status answered for it,
+// at most at the furthest sent), no pending status left, every inbound text answered 200
+// stored exactly once (none twice, none not sent), each chat's unread count and last
+// message consistent with its messages, no refused part, no non-2xx answer, and
+// Switchboard's log holding a line per answered request. A failed check fails the bench.
+// BENCH_INGEST_SECONDS (8), BENCH_INGEST_CONNECTIONS (50), BENCH_INGEST_ROUNDS (3),
+// BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300).
+import { fork } from "node:child_process"
+import { once } from "node:events"
+import { copyFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import autocannon from "autocannon"
+import Database from "better-sqlite3"
+import {
+  inboundMessagePayload,
+  newWamid,
+  sign,
+  statusPayload,
+  textMessage
+} from "@switchboard/whatsapp-simulator"
+import {
+  BENCH_SECRET_KEY,
+  median,
+  processCpuSeconds,
+  recordTarget,
+  runIfMain,
+  send,
+  startServer,
+  temporaryDirectory
+} from "./lib.mjs"
+
+const SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 8)
+const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 50)
+const ROUNDS = Number(process.env.BENCH_INGEST_ROUNDS ?? 3)
+const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 20_000)
+const CONTACTS = Number(process.env.BENCH_INGEST_CONTACTS ?? 300)
+/** Seconds of load before each measured figure (JIT, page cache), not counted. */
+const WARMUP_SECONDS = 1
+/** Inbound bodies built before the first load; more are built on demand. */
+const INBOUND_PREBUILT = 60_000
+
+/** The Meta app secret both servers check signatures with (never a real secret). */
+const APP_SECRET = "bench-ingest-app-secret"
+/** The bench's business number: its channel is the only one. */
+const NUMBER = { phone_number_id: "106540352200001", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398" }
+const TOKEN = "EAAGingestBenchToken000000000001"
+/** Contact `n`'s phone: distinct, valid E.164 (US 415 range). */
+const phoneOf = (n) => `+1415${String(4000000 + n).padStart(7, "0")}`
+
+/** The two servers, as lib.mjs `startServer` names them, and their environment here. */
+const SWITCHBOARD = "switchboard"
+const BASELINE = "ingestBaseline"
+const SERVER_ENV = {
+  WHATSAPP_APP_SECRET: APP_SECRET,
+  SWITCHBOARD_SECRET_KEY: BENCH_SECRET_KEY,
+  // Nothing is sent in this bench; were anything sent, it would reach no one.
+  WHATSAPP_API_BASE_URL: "http://127.0.0.1:9"
+}
+const LABELS = {
+  [SWITCHBOARD]: "Switchboard (standalone server, defaults)",
+  [BASELINE]: "hand-written node:http + better-sqlite3"
+}
+const WEBHOOK = "/webhooks/whatsapp"
+const RANK = { sent: 0, delivered: 1, read: 2 }
+
+// ---------------------------------------------------------------------------------------
+// The seeded file (written in a child process: this process keeps a small heap for the load)
+
+const WRITE_STORE = "--write-ingest-store"
+
+/**
+ * Writes, through core and the SQLite store, one organization, its channel, `CONTACTS`
+ * contacts with a chat each and `MESSAGES` outbound text messages `sent` with distinct
+ * wamids, message n in the chat of contact n mod `CONTACTS`, one second apart, the newest
+ * a day old.
+ */
+const writeStore = async (filename) => {
+  const { Effect, Layer } = await import("effect")
+  const { Channels, ChannelVerifier, Core, SecretKey, Storage } = await import("@switchboard/core")
+  const { SqliteStorage } = await import("@switchboard/storage-sqlite")
+  const { createOrganization } = await import("./lib.mjs")
+  const storage = SqliteStorage.layer({ filename })
+  const { organizationId } = await createOrganization(storage)
+  const services = Core.layer.pipe(
+    Layer.provide(
+      Layer.merge(
+        SecretKey.layer(Buffer.from(BENCH_SECRET_KEY, "hex")),
+        Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: NUMBER.display_phone_number }) })
+      )
+    )
+  )
+  await Effect.runPromise(
+    Effect.gen(function* () {
+      const channels = yield* Channels
+      const store = yield* Storage
+      const channel = yield* channels.add(organizationId, {
+        phone_number_id: NUMBER.phone_number_id,
+        waba_id: NUMBER.waba_id,
+        access_token: TOKEN
+      })
+      const now = new Date().toISOString()
+      const rows = Array.from({ length: CONTACTS }, (_, n) => ({
+        phone: phoneOf(n),
+        phone_valid: true,
+        details: { first_name: `Customer ${n}` },
+        groups: []
+      }))
+      const imported = yield* store.contacts.importBulk(organizationId, {
+        rows,
+        ids: rows.map(() => crypto.randomUUID()),
+        contactsLimit: null,
+        now,
+        events: false
+      })
+      if (imported._tag !== "Imported") throw new Error(`import: ${imported._tag}`)
+      const contacts = imported.result.contacts
+      const first = Date.now() - 86_400_000 - MESSAGES * 1000
+      for (let n = 0; n < MESSAGES; n++) {
+        const at = new Date(first + n * 1000).toISOString()
+        yield* store.chats.appendMessage(organizationId, {
+          contact: { _tag: "ById", uuid: contacts[n % CONTACTS].uuid },
+          newChat: { uuid: crypto.randomUUID(), status: "open" },
+          message: {
+            uuid: crypto.randomUUID(), direction: "outbound", type: "text", text: `Your order #${n} has shipped.`, template: null,
+            media: null, content: null, status: "sent", provider_message_id: newWamid(), failure: null, channel_uuid: channel.uuid,
+            attempts: 1, next_attempt_at: null, broadcast_uuid: null, created_at: at, updated_at: at
+          },
+          unreadIncrement: 0,
+          reopen: { from: [], to: "open" },
+          dedupe: false,
+          now: at
+        })
+      }
+    }).pipe(Effect.provide(services), Effect.provide(storage))
+  )
+}
+
+/** {@link writeStore} in a child process; then the file is checkpointed whole (no -wal), ready to copy. */
+const writeStoreInChildProcess = async (filename) => {
+  const child = fork(fileURLToPath(import.meta.url), [WRITE_STORE, filename], { stdio: "inherit" })
+  const [code] = await once(child, "exit")
+  if (code !== 0) throw new Error(`writing the ingest store failed (exit code ${code})`)
+  const db = new Database(filename)
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+}
+
+/** The seeded messages `{uuid, wamid, phone}` (oldest first) and contacts `{phone, name}`. */
+const readSeed = (filename) => {
+  const db = new Database(filename, { readonly: true })
+  try {
+    const messages = db
+      .prepare(`SELECT m.uuid, m.provider_message_id AS wamid, c.phone FROM messages AS m
+        JOIN contacts AS c ON c.uuid = m.contact_uuid WHERE m.direction = 'outbound' ORDER BY m.created_at, m.uuid`)
+      .all()
+    const contacts = db.prepare("SELECT phone, first_name AS name FROM contacts ORDER BY phone").all()
+    return { messages, contacts }
+  } finally {
+    db.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Request bodies (built and signed here, before the clock starts)
+
+/** A signed request: the exact body bytes and their `X-Hub-Signature-256`. */
+const signed = (payload) => {
+  const body = Buffer.from(JSON.stringify(payload))
+  return { body, signature: sign(body, APP_SECRET) }
+}
+
+/** Request k of the status load: `delivered` for message k, then (k ≥ N) `read` for message k − N. */
+const statusRequests = (messages) =>
+  Array.from({ length: 2 * messages.length }, (_, k) => {
+    const { uuid, wamid, phone } = messages[k % messages.length]
+    const status = k < messages.length ? "delivered" : "read"
+    // Meta echoes the send's biz_opaque_callback_data (Switchboard's sends name the message).
+    return { ...signed(statusPayload({ number: NUMBER, wamid, status, recipient_id: phone, biz_opaque_callback_data: uuid })), wamid, status }
+  })
+
+/** Request k of the inbound load: a text with a fresh wamid from contact k mod the contacts. */
+const inboundRequest = (contacts, k) => {
+  const { phone, name } = contacts[k % contacts.length]
+  const wamid = newWamid()
+  return { ...signed(inboundMessagePayload({ number: NUMBER, from: phone, profile_name: name, message: textMessage(`Hello, is order #${k} on its way?`), id: wamid })), wamid }
+}
+
+/**
+ * The requests of one load on one server: `get(k)` for k from 0 up, `limit` of them at most
+ * (Infinity: built on demand past the prebuilt ones), `next` the first not yet sent, and the
+ * indices answered 200.
+ */
+const requestSource = (get, limit) => ({ get, limit, next: 0, answered: [] })
+
+// ---------------------------------------------------------------------------------------
+// Load
+
+/**
+ * autocannon against `server`'s webhook for `seconds` with the next requests of `source`
+ * (at most those it has left); throws on any non-2xx answer, error or timeout. Resolves the
+ * answers, req/s from the start to the last answer, p99 (ms), the server's CPU per answer
+ * (µs) and CPU share, the load generator's CPU share, and whether the source ran out.
+ */
+const load = async (server, source, seconds) => {
+  const left = source.limit - source.next
+  if (left <= 0) throw new Error(`${server.name}: the warm-up used every request of the load: raise BENCH_INGEST_MESSAGES`)
+  const connections = Math.min(CONNECTIONS, left)
+  const serverCpu = processCpuSeconds(server.pid)
+  const ownCpu = process.cpuUsage()
+  const started = performance.now()
+  let lastAnswer = started
+  const result = await autocannon({
+    url: `${server.url}${WEBHOOK}`,
+    connections,
+    duration: seconds,
+    ...(Number.isFinite(left) ? { maxOverallRequests: left } : {}),
+    requests: [
+      {
+        method: "POST",
+        setupRequest: (request, context) => {
+          const k = source.next++
+          context.k = k
+          const { body, signature } = source.get(k)
+          return { ...request, method: "POST", body, headers: { "content-type": "application/json", "x-hub-signature-256": signature } }
+        },
+        onResponse: (status, _body, context) => {
+          if (status === 200) source.answered.push(context.k)
+          lastAnswer = performance.now()
+        }
+      }
+    ]
+  })
+  // Up to the last answer: autocannon ends on its next one-second tick after the requests
+  // run out, and that idle time is no part of the figure.
+  const elapsed = (lastAnswer - started) / 1000
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(
+      `${server.name}: ${result.non2xx} non-2xx answers (${JSON.stringify(result.statusCodeStats)}), ${result.errors} errors, ${result.timeouts} timeouts under load`
+    )
+  }
+  const own = process.cpuUsage(ownCpu)
+  const answered = result.requests.total
+  const cpuSeconds = processCpuSeconds(server.pid) - serverCpu
+  return {
+    answered,
+    seconds: elapsed,
+    rps: answered / elapsed,
+    p99: result.latency.p99,
+    cpuPerRequestUs: (cpuSeconds / answered) * 1e6,
+    serverCpu: cpuSeconds / elapsed,
+    loadCpu: (own.user + own.system) / 1e6 / elapsed,
+    ranOut: source.next >= source.limit
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fairness: both answer and write alike
+
+/**
+ * The probes each server answers on a copy of the seeded file: a status, the same again, an
+ * inbound text, its redelivery, a wrong signature, a number no channel has. Resolves
+ * `[{status, body}]` and, read from the file after the server stopped, what it wrote.
+ */
+const probe = async (name, template, directory, seed) => {
+  const filename = copyOf(template, directory, `probe-${name}`)
+  const server = await startServer(name, filename, directory, SERVER_ENV)
+  const status = statusRequests(seed.messages.slice(0, 1))[0]
+  const inbound = PROBE_INBOUND
+  const stranger = signed(
+    inboundMessagePayload({ number: { ...NUMBER, phone_number_id: "999999999999999" }, from: "14155550100", profile_name: "Nobody", message: textMessage("Hi"), id: "wamid.probe-stranger" })
+  )
+  const post = ({ body, signature }) =>
+    send(`${server.url}${WEBHOOK}`, { method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": signature }, body })
+  const answers = []
+  try {
+    for (const each of [status, status, inbound, inbound, { ...status, signature: sign(status.body, "not-the-app-secret") }, stranger]) {
+      answers.push(await post(each))
+    }
+  } finally {
+    await server.stop()
+  }
+  server.checkLogged(answers.length)
+  const db = new Database(filename, { readonly: true })
+  try {
+    const contact = db.prepare("SELECT uuid FROM contacts WHERE phone = ?").pluck().get(seed.contacts[0].phone)
+    const message = db.prepare("SELECT * FROM messages WHERE direction = 'inbound' AND provider_message_id = ?").get(inbound.wamid)
+    const chat = db.prepare("SELECT * FROM chats WHERE contact_uuid = ?").get(contact)
+    const written = {
+      status: db.prepare("SELECT status, failure, provider_message_id, updated_at > created_at AS moved FROM messages WHERE provider_message_id = ?").get(status.wamid),
+      inbound: message === undefined ? null : withoutKeys(message, ["uuid", "created_at", "updated_at"]),
+      inboundCount: db.prepare("SELECT COUNT(*) FROM messages WHERE provider_message_id = ?").pluck().get(inbound.wamid),
+      chat: {
+        ...withoutKeys(chat, ["updated_at", "last_message_at"]),
+        last_message_uuid: chat.last_message_uuid === message?.uuid ? "the inbound text" : chat.last_message_uuid,
+        last_message_at: chat.last_message_at === message?.created_at ? "the inbound text's created_at" : chat.last_message_at
+      },
+      window: db.prepare("SELECT channel_uuid, last_inbound_at FROM customer_service_windows WHERE contact_uuid = ?").all(contact),
+      contacts: db.prepare("SELECT COUNT(*) FROM contacts").pluck().get(),
+      pending: db.prepare("SELECT COUNT(*) FROM pending_message_statuses").pluck().get(),
+      rejects: db.prepare("SELECT COUNT(*) FROM webhook_rejects").pluck().get(),
+      events: db.prepare("SELECT COUNT(*) FROM webhook_events").pluck().get()
+    }
+    return { answers, written }
+  } finally {
+    db.close()
+    removeCopy(filename)
+  }
+}
+
+/** The inbound text of the probes (its wamid is none of the load's). */
+let PROBE_INBOUND
+
+const withoutKeys = (row, keys) => Object.fromEntries(Object.entries(row).filter(([key]) => !keys.includes(key)))
+
+/** Throws unless both servers answered the probes alike (status and body) and wrote alike. */
+const checkAlike = (ours, theirs) => {
+  const labels = ["status delivered", "the same status again", "inbound text", "its redelivery", "wrong signature", "unknown number"]
+  const expected = [200, 200, 200, 200, 401, 200]
+  ours.answers.forEach((answer, index) => {
+    const other = theirs.answers[index]
+    if (answer.status !== expected[index]) throw new Error(`Switchboard answered the probe "${labels[index]}" ${answer.status}: ${answer.body}`)
+    if (answer.status !== other.status || answer.body !== other.body) {
+      throw new Error(`the hand-written receiver answers the probe "${labels[index]}" otherwise: the comparison would be unfair\n  Switchboard:  ${answer.status} ${answer.body}\n  hand-written: ${other.status} ${other.body}`)
+    }
+  })
+  const a = JSON.stringify(ours.written, null, 1)
+  const b = JSON.stringify(theirs.written, null, 1)
+  if (a !== b) throw new Error(`the hand-written receiver writes otherwise than Switchboard for the probes:\n  Switchboard:  ${a}\n  hand-written: ${b}`)
+  return ours.answers
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks on a server's file after its loads
+
+/** Throws unless the file shows every answered status applied and nothing beyond what was sent. */
+const checkStatuses = (db, name, source, messages) => {
+  const answeredRank = new Uint8Array(messages.length)
+  const sentRank = new Uint8Array(messages.length)
+  const rankOf = (k) => (k < messages.length ? RANK.delivered : RANK.read)
+  for (const k of source.answered) answeredRank[k % messages.length] = Math.max(answeredRank[k % messages.length], rankOf(k))
+  for (let k = 0; k < source.next; k++) sentRank[k % messages.length] = Math.max(sentRank[k % messages.length], rankOf(k))
+  const stored = new Map(db.prepare("SELECT provider_message_id, status FROM messages WHERE direction = 'outbound'").raw().all())
+  const counts = { sent: 0, delivered: 0, read: 0 }
+  const wrong = []
+  messages.forEach(({ wamid }, index) => {
+    const status = stored.get(wamid)
+    counts[status] = (counts[status] ?? 0) + 1
+    const rank = RANK[status]
+    if (rank === undefined || rank < answeredRank[index] || rank > sentRank[index]) wrong.push(`${wamid}: ${status}`)
+  })
+  const expected = { answeredDelivered: 0, answeredRead: 0 }
+  for (const rank of answeredRank) {
+    if (rank >= RANK.delivered) expected.answeredDelivered += 1
+    if (rank === RANK.read) expected.answeredRead += 1
+  }
+  const pending = db.prepare("SELECT COUNT(*) FROM pending_message_statuses").pluck().get()
+  if (wrong.length > 0 || pending > 0) {
+    throw new Error(`${name}: ${wrong.length} messages not at the status answered for them (${wrong.slice(0, 3).join(", ")}…), ${pending} pending statuses`)
+  }
+  return `${counts.delivered} delivered + ${counts.read} read (answered: ${expected.answeredDelivered} at least delivered, ${expected.answeredRead} read)`
+}
+
+/** Throws unless every inbound text answered was stored once, none twice, none unsent, and the chats agree. */
+const checkInbound = (db, name, source, wamidOf) => {
+  const sent = new Set()
+  for (let k = 0; k < source.next; k++) sent.add(wamidOf(k))
+  const stored = new Map(db.prepare("SELECT provider_message_id, COUNT(*) FROM messages WHERE direction = 'inbound' GROUP BY provider_message_id").raw().all())
+  const twice = [...stored].filter(([, count]) => count !== 1)
+  const unsent = [...stored.keys()].filter((wamid) => !sent.has(wamid))
+  const missing = source.answered.filter((k) => stored.get(wamidOf(k)) !== 1)
+  const chats = db
+    .prepare(`SELECT c.uuid, c.unread_count, c.last_message_at,
+        (SELECT COUNT(*) FROM messages AS m WHERE m.chat_uuid = c.uuid AND m.direction = 'inbound') AS inbound,
+        (SELECT MAX(created_at) FROM messages AS m WHERE m.chat_uuid = c.uuid) AS newest
+      FROM chats AS c`)
+    .all()
+  const badChats = chats.filter((chat) => chat.unread_count !== chat.inbound || chat.last_message_at !== chat.newest)
+  const contacts = db.prepare("SELECT COUNT(*) FROM contacts").pluck().get()
+  const rejects = db.prepare("SELECT COUNT(*) FROM webhook_rejects").pluck().get()
+  if (twice.length + unsent.length + missing.length + badChats.length > 0 || contacts !== CONTACTS || chats.length !== CONTACTS || rejects > 0) {
+    throw new Error(
+      `${name}: ${missing.length} answered texts not stored once, ${twice.length} stored twice, ${unsent.length} never sent, ` +
+        `${badChats.length} chats whose unread count or last message disagree with their messages (${JSON.stringify(badChats.slice(0, 2))}), ` +
+        `${contacts} contacts and ${chats.length} chats (expected ${CONTACTS}), ${rejects} refused parts`
+    )
+  }
+  return `${stored.size} stored once (answered ${source.answered.length}, sent ${source.next}); every chat's unread count and last message agree`
+}
+
+// ---------------------------------------------------------------------------------------
+// The bench
+
+const copyOf = (template, directory, tag) => {
+  const filename = join(directory, `ingest-${tag}.db`)
+  copyFileSync(template, filename)
+  return filename
+}
+
+const removeCopy = (filename) => {
+  for (const suffix of ["", "-wal", "-shm", "-rate-limits", "-rate-limits-wal", "-rate-limits-shm"]) rmSync(`${filename}${suffix}`, { force: true })
+}
+
+export const run = async () => {
+  const directory = temporaryDirectory()
+  const template = join(directory, "ingest-template.db")
+  const written = performance.now()
+  await writeStoreInChildProcess(template)
+  const writeSeconds = (performance.now() - written) / 1000
+  const seed = readSeed(template)
+  if (seed.messages.length !== MESSAGES || new Set(seed.messages.map((m) => m.wamid)).size !== MESSAGES) {
+    throw new Error(`the seeded file holds ${seed.messages.length} outbound messages, expected ${MESSAGES} with distinct wamids`)
+  }
+
+  // Bodies, built and signed once: each server starts from the same file, so the same
+  // requests are fresh for each.
+  const built = performance.now()
+  const statuses = statusRequests(seed.messages)
+  const inbound = Array.from({ length: INBOUND_PREBUILT }, (_, k) => inboundRequest(seed.contacts, k))
+  const inboundAt = (k) => (inbound[k] ??= inboundRequest(seed.contacts, k))
+  PROBE_INBOUND = inboundRequest(seed.contacts, 0)
+  const buildSeconds = (performance.now() - built) / 1000
+
+  // Fairness first: the same answers and the same rows for the same probes.
+  const probeAnswers = checkAlike(await probe(SWITCHBOARD, template, directory, seed), await probe(BASELINE, template, directory, seed))
+
+  const figures = { [SWITCHBOARD]: { status: [], inbound: [] }, [BASELINE]: { status: [], inbound: [] } }
+  const checks = []
+  const names = [SWITCHBOARD, BASELINE]
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const filename = copyOf(template, directory, `${name}-${round + 1}`)
+      const server = await startServer(name, filename, directory, SERVER_ENV)
+      const statusSource = requestSource((k) => statuses[k], statuses.length)
+      const inboundSource = requestSource(inboundAt, Number.POSITIVE_INFINITY)
+      let answered = 0
+      try {
+        for (const [kind, source] of [["status", statusSource], ["inbound", inboundSource]]) {
+          answered += (await load(server, source, WARMUP_SECONDS)).answered
+          const figure = await load(server, source, SECONDS)
+          answered += figure.answered
+          figures[name][kind].push(figure)
+        }
+      } finally {
+        await server.stop()
+      }
+      server.checkLogged(answered)
+      const db = new Database(filename, { readonly: true })
+      try {
+        checks.push(
+          `    round ${round + 1}, ${name === SWITCHBOARD ? "Switchboard: " : "hand-written:"} statuses ${checkStatuses(db, name, statusSource, seed.messages)}; ` +
+            `inbound texts ${checkInbound(db, name, inboundSource, (k) => inboundAt(k).wamid)}`
+        )
+      } finally {
+        db.close()
+        removeCopy(filename)
+      }
+    }
+  }
+
+  return [
+    `Ingest (Meta's webhooks): signed POST /webhooks/whatsapp, one item a request, SQLite holding ${number(MESSAGES)} sent messages ` +
+      `to ${CONTACTS} contacts; ${CONNECTIONS} connections, ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
+      `each server in its own process, started afresh on a fresh copy each round, alternating`,
+    `  Switchboard: node dist/main.js with its defaults, WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
+    `  hand-written: servers/ingest-baseline.mjs (HMAC before parsing, the channel look-up and the writes in one BEGIN IMMEDIATE transaction)`,
+    `  file written in ${writeSeconds.toFixed(1)} s, bodies built and signed in ${buildSeconds.toFixed(1)} s; ` +
+      `both answered the 6 probes alike (${probeAnswers.map((answer) => answer.status).join(", ")}) and wrote the same rows; no webhook endpoint subscribes (no event rows)`,
+    ...section("status notifications (delivered, then read: every request a real transition)", "status", figures),
+    ...section("inbound texts (a fresh wamid each, from the contacts' phones)", "inbound", figures),
+    `  checks after each server stopped (every answer 2xx; Switchboard's log holding a line per answer):`,
+    ...checks
+  ].join("\n")
+}
+
+const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
+
+/** The median round of `figures[name][kind]`: throughput with its spread, p99, CPU. */
+const keptOf = (figures, name, kind) => {
+  const values = figures[name][kind]
+  const rps = values.map((figure) => figure.rps)
+  return {
+    rps: median(rps),
+    min: Math.min(...rps),
+    max: Math.max(...rps),
+    p99: median(values.map((figure) => figure.p99)),
+    cpuPerRequestUs: median(values.map((figure) => figure.cpuPerRequestUs)),
+    serverCpu: median(values.map((figure) => figure.serverCpu)),
+    loadCpu: median(values.map((figure) => figure.loadCpu)),
+    seconds: values.map((figure) => figure.seconds),
+    ranOut: values.some((figure) => figure.ranOut)
+  }
+}
+
+/** The printed lines of one load: both servers, then the three ratios against their targets. */
+const section = (title, kind, figures) => {
+  const ours = keptOf(figures, SWITCHBOARD, kind)
+  const theirs = keptOf(figures, BASELINE, kind)
+  const row = (name, kept) =>
+    `    ${LABELS[name].padEnd(44)} ${number(kept.rps).padStart(7)} req/s (rounds ${number(kept.min)}–${number(kept.max)})  p99 ${kept.p99.toFixed(1).padStart(5)} ms` +
+    `  server CPU ${(kept.serverCpu * 100).toFixed(0)}% (${number(kept.cpuPerRequestUs)} µs a request), autocannon CPU ${(kept.loadCpu * 100).toFixed(0)}%` +
+    (kept.ranOut ? `  [ran out of transitions: measured ${kept.seconds.map((s) => s.toFixed(1)).join(", ")} s]` : "")
+  const figure = kind === "status" ? "ingest, status notifications" : "ingest, inbound texts"
+  const ratio = (label, value, at, target) => {
+    const mark = recordTarget(`${figure}: ${label}`, value, at, target)
+    return `    ${label.padEnd(44)} ${value.toFixed(2).padStart(7)}x   target ${at === "least" ? ">=" : "<="} ${target}x ${mark}`
+  }
+  return [
+    `  ${title}`,
+    row(SWITCHBOARD, ours),
+    row(BASELINE, theirs),
+    ratio("req/s, Switchboard / hand-written", ours.rps / theirs.rps, "least", 0.5),
+    ratio("CPU per request, Switchboard / hand-written", ours.cpuPerRequestUs / theirs.cpuPerRequestUs, "most", 2),
+    ratio("p99, Switchboard / hand-written", ours.p99 / theirs.p99, "most", 3)
+  ]
+}
+
+if (process.argv[2] === WRITE_STORE) await writeStore(process.argv[3])
+else runIfMain(import.meta.url, run)
