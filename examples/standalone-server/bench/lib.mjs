@@ -219,7 +219,9 @@ export const startServer = async (name, filename, directory, extraEnv = {}) => {
   started += 1
   const logFile = join(directory, `${name}-${started}.log`)
   const fd = openSync(logFile, "w")
-  const child = spawn(process.execPath, spec.args(filename), {
+  // BENCH_SERVER_NODE_ARGS: node options for every server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/profiles".
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  const child = spawn(process.execPath, [...nodeArgs, ...spec.args(filename)], {
     cwd: REPOSITORY,
     env: { ...process.env, ...spec.env(filename), ...extraEnv },
     stdio: ["ignore", fd, fd]
