@@ -23,7 +23,7 @@ import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { applyPending, migrations } from "../src/migrations.js"
 import { dueSql, SQL } from "../src/repositories/outbox.js"
-import { fixtureProcesses, tempFiles } from "./helpers.js"
+import { countExecutions, fixtureProcesses, tempFiles } from "./helpers.js"
 
 // The send queue on SQLite (repositories/outbox.ts): the rules of core's OutboxRepository,
 // each checked on the adapter, and migration 15 on a database at version 14.
@@ -505,6 +505,57 @@ describe("record", () => {
         expect(yield* world.storage.outbox.nextDueAt()).toBeNull()
       })
     ))
+})
+
+describe("channels.findByPhoneNumberId's exact cache (repositories/channel-cache.ts)", () => {
+  const phoneNumberIdOf = (world: World, channel: ChannelId) =>
+    Effect.map(world.storage.channels.findById(world.org, channel), (found) => Option.getOrThrow(found).channel.phone_number_id)
+  const statusOf = (storage: StorageService, phoneNumberId: string) =>
+    Effect.map(storage.channels.findByPhoneNumberId(phoneNumberId), Option.map((found) => found.channel.status))
+
+  it.effect("a second look-up runs no statement; this connection's own pause, resume, update and delete are seen at once", () =>
+    inWorld((world) =>
+      Effect.gen(function* () {
+        const executions = countExecutions(world.db, (sql) => sql.includes("WHERE phone_number_id = ?"))
+        const channel = yield* addChannel(world)
+        const phoneNumberId = yield* phoneNumberIdOf(world, channel)
+        executions.reset()
+        expect(yield* statusOf(world.storage, phoneNumberId)).toEqual(Option.some("active"))
+        expect(yield* statusOf(world.storage, phoneNumberId)).toEqual(Option.some("active"))
+        expect(executions.count()).toBe(1)
+        const message = yield* send(world, { channel })
+        yield* world.storage.outbox.record(message.uuid, "inline", { _tag: "Paused", reason: { code: "131031", title: "Account locked" } }, at(100))
+        expect(yield* statusOf(world.storage, phoneNumberId)).toEqual(Option.some("paused"))
+        yield* world.storage.outbox.resumeChannel(world.org, channel, at(200))
+        expect(yield* statusOf(world.storage, phoneNumberId)).toEqual(Option.some("active"))
+        yield* world.storage.channels.update(world.org, channel, { throughput_mps: 7, updated_at: at(300) })
+        const updated = yield* world.storage.channels.findByPhoneNumberId(phoneNumberId)
+        expect(Option.map(updated, (found) => found.channel.throughput_mps)).toEqual(Option.some(7))
+        yield* world.storage.channels.delete(world.org, channel)
+        expect(yield* world.storage.channels.findByPhoneNumberId(phoneNumberId)).toEqual(Option.none())
+      })
+    ))
+
+  it.effect("another connection's commit is seen by the next look-up (PRAGMA data_version)", () =>
+    Effect.gen(function* () {
+      const filename = files.file()
+      const first = new Sqlite(filename)
+      const second = new Sqlite(filename)
+      const one = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(first))
+      const other = yield* Effect.provide(Storage, SqliteStorage.layerFromClient(second))
+      const world: World = { db: first, storage: one, org: fixtures.organization().id }
+      yield* one.organizations.insert({ ...fixtures.organization(), id: world.org })
+      const channel = yield* addChannel(world)
+      const phoneNumberId = yield* phoneNumberIdOf(world, channel)
+      expect(yield* statusOf(one, phoneNumberId)).toEqual(Option.some("active"))
+      yield* other.channels.update(world.org, channel, { throughput_mps: 9, updated_at: at(100) })
+      const seen = yield* one.channels.findByPhoneNumberId(phoneNumberId)
+      expect(Option.map(seen, (found) => found.channel.throughput_mps)).toEqual(Option.some(9))
+      yield* other.channels.delete(world.org, channel)
+      expect(yield* one.channels.findByPhoneNumberId(phoneNumberId)).toEqual(Option.none())
+      first.close()
+      second.close()
+    }))
 })
 
 describe("settle, retry, cancel", () => {

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option } from "effect"
-import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
+import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channel-cache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { failChannelMessages } from "./outbox.js"
 
@@ -55,15 +56,18 @@ export const CHANNEL_THROUGHPUT_MIGRATION = `
  * @category repositories
  */
 export const channelRepository: RepositoryFactory<ChannelRepository> = (db, statements) => {
-  const stored = (row: ChannelRow): StoredChannel => ({
-    organization_id: row.organization_id as OrganizationId,
-    channel: decodeChannel(row),
-    access_token_sealed: row.access_token_sealed
-  })
+  /** Runs one of this connection's writes to channels, then empties its channel cache. */
+  const writing = <A>(write: () => A): A => {
+    try {
+      return write()
+    } finally {
+      forgetChannels(db)
+    }
+  }
   return {
     insert: (organizationId, { access_token_sealed, channel }, limit) =>
       attempt("channels.insert", () =>
-        transaction(db, (): ChannelInsertOutcome => {
+        writing(() => transaction(db, (): ChannelInsertOutcome => {
           if (statements.prepare(SQL.phoneNumberIdUsed).get(channel.phone_number_id) !== undefined) {
             return { _tag: "PhoneNumberIdTaken" }
           }
@@ -88,7 +92,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
               channel.updated_at
             )
           return { _tag: "Inserted", channel }
-        })
+        }))
       ),
     list: (organizationId) =>
       attempt("channels.list", () => statements.prepare<ChannelRow>(SQL.list).all(organizationId).map(decodeChannel)),
@@ -98,7 +102,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
       ),
     update: (organizationId, id, change) =>
       attempt("channels.update", () =>
-        Option.map(
+        writing(() => Option.map(
           Option.fromNullable(
             statements
               .prepare<ChannelRow>(SQL.update)
@@ -112,22 +116,20 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
               )
           ),
           decodeChannel
-        )
+        ))
       ),
     delete: (organizationId, id) =>
       Effect.flatMap(Clock.currentTimeMillis, (millis) =>
         attempt("channels.delete", () =>
-          transaction(db, () => {
+          writing(() => transaction(db, () => {
             if (statements.prepare(SQL.delete).run(organizationId, id).changes === 0) return false
             failChannelMessages(statements, organizationId, id, new Date(millis).toISOString())
             return true
-          })
+          }))
         )
       ),
-    findByPhoneNumberId: (phoneNumberId) =>
-      attempt("channels.findByPhoneNumberId", () =>
-        Option.map(Option.fromNullable(statements.prepare<ChannelRow>(SQL.findByPhoneNumberId).get(phoneNumberId)), stored)
-      ),
+    // Through the connection's exact cache (channel-cache.ts).
+    findByPhoneNumberId: findChannelByPhoneNumberId(db, statements),
     findByWabaId: (wabaId) =>
       attempt("channels.findByWabaId", () => statements.prepare<ChannelRow>(SQL.findByWabaId).all(wabaId).map(stored)),
     secretKeyCheck: () =>
@@ -162,7 +164,6 @@ const SQL = {
   list: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE organization_id = ? ${OLDEST_FIRST}`,
   findById: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE organization_id = ? AND uuid = ?`,
   delete: "DELETE FROM channels WHERE organization_id = ? AND uuid = ?",
-  findByPhoneNumberId: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE phone_number_id = ?`,
   findByWabaId: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE waba_id = ? ${OLDEST_FIRST}`,
   setting: "SELECT value FROM settings WHERE key = ?",
   claimSetting: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"

@@ -20,6 +20,7 @@ import {
 } from "@switchboard/core"
 import { groupedQueue } from "../internal/endOfTurn.js"
 import { attempt, attemptNow, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { forgetChannels } from "./channel-cache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { decodeMessage, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./chat-rows.js"
 import { applyPending, applyStatus } from "./message-status.js"
@@ -714,7 +715,11 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
     statements.prepare<QueuedRow>(SQL.queued).get(organizationId, id)
   const recordOne = ({ id, lease, outcome, now }: RecordRequest): Option.Option<Message> => {
     const row = statements.prepare<QueuedRow>(SQL.leased).get(id, lease)
-    return row === undefined ? Option.none() : Option.some(recordOutcome(statements, row, outcome, now))
+    if (row === undefined) return Option.none()
+    const message = recordOutcome(statements, row, outcome, now)
+    // A `Paused` outcome may have paused the channel: the cached channels start over.
+    if (outcome._tag === "Paused") forgetChannels(db)
+    return Option.some(message)
   }
   const recordAlone = (request: RecordRequest) => attemptNow("outbox.record", () => transaction(db, () => recordOne(request)))
   // The outcomes recorded within RECORD_GROUP_WINDOW_MS of each other share one transaction
@@ -786,6 +791,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
           if (row === undefined) return Option.none()
           if (row.status === "active") return Option.some({ channel: decodeChannel(row), changed: false })
           const channel = decodeChannel(statements.prepare<ChannelRow>(SQL.resume).get(now, channelId)!)
+          forgetChannels(db)
           statements.prepare(SQL.dueNow).run(now, channelId, organizationId)
           recordWebhookEvent(statements, organizationId, "channel.resumed", now, () => channel)
           return Option.some({ channel, changed: true })
