@@ -1,75 +1,21 @@
-import type Sqlite from "better-sqlite3"
-import { type Effect, Exit, Option } from "effect"
+import { Option } from "effect"
 import {
   type ApiKey,
   type ApiKeyId,
   type Organization,
   type OrganizationId,
   type OrganizationRepository,
-  type StorageError,
   type StoredCredential,
   type SubscriptionStatus
 } from "@switchboard/core"
-import { endOfTurnQueue } from "../internal/endOfTurn.js"
-import { attempt, attemptNow, type RepositoryFactory, type Statements } from "../internal/sql.js"
+import { exactCacheOf } from "../internal/exactCache.js"
+import { attempt, type RepositoryFactory } from "../internal/sql.js"
 
 /** Most credentials the cache of {@link organizationRepository} holds before it starts over. */
 const CREDENTIAL_CACHE_SIZE = 10_000
 
-const FIND_CREDENTIAL = "organizations.findCredentialByHash"
-
-/** The credential cache of one connection, shared by every repository built on it. */
-interface CredentialCache {
-  readonly credentials: Map<string, StoredCredential>
-  /** Asks for a look-up, answered with the other look-ups of the same turn of the event loop. */
-  readonly lookUp: (hash: string) => Effect.Effect<Option.Option<StoredCredential>, StorageError>
-}
-
-const credentialCaches = new WeakMap<Sqlite.Database, CredentialCache>()
-
-/** The credential cache of `db` (one per connection: its own writes must empty it for every repository on it). */
-const credentialCacheOf = (db: Sqlite.Database, statements: Statements): CredentialCache => {
-  let cache = credentialCaches.get(db)
-  if (cache === undefined) {
-    cache = makeCredentialCache(db, statements)
-    credentialCaches.set(db, cache)
-  }
-  return cache
-}
-
-/**
- * The exact credential cache of a connection. Look-ups asked for during one turn of the
- * event loop are answered together at its end ({@link endOfTurnQueue}): one `PRAGMA
- * data_version` reading for the group, taken after every request of the group was read,
- * then each hash from the cache or by its `SELECT`. When `data_version` changed (another
- * connection committed since the last reading) the cache starts over first.
- */
-const makeCredentialCache = (db: Sqlite.Database, statements: Statements): CredentialCache => {
-  const credentials = new Map<string, StoredCredential>()
-  const readDataVersion = db.prepare("PRAGMA data_version").pluck()
-  let dataVersion: unknown
-  const lookUpNow = (hash: string): Exit.Exit<Option.Option<StoredCredential>, StorageError> =>
-    attemptNow(FIND_CREDENTIAL, () => {
-      const cached = credentials.get(hash)
-      if (cached !== undefined) return Option.some(cached)
-      const row = statements.prepare<CredentialRow>(SQL.findCredentialByHash).get(hash)
-      if (row === undefined) return Option.none()
-      const found = decodeCredential(row)
-      if (credentials.size >= CREDENTIAL_CACHE_SIZE) credentials.clear()
-      credentials.set(hash, found)
-      return Option.some(found)
-    })
-  const lookUp = endOfTurnQueue((hashes: ReadonlyArray<string>) => {
-    const version = attemptNow(FIND_CREDENTIAL, () => readDataVersion.get())
-    if (Exit.isFailure(version)) return hashes.map(() => Exit.failCause(version.cause))
-    if (version.value !== dataVersion) {
-      credentials.clear()
-      dataVersion = version.value
-    }
-    return hashes.map(lookUpNow)
-  })
-  return { credentials, lookUp }
-}
+/** The name of the credential cache among the connection's exact caches. */
+const CREDENTIALS = "credentials"
 
 /**
  * `Storage.organizations` on SQLite: tables `organizations` and `api_keys` (migration 1).
@@ -93,14 +39,22 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
   const one = <Row, A>(sql: string, params: unknown, decode: (row: Row) => A): Option.Option<A> =>
     Option.map(Option.fromNullable(statements.prepare<Row>(sql).get(params)), decode)
 
-  const cache = credentialCacheOf(db, statements)
-  const credentials = cache.credentials
+  // The look-ups of a turn answered together from the connection's exact cache
+  // (internal/exactCache.ts): the requests of one turn share one `data_version` reading.
+  const cache = exactCacheOf(db, CREDENTIALS, {
+    operation: "organizations.findCredentialByHash",
+    maxSize: CREDENTIAL_CACHE_SIZE,
+    find: (hash) => {
+      const row = statements.prepare<CredentialRow>(SQL.findCredentialByHash).get(hash)
+      return row === undefined ? undefined : decodeCredential(row)
+    }
+  })
   /** Runs one of this connection's writes to organizations or keys, then empties the cache. */
   const writing = <A>(write: () => A): A => {
     try {
       return write()
     } finally {
-      credentials.clear()
+      cache.forget()
     }
   }
 
