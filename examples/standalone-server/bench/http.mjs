@@ -28,6 +28,7 @@ import {
   dropPostgresSchemas,
   expectStatus,
   median,
+  medianRound,
   processCpuSeconds,
   recordTarget,
   runIfMain,
@@ -207,13 +208,8 @@ const checkCounted = async (server, answered) => {
 /** The median round of `figures[name][path]`: throughput, its spread, CPU shares and CPU per answer. */
 const keptOf = (figures, name, path) => {
   const values = figures[name][path]
-  const rps = values.map((figure) => figure.rps)
   return {
-    rps: median(rps),
-    min: Math.min(...rps),
-    max: Math.max(...rps),
-    serverCpu: median(values.map((figure) => figure.serverCpu)),
-    loadCpu: median(values.map((figure) => figure.loadCpu)),
+    ...medianRound(values),
     // CPU per answer, steadier than throughput on a shared machine: the load generator
     // limits the fastest servers, not the CPU they spend.
     cpuPerRequestUs: median(values.map((figure) => (figure.serverCpu / figure.rps) * 1e6))

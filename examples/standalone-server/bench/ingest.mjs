@@ -45,6 +45,7 @@ import {
 import {
   BENCH_SECRET_KEY,
   median,
+  medianRound,
   processCpuSeconds,
   recordTarget,
   runIfMain,
@@ -501,15 +502,10 @@ const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, "
 /** The median round of `figures[name][kind]`: throughput with its spread, p99, CPU. */
 const keptOf = (figures, name, kind) => {
   const values = figures[name][kind]
-  const rps = values.map((figure) => figure.rps)
   return {
-    rps: median(rps),
-    min: Math.min(...rps),
-    max: Math.max(...rps),
+    ...medianRound(values),
     p99: median(values.map((figure) => figure.p99)),
     cpuPerRequestUs: median(values.map((figure) => figure.cpuPerRequestUs)),
-    serverCpu: median(values.map((figure) => figure.serverCpu)),
-    loadCpu: median(values.map((figure) => figure.loadCpu)),
     seconds: values.map((figure) => figure.seconds),
     ranOut: values.some((figure) => figure.ranOut)
   }

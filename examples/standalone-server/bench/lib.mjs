@@ -25,6 +25,22 @@ export const summarise = (durations) => {
 /** The median of numbers (the upper one of an even count). */
 export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
+/**
+ * What a figure keeps of its rounds (objects with `rps`, `serverCpu` and `loadCpu`): the
+ * median throughput with its spread (`min`, `max`) and the median CPU shares of the server
+ * and of the load generator.
+ */
+export const medianRound = (rounds) => {
+  const rps = rounds.map((round) => round.rps)
+  return {
+    rps: median(rps),
+    min: Math.min(...rps),
+    max: Math.max(...rps),
+    serverCpu: median(rounds.map((round) => round.serverCpu)),
+    loadCpu: median(rounds.map((round) => round.loadCpu))
+  }
+}
+
 /** A new temporary directory, removed at exit. */
 export const temporaryDirectory = () => {
   const directory = mkdtempSync(join(tmpdir(), "switchboard-bench-"))

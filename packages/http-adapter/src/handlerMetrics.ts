@@ -4,6 +4,7 @@ import {
   MetricsRecorder,
   type MetricsRecorderService,
   type OutboxSummaryRow,
+  type RateLimitBucket,
   type RateLimitDecision,
   Storage
 } from "@switchboard/core"
@@ -26,6 +27,11 @@ export interface HandlerMetrics extends MetricsRecorderService {
    * outside the request's fiber, where its log line is written.
    */
   readonly requestAnswered: (route: string, method: string, status: number, durationSeconds: number) => void
+  /**
+   * One request was refused 429 by the limit of `bucket` (docs/rate-limits.md); called by
+   * the same hook, from the request's rate-limit decision.
+   */
+  readonly rateLimited: (bucket: RateLimitBucket) => void
   /**
    * Gives the metrics a reader of the send queue's summary (`storage.outbox.summary()`,
    * one row per channel with waiting messages or paused), called once the handler's store

@@ -1,6 +1,5 @@
 import { Context, Layer } from "effect"
 import type { MessageDirection, MessageStatus } from "../messages/model.js"
-import type { RateLimitBucket } from "../rate-limits/model.js"
 
 /**
  * What became of one attempt of an outgoing webhook delivery, once recorded
@@ -44,8 +43,6 @@ export interface MetricsRecorderService {
   readonly webhookDelivery: (result: WebhookDeliveryResult) => void
   /** One of Meta's webhook POSTs ended as `result`. */
   readonly providerWebhook: (result: ProviderWebhookResult) => void
-  /** One request was refused 429 by the limit of `bucket` (docs/rate-limits.md). */
-  readonly rateLimited: (bucket: RateLimitBucket) => void
 }
 
 /**
@@ -57,8 +54,7 @@ export interface MetricsRecorderService {
 export const NO_METRICS: MetricsRecorderService = {
   messageStatus: () => undefined,
   webhookDelivery: () => undefined,
-  providerWebhook: () => undefined,
-  rateLimited: () => undefined
+  providerWebhook: () => undefined
 }
 
 /**
@@ -73,7 +69,7 @@ export const NO_METRICS: MetricsRecorderService = {
  * import { Layer } from "effect"
  * import { Core, MemoryStorage, MetricsRecorder, meteredStorage } from "@switchboard/core"
  *
- * const recorder = { messageStatus: console.log, webhookDelivery: console.log, providerWebhook: console.log, rateLimited: console.log }
+ * const recorder = { messageStatus: console.log, webhookDelivery: console.log, providerWebhook: console.log }
  * const live = Core.layer.pipe(
  *   Layer.provide(meteredStorage.pipe(Layer.provide(MemoryStorage.layer))),
  *   Layer.provide(MetricsRecorder.layer(recorder))
