@@ -67,7 +67,7 @@ export const makeMessageOperations = (
       storage.chats.appendMessage(organizationId, build(ids, now))
     )
 
-  const receiveInbound = Effect.fn("Chats.receiveInbound")(function* (
+  const receiveInbound = Effect.fnUntraced(function* (
     organizationId: OrganizationId,
     input: InboundMessageInput
   ) {
@@ -160,7 +160,7 @@ export const makeMessageOperations = (
     return outcome.message
   })
 
-  const applyProviderStatus = Effect.fn("Chats.applyProviderStatus")(function* (
+  const applyProviderStatus = Effect.fnUntraced(function* (
     organizationId: OrganizationId,
     providerMessageIdInput: string,
     status: MessageStatus,

@@ -420,7 +420,7 @@ const make = Effect.gen(function* () {
     )
   })
 
-  const receive = Effect.fn("Messaging.receive")(function* (organizationId: OrganizationId, input: InboundMessageInput) {
+  const receive = Effect.fnUntraced(function* (organizationId: OrganizationId, input: InboundMessageInput) {
     const receipt = yield* chats.receiveInbound(organizationId, input)
     const { message, chat } = receipt
     if (receipt.duplicate || message.type !== "text" || message.text === null) return { ...receipt, auto_reply: null }

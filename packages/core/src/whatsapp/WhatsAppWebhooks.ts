@@ -204,7 +204,7 @@ const make = Effect.gen(function* () {
       }
     })
 
-  const receive = Effect.fn("WhatsAppWebhooks.receive")(function* (payload: unknown) {
+  const receive = Effect.fnUntraced(function* (payload: unknown) {
     const changes = readWhatsAppWebhook(payload)
     const refused: Array<RefusedPart> = []
     const organizations = new Set<OrganizationId>()
