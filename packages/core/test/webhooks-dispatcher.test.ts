@@ -15,8 +15,10 @@ import {
   WebhookSender,
   WebhookSettings,
   checkWebhookUrl,
+  DISPATCH_CLAIM_INTERVAL_MS,
   dispatchWebhooksOnce,
   generateSecretKey,
+  makeDispatchWake,
   makeHttpWebhookSender,
   nextDeliveryState,
   pruneWebhookDeliveries,
@@ -340,6 +342,44 @@ describe("webhook delivery", () => {
         expect(line).not.toContain(SECRET)
         expect(line).not.toContain(secretBase64)
       }
+    }).pipe(Effect.provide(layerWith(local))))
+})
+
+describe("the loop under a burst of wakes", () => {
+  it.live("claims at most once per DISPATCH_CLAIM_INTERVAL_MS however often it is woken, and a wake after a quiet moment claims at once", () =>
+    Effect.gen(function*() {
+      const storage = yield* Storage
+      const claims: Array<number> = []
+      const counted = Layer.succeed(Storage, {
+        ...storage,
+        webhooks: {
+          ...storage.webhooks,
+          claimDue: (now: string, leaseUntil: string, limit: number) =>
+            Effect.zipRight(Effect.sync(() => claims.push(Date.now())), storage.webhooks.claimDue(now, leaseUntil, limit))
+        }
+      })
+      const wake = makeDispatchWake()
+      const fiber = yield* Effect.fork(runWebhookDispatcher({ pollIntervalMs: 60_000, wake }).pipe(Effect.provide(counted)))
+      for (let wait = 0; wait < 100 && claims.length === 0; wait++) yield* Effect.sleep(5)
+      // 300 ms of writes that may enqueue, one every millisecond or so: every one wakes the loop.
+      const burstStart = Date.now()
+      while (Date.now() - burstStart < 300) {
+        yield* wake.wake
+        yield* Effect.sleep(1)
+      }
+      const duringBurst = claims.filter((at) => at >= burstStart).length
+      // Without the interval the loop claims about once per wake (a few hundred times).
+      expect(duringBurst).toBeGreaterThan(0)
+      expect(duringBurst).toBeLessThanOrEqual(Math.ceil(300 / DISPATCH_CLAIM_INTERVAL_MS) + 2)
+      // Quiet for longer than the interval, then one wake: claimed well before the poll interval.
+      yield* Effect.sleep(DISPATCH_CLAIM_INTERVAL_MS * 2)
+      const before = claims.length
+      const wokenAt = Date.now()
+      yield* wake.wake
+      for (let wait = 0; wait < 200 && claims.length === before; wait++) yield* Effect.sleep(2)
+      expect(claims.length).toBe(before + 1)
+      expect(claims[before]! - wokenAt).toBeLessThan(DISPATCH_CLAIM_INTERVAL_MS)
+      yield* Fiber.interrupt(fiber)
     }).pipe(Effect.provide(layerWith(local))))
 })
 
