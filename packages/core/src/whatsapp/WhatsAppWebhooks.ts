@@ -184,10 +184,16 @@ const make = Effect.gen(function* () {
       return organizations
     })
 
-  /** Stores the refused parts of one webhook, and prunes those past 30 days at most once an hour. */
+  /**
+   * Stores the refused parts of one webhook, and prunes those past 30 days at most once an
+   * hour. Nothing refused and no prune due (nearly every webhook): one clock reading.
+   */
   const keepRefused = (refused: ReadonlyArray<RefusedPart>) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      refused.length === 0 && now - prunedAt < PRUNE_EVERY_MS ? Effect.void : storeRefused(refused, now))
+
+  const storeRefused = (refused: ReadonlyArray<RefusedPart>, now: number) =>
     Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
       if (refused.length > 0) {
         const received_at = new Date(now).toISOString()
         const byId = new Map<string, WebhookReject>()
