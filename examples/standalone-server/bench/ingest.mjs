@@ -26,8 +26,16 @@
 // stored exactly once (none twice, none not sent), each chat's unread count and last
 // message consistent with its messages, no refused part, no non-2xx answer, and
 // Switchboard's log holding a line per answered request. A failed check fails the bench.
+// Then, when POSTGRES_URL is set, the same on PostgreSQL: the standalone server with
+// DATABASE_URL=postgres://… beside servers/ingest-postgres-baseline.mjs (node:http + pg, one
+// BEGIN … COMMIT per notification), the same seed written once through core and the
+// PostgreSQL adapter into a template database of its own (schema `switchboard`), each
+// server run (probes included) on its own `CREATE DATABASE … TEMPLATE … STRATEGY FILE_COPY`
+// copy, dropped once checked (every database this bench made is dropped at its end, also on
+// failure); the same probes, targets and checks (read through one small query interface).
 // BENCH_INGEST_SECONDS (8), BENCH_INGEST_CONNECTIONS (50), BENCH_INGEST_ROUNDS (3),
-// BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300).
+// BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300); BENCH_INGEST_POSTGRES=0
+// skips the PostgreSQL part.
 import { fork } from "node:child_process"
 import { once } from "node:events"
 import { copyFileSync, rmSync } from "node:fs"
