@@ -26,8 +26,16 @@
 // stored exactly once (none twice, none not sent), each chat's unread count and last
 // message consistent with its messages, no refused part, no non-2xx answer, and
 // Switchboard's log holding a line per answered request. A failed check fails the bench.
+// Then, when POSTGRES_URL is set, the same on PostgreSQL: the standalone server with
+// DATABASE_URL=postgres://… beside servers/ingest-postgres-baseline.mjs (node:http + pg, one
+// BEGIN … COMMIT per notification), the same seed written once through core and the
+// PostgreSQL adapter into a template database of its own (schema `switchboard`), each
+// server run (probes included) on its own `CREATE DATABASE … TEMPLATE … STRATEGY FILE_COPY`
+// copy, dropped once checked (every database this bench made is dropped at its end, also on
+// failure); the same probes, targets and checks (read through one small query interface).
 // BENCH_INGEST_SECONDS (8), BENCH_INGEST_CONNECTIONS (50), BENCH_INGEST_ROUNDS (3),
-// BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300).
+// BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300); BENCH_INGEST_POSTGRES=0
+// skips the PostgreSQL part.
 import { fork } from "node:child_process"
 import { once } from "node:events"
 import { copyFileSync, rmSync } from "node:fs"
@@ -81,9 +89,16 @@ const SERVER_ENV = {
   // Nothing is sent in this bench; were anything sent, it would reach no one.
   WHATSAPP_API_BASE_URL: "http://127.0.0.1:9"
 }
+/** The same on PostgreSQL: the standalone server on DATABASE_URL=postgres://…, and the pg receiver. */
+const SWITCHBOARD_POSTGRES = "switchboardPostgres"
+const BASELINE_POSTGRES = "ingestPostgresBaseline"
+/** The schema the PostgreSQL seed lives in (the standalone server's default, set explicitly). */
+const POSTGRES_SCHEMA = "switchboard"
 const LABELS = {
   [SWITCHBOARD]: "Switchboard (standalone server, defaults)",
-  [BASELINE]: "hand-written node:http + better-sqlite3"
+  [BASELINE]: "hand-written node:http + better-sqlite3",
+  [SWITCHBOARD_POSTGRES]: "Switchboard (standalone server, PostgreSQL)",
+  [BASELINE_POSTGRES]: "hand-written node:http + pg"
 }
 const WEBHOOK = "/webhooks/whatsapp"
 const RANK = { sent: 0, delivered: 1, read: 2 }
@@ -99,12 +114,10 @@ const WRITE_STORE = "--write-ingest-store"
  * wamids, message n in the chat of contact n mod `CONTACTS`, one second apart, the newest
  * a day old.
  */
-const writeStore = async (filename) => {
+const writeStore = async (storage) => {
   const { Effect, Layer } = await import("effect")
   const { Channels, ChannelVerifier, Core, SecretKey, Storage } = await import("@switchboard/core")
-  const { SqliteStorage } = await import("@switchboard/storage-sqlite")
   const { createOrganization } = await import("./lib.mjs")
-  const storage = SqliteStorage.layer({ filename })
   const { organizationId } = await createOrganization(storage)
   const services = Core.layer.pipe(
     Layer.provide(
@@ -160,28 +173,71 @@ const writeStore = async (filename) => {
   )
 }
 
-/** {@link writeStore} in a child process; then the file is checkpointed whole (no -wal), ready to copy. */
-const writeStoreInChildProcess = async (filename) => {
-  const child = fork(fileURLToPath(import.meta.url), [WRITE_STORE, filename], { stdio: "inherit" })
-  const [code] = await once(child, "exit")
-  if (code !== 0) throw new Error(`writing the ingest store failed (exit code ${code})`)
-  const db = new Database(filename)
-  db.pragma("wal_checkpoint(TRUNCATE)")
-  db.close()
+/** The storage layer {@link writeStore} writes through, from the child process's arguments. */
+const storageOf = async (kind, target) => {
+  if (kind === "postgres") {
+    const { PostgresStorage } = await import("@switchboard/storage-postgres")
+    return PostgresStorage.layer({ connectionString: target, schema: POSTGRES_SCHEMA })
+  }
+  const { SqliteStorage } = await import("@switchboard/storage-sqlite")
+  return SqliteStorage.layer({ filename: target })
 }
 
-/** The seeded messages `{uuid, wamid, phone}` (oldest first) and contacts `{phone, name}`. */
-const readSeed = (filename) => {
-  const db = new Database(filename, { readonly: true })
-  try {
-    const messages = db
-      .prepare(`SELECT m.uuid, m.provider_message_id AS wamid, c.phone FROM messages AS m
-        JOIN contacts AS c ON c.uuid = m.contact_uuid WHERE m.direction = 'outbound' ORDER BY m.created_at, m.uuid`)
-      .all()
-    const contacts = db.prepare("SELECT phone, first_name AS name FROM contacts ORDER BY phone").all()
-    return { messages, contacts }
-  } finally {
-    db.close()
+/** {@link writeStore} in a child process, into the SQLite file or the PostgreSQL database (URL) `target`. */
+const writeStoreInChildProcess = async (kind, target) => {
+  const child = fork(fileURLToPath(import.meta.url), [WRITE_STORE, kind, target], { stdio: "inherit" })
+  const [code] = await once(child, "exit")
+  if (code !== 0) throw new Error(`writing the ingest store failed (exit code ${code})`)
+}
+
+/** The seeded messages `{uuid, wamid, phone}` (oldest first) and contacts `{phone, name}`, read through `db` (see {@link sqliteQueries}). */
+const readSeed = async (db) => {
+  const messages = await db.all(`SELECT m.uuid, m.provider_message_id AS wamid, c.phone FROM messages AS m
+    JOIN contacts AS c ON c.uuid = m.contact_uuid WHERE m.direction = 'outbound' ORDER BY m.created_at, m.uuid`)
+  const contacts = await db.all("SELECT phone, first_name AS name FROM contacts ORDER BY phone")
+  return { messages, contacts }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading a store: the checks below run the same SQL on SQLite and on PostgreSQL
+
+/**
+ * The small query interface the probes and checks read a store through: `all(sql, params)`
+ * (every row), `get` (the first row or undefined), `value` (the first column of the first
+ * row). `?` marks each parameter; unqualified table names.
+ */
+const sqliteQueries = (db) => ({
+  all: async (sql, params = []) => db.prepare(sql).all(...params),
+  get: async (sql, params = []) => db.prepare(sql).get(...params),
+  value: async (sql, params = []) => db.prepare(sql).pluck().get(...params),
+  close: async () => db.close()
+})
+
+/**
+ * {@link sqliteQueries} on one PostgreSQL connection to `url`, the tables in
+ * {@link POSTGRES_SCHEMA} (its `search_path`); counts as numbers and timestamps as ISO
+ * strings, as the adapter reads them.
+ */
+const postgresQueries = async (url) => {
+  const { default: Pg } = await import("pg")
+  const client = new Pg.Client({ connectionString: url, options: `-c search_path=${POSTGRES_SCHEMA}` })
+  await client.connect()
+  const types = {
+    getTypeParser: (oid, format) =>
+      oid === 20 ? Number : oid === 1184 ? (text) => new Date(text.replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00")).toISOString() : Pg.types.getTypeParser(oid, format)
+  }
+  const rows = async (sql, params = []) => {
+    let n = 0
+    return (await client.query({ text: sql.replace(/\?/g, () => `$${++n}`), values: params, types })).rows
+  }
+  return {
+    all: rows,
+    get: async (sql, params) => (await rows(sql, params))[0],
+    value: async (sql, params) => {
+      const row = (await rows(sql, params))[0]
+      return row === undefined ? undefined : Object.values(row)[0]
+    },
+    close: () => client.end()
   }
 }
 
@@ -286,9 +342,9 @@ const load = async (server, source, seconds) => {
  * inbound text, its redelivery, a wrong signature, a number no channel has. Resolves
  * `[{status, body}]` and, read from the file after the server stopped, what it wrote.
  */
-const probe = async (name, template, directory, seed) => {
-  const filename = copyOf(template, directory, `probe-${name}`)
-  const server = await startServer(name, filename, directory, SERVER_ENV)
+const probe = async (name, store, seed) => {
+  const copy = await store.copy(`probe-${name}`)
+  const server = await startServer(name, copy.target, store.directory, { ...SERVER_ENV, ...copy.env })
   const status = statusRequests(seed.messages.slice(0, 1))[0]
   const inbound = PROBE_INBOUND
   const stranger = signed(
@@ -305,30 +361,30 @@ const probe = async (name, template, directory, seed) => {
     await server.stop()
   }
   server.checkLogged(answers.length)
-  const db = new Database(filename, { readonly: true })
+  const db = await copy.open()
   try {
-    const contact = db.prepare("SELECT uuid FROM contacts WHERE phone = ?").pluck().get(seed.contacts[0].phone)
-    const message = db.prepare("SELECT * FROM messages WHERE direction = 'inbound' AND provider_message_id = ?").get(inbound.wamid)
-    const chat = db.prepare("SELECT * FROM chats WHERE contact_uuid = ?").get(contact)
+    const contact = await db.value("SELECT uuid FROM contacts WHERE phone = ?", [seed.contacts[0].phone])
+    const message = await db.get("SELECT * FROM messages WHERE direction = 'inbound' AND provider_message_id = ?", [inbound.wamid])
+    const chat = await db.get("SELECT * FROM chats WHERE contact_uuid = ?", [contact])
     const written = {
-      status: db.prepare("SELECT status, failure, provider_message_id, updated_at > created_at AS moved FROM messages WHERE provider_message_id = ?").get(status.wamid),
+      status: await db.get("SELECT status, failure, provider_message_id, updated_at > created_at AS moved FROM messages WHERE provider_message_id = ?", [status.wamid]),
       inbound: message === undefined ? null : withoutKeys(message, ["uuid", "created_at", "updated_at"]),
-      inboundCount: db.prepare("SELECT COUNT(*) FROM messages WHERE provider_message_id = ?").pluck().get(inbound.wamid),
+      inboundCount: await db.value("SELECT COUNT(*) FROM messages WHERE provider_message_id = ?", [inbound.wamid]),
       chat: {
         ...withoutKeys(chat, ["updated_at", "last_message_at"]),
         last_message_uuid: chat.last_message_uuid === message?.uuid ? "the inbound text" : chat.last_message_uuid,
         last_message_at: chat.last_message_at === message?.created_at ? "the inbound text's created_at" : chat.last_message_at
       },
-      window: db.prepare("SELECT channel_uuid, last_inbound_at FROM customer_service_windows WHERE contact_uuid = ?").all(contact),
-      contacts: db.prepare("SELECT COUNT(*) FROM contacts").pluck().get(),
-      pending: db.prepare("SELECT COUNT(*) FROM pending_message_statuses").pluck().get(),
-      rejects: db.prepare("SELECT COUNT(*) FROM webhook_rejects").pluck().get(),
-      events: db.prepare("SELECT COUNT(*) FROM webhook_events").pluck().get()
+      window: await db.all("SELECT channel_uuid, last_inbound_at FROM customer_service_windows WHERE contact_uuid = ?", [contact]),
+      contacts: await db.value("SELECT COUNT(*) FROM contacts"),
+      pending: await db.value("SELECT COUNT(*) FROM pending_message_statuses"),
+      rejects: await db.value("SELECT COUNT(*) FROM webhook_rejects"),
+      events: await db.value("SELECT COUNT(*) FROM webhook_events")
     }
     return { answers, written }
   } finally {
-    db.close()
-    removeCopy(filename)
+    await db.close()
+    await copy.remove()
   }
 }
 
@@ -358,13 +414,13 @@ const checkAlike = (ours, theirs) => {
 // Checks on a server's file after its loads
 
 /** Throws unless the file shows every answered status applied and nothing beyond what was sent. */
-const checkStatuses = (db, name, source, messages) => {
+const checkStatuses = async (db, name, source, messages) => {
   const answeredRank = new Uint8Array(messages.length)
   const sentRank = new Uint8Array(messages.length)
   const rankOf = (k) => (k < messages.length ? RANK.delivered : RANK.read)
   for (const k of source.answered) answeredRank[k % messages.length] = Math.max(answeredRank[k % messages.length], rankOf(k))
   for (let k = 0; k < source.next; k++) sentRank[k % messages.length] = Math.max(sentRank[k % messages.length], rankOf(k))
-  const stored = new Map(db.prepare("SELECT provider_message_id, status FROM messages WHERE direction = 'outbound'").raw().all())
+  const stored = new Map((await db.all("SELECT provider_message_id, status FROM messages WHERE direction = 'outbound'")).map((row) => [row.provider_message_id, row.status]))
   const counts = { sent: 0, delivered: 0, read: 0 }
   const wrong = []
   messages.forEach(({ wamid }, index) => {
@@ -378,7 +434,7 @@ const checkStatuses = (db, name, source, messages) => {
     if (rank >= RANK.delivered) expected.answeredDelivered += 1
     if (rank === RANK.read) expected.answeredRead += 1
   }
-  const pending = db.prepare("SELECT COUNT(*) FROM pending_message_statuses").pluck().get()
+  const pending = await db.value("SELECT COUNT(*) FROM pending_message_statuses")
   if (wrong.length > 0 || pending > 0) {
     throw new Error(`${name}: ${wrong.length} messages not at the status answered for them (${wrong.slice(0, 3).join(", ")}…), ${pending} pending statuses`)
   }
@@ -386,22 +442,22 @@ const checkStatuses = (db, name, source, messages) => {
 }
 
 /** Throws unless every inbound text answered was stored once, none twice, none unsent, and the chats agree. */
-const checkInbound = (db, name, source, wamidOf) => {
+const checkInbound = async (db, name, source, wamidOf) => {
   const sent = new Set()
   for (let k = 0; k < source.next; k++) sent.add(wamidOf(k))
-  const stored = new Map(db.prepare("SELECT provider_message_id, COUNT(*) FROM messages WHERE direction = 'inbound' GROUP BY provider_message_id").raw().all())
+  const stored = new Map(
+    (await db.all("SELECT provider_message_id, COUNT(*) AS count FROM messages WHERE direction = 'inbound' GROUP BY provider_message_id")).map((row) => [row.provider_message_id, row.count])
+  )
   const twice = [...stored].filter(([, count]) => count !== 1)
   const unsent = [...stored.keys()].filter((wamid) => !sent.has(wamid))
   const missing = source.answered.filter((k) => stored.get(wamidOf(k)) !== 1)
-  const chats = db
-    .prepare(`SELECT c.uuid, c.unread_count, c.last_message_at,
-        (SELECT COUNT(*) FROM messages AS m WHERE m.chat_uuid = c.uuid AND m.direction = 'inbound') AS inbound,
-        (SELECT MAX(created_at) FROM messages AS m WHERE m.chat_uuid = c.uuid) AS newest
-      FROM chats AS c`)
-    .all()
+  const chats = await db.all(`SELECT c.uuid, c.unread_count, c.last_message_at,
+      (SELECT COUNT(*) FROM messages AS m WHERE m.chat_uuid = c.uuid AND m.direction = 'inbound') AS inbound,
+      (SELECT MAX(created_at) FROM messages AS m WHERE m.chat_uuid = c.uuid) AS newest
+    FROM chats AS c`)
   const badChats = chats.filter((chat) => chat.unread_count !== chat.inbound || chat.last_message_at !== chat.newest)
-  const contacts = db.prepare("SELECT COUNT(*) FROM contacts").pluck().get()
-  const rejects = db.prepare("SELECT COUNT(*) FROM webhook_rejects").pluck().get()
+  const contacts = await db.value("SELECT COUNT(*) FROM contacts")
+  const rejects = await db.value("SELECT COUNT(*) FROM webhook_rejects")
   if (twice.length + unsent.length + missing.length + badChats.length > 0 || contacts !== CONTACTS || chats.length !== CONTACTS || rejects > 0) {
     throw new Error(
       `${name}: ${missing.length} answered texts not stored once, ${twice.length} stored twice, ${unsent.length} never sent, ` +
@@ -425,18 +481,127 @@ const removeCopy = (filename) => {
   for (const suffix of ["", "-wal", "-shm", "-rate-limits", "-rate-limits-wal", "-rate-limits-shm"]) rmSync(`${filename}${suffix}`, { force: true })
 }
 
-export const run = async () => {
-  const directory = temporaryDirectory()
+/**
+ * The SQLite store: the seeded file written once (checkpointed whole, no -wal), each server
+ * run on a copy of it. `copy(tag)` resolves `{target, env, open(), remove()}`: what
+ * `startServer` takes, the extra environment, a {@link sqliteQueries} reader, the removal.
+ */
+const sqliteStore = async (directory) => {
   const template = join(directory, "ingest-template.db")
-  const written = performance.now()
-  await writeStoreInChildProcess(template)
-  const writeSeconds = (performance.now() - written) / 1000
-  const seed = readSeed(template)
+  await writeStoreInChildProcess("sqlite", template)
+  const db = new Database(template)
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+  return {
+    directory,
+    switchboard: SWITCHBOARD,
+    baseline: BASELINE,
+    figure: "ingest",
+    readSeed: async () => {
+      const reader = sqliteQueries(new Database(template, { readonly: true }))
+      try {
+        return await readSeed(reader)
+      } finally {
+        await reader.close()
+      }
+    },
+    copy: async (tag) => {
+      const filename = copyOf(template, directory, tag)
+      return {
+        target: filename,
+        env: {},
+        open: async () => sqliteQueries(new Database(filename, { readonly: true })),
+        remove: async () => removeCopy(filename)
+      }
+    },
+    dispose: async () => {}
+  }
+}
+
+/**
+ * The PostgreSQL store (POSTGRES_URL's server): the seed written once, through core and the
+ * PostgreSQL adapter, into a template DATABASE of its own (schema {@link POSTGRES_SCHEMA});
+ * each server run on `CREATE DATABASE … TEMPLATE … STRATEGY FILE_COPY` of it (a file copy:
+ * no connection may be open on the template meanwhile), dropped once read. `dispose` drops
+ * every database this store created (run also when the bench fails).
+ */
+const postgresStore = async (directory) => {
+  const { default: Pg } = await import("pg")
+  const admin = new Pg.Client({ connectionString: process.env.POSTGRES_URL })
+  await admin.connect()
+  const prefix = `switchboard_bench_ingest_${Math.random().toString(36).slice(2, 10)}`
+  const urlOf = (database) => {
+    const url = new URL(process.env.POSTGRES_URL)
+    url.pathname = `/${database}`
+    return url.href
+  }
+  const created = new Set()
+  const drop = async (database) => {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
+    created.delete(database)
+  }
+  const template = `${prefix}_template`
+  const store = {
+    directory,
+    switchboard: SWITCHBOARD_POSTGRES,
+    baseline: BASELINE_POSTGRES,
+    figure: "ingest on PostgreSQL",
+    readSeed: async () => {
+      const reader = await postgresQueries(urlOf(template))
+      try {
+        return await readSeed(reader)
+      } finally {
+        await reader.close()
+      }
+    },
+    copy: async (tag) => {
+      const database = `${prefix}_${tag.replace(/[^a-z0-9]/gi, "_").toLowerCase()}`
+      created.add(database)
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await admin.query(`CREATE DATABASE "${database}" TEMPLATE "${template}" STRATEGY FILE_COPY`)
+          break
+        } catch (error) {
+          // 55006: a connection on the template (an autovacuum worker): try again shortly.
+          if (error.code !== "55006" || attempt === 50) throw error
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+      }
+      const url = urlOf(database)
+      return {
+        target: POSTGRES_SCHEMA,
+        env: { DATABASE_URL: url, POSTGRES_URL: url },
+        open: () => postgresQueries(url),
+        remove: () => drop(database)
+      }
+    },
+    dispose: async () => {
+      try {
+        for (const database of [...created]) await drop(database)
+      } finally {
+        await admin.end()
+      }
+    }
+  }
+  created.add(template)
+  try {
+    await admin.query(`CREATE DATABASE "${template}"`)
+    await writeStoreInChildProcess("postgres", urlOf(template))
+  } catch (error) {
+    await store.dispose()
+    throw error
+  }
+  return store
+}
+
+/** The lines of one store's measurements: seed, probes, rounds, checks. */
+const measure = async (store, writeSeconds, headline, describe) => {
+  const seed = await store.readSeed()
   if (seed.messages.length !== MESSAGES || new Set(seed.messages.map((m) => m.wamid)).size !== MESSAGES) {
-    throw new Error(`the seeded file holds ${seed.messages.length} outbound messages, expected ${MESSAGES} with distinct wamids`)
+    throw new Error(`the seeded store holds ${seed.messages.length} outbound messages, expected ${MESSAGES} with distinct wamids`)
   }
 
-  // Bodies, built and signed once: each server starts from the same file, so the same
+  // Bodies, built and signed once: each server starts from the same seed, so the same
   // requests are fresh for each.
   const built = performance.now()
   const statuses = statusRequests(seed.messages)
@@ -446,15 +611,15 @@ export const run = async () => {
   const buildSeconds = (performance.now() - built) / 1000
 
   // Fairness first: the same answers and the same rows for the same probes.
-  const probeAnswers = checkAlike(await probe(SWITCHBOARD, template, directory, seed), await probe(BASELINE, template, directory, seed))
+  const probeAnswers = checkAlike(await probe(store.switchboard, store, seed), await probe(store.baseline, store, seed))
 
-  const figures = { [SWITCHBOARD]: { status: [], inbound: [] }, [BASELINE]: { status: [], inbound: [] } }
+  const names = [store.switchboard, store.baseline]
+  const figures = Object.fromEntries(names.map((name) => [name, { status: [], inbound: [] }]))
   const checks = []
-  const names = [SWITCHBOARD, BASELINE]
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of round % 2 === 0 ? names : [...names].reverse()) {
-      const filename = copyOf(template, directory, `${name}-${round + 1}`)
-      const server = await startServer(name, filename, directory, SERVER_ENV)
+      const copy = await store.copy(`${name}-${round + 1}`)
+      const server = await startServer(name, copy.target, store.directory, { ...SERVER_ENV, ...copy.env })
       const statusSource = requestSource((k) => statuses[k], statuses.length)
       const inboundSource = requestSource(inboundAt, Number.POSITIVE_INFINITY)
       let answered = 0
@@ -469,32 +634,70 @@ export const run = async () => {
         await server.stop()
       }
       server.checkLogged(answered)
-      const db = new Database(filename, { readonly: true })
+      const db = await copy.open()
       try {
         checks.push(
-          `    round ${round + 1}, ${name === SWITCHBOARD ? "Switchboard: " : "hand-written:"} statuses ${checkStatuses(db, name, statusSource, seed.messages)}; ` +
-            `inbound texts ${checkInbound(db, name, inboundSource, (k) => inboundAt(k).wamid)}`
+          `    round ${round + 1}, ${name === store.switchboard ? "Switchboard: " : "hand-written:"} statuses ${await checkStatuses(db, name, statusSource, seed.messages)}; ` +
+            `inbound texts ${await checkInbound(db, name, inboundSource, (k) => inboundAt(k).wamid)}`
         )
       } finally {
-        db.close()
-        removeCopy(filename)
+        await db.close()
+        await copy.remove()
       }
     }
   }
 
   return [
-    `Ingest (Meta's webhooks): signed POST /webhooks/whatsapp, one item a request, SQLite holding ${number(MESSAGES)} sent messages ` +
-      `to ${CONTACTS} contacts; ${CONNECTIONS} connections, ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
-      `each server in its own process, started afresh on a fresh copy each round, alternating`,
-    `  Switchboard: node dist/main.js with its defaults, WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
-    `  hand-written: servers/ingest-baseline.mjs (HMAC before parsing, the channel look-up and the writes in one BEGIN IMMEDIATE transaction)`,
-    `  file written in ${writeSeconds.toFixed(1)} s, bodies built and signed in ${buildSeconds.toFixed(1)} s; ` +
+    headline,
+    ...describe,
+    `  ${store.figure === "ingest" ? "file" : "template database"} written in ${writeSeconds.toFixed(1)} s, bodies built and signed in ${buildSeconds.toFixed(1)} s; ` +
       `both answered the 6 probes alike (${probeAnswers.map((answer) => answer.status).join(", ")}) and wrote the same rows; no webhook endpoint subscribes (no event rows)`,
-    ...section("status notifications (delivered, then read: every request a real transition)", "status", figures),
-    ...section("inbound texts (a fresh wamid each, from the contacts' phones)", "inbound", figures),
+    ...section(store, "status notifications (delivered, then read: every request a real transition)", "status", figures),
+    ...section(store, "inbound texts (a fresh wamid each, from the contacts' phones)", "inbound", figures),
     `  checks after each server stopped (every answer 2xx; Switchboard's log holding a line per answer):`,
     ...checks
   ].join("\n")
+}
+
+export const run = async () => {
+  const directory = temporaryDirectory()
+  const written = performance.now()
+  const sqlite = await sqliteStore(directory)
+  const sqliteText = await measure(
+    sqlite,
+    (performance.now() - written) / 1000,
+    `Ingest (Meta's webhooks): signed POST /webhooks/whatsapp, one item a request, SQLite holding ${number(MESSAGES)} sent messages ` +
+      `to ${CONTACTS} contacts; ${CONNECTIONS} connections, ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
+      `each server in its own process, started afresh on a fresh copy each round, alternating`,
+    [
+      `  Switchboard: node dist/main.js with its defaults, WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
+      `  hand-written: servers/ingest-baseline.mjs (HMAC before parsing, the channel look-up and the writes in one BEGIN IMMEDIATE transaction)`
+    ]
+  )
+  return [sqliteText, await runPostgres(directory)].join("\n")
+}
+
+/** The same loads on PostgreSQL, or the line saying why they were skipped. */
+const runPostgres = async (directory) => {
+  if (!process.env.POSTGRES_URL) return "Ingest (Meta's webhooks) on PostgreSQL: skipped (POSTGRES_URL is not set)"
+  if (process.env.BENCH_INGEST_POSTGRES === "0") return "Ingest (Meta's webhooks) on PostgreSQL: skipped (BENCH_INGEST_POSTGRES=0)"
+  const written = performance.now()
+  const postgres = await postgresStore(directory)
+  try {
+    return await measure(
+      postgres,
+      (performance.now() - written) / 1000,
+      `Ingest (Meta's webhooks) on PostgreSQL: the same loads, PostgreSQL (POSTGRES_URL's server) holding ${number(MESSAGES)} sent messages ` +
+        `to ${CONTACTS} contacts; ${CONNECTIONS} connections, ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
+        `each server in its own process, started afresh on a fresh copy of a template database each round, alternating`,
+      [
+        `  Switchboard: node dist/main.js with DATABASE_URL=postgres://… (a pool of 10), WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
+        `  hand-written: servers/ingest-postgres-baseline.mjs (pg, a pool of 10; HMAC before parsing, one BEGIN … COMMIT per notification, row locks instead of the organization's)`
+      ]
+    )
+  } finally {
+    await postgres.dispose()
+  }
 }
 
 const number = (value) => Math.round(value).toLocaleString("en").replace(/,/g, " ")
@@ -512,27 +715,27 @@ const keptOf = (figures, name, kind) => {
 }
 
 /** The printed lines of one load: both servers, then the three ratios against their targets. */
-const section = (title, kind, figures) => {
-  const ours = keptOf(figures, SWITCHBOARD, kind)
-  const theirs = keptOf(figures, BASELINE, kind)
+const section = (store, title, kind, figures) => {
+  const ours = keptOf(figures, store.switchboard, kind)
+  const theirs = keptOf(figures, store.baseline, kind)
   const row = (name, kept) =>
     `    ${LABELS[name].padEnd(44)} ${number(kept.rps).padStart(7)} req/s (rounds ${number(kept.min)}–${number(kept.max)})  p99 ${kept.p99.toFixed(1).padStart(5)} ms` +
     `  server CPU ${(kept.serverCpu * 100).toFixed(0)}% (${number(kept.cpuPerRequestUs)} µs a request), autocannon CPU ${(kept.loadCpu * 100).toFixed(0)}%` +
     (kept.ranOut ? `  [ran out of transitions: measured ${kept.seconds.map((s) => s.toFixed(1)).join(", ")} s]` : "")
-  const figure = kind === "status" ? "ingest, status notifications" : "ingest, inbound texts"
+  const figure = `${store.figure}, ${kind === "status" ? "status notifications" : "inbound texts"}`
   const ratio = (label, value, at, target) => {
     const mark = recordTarget(`${figure}: ${label}`, value, at, target)
     return `    ${label.padEnd(44)} ${value.toFixed(2).padStart(7)}x   target ${at === "least" ? ">=" : "<="} ${target}x ${mark}`
   }
   return [
     `  ${title}`,
-    row(SWITCHBOARD, ours),
-    row(BASELINE, theirs),
+    row(store.switchboard, ours),
+    row(store.baseline, theirs),
     ratio("req/s, Switchboard / hand-written", ours.rps / theirs.rps, "least", 0.5),
     ratio("CPU per request, Switchboard / hand-written", ours.cpuPerRequestUs / theirs.cpuPerRequestUs, "most", 2),
     ratio("p99, Switchboard / hand-written", ours.p99 / theirs.p99, "most", 3)
   ]
 }
 
-if (process.argv[2] === WRITE_STORE) await writeStore(process.argv[3])
+if (process.argv[2] === WRITE_STORE) await writeStore(await storageOf(process.argv[3], process.argv[4]))
 else runIfMain(import.meta.url, run)

@@ -208,6 +208,14 @@ export const SERVERS = {
     args: (filename) => [join(BENCH_DIRECTORY, "servers/ingest-baseline.mjs"), filename],
     env: () => ({}),
     requestLine: null
+  },
+  // Meta's webhooks on PostgreSQL (ingest.mjs): the `filename` argument is the schema's name;
+  // POSTGRES_URL (the database copy) and WHATSAPP_APP_SECRET come from startServer's extraEnv.
+  ingestPostgresBaseline: {
+    label: "hand-written node:http + pg webhook receiver",
+    args: (schema) => [join(BENCH_DIRECTORY, "servers/ingest-postgres-baseline.mjs"), schema],
+    env: () => ({}),
+    requestLine: null
   }
 }
 
