@@ -9,8 +9,7 @@ import type {
   ChatUpdateOutcome,
   Message,
   MessageStatusOutcome,
-  OrganizationId,
-  ProviderStatusOutcome
+  OrganizationId
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { insertOutboxMessage, recordWebhookEvent } from "./chat-hooks.js"
@@ -26,6 +25,7 @@ import {
 } from "./chat-rows.js"
 import { importChats } from "./chats-import.js"
 import { applyPending, applyStatus } from "./message-status.js"
+import { updateStatusByProviderId } from "./provider-status.js"
 
 /**
  * `Storage.chats` on PostgreSQL: tables `chats` (with the `pg_trgm` index of its search
@@ -34,12 +34,13 @@ import { applyPending, applyStatus } from "./message-status.js"
  * `customer_service_windows` (schema/chats.ts). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed
  * in the send queue and possibly claimed), `ensure`, `update`, `importChats`,
- * `updateMessageStatus` (with the pending reports of the provider id it records) and
- * `updateMessageStatusByProviderId` (the message's status, or a pending report; both end
+ * `updateMessageStatus` (with the pending reports of the provider id it records; it ends
  * the send queue's dispatch state of a message leaving `queued`/`sending`,
  * `message-status.ts`) are each one transaction that first locks the organization's row,
  * so core's check-then-write rules apply atomically across processes; reads of several
- * statements share one snapshot. Their webhook events (`message.received`,
+ * statements share one snapshot. `updateMessageStatusByProviderId` locks only the
+ * message's row when the message exists, the organization's row otherwise
+ * (`provider-status.ts`). Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
  * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
  * same effect, a batch at a time (broadcast-write.ts).
@@ -152,28 +153,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
       ),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
       attempt("chats.updateMessageStatusByProviderId", () =>
-        locked(organizationId, async (sql): Promise<ProviderStatusOutcome> => {
-          const row = await sql.row<MessageRow>(SQL.outboundByProviderId, [organizationId, providerMessageId])
-          if (row !== undefined) {
-            const written = await applyStatus(sql, s, row, update)
-            const message = decodeMessage(written.row)
-            if (written.row.status !== row.status) {
-              await recordWebhookEvent(sql, s, organizationId, "message.status_updated", update.now, () => message)
-            }
-            return { _tag: "Updated", message, changed: written.changed }
-          }
-          await sql.run(SQL.prunePending, [update.now])
-          await sql.run(SQL.insertPending, [
-            organizationId,
-            providerMessageId,
-            update.status,
-            JSON.stringify(update.from),
-            update.failure === undefined ? null : JSON.stringify(update.failure),
-            update.now,
-            update.pendingUntil
-          ])
-          return { _tag: "Pending" }
-        })
+        updateStatusByProviderId(db, organizationId, providerMessageId, update)
       ),
     lastInboundChannel: (organizationId, contactId) =>
       attempt("chats.lastInboundChannel", async () =>
@@ -228,17 +208,10 @@ const sqlOf = (s: string) =>
       WHERE id = $7`,
     message: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2`,
     messageForUpdate: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
-    // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
-    outboundByProviderId: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
-      WHERE organization_id = $1 AND direction = 'outbound' AND provider_message_id = $2 LIMIT 1 FOR UPDATE`,
     messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE chat_uuid = $1
       ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
     messagesCount: `SELECT COUNT(*) AS count FROM ${s}.messages WHERE chat_uuid = $1`,
     chatsCount: `SELECT COALESCE((SELECT count FROM ${s}.chat_counts WHERE organization_id = $1), 0) AS count`,
-    insertPending: `INSERT INTO ${s}.pending_message_statuses
-        (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
-      VALUES ($1, $2, $3, $4::json, $5::json, $6, $7)`,
-    prunePending: `DELETE FROM ${s}.pending_message_statuses WHERE pending_until <= $1`,
     // The newest inbound message with a channel in the contact's chat: one range of
     // messages_by_chat, newest first, read until the first match.
     lastInboundChannel: `SELECT channel_uuid FROM ${s}.messages
