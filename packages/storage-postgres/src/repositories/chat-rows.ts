@@ -9,6 +9,7 @@ import {
   type MessageStatus,
   type MessageType,
   type NewMessage,
+  type WebhookEventType,
   windowExpiresAt
 } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
@@ -150,7 +151,7 @@ interface ChatJoinRow {
   readonly labels: Chat["labels"]
 }
 
-const sqlOf = (schema: string) =>
+const sqlOf = (schema: string, extra = "") =>
   ({
     // `-infinity` (no message) is read as null: it has no ISO form. The contact's groups
     // and labels are JSON arrays of one index range each, in the order of the record.
@@ -158,7 +159,7 @@ const sqlOf = (schema: string) =>
         NULLIF(c.last_message_at, '-infinity') AS last_message_at, c.last_inbound_at, c.last_inbound_channel_uuid,
         c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
         m.uuid AS m_uuid, m.direction AS m_direction, m.type AS m_type, m.text AS m_text,
-        m.status AS m_status, m.created_at AS m_created_at,
+        m.status AS m_status, m.created_at AS m_created_at,${extra}
         (SELECT COALESCE(json_agg(json_build_object('uuid', g.uuid, 'name', g.name)
             ORDER BY g.name COLLATE "C", g.uuid COLLATE "C"), '[]'::json)
           FROM ${schema}.group_members AS gm JOIN ${schema}.contact_groups AS g ON g.uuid = gm.group_uuid
@@ -185,6 +186,32 @@ export const chatsByIds = async (sql: Sql, schema: string, ids: ReadonlyArray<nu
     const row = byId.get(Number(id))
     return row === undefined ? [] : [decodeChat(row)]
   })
+}
+
+/**
+ * The chat record of the chat with this row id (which must exist) and, in the same
+ * statement, the uuids of its organization's enabled endpoints subscribed to each of
+ * `types` (`subscribers[i]` those of `types[i]`), as `subscribedEndpoints` in
+ * webhook-events.ts reads them: one round trip where {@link chatsByIds} and one look-up
+ * per type took one each.
+ */
+export const chatWithSubscribers = async (
+  sql: Sql,
+  schema: string,
+  id: number,
+  types: ReadonlyArray<WebhookEventType>
+): Promise<{ readonly chat: Chat; readonly subscribers: ReadonlyArray<ReadonlyArray<string>> }> => {
+  const extra = types
+    .map(
+      (_, i) => `
+        ARRAY(SELECT we.uuid FROM ${schema}.webhook_endpoints AS we
+          WHERE we.organization_id = c.organization_id AND we.enabled
+            AND (we.events IS NULL OR EXISTS (
+              SELECT 1 FROM json_array_elements_text(we.events) AS e (value) WHERE e.value = $${i + 2}::text))) AS subscribers_${i},`
+    )
+    .join("")
+  const row = (await sql.row<ChatJoinRow & Record<string, Array<string>>>(sqlOf(schema, extra).chats, [[id], ...types]))!
+  return { chat: decodeChat(row), subscribers: types.map((_, i) => row[`subscribers_${i}`]!) }
 }
 
 const decodeChat = (row: ChatJoinRow): Chat => ({

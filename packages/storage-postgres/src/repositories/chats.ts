@@ -16,6 +16,7 @@ import { insertOutboxMessage, recordWebhookEvent } from "./chat-hooks.js"
 import { planChatCount, planChatList, runChatList } from "./chat-list.js"
 import {
   chatsByIds,
+  chatWithSubscribers,
   decodeMessage,
   insertMessageSql,
   MESSAGE_COLUMNS,
@@ -24,6 +25,7 @@ import {
   messageValues
 } from "./chat-rows.js"
 import { importChats } from "./chats-import.js"
+import { insertWebhookEvents } from "./webhook-events.js"
 import { applyPending, applyStatus } from "./message-status.js"
 import { updateStatusByProviderId } from "./provider-status.js"
 
@@ -268,12 +270,15 @@ const appendMessage = async (
   const written = await writeAppendedMessage(sql, s, organizationId, request)
   if (written === undefined) return { _tag: "ContactNotFound" }
   const { chat, contact, message: stored } = written
-  const record = (await chatsByIds(sql, s, [chat.id]))[0]!
-  if (message.direction === "inbound") {
-    await recordWebhookEvent(sql, s, organizationId, "message.received", now, () => stored)
-    if (!chat.created && record.status !== chat.status) {
-      await recordWebhookEvent(sql, s, organizationId, "chat.updated", now, () => record)
-    }
+  if (message.direction !== "inbound") {
+    const record = (await chatsByIds(sql, s, [chat.id]))[0]!
+    return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
+  }
+  // The chat record and the endpoints subscribed to its events in one statement.
+  const { chat: record, subscribers } = await chatWithSubscribers(sql, s, chat.id, ["message.received", "chat.updated"])
+  await insertWebhookEvents(sql, s, organizationId, "message.received", now, subscribers[0]!, [stored])
+  if (!chat.created && record.status !== chat.status) {
+    await insertWebhookEvents(sql, s, organizationId, "chat.updated", now, subscribers[1]!, [record])
   }
   return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
 }

@@ -20,7 +20,7 @@ const sqlOf = (s: string) =>
  * `chats.updateMessageStatusByProviderId` on PostgreSQL (docs/storage.md "PostgreSQL").
  *
  * The common case, a message with that provider id exists: one transaction of three round
- * trips (BEGIN, {@link moveByProviderId}, COMMIT; two more statements to write the
+ * trips (BEGIN, {@link moveByProviderId}, COMMIT; one more statement writes the
  * `message.status_updated` event and its deliveries when the status changed and an endpoint
  * subscribes). It takes no organization lock: the message row's own lock orders the
  * reports of one message (the UPDATE re-checks `from` on the row's newest version), so
