@@ -35,7 +35,11 @@
 // failure); the same probes, targets and checks (read through one small query interface).
 // BENCH_INGEST_SECONDS (8), BENCH_INGEST_CONNECTIONS (50), BENCH_INGEST_ROUNDS (3),
 // BENCH_INGEST_MESSAGES (20 000), BENCH_INGEST_CONTACTS (300); BENCH_INGEST_POSTGRES=0
-// skips the PostgreSQL part.
+// skips the PostgreSQL part, BENCH_INGEST_SQLITE=0 the SQLite part (for work on one store).
+// BENCH_INGEST_KEEP_TEMPLATE=1 keeps the PostgreSQL template database between runs (seeding
+// takes over a minute), named by the seed knobs, the schema version and SEED_DATA_VERSION
+// (`switchboard_bench_ingest_m…_c…_schema…_data…`) and marked complete by its comment once
+// seeded (one without the mark was interrupted and is seeded again); drop it by hand.
 import { fork } from "node:child_process"
 import { once } from "node:events"
 import { copyFileSync, rmSync } from "node:fs"
@@ -67,6 +71,10 @@ const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 50)
 const ROUNDS = Number(process.env.BENCH_INGEST_ROUNDS ?? 3)
 const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 20_000)
 const CONTACTS = Number(process.env.BENCH_INGEST_CONTACTS ?? 300)
+/** The version of the seed's data a kept template database holds (BENCH_INGEST_KEEP_TEMPLATE): bump it when the seed changes. */
+const SEED_DATA_VERSION = 1
+/** The comment of a kept template database once seeded. */
+const SEEDED_MARK = "switchboard bench ingest: seeded"
 /** Seconds of load before each measured figure (JIT, page cache), not counted. */
 const WARMUP_SECONDS = 1
 /** Inbound bodies built before the first load; more are built on demand. */
@@ -540,7 +548,11 @@ const postgresStore = async (directory) => {
     await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
     created.delete(database)
   }
-  const template = `${prefix}_template`
+  const keep = process.env.BENCH_INGEST_KEEP_TEMPLATE === "1"
+  const { PostgresStorage } = await import("@switchboard/storage-postgres")
+  const template = keep
+    ? `switchboard_bench_ingest_m${MESSAGES}_c${CONTACTS}_schema${PostgresStorage.SCHEMA_VERSION}_data${SEED_DATA_VERSION}`
+    : `${prefix}_template`
   const store = {
     directory,
     switchboard: SWITCHBOARD_POSTGRES,
@@ -583,10 +595,18 @@ const postgresStore = async (directory) => {
       }
     }
   }
-  created.add(template)
+  if (!keep) created.add(template)
   try {
-    await admin.query(`CREATE DATABASE "${template}"`)
-    await writeStoreInChildProcess("postgres", urlOf(template))
+    const seeded = keep
+      ? (await admin.query("SELECT shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE datname = $1", [template]))
+          .rows[0]?.mark === SEEDED_MARK
+      : false
+    if (!seeded) {
+      await admin.query(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`)
+      await admin.query(`CREATE DATABASE "${template}"`)
+      await writeStoreInChildProcess("postgres", urlOf(template))
+      if (keep) await admin.query(`COMMENT ON DATABASE "${template}" IS '${SEEDED_MARK}'`)
+    }
   } catch (error) {
     await store.dispose()
     throw error
@@ -661,6 +681,9 @@ const measure = async (store, writeSeconds, headline, describe) => {
 
 export const run = async () => {
   const directory = temporaryDirectory()
+  if (process.env.BENCH_INGEST_SQLITE === "0") {
+    return ["Ingest (Meta's webhooks) on SQLite: skipped (BENCH_INGEST_SQLITE=0)", await runPostgres(directory)].join("\n")
+  }
   const written = performance.now()
   const sqlite = await sqliteStore(directory)
   const sqliteText = await measure(

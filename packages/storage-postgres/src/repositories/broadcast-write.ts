@@ -4,7 +4,7 @@ import { MESSAGE_COLUMNS, messageValues } from "./chat-rows.js"
 import { insertOutboxMessage } from "./outbox-insert.js"
 
 // A batch of a broadcast's recipients written set-based: the writes `chats.appendMessage`
-// makes for one message (chats.ts `writeAppendedMessage`, outbox-insert.ts
+// makes for one message (chat-append.ts `writeAppendedMessage`, outbox-insert.ts
 // `insertOutboxMessage` without a claim), done for the whole batch in a fixed number of
 // statements instead of several per recipient.
 

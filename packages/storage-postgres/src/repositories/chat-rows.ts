@@ -3,14 +3,13 @@ import {
   type ChatId,
   type ChatStatus,
   type ContactId,
-  type GroupId,
-  type LabelId,
   type Message,
   type MessageDirection,
   type MessageId,
   type MessageStatus,
   type MessageType,
   type NewMessage,
+  type WebhookEventType,
   windowExpiresAt
 } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
@@ -125,7 +124,7 @@ export const decodeMessage = (row: MessageRow): Message => ({
   updated_at: row.updated_at
 })
 
-/** A chat joined with its contact and its last message (`m_*`, null without one). */
+/** A chat joined with its contact, its last message (`m_*`, null without one), and the contact's groups and labels. */
 interface ChatJoinRow {
   readonly id: number
   readonly uuid: string
@@ -148,72 +147,80 @@ interface ChatJoinRow {
   readonly m_text: string | null
   readonly m_status: string | null
   readonly m_created_at: string | null
+  readonly groups: Chat["groups"]
+  readonly labels: Chat["labels"]
 }
 
-const sqlOf = (schema: string) =>
+const sqlOf = (schema: string, extra = "") =>
   ({
-    // `-infinity` (no message) is read as null: it has no ISO form.
+    // `-infinity` (no message) is read as null: it has no ISO form. The contact's groups
+    // and labels are JSON arrays of one index range each, in the order of the record.
     chats: `SELECT c.id, c.uuid, c.status, c.assigned_to, c.favorite, c.unread_count,
         NULLIF(c.last_message_at, '-infinity') AS last_message_at, c.last_inbound_at, c.last_inbound_channel_uuid,
         c.created_at, c.updated_at, ct.uuid AS contact_uuid, ct.first_name, ct.last_name, ct.phone,
         m.uuid AS m_uuid, m.direction AS m_direction, m.type AS m_type, m.text AS m_text,
-        m.status AS m_status, m.created_at AS m_created_at
+        m.status AS m_status, m.created_at AS m_created_at,${extra}
+        (SELECT COALESCE(json_agg(json_build_object('uuid', g.uuid, 'name', g.name)
+            ORDER BY g.name COLLATE "C", g.uuid COLLATE "C"), '[]'::json)
+          FROM ${schema}.group_members AS gm JOIN ${schema}.contact_groups AS g ON g.uuid = gm.group_uuid
+          WHERE gm.contact_uuid = ct.uuid) AS groups,
+        (SELECT COALESCE(json_agg(json_build_object('uuid', l.uuid, 'name', l.name, 'color', l.color)
+            ORDER BY l.name COLLATE "C", l.uuid COLLATE "C"), '[]'::json)
+          FROM ${schema}.contact_labels AS cl JOIN ${schema}.labels AS l ON l.uuid = cl.label_uuid
+          WHERE cl.contact_uuid = ct.uuid) AS labels
       FROM ${schema}.chats AS c
       JOIN ${schema}.contacts AS ct ON ct.uuid = c.contact_uuid
       LEFT JOIN ${schema}.messages AS m ON m.uuid = c.last_message_uuid
-      WHERE c.id = ANY($1::bigint[])`,
-    groupsOf: `SELECT m.contact_uuid, g.uuid, g.name
-      FROM ${schema}.group_members AS m JOIN ${schema}.contact_groups AS g ON g.uuid = m.group_uuid
-      WHERE m.contact_uuid = ANY($1::text[])
-      ORDER BY g.name COLLATE "C", g.uuid COLLATE "C"`,
-    labelsOf: `SELECT cl.contact_uuid, l.uuid, l.name, l.color
-      FROM ${schema}.contact_labels AS cl JOIN ${schema}.labels AS l ON l.uuid = cl.label_uuid
-      WHERE cl.contact_uuid = ANY($1::text[])
-      ORDER BY l.name COLLATE "C", l.uuid COLLATE "C"`
+      WHERE c.id = ANY($1::bigint[])`
   }) as const
 
-/** Rows grouped by `contact_uuid`, each mapped by `f`, in the order read. */
-const groupBy = <Row extends { contact_uuid: string }, A>(rows: ReadonlyArray<Row>, f: (row: Row) => A) => {
-  const map = new Map<string, Array<A>>()
-  for (const row of rows) {
-    const list = map.get(row.contact_uuid)
-    if (list === undefined) map.set(row.contact_uuid, [f(row)])
-    else list.push(f(row))
-  }
-  return map
-}
-
 /**
- * The chat records of the chats with these row ids, in the order given: three queries for
- * the whole page (chats with contact and last message, groups, labels), never one per chat.
+ * The chat records of the chats with these row ids, in the order given: one query for the
+ * whole page (chats with contact, last message, groups and labels), never one per chat.
  */
 export const chatsByIds = async (sql: Sql, schema: string, ids: ReadonlyArray<number>): Promise<Array<Chat>> => {
   if (ids.length === 0) return []
-  const statements = sqlOf(schema)
-  const rows = await sql.rows<ChatJoinRow>(statements.chats, [ids])
-  const contacts = rows.map((row) => row.contact_uuid)
-  const groups = groupBy(
-    await sql.rows<{ contact_uuid: string; uuid: string; name: string }>(statements.groupsOf, [contacts]),
-    (row) => ({ uuid: row.uuid as GroupId, name: row.name })
-  )
-  const labels = groupBy(
-    await sql.rows<{ contact_uuid: string; uuid: string; name: string; color: string }>(statements.labelsOf, [contacts]),
-    (row) => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color })
-  )
+  const rows = await sql.rows<ChatJoinRow>(sqlOf(schema).chats, [ids])
   const byId = new Map(rows.map((row) => [Number(row.id), row]))
   return ids.flatMap((id) => {
     const row = byId.get(Number(id))
-    return row === undefined ? [] : [decodeChat(row, groups.get(row.contact_uuid) ?? [], labels.get(row.contact_uuid) ?? [])]
+    return row === undefined ? [] : [decodeChat(row)]
   })
 }
 
-const decodeChat = (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labels"]): Chat => ({
+/**
+ * The chat record of the chat with this row id (which must exist) and, in the same
+ * statement, the uuids of its organization's enabled endpoints subscribed to each of
+ * `types` (`subscribers[i]` those of `types[i]`), as `subscribedEndpoints` in
+ * webhook-events.ts reads them: one round trip where {@link chatsByIds} and one look-up
+ * per type took one each.
+ */
+export const chatWithSubscribers = async (
+  sql: Sql,
+  schema: string,
+  id: number,
+  types: ReadonlyArray<WebhookEventType>
+): Promise<{ readonly chat: Chat; readonly subscribers: ReadonlyArray<ReadonlyArray<string>> }> => {
+  const extra = types
+    .map(
+      (_, i) => `
+        ARRAY(SELECT we.uuid FROM ${schema}.webhook_endpoints AS we
+          WHERE we.organization_id = c.organization_id AND we.enabled
+            AND (we.events IS NULL OR EXISTS (
+              SELECT 1 FROM json_array_elements_text(we.events) AS e (value) WHERE e.value = $${i + 2}::text))) AS subscribers_${i},`
+    )
+    .join("")
+  const row = (await sql.row<ChatJoinRow & Record<string, Array<string>>>(sqlOf(schema, extra).chats, [[id], ...types]))!
+  return { chat: decodeChat(row), subscribers: types.map((_, i) => row[`subscribers_${i}`]!) }
+}
+
+const decodeChat = (row: ChatJoinRow): Chat => ({
   uuid: row.uuid as ChatId,
   contact: { uuid: row.contact_uuid as ContactId, first_name: row.first_name, last_name: row.last_name, phone: row.phone },
   status: row.status as ChatStatus,
   assigned_to: row.assigned_to,
-  groups,
-  labels,
+  groups: row.groups,
+  labels: row.labels,
   favorite: row.favorite,
   unread: row.unread_count > 0,
   unread_count: row.unread_count,

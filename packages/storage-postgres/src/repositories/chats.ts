@@ -7,25 +7,25 @@ import type {
   ChatRepository,
   ChatStatus,
   ChatUpdateOutcome,
-  Message,
   MessageStatusOutcome,
-  OrganizationId,
-  ProviderStatusOutcome
+  OrganizationId
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { insertOutboxMessage, recordWebhookEvent } from "./chat-hooks.js"
+import { recordWebhookEvent } from "./chat-hooks.js"
 import { planChatCount, planChatList, runChatList } from "./chat-list.js"
 import {
   chatsByIds,
+  chatWithSubscribers,
   decodeMessage,
-  insertMessageSql,
   MESSAGE_COLUMNS,
   messagePageSql,
-  type MessageRow,
-  messageValues
+  type MessageRow
 } from "./chat-rows.js"
+import { chatOfContact, type KnownContact, type KnownContactRow, knownContact, writeAppendedMessage } from "./chat-append.js"
 import { importChats } from "./chats-import.js"
+import { insertWebhookEvents } from "./webhook-events.js"
 import { applyPending, applyStatus } from "./message-status.js"
+import { updateStatusByProviderId } from "./provider-status.js"
 
 /**
  * `Storage.chats` on PostgreSQL: tables `chats` (with the `pg_trgm` index of its search
@@ -34,12 +34,13 @@ import { applyPending, applyStatus } from "./message-status.js"
  * `customer_service_windows` (schema/chats.ts). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed
  * in the send queue and possibly claimed), `ensure`, `update`, `importChats`,
- * `updateMessageStatus` (with the pending reports of the provider id it records) and
- * `updateMessageStatusByProviderId` (the message's status, or a pending report; both end
+ * `updateMessageStatus` (with the pending reports of the provider id it records; it ends
  * the send queue's dispatch state of a message leaving `queued`/`sending`,
  * `message-status.ts`) are each one transaction that first locks the organization's row,
  * so core's check-then-write rules apply atomically across processes; reads of several
- * statements share one snapshot. Their webhook events (`message.received`,
+ * statements share one snapshot. `updateMessageStatusByProviderId` locks only the
+ * message's row when the message exists, the organization's row otherwise
+ * (`provider-status.ts`). Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
  * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
  * same effect, a batch at a time (broadcast-write.ts).
@@ -152,28 +153,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
       ),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
       attempt("chats.updateMessageStatusByProviderId", () =>
-        locked(organizationId, async (sql): Promise<ProviderStatusOutcome> => {
-          const row = await sql.row<MessageRow>(SQL.outboundByProviderId, [organizationId, providerMessageId])
-          if (row !== undefined) {
-            const written = await applyStatus(sql, s, row, update)
-            const message = decodeMessage(written.row)
-            if (written.row.status !== row.status) {
-              await recordWebhookEvent(sql, s, organizationId, "message.status_updated", update.now, () => message)
-            }
-            return { _tag: "Updated", message, changed: written.changed }
-          }
-          await sql.run(SQL.prunePending, [update.now])
-          await sql.run(SQL.insertPending, [
-            organizationId,
-            providerMessageId,
-            update.status,
-            JSON.stringify(update.from),
-            update.failure === undefined ? null : JSON.stringify(update.failure),
-            update.now,
-            update.pendingUntil
-          ])
-          return { _tag: "Pending" }
-        })
+        updateStatusByProviderId(db, organizationId, providerMessageId, update)
       ),
     lastInboundChannel: (organizationId, contactId) =>
       attempt("chats.lastInboundChannel", async () =>
@@ -209,52 +189,28 @@ const sqlOf = (s: string) =>
     idByContact: `SELECT id FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2`,
     duplicate: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
       WHERE organization_id = $1 AND direction = $2 AND provider_message_id = $3 LIMIT 1`,
-    contactByPhone: `SELECT uuid FROM ${s}.contacts WHERE organization_id = $1 AND phone = $2`,
+    // duplicate and contactAndChatByPhone ($4 the phone) in one statement: always one row,
+    // its message columns NULL without a duplicate, its found_* columns without a contact.
+    duplicateAndContact: `SELECT d.*, ct.uuid AS found_contact_uuid, c.id AS found_chat_id, c.uuid AS found_chat_uuid,
+        c.status AS found_chat_status
+      FROM (SELECT 1) AS one
+      LEFT JOIN LATERAL (SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
+        WHERE organization_id = $1 AND direction = $2 AND provider_message_id = $3 LIMIT 1) AS d ON true
+      LEFT JOIN ${s}.contacts AS ct ON ct.organization_id = $1 AND ct.phone = $4
+      LEFT JOIN ${s}.chats AS c ON c.organization_id = ct.organization_id AND c.contact_uuid = ct.uuid`,
     contactById: `SELECT uuid FROM ${s}.contacts WHERE organization_id = $1 AND uuid = $2`,
-    insertContact: `INSERT INTO ${s}.contacts (uuid, organization_id, phone, phone_valid, first_name, last_name, created_at, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    chatOfContact: `SELECT id, uuid, status FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2`,
-    // search_text is filled from the contact by the trigger chats_before_insert.
-    insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    // Every SET expression reads the row as it was: the message becomes the last one unless
-    // the chat has a newer one (-infinity = none, below every instant).
-    touchChat: `UPDATE ${s}.chats SET
-        unread_count = unread_count + $1,
-        status = CASE WHEN status = ANY($2::text[]) THEN $3 ELSE status END,
-        last_message_uuid = CASE WHEN $4::timestamptz >= last_message_at THEN $5 ELSE last_message_uuid END,
-        last_message_at = GREATEST(last_message_at, $4::timestamptz),
-        updated_at = $6
-      WHERE id = $7`,
     message: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2`,
     messageForUpdate: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
-    // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
-    outboundByProviderId: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
-      WHERE organization_id = $1 AND direction = 'outbound' AND provider_message_id = $2 LIMIT 1 FOR UPDATE`,
     messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE chat_uuid = $1
       ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
     messagesCount: `SELECT COUNT(*) AS count FROM ${s}.messages WHERE chat_uuid = $1`,
     chatsCount: `SELECT COALESCE((SELECT count FROM ${s}.chat_counts WHERE organization_id = $1), 0) AS count`,
-    insertPending: `INSERT INTO ${s}.pending_message_statuses
-        (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
-      VALUES ($1, $2, $3, $4::json, $5::json, $6, $7)`,
-    prunePending: `DELETE FROM ${s}.pending_message_statuses WHERE pending_until <= $1`,
     // The newest inbound message with a channel in the contact's chat: one range of
     // messages_by_chat, newest first, read until the first match.
     lastInboundChannel: `SELECT channel_uuid FROM ${s}.messages
       WHERE chat_uuid = (SELECT uuid FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2)
         AND direction = 'inbound' AND channel_uuid IS NOT NULL
       ORDER BY created_at DESC, uuid DESC LIMIT 1`,
-    // The customer service window: the contact's instant on the channel moves forward only;
-    // the chat row follows the latest instant over every channel.
-    upsertWindow: `INSERT INTO ${s}.customer_service_windows (contact_uuid, channel_uuid, last_inbound_at) VALUES ($1, $2, $3)
-      ON CONFLICT (contact_uuid, channel_uuid)
-      DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)`,
-    touchChatWindow: `UPDATE ${s}.chats SET
-        last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR $1::timestamptz >= last_inbound_at
-          THEN $2 ELSE last_inbound_channel_uuid END,
-        last_inbound_at = GREATEST(last_inbound_at, $1::timestamptz)
-      WHERE id = $3`,
     lastInboundAt: `SELECT w.last_inbound_at FROM ${s}.customer_service_windows AS w
       JOIN ${s}.contacts AS ct ON ct.uuid = w.contact_uuid
       WHERE ct.organization_id = $1 AND w.contact_uuid = $2 AND w.channel_uuid = $3`
@@ -274,118 +230,36 @@ const appendMessage = async (
   request: ChatAppendRequest
 ): Promise<ChatAppendOutcome> => {
   const { message, now } = request
+  let known: KnownContact | undefined
   if (request.dedupe && message.provider_message_id !== null) {
-    const found = await sql.row<MessageRow>(sqlOf(s).duplicate, [organizationId, message.direction, message.provider_message_id])
-    if (found !== undefined) {
-      const chat = await chatWhere(sql, s, sqlOf(s).idByUuid, organizationId, found.chat_uuid)
-      if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
+    const byPhone = request.contact._tag === "ByPhone" ? request.contact.phone : null
+    // With a contact by phone, the contact and its chat are read in the same statement.
+    const row = await sql.row<MessageRow & KnownContactRow>(
+      byPhone === null ? sqlOf(s).duplicate : sqlOf(s).duplicateAndContact,
+      byPhone === null
+        ? [organizationId, message.direction, message.provider_message_id]
+        : [organizationId, message.direction, message.provider_message_id, byPhone]
+    )
+    if (byPhone !== null) known = knownContact(row!)
+    if (row !== undefined && row.uuid !== null) {
+      const chat = await chatWhere(sql, s, sqlOf(s).idByUuid, organizationId, row.chat_uuid)
+      if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(row) }
     }
   }
-  const written = await writeAppendedMessage(sql, s, organizationId, request)
+  const written = await writeAppendedMessage(sql, s, organizationId, request, known)
   if (written === undefined) return { _tag: "ContactNotFound" }
   const { chat, contact, message: stored } = written
-  const record = (await chatsByIds(sql, s, [chat.id]))[0]!
-  if (message.direction === "inbound") {
-    await recordWebhookEvent(sql, s, organizationId, "message.received", now, () => stored)
-    if (!chat.created && record.status !== chat.status) {
-      await recordWebhookEvent(sql, s, organizationId, "chat.updated", now, () => record)
-    }
+  if (message.direction !== "inbound") {
+    const record = (await chatsByIds(sql, s, [chat.id]))[0]!
+    return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
+  }
+  // The chat record and the endpoints subscribed to its events in one statement.
+  const { chat: record, subscribers } = await chatWithSubscribers(sql, s, chat.id, ["message.received", "chat.updated"])
+  await insertWebhookEvents(sql, s, organizationId, "message.received", now, subscribers[0]!, [stored])
+  if (!chat.created && record.status !== chat.status) {
+    await insertWebhookEvents(sql, s, organizationId, "chat.updated", now, subscribers[1]!, [record])
   }
   return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
-}
-
-/**
- * What {@link writeAppendedMessage} wrote: the chat (row id, uuid, its status before this
- * write, whether it was created), the contact (uuid, whether it was created) and the
- * message as stored.
- */
-export interface AppendedMessage {
-  readonly chat: { readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean }
-  readonly contact: { readonly uuid: string; readonly created: boolean }
-  readonly message: Message
-}
-
-/**
- * The writes of `chats.appendMessage` after its duplicate check, inside the caller's
- * transaction (which holds the organization's lock): resolves the contact (`undefined`,
- * nothing written, when there is no such contact), takes its chat (inserted as
- * `request.newChat` when missing), inserts the message (through the send queue with
- * `request.outbox`), moves the chat's unread count, status, last message and `updated_at`,
- * and with `request.inboundAt` the customer service window. Writes no webhook event and
- * builds no chat record: the caller does what it needs of those (`appendMessage` here, a
- * broadcast's recipients in broadcasts.ts).
- */
-export const writeAppendedMessage = async (
-  sql: Sql,
-  s: string,
-  organizationId: OrganizationId,
-  request: ChatAppendRequest
-): Promise<AppendedMessage | undefined> => {
-  const SQL = sqlOf(s)
-  const { message, now } = request
-  const contact = await resolveContact(sql, s, organizationId, request)
-  if (contact === undefined) return undefined
-  const chat = await chatOfContact(sql, s, organizationId, contact.uuid, request.newChat, now)
-  const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
-  const stored =
-    request.outbox === undefined ? given : await insertOutboxMessage(sql, s, organizationId, given, request.outbox, now)
-  if (request.outbox === undefined) {
-    await sql.run(insertMessageSql(s), messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
-  }
-  await sql.run(SQL.touchChat, [
-    request.unreadIncrement,
-    request.reopen.from,
-    request.reopen.to,
-    message.created_at,
-    message.uuid,
-    now,
-    chat.id
-  ])
-  if (request.inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null) {
-    await sql.run(SQL.upsertWindow, [contact.uuid, message.channel_uuid, request.inboundAt])
-    await sql.run(SQL.touchChatWindow, [request.inboundAt, message.channel_uuid, chat.id])
-  }
-  return { chat, contact, message: stored }
-}
-
-/** The chat of a contact of the organization (its status before this write), inserted as `newChat` when missing. */
-const chatOfContact = async (
-  sql: Sql,
-  s: string,
-  organizationId: OrganizationId,
-  contactId: string,
-  newChat: { readonly uuid: string; readonly status: ChatStatus },
-  now: string
-): Promise<{ readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean }> => {
-  const SQL = sqlOf(s)
-  const found = await sql.row<{ id: number; uuid: string; status: ChatStatus }>(SQL.chatOfContact, [organizationId, contactId])
-  if (found !== undefined) return { ...found, created: false }
-  const inserted = await sql.row<{ id: number }>(SQL.insertChat, [newChat.uuid, organizationId, contactId, newChat.status, now, now])
-  return { id: inserted!.id, uuid: newChat.uuid, status: newChat.status, created: true }
-}
-
-/** The contact of a request: found by uuid or phone, or created by phone (never refused). */
-const resolveContact = async (sql: Sql, s: string, organizationId: OrganizationId, request: ChatAppendRequest) => {
-  const SQL = sqlOf(s)
-  const reference = request.contact
-  if (reference._tag === "ById") {
-    const row = await sql.row<{ uuid: string }>(SQL.contactById, [organizationId, reference.uuid])
-    return row === undefined ? undefined : { uuid: row.uuid, created: false }
-  }
-  const row = await sql.row<{ uuid: string }>(SQL.contactByPhone, [organizationId, reference.phone])
-  if (row !== undefined) return { uuid: row.uuid, created: false }
-  const { uuid, first_name, last_name, phone_valid } = reference.create
-  await sql.run(SQL.insertContact, [
-    uuid,
-    organizationId,
-    reference.phone,
-    phone_valid !== false,
-    first_name,
-    last_name,
-    request.now,
-    request.now
-  ])
-  return { uuid: uuid as string, created: true }
 }
 
 /** Whether any filter of the chat list is set (`undefined` fields are unset). */

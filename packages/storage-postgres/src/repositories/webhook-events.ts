@@ -27,8 +27,9 @@ export const subscribedEndpoints = async (
 
 /**
  * Inserts one event per record (`data` the record as JSON, `created_at` = `now`) and one
- * `pending` delivery per event and endpoint of `endpoints`, due at `now`: two statements
- * whatever the number of records.
+ * `pending` delivery per event and endpoint of `endpoints`, due at `now`: one statement
+ * whatever the number of records (the deliveries' foreign keys are checked at its end,
+ * when the events it inserted are there).
  */
 export const insertWebhookEvents = async (
   sql: Sql,
@@ -41,11 +42,6 @@ export const insertWebhookEvents = async (
 ): Promise<void> => {
   if (endpoints.length === 0 || records.length === 0) return
   const ids = records.map(() => randomUUID())
-  await sql.run(
-    `INSERT INTO ${schema}.webhook_events (id, organization_id, type, data, created_at)
-      SELECT e.id, $1, $2, e.data::json, $3 FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS e (id, data, n) ORDER BY e.n`,
-    [organizationId, type, now, ids, records.map((record) => JSON.stringify(record))]
-  )
   const deliveries: Array<string> = []
   const events: Array<string> = []
   const targets: Array<string> = []
@@ -57,11 +53,15 @@ export const insertWebhookEvents = async (
     }
   }
   await sql.run(
-    `INSERT INTO ${schema}.webhook_deliveries
+    `WITH inserted AS (
+        INSERT INTO ${schema}.webhook_events (id, organization_id, type, data, created_at)
+        SELECT e.id, $1, $2, e.data::json, $3 FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS e (id, data, n) ORDER BY e.n
+      )
+      INSERT INTO ${schema}.webhook_deliveries
         (id, organization_id, endpoint_uuid, event_id, status, attempts, next_attempt_at, lease, lease_until, created_at)
-      SELECT d.id, $1, d.endpoint, d.event, 'pending', 0, $2, NULL, NULL, $2
-      FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (id, event, endpoint, n) ORDER BY d.n`,
-    [organizationId, now, deliveries, events, targets]
+      SELECT d.id, $1, d.endpoint, d.event, 'pending', 0, $3, NULL, NULL, $3
+      FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS d (id, event, endpoint, n) ORDER BY d.n`,
+    [organizationId, type, now, ids, records.map((record) => JSON.stringify(record)), deliveries, events, targets]
   )
 }
 

@@ -97,6 +97,10 @@ const statementsOf = (s: string) => ({
     DELETE FROM ${s}.webhook_events AS v WHERE v.id IN (SELECT event_id FROM gone)
       AND NOT EXISTS (SELECT 1 FROM ${s}.webhook_deliveries AS d WHERE d.event_id = v.id AND d.endpoint_uuid <> $1)`,
   deleteEndpoint: `DELETE FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2`,
+  // Waits for the transactions inserting deliveries to the endpoint without the organization's
+  // lock (a provider's status report, provider-status.ts, locks it FOR KEY SHARE), so the
+  // deliveries deleted next include theirs.
+  lockEndpoint: `SELECT 1 FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
   attemptsFirst: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1
     ORDER BY attempted_at DESC, id DESC LIMIT $2`,
   attemptsAfter: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1 AND (attempted_at, id) < ($2, $3)
@@ -218,7 +222,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
     deleteEndpoint: (organizationId, id) =>
       attempt("webhooks.deleteEndpoint", () =>
         db.transaction(async (sql) => {
-          if ((await findRow(sql, organizationId, id)) === undefined) return false
+          if ((await sql.row(SQL.lockEndpoint, [organizationId, id])) === undefined) return false
           await sql.run(SQL.deleteEndpointAttempts, [id])
           await sql.run(SQL.deleteEndpointDeliveries, [id])
           await sql.run(SQL.deleteEndpoint, [organizationId, id])

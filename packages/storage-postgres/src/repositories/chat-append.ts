@@ -1,0 +1,201 @@
+import type { ChatAppendRequest, ChatStatus, Message, OrganizationId } from "@switchboard/core"
+import type { Sql } from "../internal/sql.js"
+import { insertOutboxMessage } from "./chat-hooks.js"
+import { insertMessageSql, messageValues } from "./chat-rows.js"
+
+// The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
+// chat, the message, the chat's counters and the customer service window, inside the
+// caller's transaction holding the organization's lock (broadcast-write.ts makes the same
+// writes for a batch of a broadcast's recipients).
+
+/** The statements of these writes, for schema `s`. */
+const sqlOf = (s: string) =>
+  ({
+    contactById: `SELECT uuid FROM ${s}.contacts WHERE organization_id = $1 AND uuid = $2`,
+    // The contact with that phone and its chat (NULLs without one): two index probes.
+    contactAndChatByPhone: `SELECT ct.uuid AS found_contact_uuid, c.id AS found_chat_id, c.uuid AS found_chat_uuid,
+        c.status AS found_chat_status
+      FROM ${s}.contacts AS ct LEFT JOIN ${s}.chats AS c ON c.organization_id = ct.organization_id AND c.contact_uuid = ct.uuid
+      WHERE ct.organization_id = $1 AND ct.phone = $2`,
+    insertContact: `INSERT INTO ${s}.contacts (uuid, organization_id, phone, phone_valid, first_name, last_name, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    chatOfContact: `SELECT id, uuid, status FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2`,
+    // search_text is filled from the contact by the trigger chats_before_insert.
+    insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    // Every SET expression reads the row as it was: the message becomes the last one unless
+    // the chat has a newer one (-infinity = none, below every instant).
+    touchChat: `UPDATE ${s}.chats SET
+        unread_count = unread_count + $1,
+        status = CASE WHEN status = ANY($2::text[]) THEN $3 ELSE status END,
+        last_message_uuid = CASE WHEN $4::timestamptz >= last_message_at THEN $5 ELSE last_message_uuid END,
+        last_message_at = GREATEST(last_message_at, $4::timestamptz),
+        updated_at = $6
+      WHERE id = $7`,
+    // touchChat, and the customer service window in the same statement: the contact's
+    // instant on the channel ($8, $9, $10) moves forward only; the chat row follows the
+    // latest instant over every channel.
+    touchChatAndWindow: `WITH win AS (
+        INSERT INTO ${s}.customer_service_windows (contact_uuid, channel_uuid, last_inbound_at) VALUES ($8, $9, $10)
+        ON CONFLICT (contact_uuid, channel_uuid)
+        DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)
+      )
+      UPDATE ${s}.chats SET
+        unread_count = unread_count + $1,
+        status = CASE WHEN status = ANY($2::text[]) THEN $3 ELSE status END,
+        last_message_uuid = CASE WHEN $4::timestamptz >= last_message_at THEN $5 ELSE last_message_uuid END,
+        last_message_at = GREATEST(last_message_at, $4::timestamptz),
+        updated_at = $6,
+        last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR $10::timestamptz >= last_inbound_at
+          THEN $9 ELSE last_inbound_channel_uuid END,
+        last_inbound_at = GREATEST(last_inbound_at, $10::timestamptz)
+      WHERE id = $7`,
+  }) as const
+
+/**
+ * What {@link writeAppendedMessage} wrote: the chat (row id, uuid, its status before this
+ * write, whether it was created), the contact (uuid, whether it was created) and the
+ * message as stored.
+ */
+export interface AppendedMessage {
+  readonly chat: { readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean }
+  readonly contact: { readonly uuid: string; readonly created: boolean }
+  readonly message: Message
+}
+
+/**
+ * The writes of `chats.appendMessage` after its duplicate check, inside the caller's
+ * transaction (which holds the organization's lock): resolves the contact (`undefined`,
+ * nothing written, when there is no such contact), takes its chat (inserted as
+ * `request.newChat` when missing), inserts the message (through the send queue with
+ * `request.outbox`), moves the chat's unread count, status, last message and `updated_at`,
+ * and with `request.inboundAt` the customer service window (in the same statement).
+ * Writes no webhook event and builds no chat record: the caller does what it needs of
+ * those (`appendMessage` here, a broadcast's recipients in broadcasts.ts).
+ */
+export const writeAppendedMessage = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  known?: KnownContact
+): Promise<AppendedMessage | undefined> => {
+  const SQL = sqlOf(s)
+  const { message, now } = request
+  const contact = await resolveContact(sql, s, organizationId, request, known)
+  if (contact === undefined) return undefined
+  const chat =
+    contact.chat === undefined
+      ? await chatOfContact(sql, s, organizationId, contact.uuid, request.newChat, now)
+      : contact.chat === null
+        ? await insertChat(sql, s, organizationId, contact.uuid, request.newChat, now)
+        : { ...contact.chat, created: false }
+  const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
+  const stored =
+    request.outbox === undefined ? given : await insertOutboxMessage(sql, s, organizationId, given, request.outbox, now)
+  if (request.outbox === undefined) {
+    await sql.run(insertMessageSql(s), messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
+  }
+  const touch = [request.unreadIncrement, request.reopen.from, request.reopen.to, message.created_at, message.uuid, now, chat.id]
+  if (request.inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null) {
+    await sql.run(SQL.touchChatAndWindow, [...touch, contact.uuid, message.channel_uuid, request.inboundAt])
+  } else {
+    await sql.run(SQL.touchChat, touch)
+  }
+  return { chat, contact, message: stored }
+}
+
+/** The chat of a contact of the organization (its status before this write), inserted as `newChat` when missing. */
+export const chatOfContact = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  contactId: string,
+  newChat: { readonly uuid: string; readonly status: ChatStatus },
+  now: string
+): Promise<{ readonly id: number; readonly uuid: string; readonly status: ChatStatus; readonly created: boolean }> => {
+  const found = await sql.row<ChatOfContact>(sqlOf(s).chatOfContact, [organizationId, contactId])
+  if (found !== undefined) return { ...found, created: false }
+  return insertChat(sql, s, organizationId, contactId, newChat, now)
+}
+
+/** A contact's chat as {@link chatOfContact} reads it. */
+interface ChatOfContact {
+  readonly id: number
+  readonly uuid: string
+  readonly status: ChatStatus
+}
+
+/** Inserts the contact's chat as `newChat`. */
+const insertChat = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  contactId: string,
+  newChat: { readonly uuid: string; readonly status: ChatStatus },
+  now: string
+) => {
+  const inserted = await sql.row<{ id: number }>(sqlOf(s).insertChat, [newChat.uuid, organizationId, contactId, newChat.status, now, now])
+  return { id: inserted!.id, uuid: newChat.uuid, status: newChat.status, created: true }
+}
+
+/**
+ * The contact of a request: found by uuid or phone, or created by phone (never refused).
+ * Found by phone, its chat is read in the same statement (`chat`: the chat, `null` when it
+ * has none); created, it has none (`null`); found by uuid, `chat` is not read (`undefined`).
+ */
+const resolveContact = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  known: KnownContact | undefined
+): Promise<{ readonly uuid: string; readonly created: boolean; readonly chat?: ChatOfContact | null } | undefined> => {
+  const SQL = sqlOf(s)
+  const reference = request.contact
+  if (reference._tag === "ById") {
+    const row = await sql.row<{ uuid: string }>(SQL.contactById, [organizationId, reference.uuid])
+    return row === undefined ? undefined : { uuid: row.uuid, created: false }
+  }
+  const found =
+    known !== undefined
+      ? known
+      : knownContact(await sql.row<KnownContactRow>(SQL.contactAndChatByPhone, [organizationId, reference.phone]))
+  if (found !== null) return { ...found, created: false }
+  const { uuid, first_name, last_name, phone_valid } = reference.create
+  await sql.run(SQL.insertContact, [
+    uuid,
+    organizationId,
+    reference.phone,
+    phone_valid !== false,
+    first_name,
+    last_name,
+    request.now,
+    request.now
+  ])
+  return { uuid: uuid as string, created: true, chat: null }
+}
+
+/** The contact with a phone and its chat as read by `contactAndChatByPhone` (`found_*` NULL without them). */
+export interface KnownContactRow {
+  readonly found_contact_uuid: string | null
+  readonly found_chat_id: number | null
+  readonly found_chat_uuid: string | null
+  readonly found_chat_status: ChatStatus | null
+}
+
+/** A contact read by phone in an earlier statement of the transaction and its chat (`null`: none); `null`: no such contact. */
+export type KnownContact = { readonly uuid: string; readonly chat: ChatOfContact | null } | null
+
+/** The {@link KnownContact} of a row (no row or a NULL contact: none). */
+export const knownContact = (row: KnownContactRow | undefined): KnownContact =>
+  row === undefined || row.found_contact_uuid === null
+    ? null
+    : {
+        uuid: row.found_contact_uuid,
+        chat:
+          row.found_chat_id === null
+            ? null
+            : { id: row.found_chat_id, uuid: row.found_chat_uuid!, status: row.found_chat_status! }
+      }
+

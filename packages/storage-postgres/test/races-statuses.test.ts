@@ -1,0 +1,230 @@
+import { expect, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { afterAll, beforeAll, describe } from "vitest"
+import {
+  type ChatId,
+  type ContactId,
+  MESSAGE_STATUS_PREDECESSORS,
+  type MessageId,
+  type MessageStatus,
+  type OrganizationId,
+  type StorageService,
+  type WebhookEndpointId
+} from "@switchboard/core"
+import { fixtures } from "@switchboard/storage-contract"
+import { PostgresStorage } from "@switchboard/storage-postgres"
+import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+
+const { importRow, instant, phone } = fixtures
+
+// The provider's status reports of messages that have their provider id take no
+// organization lock (repositories/provider-status.ts): their races on one message, across
+// two stores (two pools), and their independence from a transaction holding the
+// organization's row. One schema for the file, emptied before each test, dropped at the end.
+const schemas = testSchemas()
+const schema = schemas.fresh()
+
+/** Two stores on the file's schema, emptied first; released with the test's scope. */
+const twoStores = Effect.gen(function* () {
+  yield* Effect.promise(() => schemas.empty(schema))
+  const first = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
+  const second = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
+  return [first, second] as const
+})
+
+/**
+ * An organization with an endpoint subscribed to every event, and `count` outbound
+ * messages (one per contact) sent as `wamid.<i>` at `instant(1)`; returns the organization
+ * and the messages' uuids.
+ */
+const sentMessages = (store: StorageService, count: number) =>
+  Effect.gen(function* () {
+    const org = fixtures.organization()
+    yield* store.organizations.insert(org)
+    const endpoint = {
+      uuid: fixtures.uuid() as WebhookEndpointId,
+      url: "https://example.com/hooks",
+      events: null,
+      description: null,
+      enabled: true,
+      created_at: instant(0),
+      updated_at: instant(0)
+    }
+    expect((yield* store.webhooks.insertEndpoint(org.id, { endpoint, secret_sealed: "sealed" }, 10))._tag).toBe("Inserted")
+    const imported = yield* store.contacts.importBulk(
+      org.id,
+      fixtures.importRequest(Array.from({ length: count }, (_, i) => importRow(phone(i))))
+    )
+    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+    const ids: Array<MessageId> = []
+    for (const [i, contact] of imported.result.contacts.entries()) {
+      const id = fixtures.uuid() as MessageId
+      const appended = yield* store.chats.appendMessage(org.id, outbound(contact.uuid, id))
+      expect(appended._tag).toBe("Appended")
+      const sent = yield* store.chats.updateMessageStatus(org.id, id, {
+        status: "sent",
+        from: MESSAGE_STATUS_PREDECESSORS.sent,
+        provider_message_id: `wamid.${i}`,
+        now: instant(1)
+      })
+      expect(sent._tag).toBe("Updated")
+      ids.push(id)
+    }
+    return { org: org.id, ids, endpoint: endpoint.uuid }
+  })
+
+/** The request appending a queued outbound text `id` to the contact's chat at `instant(0)`. */
+const outbound = (contactId: ContactId, id: MessageId) => ({
+  contact: { _tag: "ById" as const, uuid: contactId },
+  newChat: { uuid: fixtures.uuid() as ChatId, status: "open" as const },
+  message: {
+    uuid: id,
+    direction: "outbound" as const,
+    type: "text" as const,
+    text: "hello",
+    template: null,
+    media: null,
+    content: null,
+    status: "queued" as const,
+    provider_message_id: null,
+    failure: null,
+    channel_uuid: null,
+    attempts: 0,
+    next_attempt_at: null,
+    broadcast_uuid: null,
+    created_at: instant(0),
+    updated_at: instant(0)
+  },
+  unreadIncrement: 0,
+  reopen: { from: [], to: "open" as const },
+  dedupe: false,
+  now: instant(0)
+})
+
+/** A provider report of `status` for `wamid.<i>` at `now`, as core makes it. */
+const report = (store: StorageService, org: OrganizationId, i: number, status: MessageStatus, now: string) =>
+  store.chats.updateMessageStatusByProviderId(org, `wamid.${i}`, {
+    status,
+    from: MESSAGE_STATUS_PREDECESSORS[status],
+    ...(status === "failed" ? { failure: { code: "131047", title: "Re-engagement message" } } : {}),
+    now,
+    pendingUntil: instant(60)
+  })
+
+/** The statuses of the `message.status_updated` events of message `id` after its send (`instant(1)`), by `created_at`. */
+const eventStatuses = (id: MessageId) =>
+  Effect.promise(async () => {
+    const rows = await schemas
+      .pool()
+      .query<{ status: string }>(
+        `SELECT data->>'status' AS status FROM "${schema}".webhook_events
+          WHERE type = 'message.status_updated' AND data->>'uuid' = $1 AND created_at > $2 ORDER BY created_at`,
+        [id, instant(1)]
+      )
+    return rows.rows.map((row) => row.status)
+  })
+
+/** The stored status of message `id`, read behind the stores' back. */
+const storedStatus = (id: MessageId) =>
+  Effect.promise(async () => {
+    const rows = await schemas.pool().query<{ status: string }>(`SELECT status FROM "${schema}".messages WHERE uuid = $1`, [id])
+    return rows.rows[0]!.status
+  })
+
+describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races on provider status reports", () => {
+  beforeAll(() => Effect.runPromise(Effect.scoped(PostgresStorage.make({ connectionString: postgresUrl!, schema }))))
+  afterAll(schemas.drop)
+
+  it.effect("`failed` and `delivered` of one sent message from two stores at once: one wins, one change, one event", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stores = yield* twoStores
+        const { org, ids } = yield* sentMessages(stores[0], 30)
+        const outcomes = yield* Effect.all(
+          ids.flatMap((_, i) => [
+            report(stores[i % 2]!, org, i, "failed", instant(2)),
+            report(stores[(i + 1) % 2]!, org, i, "delivered", instant(2))
+          ]),
+          { concurrency: "unbounded" }
+        )
+        for (const [i, id] of ids.entries()) {
+          const pair = outcomes.slice(2 * i, 2 * i + 2)
+          const changed = pair.filter((outcome) => outcome._tag === "Updated" && outcome.changed)
+          expect(changed).toHaveLength(1)
+          const final = yield* storedStatus(id)
+          expect(["failed", "delivered"]).toContain(final)
+          expect(yield* eventStatuses(id)).toEqual([final])
+        }
+      })
+    ))
+
+  it.effect("`delivered` and `read` of one sent message from two stores at once: never back, one event per real change", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stores = yield* twoStores
+        const { org, ids } = yield* sentMessages(stores[0], 30)
+        const outcomes = yield* Effect.all(
+          ids.flatMap((_, i) => [
+            report(stores[i % 2]!, org, i, "delivered", instant(2)),
+            report(stores[(i + 1) % 2]!, org, i, "read", instant(3))
+          ]),
+          { concurrency: "unbounded" }
+        )
+        for (const [i, id] of ids.entries()) {
+          expect(yield* storedStatus(id)).toBe("read")
+          const changes = outcomes.slice(2 * i, 2 * i + 2).filter((outcome) => outcome._tag === "Updated" && outcome.changed)
+          const events = yield* eventStatuses(id)
+          // Either delivered then read (two changes), or read first and delivered refused (one).
+          expect(events).toEqual(changes.length === 2 ? ["delivered", "read"] : ["read"])
+        }
+      })
+    ))
+
+  it.live("a status report of a sent message does not wait for a transaction holding the organization's lock", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stores = yield* twoStores
+        const { org, ids } = yield* sentMessages(stores[0], 1)
+        const holder = yield* Effect.acquireRelease(
+          Effect.promise(() => schemas.pool().connect()),
+          (client) =>
+            Effect.promise(async () => {
+              await client.query("ROLLBACK")
+              client.release()
+            })
+        )
+        yield* Effect.promise(async () => {
+          await holder.query("BEGIN")
+          await holder.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [org])
+        })
+        const outcome = yield* report(stores[1], org, 0, "delivered", instant(2)).pipe(
+          Effect.timeoutFail({ duration: Duration.seconds(3), onTimeout: () => new Error("waited for the organization's lock") })
+        )
+        expect(outcome).toMatchObject({ _tag: "Updated", changed: true, message: { status: "delivered" } })
+        expect(yield* eventStatuses(ids[0]!)).toEqual(["delivered"])
+      })
+    ))
+
+  it.live("status reports racing with the deletion of the endpoint they notify: both succeed, no delivery to it remains", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const stores = yield* twoStores
+        const { org, ids, endpoint } = yield* sentMessages(stores[0], 40)
+        const [deleted] = yield* Effect.all(
+          [
+            Effect.sleep(Duration.millis(5)).pipe(Effect.zipRight(stores[1].webhooks.deleteEndpoint(org, endpoint))),
+            Effect.all(
+              ids.map((_, i) => report(stores[i % 2]!, org, i, "delivered", instant(2))),
+              { concurrency: "unbounded" }
+            )
+          ],
+          { concurrency: "unbounded" }
+        )
+        expect(deleted).toBe(true)
+        const left = yield* Effect.promise(() =>
+          schemas.pool().query(`SELECT 1 FROM "${schema}".webhook_deliveries WHERE endpoint_uuid = $1`, [endpoint])
+        )
+        expect(left.rows).toHaveLength(0)
+      })
+    ))
+})
