@@ -123,20 +123,48 @@ export interface ProviderStatusMove {
 }
 
 /**
- * The statement of {@link moveByProviderId}. Every SET expression and the guard read the
- * newest version of the row: `target` locks it (`FOR NO KEY UPDATE` follows a concurrent
- * update to its newest committed version), and the UPDATE re-checks its WHERE on that
- * version. Parameters: $1 organization, $2 provider id, $3 status, $4 failure (JSON text or
- * NULL), $5 now, $6 the statuses it moves from.
+ * The statement of {@link moveByProviderId} (`alone` false) or {@link moveByProviderIdAlone}
+ * (`alone` true). Every SET expression and the guard read the newest version of the row:
+ * `target` locks it (`FOR NO KEY UPDATE` follows a concurrent update to its newest
+ * committed version), and the UPDATE re-checks its WHERE on that version. Parameters: $1
+ * organization, $2 provider id, $3 status, $4 failure (JSON text or NULL), $5 now, $6 the
+ * statuses it moves from.
+ *
+ * With `alone`, the statement runs on its own (autocommit): instead of locking the
+ * subscribed endpoints it reads whether any exists (`subscribed`, a plain read of the
+ * statement's snapshot), the UPDATE also requires that a status change has no subscriber,
+ * and the row answers `blocked` (the status would change but an endpoint subscribes:
+ * nothing written) instead of `subscribers`.
  */
-const moveByProviderIdSql = (schema: string) => {
+const moveByProviderIdSql = (schema: string, alone: boolean) => {
   // The dispatch state ends with a move out of the waiting statuses of a message that has one (as applyStatus).
   const ends = `$3::text NOT IN ('queued', 'sending') AND m.next_attempt_at IS NOT NULL`
+  const subscribes = `organization_id = $1 AND enabled
+        AND (events IS NULL OR EXISTS (
+          SELECT 1 FROM json_array_elements_text(events) AS e (value) WHERE e.value = 'message.status_updated'))`
+  const subscribed = alone
+    ? `, subscribed AS (
+      SELECT EXISTS (SELECT 1 FROM ${schema}.webhook_endpoints WHERE ${subscribes}) AS present
+    )`
+    : ""
+  const guard = alone ? `AND (m.status = $3::text OR NOT (SELECT present FROM subscribed))` : ""
+  const afterMove = alone
+    ? `(SELECT present FROM subscribed) AND NOT EXISTS (SELECT 1 FROM moved)
+        AND (SELECT status = ANY($6::text[]) AND status <> $3::text FROM target) AS blocked`
+    : `ARRAY(SELECT uuid FROM subscribers) AS subscribers`
+  const subscribers = alone
+    ? ""
+    : `, subscribers AS (
+      SELECT uuid FROM ${schema}.webhook_endpoints
+      WHERE ${subscribes}
+        AND EXISTS (SELECT 1 FROM moved, target WHERE moved.status <> target.status)
+      FOR KEY SHARE
+    )`
   return `WITH target AS (
       SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages
       WHERE organization_id = $1 AND direction = 'outbound' AND provider_message_id = $2
       LIMIT 1 FOR NO KEY UPDATE
-    ), moved AS (
+    )${subscribed}, moved AS (
       UPDATE ${schema}.messages AS m SET
         status = $3::text,
         failure = COALESCE($4::text::json, m.failure),
@@ -148,16 +176,10 @@ const moveByProviderIdSql = (schema: string) => {
       FROM target
       WHERE m.uuid = target.uuid AND m.status = ANY($6::text[])
         AND (m.status <> $3::text OR ($4::text IS NOT NULL AND m.failure::text IS DISTINCT FROM $4::text))
+        ${guard}
       RETURNING ${messageColumnsOf("m")}
-    ), subscribers AS (
-      SELECT uuid FROM ${schema}.webhook_endpoints
-      WHERE organization_id = $1 AND enabled
-        AND (events IS NULL OR EXISTS (
-          SELECT 1 FROM json_array_elements_text(events) AS e (value) WHERE e.value = 'message.status_updated'))
-        AND EXISTS (SELECT 1 FROM moved, target WHERE moved.status <> target.status)
-      FOR KEY SHARE
-    )
-    SELECT r.*, (SELECT status FROM target) AS previous_status, ARRAY(SELECT uuid FROM subscribers) AS subscribers
+    )${subscribers}
+    SELECT r.*, (SELECT status FROM target) AS previous_status, ${afterMove}
     FROM (
       SELECT true AS changed, ${MESSAGE_COLUMNS} FROM moved
       UNION ALL
@@ -183,10 +205,56 @@ export const moveByProviderId = async (
   update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "now">
 ): Promise<ProviderStatusMove | undefined> => {
   const found = await sql.row<MessageRow & { changed: boolean; previous_status: string; subscribers: Array<string> }>(
-    moveByProviderIdSql(schema),
+    moveByProviderIdSql(schema, false),
     [organizationId, providerMessageId, update.status, jsonOrNull(update.failure), update.now, update.from]
   )
   if (found === undefined) return undefined
   const { changed, previous_status, subscribers, ...row } = found
   return { row, previousStatus: previous_status, changed, subscribers }
+}
+
+/**
+ * What {@link moveByProviderIdAlone} did: `Moved`, the report applied (or refused) with
+ * nothing more to write (`row` the message as stored afterwards, `changed` as in
+ * {@link ProviderStatusMove}); or `Blocked`, nothing written because the status would
+ * change and an endpoint subscribes to `message.status_updated` (its event must be written
+ * in the same transaction: run {@link moveByProviderId} in one).
+ */
+export type LoneProviderStatusMove =
+  | { readonly _tag: "Moved"; readonly row: MessageRow; readonly changed: boolean }
+  | { readonly _tag: "Blocked" }
+
+/**
+ * {@link moveByProviderId} as ONE statement on its own (autocommit on the pool, no
+ * BEGIN/COMMIT: one round trip), for the reports that write nothing but the message row:
+ * the same rules, locks and result, except that the UPDATE also requires that a status
+ * change has no enabled endpoint of the organization subscribed to `message.status_updated`
+ * (`Blocked` then: nothing written, the caller reruns the move in a transaction that writes
+ * the event with it). A failure-only change or a refused move writes no event, so it is
+ * `Moved` whatever the subscribers. `undefined` when no outbound message of the
+ * organization has that provider id (nothing written).
+ *
+ * Safe as one statement: it is atomic (the row, its dispatch state and the send-queue
+ * lane's next head, which the `messages_send_queue_head_*` triggers of schema/delivery.ts
+ * set inside the UPDATE, move together or not at all: no lane work is left for the
+ * caller); under READ COMMITTED the UPDATE re-checks its WHERE (the `from` guard and the
+ * status compared with `$3`) on the row's newest version, which `target` locked; the
+ * subscriber check reads the statement's snapshot, so an endpoint created concurrently and
+ * committed after that snapshot is ordered after this report (as in the transactional
+ * path, whose `subscribers` read the same snapshot) and gets no event of it.
+ */
+export const moveByProviderIdAlone = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId,
+  providerMessageId: string,
+  update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "now">
+): Promise<LoneProviderStatusMove | undefined> => {
+  const found = await sql.row<MessageRow & { changed: boolean; previous_status: string; blocked: boolean }>(
+    moveByProviderIdSql(schema, true),
+    [organizationId, providerMessageId, update.status, jsonOrNull(update.failure), update.now, update.from]
+  )
+  if (found === undefined) return undefined
+  const { changed, previous_status: _previous, blocked, ...row } = found
+  return blocked ? { _tag: "Blocked" } : { _tag: "Moved", row, changed }
 }

@@ -1,7 +1,7 @@
 import type { OrganizationId, ProviderStatusOutcome, ProviderStatusUpdate } from "@switchboard/core"
 import type { Database, Sql } from "../internal/sql.js"
 import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chat-rows.js"
-import { applyStatus, moveByProviderId } from "./message-status.js"
+import { applyStatus, moveByProviderId, moveByProviderIdAlone } from "./message-status.js"
 import { insertWebhookEvents, recordWebhookEvent } from "./webhook-events.js"
 
 /** The statements of the path that keeps the organization's lock (a provider id no message has yet). */
@@ -19,22 +19,30 @@ const sqlOf = (s: string) =>
 /**
  * `chats.updateMessageStatusByProviderId` on PostgreSQL (docs/storage.md "PostgreSQL").
  *
- * The common case, a message with that provider id exists: one transaction of three round
- * trips (BEGIN, {@link moveByProviderId}, COMMIT; one more statement writes the
- * `message.status_updated` event and its deliveries when the status changed and an endpoint
- * subscribes). It takes no organization lock: the message row's own lock orders the
- * reports of one message (the UPDATE re-checks `from` on the row's newest version), so
- * reports of different messages run in parallel. It locks that row, then (only with
- * events) the subscribed endpoints `FOR KEY SHARE` and the organization's row `FOR KEY
- * SHARE` (the foreign keys of the event rows), which conflicts with no lock the
- * organization's other transactions take (`FOR NO KEY UPDATE`).
+ * The common case, a message with that provider id exists and its report writes no event
+ * (no enabled endpoint of the organization subscribes to `message.status_updated`, or the
+ * status does not change): ONE autocommit statement on the pool, no BEGIN/COMMIT
+ * ({@link moveByProviderIdAlone}: it locks the message row, moves it, ends its send-queue
+ * dispatch state, atomically; one round trip). When the status would change and an
+ * endpoint subscribes, that statement writes nothing (`Blocked`) and the report runs as
+ * one transaction of three round trips (BEGIN, {@link moveByProviderId}, COMMIT) plus
+ * one statement writing the `message.status_updated` event and its deliveries, so the
+ * event commits with the change. Neither takes an organization lock: the message row's
+ * own lock orders the reports of one message (the UPDATE re-checks `from` on the row's
+ * newest version), so reports of different messages run in parallel. The transaction locks
+ * that row, then the subscribed endpoints `FOR KEY SHARE` and the organization's row `FOR
+ * KEY SHARE` (the foreign keys of the event rows), which conflicts with no lock the
+ * organization's other transactions take (`FOR NO KEY UPDATE`). An endpoint created
+ * concurrently, committed after the statement's snapshot, is ordered after the report (no
+ * event of it), on either path.
  *
- * Otherwise (no message has that provider id in the statement's snapshot), a second
- * transaction that locks the organization's row first, as every write recording a provider
- * id does: it reads the message again (a send that recorded the id meanwhile is seen) and
- * applies the report to it, or stores it as pending until `update.pendingUntil` (pruning
- * the expired ones) for `updateMessageStatus` to apply when it records that id.
- * Rejects with the driver's error.
+ * Otherwise (no message has that provider id in the statement's snapshot), a transaction
+ * that locks the organization's row first, as every write recording a provider id does: it
+ * reads the message again (a send that recorded the id meanwhile is seen) and applies the
+ * report to it (with its event), or stores it as pending until `update.pendingUntil`
+ * (pruning the expired ones) for `updateMessageStatus` to apply when it records that id.
+ * Answers `Updated` (the message as stored afterwards, `changed` when its status or
+ * failure changed) or `Pending`. Rejects with the driver's error.
  */
 export const updateStatusByProviderId = async (
   db: Database,
@@ -43,13 +51,18 @@ export const updateStatusByProviderId = async (
   update: ProviderStatusUpdate
 ): Promise<ProviderStatusOutcome> => {
   const s = db.schema
-  const moved = await db.transaction(async (sql): Promise<ProviderStatusOutcome | undefined> => {
-    const found = await moveByProviderId(sql, s, organizationId, providerMessageId, update)
-    if (found === undefined) return undefined
-    const message = decodeMessage(found.row)
-    await insertWebhookEvents(sql, s, organizationId, "message.status_updated", update.now, found.subscribers, [message])
-    return { _tag: "Updated", message, changed: found.changed }
-  })
+  const alone = await moveByProviderIdAlone(db.sql, s, organizationId, providerMessageId, update)
+  if (alone?._tag === "Moved") return { _tag: "Updated", message: decodeMessage(alone.row), changed: alone.changed }
+  const moved =
+    alone === undefined
+      ? undefined
+      : await db.transaction(async (sql): Promise<ProviderStatusOutcome | undefined> => {
+          const found = await moveByProviderId(sql, s, organizationId, providerMessageId, update)
+          if (found === undefined) return undefined
+          const message = decodeMessage(found.row)
+          await insertWebhookEvents(sql, s, organizationId, "message.status_updated", update.now, found.subscribers, [message])
+          return { _tag: "Updated", message, changed: found.changed }
+        })
   return (
     moved ??
     db.transaction((sql) => statusOrPending(sql, s, organizationId, providerMessageId, update), {
