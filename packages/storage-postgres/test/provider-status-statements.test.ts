@@ -3,19 +3,18 @@ import Pg from "pg"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
-  type ChatId,
   MESSAGE_STATUS_PREDECESSORS,
   type MessageId,
   type MessageStatus,
   type OrganizationId,
-  type StorageService,
-  type WebhookEndpointId
+  type StorageService
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
+import { eventStatuses as eventStatusesOf, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 
-const { importRow, instant, phone } = fixtures
+const { instant } = fixtures
 
 // The round trips of a provider's status report (repositories/provider-status.ts): with no
 // event to write it is ONE autocommit statement (no BEGIN/COMMIT); a status change that an
@@ -44,77 +43,19 @@ const recordedStore = Effect.gen(function* () {
   return yield* PostgresStorage.make({ pool, schema })
 })
 
-/** An organization with one outbound message sent as `wamid.0` at `instant(1)`. */
+/** An organization (no endpoint) with one outbound message sent as `wamid.0` at `instant(1)`. */
 const sentMessage = (store: StorageService) =>
-  Effect.gen(function* () {
-    const org = fixtures.organization()
-    yield* store.organizations.insert(org)
-    const imported = yield* store.contacts.importBulk(org.id, fixtures.importRequest([importRow(phone(0))]))
-    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
-    const id = fixtures.uuid() as MessageId
-    const appended = yield* store.chats.appendMessage(org.id, {
-      contact: { _tag: "ById" as const, uuid: imported.result.contacts[0]!.uuid },
-      newChat: { uuid: fixtures.uuid() as ChatId, status: "open" as const },
-      message: {
-        uuid: id,
-        direction: "outbound" as const,
-        type: "text" as const,
-        text: "hello",
-        template: null,
-        media: null,
-        content: null,
-        status: "queued" as const,
-        provider_message_id: null,
-        failure: null,
-        channel_uuid: null,
-        attempts: 0,
-        next_attempt_at: null,
-        broadcast_uuid: null,
-        created_at: instant(0),
-        updated_at: instant(0)
-      },
-      unreadIncrement: 0,
-      reopen: { from: [], to: "open" as const },
-      dedupe: false,
-      now: instant(0)
-    })
-    expect(appended._tag).toBe("Appended")
-    const sent = yield* store.chats.updateMessageStatus(org.id, id, {
-      status: "sent",
-      from: MESSAGE_STATUS_PREDECESSORS.sent,
-      provider_message_id: "wamid.0",
-      now: instant(1)
-    })
-    expect(sent._tag).toBe("Updated")
-    return { org: org.id, id }
-  })
+  Effect.map(sentMessages(store, 1, { subscribed: false }), ({ org, ids }) => ({ org, id: ids[0]! }))
 
 /** The provider's report of `status` for `wamid.0` at `now`, and the statements it sent. */
 const report = (store: StorageService, org: OrganizationId, status: MessageStatus, now: string) =>
-  Effect.gen(function* () {
+  Effect.suspend(() => {
     statements.length = 0
-    const outcome = yield* store.chats.updateMessageStatusByProviderId(org, "wamid.0", {
-      status,
-      from: MESSAGE_STATUS_PREDECESSORS[status],
-      ...(status === "failed" ? { failure: { code: "131047", title: "Re-engagement message" } } : {}),
-      now,
-      pendingUntil: instant(60)
-    })
-    return { outcome, sent: statements.splice(0) }
+    return Effect.map(providerReport(store, org, "wamid.0", status, now), (outcome) => ({ outcome, sent: statements.splice(0) }))
   })
 
-/** The statuses of the `message.status_updated` events of message `id`, by `created_at`. */
-const eventStatuses = (id: MessageId) =>
-  Effect.promise(async () => {
-    const rows = await schemas
-      .pool()
-      .query<{ status: string }>(
-        `SELECT data->>'status' AS status FROM "${schema}".webhook_events
-          WHERE type = 'message.status_updated' AND data->>'uuid' = $1 ORDER BY created_at`,
-        [id]
-      )
-    return rows.rows.map((row) => row.status)
-  })
+/** The statuses of the `message.status_updated` events of message `id` after its send. */
+const eventStatuses = (id: MessageId) => eventStatusesOf(schemas.pool(), schema, id)
 
 const isBegin = (text: string) => /^\s*BEGIN/i.test(text)
 
@@ -165,16 +106,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       Effect.gen(function* () {
         const store = yield* recordedStore
         const { org, id } = yield* sentMessage(store)
-        const endpoint = {
-          uuid: fixtures.uuid() as WebhookEndpointId,
-          url: "https://example.com/hooks",
-          events: null,
-          description: null,
-          enabled: true,
-          created_at: instant(0),
-          updated_at: instant(0)
-        }
-        expect((yield* store.webhooks.insertEndpoint(org, { endpoint, secret_sealed: "sealed" }, 10))._tag).toBe("Inserted")
+        yield* subscribedEndpoint(store, org)
         const read = yield* report(store, org, "read", instant(2))
         expect(read.outcome).toMatchObject({ _tag: "Updated", changed: true, message: { uuid: id, status: "read" } })
         expect(read.sent.filter(isBegin)).toHaveLength(1)

@@ -2,20 +2,17 @@ import { expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
-  type ChatId,
-  type ContactId,
-  MESSAGE_STATUS_PREDECESSORS,
   type MessageId,
   type MessageStatus,
   type OrganizationId,
-  type StorageService,
-  type WebhookEndpointId
+  type StorageService
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
+import { eventStatuses as eventStatusesOf, providerReport, sentMessages } from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 
-const { importRow, instant, phone } = fixtures
+const { instant } = fixtures
 
 // The provider's status reports of messages that have their provider id take no
 // organization lock (repositories/provider-status.ts): their races on one message, across
@@ -32,97 +29,12 @@ const twoStores = Effect.gen(function* () {
   return [first, second] as const
 })
 
-/**
- * An organization with an endpoint subscribed to every event, and `count` outbound
- * messages (one per contact) sent as `wamid.<i>` at `instant(1)`; returns the organization
- * and the messages' uuids.
- */
-const sentMessages = (store: StorageService, count: number) =>
-  Effect.gen(function* () {
-    const org = fixtures.organization()
-    yield* store.organizations.insert(org)
-    const endpoint = {
-      uuid: fixtures.uuid() as WebhookEndpointId,
-      url: "https://example.com/hooks",
-      events: null,
-      description: null,
-      enabled: true,
-      created_at: instant(0),
-      updated_at: instant(0)
-    }
-    expect((yield* store.webhooks.insertEndpoint(org.id, { endpoint, secret_sealed: "sealed" }, 10))._tag).toBe("Inserted")
-    const imported = yield* store.contacts.importBulk(
-      org.id,
-      fixtures.importRequest(Array.from({ length: count }, (_, i) => importRow(phone(i))))
-    )
-    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
-    const ids: Array<MessageId> = []
-    for (const [i, contact] of imported.result.contacts.entries()) {
-      const id = fixtures.uuid() as MessageId
-      const appended = yield* store.chats.appendMessage(org.id, outbound(contact.uuid, id))
-      expect(appended._tag).toBe("Appended")
-      const sent = yield* store.chats.updateMessageStatus(org.id, id, {
-        status: "sent",
-        from: MESSAGE_STATUS_PREDECESSORS.sent,
-        provider_message_id: `wamid.${i}`,
-        now: instant(1)
-      })
-      expect(sent._tag).toBe("Updated")
-      ids.push(id)
-    }
-    return { org: org.id, ids, endpoint: endpoint.uuid }
-  })
-
-/** The request appending a queued outbound text `id` to the contact's chat at `instant(0)`. */
-const outbound = (contactId: ContactId, id: MessageId) => ({
-  contact: { _tag: "ById" as const, uuid: contactId },
-  newChat: { uuid: fixtures.uuid() as ChatId, status: "open" as const },
-  message: {
-    uuid: id,
-    direction: "outbound" as const,
-    type: "text" as const,
-    text: "hello",
-    template: null,
-    media: null,
-    content: null,
-    status: "queued" as const,
-    provider_message_id: null,
-    failure: null,
-    channel_uuid: null,
-    attempts: 0,
-    next_attempt_at: null,
-    broadcast_uuid: null,
-    created_at: instant(0),
-    updated_at: instant(0)
-  },
-  unreadIncrement: 0,
-  reopen: { from: [], to: "open" as const },
-  dedupe: false,
-  now: instant(0)
-})
-
 /** A provider report of `status` for `wamid.<i>` at `now`, as core makes it. */
 const report = (store: StorageService, org: OrganizationId, i: number, status: MessageStatus, now: string) =>
-  store.chats.updateMessageStatusByProviderId(org, `wamid.${i}`, {
-    status,
-    from: MESSAGE_STATUS_PREDECESSORS[status],
-    ...(status === "failed" ? { failure: { code: "131047", title: "Re-engagement message" } } : {}),
-    now,
-    pendingUntil: instant(60)
-  })
+  providerReport(store, org, `wamid.${i}`, status, now)
 
-/** The statuses of the `message.status_updated` events of message `id` after its send (`instant(1)`), by `created_at`. */
-const eventStatuses = (id: MessageId) =>
-  Effect.promise(async () => {
-    const rows = await schemas
-      .pool()
-      .query<{ status: string }>(
-        `SELECT data->>'status' AS status FROM "${schema}".webhook_events
-          WHERE type = 'message.status_updated' AND data->>'uuid' = $1 AND created_at > $2 ORDER BY created_at`,
-        [id, instant(1)]
-      )
-    return rows.rows.map((row) => row.status)
-  })
+/** The statuses of the `message.status_updated` events of message `id` after its send. */
+const eventStatuses = (id: MessageId) => eventStatusesOf(schemas.pool(), schema, id)
 
 /** The stored status of message `id`, read behind the stores' back. */
 const storedStatus = (id: MessageId) =>
@@ -139,7 +51,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* twoStores
-        const { org, ids } = yield* sentMessages(stores[0], 30)
+        const { org, ids } = yield* sentMessages(stores[0], 30, { subscribed: true })
         const outcomes = yield* Effect.all(
           ids.flatMap((_, i) => [
             report(stores[i % 2]!, org, i, "failed", instant(2)),
@@ -162,7 +74,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* twoStores
-        const { org, ids } = yield* sentMessages(stores[0], 30)
+        const { org, ids } = yield* sentMessages(stores[0], 30, { subscribed: true })
         const outcomes = yield* Effect.all(
           ids.flatMap((_, i) => [
             report(stores[i % 2]!, org, i, "delivered", instant(2)),
@@ -184,7 +96,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* twoStores
-        const { org, ids } = yield* sentMessages(stores[0], 1)
+        const { org, ids } = yield* sentMessages(stores[0], 1, { subscribed: true })
         const holder = yield* Effect.acquireRelease(
           Effect.promise(() => schemas.pool().connect()),
           (client) =>
@@ -209,10 +121,10 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* twoStores
-        const { org, ids, endpoint } = yield* sentMessages(stores[0], 40)
+        const { org, ids, endpoint } = yield* sentMessages(stores[0], 40, { subscribed: true })
         const [deleted] = yield* Effect.all(
           [
-            Effect.sleep(Duration.millis(5)).pipe(Effect.zipRight(stores[1].webhooks.deleteEndpoint(org, endpoint))),
+            Effect.sleep(Duration.millis(5)).pipe(Effect.zipRight(stores[1].webhooks.deleteEndpoint(org, endpoint!))),
             Effect.all(
               ids.map((_, i) => report(stores[i % 2]!, org, i, "delivered", instant(2))),
               { concurrency: "unbounded" }
@@ -222,7 +134,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
         )
         expect(deleted).toBe(true)
         const left = yield* Effect.promise(() =>
-          schemas.pool().query(`SELECT 1 FROM "${schema}".webhook_deliveries WHERE endpoint_uuid = $1`, [endpoint])
+          schemas.pool().query(`SELECT 1 FROM "${schema}".webhook_deliveries WHERE endpoint_uuid = $1`, [endpoint!])
         )
         expect(left.rows).toHaveLength(0)
       })

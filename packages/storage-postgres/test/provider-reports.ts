@@ -1,0 +1,117 @@
+import { expect } from "@effect/vitest"
+import { Effect } from "effect"
+import type Pg from "pg"
+import {
+  type ChatId,
+  type ContactId,
+  MESSAGE_STATUS_PREDECESSORS,
+  type MessageId,
+  type MessageStatus,
+  type OrganizationId,
+  type StorageService,
+  type WebhookEndpointId
+} from "@switchboard/core"
+import { fixtures } from "@switchboard/storage-contract"
+
+// What the tests of provider status reports share (races-statuses.test.ts,
+// provider-status-statements.test.ts): sent messages to report on, an endpoint subscribed
+// to every event, the report as core makes it, and the events it wrote.
+
+const { importRow, instant, phone } = fixtures
+
+/** Inserts an enabled endpoint subscribed to every event into `org`; resolves its uuid. */
+export const subscribedEndpoint = (store: StorageService, org: OrganizationId) =>
+  Effect.gen(function* () {
+    const endpoint = {
+      uuid: fixtures.uuid() as WebhookEndpointId,
+      url: "https://example.com/hooks",
+      events: null,
+      description: null,
+      enabled: true,
+      created_at: instant(0),
+      updated_at: instant(0)
+    }
+    expect((yield* store.webhooks.insertEndpoint(org, { endpoint, secret_sealed: "sealed" }, 10))._tag).toBe("Inserted")
+    return endpoint.uuid
+  })
+
+/**
+ * A new organization (with a subscribed endpoint when `subscribed`) and `count` outbound
+ * messages, one per contact, sent as `wamid.<i>` at `instant(1)`; resolves the
+ * organization, the messages' uuids and the endpoint's uuid (`null` without one).
+ */
+export const sentMessages = (store: StorageService, count: number, options: { readonly subscribed: boolean }) =>
+  Effect.gen(function* () {
+    const org = fixtures.organization()
+    yield* store.organizations.insert(org)
+    const endpoint = options.subscribed ? yield* subscribedEndpoint(store, org.id) : null
+    const imported = yield* store.contacts.importBulk(
+      org.id,
+      fixtures.importRequest(Array.from({ length: count }, (_, i) => importRow(phone(i))))
+    )
+    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+    const ids: Array<MessageId> = []
+    for (const [i, contact] of imported.result.contacts.entries()) {
+      const id = fixtures.uuid() as MessageId
+      const appended = yield* store.chats.appendMessage(org.id, outboundText(contact.uuid, id))
+      expect(appended._tag).toBe("Appended")
+      const sent = yield* store.chats.updateMessageStatus(org.id, id, {
+        status: "sent",
+        from: MESSAGE_STATUS_PREDECESSORS.sent,
+        provider_message_id: `wamid.${i}`,
+        now: instant(1)
+      })
+      expect(sent._tag).toBe("Updated")
+      ids.push(id)
+    }
+    return { org: org.id, ids, endpoint }
+  })
+
+/** The request appending a queued outbound text `id` to the contact's chat at `instant(0)`. */
+const outboundText = (contactId: ContactId, id: MessageId) => ({
+  contact: { _tag: "ById" as const, uuid: contactId },
+  newChat: { uuid: fixtures.uuid() as ChatId, status: "open" as const },
+  message: {
+    uuid: id,
+    direction: "outbound" as const,
+    type: "text" as const,
+    text: "hello",
+    template: null,
+    media: null,
+    content: null,
+    status: "queued" as const,
+    provider_message_id: null,
+    failure: null,
+    channel_uuid: null,
+    attempts: 0,
+    next_attempt_at: null,
+    broadcast_uuid: null,
+    created_at: instant(0),
+    updated_at: instant(0)
+  },
+  unreadIncrement: 0,
+  reopen: { from: [], to: "open" as const },
+  dedupe: false,
+  now: instant(0)
+})
+
+/** A provider report of `status` for `wamid` at `now`, as core makes it (`failed` with Meta's 131047). */
+export const providerReport = (store: StorageService, org: OrganizationId, wamid: string, status: MessageStatus, now: string) =>
+  store.chats.updateMessageStatusByProviderId(org, wamid, {
+    status,
+    from: MESSAGE_STATUS_PREDECESSORS[status],
+    ...(status === "failed" ? { failure: { code: "131047", title: "Re-engagement message" } } : {}),
+    now,
+    pendingUntil: instant(60)
+  })
+
+/** The statuses of the `message.status_updated` events of message `id` written after `instant(1)` (its send), by `created_at`. */
+export const eventStatuses = (pool: Pg.Pool, schema: string, id: MessageId) =>
+  Effect.promise(async () => {
+    const rows = await pool.query<{ status: string }>(
+      `SELECT data->>'status' AS status FROM "${schema}".webhook_events
+        WHERE type = 'message.status_updated' AND data->>'uuid' = $1 AND created_at > $2 ORDER BY created_at`,
+      [id, instant(1)]
+    )
+    return rows.rows.map((row) => row.status)
+  })
