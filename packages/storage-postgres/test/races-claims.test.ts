@@ -16,7 +16,7 @@ import {
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { importRow, instant, phone } = fixtures
 
@@ -28,12 +28,7 @@ const schemas = testSchemas()
 const schema = schemas.fresh()
 
 /** Two stores on the file's schema, emptied first; released with the test's scope. */
-const twoStores = Effect.gen(function* () {
-  yield* Effect.promise(() => schemas.empty(schema))
-  const first = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  const second = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  return [first, second] as const
-})
+const freshStores = twoStores(schemas, schema)
 
 /** `first` for even `i`, `second` for odd. */
 const either = (stores: readonly [StorageService, StorageService], i: number) => stores[i % 2]!
@@ -62,7 +57,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("200 due webhook deliveries claimed by many small claims from two stores at once: each exactly once", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         // Two endpoints and 100 created contacts: 200 deliveries, due at instant(0).
         const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
@@ -109,7 +104,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("300 queued messages over four channels claimed by concurrent claims from two stores: each exactly once, pacing kept", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const { contacts, org } = yield* organizationWithContacts(stores[0], 150)
         const channels: Array<Channel> = []
         for (const [n, throughput] of [[1, 10], [2, 20], [3, 40], [4, 100]] as const) {

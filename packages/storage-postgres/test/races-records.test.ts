@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe } from "vitest"
 import type { LabelId, StorageService } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { importRow, instant, phone } = fixtures
 
@@ -16,12 +16,7 @@ const schemas = testSchemas()
 const schema = schemas.fresh()
 
 /** Two stores on the file's schema, emptied first; released with the test's scope. */
-const twoStores = Effect.gen(function* () {
-  yield* Effect.promise(() => schemas.empty(schema))
-  const first = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  const second = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  return [first, second] as const
-})
+const freshStores = twoStores(schemas, schema)
 
 /** `first` for even `i`, `second` for odd. */
 const either = (stores: readonly [StorageService, StorageService], i: number) => stores[i % 2]!
@@ -48,7 +43,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("60 single-contact imports over two stores against contacts_limit 25: exactly 25 stored", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const org = fixtures.organization({ plan: { contacts_limit: 25, label_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const outcomes = yield* Effect.all(
@@ -69,7 +64,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("concurrent imports and deletes over two stores keep contact_counts exact", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const seeded = yield* stores[0].contacts.importBulk(
@@ -92,7 +87,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("concurrent label creates over two stores against label_limit: exactly the limit", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: 7, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const outcomes = yield* Effect.all(
@@ -114,7 +109,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("a key revoked on one store is refused by the other on its next look-up", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const [first, second] = yield* twoStores
+        const [first, second] = yield* freshStores
         const org = fixtures.organization()
         const key = fixtures.apiKey(org.id)
         yield* first.organizations.insert(org)

@@ -10,7 +10,7 @@ import {
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
 import { eventStatuses as eventStatusesOf, providerReport, sentMessages } from "./provider-reports.js"
-import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { instant } = fixtures
 
@@ -22,12 +22,7 @@ const schemas = testSchemas()
 const schema = schemas.fresh()
 
 /** Two stores on the file's schema, emptied first; released with the test's scope. */
-const twoStores = Effect.gen(function* () {
-  yield* Effect.promise(() => schemas.empty(schema))
-  const first = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  const second = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
-  return [first, second] as const
-})
+const freshStores = twoStores(schemas, schema)
 
 /** A provider report of `status` for `wamid.<i>` at `now`, as core makes it. */
 const report = (store: StorageService, org: OrganizationId, i: number, status: MessageStatus, now: string) =>
@@ -43,6 +38,25 @@ const storedStatus = (id: MessageId) =>
     return rows.rows[0]!.status
   })
 
+/**
+ * 30 sent messages of an organization with a subscribed endpoint, each reported `first` and
+ * `second` at once, from the two stores (alternating which store reports which); resolves
+ * the messages' uuids and each message's two outcomes, in that order.
+ */
+const raced = (first: readonly [MessageStatus, string], second: readonly [MessageStatus, string]) =>
+  Effect.gen(function* () {
+    const stores = yield* freshStores
+    const { org, ids } = yield* sentMessages(stores[0], 30, { subscribed: true })
+    const outcomes = yield* Effect.all(
+      ids.flatMap((_, i) => [
+        report(stores[i % 2]!, org, i, ...first),
+        report(stores[(i + 1) % 2]!, org, i, ...second)
+      ]),
+      { concurrency: "unbounded" }
+    )
+    return { ids, pairs: ids.map((_, i) => outcomes.slice(2 * i, 2 * i + 2)) }
+  })
+
 describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races on provider status reports", () => {
   beforeAll(() => Effect.runPromise(Effect.scoped(PostgresStorage.make({ connectionString: postgresUrl!, schema }))))
   afterAll(schemas.drop)
@@ -50,18 +64,9 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("`failed` and `delivered` of one sent message from two stores at once: one wins, one change, one event", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
-        const { org, ids } = yield* sentMessages(stores[0], 30, { subscribed: true })
-        const outcomes = yield* Effect.all(
-          ids.flatMap((_, i) => [
-            report(stores[i % 2]!, org, i, "failed", instant(2)),
-            report(stores[(i + 1) % 2]!, org, i, "delivered", instant(2))
-          ]),
-          { concurrency: "unbounded" }
-        )
+        const { ids, pairs } = yield* raced(["failed", instant(2)], ["delivered", instant(2)])
         for (const [i, id] of ids.entries()) {
-          const pair = outcomes.slice(2 * i, 2 * i + 2)
-          const changed = pair.filter((outcome) => outcome._tag === "Updated" && outcome.changed)
+          const changed = pairs[i]!.filter((outcome) => outcome._tag === "Updated" && outcome.changed)
           expect(changed).toHaveLength(1)
           const final = yield* storedStatus(id)
           expect(["failed", "delivered"]).toContain(final)
@@ -73,18 +78,10 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.effect("`delivered` and `read` of one sent message from two stores at once: never back, one event per real change", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
-        const { org, ids } = yield* sentMessages(stores[0], 30, { subscribed: true })
-        const outcomes = yield* Effect.all(
-          ids.flatMap((_, i) => [
-            report(stores[i % 2]!, org, i, "delivered", instant(2)),
-            report(stores[(i + 1) % 2]!, org, i, "read", instant(3))
-          ]),
-          { concurrency: "unbounded" }
-        )
+        const { ids, pairs } = yield* raced(["delivered", instant(2)], ["read", instant(3)])
         for (const [i, id] of ids.entries()) {
           expect(yield* storedStatus(id)).toBe("read")
-          const changes = outcomes.slice(2 * i, 2 * i + 2).filter((outcome) => outcome._tag === "Updated" && outcome.changed)
+          const changes = pairs[i]!.filter((outcome) => outcome._tag === "Updated" && outcome.changed)
           const events = yield* eventStatuses(id)
           // Either delivered then read (two changes), or read first and delivered refused (one).
           expect(events).toEqual(changes.length === 2 ? ["delivered", "read"] : ["read"])
@@ -95,7 +92,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.live("a status report of a sent message does not wait for a transaction holding the organization's lock", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const { org, ids } = yield* sentMessages(stores[0], 1, { subscribed: true })
         const holder = yield* Effect.acquireRelease(
           Effect.promise(() => schemas.pool().connect()),
@@ -120,7 +117,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   it.live("status reports racing with the deletion of the endpoint they notify: both succeed, no delivery to it remains", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const stores = yield* twoStores
+        const stores = yield* freshStores
         const { org, ids, endpoint } = yield* sentMessages(stores[0], 40, { subscribed: true })
         const [deleted] = yield* Effect.all(
           [

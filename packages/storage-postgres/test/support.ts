@@ -63,6 +63,18 @@ export const testSchemas = () => {
 }
 
 /**
+ * Two stores (two pools of 8) on `schema`, emptied first, as two processes would have them;
+ * released with the caller's scope. The race tests run their contenders through them.
+ */
+export const twoStores = (schemas: ReturnType<typeof testSchemas>, schema: string) =>
+  Effect.gen(function* () {
+    yield* Effect.promise(() => schemas.empty(schema))
+    const first = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
+    const second = yield* PostgresStorage.make({ connectionString: postgresUrl!, schema, poolSize: 8 })
+    return [first, second] as const
+  })
+
+/**
  * A Layer of {@link PostgresStorage} on `schema` that first empties it (`empty`) when
  * `emptyFirst`: a fresh, empty store per test on the file's one migrated schema.
  */
