@@ -1,12 +1,52 @@
 import type { ChatAppendRequest, ChatStatus, Message, OrganizationId } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
 import { insertOutboxMessage } from "./chat-hooks.js"
-import { insertMessageSql, messageValues } from "./chat-rows.js"
+import { insertMessageSql, insertMessageUnlessStoredSql, messageValues } from "./chat-rows.js"
 
 // The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
 // chat, the message, the chat's counters and the customer service window, inside the
-// caller's transaction holding the organization's lock (broadcast-write.ts makes the same
+// caller's transaction holding the organization's lock, or the chat's when the contact and
+// its chat exist and are known (chats.ts `appendToLockedChat`; broadcast-write.ts makes the same
 // writes for a batch of a broadcast's recipients).
+
+/**
+ * The chat row's update for an appended message, its parameters numbered from `$n+1`:
+ * `+1` unread increment, `+2` the statuses that reopen, `+3` the status they reopen to,
+ * `+4` the message's `created_at`, `+5` its uuid, `+6` now, `+7` the chat's row id; with
+ * `window`, `+9` the channel and `+10` the window's instant (the chat follows the latest
+ * instant over every channel). Every SET expression reads the row as it was: the message
+ * becomes the last one unless the chat has a newer one (-infinity = none, below every
+ * instant). `also` extends the WHERE clause.
+ */
+const touchChatSql = (s: string, n: number, window: boolean, also = ""): string => {
+  const p = (k: number) => `$${n + k}`
+  const inbound = window
+    ? `,
+        last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR ${p(10)}::timestamptz >= last_inbound_at
+          THEN ${p(9)} ELSE last_inbound_channel_uuid END,
+        last_inbound_at = GREATEST(last_inbound_at, ${p(10)}::timestamptz)`
+    : ""
+  return `UPDATE ${s}.chats SET
+        unread_count = unread_count + ${p(1)},
+        status = CASE WHEN status = ANY(${p(2)}::text[]) THEN ${p(3)} ELSE status END,
+        last_message_uuid = CASE WHEN ${p(4)}::timestamptz >= last_message_at THEN ${p(5)} ELSE last_message_uuid END,
+        last_message_at = GREATEST(last_message_at, ${p(4)}::timestamptz),
+        updated_at = ${p(6)}${inbound}
+      WHERE id = ${p(7)}${also}`
+}
+
+/**
+ * The customer service window's upsert, its parameters numbered from `$n+1`: the contact
+ * (`+1`), the channel (`+2`), the instant (`+3`, moving forward only); written once per
+ * row of `from` when given (a `WITH` clause's name), else once.
+ */
+const windowSql = (s: string, n: number, from: string | null): string => {
+  const values = `$${n + 1}::text, $${n + 2}::text, $${n + 3}::timestamptz`
+  return `INSERT INTO ${s}.customer_service_windows (contact_uuid, channel_uuid, last_inbound_at)
+        ${from === null ? `VALUES (${values})` : `SELECT ${values} FROM ${from}`}
+        ON CONFLICT (contact_uuid, channel_uuid)
+        DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)`
+}
 
 /** The statements of these writes, for schema `s`. */
 const sqlOf = (s: string) =>
@@ -23,33 +63,15 @@ const sqlOf = (s: string) =>
     // search_text is filled from the contact by the trigger chats_before_insert.
     insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at)
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    // Every SET expression reads the row as it was: the message becomes the last one unless
-    // the chat has a newer one (-infinity = none, below every instant).
-    touchChat: `UPDATE ${s}.chats SET
-        unread_count = unread_count + $1,
-        status = CASE WHEN status = ANY($2::text[]) THEN $3 ELSE status END,
-        last_message_uuid = CASE WHEN $4::timestamptz >= last_message_at THEN $5 ELSE last_message_uuid END,
-        last_message_at = GREATEST(last_message_at, $4::timestamptz),
-        updated_at = $6
-      WHERE id = $7`,
-    // touchChat, and the customer service window in the same statement: the contact's
-    // instant on the channel ($8, $9, $10) moves forward only; the chat row follows the
-    // latest instant over every channel.
-    touchChatAndWindow: `WITH win AS (
-        INSERT INTO ${s}.customer_service_windows (contact_uuid, channel_uuid, last_inbound_at) VALUES ($8, $9, $10)
-        ON CONFLICT (contact_uuid, channel_uuid)
-        DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)
-      )
-      UPDATE ${s}.chats SET
-        unread_count = unread_count + $1,
-        status = CASE WHEN status = ANY($2::text[]) THEN $3 ELSE status END,
-        last_message_uuid = CASE WHEN $4::timestamptz >= last_message_at THEN $5 ELSE last_message_uuid END,
-        last_message_at = GREATEST(last_message_at, $4::timestamptz),
-        updated_at = $6,
-        last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR $10::timestamptz >= last_inbound_at
-          THEN $9 ELSE last_inbound_channel_uuid END,
-        last_inbound_at = GREATEST(last_inbound_at, $10::timestamptz)
-      WHERE id = $7`,
+    touchChat: touchChatSql(s, 0, false),
+    // touchChat, and the customer service window in the same statement.
+    touchChatAndWindow: `WITH win AS (${windowSql(s, 7, null)}) ${touchChatSql(s, 0, true)}`,
+    // The message ($1…$19) unless its provider id is stored already, and only then, in the
+    // same statement, the window (with `window`: $27…$29) and the chat ($20…$26).
+    insertUnlessStored: (window: boolean) => `WITH inserted AS (${insertMessageUnlessStoredSql(s)}),
+      ${window ? `windowed AS (${windowSql(s, 26, "inserted")}),` : ""}
+      touched AS (${touchChatSql(s, 19, window, " AND EXISTS (SELECT 1 FROM inserted)")})
+      SELECT EXISTS (SELECT 1 FROM inserted) AS stored`
   }) as const
 
 /**
@@ -65,7 +87,8 @@ export interface AppendedMessage {
 
 /**
  * The writes of `chats.appendMessage` after its duplicate check, inside the caller's
- * transaction (which holds the organization's lock): resolves the contact (`undefined`,
+ * transaction (which holds the organization's lock, or the lock of the chat of `known`
+ * with `known` a contact with a chat): resolves the contact (`undefined`,
  * nothing written, when there is no such contact), takes its chat (inserted as
  * `request.newChat` when missing), inserts the message (through the send queue with
  * `request.outbox`), moves the chat's unread count, status, last message and `updated_at`,
@@ -96,13 +119,55 @@ export const writeAppendedMessage = async (
   if (request.outbox === undefined) {
     await sql.run(insertMessageSql(s), messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
   }
-  const touch = [request.unreadIncrement, request.reopen.from, request.reopen.to, message.created_at, message.uuid, now, chat.id]
-  if (request.inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null) {
-    await sql.run(SQL.touchChatAndWindow, [...touch, contact.uuid, message.channel_uuid, request.inboundAt])
-  } else {
-    await sql.run(SQL.touchChat, touch)
-  }
+  const window = windowValues(request, contact.uuid)
+  const touch = touchValues(request, chat.id)
+  await sql.run(window === undefined ? SQL.touchChat : SQL.touchChatAndWindow, window === undefined ? touch : [...touch, ...window])
   return { chat, contact, message: stored }
+}
+
+/**
+ * The writes of `chats.appendMessage` for an inbound message (not through the send queue)
+ * of a contact with a chat, unless the organization has a message of that direction and
+ * provider id already: the message, then the chat and the window as
+ * {@link writeAppendedMessage} writes them, in ONE statement. Inside the caller's
+ * transaction holding the chat's lock (every insert of that provider id takes it before
+ * this statement's snapshot). `undefined`, nothing written, when such a message is stored.
+ */
+export const writeInboundUnlessStored = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  contact: string,
+  chat: ChatOfContact
+): Promise<AppendedMessage | undefined> => {
+  const stored: Message = { ...request.message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact as Message["contact_uuid"] }
+  const window = windowValues(request, contact)
+  const row = await sql.row<{ stored: boolean }>(sqlOf(s).insertUnlessStored(window !== undefined), [
+    ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId),
+    ...touchValues(request, chat.id),
+    ...(window ?? [])
+  ])
+  return row!.stored ? { chat: { ...chat, created: false }, contact: { uuid: contact, created: false }, message: stored } : undefined
+}
+
+/** The parameters of the chat's update (`touchChatSql`) for the message of `request` in chat row `chatId`. */
+const touchValues = (request: ChatAppendRequest, chatId: number) => [
+  request.unreadIncrement,
+  request.reopen.from,
+  request.reopen.to,
+  request.message.created_at,
+  request.message.uuid,
+  request.now,
+  chatId
+]
+
+/** The parameters of the window's upsert (`windowSql`) for `request`, `undefined` when it writes none (not inbound, no channel or no `inboundAt`). */
+const windowValues = (request: ChatAppendRequest, contact: string) => {
+  const { message, inboundAt } = request
+  return inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null
+    ? [contact, message.channel_uuid, inboundAt]
+    : undefined
 }
 
 /** The chat of a contact of the organization (its status before this write), inserted as `newChat` when missing. */

@@ -52,10 +52,29 @@ export const MESSAGE_COLUMNS =
 export const messageColumnsOf = (alias: string): string =>
   MESSAGE_COLUMNS.split(", ").map((column) => `${alias}.${column}`).join(", ")
 
+/** The column types of {@link MESSAGE_COLUMNS} and `organization_id`, in that order (the parameters' casts). */
+const MESSAGE_VALUE_TYPES = [
+  "text", "text", "text", "text", "text", "text", "json", "json", "json", "text", "text",
+  "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text"
+] as const
+
+/** `$1::text, …, $19::text`: the parameters of {@link messageValues}, each cast to its column's type. */
+const MESSAGE_PARAMETERS = MESSAGE_VALUE_TYPES.map((type, n) => `$${n + 1}::${type}`).join(", ")
+
 /** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id` ($1…$19): bind {@link messageValues}. */
 export const insertMessageSql = (schema: string): string =>
-  `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id)
-    VALUES (${Array.from({ length: 19 }, (_, n) => `$${n + 1}`).join(", ")})`
+  `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES (${MESSAGE_PARAMETERS})`
+
+/**
+ * {@link insertMessageSql} unless the organization ($19) has a message of that direction
+ * ($4) and provider id ($11) already (then nothing is inserted), `RETURNING uuid`: for a
+ * `WITH` clause. The check reads the statement's snapshot: the caller holds a lock that
+ * orders every insert of that provider id (chats.ts `appendToLockedChat`).
+ */
+export const insertMessageUnlessStoredSql = (schema: string): string =>
+  `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id) SELECT ${MESSAGE_PARAMETERS}
+    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.messages WHERE organization_id = $19 AND direction = $4 AND provider_message_id = $11)
+    RETURNING uuid`
 
 /**
  * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,

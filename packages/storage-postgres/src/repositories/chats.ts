@@ -21,7 +21,15 @@ import {
   messagePageSql,
   type MessageRow
 } from "./chat-rows.js"
-import { chatOfContact, type KnownContact, type KnownContactRow, knownContact, writeAppendedMessage } from "./chat-append.js"
+import {
+  type AppendedMessage,
+  chatOfContact,
+  type KnownContact,
+  type KnownContactRow,
+  knownContact,
+  writeAppendedMessage,
+  writeInboundUnlessStored
+} from "./chat-append.js"
 import { importChats } from "./chats-import.js"
 import { insertWebhookEvents } from "./webhook-events.js"
 import { applyPending, applyStatus } from "./message-status.js"
@@ -40,7 +48,9 @@ import { updateStatusByProviderId } from "./provider-status.js"
  * so core's check-then-write rules apply atomically across processes; reads of several
  * statements share one snapshot. `updateMessageStatusByProviderId` locks only the
  * message's row when the message exists, the organization's row otherwise
- * (`provider-status.ts`). Their webhook events (`message.received`,
+ * (`provider-status.ts`); `appendMessage` of an inbound message by phone locks only the
+ * sender's chat row when the sender has a contact and a chat (`appendToLockedChat`), so
+ * different senders' messages are stored in parallel. Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
  * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
  * same effect, a batch at a time (broadcast-write.ts).
@@ -54,7 +64,23 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
     db.transaction(fn, { lockOrganization: organizationId })
   return {
     appendMessage: (organizationId, request) =>
-      attempt("chats.appendMessage", () => locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))),
+      attempt("chats.appendMessage", async () => {
+        const phone = senderPhone(request)
+        if (phone === undefined) return locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))
+        // A sender with a chat: only the chat's row is locked. Otherwise (a new sender, or
+        // a contact without a chat) the organization's lock, under which the chat is
+        // locked again when it exists by then, else created.
+        const appended = await db.transaction((sql) => appendToLockedChat(sql, s, organizationId, request, phone))
+        return (
+          appended ??
+          locked(
+            organizationId,
+            async (sql) =>
+              (await appendToLockedChat(sql, s, organizationId, request, phone)) ??
+              appendMessage(sql, s, organizationId, request)
+          )
+        )
+      }),
     ensure: (organizationId, contactId, newChat, now) =>
       attempt("chats.ensure", () =>
         locked(organizationId, async (sql): Promise<ChatEnsureOutcome> => {
@@ -187,6 +213,12 @@ const sqlOf = (s: string) =>
     update: `UPDATE ${s}.chats SET status = $1, assigned_to = $2, favorite = $3, unread_count = $4, updated_at = $5 WHERE id = $6`,
     idByUuid: `SELECT id FROM ${s}.chats WHERE organization_id = $1 AND uuid = $2`,
     idByContact: `SELECT id FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2`,
+    // The contact with that phone ($2) and its chat, the chat's row locked (no row when
+    // either is missing): one sender's messages are appended one at a time.
+    lockChatByPhone: `SELECT ct.uuid AS found_contact_uuid, c.id AS found_chat_id, c.uuid AS found_chat_uuid,
+        c.status AS found_chat_status
+      FROM ${s}.contacts AS ct JOIN ${s}.chats AS c ON c.organization_id = ct.organization_id AND c.contact_uuid = ct.uuid
+      WHERE ct.organization_id = $1 AND ct.phone = $2 FOR NO KEY UPDATE OF c`,
     duplicate: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
       WHERE organization_id = $1 AND direction = $2 AND provider_message_id = $3 LIMIT 1`,
     // duplicate and contactAndChatByPhone ($4 the phone) in one statement: always one row,
@@ -222,14 +254,57 @@ const chatWhere = async (sql: Sql, s: string, statement: string, organizationId:
   return Option.fromNullable(row === undefined ? undefined : (await chatsByIds(sql, s, [row.id]))[0])
 }
 
-/** The body of `appendMessage`, inside its transaction: checks, then writes. */
+/**
+ * The phone of the sender of an inbound message appended by phone (not through the send
+ * queue), which `appendMessage` appends under its chat's lock ({@link appendToLockedChat});
+ * `undefined` for every other append (under the organization's lock).
+ */
+const senderPhone = (request: ChatAppendRequest): string | undefined =>
+  request.message.direction === "inbound" && request.outbox === undefined && request.contact._tag === "ByPhone"
+    ? request.contact.phone
+    : undefined
+
+/**
+ * `appendMessage` of an inbound message from `phone`, inside a transaction that need not
+ * hold the organization's lock: the sender's contact and chat read and the chat's row
+ * locked (`FOR NO KEY UPDATE`, as every write of the chat row takes it), then, in a later
+ * statement (whose snapshot sees what the lock's previous holder committed), the
+ * duplicate check and the writes (`writeInboundUnlessStored`). Every append of one sender's messages, and so every
+ * redelivery of one provider id (a provider message has one sender), passes this lock,
+ * so the check-then-insert is atomic. `undefined`, nothing written, when the organization
+ * has no contact with that phone or the contact no chat: creating those takes the
+ * organization's lock (plan limits, `appendMessage`).
+ */
+const appendToLockedChat = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  phone: string
+): Promise<ChatAppendOutcome | undefined> => {
+  const known = knownContact(await sql.row<KnownContactRow>(sqlOf(s).lockChatByPhone, [organizationId, phone]))
+  if (known === null || known.chat === null) return undefined
+  const { message } = request
+  if (!request.dedupe || message.provider_message_id === null) {
+    return appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
+  }
+  // The duplicate check and the writes in one statement; the stored message read only when there is one.
+  const written = await writeInboundUnlessStored(sql, s, organizationId, request, known.uuid, known.chat)
+  if (written !== undefined) return appended(sql, s, organizationId, request, written)
+  const row = await sql.row<MessageRow>(sqlOf(s).duplicate, [organizationId, message.direction, message.provider_message_id])
+  const duplicate = row === undefined ? undefined : await duplicateOf(sql, s, organizationId, row)
+  // Deleted in between (its contact deleted): the message is stored after all.
+  return duplicate ?? appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
+}
+
+/** The body of `appendMessage`, inside its transaction holding the organization's lock: checks, then writes. */
 const appendMessage = async (
   sql: Sql,
   s: string,
   organizationId: OrganizationId,
   request: ChatAppendRequest
 ): Promise<ChatAppendOutcome> => {
-  const { message, now } = request
+  const { message } = request
   let known: KnownContact | undefined
   if (request.dedupe && message.provider_message_id !== null) {
     const byPhone = request.contact._tag === "ByPhone" ? request.contact.phone : null
@@ -241,23 +316,46 @@ const appendMessage = async (
         : [organizationId, message.direction, message.provider_message_id, byPhone]
     )
     if (byPhone !== null) known = knownContact(row!)
-    if (row !== undefined && row.uuid !== null) {
-      const chat = await chatWhere(sql, s, sqlOf(s).idByUuid, organizationId, row.chat_uuid)
-      if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(row) }
-    }
+    const duplicate = row === undefined || row.uuid === null ? undefined : await duplicateOf(sql, s, organizationId, row)
+    if (duplicate !== undefined) return duplicate
   }
   const written = await writeAppendedMessage(sql, s, organizationId, request, known)
   if (written === undefined) return { _tag: "ContactNotFound" }
+  return appended(sql, s, organizationId, request, written)
+}
+
+/** The `Duplicate` outcome of the stored message `row` (with its chat's record); `undefined` when that chat is gone. */
+const duplicateOf = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  row: MessageRow
+): Promise<ChatAppendOutcome | undefined> => {
+  const chat = await chatWhere(sql, s, sqlOf(s).idByUuid, organizationId, row.chat_uuid)
+  return Option.isSome(chat) ? { _tag: "Duplicate", chat: chat.value, message: decodeMessage(row) } : undefined
+}
+
+/**
+ * The `Appended` outcome of what `writeAppendedMessage` wrote: the chat's record and, for
+ * an inbound message, its `message.received` event (and `chat.updated` when the message
+ * reopened the chat) for the endpoints subscribed, read in the same statement as the record.
+ */
+const appended = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  written: AppendedMessage
+): Promise<ChatAppendOutcome> => {
   const { chat, contact, message: stored } = written
-  if (message.direction !== "inbound") {
+  if (request.message.direction !== "inbound") {
     const record = (await chatsByIds(sql, s, [chat.id]))[0]!
     return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
   }
-  // The chat record and the endpoints subscribed to its events in one statement.
   const { chat: record, subscribers } = await chatWithSubscribers(sql, s, chat.id, ["message.received", "chat.updated"])
-  await insertWebhookEvents(sql, s, organizationId, "message.received", now, subscribers[0]!, [stored])
+  await insertWebhookEvents(sql, s, organizationId, "message.received", request.now, subscribers[0]!, [stored])
   if (!chat.created && record.status !== chat.status) {
-    await insertWebhookEvents(sql, s, organizationId, "chat.updated", now, subscribers[1]!, [record])
+    await insertWebhookEvents(sql, s, organizationId, "chat.updated", request.now, subscribers[1]!, [record])
   }
   return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
 }
