@@ -70,6 +70,28 @@ export const chatsContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("an inbound message with a provider id to an existing chat answers that chat as stored after it", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const first = yield* receive(org.id, phone(1), 1, { providerId: "wamid.first" })
+          yield* patchChat(org.id, first.uuid, { status: "resolved" })
+          const second = yield* append(org.id, inboundRequest(phone(1), { now: instant(2), text: "again", providerId: "wamid.second" }))
+          expect(second.chat.uuid).toBe(first.uuid)
+          expect([second.chat.status, second.chat.unread_count, second.chat.last_message_at]).toEqual(["open", 2, instant(2)])
+          expect(second.chat.last_message).toEqual({
+            uuid: second.message.uuid,
+            direction: "inbound",
+            type: "text",
+            text: "again",
+            status: "delivered",
+            created_at: instant(2)
+          })
+          expect(yield* chats.findById(org.id, first.uuid)).toEqual(Option.some(second.chat))
+        })
+      ))
+
     it.effect("an inbound message from a known phone uses that contact; the chat carries its groups and labels by name", () =>
       run(
         Effect.gen(function* () {

@@ -1,7 +1,14 @@
-import type { ChatAppendRequest, ChatStatus, Message, OrganizationId } from "@switchboard/core"
+import type { ChatAppendRequest, ChatStatus, Message, OrganizationId, WebhookEventType } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
 import { insertOutboxMessage } from "./chat-hooks.js"
-import { insertMessageSql, insertMessageUnlessStoredSql, messageValues } from "./chat-rows.js"
+import {
+  type ChatJoinRow,
+  chatAndSubscribersOf,
+  insertMessageSql,
+  insertMessageUnlessStoredSql,
+  messageValues,
+  updatedChatRecordSql
+} from "./chat-rows.js"
 
 // The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
 // chat, the message, the chat's counters and the customer service window, inside the
@@ -67,11 +74,13 @@ const sqlOf = (s: string) =>
     // touchChat, and the customer service window in the same statement.
     touchChatAndWindow: `WITH win AS (${windowSql(s, 7, null)}) ${touchChatSql(s, 0, true)}`,
     // The message ($1…$19) unless its provider id is stored already, and only then, in the
-    // same statement, the window (with `window`: $27…$29) and the chat ($20…$26).
+    // same statement, the window (with `window`: $27…$29), the chat ($20…$26) and the chat's
+    // record with the endpoints subscribed to the two event types that follow.
     insertUnlessStored: (window: boolean) => `WITH inserted AS (${insertMessageUnlessStoredSql(s)}),
       ${window ? `windowed AS (${windowSql(s, 26, "inserted")}),` : ""}
-      touched AS (${touchChatSql(s, 19, window, " AND EXISTS (SELECT 1 FROM inserted)")})
-      SELECT EXISTS (SELECT 1 FROM inserted) AS stored`
+      touched AS (${touchChatSql(s, 19, window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
+      SELECT EXISTS (SELECT 1 FROM inserted) AS stored, r.*
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", window ? 30 : 27, 2)}) AS r ON true`
   }) as const
 
 /**
@@ -129,9 +138,11 @@ export const writeAppendedMessage = async (
  * The writes of `chats.appendMessage` for an inbound message (not through the send queue)
  * of a contact with a chat, unless the organization has a message of that direction and
  * provider id already: the message, then the chat and the window as
- * {@link writeAppendedMessage} writes them, in ONE statement. Inside the caller's
- * transaction holding the chat's lock (every insert of that provider id takes it before
- * this statement's snapshot). `undefined`, nothing written, when such a message is stored.
+ * {@link writeAppendedMessage} writes them, and the chat's record afterwards with the
+ * endpoints subscribed to `message.received` and `chat.updated`, in ONE statement. Inside
+ * the caller's transaction holding the chat's lock (every insert of that provider id takes
+ * it before this statement's snapshot). `undefined`, nothing written, when such a message
+ * is stored.
  */
 export const writeInboundUnlessStored = async (
   sql: Sql,
@@ -140,16 +151,27 @@ export const writeInboundUnlessStored = async (
   request: ChatAppendRequest,
   contact: string,
   chat: ChatOfContact
-): Promise<AppendedMessage | undefined> => {
+): Promise<{ readonly written: AppendedMessage; readonly record: ChatAndSubscribers } | undefined> => {
   const stored: Message = { ...request.message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact as Message["contact_uuid"] }
   const window = windowValues(request, contact)
-  const row = await sql.row<{ stored: boolean }>(sqlOf(s).insertUnlessStored(window !== undefined), [
+  const row = await sql.row<{ stored: boolean } & ChatJoinRow & Record<string, unknown>>(sqlOf(s).insertUnlessStored(window !== undefined), [
     ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId),
     ...touchValues(request, chat.id),
-    ...(window ?? [])
+    ...(window ?? []),
+    ...INBOUND_EVENT_TYPES
   ])
-  return row!.stored ? { chat: { ...chat, created: false }, contact: { uuid: contact, created: false }, message: stored } : undefined
+  if (!row!.stored) return undefined
+  return {
+    written: { chat: { ...chat, created: false }, contact: { uuid: contact, created: false }, message: stored },
+    record: chatAndSubscribersOf(row!, INBOUND_EVENT_TYPES.length)
+  }
 }
+
+/** The events an appended inbound message may write, in the order of a record's `subscribers`. */
+export const INBOUND_EVENT_TYPES: ReadonlyArray<WebhookEventType> = ["message.received", "chat.updated"]
+
+/** A chat's record and, per event type asked, the endpoints subscribed to it. */
+export type ChatAndSubscribers = ReturnType<typeof chatAndSubscribersOf>
 
 /** The parameters of the chat's update (`touchChatSql`) for the message of `request` in chat row `chatId`. */
 const touchValues = (request: ChatAppendRequest, chatId: number) => [

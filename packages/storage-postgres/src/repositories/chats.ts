@@ -23,7 +23,9 @@ import {
 } from "./chat-rows.js"
 import {
   type AppendedMessage,
+  type ChatAndSubscribers,
   chatOfContact,
+  INBOUND_EVENT_TYPES,
   type KnownContact,
   type KnownContactRow,
   knownContact,
@@ -288,9 +290,9 @@ const appendToLockedChat = async (
   if (!request.dedupe || message.provider_message_id === null) {
     return appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
   }
-  // The duplicate check and the writes in one statement; the stored message read only when there is one.
+  // The duplicate check, the writes and the record in one statement; the stored message read only when there is one.
   const written = await writeInboundUnlessStored(sql, s, organizationId, request, known.uuid, known.chat)
-  if (written !== undefined) return appended(sql, s, organizationId, request, written)
+  if (written !== undefined) return appended(sql, s, organizationId, request, written.written, written.record)
   const row = await sql.row<MessageRow>(sqlOf(s).duplicate, [organizationId, message.direction, message.provider_message_id])
   const duplicate = row === undefined ? undefined : await duplicateOf(sql, s, organizationId, row)
   // Deleted in between (its contact deleted): the message is stored after all.
@@ -338,21 +340,23 @@ const duplicateOf = async (
 /**
  * The `Appended` outcome of what `writeAppendedMessage` wrote: the chat's record and, for
  * an inbound message, its `message.received` event (and `chat.updated` when the message
- * reopened the chat) for the endpoints subscribed, read in the same statement as the record.
+ * reopened the chat) for the endpoints subscribed, read in the same statement as the record
+ * (or given as `recorded`, read by the statement that wrote).
  */
 const appended = async (
   sql: Sql,
   s: string,
   organizationId: OrganizationId,
   request: ChatAppendRequest,
-  written: AppendedMessage
+  written: AppendedMessage,
+  recorded?: ChatAndSubscribers
 ): Promise<ChatAppendOutcome> => {
   const { chat, contact, message: stored } = written
   if (request.message.direction !== "inbound") {
     const record = (await chatsByIds(sql, s, [chat.id]))[0]!
     return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
   }
-  const { chat: record, subscribers } = await chatWithSubscribers(sql, s, chat.id, ["message.received", "chat.updated"])
+  const { chat: record, subscribers } = recorded ?? (await chatWithSubscribers(sql, s, chat.id, INBOUND_EVENT_TYPES))
   await insertWebhookEvents(sql, s, organizationId, "message.received", request.now, subscribers[0]!, [stored])
   if (!chat.created && record.status !== chat.status) {
     await insertWebhookEvents(sql, s, organizationId, "chat.updated", request.now, subscribers[1]!, [record])
