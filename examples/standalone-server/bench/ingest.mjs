@@ -17,8 +17,10 @@
 // Before measuring, both servers must answer the same status and body to the same probes
 // (a status, its duplicate, an inbound text, its redelivery, a wrong signature, an unknown
 // number) and write the same rows for them. Each round starts both servers afresh on fresh
-// copies, in alternating order, each running the status load then the inbound load (1 s of
-// warm-up, then BENCH_INGEST_SECONDS); the median round is kept, the spread printed.
+// copies, in alternating order, each first answering BENCH_INGEST_SERVER_WARMUP_SECONDS (10)
+// of inbound texts (a JIT-compiled server's steady state), then running the status load and
+// the inbound load (1 s of warm-up, then BENCH_INGEST_SECONDS); the median round is kept,
+// the spread printed.
 // Targets: Switchboard's req/s ≥ 0.5× the hand-written receiver's, its CPU per request
 // ≤ 2×, its p99 ≤ 3×, for each load. Checks after each server stopped, on its file: every
 // status answered 200 applied (each wamid at least at the furthest status answered for it,
