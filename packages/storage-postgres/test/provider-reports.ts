@@ -2,6 +2,7 @@ import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 import type Pg from "pg"
 import {
+  type ChatAppendRequest,
   type ChatId,
   type ContactId,
   MESSAGE_STATUS_PREDECESSORS,
@@ -13,9 +14,10 @@ import {
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 
-// What the tests of provider status reports share (races-statuses.test.ts,
-// provider-status-statements.test.ts): sent messages to report on, an endpoint subscribed
-// to every event, the report as core makes it, and the events it wrote.
+// What the tests of Meta's webhooks on the store share (races-statuses.test.ts,
+// races-inbound.test.ts, round-trips.test.ts): sent messages to report on, an endpoint
+// subscribed to every event, the report as core makes it, the events it wrote, and an
+// inbound text as core appends it.
 
 const { importRow, instant, phone } = fixtures
 
@@ -115,3 +117,35 @@ export const eventStatuses = (pool: Pg.Pool, schema: string, id: MessageId) =>
     )
     return rows.rows.map((row) => row.status)
   })
+
+/** The request core makes for an inbound text `wamid` from `from` (`ByPhone`, deduplicated, with no channel). */
+export const inboundText = (from: string, wamid: string, now: string): ChatAppendRequest => ({
+  contact: {
+    _tag: "ByPhone",
+    phone: from,
+    create: { uuid: fixtures.uuid() as ContactId, first_name: "Ada", last_name: null, phone_valid: true }
+  },
+  newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
+  message: {
+    uuid: fixtures.uuid() as MessageId,
+    direction: "inbound",
+    type: "text",
+    text: `text of ${wamid}`,
+    template: null,
+    media: null,
+    content: { timestamp: null },
+    status: "delivered",
+    provider_message_id: wamid,
+    failure: null,
+    channel_uuid: null,
+    attempts: 0,
+    next_attempt_at: null,
+    broadcast_uuid: null,
+    created_at: now,
+    updated_at: now
+  },
+  unreadIncrement: 1,
+  reopen: { from: ["resolved", "closed"], to: "open" },
+  dedupe: true,
+  now
+})

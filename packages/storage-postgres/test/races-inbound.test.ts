@@ -1,10 +1,10 @@
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
-import type { ChatAppendRequest, ChatId, ContactId, MessageId, OrganizationId, StorageService } from "@switchboard/core"
+import type { ChatId, OrganizationId, StorageService } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { subscribedEndpoint } from "./provider-reports.js"
+import { inboundText, subscribedEndpoint } from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { importRow, instant, phone } = fixtures
@@ -21,47 +21,15 @@ const schema = schemas.fresh()
 /** Two stores on the file's schema, emptied first; released with the test's scope. */
 const freshStores = twoStores(schemas, schema)
 
-/** The request core makes for an inbound text `wamid` from `from` (`ByPhone`, deduplicated, with no channel). */
-const inboundText = (from: string, wamid: string, now: string): ChatAppendRequest => ({
-  contact: {
-    _tag: "ByPhone",
-    phone: from,
-    create: { uuid: fixtures.uuid() as ContactId, first_name: "Ada", last_name: null, phone_valid: true }
-  },
-  newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
-  message: {
-    uuid: fixtures.uuid() as MessageId,
-    direction: "inbound",
-    type: "text",
-    text: `text of ${wamid}`,
-    template: null,
-    media: null,
-    content: { timestamp: null },
-    status: "delivered",
-    provider_message_id: wamid,
-    failure: null,
-    channel_uuid: null,
-    attempts: 0,
-    next_attempt_at: null,
-    broadcast_uuid: null,
-    created_at: now,
-    updated_at: now
-  },
-  unreadIncrement: 1,
-  reopen: { from: ["resolved", "closed"], to: "open" },
-  dedupe: true,
-  now
-})
-
 /**
  * A new organization with an endpoint subscribed to every event, `withChat` contacts with
  * a chat (phones 0…) and `withoutChat` contacts without one (the phones after them).
  */
-const organizationWithSenders = (store: StorageService, withChat: number, withoutChat: number) =>
+const organizationWithSenders = (store: StorageService, withChat: number, withoutChat: number, subscribed = true) =>
   Effect.gen(function* () {
     const org = fixtures.organization()
     yield* store.organizations.insert(org)
-    yield* subscribedEndpoint(store, org.id)
+    if (subscribed) yield* subscribedEndpoint(store, org.id)
     const rows = Array.from({ length: withChat + withoutChat }, (_, i) => importRow(phone(i)))
     const imported = yield* store.contacts.importBulk(org.id, fixtures.importRequest(rows))
     if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
@@ -108,39 +76,47 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
   beforeAll(() => Effect.runPromise(Effect.scoped(PostgresStorage.make({ connectionString: postgresUrl!, schema }))))
   afterAll(schemas.drop)
 
-  it.live(
-    "each of two messages delivered four times at once from two stores, by senders with a chat, without one and new: each stored once",
-    () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const stores = yield* freshStores
-          // Phones 0-3: contacts with a chat; 4-5: contacts without one; 6-9: new senders.
-          const org = yield* organizationWithSenders(stores[0], 4, 2)
-          const phones = Array.from({ length: 10 }, (_, i) => phone(i))
-          const deliveries = phones.flatMap((from, i) =>
-            [0, 1, 2, 3, 4, 5, 6, 7].map((n) => ({ store: stores[n % 2]!, request: inboundText(from, `wamid.${i}.${n % 2}`, instant(1)) }))
-          )
-          const outcomes = yield* Effect.all(
-            deliveries.map(({ store, request }) => store.chats.appendMessage(org, request)),
-            { concurrency: "unbounded" }
-          )
-          const appended = outcomes.filter((outcome) => outcome._tag === "Appended")
-          expect(appended).toHaveLength(20)
-          expect(outcomes.filter((outcome) => outcome._tag === "Duplicate")).toHaveLength(60)
-          expect(new Set(appended.map((outcome) => outcome.message.provider_message_id)).size).toBe(20)
-          const stored = yield* storedOf(org, phones)
-          for (const [i, of] of stored.entries()) {
-            expect(of).toEqual({
-              contacts: 1,
-              chats: 1,
-              unread: 2,
-              messages: [[`wamid.${i}.0`, 1, 1], [`wamid.${i}.1`, 1, 1]]
-            })
-          }
-        })
-      ),
-    30_000
-  )
+  // With an endpoint subscribed, every append is a transaction that locks the chat
+  // (appendToLockedChat); without one, the common case is one autocommit statement
+  // (appendInboundAlone) that writes only when the chat's row has not changed since its
+  // snapshot.
+  for (const subscribed of [true, false]) {
+    it.live(
+      `each of two messages delivered four times at once from two stores, by senders with a chat, without one and new, ${subscribed ? "an endpoint subscribed" : "no endpoint"}: each stored once`,
+      () =>
+        Effect.scoped(
+          Effect.gen(function* () {
+            const stores = yield* freshStores
+            // Phones 0-3: contacts with a chat; 4-5: contacts without one; 6-9: new senders.
+            const org = yield* organizationWithSenders(stores[0], 4, 2, subscribed)
+            const phones = Array.from({ length: 10 }, (_, i) => phone(i))
+            const deliveries = phones.flatMap((from, i) =>
+              [0, 1, 2, 3, 4, 5, 6, 7].map((n) => ({ store: stores[n % 2]!, request: inboundText(from, `wamid.${i}.${n % 2}`, instant(1)) }))
+            )
+            const outcomes = yield* Effect.all(
+              deliveries.map(({ store, request }) => store.chats.appendMessage(org, request)),
+              { concurrency: "unbounded" }
+            )
+            const appended = outcomes.filter((outcome) => outcome._tag === "Appended")
+            expect(appended).toHaveLength(20)
+            expect(outcomes.filter((outcome) => outcome._tag === "Duplicate")).toHaveLength(60)
+            expect(new Set(appended.map((outcome) => outcome.message.provider_message_id)).size).toBe(20)
+            const stored = yield* storedOf(org, phones)
+            for (const [i, of] of stored.entries()) {
+              expect(of).toEqual({
+                contacts: 1,
+                chats: 1,
+                unread: 2,
+                messages: [[`wamid.${i}.0`, 1, subscribed ? 1 : 0], [`wamid.${i}.1`, 1, subscribed ? 1 : 0]]
+              })
+            }
+            // Each answer's chat record counts the messages stored by then: 1 or 2 unread.
+            for (const outcome of appended) expect([1, 2]).toContain(outcome.chat.unread_count)
+          })
+        ),
+      30_000
+    )
+  }
 
   it.live("an inbound message of a sender with a chat does not wait for a transaction holding the organization's lock", () =>
     Effect.scoped(

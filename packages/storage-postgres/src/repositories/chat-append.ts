@@ -6,9 +6,13 @@ import {
   chatAndSubscribersOf,
   insertMessageSql,
   insertMessageUnlessStoredSql,
+  LAST_MESSAGE_COLUMNS,
+  MESSAGE_COLUMNS,
   messageValues,
+  messageValuesSql,
   updatedChatRecordSql
 } from "./chat-rows.js"
+import { subscribesSql } from "./webhook-events.js"
 
 // The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
 // chat, the message, the chat's counters and the customer service window, inside the
@@ -17,16 +21,15 @@ import {
 // writes for a batch of a broadcast's recipients).
 
 /**
- * The chat row's update for an appended message, its parameters numbered from `$n+1`:
- * `+1` unread increment, `+2` the statuses that reopen, `+3` the status they reopen to,
- * `+4` the message's `created_at`, `+5` its uuid, `+6` now, `+7` the chat's row id; with
- * `window`, `+9` the channel and `+10` the window's instant (the chat follows the latest
+ * The chat row's update for an appended message. `p(k)` names its inputs (a parameter or an
+ * expression): `1` unread increment, `2` the statuses that reopen, `3` the status they
+ * reopen to, `4` the message's `created_at`, `5` its uuid, `6` now, `7` the chat's row id;
+ * with `window`, `9` the channel and `10` the window's instant (the chat follows the latest
  * instant over every channel). Every SET expression reads the row as it was: the message
  * becomes the last one unless the chat has a newer one (-infinity = none, below every
  * instant). `also` extends the WHERE clause.
  */
-const touchChatSql = (s: string, n: number, window: boolean, also = ""): string => {
-  const p = (k: number) => `$${n + k}`
+const touchChatSql = (s: string, p: (k: number) => string, window: boolean, also = ""): string => {
   const inbound = window
     ? `,
         last_inbound_channel_uuid = CASE WHEN last_inbound_at IS NULL OR ${p(10)}::timestamptz >= last_inbound_at
@@ -42,15 +45,18 @@ const touchChatSql = (s: string, n: number, window: boolean, also = ""): string 
       WHERE id = ${p(7)}${also}`
 }
 
+/** Parameter `k` of a statement whose parameters of one part are numbered from `$n+1`. */
+const from = (n: number) => (k: number) => `$${n + k}`
+
 /**
- * The customer service window's upsert, its parameters numbered from `$n+1`: the contact
- * (`+1`), the channel (`+2`), the instant (`+3`, moving forward only); written once per
- * row of `from` when given (a `WITH` clause's name), else once.
+ * The customer service window's upsert: the contact, the channel and the instant (moving
+ * forward only), each a parameter or an expression; written once per row of `rows` when
+ * given (a `WITH` clause's name), else once.
  */
-const windowSql = (s: string, n: number, from: string | null): string => {
-  const values = `$${n + 1}::text, $${n + 2}::text, $${n + 3}::timestamptz`
+const windowSql = (s: string, [contact, channel, instant]: readonly [string, string, string], rows: string | null): string => {
+  const values = `${contact}::text, ${channel}::text, ${instant}::timestamptz`
   return `INSERT INTO ${s}.customer_service_windows (contact_uuid, channel_uuid, last_inbound_at)
-        ${from === null ? `VALUES (${values})` : `SELECT ${values} FROM ${from}`}
+        ${rows === null ? `VALUES (${values})` : `SELECT ${values} FROM ${rows}`}
         ON CONFLICT (contact_uuid, channel_uuid)
         DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)`
 }
@@ -70,18 +76,100 @@ const sqlOf = (s: string) =>
     // search_text is filled from the contact by the trigger chats_before_insert.
     insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at)
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    touchChat: touchChatSql(s, 0, false),
+    touchChat: touchChatSql(s, from(0), false),
     // touchChat, and the customer service window in the same statement.
-    touchChatAndWindow: `WITH win AS (${windowSql(s, 7, null)}) ${touchChatSql(s, 0, true)}`,
+    touchChatAndWindow: `WITH win AS (${windowSql(s, ["$8", "$9", "$10"], null)}) ${touchChatSql(s, from(0), true)}`,
     // The message ($1…$19) unless its provider id is stored already, and only then, in the
     // same statement, the window (with `window`: $27…$29), the chat ($20…$26) and the chat's
     // record with the endpoints subscribed to the two event types that follow.
     insertUnlessStored: (window: boolean) => `WITH inserted AS (${insertMessageUnlessStoredSql(s)}),
-      ${window ? `windowed AS (${windowSql(s, 26, "inserted")}),` : ""}
-      touched AS (${touchChatSql(s, 19, window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
+      ${window ? `windowed AS (${windowSql(s, ["$27", "$28", "$29"], "inserted")}),` : ""}
+      touched AS (${touchChatSql(s, from(19), window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
       SELECT EXISTS (SELECT 1 FROM inserted) AS stored, r.*
-      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", window ? 30 : 27, 2)}) AS r ON true`
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", window ? 30 : 27, 2)}) AS r ON true`,
+    inboundAlone: inboundAloneSql(s)
   }) as const
+
+/**
+ * {@link appendInboundAlone}'s statement (with `window`, the customer service window
+ * too): ONE statement, run on its own (autocommit), that appends an inbound message of a
+ * sender with a chat. It locks the chat's row (`FOR NO KEY UPDATE`) and writes only when
+ * the row version the lock returns is the one the statement's snapshot holds (`fresh`):
+ * every append of a message to a chat updates the chat's row in its transaction, so a
+ * version newer than the snapshot means another append committed after the snapshot was
+ * taken, and the snapshot's duplicate check could miss its message (the caller runs the
+ * statement again). It writes nothing either when an enabled endpoint subscribes to
+ * `message.received` or `chat.updated` (`subscribed`: the events go with the transaction
+ * of `appendToLockedChat`). Then, as `insertUnlessStored`: the message unless its provider
+ * id is stored, and only then the window, the chat and the chat's record.
+ */
+const inboundAloneSql = (s: string) => (window: boolean) => {
+  // The message's values but its chat and contact ($1…$17), then the phone ($18), the
+  // chat's update ($19…$24; with `window` $25, $26), the two event types.
+  const value = (k: number) => (k === 1 ? "f.uuid" : k === 2 ? "f.contact_uuid" : `$${k === 0 ? 1 : k - 1}`)
+  const touch: Record<number, string> = { 1: "$19", 2: "$20", 3: "$21", 4: "$22", 5: "$23", 6: "$24", 7: "(SELECT id FROM fresh)", 9: "$25", 10: "$26" }
+  return `WITH locked AS (
+        SELECT c.id, c.uuid, c.contact_uuid, c.xmin AS version
+        FROM ${s}.contacts AS ct JOIN ${s}.chats AS c ON c.organization_id = ct.organization_id AND c.contact_uuid = ct.uuid
+        WHERE ct.organization_id = $17 AND ct.phone = $18 FOR NO KEY UPDATE OF c),
+      fresh AS (SELECT l.* FROM locked AS l WHERE (SELECT c.xmin FROM ${s}.chats AS c WHERE c.id = l.id) = l.version),
+      subscribed AS (SELECT EXISTS (SELECT 1 FROM ${s}.webhook_endpoints AS we
+        WHERE ${subscribesSql("we", "$17", `ANY($${window ? 27 : 25}::text[])`)}) AS present),
+      inserted AS (INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) SELECT ${messageValuesSql(value)} FROM fresh AS f
+        WHERE NOT (SELECT present FROM subscribed)
+          AND NOT EXISTS (SELECT 1 FROM ${s}.messages WHERE organization_id = $17 AND direction = $2 AND provider_message_id = $9)
+        RETURNING ${LAST_MESSAGE_COLUMNS}),
+      ${window ? `windowed AS (${windowSql(s, ["(SELECT contact_uuid FROM fresh)", "$25", "$26"], "inserted")}),` : ""}
+      touched AS (${touchChatSql(s, (k) => touch[k]!, window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
+      SELECT EXISTS (SELECT 1 FROM locked) AS found, EXISTS (SELECT 1 FROM fresh) AS fresh,
+        (SELECT present FROM subscribed) AS subscribed, EXISTS (SELECT 1 FROM inserted) AS stored, r.*
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", 0, 0)}) AS r ON true`
+}
+
+/**
+ * What the statement of {@link appendInboundAlone} found and did: `found` the sender's
+ * contact with a chat, `fresh` its row not changed since the snapshot, `subscribed` an
+ * endpoint subscribed to the events of an inbound message, `stored` the message inserted
+ * (and the chat's record in the rest of the row).
+ */
+type InboundAloneRow = { readonly found: boolean; readonly fresh: boolean; readonly subscribed: boolean; readonly stored: boolean } & ChatJoinRow &
+  Record<string, unknown>
+
+/**
+ * An inbound message from `phone` (deduplicated by its provider id, not through the send
+ * queue) appended by ONE autocommit statement on `sql` (the pool), no `BEGIN`/`COMMIT`
+ * (`inboundAloneSql`): answers the `Appended` outcome, `"Stored"` when a message with
+ * that provider id is stored already (nothing written), or `undefined`, nothing written,
+ * when this path cannot decide it: no contact with that phone or no chat of it, an
+ * endpoint subscribed to its events, or the chat changed under each of
+ * {@link ALONE_ATTEMPTS} snapshots (the caller then takes `appendToLockedChat`'s
+ * transaction).
+ */
+export const appendInboundAlone = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest,
+  phone: string
+): Promise<{ readonly chat: ChatAndSubscribers["chat"]; readonly message: Message } | "Stored" | undefined> => {
+  const { message } = request
+  const window = windowValues(request, "")
+  const values = messageValues(message, "", "", organizationId).filter((_, k) => k !== 1 && k !== 2)
+  const touch = touchValues(request, 0).slice(0, 6)
+  const parameters = [...values, phone, ...touch, ...(window === undefined ? [] : window.slice(1)), INBOUND_EVENT_TYPES]
+  for (let attempt = 1; attempt <= ALONE_ATTEMPTS; attempt++) {
+    const row = (await sql.row<InboundAloneRow>(sqlOf(s).inboundAlone(window !== undefined), parameters))!
+    if (!row.found || row.subscribed) return undefined
+    if (!row.fresh) continue
+    if (!row.stored) return "Stored"
+    const { chat } = chatAndSubscribersOf(row, 0)
+    return { chat, message: { ...message, chat_uuid: chat.uuid, contact_uuid: chat.contact.uuid } }
+  }
+  return undefined
+}
+
+/** How many snapshots {@link appendInboundAlone} tries before leaving the message to the transaction. */
+export const ALONE_ATTEMPTS = 3
 
 /**
  * What {@link writeAppendedMessage} wrote: the chat (row id, uuid, its status before this

@@ -13,6 +13,7 @@ import {
   windowExpiresAt
 } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
+import { subscribesSql } from "./webhook-events.js"
 
 // Rows of `chats` and `messages` (schema/chats.ts) and their decoding into core's records.
 // The casts to branded ids are safe: every id was written from a branded value. JSON
@@ -58,8 +59,16 @@ const MESSAGE_VALUE_TYPES = [
   "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text"
 ] as const
 
+/**
+ * The values of {@link MESSAGE_COLUMNS} and `organization_id` for an `INSERT`: `value(k)`
+ * names the k-th (from 0, as {@link messageValues} orders them) as a parameter or an
+ * expression, each cast to its column's type.
+ */
+export const messageValuesSql = (value: (k: number) => string): string =>
+  MESSAGE_VALUE_TYPES.map((type, k) => `${value(k)}::${type}`).join(", ")
+
 /** `$1::text, …, $19::text`: the parameters of {@link messageValues}, each cast to its column's type. */
-const MESSAGE_PARAMETERS = MESSAGE_VALUE_TYPES.map((type, n) => `$${n + 1}::${type}`).join(", ")
+const MESSAGE_PARAMETERS = messageValuesSql((k) => `$${k + 1}`)
 
 /** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id` ($1…$19): bind {@link messageValues}. */
 export const insertMessageSql = (schema: string): string =>
@@ -218,9 +227,7 @@ const subscriberColumns = (schema: string, first: number, count: number): string
     { length: count },
     (_, i) => `
         ARRAY(SELECT we.uuid FROM ${schema}.webhook_endpoints AS we
-          WHERE we.organization_id = c.organization_id AND we.enabled
-            AND (we.events IS NULL OR EXISTS (
-              SELECT 1 FROM json_array_elements_text(we.events) AS e (value) WHERE e.value = $${first + i}::text))) AS subscribers_${i},`
+          WHERE ${subscribesSql("we", "c.organization_id", `$${first + i}::text`)}) AS subscribers_${i},`
   ).join("")
 
 /** The statements of this module, for `schema`; `extra` columns in `chats`. */

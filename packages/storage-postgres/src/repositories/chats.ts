@@ -23,6 +23,7 @@ import {
 } from "./chat-rows.js"
 import {
   type AppendedMessage,
+  appendInboundAlone,
   type ChatAndSubscribers,
   chatOfContact,
   INBOUND_EVENT_TYPES,
@@ -69,6 +70,16 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
       attempt("chats.appendMessage", async () => {
         const phone = senderPhone(request)
         if (phone === undefined) return locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))
+        // The common case first: one autocommit statement (appendInboundAlone).
+        if (request.dedupe && request.message.provider_message_id !== null) {
+          const alone = await appendInboundAlone(db.sql, s, organizationId, request, phone)
+          if (alone === "Stored") {
+            const duplicate = await storedDuplicate(db.sql, s, organizationId, request)
+            if (duplicate !== undefined) return duplicate
+          } else if (alone !== undefined) {
+            return { _tag: "Appended", chat: alone.chat, message: alone.message, contactCreated: false, chatCreated: false }
+          }
+        }
         // A sender with a chat: only the chat's row is locked. Otherwise (a new sender, or
         // a contact without a chat) the organization's lock, under which the chat is
         // locked again when it exists by then, else created.
@@ -293,10 +304,23 @@ const appendToLockedChat = async (
   // The duplicate check, the writes and the record in one statement; the stored message read only when there is one.
   const written = await writeInboundUnlessStored(sql, s, organizationId, request, known.uuid, known.chat)
   if (written !== undefined) return appended(sql, s, organizationId, request, written.written, written.record)
-  const row = await sql.row<MessageRow>(sqlOf(s).duplicate, [organizationId, message.direction, message.provider_message_id])
-  const duplicate = row === undefined ? undefined : await duplicateOf(sql, s, organizationId, row)
   // Deleted in between (its contact deleted): the message is stored after all.
-  return duplicate ?? appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
+  return (
+    (await storedDuplicate(sql, s, organizationId, request)) ??
+    appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
+  )
+}
+
+/** The `Duplicate` outcome of the stored message with the direction and provider id of `request`'s; `undefined` when there is none (or its chat is gone). */
+const storedDuplicate = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatAppendRequest
+): Promise<ChatAppendOutcome | undefined> => {
+  const { message } = request
+  const row = await sql.row<MessageRow>(sqlOf(s).duplicate, [organizationId, message.direction, message.provider_message_id])
+  return row === undefined ? undefined : duplicateOf(sql, s, organizationId, row)
 }
 
 /** The body of `appendMessage`, inside its transaction holding the organization's lock: checks, then writes. */

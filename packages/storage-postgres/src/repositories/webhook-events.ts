@@ -7,6 +7,16 @@ import type { Sql } from "../internal/sql.js"
 // that records events (contacts, chats, templates, the send queue, broadcasts) calls these.
 
 /**
+ * The SQL condition that the endpoint row `alias` is an enabled endpoint of the organization
+ * `organization` subscribed to the event type `type` (`events` `NULL` or listing it); both
+ * are SQL (a parameter, a column or a literal).
+ */
+export const subscribesSql = (alias: string, organization: string, type: string): string =>
+  `${alias}.organization_id = ${organization} AND ${alias}.enabled
+        AND (${alias}.events IS NULL OR EXISTS (
+          SELECT 1 FROM json_array_elements_text(${alias}.events) AS e (value) WHERE e.value = ${type}))`
+
+/**
  * The uuids of the organization's enabled endpoints subscribed to `type` (`events` `NULL`
  * or listing it): one probe of `webhook_endpoints_enabled`, then the few rows found.
  */

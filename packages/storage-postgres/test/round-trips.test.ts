@@ -11,15 +11,17 @@ import {
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { eventStatuses as eventStatusesOf, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
+import { eventStatuses as eventStatusesOf, inboundText, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 
 const { instant } = fixtures
 
-// The round trips of a provider's status report (repositories/provider-status.ts): with no
-// event to write it is ONE autocommit statement (no BEGIN/COMMIT); a status change that an
-// endpoint subscribes to runs in a transaction that writes the event with it. Every
-// statement the store sends goes through a pg Client that records its text.
+// The round trips of Meta's webhooks on the store. A provider's status report
+// (repositories/provider-status.ts) and an inbound message of a sender with a chat
+// (repositories/chat-append.ts `appendInboundAlone`) are, with no event to write, ONE
+// autocommit statement each (no BEGIN/COMMIT); with an endpoint subscribed they run in a
+// transaction that writes the events with them. Every statement the store sends goes
+// through a pg Client that records its text.
 const schemas = testSchemas()
 const schema = schemas.fresh()
 
@@ -59,7 +61,7 @@ const eventStatuses = (id: MessageId) => eventStatusesOf(schemas.pool(), schema,
 
 const isBegin = (text: string) => /^\s*BEGIN/i.test(text)
 
-describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round trips of provider status reports", () => {
+describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round trips of Meta's webhooks", () => {
   beforeAll(() => Effect.runPromise(Effect.scoped(PostgresStorage.make({ connectionString: postgresUrl!, schema }))))
   afterAll(async () => {
     await pool?.end()
@@ -133,6 +135,34 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         })
         expect(outcome).toEqual({ _tag: "Pending" })
         expect(statements.filter(isBegin)).toHaveLength(1)
+      })
+    ))
+
+  it.effect("an inbound message of a sender with a chat is one statement with no subscribed endpoint, a transaction with one", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const { org } = yield* sentMessage(store)
+        const inbound = (wamid: string, now: string) =>
+          Effect.suspend(() => {
+            statements.length = 0
+            return Effect.map(store.chats.appendMessage(org, inboundText(fixtures.phone(0), wamid, now)), (outcome) => ({
+              outcome,
+              sent: statements.splice(0)
+            }))
+          })
+        const first = yield* inbound("wamid.in.1", instant(2))
+        expect(first.outcome).toMatchObject({ _tag: "Appended", contactCreated: false, chatCreated: false, chat: { unread_count: 1 } })
+        expect(first.sent).toHaveLength(1)
+        // Its redelivery: the statement finds it stored, then the stored message and its chat are read.
+        const again = yield* inbound("wamid.in.1", instant(3))
+        expect(again.outcome._tag).toBe("Duplicate")
+        expect(again.sent.filter(isBegin)).toEqual([])
+        yield* subscribedEndpoint(store, org)
+        const second = yield* inbound("wamid.in.2", instant(4))
+        expect(second.outcome).toMatchObject({ _tag: "Appended", chat: { unread_count: 2 } })
+        expect(second.sent.filter(isBegin)).toHaveLength(1)
+        expect(second.sent.at(-1)).toBe("COMMIT")
       })
     ))
 })
