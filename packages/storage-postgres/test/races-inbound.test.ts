@@ -5,7 +5,7 @@ import type { ChatId, OrganizationId, StorageService } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
 import { inboundText, subscribedEndpoint } from "./provider-reports.js"
-import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
+import { organizationLockHolder, postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { importRow, instant, phone } = fixtures
 
@@ -123,18 +123,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
       Effect.gen(function* () {
         const stores = yield* freshStores
         const org = yield* organizationWithSenders(stores[0], 1, 0)
-        const holder = yield* Effect.acquireRelease(
-          Effect.promise(() => schemas.pool().connect()),
-          (client) =>
-            Effect.promise(async () => {
-              await client.query("ROLLBACK")
-              client.release()
-            })
-        )
-        yield* Effect.promise(async () => {
-          await holder.query("BEGIN")
-          await holder.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [org])
-        })
+        const holder = yield* organizationLockHolder(schemas, schema, org)
         const outcome = yield* stores[1].chats.appendMessage(org, inboundText(phone(0), "wamid.held", instant(1))).pipe(
           Effect.timeoutFail({ duration: Duration.seconds(3), onTimeout: () => new Error("waited for the organization's lock") })
         )
@@ -144,7 +133,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
         const waiting = yield* Effect.fork(stores[1].chats.appendMessage(org, inboundText(phone(1), "wamid.new", instant(1))))
         yield* Effect.sleep(Duration.millis(500))
         expect(Option.isNone(yield* Fiber.poll(waiting))).toBe(true)
-        yield* Effect.promise(() => holder.query("ROLLBACK"))
+        yield* holder.letGo
         expect(yield* Fiber.join(waiting)).toMatchObject({ _tag: "Appended", contactCreated: true, chatCreated: true })
       })
     ))

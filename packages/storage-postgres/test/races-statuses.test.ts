@@ -10,7 +10,7 @@ import {
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
 import { eventStatuses as eventStatusesOf, providerReport, sentMessages } from "./provider-reports.js"
-import { postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
+import { organizationLockHolder, postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { instant } = fixtures
 
@@ -94,18 +94,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
       Effect.gen(function* () {
         const stores = yield* freshStores
         const { org, ids } = yield* sentMessages(stores[0], 1, { subscribed: true })
-        const holder = yield* Effect.acquireRelease(
-          Effect.promise(() => schemas.pool().connect()),
-          (client) =>
-            Effect.promise(async () => {
-              await client.query("ROLLBACK")
-              client.release()
-            })
-        )
-        yield* Effect.promise(async () => {
-          await holder.query("BEGIN")
-          await holder.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [org])
-        })
+        yield* organizationLockHolder(schemas, schema, org)
         const outcome = yield* report(stores[1], org, 0, "delivered", instant(2)).pipe(
           Effect.timeoutFail({ duration: Duration.seconds(3), onTimeout: () => new Error("waited for the organization's lock") })
         )

@@ -88,3 +88,26 @@ export const storageLayer = (
       Effect.as(PostgresStorage.layer({ connectionString: postgresUrl!, schema, poolSize: 4 }))
     )
   )
+
+/**
+ * Another connection that holds `org`'s row lock (`BEGIN`, `SELECT … FOR NO KEY UPDATE`),
+ * as a transaction of the organization's plan limits would, until `letGo` (or the end of
+ * the caller's scope) rolls it back.
+ */
+export const organizationLockHolder = (schemas: ReturnType<typeof testSchemas>, schema: string, org: string) =>
+  Effect.gen(function* () {
+    const holder = yield* Effect.acquireRelease(
+      Effect.promise(() => schemas.pool().connect()),
+      (client) =>
+        Effect.promise(async () => {
+          await client.query("ROLLBACK")
+          client.release()
+        })
+    )
+    yield* Effect.promise(async () => {
+      await holder.query("BEGIN")
+      await holder.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [org])
+    })
+    return { letGo: Effect.promise(() => holder.query("ROLLBACK")) }
+  })
+
