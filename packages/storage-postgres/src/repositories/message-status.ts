@@ -1,6 +1,7 @@
 import type { MessageFailure, MessageStatus, MessageStatusUpdate, OrganizationId } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
 import { jsonOrNull, MESSAGE_COLUMNS, messageColumnsOf, type MessageRow } from "./chat-rows.js"
+import { subscribesSql } from "./webhook-events.js"
 
 // The status writes shared by `Storage.chats` (provider reports, a send recording its provider
 // id) and `Storage.outbox` (a dispatcher's outcome, a settlement): one message row at a time,
@@ -139,12 +140,10 @@ export interface ProviderStatusMove {
 const moveByProviderIdSql = (schema: string, alone: boolean) => {
   // The dispatch state ends with a move out of the waiting statuses of a message that has one (as applyStatus).
   const ends = `$3::text NOT IN ('queued', 'sending') AND m.next_attempt_at IS NOT NULL`
-  const subscribes = `organization_id = $1 AND enabled
-        AND (events IS NULL OR EXISTS (
-          SELECT 1 FROM json_array_elements_text(events) AS e (value) WHERE e.value = 'message.status_updated'))`
+  const subscribes = subscribesSql("we", "$1", "'message.status_updated'")
   const subscribed = alone
     ? `, subscribed AS (
-      SELECT EXISTS (SELECT 1 FROM ${schema}.webhook_endpoints WHERE ${subscribes}) AS present
+      SELECT EXISTS (SELECT 1 FROM ${schema}.webhook_endpoints AS we WHERE ${subscribes}) AS present
     )`
     : ""
   const guard = alone ? `AND (m.status = $3::text OR NOT (SELECT present FROM subscribed))` : ""
@@ -155,7 +154,7 @@ const moveByProviderIdSql = (schema: string, alone: boolean) => {
   const subscribers = alone
     ? ""
     : `, subscribers AS (
-      SELECT uuid FROM ${schema}.webhook_endpoints
+      SELECT we.uuid FROM ${schema}.webhook_endpoints AS we
       WHERE ${subscribes}
         AND EXISTS (SELECT 1 FROM moved, target WHERE moved.status <> target.status)
       FOR KEY SHARE

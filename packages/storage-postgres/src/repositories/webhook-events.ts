@@ -27,9 +27,7 @@ export const subscribedEndpoints = async (
   type: WebhookEventType
 ): Promise<ReadonlyArray<string>> => {
   const rows = await sql.rows<{ uuid: string }>(
-    `SELECT uuid FROM ${schema}.webhook_endpoints
-      WHERE organization_id = $1 AND enabled
-        AND (events IS NULL OR EXISTS (SELECT 1 FROM json_array_elements_text(events) AS e (value) WHERE e.value = $2))`,
+    `SELECT we.uuid FROM ${schema}.webhook_endpoints AS we WHERE ${subscribesSql("we", "$1", "$2::text")}`,
     [organizationId, type]
   )
   return rows.map((row) => row.uuid)
