@@ -54,6 +54,35 @@ export const countExecutions = (db: Sqlite.Database, matches: (sql: string) => b
 }
 
 /**
+ * Counts the write transactions (`BEGIN IMMEDIATE`) the store on `db` runs from now on:
+ * wraps `db.transaction` before the store is built (`SqliteStorage.layerFromClient(db)`), so
+ * each transaction function it makes counts its `.immediate` calls. `reset()` starts over.
+ */
+export const countWriteTransactions = (db: Sqlite.Database) => {
+  let transactions = 0
+  const make = db.transaction.bind(db) as (fn: (...args: Array<unknown>) => unknown) => Sqlite.Transaction<(...args: Array<unknown>) => unknown>
+  db.transaction = ((fn: (...args: Array<unknown>) => unknown) => {
+    const made = make(fn)
+    // Its properties are read-only: a new function with the same ones, `immediate` counting.
+    return Object.assign((...args: Array<unknown>) => made(...args), {
+      default: made.default,
+      deferred: made.deferred,
+      exclusive: made.exclusive,
+      immediate: (...args: Array<unknown>) => {
+        transactions += 1
+        return made.immediate(...args)
+      }
+    })
+  }) as typeof db.transaction
+  return {
+    count: (): number => transactions,
+    reset: (): void => {
+      transactions = 0
+    }
+  }
+}
+
+/**
  * Child processes running the fixture script `fixture` (a path under `test/fixtures/`)
  * through vite-node, each on the SQLite file it is given (`SWITCHBOARD_SQLITE_FILE`), for the
  * tests of several processes on one file. `available` is false (and a reason printed) when

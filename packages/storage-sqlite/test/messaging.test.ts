@@ -7,8 +7,10 @@ import {
   Core,
   Messaging,
   MessageTransport,
+  type MessageFailure,
   type OrganizationId,
   Organizations,
+  Storage,
   Templates,
   TransportFailed,
   runLeasedPass,
@@ -16,7 +18,7 @@ import {
 } from "@switchboard/core"
 import Sqlite from "better-sqlite3"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { tempFiles } from "./helpers.js"
+import { countWriteTransactions, tempFiles } from "./helpers.js"
 
 // The Messaging service on SQLite (the core suite runs on the memory store): the contact
 // upsert with its atomic plan check, the message records and the auto-reply.
@@ -78,6 +80,45 @@ describe("Messaging on SQLite", () => {
       db.close()
     }))
 
+
+  // The reports asked for in one event-loop turn share one write transaction
+  // (repositories/chats.ts); when it fails, each is written again alone.
+  it.effect("provider status reports of one turn share one transaction; one that cannot be written fails alone, nothing of it written", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      const transactions = countWriteTransactions(db)
+      const layer = Core.layerWithTransport(transport).pipe(Layer.provideMerge(SqliteStorage.layerFromClient(db)), Layer.orDie)
+      yield* Effect.gen(function* () {
+        const { orgId, messaging } = yield* setUp(null)
+        const sent = yield* Effect.forEach(["+14155550100", "+14155550101", "+14155550102"], (phone) =>
+          messaging.sendText(orgId, { phone, message: "Hi" })
+        )
+        const storage = yield* Storage
+        const now = new Date().toISOString()
+        const report = (index: number, failure?: MessageFailure) =>
+          Effect.either(
+            storage.chats.updateMessageStatusByProviderId(orgId, `wamid.${sent[index]!.message_id}`, {
+              status: failure === undefined ? "delivered" : "failed",
+              from: ["sent"],
+              ...(failure === undefined ? {} : { failure }),
+              now,
+              pendingUntil: now
+            })
+          )
+        transactions.reset()
+        const together = yield* Effect.all([report(0), report(1)], { concurrency: "unbounded" })
+        expect(together.map((result) => result._tag)).toEqual(["Right", "Right"])
+        expect(transactions.count()).toBe(1)
+        // A failure JSON.stringify cannot write (a BigInt) throws inside the group's transaction.
+        const unwritable = { code: 1n, title: "unwritable" } as unknown as MessageFailure
+        const mixed = yield* Effect.all([report(2, unwritable), report(0), report(1)], { concurrency: "unbounded" })
+        expect(mixed.map((result) => result._tag)).toEqual(["Left", "Right", "Right"])
+        expect(mixed[0]).toMatchObject({ left: { _tag: "StorageError", operation: "chats.updateMessageStatusByProviderId" } })
+        const statuses = (yield* Effect.forEach(sent, (message) => messagesOf(orgId, message.chat_uuid))).map((messages) => messages[0]!.status)
+        expect(statuses).toEqual(["delivered", "delivered", "sent"])
+      }).pipe(Effect.provide(layer))
+      db.close()
+    }))
 
   it.effect("sends a template, upserting the contact; a refused message is kept failed", () =>
     Effect.gen(function* () {

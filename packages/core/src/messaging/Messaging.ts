@@ -441,8 +441,8 @@ const make = Effect.gen(function* () {
       Effect.catchTag("RecordNotFound", () => Effect.succeed(null)),
       // The channel's token cannot be opened: the message is kept, the reply not sent.
       Effect.catchTags({
-        SecretKeyMissing: (error) => logUnansweredReply(message.uuid, error.message),
-        SecretKeyMismatch: (error) => logUnansweredReply(message.uuid, error.message)
+        SecretKeyMissing: (error) => logUnansweredReply(organizationId, message.uuid, error.message),
+        SecretKeyMismatch: (error) => logUnansweredReply(organizationId, message.uuid, error.message)
       }),
       // A stored reply always makes a valid text message: a refusal is a bug.
       Effect.catchTag("InvalidInput", (error) => Effect.die(error))
@@ -536,10 +536,10 @@ export const templatePreview = (text: string): string =>
   text.length <= MAX_MESSAGE_TEXT_LENGTH ? text : `${text.slice(0, MAX_MESSAGE_TEXT_LENGTH - 1)}…`
 
 /** The automatic reply to a message could not be sent through its channel (never the token). */
-const logUnansweredReply = (messageId: string, reason: string) =>
+const logUnansweredReply = (organizationId: OrganizationId, messageId: string, reason: string) =>
   Effect.as(
     Effect.logWarning("Automatic reply not sent: the channel's token cannot be opened").pipe(
-      Effect.annotateLogs({ message_id: messageId, reason })
+      Effect.annotateLogs({ organization_id: organizationId, message_id: messageId, reason })
     ),
     null
   )

@@ -100,7 +100,12 @@ const make = Effect.gen(function* () {
   const storage = yield* Storage
   let prunedAt = Number.NEGATIVE_INFINITY
 
-  /** Stores one routed `messages` change; every refused part goes to `refused`. */
+  /**
+   * Stores one routed `messages` change; every refused part goes to `refused`. Its log lines
+   * name the organization at each line (`refuse`, `Messaging.receive`), not by annotating
+   * the whole change: that would cost every status report two fiber-ref writes
+   * (docs/benchmarks.md).
+   */
   const receiveMessages = (owner: ChannelOwner, change: MessagesChange, refused: Array<RefusedPart>) =>
     Effect.gen(function* () {
       const at = { organization_id: owner.organization_id, phone_number_id: change.phone_number_id }
@@ -127,7 +132,7 @@ const make = Effect.gen(function* () {
           )
         )
       }
-    }).pipe(Effect.annotateLogs({ organization_id: owner.organization_id }))
+    })
 
   /** Stores one change item; the organizations it was routed to (none: not counted). */
   const receiveChange = (
@@ -251,13 +256,14 @@ type TemplateStatusChange = Extract<WhatsAppWebhookChange, { readonly _tag: "Tem
 type RefusedPart = Omit<WebhookReject, "id" | "received_at">
 
 /**
- * Adds a refused part to `refused`, with one warning: what it was, its business number
- * and provider id when known, and why (never the part itself).
+ * Adds a refused part to `refused`, with one warning: what it was, its organization,
+ * business number and provider id when known, and why (never the part itself).
  */
 const refuse = (refused: Array<RefusedPart>, part: RefusedPart, what: string, providerMessageId: string | null) => {
   refused.push(part)
   return Effect.logWarning(`WhatsApp webhook: ${what}; acknowledged and kept as refused`).pipe(
     Effect.annotateLogs({
+      ...(part.organization_id === null ? {} : { organization_id: part.organization_id }),
       phone_number_id: part.phone_number_id,
       provider_message_id: providerMessageId?.slice(0, MAX_NAME_LENGTH) ?? null,
       reason: part.reason

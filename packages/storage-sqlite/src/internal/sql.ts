@@ -87,6 +87,24 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
 export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => runnerOf(db).immediate(fn) as A
 
 /**
+ * The answers to a group of writes asked for together (internal/endOfTurn.ts), one per
+ * request and in its order, each `writeOne(request)`'s result as an `Exit`: all in one
+ * {@link transaction} (one write lock, one commit for the group: docs/benchmarks.md); when
+ * that transaction fails (any request's write threw), every request is written again in a
+ * transaction of its own, so a failure is answered to its own caller only and the others
+ * are stored. `writeOne` runs inside a transaction and must be synchronous. A group of one
+ * is one transaction.
+ */
+export const transactionPerGroup =
+  <Request, A>(db: Sqlite.Database, operation: string, writeOne: (request: Request) => A) =>
+  (requests: ReadonlyArray<Request>): ReadonlyArray<Exit.Exit<A, StorageError>> => {
+    const alone = (request: Request) => attemptNow(operation, () => transaction(db, () => writeOne(request)))
+    if (requests.length === 1) return [alone(requests[0]!)]
+    const together = attemptNow(operation, () => transaction(db, () => requests.map(writeOne)))
+    return Exit.isSuccess(together) ? together.value.map((written) => Exit.succeed(written)) : requests.map(alone)
+  }
+
+/**
  * Runs the reads of `fn` inside one deferred transaction (`BEGIN`), so that several
  * statements (a page and its total, a record and its links) see one snapshot of the file
  * even while other connections write; takes no write lock. Inside {@link transaction} it

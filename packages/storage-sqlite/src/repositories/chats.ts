@@ -11,9 +11,11 @@ import {
   type Message,
   type MessageStatusOutcome,
   type OrganizationId,
-  type ProviderStatusOutcome
+  type ProviderStatusOutcome,
+  type ProviderStatusUpdate
 } from "@switchboard/core"
-import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { endOfTurnQueue } from "../internal/endOfTurn.js"
+import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import {
   chatsByIds,
   decodeMessage,
@@ -52,6 +54,11 @@ import { recordWebhookEvent } from "./webhooks.js"
 export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements) => {
   db.function(SEARCH_FUNCTION, { deterministic: true }, (text, term) =>
     chatSearchMatches(String(text), String(term)) ? 1 : 0
+  )
+  // The status reports of one event-loop turn share one write transaction (one lock, one
+  // commit; docs/storage.md "What each guarantees"); each is answered after that commit.
+  const statusReportAtEndOfTurn = endOfTurnQueue(
+    transactionPerGroup(db, "chats.updateMessageStatusByProviderId", (report: StatusReport) => writeStatusReport(statements, report))
   )
   return {
     appendMessage: (organizationId, request) =>
@@ -153,32 +160,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         })
       ),
     updateMessageStatusByProviderId: (organizationId, providerMessageId, update) =>
-      attempt("chats.updateMessageStatusByProviderId", () =>
-        transaction(db, (): ProviderStatusOutcome => {
-          const row = statements.prepare<MessageRow>(SQL.outboundByProviderId).get(organizationId, providerMessageId)
-          if (row !== undefined) {
-            const written = applyStatus(statements, row, update)
-            const message = decodeMessage(written.row)
-            if (written.row.status !== row.status) {
-              recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
-            }
-            return { _tag: "Updated", message, changed: written.changed }
-          }
-          statements.prepare(SQL.prunePending).run(update.now)
-          statements
-            .prepare(SQL.insertPending)
-            .run(
-              organizationId,
-              providerMessageId,
-              update.status,
-              JSON.stringify(update.from),
-              update.failure === undefined ? null : JSON.stringify(update.failure),
-              update.now,
-              update.pendingUntil
-            )
-          return { _tag: "Pending" }
-        })
-      ),
+      statusReportAtEndOfTurn({ organizationId, providerMessageId, update }),
     lastInboundChannel: (organizationId, contactId) =>
       attempt("chats.lastInboundChannel", () =>
         Option.fromNullable(
@@ -192,6 +174,46 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
         )
       )
   }
+}
+
+/** One `updateMessageStatusByProviderId` call, as its turn's group holds it. */
+interface StatusReport {
+  readonly organizationId: OrganizationId
+  readonly providerMessageId: string
+  readonly update: ProviderStatusUpdate
+}
+
+/**
+ * Writes one provider status report inside its group's transaction: to the outbound message
+ * with that provider id ({@link applyStatus}, its `message.status_updated` event when the
+ * status changed), or, when no message has it yet, as a pending report (expired ones pruned).
+ */
+const writeStatusReport = (
+  statements: Statements,
+  { organizationId, providerMessageId, update }: StatusReport
+): ProviderStatusOutcome => {
+  const row = statements.prepare<MessageRow>(SQL.outboundByProviderId).get(organizationId, providerMessageId)
+  if (row !== undefined) {
+    const written = applyStatus(statements, row, update)
+    const message = decodeMessage(written.row)
+    if (written.row.status !== row.status) {
+      recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
+    }
+    return { _tag: "Updated", message, changed: written.changed }
+  }
+  statements.prepare(SQL.prunePending).run(update.now)
+  statements
+    .prepare(SQL.insertPending)
+    .run(
+      organizationId,
+      providerMessageId,
+      update.status,
+      JSON.stringify(update.from),
+      update.failure === undefined ? null : JSON.stringify(update.failure),
+      update.now,
+      update.pendingUntil
+    )
+  return { _tag: "Pending" }
 }
 
 /** The columns of a chat that `update` compares. */

@@ -19,7 +19,7 @@ import {
   type SendClass
 } from "@switchboard/core"
 import { groupedQueue } from "../internal/endOfTurn.js"
-import { attempt, attemptNow, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channel-cache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { decodeMessage, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./chat-rows.js"
@@ -721,16 +721,13 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
     if (outcome._tag === "Paused") forgetChannels(db)
     return Option.some(message)
   }
-  const recordAlone = (request: RecordRequest) => attemptNow("outbox.record", () => transaction(db, () => recordOne(request)))
   // The outcomes recorded within RECORD_GROUP_WINDOW_MS of each other share one transaction
   // (one lock, one commit: docs/benchmarks.md "Outbound dispatch"); each is still guarded by
-  // its own lease. When the group's transaction fails, each is recorded again alone, so one
-  // failure is answered to its own caller only.
-  const recordGrouped = groupedQueue((requests: ReadonlyArray<RecordRequest>) => {
-    if (requests.length === 1) return [recordAlone(requests[0]!)]
-    const together = attemptNow("outbox.record", () => transaction(db, () => requests.map(recordOne)))
-    return Exit.isSuccess(together) ? together.value.map((recorded) => Exit.succeed(recorded)) : requests.map(recordAlone)
-  }, { windowMs: RECORD_GROUP_WINDOW_MS, maxSize: RECORD_GROUP_SIZE })
+  // its own lease, and a failure is answered to its own caller only (transactionPerGroup).
+  const recordGrouped = groupedQueue(transactionPerGroup(db, "outbox.record", recordOne), {
+    windowMs: RECORD_GROUP_WINDOW_MS,
+    maxSize: RECORD_GROUP_SIZE
+  })
   return {
     claim: (request) =>
       attempt("outbox.claim", () => {
