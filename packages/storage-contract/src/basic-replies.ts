@@ -118,5 +118,29 @@ export const basicRepliesContract = (options: StorageContractOptions): void => {
           expect(yield* basicReplies.list(org.id, { page: 1, per_page: 10 })).toEqual({ items: [mine], total: 1 })
         })
       ))
+
+    it.effect("findByTrigger calls asked together each answer their own organization's reply to their own text", () =>
+      run(
+        Effect.gen(function* () {
+          const { basicReplies } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const mine = yield* createReply(org.id, "hours")
+          const theirs = yield* createReply(other.id, "Hours")
+          const prices = yield* createReply(other.id, "prices")
+          const asked: ReadonlyArray<readonly [OrganizationId, string]> = [
+            [other.id, " HOURS"],
+            [org.id, "prices"],
+            [org.id, "hours"],
+            [other.id, "prices"],
+            [other.id, "hours"]
+          ]
+          const found = yield* Effect.all(
+            asked.map(([organizationId, text]) => basicReplies.findByTrigger(organizationId, text)),
+            { concurrency: "unbounded" }
+          )
+          expect(found).toEqual([Option.some(theirs), Option.none(), Option.some(mine), Option.some(prices), Option.some(theirs)])
+        })
+      ))
   })
 }

@@ -32,6 +32,24 @@ export const channelsContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("look-ups by phone_number_id asked together each answer their own number's channel", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const [first, second] = [yield* insertOrganization(), yield* insertOrganization()]
+          const a = yield* insertChannel(first.id)
+          const b = yield* insertChannel(second.id)
+          const asked = [b.phone_number_id, "1", a.phone_number_id, b.phone_number_id]
+          const found = yield* Effect.all(asked.map((number) => channels.findByPhoneNumberId(number)), { concurrency: "unbounded" })
+          expect(found.map((owner) => Option.map(owner, (stored) => [stored.organization_id, stored.channel.uuid]))).toEqual([
+            Option.some([second.id, b.uuid]),
+            Option.none(),
+            Option.some([first.id, a.uuid]),
+            Option.some([second.id, b.uuid])
+          ])
+        })
+      ))
+
     it.effect("lists oldest first (created_at, then uuid), only the organization's own", () =>
       run(
         Effect.gen(function* () {

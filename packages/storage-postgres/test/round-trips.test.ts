@@ -1,8 +1,11 @@
 import { expect, it } from "@effect/vitest"
 import Pg from "pg"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
+  type BasicReplyId,
+  type Channel,
+  type ChannelId,
   MESSAGE_STATUS_PREDECESSORS,
   type MessageId,
   type MessageStatus,
@@ -163,6 +166,72 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         expect(second.outcome).toMatchObject({ _tag: "Appended", chat: { unread_count: 2 } })
         expect(second.sent.filter(isBegin)).toHaveLength(1)
         expect(second.sent.at(-1)).toBe("COMMIT")
+      })
+    ))
+
+  it.effect("the channel look-ups by phone_number_id asked in one turn are one statement, each answered with its own number", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const org = fixtures.organization()
+        yield* store.organizations.insert(org)
+        const numbers = ["106540352299001", "106540352299002"]
+        for (const [n, phone_number_id] of numbers.entries()) {
+          const channel: Channel = {
+            uuid: fixtures.uuid() as ChannelId,
+            provider: "whatsapp_cloud",
+            phone_number_id,
+            display_phone_number: "+31612345678",
+            waba_id: "102290129340398",
+            access_token_set: true,
+            access_token_last4: "wxyz",
+            throughput_mps: 50,
+            status: "active",
+            paused_reason: null,
+            paused_at: null,
+            created_at: instant(n),
+            updated_at: instant(n)
+          }
+          expect((yield* store.channels.insert(org.id, { channel, access_token_sealed: "v1.sealed" }, 20))._tag).toBe("Inserted")
+        }
+        statements.length = 0
+        const asked = [numbers[1]!, "999999999999999", numbers[0]!, numbers[1]!]
+        const found = yield* Effect.all(asked.map((number) => store.channels.findByPhoneNumberId(number)), { concurrency: "unbounded" })
+        expect(found.map((owner) => Option.map(owner, ({ channel }) => channel.phone_number_id))).toEqual(asked.map((number) => (numbers.includes(number) ? Option.some(number) : Option.none())))
+        expect(statements).toHaveLength(1)
+        // A later turn asks again: what changed meanwhile is seen (nothing is cached).
+        yield* store.channels.delete(org.id, Option.getOrThrow(found[0]!).channel.uuid)
+        expect(Option.isNone(yield* store.channels.findByPhoneNumberId(numbers[1]!))).toBe(true)
+      })
+    ))
+
+  it.effect("the basic-reply look-ups asked in one turn are one statement, each answered with its own reply", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const [org, other] = [fixtures.organization(), fixtures.organization()]
+        yield* store.organizations.insert(org)
+        yield* store.organizations.insert(other)
+        const reply = (organizationId: OrganizationId, trigger: string) =>
+          Effect.map(
+            store.basicReplies.create(organizationId, {
+              uuid: fixtures.uuid() as BasicReplyId,
+              name: trigger,
+              trigger,
+              response: `About ${trigger}`,
+              now: instant(1)
+            }),
+            (outcome) => (outcome._tag === "Created" ? outcome.reply.uuid : expect.fail(`expected Created, got ${outcome._tag}`))
+          )
+        const hours = yield* reply(org.id, "hours")
+        const theirs = yield* reply(other.id, "hours")
+        statements.length = 0
+        const found = yield* Effect.all(
+          [store.basicReplies.findByTrigger(other.id, "Hours"), store.basicReplies.findByTrigger(org.id, "prices"), store.basicReplies.findByTrigger(org.id, "hours ")],
+          { concurrency: "unbounded" }
+        )
+        expect(found.map((match) => Option.map(match, ({ uuid }) => uuid))).toEqual([Option.some(theirs), Option.none(), Option.some(hours)])
+        expect(statements).toHaveLength(1)
       })
     ))
 })

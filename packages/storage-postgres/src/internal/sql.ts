@@ -1,6 +1,6 @@
 import type Pg from "pg"
 import { Effect } from "effect"
-import { type PageRequest, StorageError } from "@switchboard/core"
+import { endOfTurnQueue, type PageRequest, StorageError } from "@switchboard/core"
 import { typeParsers } from "./connection.js"
 
 /**
@@ -11,6 +11,25 @@ import { typeParsers } from "./connection.js"
  */
 export const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Effect<A, StorageError> =>
   Effect.tryPromise({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
+
+/**
+ * The calls of one event-loop turn answered by one query (`endOfTurnQueue` of
+ * @switchboard/core): at the turn's end, after every one of them was asked, `query` gets
+ * them in the order they were asked and resolves one answer per call, in that order. One
+ * round trip for the group; nothing is cached, so no answer is older than its call. A
+ * rejection fails every call of the group with a `StorageError` carrying `operation`.
+ */
+export const oneQueryPerTurn = <Request, A>(
+  operation: string,
+  query: (requests: ReadonlyArray<Request>) => Promise<ReadonlyArray<A>>
+): ((request: Request) => Effect.Effect<A, StorageError>) =>
+  endOfTurnQueue((requests: ReadonlyArray<Request>) => {
+    const answers = query(requests)
+    // Each call gets a rejection through its own wait below; none is left unhandled.
+    answers.catch(() => undefined)
+    const wait = attempt(operation, () => answers)
+    return requests.map((_, index) => Effect.map(wait, (all) => all[index]!))
+  })
 
 /**
  * What a repository queries through: the pool (each statement its own transaction) or the

@@ -1,6 +1,6 @@
 import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
-import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
 import { failChannelMessages } from "./outbox-insert.js"
 
@@ -14,8 +14,10 @@ import { failChannelMessages } from "./outbox-insert.js"
  * also fails the channel's waiting send-queue messages (`CHANNEL_REMOVED_FAILURE`,
  * `updated_at` the Clock's time, one `message.status_updated` event each:
  * outbox-insert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
- * answers the value that won. The channel's pacing state (`pacing_tat`, `cooldown_ms`) is
- * the send queue's and never part of the record.
+ * answers the value that won. `findByPhoneNumberId` (every provider webhook) answers the
+ * look-ups of one event-loop turn with one statement run at its end (nothing is cached).
+ * The channel's pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's and never
+ * part of the record.
  *
  * @category repositories
  */
@@ -25,6 +27,13 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
     organization_id: row.organization_id as OrganizationId,
     channel: decodeChannel(row),
     access_token_sealed: row.access_token_sealed
+  })
+  // The look-ups asked during one turn of the event loop (a provider webhook each) are one
+  // statement (docs/storage.md).
+  const findAtEndOfTurn = oneQueryPerTurn("channels.findByPhoneNumberId", async (phoneNumberIds: ReadonlyArray<string>) => {
+    const rows = await db.sql.rows<ChannelRow>(SQL.findByPhoneNumberIds, [[...new Set(phoneNumberIds)]])
+    const byNumber = new Map(rows.map((row) => [row.phone_number_id, row]))
+    return phoneNumberIds.map((phoneNumberId) => Option.map(Option.fromNullable(byNumber.get(phoneNumberId)), stored))
   })
   return {
     insert: (organizationId, { access_token_sealed, channel }, limit) =>
@@ -95,10 +104,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
           )
         )
       ),
-    findByPhoneNumberId: (phoneNumberId) =>
-      attempt("channels.findByPhoneNumberId", async () =>
-        Option.map(Option.fromNullable(await db.sql.row<ChannelRow>(SQL.findByPhoneNumberId, [phoneNumberId])), stored)
-      ),
+    findByPhoneNumberId: findAtEndOfTurn,
     findByWabaId: (wabaId) =>
       attempt("channels.findByWabaId", async () => (await db.sql.rows<ChannelRow>(SQL.findByWabaId, [wabaId])).map(stored)),
     secretKeyCheck: () =>
@@ -138,7 +144,7 @@ const statements = (schema: string) =>
     list: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE organization_id = $1 ${OLDEST_FIRST}`,
     findById: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE organization_id = $1 AND uuid = $2`,
     delete: `DELETE FROM ${schema}.channels WHERE organization_id = $1 AND uuid = $2`,
-    findByPhoneNumberId: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE phone_number_id = $1`,
+    findByPhoneNumberIds: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE phone_number_id = ANY($1::text[])`,
     findByWabaId: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE waba_id = $1 ${OLDEST_FIRST}`,
     setting: `SELECT value FROM ${schema}.settings WHERE key = $1`,
     claimSetting: `INSERT INTO ${schema}.settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value`

@@ -1,7 +1,7 @@
 import type Sqlite from "better-sqlite3"
 import { type Effect, Exit, Option } from "effect"
 import type { StorageError } from "@switchboard/core"
-import { endOfTurnQueue } from "./endOfTurn.js"
+import { endOfTurnQueue } from "@switchboard/core"
 import { attemptNow } from "./sql.js"
 
 /**

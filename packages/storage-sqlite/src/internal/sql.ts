@@ -14,7 +14,7 @@ export const attempt = <A>(operation: string, run: () => A): Effect.Effect<A, St
 /**
  * {@link attempt}, run now: the driver call is made before this returns, its outcome an
  * `Exit` (itself an Effect a fiber can resume with). For answers computed at a chosen
- * moment, such as the end of an event-loop turn (internal/endOfTurn.ts).
+ * moment, such as the end of an event-loop turn (`endOfTurnQueue` of @switchboard/core).
  */
 export const attemptNow = <A>(operation: string, run: () => A): Exit.Exit<A, StorageError> => {
   try {
@@ -87,7 +87,7 @@ export const statementsOf = (db: Sqlite.Database): Statements => {
 export const transaction = <A>(db: Sqlite.Database, fn: () => A): A => runnerOf(db).immediate(fn) as A
 
 /**
- * The answers to a group of writes asked for together (internal/endOfTurn.ts), one per
+ * The answers to a group of writes asked for together (`endOfTurnQueue` of @switchboard/core), one per
  * request and in its order, each `writeOne(request)`'s result as an `Exit`: all in one
  * {@link transaction} (one write lock, one commit for the group: docs/benchmarks.md); when
  * that transaction fails (any request's write threw), every request is written again in a

@@ -14,7 +14,7 @@ import {
   type ProviderStatusOutcome,
   type ProviderStatusUpdate
 } from "@switchboard/core"
-import { endOfTurnQueue } from "../internal/endOfTurn.js"
+import { endOfTurnQueue } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import {
   chatsByIds,

@@ -18,7 +18,7 @@ import {
   pacingIntervalMs,
   type SendClass
 } from "@switchboard/core"
-import { groupedQueue } from "../internal/endOfTurn.js"
+import { groupedQueue } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channel-cache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"

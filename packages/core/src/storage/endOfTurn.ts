@@ -1,19 +1,22 @@
 import { Effect } from "effect"
 
 /**
- * Calls asked for during one turn of the Node event loop and answered together at its end
- * (`setImmediate`, after the I/O callbacks that asked), by one synchronous call of
- * `answerAll` (docs/benchmarks.md "What each change bought"). What is paid once per group (a `PRAGMA
- * data_version` reading, a write transaction's locks and commit) is then shared by every
- * request of that turn.
+ * For storage adapters: calls asked for during one turn of the Node event loop and answered
+ * together at its end (`setImmediate`, after the I/O callbacks that asked), by one
+ * synchronous call of `answerAll` (docs/benchmarks.md "What each change bought"). What is
+ * paid once per group (SQLite: a `PRAGMA data_version` reading, a write transaction's
+ * locks and commit; PostgreSQL: a round trip) is then shared by every request of that turn.
  *
  * `answerAll` receives the requests in the order they were asked and returns one answer
  * per request, in that order, each as the Effect the caller's fiber resumes with (a success
- * or a `StorageError`). A defect it throws answers every request of the group with that
- * defect: no caller is left waiting.
+ * or a `StorageError`; an Effect still to run, such as the wait for a query the group
+ * shares). A defect it throws answers every request of the group with that defect: no
+ * caller is left waiting.
  *
  * Each call of the returned function is asynchronous: its answer always comes at the end of
  * the turn it was asked in, never synchronously.
+ *
+ * @category storage
  */
 export const endOfTurnQueue = <Request, A, E>(
   answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>
@@ -23,6 +26,8 @@ export const endOfTurnQueue = <Request, A, E>(
  * {@link endOfTurnQueue} over a longer window: the calls asked for within `windowMs` (ms)
  * of the group's first are answered together (a timer), or at once, in the call that
  * makes `maxSize` of them wait. `windowMs` 0 answers at the end of the turn (`setImmediate`).
+ *
+ * @category storage
  */
 export const groupedQueue = <Request, A, E>(
   answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
-import { endOfTurnQueue } from "../src/internal/endOfTurn.js"
+import { endOfTurnQueue } from "../src/storage/endOfTurn.js"
 
 describe("endOfTurnQueue", () => {
   it.effect("answers the requests of one turn with one call, in the order they were asked", () =>
