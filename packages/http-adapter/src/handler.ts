@@ -485,9 +485,7 @@ const respond = (
   bodyLimit: number
 ): Effect.Effect<ApiResponse, never, RouteServices | RateLimiter> => {
   const definition = route.definition
-  const authenticated: Effect.Effect<AuthenticatedOrganization | undefined, HttpFailure | DomainError, RouteServices> =
-    definition.authenticated === false ? Effect.succeed(undefined) : authenticate(exchange)
-  const checked = Effect.flatMap(authenticated, (auth) => {
+  const checked = (auth: AuthenticatedOrganization | undefined) => {
     if (auth !== undefined) exchange.organizationId = auth.organization.id
     // Built only once the request passed the limiter: a 429 does no validation work.
     const rest = () => afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
@@ -496,8 +494,12 @@ const respond = (
       exchange.rateLimit = decision
     })
     return Effect.flatMap(counted, rest)
-  })
-  return recover(checked)
+  }
+  // A route that needs no key goes straight on (no Effect to authenticate nobody), still
+  // inside the fiber: whatever it throws is a defect `recover` answers.
+  return recover(
+    definition.authenticated === false ? Effect.suspend(() => checked(undefined)) : Effect.flatMap(authenticate(exchange), checked)
+  )
 }
 
 /**

@@ -56,6 +56,17 @@ const inboundPhone = (
   return read
 }
 
+/** Whether a stored status report moved an outbound message to `failed`: core then reacts to its failure. */
+const changedToFailed = (
+  outcome: ProviderStatusOutcome,
+  reported: MessageStatus
+): outcome is Extract<ProviderStatusOutcome, { readonly _tag: "Updated" }> =>
+  outcome._tag === "Updated" && outcome.changed && reported === "failed"
+
+/** Whether a report no message has yet names our send (its uuid as callback data): it settles that send. */
+const settlesSend = (outcome: ProviderStatusOutcome, callbackData: string | undefined): callbackData is string =>
+  outcome._tag === "Pending" && callbackData !== undefined && UUID_PATTERN.test(callbackData)
+
 /** `receiveInbound`, `appendOutbound`, `updateMessageStatus` and `ensure` of the Chats service. */
 export const makeMessageOperations = (
   storage: StorageService,
@@ -160,31 +171,56 @@ export const makeMessageOperations = (
     return outcome.message
   })
 
-  const applyProviderStatus = Effect.fnUntraced(function* (
-    organizationId: OrganizationId,
-    providerMessageIdInput: string,
-    status: MessageStatus,
-    failureInput?: MessageFailure,
-    callbackData?: string
-  ) {
+  // Plain Effects, no generator, on the common path: every status notification of Meta's
+  // webhook runs it (docs/benchmarks.md).
+  const applyProviderStatus: ChatsService["applyProviderStatus"] = (
+    organizationId,
+    providerMessageIdInput,
+    status,
+    failureInput,
+    callbackData
+  ) => {
     const collector = new IssueCollector()
     const statusIssue = readStatus(collector, status)
     const providerId = collector.requiredText("provider_message_id", providerMessageIdInput, MAX_NAME_LENGTH)
     const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
-    if (collector.issues.length > 0 || statusIssue) return yield* invalid(collector)
+    if (collector.issues.length > 0 || statusIssue) return Effect.fail(invalid(collector))
     const reported = status as Exclude<MessageStatus, "queued" | "sending">
-    const now = yield* nowIso
-    const outcome = yield* storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
-      status: reported,
-      from: MESSAGE_STATUS_PREDECESSORS[reported],
-      ...(failure === undefined ? {} : { failure }),
-      now,
-      pendingUntil: new Date(Date.parse(now) + PENDING_STATUS_TTL_MS).toISOString()
-    })
-    if (outcome._tag === "Updated" && outcome.changed && reported === "failed" && failure !== undefined) {
+    return Effect.flatMap(nowIso, (now) =>
+      Effect.flatMap(
+        storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
+          status: reported,
+          from: MESSAGE_STATUS_PREDECESSORS[reported],
+          ...(failure === undefined ? {} : { failure }),
+          now,
+          pendingUntil: new Date(Date.parse(now) + PENDING_STATUS_TTL_MS).toISOString()
+        }),
+        (outcome) =>
+          (failure !== undefined && changedToFailed(outcome, reported)) || settlesSend(outcome, callbackData)
+            ? afterProviderStatus(organizationId, providerId, reported, failure, callbackData, now, outcome)
+            : Effect.succeed(outcome)
+      )
+    )
+  }
+
+  /**
+   * What a stored status report may still do: a `failed` that changed an outbound message
+   * reacts to the failure; a report no message has yet, with our send's uuid as its
+   * callback data, settles that send's unknown outcome.
+   */
+  const afterProviderStatus = Effect.fnUntraced(function* (
+    organizationId: OrganizationId,
+    providerId: string,
+    reported: Exclude<MessageStatus, "queued" | "sending">,
+    failure: MessageFailure | undefined,
+    callbackData: string | undefined,
+    now: string,
+    outcome: ProviderStatusOutcome
+  ) {
+    if (failure !== undefined && changedToFailed(outcome, reported)) {
       yield* reactToOutboundFailure(storage, organizationId, outcome.message, failure, now)
     }
-    if (outcome._tag !== "Pending" || callbackData === undefined || !UUID_PATTERN.test(callbackData)) return outcome
+    if (!settlesSend(outcome, callbackData)) return outcome
     // No message has Meta's id yet: the one our send named settles an unknown outcome.
     const settled = yield* storage.outbox.settle(organizationId, callbackData.toLowerCase() as MessageId, {
       provider_message_id: providerId,

@@ -112,7 +112,6 @@ const make = Effect.gen(function* () {
       for (const part of change.refused) yield* refuse(refused, { ...at, ...part }, "part of unexpected shape", null)
       for (const message of change.messages) {
         yield* messaging.receive(owner.organization_id, inboundInputOf(owner, message)).pipe(
-          Effect.asVoid,
           Effect.catchTag("InvalidInput", (error) =>
             refuse(refused, { ...at, reason: issuesOf(error), item: message.raw }, "inbound message", message.provider_message_id)
           )
@@ -126,7 +125,6 @@ const make = Effect.gen(function* () {
           status.failure ?? undefined,
           status.callback_data ?? undefined
         ).pipe(
-          Effect.asVoid,
           Effect.catchTag("InvalidInput", (error) =>
             refuse(refused, { ...at, reason: issuesOf(error), item: status.raw }, "status", status.provider_message_id)
           )
