@@ -321,6 +321,32 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       ])
     }))
 
+  it.effect("an automatic reply its channel's token cannot send is logged with the organization_id, and the message kept", () =>
+    Effect.gen(function* () {
+      const lines: Array<Record<string, unknown>> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const orgId = yield* run(() =>
+        Effect.gen(function* () {
+          const { orgId, channel } = yield* withChannel()
+          yield* Effect.flatMap(BasicReplies, (replies) => replies.create(orgId, { name: "Hours", trigger: "hours", response: "9–17" }))
+          // A sealed token no key opens: the reply cannot be sent through this channel.
+          const storage = yield* Storage
+          yield* storage.channels.update(orgId, channel.uuid, {
+            access_token: { sealed: "v1.not.a.sealed.token", last4: "oken" },
+            updated_at: new Date(0).toISOString()
+          })
+          yield* receive(messagesPayload([{ from: "16505551234", id: "wamid.hours", type: "text", text: { body: "hours" } }]))
+          const { messages } = yield* onlyChat(orgId)
+          expect(messages.map((message) => [message.direction, message.text])).toEqual([["inbound", "hours"]])
+          return orgId
+        }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      )
+      const unsent = lines.filter((line) => line.message.startsWith("Automatic reply not sent"))
+      expect(unsent.map((line) => line.organization_id)).toEqual([orgId])
+    }))
+
   it.effect("a matching basic reply is answered through the channel the message came in by, with its token", () =>
     run((transport) =>
       Effect.gen(function* () {
