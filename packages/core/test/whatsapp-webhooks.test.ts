@@ -86,6 +86,15 @@ const withChannel = (phoneNumberId = PHONE_NUMBER_ID, wabaId = WABA_ID) =>
     return { orgId: org.id, channel }
   })
 
+/** A logger keeping each line as its message and annotations, for the tests of what is logged. */
+const capturedLogLines = () => {
+  const lines: Array<Record<string, unknown> & { readonly message: string }> = []
+  const logger = Logger.make(({ annotations, message }) => {
+    lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
+  })
+  return { lines, logger }
+}
+
 const receive = (payload: unknown) => Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(payload))
 
 /** The organization's only chat and its messages, newest first. */
@@ -302,10 +311,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
 
   it.effect("log lines about a routed change carry its organization_id; unrouted ones carry none", () =>
     Effect.gen(function* () {
-      const lines: Array<Record<string, unknown>> = []
-      const logger = Logger.make(({ annotations, message }) => {
-        lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
-      })
+      const { lines, logger } = capturedLogLines()
       const orgId = yield* run(() =>
         Effect.gen(function* () {
           const { orgId } = yield* withChannel()
@@ -323,10 +329,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
 
   it.effect("an automatic reply its channel's token cannot send is logged with the organization_id, and the message kept", () =>
     Effect.gen(function* () {
-      const lines: Array<Record<string, unknown>> = []
-      const logger = Logger.make(({ annotations, message }) => {
-        lines.push({ message: String(message), ...Object.fromEntries(HashMap.toEntries(annotations)) })
-      })
+      const { lines, logger } = capturedLogLines()
       const orgId = yield* run(() =>
         Effect.gen(function* () {
           const { orgId, channel } = yield* withChannel()

@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { type Channel, type ChannelId, type OrganizationId, Storage } from "@switchboard/core"
 import type { StorageContractOptions } from "./contract.js"
 import * as fixtures from "./fixtures.js"
-import { channelRecord, insertChannel, insertOrganization, runner, sorted } from "./support.js"
+import { insertChannel, insertOrganization, runner, sorted } from "./support.js"
 
 const { instant } = fixtures
 
@@ -74,7 +74,7 @@ export const channelsContract = (options: StorageContractOptions): void => {
           const other = yield* insertOrganization()
           const first = yield* insertChannel(org.id)
           for (const owner of [org.id, other.id]) {
-            const again = channelRecord({ phone_number_id: first.phone_number_id })
+            const again = fixtures.channelRecord({ phone_number_id: first.phone_number_id })
             expect(yield* channels.insert(owner, { channel: again, access_token_sealed: "x" }, 20)).toEqual({ _tag: "PhoneNumberIdTaken" })
             expect(yield* channels.findById(owner, again.uuid)).toEqual(Option.none())
           }
@@ -90,10 +90,10 @@ export const channelsContract = (options: StorageContractOptions): void => {
           const other = yield* insertOrganization()
           const first = yield* insertChannel(org.id)
           yield* insertChannel(org.id)
-          const third = channelRecord()
+          const third = fixtures.channelRecord()
           expect(yield* channels.insert(org.id, { channel: third, access_token_sealed: "x" }, 2)).toEqual({ _tag: "LimitReached", limit: 2 })
           expect(yield* channels.findById(org.id, third.uuid)).toEqual(Option.none())
-          expect((yield* channels.insert(other.id, { channel: channelRecord(), access_token_sealed: "x" }, 2))._tag).toBe("Inserted")
+          expect((yield* channels.insert(other.id, { channel: fixtures.channelRecord(), access_token_sealed: "x" }, 2))._tag).toBe("Inserted")
           expect(yield* channels.delete(org.id, first.uuid)).toBe(true)
           expect((yield* channels.insert(org.id, { channel: third, access_token_sealed: "x" }, 2))._tag).toBe("Inserted")
           expect((yield* channels.list(org.id)).length).toBe(2)
@@ -106,7 +106,7 @@ export const channelsContract = (options: StorageContractOptions): void => {
           const { channels } = yield* Storage
           const org = yield* insertOrganization()
           const outcomes = yield* Effect.all(
-            Array.from({ length: 8 }, () => channels.insert(org.id, { channel: channelRecord(), access_token_sealed: "x" }, 3)),
+            Array.from({ length: 8 }, () => channels.insert(org.id, { channel: fixtures.channelRecord(), access_token_sealed: "x" }, 3)),
             { concurrency: "unbounded" }
           )
           expect(outcomes.filter((o) => o._tag === "Inserted").length).toBe(3)

@@ -1,6 +1,8 @@
 import type {
   ApiKey,
   ApiKeyId,
+  Channel,
+  ChannelId,
   ContactDetails,
   ContactImportRequest,
   ContactImportRow,
@@ -102,3 +104,26 @@ export const details = (overrides: Partial<ContactDetails> = {}): ContactDetails
   country: null,
   ...overrides
 })
+
+let phoneNumberIds = 0
+
+/** A channel record with a fresh uuid and a `phone_number_id` no other fixture has. */
+export const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
+  phoneNumberIds += 1
+  return {
+    uuid: uuid() as ChannelId,
+    provider: "whatsapp_cloud",
+    phone_number_id: String(106540352240000 + phoneNumberIds),
+    display_phone_number: "+31612345678",
+    waba_id: "102290129340398",
+    access_token_set: true,
+    access_token_last4: "wxyz",
+    throughput_mps: 50,
+    status: "active",
+    paused_reason: null,
+    paused_at: null,
+    created_at: instant(phoneNumberIds),
+    updated_at: instant(phoneNumberIds),
+    ...overrides
+  }
+}

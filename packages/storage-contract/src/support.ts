@@ -2,7 +2,6 @@ import { expect } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import {
   type Channel,
-  type ChannelId,
   type Contact,
   type ContactId,
   type ContactImportResult,
@@ -134,34 +133,11 @@ export const labelCount = (organizationId: OrganizationId, label: Label) =>
 /** Sorts a copy of `values` (compare sets of uuids whose order no rule fixes). */
 export const sorted = <A extends string>(values: ReadonlyArray<A>): Array<A> => [...values].sort()
 
-let phoneNumberIds = 0
-
-/** A channel record with a fresh uuid and a `phone_number_id` no other fixture has. */
-export const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
-  phoneNumberIds += 1
-  return {
-    uuid: fixtures.uuid() as ChannelId,
-    provider: "whatsapp_cloud",
-    phone_number_id: String(106540352240000 + phoneNumberIds),
-    display_phone_number: "+31612345678",
-    waba_id: "102290129340398",
-    access_token_set: true,
-    access_token_last4: "wxyz",
-    throughput_mps: 50,
-    status: "active",
-    paused_reason: null,
-    paused_at: null,
-    created_at: fixtures.instant(phoneNumberIds),
-    updated_at: fixtures.instant(phoneNumberIds),
-    ...overrides
-  }
-}
-
 /** Inserts a channel (limit 20) and expects it inserted; returns it. */
 export const insertChannel = (organizationId: OrganizationId, overrides: Partial<Channel> = {}, sealed = "v1.sealed") =>
   Effect.gen(function* () {
     const { channels } = yield* Storage
-    const channel = channelRecord(overrides)
+    const channel = fixtures.channelRecord(overrides)
     const outcome = yield* channels.insert(organizationId, { channel, access_token_sealed: sealed }, 20)
     if (outcome._tag !== "Inserted") return expect.fail(`expected Inserted, got ${outcome._tag}`)
     return channel

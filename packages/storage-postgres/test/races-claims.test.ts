@@ -3,7 +3,6 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
   type Channel,
-  type ChannelId,
   type ChatId,
   type ClaimedMessage,
   type ContactId,
@@ -108,21 +107,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
         const { contacts, org } = yield* organizationWithContacts(stores[0], 150)
         const channels: Array<Channel> = []
         for (const [n, throughput] of [[1, 10], [2, 20], [3, 40], [4, 100]] as const) {
-          const channel: Channel = {
-            uuid: fixtures.uuid() as ChannelId,
-            provider: "whatsapp_cloud",
-            phone_number_id: String(206540352240000 + n),
-            display_phone_number: "+31612345678",
-            waba_id: "102290129340398",
-            access_token_set: true,
-            access_token_last4: "wxyz",
-            throughput_mps: throughput,
-            status: "active",
-            paused_reason: null,
-            paused_at: null,
-            created_at: instant(n),
-            updated_at: instant(n)
-          }
+          const channel = fixtures.channelRecord({ throughput_mps: throughput, created_at: instant(n), updated_at: instant(n) })
           const outcome = yield* stores[0].channels.insert(org.id, { channel, access_token_sealed: "v1.sealed" }, 20)
           expect(outcome._tag).toBe("Inserted")
           channels.push(channel)

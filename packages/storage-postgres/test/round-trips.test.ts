@@ -4,8 +4,6 @@ import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
   type BasicReplyId,
-  type Channel,
-  type ChannelId,
   MESSAGE_STATUS_PREDECESSORS,
   type MessageId,
   type MessageStatus,
@@ -176,22 +174,8 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         const org = fixtures.organization()
         yield* store.organizations.insert(org)
         const numbers = ["106540352299001", "106540352299002"]
-        for (const [n, phone_number_id] of numbers.entries()) {
-          const channel: Channel = {
-            uuid: fixtures.uuid() as ChannelId,
-            provider: "whatsapp_cloud",
-            phone_number_id,
-            display_phone_number: "+31612345678",
-            waba_id: "102290129340398",
-            access_token_set: true,
-            access_token_last4: "wxyz",
-            throughput_mps: 50,
-            status: "active",
-            paused_reason: null,
-            paused_at: null,
-            created_at: instant(n),
-            updated_at: instant(n)
-          }
+        for (const phone_number_id of numbers) {
+          const channel = fixtures.channelRecord({ phone_number_id })
           expect((yield* store.channels.insert(org.id, { channel, access_token_sealed: "v1.sealed" }, 20))._tag).toBe("Inserted")
         }
         statements.length = 0
