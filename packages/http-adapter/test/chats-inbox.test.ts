@@ -290,5 +290,6 @@ describe("the inbox routes count in the general rate-limit bucket", () => {
     ]
     const refused = await api.post(`/chats/${chat.uuid}/read`, undefined)
     expect([...statuses, refused.status, refused.errors[0]?.code]).toEqual([200, 200, 200, 429, "rate_limited"])
-  })
+    // The wait for the window above may take up to 10 s.
+  }, 30_000)
 })

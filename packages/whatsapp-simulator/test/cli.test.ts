@@ -55,7 +55,13 @@ const serve = async (args: ReadonlyArray<string>, env: Record<string, string> = 
   return { child, listening: JSON.parse(first.value as string), next: async () => JSON.parse((await iterator.next()).value as string) }
 }
 
-describe("serve", () => {
+/**
+ * Each test starts node processes (the CLI, a server): 5 s is too short on a loaded 2-core
+ * machine, where a start alone took over 5 s in a full run.
+ */
+const PROCESS_TEST_TIMEOUT_MS = 30_000
+
+describe("serve", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("without options: the default number, any free port given; answers Graph calls and prints a line per request; SIGTERM ends it with 0", async () => {
     const { child, listening, next } = await serve(["--port", "0"])
     expect(listening).toMatchObject({
@@ -119,7 +125,7 @@ describe("serve", () => {
   })
 })
 
-describe("inbound and template-status", () => {
+describe("inbound and template-status", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("inbound posts a signed customer message of the type asked, stamped now, and prints the answer", async () => {
     const before = Math.floor(Date.now() / 1000)
     const env = { SIMULATOR_APP_SECRET: SECRET }
@@ -182,7 +188,7 @@ describe("inbound and template-status", () => {
   })
 })
 
-describe("received and reset (the control API of a running simulator)", () => {
+describe("received and reset (the control API of a running simulator)", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("received prints one JSON line per request, without the token; reset empties it", async () => {
     const { listening } = await serve(["--port", "0"])
     await graph(listening.url, "/v21.0/106540352242922", "EAAGsimulator-access-token-0001")
