@@ -1,6 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { Contacts, Core, DispatchWake, MemoryStorage, Organizations, Storage, wakeOnEnqueue } from "@switchboard/core"
+import { Effect, Fiber, Layer, TestClock } from "effect"
+import {
+  type Broadcast,
+  Contacts,
+  Core,
+  DispatchWake,
+  MemoryStorage,
+  Organizations,
+  runBroadcastStarter,
+  SendQueueSettings,
+  Storage,
+  type StorageService,
+  wakeOnEnqueue
+} from "@switchboard/core"
 
 // The in-process wake of the leased-dispatch loop (docs/webhooks.md "Delivery and the
 // dispatcher"): the storage of `wakeOnEnqueue` wakes the loop after each write that may
@@ -27,4 +39,54 @@ describe("wakeOnEnqueue", () => {
       yield* (yield* Contacts).importBulk(organization.id, [{ first_name: "Grace", phone: "+14155550101" }])
       expect(wakes).toBe(1)
     }).pipe(Effect.provide(layer)))
+})
+
+describe("wakeOnEnqueue: the broadcasts' completion check", () => {
+  /** The memory store under wakeOnEnqueue, its completeFinished answering `completed` and counting its calls. */
+  const countingLayer = (completed: ReadonlyArray<Broadcast>) => {
+    const calls = { completeFinished: 0 }
+    const base = MemoryStorage.make()
+    const storage: StorageService = {
+      ...base,
+      broadcasts: {
+        ...base.broadcasts,
+        completeFinished: (now) => {
+          calls.completeFinished++
+          return Effect.as(base.broadcasts.completeFinished(now), completed)
+        }
+      }
+    }
+    const layer = Core.layer.pipe(
+      Layer.provideMerge(wakeOnEnqueue.pipe(Layer.provide(Layer.succeed(Storage, storage)), Layer.provideMerge(DispatchWake.layer))),
+      Layer.provideMerge(SendQueueSettings.layer({}))
+    )
+    return { calls, layer }
+  }
+
+  it.effect("wakes only when it completed a broadcast", () => {
+    const none = countingLayer([])
+    const one = countingLayer([{ uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a" } as unknown as Broadcast])
+    const wakesOf = Effect.gen(function*() {
+      let wakes = 0
+      ;(yield* DispatchWake).subscribe(() => wakes++)
+      yield* (yield* Storage).broadcasts.completeFinished("2026-11-27T09:00:00.000Z")
+      return wakes
+    })
+    return Effect.gen(function*() {
+      expect(yield* Effect.provide(wakesOf, none.layer)).toBe(0)
+      expect(yield* Effect.provide(wakesOf, one.layer)).toBe(1)
+    })
+  })
+
+  it.effect("the broadcasts' loop, with nothing due, passes once per poll interval (its own pass does not wake it)", () => {
+    const { calls, layer } = countingLayer([])
+    return Effect.gen(function*() {
+      const loop = yield* Effect.fork(runBroadcastStarter({ pollIntervalMs: 1_000 }))
+      for (let step = 0; step < 30; step++) yield* TestClock.adjust(100)
+      yield* Fiber.interrupt(loop)
+      // A pass at 0, 1 000, 2 000 and 3 000 ms; woken by its own pass it would pass every 200 ms (16).
+      expect(calls.completeFinished).toBeGreaterThanOrEqual(3)
+      expect(calls.completeFinished).toBeLessThanOrEqual(4)
+    }).pipe(Effect.provide(layer))
+  })
 })

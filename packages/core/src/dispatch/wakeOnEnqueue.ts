@@ -8,7 +8,10 @@ import { DispatchWake } from "./DispatchWake.js"
  * {@link DispatchWake} `wake` once it succeeded, so the webhook loop of this process
  * claims the new delivery at once instead of after its poll interval (docs/webhooks.md
  * "Delivery and the dispatcher"). A write that enqueued nothing wakes the loop too: it
- * then claims nothing. Everything else is the storage unchanged.
+ * then claims nothing; except `broadcasts.completeFinished`, which the broadcasts' loop
+ * runs on every pass, and which wakes only when it completed a broadcast (waking the loop
+ * that ran it would keep every loop passing while nothing is due). Everything else is the
+ * storage unchanged.
  *
  * @category dispatch
  */
@@ -52,7 +55,10 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): Stor
       writeRecipients: waking(storage.broadcasts.writeRecipients),
       cancel: waking(storage.broadcasts.cancel),
       stop: waking(storage.broadcasts.stop),
-      completeFinished: waking(storage.broadcasts.completeFinished)
+      // Run by the broadcasts' loop on every pass: woken only by what it completed, else
+      // each pass would wake the loop that ran it, and every loop would pass every 200 ms.
+      completeFinished: (now) =>
+        Effect.tap(storage.broadcasts.completeFinished(now), (completed) => completed.length > 0 ? wake : Effect.void)
     }
   }
 }
