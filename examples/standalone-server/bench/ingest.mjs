@@ -18,7 +18,8 @@
 // (a status, its duplicate, an inbound text, its redelivery, a wrong signature, an unknown
 // number) and write the same rows for them. Each round starts both servers afresh on fresh
 // copies, in alternating order, each first answering BENCH_INGEST_SERVER_WARMUP_SECONDS (10)
-// of inbound texts (a JIT-compiled server's steady state), then running the status load and
+// of inbound texts and BENCH_INGEST_SERVER_STATUS_WARMUP_SECONDS (5) of statuses that change
+// nothing (a JIT-compiled server's steady state), then running the status load and
 // the inbound load (1 s of warm-up, then BENCH_INGEST_SECONDS); the median round is kept,
 // the spread printed.
 // Targets: Switchboard's req/s ≥ 0.5× the hand-written receiver's, its CPU per request
@@ -85,6 +86,13 @@ const WARMUP_SECONDS = 1
  * larger code for about 20 s of load (docs/benchmarks.md "Warm-up").
  */
 const SERVER_WARMUP_SECONDS = Number(process.env.BENCH_INGEST_SERVER_WARMUP_SECONDS ?? 10)
+/**
+ * Seconds of status notifications that change nothing (`sent` again for messages already
+ * sent) each server answers after its inbound warm-up, so that the status path's own code
+ * (the move by wamid, its row's decoding) is compiled before the status load too
+ * (BENCH_INGEST_SERVER_STATUS_WARMUP_SECONDS, 5; docs/benchmarks.md "Warm-up").
+ */
+const SERVER_STATUS_WARMUP_SECONDS = Number(process.env.BENCH_INGEST_SERVER_STATUS_WARMUP_SECONDS ?? 5)
 /** Inbound bodies built before the first load; more are built on demand. */
 const INBOUND_PREBUILT = 60_000
 
@@ -274,6 +282,12 @@ const statusRequests = (messages) =>
     // Meta echoes the send's biz_opaque_callback_data (Switchboard's sends name the message).
     return { ...signed(statusPayload({ number: NUMBER, wamid, status, recipient_id: phone, biz_opaque_callback_data: uuid })), wamid, status }
   })
+
+/** Request k of the status warm-up: `sent` again for message k mod N, which every message already is (nothing changes). */
+const repeatedStatusRequest = (messages, k) => {
+  const { uuid, wamid, phone } = messages[k % messages.length]
+  return signed(statusPayload({ number: NUMBER, wamid, status: "sent", recipient_id: phone, biz_opaque_callback_data: uuid }))
+}
 
 /** Request k of the inbound load: a text with a fresh wamid from contact k mod the contacts. */
 const inboundRequest = (contacts, k) => {
@@ -664,8 +678,13 @@ const measure = async (store, writeSeconds, headline, describe) => {
       let answered = 0
       try {
         // The server's warm-up: inbound texts (the heavier path, through every layer a status
-        // also crosses), so that a JIT-compiled server is measured in its steady state.
+        // also crosses), then statuses that change nothing (the status path's own code), so
+        // that a JIT-compiled server is measured in its steady state.
         if (SERVER_WARMUP_SECONDS > 0) answered += (await load(server, inboundSource, SERVER_WARMUP_SECONDS)).answered
+        if (SERVER_STATUS_WARMUP_SECONDS > 0) {
+          const repeated = requestSource((k) => repeatedStatusRequest(seed.messages, k), Number.POSITIVE_INFINITY)
+          answered += (await load(server, repeated, SERVER_STATUS_WARMUP_SECONDS)).answered
+        }
         for (const [kind, source] of [["status", statusSource], ["inbound", inboundSource]]) {
           answered += (await load(server, source, WARMUP_SECONDS)).answered
           const figure = await load(server, source, SECONDS)
@@ -712,7 +731,7 @@ export const run = async () => {
     sqlite,
     (performance.now() - written) / 1000,
     `Ingest (Meta's webhooks): signed POST /webhooks/whatsapp, one item a request, SQLite holding ${number(MESSAGES)} sent messages ` +
-      `to ${CONTACTS} contacts; ${CONNECTIONS} connections, each server warmed up by ${SERVER_WARMUP_SECONDS} s of inbound texts, then ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
+      `to ${CONTACTS} contacts; ${CONNECTIONS} connections, each server warmed up by ${SERVER_WARMUP_SECONDS} s of inbound texts and ${SERVER_STATUS_WARMUP_SECONDS} s of statuses that change nothing, then ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
       `each server in its own process, started afresh on a fresh copy each round, alternating`,
     [
       `  Switchboard: node dist/main.js with its defaults, WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
@@ -733,7 +752,7 @@ const runPostgres = async (directory) => {
       postgres,
       (performance.now() - written) / 1000,
       `Ingest (Meta's webhooks) on PostgreSQL: the same loads, PostgreSQL (POSTGRES_URL's server) holding ${number(MESSAGES)} sent messages ` +
-        `to ${CONTACTS} contacts; ${CONNECTIONS} connections, each server warmed up by ${SERVER_WARMUP_SECONDS} s of inbound texts, then ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
+        `to ${CONTACTS} contacts; ${CONNECTIONS} connections, each server warmed up by ${SERVER_WARMUP_SECONDS} s of inbound texts and ${SERVER_STATUS_WARMUP_SECONDS} s of statuses that change nothing, then ${SECONDS} s per load after ${WARMUP_SECONDS} s of warm-up, median of ${ROUNDS} round(s), ` +
         `each server in its own process, started afresh on a fresh copy of a template database each round, alternating`,
       [
         `  Switchboard: node dist/main.js with DATABASE_URL=postgres://… (a pool of 10), WHATSAPP_APP_SECRET and SWITCHBOARD_SECRET_KEY set (a JSON log line per request to a file)`,
