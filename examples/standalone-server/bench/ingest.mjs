@@ -274,20 +274,19 @@ const signed = (payload) => {
   return { body, signature: sign(body, APP_SECRET) }
 }
 
+/** A signed status notification moving `message` to `status`, with its wamid and that status. */
+const statusRequest = ({ uuid, wamid, phone }, status) =>
+  // Meta echoes the send's biz_opaque_callback_data (Switchboard's sends name the message).
+  ({ ...signed(statusPayload({ number: NUMBER, wamid, status, recipient_id: phone, biz_opaque_callback_data: uuid })), wamid, status })
+
 /** Request k of the status load: `delivered` for message k, then (k ≥ N) `read` for message k − N. */
 const statusRequests = (messages) =>
-  Array.from({ length: 2 * messages.length }, (_, k) => {
-    const { uuid, wamid, phone } = messages[k % messages.length]
-    const status = k < messages.length ? "delivered" : "read"
-    // Meta echoes the send's biz_opaque_callback_data (Switchboard's sends name the message).
-    return { ...signed(statusPayload({ number: NUMBER, wamid, status, recipient_id: phone, biz_opaque_callback_data: uuid })), wamid, status }
-  })
+  Array.from({ length: 2 * messages.length }, (_, k) =>
+    statusRequest(messages[k % messages.length], k < messages.length ? "delivered" : "read")
+  )
 
 /** Request k of the status warm-up: `sent` again for message k mod N, which every message already is (nothing changes). */
-const repeatedStatusRequest = (messages, k) => {
-  const { uuid, wamid, phone } = messages[k % messages.length]
-  return signed(statusPayload({ number: NUMBER, wamid, status: "sent", recipient_id: phone, biz_opaque_callback_data: uuid }))
-}
+const repeatedStatusRequest = (messages, k) => statusRequest(messages[k % messages.length], "sent")
 
 /** Request k of the inbound load: a text with a fresh wamid from contact k mod the contacts. */
 const inboundRequest = (contacts, k) => {

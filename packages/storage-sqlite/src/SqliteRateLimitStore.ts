@@ -1,8 +1,13 @@
 import type Sqlite from "better-sqlite3"
 import { Config, type ConfigError, Effect, Exit, Layer, type Scope } from "effect"
-import { RateLimitStore, type StorageError, type RateLimitIncrement, type RateLimitStoreService } from "@switchboard/core"
+import {
+  endOfTurnQueue,
+  RateLimitStore,
+  type StorageError,
+  type RateLimitIncrement,
+  type RateLimitStoreService
+} from "@switchboard/core"
 import { DEFAULT_BUSY_TIMEOUT_MS, openDatabase } from "./internal/connection.js"
-import { endOfTurnQueue } from "@switchboard/core"
 import { attempt, attemptNow, statementsOf, type Statements } from "./internal/sql.js"
 import { migrate } from "./migrations.js"
 

@@ -59,7 +59,10 @@ export const basicReplyRepository: RepositoryFactory<BasicReplyRepository> = (db
 type ReplyRow = Omit<BasicReply, "uuid"> & { readonly uuid: string }
 
 // `trigger` is an SQL keyword: quoted wherever it names the column.
-const COLUMNS = `uuid, name, "trigger", response, created_at, updated_at`
+const COLUMN_NAMES = ["uuid", "name", `"trigger"`, "response", "created_at", "updated_at"]
+const COLUMNS = COLUMN_NAMES.join(", ")
+/** {@link COLUMNS} of the table aliased `r`. */
+const REPLY_COLUMNS = COLUMN_NAMES.map((name) => `r.${name}`).join(", ")
 
 /** The statements of this repository on `schema` (quoted). */
 const statements = (schema: string) =>
@@ -68,7 +71,7 @@ const statements = (schema: string) =>
         (uuid, organization_id, name, "trigger", trigger_key, response, created_at, updated_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (organization_id, trigger_key) DO NOTHING`,
     findById: `SELECT ${COLUMNS} FROM ${schema}.basic_replies WHERE organization_id = $1 AND uuid = $2`,
-    findByTriggers: `SELECT q.n::int AS n, ${COLUMNS.replace(/(^|, )/g, "$1r.")}
+    findByTriggers: `SELECT q.n::int AS n, ${REPLY_COLUMNS}
       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q (organization_id, trigger_key, n)
       JOIN ${schema}.basic_replies r ON r.organization_id = q.organization_id AND r.trigger_key = q.trigger_key`,
     page: `SELECT ${COLUMNS} FROM ${schema}.basic_replies WHERE organization_id = $1

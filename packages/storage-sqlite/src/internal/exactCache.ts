@@ -1,7 +1,6 @@
 import type Sqlite from "better-sqlite3"
 import { type Effect, Exit, Option } from "effect"
-import type { StorageError } from "@switchboard/core"
-import { endOfTurnQueue } from "@switchboard/core"
+import { endOfTurnQueue, type StorageError } from "@switchboard/core"
 import { attemptNow } from "./sql.js"
 
 /**

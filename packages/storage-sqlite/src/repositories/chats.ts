@@ -12,9 +12,9 @@ import {
   type MessageStatusOutcome,
   type OrganizationId,
   type ProviderStatusOutcome,
-  type ProviderStatusUpdate
+  type ProviderStatusUpdate,
+  endOfTurnQueue
 } from "@switchboard/core"
-import { endOfTurnQueue } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import {
   chatsByIds,

@@ -16,9 +16,9 @@ import {
   type OutboxPlacement,
   type OutboxRepository,
   pacingIntervalMs,
-  type SendClass
+  type SendClass,
+  groupedQueue
 } from "@switchboard/core"
-import { groupedQueue } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channel-cache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
