@@ -1,14 +1,13 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import { InvalidInput, RecordNotFound, UniqueValueTaken } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { RecordNotFound, UniqueValueTaken } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import type { BasicReply, BasicReplyId, BasicReplyInput } from "./model.js"
+import type { BasicReply, BasicReplyId, BasicReplyInput } from "../model/basicReplies.js"
 import { readBasicReply } from "./readBasicReply.js"
 
 /**

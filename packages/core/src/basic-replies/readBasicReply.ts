@@ -1,5 +1,5 @@
 import type { IssueCollector } from "../internal/validation.js"
-import { type BasicReplyInput, MAX_RESPONSE_LENGTH } from "./model.js"
+import { type BasicReplyInput, MAX_RESPONSE_LENGTH } from "../model/basicReplies.js"
 
 /**
  * Reads one reply from `input`, adding an issue to `collector` for every bad field, named

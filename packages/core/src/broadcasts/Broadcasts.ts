@@ -1,32 +1,30 @@
 import { Clock, Context, Effect, Layer, Option, Queue } from "effect"
-import type { ChannelId } from "../channels/model.js"
-import type { ChatId } from "../chats/model.js"
+import type { ChannelId } from "../model/channels.js"
+import type { ChatCursorPagination, ChatId } from "../model/chats.js"
 import { encodeCursor, cursorPage, recordListCursorBinding } from "../chats/cursor.js"
 import { readCursorPageParams } from "../chats/listParams.js"
-import type { ChatCursorPagination } from "../chats/model.js"
-import { RecordNotFound } from "../common/errors.js"
-import type { Contact, ContactId } from "../contacts/model.js"
+import { type InputIssue, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
+import type { Contact, ContactId } from "../model/contacts.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
 import { sleepUntilWoken } from "../dispatch/LeasedQueue.js"
-import { InvalidInput, type InputIssue } from "../errors.js"
-import type { GroupId } from "../groups/model.js"
+import type { GroupId } from "../model/groups.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector, isRecord, UUID_PATTERN } from "../internal/validation.js"
-import type { LabelId } from "../labels/model.js"
-import { MessageStatus, type MessageFailure, type MessageId } from "../messages/model.js"
+import type { LabelId } from "../model/labels.js"
+import { BROADCAST_CANCELLED_FAILURE, MessageStatus, type MessageFailure, type MessageId } from "../model/messages.js"
 import { templatePreview } from "../messaging/Messaging.js"
 import { readTemplateShape } from "../messaging/readSend.js"
 import { SendQueueSettings } from "../messaging/SendQueue.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
-import { BROADCAST_CANCELLED_FAILURE, type BroadcastRecipientWrite, type BroadcastStart } from "../storage/BroadcastRepository.js"
+import type { BroadcastRecipientWrite, BroadcastStart } from "../storage/BroadcastRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
-import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
-import type { Template, TemplateSendObject } from "../templates/model.js"
+import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../model/templateErrors.js"
+import type { Template, TemplateSendObject } from "../model/templates.js"
 import { checkSendComponents } from "../templates/sendCheck.js"
 import { Templates } from "../templates/Templates.js"
-import { AudienceTooLarge, BroadcastNotCancellable, EmptyAudience } from "./errors.js"
+import { AudienceTooLarge, BroadcastNotCancellable, EmptyAudience } from "../model/broadcastErrors.js"
 import {
   type Broadcast,
   type BroadcastAudience,
@@ -35,7 +33,7 @@ import {
   type BroadcastRecipient,
   BROADCAST_START_BATCH,
   MAX_BROADCAST_AUDIENCE
-} from "./model.js"
+} from "../model/broadcasts.js"
 import { fillPlaceholders, placeholderIssues } from "./placeholders.js"
 
 /**

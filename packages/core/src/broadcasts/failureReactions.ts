@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import type { Message, MessageFailure } from "../messages/model.js"
-import type { BroadcastId } from "./model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { Message, MessageFailure } from "../model/messages.js"
+import type { BroadcastId } from "../model/broadcasts.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "../storage/errors.js"
 import type { StorageService } from "../storage/Storage.js"
 

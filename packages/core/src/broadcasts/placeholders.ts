@@ -1,5 +1,5 @@
-import type { Contact } from "../contacts/model.js"
-import type { InputIssue } from "../errors.js"
+import type { Contact } from "../model/contacts.js"
+import type { InputIssue } from "../model/commonErrors.js"
 import { isRecord } from "../internal/validation.js"
 
 // Per-recipient placeholders of a broadcast's template parameters (docs/broadcasts.md

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl } from "../messaging/graphApi.js"
-import { ChannelVerificationFailed } from "./errors.js"
+import { ChannelVerificationFailed } from "../model/channelErrors.js"
 
 /**
  * What Meta confirmed about a number: its `display_phone_number` as Meta writes it (for

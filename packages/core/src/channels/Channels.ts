@@ -1,9 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
-import type { InvalidInput } from "../errors.js"
+import { type InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { RecordNotFound } from "../common/errors.js"
 import type { StorageError } from "../storage/errors.js"
 import type { ChannelQueueFigures } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
@@ -14,7 +13,7 @@ import {
   ChannelVerificationFailed,
   SecretKeyMismatch,
   SecretKeyMissing
-} from "./errors.js"
+} from "../model/channelErrors.js"
 import {
   type Channel,
   type ChannelId,
@@ -23,7 +22,7 @@ import {
   type ChannelUpdateInput,
   type ChannelWithToken,
   MAX_CHANNELS_PER_ORGANIZATION
-} from "./model.js"
+} from "../model/channels.js"
 import { displayNumberOf, readChannelInput, readChannelUpdate } from "./readChannelInput.js"
 import { openSecret, sealSecret } from "./secretBox.js"
 import { checkStoredKey, claimKeyCheck } from "./secretKeyCheck.js"

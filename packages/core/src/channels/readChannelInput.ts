@@ -1,6 +1,6 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/max"
 import { Effect, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import { InvalidInput } from "../model/commonErrors.js"
 import { IssueCollector } from "../internal/validation.js"
 import {
   type ChannelInput,
@@ -8,7 +8,7 @@ import {
   DEFAULT_THROUGHPUT_MPS,
   MAX_THROUGHPUT_MPS,
   MIN_THROUGHPUT_MPS
-} from "./model.js"
+} from "../model/channels.js"
 
 /** Longest accepted access token, in characters. */
 const MAX_TOKEN_LENGTH = 4096

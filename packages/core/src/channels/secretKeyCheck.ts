@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import type { StorageError } from "../storage/errors.js"
 import type { StorageService } from "../storage/Storage.js"
-import { SecretKeyMismatch } from "./errors.js"
+import { SecretKeyMismatch } from "../model/channelErrors.js"
 import { openSecret, sealSecret } from "./secretBox.js"
 
 // The store's secret-key check value (docs/channels.md "The secret key"): the first value

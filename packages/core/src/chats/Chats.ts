@@ -1,17 +1,16 @@
 import { Context, Effect, Layer } from "effect"
-import type { ContactId } from "../contacts/model.js"
-import type { InvalidInput } from "../errors.js"
-import type { Message, MessageFailure, MessageId, MessageStatus, PENDING_STATUS_TTL_MS } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { ContactId } from "../model/contacts.js"
+import type { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
+import type { Message, MessageFailure, MessageId, MessageStatus, PENDING_STATUS_TTL_MS } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import type { RecordNotFound } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import type { ProviderStatusOutcome } from "../storage/ChatRepository.js"
 import type { OutboxPlacement } from "../storage/OutboxRepository.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { makeChatOperations } from "./chatOperations.js"
-import type { ChatStatusUnchanged } from "./errors.js"
+import type { ChatStatusUnchanged } from "../model/chatErrors.js"
 import { makeMessageOperations } from "./messageOperations.js"
 import type {
   Chat,
@@ -26,7 +25,7 @@ import type {
   MessageListParams,
   OutboundAppend,
   OutboundMessageInput
-} from "./model.js"
+} from "../model/chats.js"
 
 /**
  * Chats and messages of an organization: what a dashboard does with its inbox

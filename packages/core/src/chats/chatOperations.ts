@@ -1,15 +1,14 @@
 import { Effect, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
-import { RecordNotFound } from "../common/errors.js"
-import { paginationOf } from "../common/model.js"
+import { IssueCollector } from "../internal/validation.js"
+import type { OrganizationId } from "../model/organizations.js"
+import { paginationOf } from "../model/common.js"
 import type { ChatPatch } from "../storage/ChatRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
 import { cursorPage, encodeCursor, positionOf } from "./cursor.js"
-import { ChatStatusUnchanged } from "./errors.js"
+import { ChatStatusUnchanged } from "../model/chatErrors.js"
 import { readChatListParams, readMessageListParams, UNASSIGNED } from "./listParams.js"
 import {
   CHAT_STATUSES,
@@ -18,7 +17,8 @@ import {
   type ChatStatus,
   type ChatUpdateInput,
   type MessageList
-} from "./model.js"
+} from "../model/chats.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 // The chat side of the Chats service: status, assignment, favorite, read, and the reads.
 

@@ -1,8 +1,8 @@
 import { Either, Encoding } from "effect"
 import { UUID_PATTERN } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { ChatFilters, ChatPosition, ChatSort } from "../storage/ChatRepository.js"
-import type { Chat, ChatCursorPagination, ChatId } from "./model.js"
+import type { Chat, ChatCursorPagination, ChatId } from "../model/chats.js"
 
 // The opaque cursor of the chat list and of a chat's messages (docs/chats.md "GET /chats",
 // "GET /chats/{uuid}/messages"): base64url of `{v, b, k, u}` — format version, binding (a

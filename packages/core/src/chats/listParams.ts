@@ -1,9 +1,9 @@
-import type { GroupId } from "../groups/model.js"
-import { IssueCollector, MAX_NAME_LENGTH, UUID_PATTERN } from "../internal/validation.js"
-import type { LabelId } from "../labels/model.js"
-import type { OrganizationId } from "../organizations/model.js"
-import type { PageRequest } from "../common/model.js"
-import type { MessageId } from "../messages/model.js"
+import type { GroupId } from "../model/groups.js"
+import { IssueCollector, UUID_PATTERN } from "../internal/validation.js"
+import type { LabelId } from "../model/labels.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { PageRequest } from "../model/common.js"
+import type { MessageId } from "../model/messages.js"
 import type { ChatFilters, ChatPosition, ChatSort, MessagePosition } from "../storage/ChatRepository.js"
 import { cursorBinding, decodeCursor, messagesCursorBinding } from "./cursor.js"
 import {
@@ -14,7 +14,8 @@ import {
   type ChatSortOrder,
   type ChatStatus,
   type MessageListParams
-} from "./model.js"
+} from "../model/chats.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 // Reading the chat list's parameters (docs/chats.md "`GET /chats`"):
 // every bad parameter becomes one issue naming it, all reported at once.

@@ -1,5 +1,4 @@
-import type { IssueCollector } from "../internal/validation.js"
-import { MAX_NAME_LENGTH } from "../internal/validation.js"
+import { type IssueCollector } from "../internal/validation.js"
 import {
   INBOUND_MESSAGE_TYPES,
   type MessageContentFields,
@@ -7,7 +6,8 @@ import {
   type MessageTemplateContent,
   type MessageType,
   type OutboundMediaContent
-} from "../messages/model.js"
+} from "../model/messages.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 // Reading the content of a message given to Chats.receiveInbound / appendOutbound
 // (docs/messaging.md "Endpoints"): every problem an issue naming the field.

@@ -1,10 +1,10 @@
 import { reactToOutboundFailure } from "../broadcasts/failureReactions.js"
 import { Effect, Option } from "effect"
 import type { CountryCode } from "libphonenumber-js"
-import type { ContactId } from "../contacts/model.js"
-import { InvalidInput } from "../errors.js"
+import type { ContactId } from "../model/contacts.js"
+import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, MAX_NAME_LENGTH, UNVERIFIED_PHONE, UUID_PATTERN } from "../internal/validation.js"
+import { IssueCollector, UNVERIFIED_PHONE, UUID_PATTERN } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,
   MessageStatus,
@@ -12,17 +12,16 @@ import {
   type Message,
   type MessageFailure,
   type MessageId
-} from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+} from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
-import { RecordNotFound } from "../common/errors.js"
 import { Settings } from "../common/Settings.js"
 import type { ChatAppendOutcome, ChatAppendRequest, ProviderStatusOutcome } from "../storage/ChatRepository.js"
 import type { OutboxPlacement } from "../storage/OutboxRepository.js"
 import type { StorageService } from "../storage/Storage.js"
 import type { ChatsService } from "./Chats.js"
 import { providerMessageId, readContent, readInboundContent } from "./messageContent.js"
-import { inboundWindowInstant } from "./window.js"
+import { inboundWindowInstant } from "../model/window.js"
 import type {
   ChatId,
   ChatStatus,
@@ -30,7 +29,8 @@ import type {
   InboundReceipt,
   OutboundAppend,
   OutboundMessageInput
-} from "./model.js"
+} from "../model/chats.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 // The message side of the Chats service: inbound and outbound messages, message statuses,
 // opening a chat. Each rule is decided here and handed to the store as one atomic request.

@@ -1,17 +1,22 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import {
+  contactsLimitExceeded,
+  InvalidInput,
+  type PlanLimitExceeded,
+  RecordNotFound,
+  UniqueValueTaken
+} from "../model/commonErrors.js"
 import { IssueCollector } from "../internal/validation.js"
 import { nowIso } from "../internal/time.js"
-import type { Label } from "../labels/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { Label } from "../model/labels.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { contactsLimitExceeded, type PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import { Settings } from "../common/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { mergeRowsByPhone, readImportRow } from "./importRows.js"
-import type { Contact, ContactDetails, ContactId, ContactImportInput, ContactImportResult, ContactUpdateInput } from "./model.js"
+import type { Contact, ContactDetails, ContactId, ContactImportInput, ContactImportResult, ContactUpdateInput } from "../model/contacts.js"
 
 /** Most rows in one bulk import (`POST /contacts/bulk`, docs/contacts.md "Endpoints"). */
 export const MAX_IMPORT_ROWS = 1000

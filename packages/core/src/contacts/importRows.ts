@@ -1,8 +1,8 @@
 import type { CountryCode } from "libphonenumber-js"
-import type { GroupId } from "../groups/model.js"
+import type { GroupId } from "../model/groups.js"
 import { IssueCollector, UUID_PATTERN } from "../internal/validation.js"
-import { nameKey } from "../storage/Storage.js"
-import { CONTACT_DETAIL_FIELDS, type ContactDetails, type ContactImportInput, type ContactImportRow, type GroupReference } from "./model.js"
+import { CONTACT_DETAIL_FIELDS, type ContactDetails, type ContactImportInput, type ContactImportRow, type GroupReference } from "../model/contacts.js"
+import { nameKey } from "../model/names.js"
 
 /** An import row read from input, with the JSON path of each group entry. */
 export interface ReadRow extends ContactImportRow {

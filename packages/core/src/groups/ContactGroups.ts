@@ -1,14 +1,13 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import { InvalidInput, RecordNotFound, UniqueValueTaken } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import { checkName } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import { validName } from "../model/names.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { RecordNotFound, UniqueValueTaken } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage, type GroupWriteOutcome } from "../storage/Storage.js"
-import type { Group, GroupId } from "./model.js"
+import type { Group, GroupId } from "../model/groups.js"
 
 /**
  * Contact groups (audiences) of an organization (`/contact-groups`, docs/contacts.md). Names are
@@ -48,12 +47,6 @@ export class ContactGroups extends Context.Tag("@switchboard/core/ContactGroups"
 }
 
 const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "group", uuid: id }] })
-
-/** A trimmed name of 1–255 characters, or `InvalidInput` naming `name`. */
-export const validName = (value: string): Effect.Effect<string, InvalidInput> => {
-  const checked = checkName("name", value)
-  return checked.issue ? Effect.fail(new InvalidInput({ issues: [checked.issue] })) : Effect.succeed(checked.value)
-}
 
 const make = Effect.gen(function* () {
   const storage = yield* Storage

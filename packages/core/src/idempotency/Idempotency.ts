@@ -1,10 +1,10 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import type { IdempotencyClaimOutcome } from "../storage/IdempotencyRepository.js"
 import { Storage } from "../storage/Storage.js"
-import { IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_RECORD_TTL_MS } from "./model.js"
+import { IDEMPOTENCY_LOCK_MS, IDEMPOTENCY_RECORD_TTL_MS } from "../model/idempotency.js"
 
 /**
  * Idempotency keys (docs/messaging.md "Idempotency-Key"): a request that carries a key

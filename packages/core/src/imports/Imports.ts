@@ -1,21 +1,27 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { readImportRow, mergeRowsByPhone } from "../contacts/importRows.js"
-import type { ContactId, ContactImportInput } from "../contacts/model.js"
-import { InvalidInput } from "../errors.js"
-import type { GroupId } from "../groups/model.js"
+import type { ContactId, ContactImportInput } from "../model/contacts.js"
+import {
+  contactsLimitExceeded,
+  InvalidInput,
+  PlanLimitExceeded,
+  RecordNotFound,
+  UniqueValueTaken
+} from "../model/commonErrors.js"
+import type { GroupId } from "../model/groups.js"
 import { nowIso } from "../internal/time.js"
 import { arrayAt, isRecord, IssueCollector } from "../internal/validation.js"
 import { Labels } from "../labels/Labels.js"
-import { DEFAULT_LABEL_COLOR, type LabelId } from "../labels/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import { DEFAULT_LABEL_COLOR, type LabelId } from "../model/labels.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { contactsLimitExceeded, PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../common/errors.js"
 import { Settings } from "../common/Settings.js"
 import type { StorageError } from "../storage/errors.js"
-import { nameKey, Storage } from "../storage/Storage.js"
-import type { ChatId } from "../chats/model.js"
+import { Storage } from "../storage/Storage.js"
+import type { ChatId } from "../model/chats.js"
 import { readChats, writeChats } from "./chats.js"
 import { readTemplatesAndReplies, type TemplatesAndRepliesResult, writeTemplatesAndReplies } from "./templatesAndReplies.js"
+import { nameKey } from "../model/names.js"
 
 /**
  * What an import created or matched (docs/import.md): uuids by group name, label

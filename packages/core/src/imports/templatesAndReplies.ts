@@ -1,15 +1,16 @@
 import { Effect, Option } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 import { readBasicReply } from "../basic-replies/readBasicReply.js"
-import type { BasicReplyId, BasicReplyInput } from "../basic-replies/model.js"
+import type { BasicReplyId, BasicReplyInput } from "../model/basicReplies.js"
 import { nowIso } from "../internal/time.js"
 import { arrayAt, isRecord, type IssueCollector } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
-import { nameKey, type StorageService } from "../storage/Storage.js"
-import type { TemplateContent, TemplateId } from "../templates/model.js"
+import { type StorageService } from "../storage/Storage.js"
+import type { TemplateContent, TemplateId } from "../model/templates.js"
 import { readTemplate } from "../templates/readTemplate.js"
+import { nameKey } from "../model/names.js"
 
 // The `templates` and `basic_replies` keys of the admin import (docs/import.md),
 // read with the rest of the document before anything is written, and written after the

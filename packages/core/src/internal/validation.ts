@@ -1,8 +1,6 @@
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js/max"
-import type { InputIssue } from "../errors.js"
-
-/** Longest name, trigger or other short text field, in characters (docs/contacts.md "Rules"). */
-export const MAX_NAME_LENGTH = 255
+import type { InputIssue } from "../model/commonErrors.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 /**
  * Collects the issues of one input while reading its fields, so every problem is
@@ -105,18 +103,6 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
 /** A UUID string of any version, as docs/http-api.md "Records and identifiers" requires for every `uuid`. */
 export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** Trims `value` and returns an issue when it is empty or longer than `max` characters. */
-export const checkName = (
-  field: string,
-  value: string,
-  max = MAX_NAME_LENGTH
-): { readonly value: string; readonly issue?: InputIssue } => {
-  const collector = new IssueCollector()
-  const checked = collector.requiredText(field, value, max)
-  const [issue] = collector.issues
-  return issue === undefined ? { value: checked } : { value: checked, issue }
-}
 
 /** `value` is a plain JSON object (not `null`, not an array). */
 export const isRecord = (value: unknown): value is Record<string, unknown> =>

@@ -1,15 +1,14 @@
 import { Context, Effect, Layer, Option } from "effect"
-import type { ContactId } from "../contacts/model.js"
-import { InvalidInput } from "../errors.js"
-import { validName } from "../groups/ContactGroups.js"
+import type { ContactId } from "../model/contacts.js"
+import { InvalidInput, PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../model/commonErrors.js"
+import { validName } from "../model/names.js"
 import { nowIso } from "../internal/time.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { PlanLimitExceeded, RecordNotFound, UniqueValueTaken } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import { DEFAULT_LABEL_COLOR, type Label, type LabelId } from "./model.js"
+import { DEFAULT_LABEL_COLOR, type Label, type LabelId } from "../model/labels.js"
 
 /**
  * Result of {@link LabelsService.deleteMany} (docs/contacts.md "Rules").

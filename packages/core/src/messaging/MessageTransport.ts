@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Schema } from "effect"
-import { FailureKind } from "./failureClasses.js"
+import { FailureKind } from "../model/failureClasses.js"
 
 /**
  * The channel (an organization's own WhatsApp number, docs/channels.md) a message goes

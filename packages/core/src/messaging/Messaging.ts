@@ -2,20 +2,24 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { BasicReplies } from "../basic-replies/BasicReplies.js"
 import { MAX_MESSAGE_TEXT_LENGTH } from "../chats/messageContent.js"
 import { Chats } from "../chats/Chats.js"
-import type { InboundMessageInput, OutboundMessageInput } from "../chats/model.js"
-import type { ContactId } from "../contacts/model.js"
-import { InvalidInput } from "../errors.js"
+import type { ChatId, InboundMessageInput, OutboundMessageInput } from "../model/chats.js"
+import type { ContactId } from "../model/contacts.js"
+import {
+  contactsLimitExceeded,
+  InvalidInput,
+  type PlanLimitExceeded,
+  RecordNotFound
+} from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { Message, MessageId, OutboundMediaContent } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import { IssueCollector } from "../internal/validation.js"
+import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { contactsLimitExceeded, type PlanLimitExceeded, RecordNotFound } from "../common/errors.js"
 import { Settings } from "../common/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../templates/errors.js"
-import type { TemplateSendObject } from "../templates/model.js"
+import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../model/templateErrors.js"
+import type { TemplateSendObject } from "../model/templates.js"
 import { Templates } from "../templates/Templates.js"
 import { MessageTransport, type OutboundChannel } from "./MessageTransport.js"
 import {
@@ -29,12 +33,11 @@ import {
   windowEndMs
 } from "./SendQueue.js"
 import type { ClaimedMessage, OutboxMoveOutcome, OutboxPlacement } from "../storage/OutboxRepository.js"
-import { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./errors.js"
-import type { ChatId } from "../chats/model.js"
+import { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
 import { Channels } from "../channels/Channels.js"
-import type { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
-import type { ChannelId } from "../channels/model.js"
-import type { ReceiveResult, SendMediaInput, SendOptions, SendResult, SendTemplateInput, SendTextInput } from "./model.js"
+import type { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
+import type { ChannelId } from "../model/channels.js"
+import type { ReceiveResult, SendMediaInput, SendOptions, SendResult, SendTemplateInput, SendTextInput } from "../model/messaging.js"
 import { readMedia, readMessageText, readRecipient, readTemplateShape, type SendRecipient } from "./readSend.js"
 
 /**

@@ -1,20 +1,22 @@
 import { reactToOutboundFailure } from "../broadcasts/failureReactions.js"
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
-import type { ChannelsService } from "../channels/Channels.js"
-import { Channels } from "../channels/Channels.js"
-import type { ChannelId } from "../channels/model.js"
-import { CUSTOMER_SERVICE_WINDOW_MS } from "../chats/window.js"
-import type { ContactId } from "../contacts/model.js"
-import type { LeasedQueue, LeasedQueueOptions } from "../dispatch/LeasedQueue.js"
-import { DRAIN_MARGIN_MS, runLeasedQueue } from "../dispatch/LeasedQueue.js"
-import { MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { Message, MessageFailure } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import { Channels, type ChannelsService } from "../channels/Channels.js"
+import type { ChannelId } from "../model/channels.js"
+import { CUSTOMER_SERVICE_WINDOW_MS } from "../model/window.js"
+import type { ContactId } from "../model/contacts.js"
+import {
+  DRAIN_MARGIN_MS,
+  type LeasedQueue,
+  type LeasedQueueOptions,
+  runLeasedQueue
+} from "../dispatch/LeasedQueue.js"
+import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
-import { CHANNEL_REMOVED_FAILURE, type ClaimedMessage, type OutboxOutcome } from "../storage/OutboxRepository.js"
+import type { ClaimedMessage, OutboxOutcome } from "../storage/OutboxRepository.js"
 import { Storage } from "../storage/Storage.js"
-import { classifyFailure } from "./failureClasses.js"
+import { classifyFailure } from "../model/failureClasses.js"
 import {
   MessageTransport,
   type MessageTransportService,
@@ -23,6 +25,7 @@ import {
   TransportFailed,
   type TransportReceipt
 } from "./MessageTransport.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:

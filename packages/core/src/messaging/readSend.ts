@@ -1,10 +1,10 @@
 import { Effect } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 import { MAX_MESSAGE_TEXT_LENGTH, readContent, readOutboundMedia } from "../chats/messageContent.js"
-import type { ContactDetails } from "../contacts/model.js"
+import type { ContactDetails } from "../model/contacts.js"
 import type { IssueCollector } from "../internal/validation.js"
-import type { MessageTemplateContent, OutboundMediaContent } from "../messages/model.js"
-import type { SendContactFields } from "./model.js"
+import type { MessageTemplateContent, OutboundMediaContent } from "../model/messages.js"
+import type { SendContactFields } from "../model/messaging.js"
 
 // Reading the input of a send (docs/messaging.md) before
 // anything is written: every problem is an issue naming its JSON path, so one 400 lists

@@ -1,5 +1,5 @@
 import { Context, Layer } from "effect"
-import type { MessageDirection, MessageStatus } from "../messages/model.js"
+import type { MessageDirection, MessageStatus } from "../model/messages.js"
 
 /**
  * What became of one attempt of an outgoing webhook delivery, once recorded

@@ -1,8 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { InvalidInput, type InputIssue } from "../errors.js"
+import { InvalidInput, type InputIssue } from "../model/commonErrors.js"
 import { formatApiKey, hashApiKey, hashesEqual, API_KEY_BYTES, VISIBLE_PREFIX_LENGTH } from "../internal/apiKeys.js"
 import { nowIso } from "../internal/time.js"
-import { checkName } from "../internal/validation.js"
+import { validName } from "../model/names.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
@@ -12,7 +12,7 @@ import {
   ApiKeyNotFound,
   OrganizationNotFound,
   SubscriptionInactive
-} from "./errors.js"
+} from "../model/organizationErrors.js"
 import type {
   ApiKey,
   ApiKeyId,
@@ -23,7 +23,7 @@ import type {
   OrganizationId,
   Plan,
   UpdateOrganizationInput
-} from "./model.js"
+} from "../model/organizations.js"
 
 /**
  * Organizations, plans, subscriptions and API keys (docs/http-adapter.md "Authentication").
@@ -194,11 +194,6 @@ const make = Effect.gen(function* () {
   }
   return service
 })
-
-const validName = (value: string): Effect.Effect<string, InvalidInput> => {
-  const checked = checkName("name", value)
-  return checked.issue ? Effect.fail(new InvalidInput({ issues: [checked.issue] })) : Effect.succeed(checked.value)
-}
 
 const validPlan = (plan: Plan): Effect.Effect<Plan, InvalidInput> => {
   const issues: Array<InputIssue> = []

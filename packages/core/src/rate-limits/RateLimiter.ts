@@ -1,7 +1,7 @@
 import { Clock, Context, Duration, Effect, Either, Layer, Option } from "effect"
-import type { InvalidInput } from "../errors.js"
+import type { InvalidInput } from "../model/commonErrors.js"
 import { StorageError } from "../storage/errors.js"
-import { RateLimited, RateLimitUnavailable } from "./errors.js"
+import { RateLimited, RateLimitUnavailable } from "../model/rateLimitErrors.js"
 import {
   decideRateLimit,
   resolveRateLimitOptions,
@@ -11,7 +11,7 @@ import {
   type RateLimitOptions,
   type RateLimitSettings,
   type RateLimitSubject
-} from "./model.js"
+} from "../model/rateLimits.js"
 import { RateLimitStore } from "./RateLimitStore.js"
 
 /**

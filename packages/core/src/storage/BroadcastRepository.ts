@@ -1,11 +1,11 @@
 import type { Effect, Option } from "effect"
-import type { Broadcast, BroadcastAudience, BroadcastId, BroadcastRecipient } from "../broadcasts/model.js"
-import type { ChannelId } from "../channels/model.js"
-import type { ChatId } from "../chats/model.js"
-import type { Contact, ContactId } from "../contacts/model.js"
-import type { MessageFailure, MessageStatus } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
-import type { TemplateSendObject } from "../templates/model.js"
+import type { Broadcast, BroadcastAudience, BroadcastId, BroadcastRecipient } from "../model/broadcasts.js"
+import type { ChannelId } from "../model/channels.js"
+import type { ChatId } from "../model/chats.js"
+import type { Contact, ContactId } from "../model/contacts.js"
+import type { MessageFailure, MessageStatus } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { TemplateSendObject } from "../model/templates.js"
 import type { NewMessage } from "./ChatRepository.js"
 import type { StorageError } from "./errors.js"
 
@@ -199,10 +199,4 @@ export interface BroadcastRepository {
    * event `broadcast.completed`, each in one atomic step. The broadcasts completed.
    */
   readonly completeFinished: (now: string) => Effect.Effect<ReadonlyArray<Broadcast>, StorageError>
-}
-
-/** The `failure` of a recipient whose broadcast was cancelled before it was sent. @category storage */
-export const BROADCAST_CANCELLED_FAILURE: MessageFailure = {
-  code: "cancelled",
-  title: "The broadcast was cancelled before this message was sent"
 }

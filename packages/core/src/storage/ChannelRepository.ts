@@ -1,6 +1,6 @@
 import type { Effect, Option } from "effect"
-import type { Channel, ChannelId } from "../channels/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { Channel, ChannelId } from "../model/channels.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
 
 /**

@@ -1,11 +1,11 @@
 import type { Effect, Option } from "effect"
-import type { Chat, ChatId, ChatSortBy, ChatSortOrder, ChatStatus } from "../chats/model.js"
-import type { ContactId } from "../contacts/model.js"
-import type { GroupId } from "../groups/model.js"
-import type { LabelId } from "../labels/model.js"
-import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Chat, ChatId, ChatSortBy, ChatSortOrder, ChatStatus } from "../model/chats.js"
+import type { ContactId } from "../model/contacts.js"
+import type { GroupId } from "../model/groups.js"
+import type { LabelId } from "../model/labels.js"
+import type { Message, MessageFailure, MessageId, MessageStatus } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { Page, PageRequest } from "../model/common.js"
 import type { OutboxPlacement } from "./OutboxRepository.js"
 import type { StorageError } from "./errors.js"
 
@@ -434,30 +434,3 @@ export interface ChatRepository {
     channelId: string
   ) => Effect.Effect<Option.Option<string>, StorageError>
 }
-
-/**
- * The text `search` is matched against (docs/chats.md "`GET /chats`"): first name,
- * last name, full name (`first last`), email and the phone's digits, one per line (a term
- * never holds a line break, so no match spans two fields). SQLite keeps the same text in
- * `chats.search_text` (migration 4, `SEARCH_TEXT_SQL`).
- *
- * @category storage
- */
-export const chatSearchText = (contact: {
-  readonly first_name: string | null
-  readonly last_name: string | null
-  readonly email: string | null
-  readonly phone: string
-}): string => {
-  const first = contact.first_name ?? ""
-  const last = contact.last_name ?? ""
-  return [first, last, `${first} ${last}`.trim(), contact.email ?? "", contact.phone.replace(/\D/g, "")].join("\n")
-}
-
-/**
- * Whether a {@link chatSearchText} matches a normalised (lowercase) search term:
- * case-insensitive substring, with JavaScript's Unicode lowercasing.
- *
- * @category storage
- */
-export const chatSearchMatches = (text: string, term: string): boolean => text.toLowerCase().includes(term)

@@ -1,5 +1,5 @@
 import type { Effect } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
 
 /**

@@ -1,7 +1,7 @@
 import type { Effect, Option } from "effect"
-import type { Channel, ChannelId, ChannelStatus } from "../channels/model.js"
-import type { Message, MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { Channel, ChannelId, ChannelStatus } from "../model/channels.js"
+import type { Message, MessageFailure, MessageId, MessageStatus } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
 
 // The send queue (docs/messaging.md "The send queue"). Every outbound message a send,
@@ -47,26 +47,6 @@ import type { StorageError } from "./errors.js"
  * @category storage
  */
 export type SendClass = "single" | "broadcast"
-
-/**
- * The smallest gap between two messages of a channel handed to Meta, in ms:
- * 1000 / (0.95 × `throughputMps`) (5% headroom under the channel's `throughput_mps`, so no
- * sliding one-second window ever holds more than `throughputMps`). Every store paces
- * with it.
- *
- * @category storage
- */
-export const pacingIntervalMs = (throughputMps: number): number => 1000 / (0.95 * throughputMps)
-
-/**
- * A channel's cool-down after Meta throttled it, in ms: 1 000 after the first throttle,
- * doubling while throttles continue, at most 60 000 (docs/messaging.md "Classes of
- * failure"). `previousMs` is the channel's `cooldown_ms` (0 when not cooling down); a
- * message `Sent` through the channel resets it to 0. Every store applies it.
- *
- * @category storage
- */
-export const nextCooldownMs = (previousMs: number): number => Math.min(60_000, Math.max(1_000, previousMs * 2))
 
 /**
  * The dispatch state of a message created in the outbox by `ChatRepository.appendMessage`
@@ -319,14 +299,4 @@ export interface OutboxRepository {
     channelId: ChannelId,
     now: string
   ) => Effect.Effect<Option.Option<{ readonly channel: Channel; readonly changed: boolean }>, StorageError>
-}
-
-/**
- * The `failure` of a waiting message whose channel was deleted (`ChannelRepository.delete`).
- *
- * @category storage
- */
-export const CHANNEL_REMOVED_FAILURE: MessageFailure = {
-  code: "channel_removed",
-  title: "The channel was removed before the message was sent"
 }

@@ -1,5 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
-import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../organizations/model.js"
+import type { ApiKey, ApiKeyId, Organization, OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
 import type { BasicReplyRepository } from "./BasicReplyRepository.js"
 import type { BroadcastRepository } from "./BroadcastRepository.js"
@@ -16,10 +16,10 @@ import type {
   ContactId,
   ContactImportResult,
   ContactImportRow
-} from "../contacts/model.js"
-import type { Group, GroupId } from "../groups/model.js"
-import type { Label, LabelId } from "../labels/model.js"
-import type { Page, PageRequest } from "../common/model.js"
+} from "../model/contacts.js"
+import type { Group, GroupId } from "../model/groups.js"
+import type { Label, LabelId } from "../model/labels.js"
+import type { Page, PageRequest } from "../model/common.js"
 
 /**
  * An API key together with the organization it belongs to, as found by its hash.
@@ -270,14 +270,6 @@ export interface LabelRepository {
     now: string
   ) => Effect.Effect<LabelAssignOutcome, StorageError>
 }
-
-/**
- * The key names are compared by for uniqueness (docs/contacts.md "Rules"): trimmed and
- * lowercased. Every adapter stores and matches this key.
- *
- * @category storage
- */
-export const nameKey = (name: string): string => name.trim().toLowerCase()
 
 /**
  * What {@link StorageService.health} reports once the store answered

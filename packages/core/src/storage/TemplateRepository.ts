@@ -1,7 +1,7 @@
 import type { Effect, Option } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
-import type { Page, PageRequest } from "../common/model.js"
-import type { Template, TemplateContent, TemplateId, TemplateStatus } from "../templates/model.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { Page, PageRequest } from "../model/common.js"
+import type { Template, TemplateContent, TemplateId, TemplateStatus } from "../model/templates.js"
 import type { StorageError } from "./errors.js"
 
 /**

@@ -1,6 +1,6 @@
 import type { Effect } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
-import type { WebhookReject } from "../whatsapp/model.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { WebhookReject } from "../model/whatsapp.js"
 import type { StorageError } from "./errors.js"
 
 /**

@@ -1,13 +1,13 @@
 import type { Effect, Option } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type {
   WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
   WebhookEndpoint,
   WebhookEndpointId,
-  WebhookEvent,
-  WebhookEventType
-} from "../webhooks/model.js"
+  WebhookEndpointPatch,
+  WebhookEvent
+} from "../model/webhooks.js"
 import type { StorageError } from "./errors.js"
 
 // Outgoing webhooks (docs/webhooks.md): the organization's endpoints, the outbox of events
@@ -37,46 +37,6 @@ export interface StoredWebhookEndpoint {
   readonly organization_id: OrganizationId
   readonly endpoint: WebhookEndpoint
   readonly secret_sealed: string
-}
-
-/**
- * Fields {@link WebhookRepository.updateEndpoint} may set; absent fields are kept.
- *
- * @category storage
- */
-export interface WebhookEndpointPatch {
-  readonly url?: string
-  readonly events?: ReadonlyArray<WebhookEventType> | null
-  readonly description?: string | null
-  readonly enabled?: boolean
-}
-
-/**
- * The endpoint `current` after `patch` (fields left out kept, `updated_at` = `now`), and
- * whether any field differs: the rule of {@link WebhookRepository.updateEndpoint}, shared
- * by every store (when nothing differs, nothing is written and `current` is answered).
- *
- * @category storage
- */
-export const applyEndpointPatch = (
-  current: WebhookEndpoint,
-  patch: WebhookEndpointPatch,
-  now: string
-): { readonly endpoint: WebhookEndpoint; readonly changed: boolean } => {
-  const endpoint: WebhookEndpoint = {
-    ...current,
-    url: patch.url ?? current.url,
-    events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
-    description: patch.description === undefined ? current.description : patch.description,
-    enabled: patch.enabled ?? current.enabled,
-    updated_at: now
-  }
-  const changed =
-    endpoint.url !== current.url ||
-    JSON.stringify(endpoint.events) !== JSON.stringify(current.events) ||
-    endpoint.description !== current.description ||
-    endpoint.enabled !== current.enabled
-  return { endpoint, changed }
 }
 
 /**

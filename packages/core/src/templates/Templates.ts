@@ -1,16 +1,15 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { InvalidInput } from "../errors.js"
+import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
-import { RecordNotFound } from "../common/errors.js"
-import type { Page, PageRequest } from "../common/model.js"
+import type { Page, PageRequest } from "../model/common.js"
 import { Settings } from "../common/Settings.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { TemplateWriteOutcome } from "../storage/TemplateRepository.js"
-import { TemplateNameTaken, TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "./errors.js"
+import { TemplateNameTaken, TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../model/templateErrors.js"
 import {
   type ResolvedTemplate,
   type Template,
@@ -20,7 +19,7 @@ import {
   type TemplatePayload,
   type TemplateSendRequest,
   TemplateStatus
-} from "./model.js"
+} from "../model/templates.js"
 import { payloadOf } from "./payload.js"
 import { readTemplate } from "./readTemplate.js"
 import { checkSendComponents } from "./sendCheck.js"

@@ -1,4 +1,4 @@
-import type { Template, TemplateComponent, TemplatePayload, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "./model.js"
+import type { Template, TemplateComponent, TemplatePayload, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "../model/templates.js"
 import { placeholdersOf } from "./placeholders.js"
 
 // The send-ready payload of a template (docs/templates-and-replies.md):

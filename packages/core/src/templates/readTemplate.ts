@@ -1,6 +1,6 @@
 import type { CountryCode } from "libphonenumber-js"
 import { isRecord, type IssueCollector } from "../internal/validation.js"
-import { type TemplateButton, type TemplateCategory, type TemplateComponent, type TemplateContent, TemplateStatus } from "./model.js"
+import { type TemplateButton, type TemplateCategory, type TemplateComponent, type TemplateContent, TemplateStatus } from "../model/templates.js"
 import { placeholdersOf } from "./placeholders.js"
 
 // Reading and checking a template's content (docs/templates-and-replies.md "Template rules", WhatsApp's

@@ -1,5 +1,5 @@
-import type { InputIssue } from "../errors.js"
-import type { Template, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "./model.js"
+import type { InputIssue } from "../model/commonErrors.js"
+import type { Template, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "../model/templates.js"
 import { expectedComponents, type ExpectedComponent } from "./payload.js"
 import { render } from "./placeholders.js"
 import { isRecord } from "../internal/validation.js"

@@ -15,7 +15,7 @@ import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { AttemptRecord, ClaimedDelivery } from "../storage/WebhookRepository.js"
-import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS, DELIVERY_TIMEOUT_MS } from "./model.js"
+import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS, DELIVERY_TIMEOUT_MS } from "../model/webhooks.js"
 import { WebhookSender, type WebhookSendOutcome } from "./WebhookSender.js"
 import { WebhookSettings } from "./WebhookSettings.js"
 

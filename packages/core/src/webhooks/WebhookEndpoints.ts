@@ -1,30 +1,29 @@
 import { Context, Effect, Encoding, Layer, Option } from "effect"
-import { SecretKeyMismatch, SecretKeyMissing } from "../channels/errors.js"
+import { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
 import { SecretKey } from "../channels/SecretKey.js"
 import { sealSecret } from "../channels/secretBox.js"
 import { checkStoredKey, claimKeyCheck } from "../channels/secretKeyCheck.js"
 import { cursorPage, encodeCursor, recordListCursorBinding } from "../chats/cursor.js"
 import { readCursorPageParams } from "../chats/listParams.js"
-import type { ChatCursorPagination } from "../chats/model.js"
-import { RecordNotFound } from "../common/errors.js"
-import { InvalidInput } from "../errors.js"
+import type { ChatCursorPagination } from "../model/chats.js"
+import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { IssueCollector, isRecord } from "../internal/validation.js"
 import { nowIso } from "../internal/time.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import type { WebhookEndpointPatch } from "../storage/WebhookRepository.js"
 import { checkWebhookUrl, type WebhookUrlRefused } from "./addressSafety.js"
-import { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "./errors.js"
+import { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "../model/webhookErrors.js"
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION,
   WEBHOOK_EVENT_TYPES,
   type WebhookDeliveryAttempt,
   type WebhookEndpoint,
   type WebhookEndpointId,
+  type WebhookEndpointPatch,
   type WebhookEventType
-} from "./model.js"
+} from "../model/webhooks.js"
 import { WebhookSettings, type WebhookSettingsValue } from "./WebhookSettings.js"
 
 /** Longest endpoint URL, in characters (docs/webhooks.md "Endpoints"). */

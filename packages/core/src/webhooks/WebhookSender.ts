@@ -1,11 +1,10 @@
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
-import type { LookupFunction } from "node:net"
-import { isIP } from "node:net"
+import { isIP, type LookupFunction } from "node:net"
 import { Clock, Context, Effect } from "effect"
 import { Webhook } from "standardwebhooks"
 import { type CheckedAddress, resolveWebhookAddress } from "./addressSafety.js"
-import { DELIVERY_TIMEOUT_MS, MAX_RESPONSE_BODY_BYTES, type WebhookEvent } from "./model.js"
+import { DELIVERY_TIMEOUT_MS, MAX_RESPONSE_BODY_BYTES, type WebhookEvent } from "../model/webhooks.js"
 import { WebhookSettings } from "./WebhookSettings.js"
 
 /**

@@ -1,5 +1,5 @@
 import { Context, Layer } from "effect"
-import { DEFAULT_RETRY_DELAYS_MS } from "./model.js"
+import { DEFAULT_RETRY_DELAYS_MS } from "../model/webhooks.js"
 
 /**
  * How outgoing webhooks behave (docs/webhooks.md "Options"):

@@ -1,23 +1,23 @@
 import { hash } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { Channels } from "../channels/Channels.js"
-import type { ChannelOwner } from "../channels/model.js"
+import type { ChannelOwner } from "../model/channels.js"
 import { Chats } from "../chats/Chats.js"
-import type { InboundMessageInput } from "../chats/model.js"
-import type { InvalidInput } from "../errors.js"
-import { MAX_NAME_LENGTH } from "../internal/validation.js"
-import type { OrganizationId } from "../organizations/model.js"
+import type { InboundMessageInput } from "../model/chats.js"
+import type { InvalidInput } from "../model/commonErrors.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { Messaging } from "../messaging/Messaging.js"
 import { MetricsRecorder } from "../metrics/MetricsRecorder.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import { Templates } from "../templates/Templates.js"
-import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "./model.js"
+import { WEBHOOK_REJECT_ITEM_MAX_CHARS, WEBHOOK_REJECT_RETENTION_MS, type WebhookReject } from "../model/whatsapp.js"
 import {
   readWhatsAppWebhook,
   type WhatsAppInboundMessage,
   type WhatsAppWebhookChange
 } from "./readWebhook.js"
+import { MAX_NAME_LENGTH } from "../model/names.js"
 
 /**
  * What a webhook delivery changed: `received`, the number of `entry[].changes[]` items

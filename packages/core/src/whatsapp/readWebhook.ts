@@ -1,5 +1,5 @@
 import { isRecord } from "../internal/validation.js"
-import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../messages/model.js"
+import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../model/messages.js"
 
 // Reading the WhatsApp Cloud API's webhook payloads (docs/whatsapp-webhooks.md "What a
 // webhook carries") into plain records, with no storage and no I/O: the `messages` field

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import type { Channel } from "../../channels/model.js"
+import type { Channel } from "../../model/channels.js"
 import type { ChannelRepository } from "../ChannelRepository.js"
 import { failChannelMessages } from "./outbox.js"
 import type { MemoryState } from "./state.js"

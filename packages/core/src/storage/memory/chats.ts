@@ -1,21 +1,19 @@
 import { Effect, Option } from "effect"
-import type { Chat, ChatId, ChatStatus } from "../../chats/model.js"
-import { windowExpiresAt } from "../../chats/window.js"
-import { CONTACT_DETAIL_FIELDS, type ContactId } from "../../contacts/model.js"
-import type { Message, MessageId } from "../../messages/model.js"
-import type { OrganizationId } from "../../organizations/model.js"
-import {
-  type ChatAppendOutcome,
-  type ChatAppendRequest,
-  type ChatFilters,
-  type ChatImportOutcome,
-  type ChatImportRequest,
-  type ChatPosition,
-  type ChatRepository,
-  type ChatSort,
-  type MessageStatusOutcome,
-  chatSearchMatches,
-  chatSearchText
+import { type Chat, type ChatId, type ChatStatus, chatSearchMatches, chatSearchText } from "../../model/chats.js"
+import { windowExpiresAt } from "../../model/window.js"
+import { CONTACT_DETAIL_FIELDS, type ContactId } from "../../model/contacts.js"
+import type { Message, MessageId } from "../../model/messages.js"
+import type { OrganizationId } from "../../model/organizations.js"
+import type {
+  ChatAppendOutcome,
+  ChatAppendRequest,
+  ChatFilters,
+  ChatImportOutcome,
+  ChatImportRequest,
+  ChatPosition,
+  ChatRepository,
+  ChatSort,
+  MessageStatusOutcome
 } from "../ChatRepository.js"
 import { applyStatus, providerKey, withoutOrganization, writeStatus } from "./messages.js"
 import { placeInOutbox } from "./outbox.js"

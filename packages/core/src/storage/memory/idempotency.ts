@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { OrganizationId } from "../../organizations/model.js"
+import type { OrganizationId } from "../../model/organizations.js"
 import type { IdempotencyClaimOutcome, IdempotencyRepository } from "../IdempotencyRepository.js"
 
 /** An idempotency record as the memory store keeps it (`resource_uuid`: what its request creates). */

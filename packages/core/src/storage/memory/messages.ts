@@ -1,5 +1,5 @@
-import type { Message, MessageStatus } from "../../messages/model.js"
-import type { OrganizationId } from "../../organizations/model.js"
+import type { Message, MessageStatus } from "../../model/messages.js"
+import type { OrganizationId } from "../../model/organizations.js"
 import type { MessageStatusOutcome, MessageStatusUpdate } from "../ChatRepository.js"
 import type { MemoryState, MessageRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"

@@ -1,16 +1,13 @@
 import { Effect, Option } from "effect"
-import type { Channel, ChannelId, ChannelStatus } from "../../channels/model.js"
-import { MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../../messages/model.js"
-import type { OrganizationId } from "../../organizations/model.js"
-import {
-  CHANNEL_REMOVED_FAILURE,
-  type ClaimedMessage,
-  type OutboxClaimRequest,
-  type OutboxOutcome,
-  type OutboxPlacement,
-  type OutboxRepository,
-  nextCooldownMs,
-  pacingIntervalMs
+import { type Channel, type ChannelId, type ChannelStatus, nextCooldownMs, pacingIntervalMs } from "../../model/channels.js"
+import { CHANNEL_REMOVED_FAILURE, MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../../model/messages.js"
+import type { OrganizationId } from "../../model/organizations.js"
+import type {
+  ClaimedMessage,
+  OutboxClaimRequest,
+  OutboxOutcome,
+  OutboxPlacement,
+  OutboxRepository
 } from "../OutboxRepository.js"
 import { withoutOrganization, writeStatus } from "./messages.js"
 import type { DispatchRow, MemoryState, MessageRow, PacingRow } from "./state.js"

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { WebhookReject } from "../../whatsapp/model.js"
+import type { WebhookReject } from "../../model/whatsapp.js"
 import type { WebhookRejectRepository } from "../WebhookRejectRepository.js"
 
 /** The webhook rejects repository of the memory store: one array, newest last; `item` kept as a copy of its JSON. */

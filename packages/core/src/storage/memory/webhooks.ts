@@ -1,15 +1,16 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Option } from "effect"
-import type { OrganizationId } from "../../organizations/model.js"
-import type {
-  WebhookDeliveryAttempt,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointId,
-  WebhookEvent,
-  WebhookEventType
-} from "../../webhooks/model.js"
-import { applyEndpointPatch, type ClaimedDelivery, type StoredWebhookEndpoint, type WebhookRepository } from "../WebhookRepository.js"
+import type { OrganizationId } from "../../model/organizations.js"
+import {
+  applyEndpointPatch,
+  type WebhookDeliveryAttempt,
+  type WebhookDeliveryStatus,
+  type WebhookEndpoint,
+  type WebhookEndpointId,
+  type WebhookEvent,
+  type WebhookEventType
+} from "../../model/webhooks.js"
+import type { ClaimedDelivery, StoredWebhookEndpoint, WebhookRepository } from "../WebhookRepository.js"
 import type { MemoryState } from "./state.js"
 
 /** An event of the outbox as the memory store keeps it. */

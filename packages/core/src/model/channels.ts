@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "./organizations.js"
 
 /**
  * Identifier of a channel.
@@ -131,3 +131,23 @@ export interface ChannelWithToken {
  * @category models
  */
 export const MAX_CHANNELS_PER_ORGANIZATION = 20
+
+/**
+ * The smallest gap between two messages of a channel handed to Meta, in ms:
+ * 1000 / (0.95 × `throughputMps`) (5% headroom under the channel's `throughput_mps`, so no
+ * sliding one-second window ever holds more than `throughputMps`). Every store paces
+ * with it.
+ *
+ * @category storage
+ */
+export const pacingIntervalMs = (throughputMps: number): number => 1000 / (0.95 * throughputMps)
+
+/**
+ * A channel's cool-down after Meta throttled it, in ms: 1 000 after the first throttle,
+ * doubling while throttles continue, at most 60 000 (docs/messaging.md "Classes of
+ * failure"). `previousMs` is the channel's `cooldown_ms` (0 when not cooling down); a
+ * message `Sent` through the channel resets it to 0. Every store applies it.
+ *
+ * @category storage
+ */
+export const nextCooldownMs = (previousMs: number): number => Math.min(60_000, Math.max(1_000, previousMs * 2))

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import type { GroupId, GroupSummary } from "../groups/model.js"
-import type { LabelSummary } from "../labels/model.js"
+import type { GroupId, GroupSummary } from "./groups.js"
+import type { LabelSummary } from "./labels.js"
 
 /**
  * Identifier of a contact.

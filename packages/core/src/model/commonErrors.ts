@@ -1,6 +1,34 @@
 import { Schema } from "effect"
 
 /**
+ * One problem with an input: a stable snake_case `code` (docs/errors.md "Validation (per field)"),
+ * a human `message`, and the JSON path of the offending `field` when there is one.
+ *
+ * @category errors
+ */
+export const InputIssue = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String,
+  field: Schema.optional(Schema.String)
+})
+/** @category errors */
+export type InputIssue = typeof InputIssue.Type
+
+/**
+ * Input broke a domain rule (HTTP 400). `issues` lists every problem found, not only the
+ * first.
+ *
+ * @category errors
+ */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  issues: Schema.Array(InputIssue)
+}) {
+  override get message(): string {
+    return this.issues.map((issue) => issue.message).join("; ")
+  }
+}
+
+/**
  * A record a request names does not exist in the organization (or belongs to another
  * one, which is the same to the caller): HTTP 404 `not_found`, one error item per
  * missing uuid (docs/contacts.md "Rules").

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { BroadcastStatus } from "./model.js"
+import { BroadcastStatus } from "./broadcasts.js"
 
 /**
  * `POST /broadcasts` whose audience holds no contact now (docs/broadcasts.md "The

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
-import { ContactId } from "../contacts/model.js"
-import { GroupId } from "../groups/model.js"
-import { LabelId } from "../labels/model.js"
+import { ContactId } from "./contacts.js"
+import { GroupId } from "./groups.js"
+import { LabelId } from "./labels.js"
 import {
   type InboundMessageType,
   type Message,
@@ -12,7 +12,7 @@ import {
   MessageStatus,
   type MessageTemplateContent,
   MessageType
-} from "../messages/model.js"
+} from "./messages.js"
 
 /**
  * Identifier of a chat.
@@ -305,3 +305,30 @@ export interface ChatUpdateInput {
   readonly assigned_to?: string | null
   readonly favorite?: boolean
 }
+
+/**
+ * The text `search` is matched against (docs/chats.md "`GET /chats`"): first name,
+ * last name, full name (`first last`), email and the phone's digits, one per line (a term
+ * never holds a line break, so no match spans two fields). SQLite keeps the same text in
+ * `chats.search_text` (migration 4, `SEARCH_TEXT_SQL`).
+ *
+ * @category storage
+ */
+export const chatSearchText = (contact: {
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly email: string | null
+  readonly phone: string
+}): string => {
+  const first = contact.first_name ?? ""
+  const last = contact.last_name ?? ""
+  return [first, last, `${first} ${last}`.trim(), contact.email ?? "", contact.phone.replace(/\D/g, "")].join("\n")
+}
+
+/**
+ * Whether a {@link chatSearchText} matches a normalised (lowercase) search term:
+ * case-insensitive substring, with JavaScript's Unicode lowercasing.
+ *
+ * @category storage
+ */
+export const chatSearchMatches = (text: string, term: string): boolean => text.toLowerCase().includes(term)

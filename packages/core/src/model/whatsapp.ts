@@ -1,4 +1,4 @@
-import type { OrganizationId } from "../organizations/model.js"
+import type { OrganizationId } from "./organizations.js"
 
 /**
  * A part of a provider webhook Switchboard refused, kept for inspection instead of lost

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { InputIssue } from "../errors.js"
+import { InputIssue } from "./commonErrors.js"
 
 /**
  * Another template of the organization has this name and language code

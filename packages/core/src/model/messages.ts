@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ContactId } from "../contacts/model.js"
+import { ContactId } from "./contacts.js"
 
 /**
  * Identifier of a message; over HTTP, a send's `message_id` (docs/messaging.md "Endpoints").
@@ -227,3 +227,19 @@ export const Message = Schema.Struct({
 })
 /** @category models */
 export type Message = typeof Message.Type
+
+/**
+ * The `failure` of a waiting message whose channel was deleted (`ChannelRepository.delete`).
+ *
+ * @category storage
+ */
+export const CHANNEL_REMOVED_FAILURE: MessageFailure = {
+  code: "channel_removed",
+  title: "The channel was removed before the message was sent"
+}
+
+/** The `failure` of a recipient whose broadcast was cancelled before it was sent. @category storage */
+export const BROADCAST_CANCELLED_FAILURE: MessageFailure = {
+  code: "cancelled",
+  title: "The broadcast was cancelled before this message was sent"
+}

@@ -1,5 +1,5 @@
 import { Either } from "effect"
-import { InvalidInput, type InputIssue } from "../errors.js"
+import { InvalidInput, type InputIssue } from "./commonErrors.js"
 
 /**
  * The two rate-limit buckets of an organization (docs/rate-limits.md): `send`

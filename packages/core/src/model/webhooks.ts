@@ -141,3 +141,43 @@ export const DELIVERY_RETENTION_MS = 30 * 24 * 3_600_000
 
 /** Most bytes of a receiver's response body kept with an attempt: 1 KiB. @category models */
 export const MAX_RESPONSE_BODY_BYTES = 1024
+
+/**
+ * Fields `WebhookRepository.updateEndpoint` may set; absent fields are kept.
+ *
+ * @category storage
+ */
+export interface WebhookEndpointPatch {
+  readonly url?: string
+  readonly events?: ReadonlyArray<WebhookEventType> | null
+  readonly description?: string | null
+  readonly enabled?: boolean
+}
+
+/**
+ * The endpoint `current` after `patch` (fields left out kept, `updated_at` = `now`), and
+ * whether any field differs: the rule of `WebhookRepository.updateEndpoint`, shared
+ * by every store (when nothing differs, nothing is written and `current` is answered).
+ *
+ * @category storage
+ */
+export const applyEndpointPatch = (
+  current: WebhookEndpoint,
+  patch: WebhookEndpointPatch,
+  now: string
+): { readonly endpoint: WebhookEndpoint; readonly changed: boolean } => {
+  const endpoint: WebhookEndpoint = {
+    ...current,
+    url: patch.url ?? current.url,
+    events: patch.events === undefined ? current.events : patch.events === null ? null : [...patch.events],
+    description: patch.description === undefined ? current.description : patch.description,
+    enabled: patch.enabled ?? current.enabled,
+    updated_at: now
+  }
+  const changed =
+    endpoint.url !== current.url ||
+    JSON.stringify(endpoint.events) !== JSON.stringify(current.events) ||
+    endpoint.description !== current.description ||
+    endpoint.enabled !== current.enabled
+  return { endpoint, changed }
+}

@@ -1,4 +1,4 @@
-import type { MessageContentFields } from "../messages/model.js"
+import type { MessageContentFields } from "./messages.js"
 
 /**
  * How long a contact's customer service window stays open after its last inbound message

@@ -1,10 +1,10 @@
 import { Schema } from "effect"
-import type { ChannelId } from "../channels/model.js"
-import type { ContactId } from "../contacts/model.js"
-import type { GroupId } from "../groups/model.js"
-import type { LabelId } from "../labels/model.js"
-import type { MessageFailure, MessageId, MessageStatus } from "../messages/model.js"
-import type { TemplateSendObject } from "../templates/model.js"
+import type { ChannelId } from "./channels.js"
+import type { ContactId } from "./contacts.js"
+import type { GroupId } from "./groups.js"
+import type { LabelId } from "./labels.js"
+import type { MessageFailure, MessageId, MessageStatus } from "./messages.js"
+import type { TemplateSendObject } from "./templates.js"
 
 /**
  * Identifier of a broadcast.

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import type { RateLimitDecision } from "./model.js"
+import type { RateLimitDecision } from "./rateLimits.js"
 
 /**
  * A bucket's limit is used up for this window (docs/rate-limits.md): HTTP

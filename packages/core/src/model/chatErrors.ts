@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ChatStatus } from "./model.js"
+import { ChatStatus } from "./chats.js"
 
 /**
  * `Chats.setStatus` was asked to set the status the chat already has: a transition is

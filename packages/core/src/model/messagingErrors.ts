@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { MessageStatus } from "../messages/model.js"
+import { MessageStatus } from "./messages.js"
 
 /**
  * `POST /messages/{uuid}/retry` of a message that cannot be retried (docs/messaging.md

@@ -1,7 +1,7 @@
-import type { ChatId, InboundReceipt } from "../chats/model.js"
-import type { ContactId } from "../contacts/model.js"
-import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus } from "../messages/model.js"
-import type { TemplateSendRequest } from "../templates/model.js"
+import type { ChatId, InboundReceipt } from "./chats.js"
+import type { ContactId } from "./contacts.js"
+import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus } from "./messages.js"
+import type { TemplateSendRequest } from "./templates.js"
 
 /**
  * The contact fields a send may carry (`POST /send/template`, docs/messaging.md "Endpoints"):
