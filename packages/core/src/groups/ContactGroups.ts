@@ -6,8 +6,9 @@ import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { Page, PageRequest } from "../model/common.js"
 import type { StorageError } from "../storage/errors.js"
-import { Storage, type GroupWriteOutcome } from "../storage/Storage.js"
+import { Storage } from "../storage/Storage.js"
 import type { Group, GroupId } from "../model/groups.js"
+import type { GroupWriteOutcome } from "../storage/GroupRepository.js"
 
 /**
  * Contact groups (audiences) of an organization (`/contact-groups`, docs/contacts.md). Names are

@@ -12,7 +12,7 @@ import {
   type RateLimitSettings,
   type RateLimitSubject
 } from "../model/rateLimits.js"
-import { RateLimitStore } from "./RateLimitStore.js"
+import { RateLimitStore } from "../storage/RateLimitStore.js"
 
 /**
  * The rate buckets of the domain (docs/rate-limits.md): fixed windows aligned to `floor(now / windowMs)` on Effect's `Clock`, one

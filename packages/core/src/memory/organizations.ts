@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
-import type { OrganizationRepository } from "../Storage.js"
 import type { MemoryState } from "./state.js"
+import type { OrganizationRepository } from "../storage/OrganizationRepository.js"
 
 /** The organizations repository of the memory store. */
 export const organizationRepository = (state: MemoryState): OrganizationRepository => ({

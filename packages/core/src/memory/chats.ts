@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
-import { type Chat, type ChatId, type ChatStatus, chatSearchMatches, chatSearchText } from "../../model/chats.js"
-import { windowExpiresAt } from "../../model/window.js"
-import { CONTACT_DETAIL_FIELDS, type ContactId } from "../../model/contacts.js"
-import type { Message, MessageId } from "../../model/messages.js"
-import type { OrganizationId } from "../../model/organizations.js"
+import { type Chat, type ChatId, type ChatStatus, chatSearchMatches, chatSearchText } from "../model/chats.js"
+import { windowExpiresAt } from "../model/window.js"
+import { CONTACT_DETAIL_FIELDS, type ContactId } from "../model/contacts.js"
+import type { Message, MessageId } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type {
   ChatAppendOutcome,
   ChatAppendRequest,
@@ -14,7 +14,7 @@ import type {
   ChatRepository,
   ChatSort,
   MessageStatusOutcome
-} from "../ChatRepository.js"
+} from "../storage/ChatRepository.js"
 import { applyStatus, providerKey, withoutOrganization, writeStatus } from "./messages.js"
 import { placeInOutbox } from "./outbox.js"
 import { byName, type ChatRow, type ContactRow, type MemoryState, phoneKey } from "./state.js"

@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
-import type { Channel } from "../../model/channels.js"
-import type { ChannelRepository } from "../ChannelRepository.js"
+import type { Channel } from "../model/channels.js"
+import type { ChannelRepository } from "../storage/ChannelRepository.js"
 import { failChannelMessages } from "./outbox.js"
 import type { MemoryState } from "./state.js"
 

@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { StorageError } from "../storage/errors.js"
+import type { StorageError } from "./errors.js"
 
 /**
  * One request to count, as the limiter hands it to the store:

@@ -1,11 +1,12 @@
 import { Effect, Option } from "effect"
-import type { ContactId } from "../../model/contacts.js"
-import type { Group, GroupId } from "../../model/groups.js"
-import type { Label, LabelId } from "../../model/labels.js"
-import type { OrganizationId } from "../../model/organizations.js"
-import { type GroupRepository, type LabelRepository } from "../Storage.js"
+import type { ContactId } from "../model/contacts.js"
+import type { Group, GroupId } from "../model/groups.js"
+import type { Label, LabelId } from "../model/labels.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { pageOf, type MemoryState, type NamedRow } from "./state.js"
-import { nameKey } from "../../model/names.js"
+import { nameKey } from "../model/names.js"
+import type { GroupRepository } from "../storage/GroupRepository.js"
+import type { LabelRepository } from "../storage/LabelRepository.js"
 
 /** The group record of a stored row. */
 export const groupOf = (state: MemoryState, row: NamedRow<GroupId>): Group => ({

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Effect, Option } from "effect"
-import type { OrganizationId } from "../../model/organizations.js"
+import type { OrganizationId } from "../model/organizations.js"
 import {
   applyEndpointPatch,
   type WebhookDeliveryAttempt,
@@ -9,8 +9,8 @@ import {
   type WebhookEndpointId,
   type WebhookEvent,
   type WebhookEventType
-} from "../../model/webhooks.js"
-import type { ClaimedDelivery, StoredWebhookEndpoint, WebhookRepository } from "../WebhookRepository.js"
+} from "../model/webhooks.js"
+import type { ClaimedDelivery, StoredWebhookEndpoint, WebhookRepository } from "../storage/WebhookRepository.js"
 import type { MemoryState } from "./state.js"
 
 /** An event of the outbox as the memory store keeps it. */

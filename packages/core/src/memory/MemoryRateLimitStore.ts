@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService } from "./RateLimitStore.js"
+import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService } from "../storage/RateLimitStore.js"
 
 /**
  * The in-memory {@link RateLimitStoreService}, plus `size()`: how many counters it holds

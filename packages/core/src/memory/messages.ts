@@ -1,6 +1,6 @@
-import type { Message, MessageStatus } from "../../model/messages.js"
-import type { OrganizationId } from "../../model/organizations.js"
-import type { MessageStatusOutcome, MessageStatusUpdate } from "../ChatRepository.js"
+import type { Message, MessageStatus } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { MessageStatusOutcome, MessageStatusUpdate } from "../storage/ChatRepository.js"
 import type { MemoryState, MessageRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
 

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import type { WebhookReject } from "../../model/whatsapp.js"
-import type { WebhookRejectRepository } from "../WebhookRejectRepository.js"
+import type { WebhookReject } from "../model/whatsapp.js"
+import type { WebhookRejectRepository } from "../storage/WebhookRejectRepository.js"
 
 /** The webhook rejects repository of the memory store: one array, newest last; `item` kept as a copy of its JSON. */
 export const webhookRejectRepository = (): WebhookRejectRepository => {

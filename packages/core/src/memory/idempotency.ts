@@ -1,6 +1,6 @@
 import { Effect } from "effect"
-import type { OrganizationId } from "../../model/organizations.js"
-import type { IdempotencyClaimOutcome, IdempotencyRepository } from "../IdempotencyRepository.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { IdempotencyClaimOutcome, IdempotencyRepository } from "../storage/IdempotencyRepository.js"
 
 /** An idempotency record as the memory store keeps it (`resource_uuid`: what its request creates). */
 interface IdempotencyRow {

@@ -1,10 +1,10 @@
 import { Effect, Option } from "effect"
-import type { OrganizationId } from "../../model/organizations.js"
-import type { Template, TemplateContent, TemplateId } from "../../model/templates.js"
-import type { TemplateRepository } from "../TemplateRepository.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { Template, TemplateContent, TemplateId } from "../model/templates.js"
+import type { TemplateRepository } from "../storage/TemplateRepository.js"
 import { type MemoryState, pageOf } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
-import { nameKey } from "../../model/names.js"
+import { nameKey } from "../model/names.js"
 
 /** A template as the memory store keeps it. */
 interface TemplateRow extends Template {

@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
-import type { BasicReply, BasicReplyId } from "../../model/basicReplies.js"
-import type { OrganizationId } from "../../model/organizations.js"
-import type { BasicReplyRepository } from "../BasicReplyRepository.js"
+import type { BasicReply, BasicReplyId } from "../model/basicReplies.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { BasicReplyRepository } from "../storage/BasicReplyRepository.js"
 import { pageOf } from "./state.js"
-import { nameKey } from "../../model/names.js"
+import { nameKey } from "../model/names.js"
 
 /** A basic reply as the memory store keeps it. */
 interface BasicReplyRow extends BasicReply {

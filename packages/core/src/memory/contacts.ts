@@ -1,13 +1,13 @@
 import { Effect, Option } from "effect"
-import { CONTACT_DETAIL_FIELDS, type Contact, type ContactId, type ContactImportResult } from "../../model/contacts.js"
-import type { GroupId } from "../../model/groups.js"
-import type { LabelId } from "../../model/labels.js"
-import type { OrganizationId } from "../../model/organizations.js"
-import { type ContactImportRequest, type ContactRepository } from "../Storage.js"
+import { CONTACT_DETAIL_FIELDS, type Contact, type ContactId, type ContactImportResult } from "../model/contacts.js"
+import type { GroupId } from "../model/groups.js"
+import type { LabelId } from "../model/labels.js"
+import type { OrganizationId } from "../model/organizations.js"
 import { findByName, labelOf } from "./groupsAndLabels.js"
 import { byName, pageOf, phoneKey, type ContactRow, type MemoryState } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
-import { nameKey } from "../../model/names.js"
+import { nameKey } from "../model/names.js"
+import type { ContactImportRequest, ContactRepository } from "../storage/ContactRepository.js"
 
 /** The contact record of a stored row, with its groups and labels by name. */
 export const contactOf = (state: MemoryState, row: ContactRow): Contact => {

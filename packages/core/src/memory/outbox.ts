@@ -1,14 +1,14 @@
 import { Effect, Option } from "effect"
-import { type Channel, type ChannelId, type ChannelStatus, nextCooldownMs, pacingIntervalMs } from "../../model/channels.js"
-import { CHANNEL_REMOVED_FAILURE, MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../../model/messages.js"
-import type { OrganizationId } from "../../model/organizations.js"
+import { type Channel, type ChannelId, type ChannelStatus, nextCooldownMs, pacingIntervalMs } from "../model/channels.js"
+import { CHANNEL_REMOVED_FAILURE, MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../model/messages.js"
+import type { OrganizationId } from "../model/organizations.js"
 import type {
   ClaimedMessage,
   OutboxClaimRequest,
   OutboxOutcome,
   OutboxPlacement,
   OutboxRepository
-} from "../OutboxRepository.js"
+} from "../storage/OutboxRepository.js"
 import { withoutOrganization, writeStatus } from "./messages.js"
 import type { DispatchRow, MemoryState, MessageRow, PacingRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
