@@ -24,8 +24,11 @@ import type {
   TemplateNotFound,
   TemplateParametersMismatch
 } from "./model/templateErrors.js"
-import type { WebhookUrlRefused } from "./webhooks/addressSafety.js"
-import type { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "./model/webhookErrors.js"
+import type {
+  WebhookEndpointDisabled,
+  WebhookEndpointLimitReached,
+  WebhookUrlRefused
+} from "./model/webhookErrors.js"
 
 /**
  * Every failure a domain service can produce. The http-adapter maps each `_tag` to an HTTP

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl } from "../messaging/graphApi.js"
+import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl } from "./graphApi.js"
 import { ChannelVerificationFailed } from "../model/channelErrors.js"
 
 /**

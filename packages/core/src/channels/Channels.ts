@@ -24,9 +24,9 @@ import {
   MAX_CHANNELS_PER_ORGANIZATION
 } from "../model/channels.js"
 import { displayNumberOf, readChannelInput, readChannelUpdate } from "./readChannelInput.js"
-import { openSecret, sealSecret } from "./secretBox.js"
-import { checkStoredKey, claimKeyCheck } from "./secretKeyCheck.js"
-import { SecretKey } from "./SecretKey.js"
+import { openSecret, sealSecret } from "../common/secretBox.js"
+import { checkStoredKey, claimKeyCheck } from "../common/secretKeyCheck.js"
+import { SecretKey } from "../common/SecretKey.js"
 
 /**
  * Channels: each organization's own WhatsApp numbers (docs/channels.md). Managing them

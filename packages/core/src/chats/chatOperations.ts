@@ -6,10 +6,10 @@ import type { OrganizationId } from "../model/organizations.js"
 import { paginationOf } from "../model/common.js"
 import type { ChatPatch } from "../storage/ChatRepository.js"
 import type { StorageService } from "../storage/Storage.js"
-import type { ChatsService } from "./Chats.js"
-import { cursorPage, encodeCursor, positionOf } from "./cursor.js"
+import type { ChatsService } from "./ChatsService.js"
+import { cursorPage, encodeCursor, positionOf } from "../common/cursor.js"
 import { ChatStatusUnchanged } from "../model/chatErrors.js"
-import { readChatListParams, readMessageListParams, UNASSIGNED } from "./listParams.js"
+import { readChatListParams, readMessageListParams, UNASSIGNED } from "../common/listParams.js"
 import {
   CHAT_STATUSES,
   type ChatId,

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { CountryCode } from "libphonenumber-js"
 import { readContent } from "../chats/messageContent.js"
-import { dateBound, UNASSIGNED } from "../chats/listParams.js"
+import { dateBound, UNASSIGNED } from "../common/listParams.js"
 import { CHAT_STATUSES, type ChatId, type ChatStatus } from "../model/chats.js"
 import type { ContactId } from "../model/contacts.js"
 import { isRecord, IssueCollector } from "../internal/validation.js"

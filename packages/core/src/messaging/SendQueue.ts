@@ -1,4 +1,4 @@
-import { reactToOutboundFailure } from "../broadcasts/failureReactions.js"
+import { reactToOutboundFailure } from "../chats/failureReactions.js"
 import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
 import { Channels, type ChannelsService } from "../channels/Channels.js"
 import type { ChannelId } from "../model/channels.js"

@@ -7,7 +7,7 @@ import {
   graphUnreachable,
   graphUrl,
   networkErrorCode
-} from "./graphApi.js"
+} from "../channels/graphApi.js"
 import {
   MessageTransport,
   type MessageTransportService,

@@ -32,3 +32,19 @@ export class WebhookEndpointDisabled extends Schema.TaggedError<WebhookEndpointD
     return `Webhook endpoint ${this.uuid} is disabled: enable it before sending a delivery again`
   }
 }
+
+/**
+ * An endpoint URL refused by the address rules (docs/webhooks.md "Address safety"):
+ * not `https`, not a URL, or resolving to a loopback, private, link-local or other
+ * internal address. `reason` says which, without secrets.
+ *
+ * @category errors
+ */
+export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()("WebhookUrlRefused", {
+  url: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `The webhook URL is refused: ${this.reason}`
+  }
+}

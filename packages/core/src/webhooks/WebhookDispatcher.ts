@@ -1,5 +1,5 @@
 import { Clock, Effect, Either, Option, Random } from "effect"
-import { SecretKey } from "../channels/SecretKey.js"
+import { SecretKey } from "../common/SecretKey.js"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "../dispatch/DispatchWake.js"
 import {
@@ -10,7 +10,7 @@ import {
   runLeasedPass,
   runLeasedQueue
 } from "../dispatch/LeasedQueue.js"
-import { openSecret } from "../channels/secretBox.js"
+import { openSecret } from "../common/secretBox.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"

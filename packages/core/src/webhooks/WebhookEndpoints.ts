@@ -1,10 +1,10 @@
 import { Context, Effect, Encoding, Layer, Option } from "effect"
 import { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
-import { SecretKey } from "../channels/SecretKey.js"
-import { sealSecret } from "../channels/secretBox.js"
-import { checkStoredKey, claimKeyCheck } from "../channels/secretKeyCheck.js"
-import { cursorPage, encodeCursor, recordListCursorBinding } from "../chats/cursor.js"
-import { readCursorPageParams } from "../chats/listParams.js"
+import { SecretKey } from "../common/SecretKey.js"
+import { sealSecret } from "../common/secretBox.js"
+import { checkStoredKey, claimKeyCheck } from "../common/secretKeyCheck.js"
+import { cursorPage, encodeCursor, recordListCursorBinding } from "../common/cursor.js"
+import { readCursorPageParams } from "../common/listParams.js"
 import type { ChatCursorPagination } from "../model/chats.js"
 import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { IssueCollector, isRecord } from "../internal/validation.js"
@@ -13,8 +13,12 @@ import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
-import { checkWebhookUrl, type WebhookUrlRefused } from "./addressSafety.js"
-import { WebhookEndpointDisabled, WebhookEndpointLimitReached } from "../model/webhookErrors.js"
+import { checkWebhookUrl } from "./addressSafety.js"
+import {
+  WebhookEndpointDisabled,
+  WebhookEndpointLimitReached,
+  type WebhookUrlRefused
+} from "../model/webhookErrors.js"
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION,
   WEBHOOK_EVENT_TYPES,

@@ -1,6 +1,7 @@
 import { lookup } from "node:dns/promises"
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect } from "effect"
 import ipaddr from "ipaddr.js"
+import { WebhookUrlRefused } from "../model/webhookErrors.js"
 import type { WebhookSettingsValue } from "./WebhookSettings.js"
 
 /**
@@ -18,22 +19,6 @@ import type { WebhookSettingsValue } from "./WebhookSettings.js"
  * the name is resolved again and the connection uses the address checked then (so a name
  * re-pointed to an internal address after registration, DNS rebinding, is refused).
  */
-
-/**
- * An endpoint URL refused by the address rules (docs/webhooks.md "Address safety"):
- * not `https`, not a URL, or resolving to a loopback, private, link-local or other
- * internal address. `reason` says which, without secrets.
- *
- * @category errors
- */
-export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()("WebhookUrlRefused", {
-  url: Schema.String,
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `The webhook URL is refused: ${this.reason}`
-  }
-}
 
 /** The address a delivery connects to: checked, never resolved again for the connection. */
 export interface CheckedAddress {
