@@ -1,0 +1,292 @@
+import { Clock, Effect, Option } from "effect"
+import type { ChannelsService } from "../channels/Channels.js"
+import type { ChatsService } from "../chats/ChatsService.js"
+import { Settings } from "../common/Settings.js"
+import { nowIso } from "../internal/time.js"
+import { IssueCollector } from "../internal/validation.js"
+import type { ChatId, OutboundMessageInput } from "../model/chats.js"
+import type { ChannelId } from "../model/channels.js"
+import { contactsLimitExceeded, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
+import type { ContactId } from "../model/contacts.js"
+import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
+import { OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
+import type { SendResult } from "../model/messaging.js"
+import type { OrganizationId } from "../model/organizations.js"
+import type { TemplateSendObject } from "../model/templates.js"
+import type { SecureRandomService } from "../random/SecureRandom.js"
+import type { ClaimedMessage, OutboxPlacement } from "../storage/OutboxRepository.js"
+import { Storage, type StorageService } from "../storage/Storage.js"
+import type { MessageTransportService, OutboundChannel } from "./MessageTransport.js"
+import { readRecipient, type SendRecipient } from "./readSend.js"
+import { attemptClaimedMessage, bypassesQueue, recordSendOutcome, SendQueueSettings, windowEndMs } from "./SendQueue.js"
+
+// The steps of a send (docs/messaging.md), in the order `Messaging` runs them: the
+// recipient (step 1), the channel, the customer service window (step 3), the contact
+// (step 4), the placement in the send queue (step 5) and the inline first attempt (step 6).
+
+/** The services every step of a send uses, resolved once by `Messaging.layer`. */
+export interface SendServices {
+  readonly storage: StorageService
+  readonly random: SecureRandomService
+  readonly transport: MessageTransportService
+  readonly chats: ChatsService
+  readonly channels: ChannelsService
+}
+
+/** What a send carries, in the shapes of both the message record and the transport. */
+export type SendContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "template"; readonly template: TemplateSendObject; readonly text: string }
+  | { readonly type: "media"; readonly media: OutboundMediaContent }
+
+/** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`. */
+export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown }
+
+/** A channel chosen before anything is written, and whether the send named it. */
+export interface ChosenChannel {
+  readonly channel: OutboundChannel | null
+  readonly requested: boolean
+}
+
+/**
+ * Step 1: the recipient (`phone` in E.164, or an unverified phone a contact already has:
+ * docs/contacts.md "Unverified phones"), the requested `channel_uuid` and the content
+ * `readContent` reads; every problem of the three is one issue of `InvalidInput`, nothing
+ * written.
+ */
+export const readSendInput = <C, E, R>(
+  services: SendServices,
+  organizationId: OrganizationId,
+  input: RecipientInput,
+  readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>
+) =>
+  Effect.gen(function* () {
+    const { defaultCountry } = yield* Settings
+    const collector = new IssueCollector()
+    const recipient = yield* readRecipient(collector, input, defaultCountry, (phone) =>
+      Effect.map(services.storage.contacts.findByPhone(organizationId, phone), Option.isSome)
+    )
+    const requestedChannel = collector.optionalUuid("channel_uuid", input.channel_uuid)
+    const content = yield* readContent(collector)
+    if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
+    return { recipient, requestedChannel, content }
+  })
+
+/** A channel of the organization, as the transport takes it; `RecordNotFound` when it has none with this uuid. */
+const openChannel = (services: SendServices, organizationId: OrganizationId, id: string) =>
+  Effect.map(
+    services.channels.getWithToken(organizationId, id as ChannelId),
+    ({ access_token, channel }): OutboundChannel => ({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
+  )
+
+/**
+ * The channel of a send, before anything is written: the requested one (an unknown uuid
+ * → `RecordNotFound` naming `channel_uuid`), else the organization's default (its first
+ * channel), else `null`. {@link refineChannel} then prefers the channel the contact last
+ * wrote to, once the contact is known.
+ */
+export const chooseChannel = Effect.fn("Messaging.chooseChannel")(function* (
+  services: SendServices,
+  organizationId: OrganizationId,
+  requested: string | null
+) {
+  if (requested !== null) {
+    const channel = yield* openChannel(services, organizationId, requested).pipe(
+      Effect.catchTag("RecordNotFound", () =>
+        Effect.fail(new RecordNotFound({ missing: [{ resource: "channel", uuid: requested, field: "channel_uuid" }] }))
+      )
+    )
+    const chosen: ChosenChannel = { channel, requested: true }
+    return chosen
+  }
+  const [first] = yield* services.storage.channels.list(organizationId)
+  const chosen: ChosenChannel = {
+    channel: first === undefined ? null : yield* openChannel(services, organizationId, first.uuid),
+    requested: false
+  }
+  return chosen
+})
+
+/** The contact's last inbound channel when it is not the chosen one and still exists, else the chosen one. */
+export const refineChannel = (
+  services: SendServices,
+  organizationId: OrganizationId,
+  contactId: ContactId,
+  chosen: ChosenChannel
+) =>
+  Effect.gen(function* () {
+    if (chosen.requested || chosen.channel === null) return chosen.channel
+    const last = yield* services.storage.chats.lastInboundChannel(organizationId, contactId)
+    if (Option.isNone(last) || last.value === chosen.channel.uuid) return chosen.channel
+    // Removed since the contact wrote: the default stands.
+    return yield* openChannel(services, organizationId, last.value).pipe(
+      Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen.channel))
+    )
+  })
+
+/** The end of the contact's customer service window on the channel, in ms since the epoch; `null` when it never wrote there. */
+export const windowEnd = (services: SendServices, organizationId: OrganizationId, contactId: ContactId, channelId: string) =>
+  Effect.map(services.storage.chats.lastInboundAt(organizationId, contactId, channelId), windowEndMs)
+
+/**
+ * Step 3: the end of the customer service window (ms since the epoch) of the contact
+ * (`None`: it does not exist, so it never wrote) on the channel, or
+ * `OutsideCustomerServiceWindow` when it is not open now (docs/messaging.md "The customer
+ * service window").
+ */
+export const requireOpenWindow = Effect.fn("Messaging.requireOpenWindow")(function* (
+  services: SendServices,
+  organizationId: OrganizationId,
+  contact: Option.Option<ContactId>,
+  channelId: string
+) {
+  const end = Option.isNone(contact) ? null : yield* windowEnd(services, organizationId, contact.value, channelId)
+  if (end === null || end <= (yield* Clock.currentTimeMillis)) {
+    return yield* new OutsideCustomerServiceWindow({
+      channel_uuid: channelId,
+      window_expires_at: end === null ? null : new Date(end).toISOString()
+    })
+  }
+  return end
+})
+
+/** Step 4: the contact's uuid after the upsert by phone, or `PlanLimitExceeded` (`contacts_limit`) with nothing written. */
+export const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
+  services: SendServices,
+  organizationId: OrganizationId,
+  recipient: SendRecipient
+) {
+  const { storage } = services
+  const organization = yield* storage.organizations.findById(organizationId)
+  // An organization that does not exist may create nothing (as in Contacts.importBulk).
+  const contactsLimit = Option.match(organization, { onNone: () => 0, onSome: (org) => org.plan.contacts_limit })
+  const outcome = yield* storage.contacts.importBulk(organizationId, {
+    rows: [{ phone: recipient.phone, phone_valid: recipient.phone_valid, details: recipient.details, groups: [] }],
+    ids: yield* services.random.uuids(1),
+    contactsLimit,
+    now: yield* nowIso
+  })
+  switch (outcome._tag) {
+    case "Imported": {
+      const [contact] = outcome.result.contacts
+      if (contact === undefined) return yield* Effect.dieMessage("importBulk answered no contact for one row")
+      return contact.uuid
+    }
+    case "LimitExceeded":
+      return yield* contactsLimitExceeded(outcome)
+    case "GroupsNotFound":
+      return yield* Effect.dieMessage("importBulk answered GroupsNotFound for a row without groups")
+  }
+})
+
+/**
+ * A message to place in the send queue: its contact and phone, content, channel, the end
+ * of its customer service window (ms since the epoch, `null` when none bounds it), whether
+ * it may be attempted in the request (`inline`), and the uuid an Idempotency-Key chose.
+ */
+export interface Delivery {
+  readonly organizationId: OrganizationId
+  readonly contactId: ContactId
+  readonly phone: string
+  readonly content: SendContent
+  readonly channel: OutboundChannel | null
+  readonly windowEnd: number | null
+  readonly inline: boolean
+  readonly messageUuid?: MessageId | undefined
+}
+
+/**
+ * Steps 5–6: {@link placeMessage}, then, when it was claimed, {@link attemptInline}; the
+ * send's result either way. Uninterruptible: a client that goes away never abandons an
+ * attempt.
+ */
+export const deliver = (services: SendServices, delivery: Delivery) =>
+  Effect.gen(function* () {
+    const placed = yield* placeMessage(services, delivery)
+    if (placed.message.status !== "sending") return sendResultOf(placed.chatId, placed.message)
+    return yield* attemptInline(services, delivery, placed)
+  }).pipe(Effect.uninterruptible)
+
+/** A message appended to its chat and the send queue, with the placement and lease it was stored under. */
+interface Placed {
+  readonly chatId: ChatId
+  readonly message: Message
+  readonly placement: OutboxPlacement
+  readonly lease: string
+}
+
+/**
+ * Step 5: append the message to the contact's chat and to the send queue in one atomic
+ * step (docs/messaging.md "The send queue"), claimed at once (`sending`, under a fresh
+ * lease) when it may go now — `inline`, or always through the recording transport — else
+ * `queued` for the dispatcher. It expires at now + the TTL, or at the window's end when
+ * that is earlier; it gets `messageUuid` when given, else a fresh uuid.
+ */
+const placeMessage = (services: SendServices, delivery: Delivery) =>
+  Effect.gen(function* () {
+    const settings = yield* SendQueueSettings
+    const nowMs = yield* Clock.currentTimeMillis
+    const { channel } = delivery
+    const bypass = bypassesQueue(services.transport, channel?.uuid ?? null)
+    const lease = yield* services.random.uuid()
+    const placement: OutboxPlacement = {
+      to: delivery.phone,
+      class: "single",
+      expires_at: new Date(Math.min(nowMs + settings.ttlMs, delivery.windowEnd ?? Infinity)).toISOString(),
+      claim: delivery.inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
+    }
+    const record = { ...recordOf(delivery.content), channel_uuid: channel?.uuid ?? null, uuid: delivery.messageUuid }
+    const { chat, message } = yield* services.chats.appendOutbound(delivery.organizationId, delivery.contactId, record, placement)
+    const placed: Placed = { chatId: chat.uuid, message, placement, lease }
+    return placed
+  })
+
+/**
+ * Step 6: the first attempt of a claimed message through the transport
+ * (`attemptClaimedMessage`), its outcome recorded: `sent` with the provider's id, `failed`
+ * for good, `queued` again for a retry, or `sending` when the outcome is unknown.
+ */
+const attemptInline = (services: SendServices, delivery: Delivery, placed: Placed) =>
+  Effect.gen(function* () {
+    const { storage } = services
+    const claimed: ClaimedMessage = {
+      organization_id: delivery.organizationId,
+      message: placed.message,
+      lease: placed.lease,
+      to: delivery.phone,
+      class: "single",
+      expires_at: placed.placement.expires_at,
+      pair_rate_waits: 0,
+      // Its pacing slot (when it has a channel) was reserved at its creation.
+      not_before: Date.parse(placed.message.created_at),
+      reclaimed: false
+    }
+    const attempt = { transport: services.transport, channels: services.channels, lastInboundAt: storage.chats.lastInboundAt }
+    const outcome = yield* attemptClaimedMessage(attempt, claimed, delivery.channel)
+    const recorded = yield* recordSendOutcome(claimed, outcome).pipe(Effect.provideService(Storage, storage))
+    // Not recorded: the contact (and so the message) was deleted meanwhile, or another process took it over.
+    return sendResultOf(placed.chatId, Option.getOrElse(recorded, () => placed.message))
+  })
+
+/** The message record of a send (`Chats.appendOutbound` input). */
+const recordOf = (content: SendContent): OutboundMessageInput => {
+  switch (content.type) {
+    case "text":
+      return { type: "text", text: content.text }
+    case "template":
+      return { type: "template", template: content.template, text: content.text }
+    case "media":
+      return { type: "media", media: content.media }
+  }
+}
+
+/** A send's answer from the message as stored (docs/messaging.md "Endpoints"). */
+export const sendResultOf = (chatId: ChatId, message: Message): SendResult => ({
+  message_id: message.uuid,
+  chat_uuid: chatId,
+  contact_uuid: message.contact_uuid,
+  status: message.status,
+  provider_message_id: message.provider_message_id,
+  next_attempt_at: message.next_attempt_at,
+  failure: message.failure
+})
