@@ -205,8 +205,8 @@ export type MessageContent =
  */
 export const Message = Schema.Struct({
   uuid: MessageId,
-  // The brand of chats/model.ts's ChatId (same key, so the types are one); not imported
-  // from there because chats/model.ts builds its schemas from this module's.
+  // The brand of model/chats.ts's ChatId (same key, so the types are one); not imported
+  // from there because model/chats.ts builds its schemas from this module's.
   chat_uuid: Schema.UUID.pipe(Schema.brand("ChatId")),
   contact_uuid: ContactId,
   direction: MessageDirection,
