@@ -1,9 +1,11 @@
 import type { Layer } from "effect"
 import type { Storage } from "@switchboard/core"
 
+// Every topic module of the suite takes these options, so they sit here, below contract.ts
+// (which imports every topic module).
+
 /**
- * Options of `runStorageContract`: the store under test. Every topic module of the suite
- * takes them, so they sit here, below `contract.ts` (which imports every topic module).
+ * Options of {@link runStorageContract}.
  *
  * @category contract
  */
