@@ -16,7 +16,7 @@ import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
 import { registerSeedCommand } from "./commands/seed.js"
-import { registerWebhookRejectCommands } from "./commands/webhook-rejects.js"
+import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
 
 /**
  * The admin program with every command registered. Parsing never calls `process.exit`:

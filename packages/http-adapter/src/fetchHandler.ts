@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { makeHandlerCore, type HandlerOptions, type WireResponse } from "./handler.js"
+import { makeHandlerCore } from "./handler.js"
+import type { HandlerOptions, WireResponse } from "./handlerTypes.js"
 import type { HealthReport } from "./health.js"
 import { unreadableBody, tooLarge, type BodySource } from "./internal/body.js"
 import type { HttpFailure } from "./HttpFailure.js"

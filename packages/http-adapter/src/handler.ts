@@ -1,170 +1,31 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, FiberId, FiberRefs, HashMap, Layer, List, Logger, LogLevel, ManagedRuntime } from "effect"
-import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
-import {
-  type ChannelVerifier,
-  Core,
-  DispatchWake,
-  type DomainError,
-  type GraphApiOptions,
-  Organizations,
-  type MessageTransport,
-  type AuthenticatedOrganization,
-  type RateLimitDecision,
-  type RateLimiter,
-  type Storage,
-  wakeOnEnqueue
-} from "@switchboard/core"
+import { Core, DispatchWake, wakeOnEnqueue } from "@switchboard/core"
+import { drainBoundMs, sendQueueSettingsLayerOf, startDispatchers } from "./dispatchers.js"
 import { failureResponse, type ApiResponse } from "./envelope.js"
-import { internalErrorResponse, responseForDomainError } from "./errorMapping.js"
-import { HttpFailure } from "./HttpFailure.js"
-import { readApiKey } from "./internal/authorization.js"
-import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
-import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
-import {
-  nodeBodySource,
-  parseJsonBody,
-  readJsonBody,
-  readRawBody,
-  type BodySource,
-  type HostRequest
-} from "./internal/body.js"
-import { writeResponse } from "./internal/nodeResponse.js"
-import { nulInParameters, readQuery, repeatedParameters, type Query } from "./internal/query.js"
-import { makeSharedScheduler } from "./internal/scheduler.js"
-import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
-import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
-import {
-  clientAddressOf,
-  limitRequest,
-  rateLimiterLayer,
-  rateLimitHeadersInto,
-  type RateLimitHandlerOptions
-} from "./rateLimiting.js"
-import { makeRouter, type CompiledRoute } from "./router.js"
-import { defaultRoutes } from "./routes/index.js"
-import { responseOfResult, type RouteDefinition, type RouteIdempotency, type RouteServices } from "./routes/route.js"
-import { handlerSettingsLayer, type WhatsAppWebhookOptions } from "./settings.js"
-import { webhookSettingsLayerOf, type WebhookHandlerOptions } from "./webhooks.js"
-import { type DispatchSwitches, drainBoundMs, sendQueueSettingsLayerOf, type SendQueueHandlerOptions, startDispatchers } from "./dispatchers.js"
+import { internalErrorResponse } from "./errorMapping.js"
+import { meteredStorageLayerOf, metricsRecorderLayerOf, withRequestMetrics } from "./handlerMetrics.js"
+import type { Exchange, HandlerCore, HandlerOptions, RequestLogLine, WireResponse } from "./handlerTypes.js"
 import type { HealthReport } from "./health.js"
-import type { HandlerTracing } from "./handlerTracing.js"
-import { requestSpanOf, tracingLayerOf, withTracing } from "./internal/tracing.js"
-import { type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf, withRequestMetrics } from "./handlerMetrics.js"
+import { nodeBodySource, type HostRequest } from "./internal/body.js"
+import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
+import { writeResponse } from "./internal/nodeResponse.js"
+import { readQuery } from "./internal/query.js"
+import { makeSharedScheduler } from "./internal/scheduler.js"
 import { handlerShutdown, type RequestsInFlight } from "./internal/shutdown.js"
+import { requestSpanOf, tracingLayerOf, withTracing } from "./internal/tracing.js"
+import { effectLogLevelOf } from "./logLevel.js"
+import { respond } from "./pipeline.js"
+import { clientAddressOf, rateLimiterLayer, rateLimitHeadersInto } from "./rateLimiting.js"
+import { makeRouter } from "./router.js"
+import { defaultRoutes } from "./routes/index.js"
+import { handlerSettingsLayer } from "./settings.js"
+import { webhookSettingsLayerOf } from "./webhooks.js"
 
-/**
- * Options of {@link createHandler}.
- *
- * @category handler
- */
-export interface HandlerOptions {
-  /** The storage adapter's Layer, for example `SqliteStorage.layer({ filename })`. */
-  readonly storage: Layer.Layer<Storage, unknown>
-  /** Path prefix of every route. Default `/api/v1/api` (docs/http-api.md "Base path and version"). */
-  readonly basePath?: string
-  /** Largest accepted request body, in bytes. Default 1 MiB (1 048 576). */
-  readonly bodyLimit?: number
-  /**
-   * The WhatsApp webhook's secrets (docs/whatsapp-webhooks.md): `appSecret` (one, several,
-   * or a comma-separated list) signs Meta's POSTs, `verifyToken` answers the subscription
-   * handshake. Without them those requests are refused.
-   */
-  readonly whatsapp?: WhatsAppWebhookOptions
-  /**
-   * Logger of the one-line-per-request logs (docs/http-adapter.md "Every response"). Default Effect's
-   * JSON logger on stdout; `false` silences them.
-   */
-  readonly logger?: Logger.Logger<unknown, unknown> | false
-  /**
-   * Receives each request's one log line as plain data ({@link RequestLogLine}) instead of
-   * `logger` (docs/http-adapter.md "Every response"): no Effect `Logger.Options` (annotation
-   * `HashMap`, `Date`) is built per request, the cheapest path (docs/benchmarks.md), the one
-   * the standalone server takes. `logger` still receives every other line (storage
-   * failures, defects); `logger: false` does not silence this one. A function that throws
-   * loses the line, never the response. Default: request lines go to `logger`.
-   */
-  readonly requestLog?: (line: RequestLogLine) => void
-  /**
-   * The least severe line written, to `logger` and `requestLog` alike (docs/http-adapter.md
-   * "Log level"): `"debug"`, `"info"` (default), `"warn"` or `"error"`. At `warn` and
-   * `error` only the request lines of 5xx answers (level ERROR) are written. Anything else
-   * throws a `TypeError` when the handler is created.
-   */
-  readonly logLevel?: HandlerLogLevel
-  /** The route table. Default {@link defaultRoutes}; tests and extensions may pass their own. */
-  readonly routes?: ReadonlyArray<RouteDefinition>
-  /**
-   * Rate limits (docs/rate-limits.md): limits per bucket, store failure policy, store
-   * timeout and the counters' store (default in memory, per handler). See
-   * {@link RateLimitHandlerOptions}.
-   */
-  readonly rateLimit?: RateLimitHandlerOptions
-  /**
-   * Whether to key unauthenticated requests by the first `X-Forwarded-For` address (set it
-   * only behind a proxy that overwrites that header). Default `false`: the socket address.
-   */
-  readonly trustProxy?: boolean
-  /**
-   * How sends reach the messaging provider (docs/messaging.md "Transports"), for example
-   * `WhatsAppCloudTransport.layer({ phoneNumberId, accessToken })`; it receives each
-   * message's `channel` (the organization's own number) and must send through it. Default:
-   * a message with a channel goes through the WhatsApp Cloud API at `graphApi` with that
-   * channel's number and token; one without is recorded (stored and marked `sent`, no network).
-   */
-  readonly transport?: Layer.Layer<MessageTransport>
-  /**
-   * Where Meta's Graph API is reached (`baseUrl`, default `https://graph.facebook.com`;
-   * `apiVersion`, default `v21.0`; `timeoutMs`): for the default transport's channel sends
-   * and the default channel verifier. Tests point it at a local recorder.
-   */
-  readonly graphApi?: GraphApiOptions
-  /**
-   * The 32-byte key (base64, hex or bytes) encrypting channel access tokens; without it the
-   * channel routes answer 503. Malformed → throws here; not the store's key → `ready`
-   * rejects. docs/channels.md "The secret key".
-   */
-  readonly secretKey?: string | Uint8Array
-  /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
-  readonly channelVerifier?: Layer.Layer<ChannelVerifier>
-  /**
-   * Outgoing webhooks (docs/webhooks.md "Options"): whether this handler runs the
-   * dispatcher (`dispatch`, default `true`: it starts once `ready`, and `dispose()` stops
-   * it after the attempts in flight), the retry delays in milliseconds, and whether
-   * `http://` URLs and internal addresses are accepted (development and tests only).
-   * See {@link WebhookHandlerOptions}; malformed values throw here.
-   */
-  readonly webhooks?: WebhookHandlerOptions
-  /**
-   * Which dispatch loops this handler runs once `ready` (docs/messaging.md "The send
-   * queue"): `webhooks` (default `webhooks.dispatch`, else `true`) and `messages`, the send
-   * queue (default `true`); `dispose()` stops them after the attempts in flight. `false`
-   * leaves that work to another process ({@link runDispatchers}).
-   */
-  readonly dispatch?: DispatchSwitches
-  /**
-   * The send queue's retry delays, attempt timeout, settle time, expiry and poll interval,
-   * in milliseconds (docs/messaging.md "The send queue"); see {@link SendQueueHandlerOptions}.
-   * Malformed values throw here.
-   */
-  readonly sendQueue?: SendQueueHandlerOptions
-  /**
-   * OpenTelemetry traces (docs/http-adapter.md "Tracing"), made by `openTelemetryTracing`
-   * of `@switchboard/http-adapter/tracing`: a span per request, per storage call and per
-   * provider call, and one per dispatch job. Default: off, and then nothing is traced or
-   * wrapped.
-   */
-  readonly tracing?: HandlerTracing
-  /**
-   * Where the handler reports what operators count (docs/http-adapter.md "Metrics"):
-   * requests by route, method and status, their durations, message statuses, webhook
-   * delivery attempts, Meta's webhook POSTs, 429s, and the send queue read when scraped.
-   * `prometheusMetrics(registry)` of `@switchboard/http-adapter/metrics` builds one.
-   * Default: none, and nothing is counted.
-   */
-  readonly metrics?: HandlerMetrics
-}
+// The handler factory: `createHandler` (a Node listener) over the host-independent core
+// (`makeHandlerCore`, also under fetchHandler.ts), and the request log. The options and the
+// exchange types are in handlerTypes.ts; the checks each request goes through, in pipeline.ts.
 
 /**
  * A Node request listener serving the API, usable as a `node:http` listener and as
@@ -196,35 +57,6 @@ export interface SwitchboardHandler {
    * about 1 s. Before `ready` the storage check fails with detail `"starting: …"`.
    */
   readonly health: () => Promise<HealthReport>
-}
-
-/**
- * One request's log line as plain data, for the `requestLog` option (docs/http-adapter.md
- * "Every response"): the six fields `logger` receives as annotations (`durationMs` and
- * `organizationId` there named `duration_ms` and `organization_id`), the level and the time.
- * Never a key, a token or a body.
- *
- * @category handler
- */
-export interface RequestLogLine {
-  /** `ERROR` for a 5xx answer, else `INFO`. */
-  readonly level: "INFO" | "ERROR"
-  readonly method: string
-  /** The route's pattern, e.g. `/contacts/:uuid`; `(unmatched)` when no route matched. */
-  readonly route: string
-  readonly status: number
-  /** From the request's arrival to its answer, in milliseconds, rounded to two decimals. */
-  readonly durationMs: number
-  /**
-   * `null` until the request is authenticated; for routes that need no key, the
-   * organization the route says it acted for (a WhatsApp webhook routed to one
-   * organization), else `null`.
-   */
-  readonly organizationId: string | null
-  /** The `X-Request-Id` of the answer. */
-  readonly requestId: string
-  /** When the answer was handed to the host, in milliseconds since the epoch (`Date.now()`). */
-  readonly timestamp: number
 }
 
 /**
@@ -279,51 +111,6 @@ export const createHandler = (options: HandlerOptions): SwitchboardHandler => {
   }
 
   return Object.assign(listener, { ready: core.ready, drain: core.drain, dispose: core.dispose, health: core.health })
-}
-
-/**
- * One request as the handler core sees it, whatever the host (a Node `IncomingMessage`, a
- * Fetch `Request`): method, path with query, header lookup (lower-case names), the client
- * address for unauthenticated rate limiting (computed only when needed) and the body.
- *
- * @internal
- */
-export interface CoreRequest {
-  readonly method: string
-  /** Path and query string as the client sent them, e.g. `/api/v1/api/contacts?page=2`. */
-  readonly url: string
-  readonly header: (name: string) => string | undefined
-  readonly clientAddress: () => string
-  readonly body: BodySource
-}
-
-/**
- * A response ready for the wire: status, every header (content type, length, request id,
- * rate-limit headers…) and the body text, `undefined` for `HEAD`.
- *
- * @internal
- */
-export interface WireResponse {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: string | undefined
-}
-
-/**
- * The host-independent part of every handler (docs/http-adapter.md): the runtime, the router, the
- * order of checks, the envelope, the request id and the request log. `serve` answers one
- * request through `reply`, exactly once; the returned `interrupt` stops its fiber when the
- * client goes away.
- *
- * @internal
- */
-export interface HandlerCore {
-  readonly inBasePath: (url: string) => boolean
-  readonly serve: (request: CoreRequest, reply: (response: WireResponse) => void) => { readonly interrupt: () => void }
-  readonly ready: Promise<void>
-  readonly drain: () => Promise<void>
-  readonly dispose: () => Promise<void>
-  readonly health: () => Promise<HealthReport>
 }
 
 /**
@@ -454,186 +241,6 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
     ...handlerShutdown(dispatcher, requests, drainBoundMs(options.sendQueue)),
     health: dispatcher.health
   }
-}
-
-/** One request and what is known of it so far, for the response and the log line. */
-interface Exchange {
-  readonly request: CoreRequest
-  readonly requestId: string
-  readonly startedAt: number
-  route: string
-  organizationId: string | undefined
-  /** The limiter's decision once the request passed it (for the `RateLimit-*` headers). */
-  rateLimit: RateLimitDecision | undefined
-  /** The answer, from the end of the request's fiber until its observer writes it. */
-  response: ApiResponse | undefined
-  /** Whether the response was handed to the host (a request is answered once). */
-  replied: boolean
-}
-
-/**
- * The checks of docs/http-api.md "Order of checks" then the route's handler, as one Effect that
- * never fails: every failure becomes its envelope response (the `RateLimit-*` headers of
- * `exchange.rateLimit` are added when it is written, {@link toWireResponse}). Written as plain functions chaining a few
- * Effects, with no generator: it runs on every request (docs/benchmarks.md).
- */
-const respond = (
-  exchange: Exchange,
-  route: CompiledRoute,
-  rawParams: Record<string, string | undefined>,
-  rawQuery: Query,
-  bodyLimit: number
-): Effect.Effect<ApiResponse, never, RouteServices | RateLimiter> => {
-  const definition = route.definition
-  const checked = (auth: AuthenticatedOrganization | undefined) => {
-    if (auth !== undefined) exchange.organizationId = auth.organization.id
-    // Built only once the request passed the limiter: a 429 does no validation work.
-    const rest = () => afterRateLimit(exchange, route, auth, rawParams, rawQuery, bodyLimit)
-    if (definition.rateLimited === false) return rest()
-    const counted = limitRequest(definition, auth, exchange.request.clientAddress, (decision) => {
-      exchange.rateLimit = decision
-    })
-    return Effect.flatMap(counted, rest)
-  }
-  // A route that needs no key goes straight on (no Effect to authenticate nobody), still
-  // inside the fiber: whatever it throws is a defect `recover` answers.
-  return recover(
-    definition.authenticated === false ? Effect.suspend(() => checked(undefined)) : Effect.flatMap(authenticate(exchange), checked)
-  )
-}
-
-/**
- * The checks after the rate limit (path parameters, repeated query parameters, query,
- * `Idempotency-Key`, body), then the route's handler. With an `Idempotency-Key` the handler
- * gets the claim (`idempotency`) and its result is recovered into a response here, so the
- * stored response is what the client got; otherwise `respond` recovers it.
- */
-const afterRateLimit = (
-  exchange: Exchange,
-  route: CompiledRoute,
-  auth: AuthenticatedOrganization | undefined,
-  rawParams: Record<string, string | undefined>,
-  rawQuery: Query,
-  bodyLimit: number
-): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> => {
-  const definition = route.definition
-  const params = validated(route.checkParams, rawParams, "Invalid path parameter")
-  if (params instanceof HttpFailure) return Effect.fail(params)
-  if (rawQuery.repeated.length > 0) return repeatedParameters(rawQuery.repeated)
-  if (rawQuery.withNul.length > 0) return nulInParameters(rawQuery.withNul)
-  const query = validated(route.checkQuery, rawQuery.values, "Invalid query parameter")
-  if (query instanceof HttpFailure) return Effect.fail(query)
-  const idempotencyKey =
-    definition.idempotent === true ? readIdempotencyKey(exchange.request.header("idempotency-key")) : undefined
-  if (idempotencyKey instanceof HttpFailure) return Effect.fail(idempotencyKey)
-  const handle = (
-    body: unknown,
-    idempotency?: RouteIdempotency
-  ): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> =>
-    Effect.map(
-      definition.handle({
-        params: params as Record<string, unknown>,
-        query: query as Record<string, unknown>,
-        body,
-        requestId: exchange.requestId,
-        auth: auth ?? NO_AUTHENTICATION,
-        idempotency,
-        basePath: route.basePath,
-        routes: route.routes
-      }),
-      (result) => {
-        // An unauthenticated route may name the organization it acted for (a provider
-        // webhook routed to one): the request's log line carries it.
-        if (auth === undefined && "organizationId" in result && result.organizationId !== undefined) {
-          exchange.organizationId = result.organizationId
-        }
-        return responseOfResult(result)
-      }
-    )
-  // A route without a body (most GETs) and without an Idempotency-Key goes straight to its
-  // handler: no Effect to read or check a body (fewer operations per request,
-  // docs/benchmarks.md).
-  if (idempotencyKey === undefined && definition.verifyRawBody === undefined && route.checkBody === undefined) {
-    return handle(undefined)
-  }
-  const parsed = readBodyOf(definition, route.checkBody, exchange.request, definition.bodyLimit ?? bodyLimit)
-  return Effect.flatMap(parsed, (parsedBody) => {
-    const checked = (idempotency?: RouteIdempotency) =>
-      route.checkBody === undefined
-        ? handle(parsedBody, idempotency)
-        : Effect.flatMap(checkBody(route.checkBody, parsedBody), (body) => handle(body, idempotency))
-    // Without an Idempotency-Key, failures are turned into responses once, by `respond`;
-    // with one, here, so the stored response is what the client got.
-    if (idempotencyKey === undefined || auth === undefined) return checked()
-    const path = exchange.request.url.split("?", 1)[0] ?? ""
-    const fingerprint = fingerprintOf(exchange.request.method, path, parsedBody)
-    return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, (claim) => recover(checked(claim)))
-  })
-}
-
-/**
- * The parsed body of a route that takes one (a `body` schema or a `verifyRawBody` check),
- * else `undefined`. With `verifyRawBody` the exact bytes are checked before parsing.
- */
-const readBodyOf = (
-  definition: RouteDefinition,
-  check: CompiledCheck | undefined,
-  request: CoreRequest,
-  limitBytes: number
-): Effect.Effect<unknown, HttpFailure, RouteServices> => {
-  const verify = definition.verifyRawBody
-  if (verify === undefined) return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
-  return Effect.flatMap(readRawBody(request.body, limitBytes), (bytes) =>
-    Effect.zipRight(verify(bytes, request.header), parseJsonBody(bytes))
-  )
-}
-
-/**
- * Every failure of a request as its envelope response: an {@link HttpFailure} as it says,
- * a domain error by the status table (a storage failure logged, answered 500 without its
- * cause), a defect logged and answered 500.
- */
-const recover = <R>(
-  effect: Effect.Effect<ApiResponse, HttpFailure | DomainError, R>
-): Effect.Effect<ApiResponse, never, R> =>
-  effect.pipe(
-    Effect.catchAll((error) => {
-      if (error._tag === "HttpFailure") return Effect.succeed(error.toResponse())
-      const response = responseForDomainError(error)
-      return response.status >= 500
-        ? Effect.logError("Storage failure", error.cause).pipe(Effect.as(response))
-        : Effect.succeed(response)
-    }),
-    Effect.catchAllDefect((defect) => Effect.logError("Unhandled defect", defect).pipe(Effect.as(internalErrorResponse())))
-  )
-
-/** Reads and checks the API key (401, then 403); `respond` notes the organization for the log line. */
-const authenticate = (
-  exchange: Exchange
-): Effect.Effect<AuthenticatedOrganization, HttpFailure | DomainError, Organizations> => {
-  const apiKey = readApiKey(exchange.request.header("authorization"))
-  if (apiKey instanceof HttpFailure) return Effect.fail(apiKey)
-  return Effect.flatMap(Organizations, (organizations) => organizations.authenticate(apiKey))
-}
-
-/** Validates a parsed body: a JSON object that passes the route's schema. */
-const checkBody = (check: CompiledCheck, body: unknown): Effect.Effect<unknown, HttpFailure> => {
-  if (!isPlainObject(body)) {
-    return Effect.fail(
-      new HttpFailure({ status: 400, code: "invalid_type", message: "Request body must be a JSON object" })
-    )
-  }
-  const result = validated(check, body, "Invalid request body")
-  return result instanceof HttpFailure ? Effect.fail(result) : Effect.succeed(result)
-}
-
-/** `value` as `check` returns it (coerced, defaults applied), or the 400 naming what is wrong. */
-const validated = (check: CompiledCheck | undefined, value: unknown, message: string): unknown => {
-  if (check === undefined) return value
-  const result = check(value)
-  if (result.ok) return result.value
-  const first = result.errors.length === 1 ? result.errors[0]?.message : undefined
-  return new HttpFailure({ status: 400, code: "invalid_request", message: first ?? message, errors: result.errors })
 }
 
 /**

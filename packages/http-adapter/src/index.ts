@@ -5,14 +5,8 @@
  *
  * @packageDocumentation
  */
-export {
-  createHandler,
-  DEFAULT_BASE_PATH,
-  type HandlerOptions,
-  requestLogEntryOf,
-  type RequestLogLine,
-  type SwitchboardHandler
-} from "./handler.js"
+export { createHandler, DEFAULT_BASE_PATH, requestLogEntryOf, type SwitchboardHandler } from "./handler.js"
+export type { HandlerOptions, RequestLogLine } from "./handlerTypes.js"
 export { answerClientError } from "./clientError.js"
 export type { HandlerTracing } from "./handlerTracing.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"

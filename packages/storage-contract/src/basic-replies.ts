@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { Storage, type BasicReply, type BasicReplyId, type OrganizationId } from "@switchboard/core"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { insertOrganization, runner } from "./support.js"
 

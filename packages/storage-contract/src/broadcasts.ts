@@ -13,7 +13,7 @@ import {
   type OrganizationId,
   Storage
 } from "@switchboard/core"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { T0, at, claimAt, writtenEvents } from "./outbox-support.js"
 import { addEndpoint } from "./webhook-support.js"

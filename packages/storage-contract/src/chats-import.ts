@@ -9,7 +9,7 @@ import {
   Storage
 } from "@switchboard/core"
 import { chatOf } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { assignLabel, createGroup, createLabel, importContact, importContacts, insertOrganization, runner } from "./support.js"
 

@@ -12,7 +12,7 @@ import {
   Storage
 } from "@switchboard/core"
 import { patchChat, receive, uuidsOf } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { assignLabel, createGroup, createLabel, importContacts, insertOrganization, runner } from "./support.js"
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { type ChatId, type ContactId, type MessageId, Storage } from "@switchboard/core"
 import { append, chatOf, inboundRequest, outboundRequest, patchChat, receive } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { assignLabel, contactOf, createGroup, createLabel, importContact, importContacts, insertOrganization, runner } from "./support.js"
 

@@ -1,6 +1,4 @@
 import { describe } from "@effect/vitest"
-import type { Layer } from "effect"
-import type { Storage } from "@switchboard/core"
 import { basicRepliesContract } from "./basic-replies.js"
 import { broadcastsContract } from "./broadcasts.js"
 import { channelsContract } from "./channels.js"
@@ -14,6 +12,7 @@ import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
 import { messagesContract } from "./messages.js"
 import { operationsContract } from "./operations.js"
+import type { StorageContractOptions } from "./options.js"
 import { organizationsContract } from "./organizations.js"
 import { outboxContract } from "./outbox.js"
 import { providerStatusesContract } from "./provider-statuses.js"
@@ -21,28 +20,6 @@ import { templatesContract } from "./templates.js"
 import { webhookRejectsContract } from "./webhook-rejects.js"
 import { webhooksContract } from "./webhooks.js"
 import { customerServiceWindowContract } from "./window.js"
-
-/**
- * Options of {@link runStorageContract}.
- *
- * @category contract
- */
-export interface StorageContractOptions {
-  /** Shown in test names, for example `"sqlite"`. */
-  readonly name: string
-  /**
-   * Returns a Layer of a fresh, empty store. Called once per test, never shared: a scoped
-   * Layer is built for the test and its finalizers (closing a database) run after it.
-   */
-  readonly makeLayer: () => Layer.Layer<Storage, unknown>
-  /**
-   * Optional: returns two Layers of Storage over ONE fresh, empty underlying store, as two
-   * processes sharing a database would have them (for the memory store, one service
-   * provided twice). When given, the send queue's contract also checks claims running
-   * together on both stores and a creation on one seen by the other (`outbox.ts`).
-   */
-  readonly makeSharedLayers?: () => readonly [Layer.Layer<Storage, unknown>, Layer.Layer<Storage, unknown>]
-}
 
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository

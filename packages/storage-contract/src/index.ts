@@ -7,7 +7,8 @@
  *
  * @packageDocumentation
  */
-export { runStorageContract, type StorageContractOptions } from "./contract.js"
+export { runStorageContract } from "./contract.js"
+export type { StorageContractOptions } from "./options.js"
 export { runChatListOracle, type ChatListOracleOptions } from "./chats-list-oracle.js"
 export * as fixtures from "./fixtures.js"
 export { runRateLimitStoreContract, type RateLimitStoreContractOptions } from "./rate-limit-store.js"

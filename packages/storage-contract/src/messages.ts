@@ -9,7 +9,7 @@ import {
   Storage
 } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest, receive } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { importContact, insertOrganization, runner } from "./support.js"
 

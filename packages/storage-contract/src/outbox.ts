@@ -13,7 +13,7 @@ import {
   pacingIntervalMs
 } from "@switchboard/core"
 import { append, outboundRequest } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import {
   LEASE_MS,

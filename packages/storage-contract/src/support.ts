@@ -13,7 +13,7 @@ import {
   Storage,
   type StorageService
 } from "@switchboard/core"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 
 // Effectful helpers shared by the topic modules (not exported from the package).

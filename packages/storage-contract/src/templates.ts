@@ -8,7 +8,7 @@ import {
   type TemplateId,
   TemplateStatus
 } from "@switchboard/core"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { insertOrganization, runner } from "./support.js"
 

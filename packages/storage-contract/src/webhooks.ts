@@ -15,7 +15,7 @@ import {
   type WebhookEventType
 } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest, patchChat } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { contactOf, importContact, insertOrganization, runner, sorted } from "./support.js"
 import { LATER, LATER_LEASE, addEndpoint, claim, endpointRecord, onlyEvent, outbox } from "./webhook-support.js"

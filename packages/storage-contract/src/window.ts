@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { type ChatId, type ContactId, Storage } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest } from "./chat-support.js"
-import type { StorageContractOptions } from "./contract.js"
+import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { importContact, insertOrganization, runner } from "./support.js"
 

@@ -16,7 +16,8 @@ import { publicNumber } from "./control.js"
 import { buildInboundContent, inboundOptions } from "./cliInbound.js"
 import { httpUrl, integer } from "./cliParsers.js"
 import { DEFAULT_NUMBER, digitsOf, inboundMessagePayload, newWamid, type SimulatedNumber, templateStatusPayload } from "./payloads.js"
-import { startSimulator, type SimulatorSettings } from "./simulator.js"
+import type { SimulatorSettings } from "./settings.js"
+import { startSimulator } from "./simulator.js"
 import { postWebhook } from "./webhook.js"
 
 const print = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`)

@@ -1,8 +1,10 @@
 import type { ServerResponse } from "node:http"
 import type { GraphRequest } from "./graph.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
-import type { Answer, Route, ShareRule } from "./script.js"
-import type { SimulatorSettings, WhatsAppSimulator } from "./simulator.js"
+import type { Notification, Received } from "./records.js"
+import type { Answer, Route, Script, ShareRule } from "./script.js"
+import type { SimulatorSettings } from "./settings.js"
+import type { WebhookDelivery } from "./webhook.js"
 
 /**
  * The control API, under `/_simulator` on the simulator's port (JSON in, JSON out; errors
@@ -23,7 +25,7 @@ import type { SimulatorSettings, WhatsAppSimulator } from "./simulator.js"
  * - `POST /_simulator/inbound` `{from, profile_name, message, phone_number_id?}` → `{id, delivery}`
  * - `POST /_simulator/reset` → `{reset: true}`
  */
-export const handleControl = async (simulator: WhatsAppSimulator, request: GraphRequest, res: ServerResponse): Promise<void> => {
+export const handleControl = async (simulator: ControlledSimulator, request: GraphRequest, res: ServerResponse): Promise<void> => {
   try {
     const answer = await route(simulator, request)
     if (answer === undefined) return write(res, 404, { error: { message: `no control route ${request.method} ${request.path}` } })
@@ -33,7 +35,29 @@ export const handleControl = async (simulator: WhatsAppSimulator, request: Graph
   }
 }
 
-const route = async (simulator: WhatsAppSimulator, request: GraphRequest): Promise<unknown> => {
+/**
+ * What the control API acts on: the members of `WhatsAppSimulator` (simulator.ts, which
+ * passes itself to {@link handleControl}) that the control routes call. Declared here so
+ * this module need not import simulator.ts.
+ */
+export interface ControlledSimulator {
+  readonly script: Script
+  readonly settings: SimulatorSettings
+  received(filter?: { readonly route?: Received["route"]; readonly phone_number_id?: string }): ReadonlyArray<Received>
+  notifications(): ReadonlyArray<Notification>
+  numbers(): ReadonlyArray<SimulatedNumber>
+  addNumber(number: SimulatedNumber): void
+  configure(settings: Partial<SimulatorSettings>): SimulatorSettings
+  postInbound(options: {
+    readonly from: string
+    readonly profile_name: string
+    readonly message: InboundContent
+    readonly phone_number_id?: string
+  }): Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
+  reset(): void
+}
+
+const route = async (simulator: ControlledSimulator, request: GraphRequest): Promise<unknown> => {
   const { method, path, query } = request
   const body = request.body as Record<string, unknown> | null
   const key = `${method} ${path.replace(/^\/_simulator/, "").replace(/^\/recipients\/[^/]+$/, "/recipients/:to")}`

@@ -4,12 +4,8 @@ export {
   Script,
   type ShareRule
 } from "./script.js"
-export {
-  type SimulatorOptions,
-  type SimulatorSettings,
-  startSimulator,
-  WhatsAppSimulator
-} from "./simulator.js"
+export type { SimulatorSettings } from "./settings.js"
+export { type SimulatorOptions, startSimulator, WhatsAppSimulator } from "./simulator.js"
 export { connectSimulator, type SimulatorClient } from "./client.js"
 export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"
 export { postWebhook, sign, type WebhookDelivery } from "./webhook.js"

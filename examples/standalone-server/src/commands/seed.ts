@@ -18,8 +18,8 @@ import { Presets, SingleBar } from "cli-progress"
 import type { Command } from "commander"
 import { Clock, Effect } from "effect"
 import { failUsage, parseNonNegativeInteger, parseUuid, runAdminCommand } from "./admin.js"
-// seed-data.js loads faker's locales: imported on use, so other commands start fast.
-import type { makeSeedGenerator, SeedChat } from "./seed-data.js"
+// seedData.js loads faker's locales: imported on use, so other commands start fast.
+import type { makeSeedGenerator, SeedChat } from "./seedData.js"
 
 /**
  * Contacts (and their chats) written per store call: each batch is a few transactions
@@ -103,7 +103,7 @@ const seed = (options: SeedOptions) =>
         return yield* new PlanLimitExceeded({ plan_limit: "contacts_limit", limit, usage, requested: options.contacts })
       }
     }
-    const { makeSeedGenerator, SEED_GROUPS, SEED_LABELS } = yield* Effect.promise(() => import("./seed-data.js"))
+    const { makeSeedGenerator, SEED_GROUPS, SEED_LABELS } = yield* Effect.promise(() => import("./seedData.js"))
     const seedValue = options.seed ?? Math.floor(Math.random() * 2 ** 31)
     const generator = makeSeedGenerator({ seed: seedValue, now: started })
     const groups = yield* ensureGroups(organization.id, SEED_GROUPS, new Date(started).toISOString())

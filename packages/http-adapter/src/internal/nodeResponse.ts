@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http"
-import type { WireResponse } from "../handler.js"
+import type { WireResponse } from "../handlerTypes.js"
 import type { HostRequest } from "./body.js"
 
 /**

@@ -9,7 +9,6 @@ import {
   type StorageService
 } from "@switchboard/core"
 import type { ApiResponse } from "../envelope.js"
-import type { CoreRequest } from "../handler.js"
 import type { HandlerTracing } from "../handlerTracing.js"
 import { transportLayerOf } from "./channelOptions.js"
 
@@ -48,9 +47,12 @@ export const withTracing = <O extends TracedOptions>(options: O): O =>
 export const tracingLayerOf = (tracing: HandlerTracing | undefined): Layer.Layer<never> =>
   tracing === undefined ? Layer.empty : Layer.merge(tracing.layer, Layer.succeed(LeasedJobSpans, true))
 
-/** What the request span reads of a request once it is answered. */
+/**
+ * What the request span reads of a request once it is answered (a part of the handler's
+ * `Exchange`, handlerTypes.ts, declared here like {@link TracedOptions}).
+ */
 interface TracedExchange {
-  readonly request: CoreRequest
+  readonly request: { readonly method: string; readonly header: (name: string) => string | undefined }
   readonly route: string
   readonly organizationId: string | undefined
 }

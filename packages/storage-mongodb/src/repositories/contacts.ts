@@ -6,7 +6,7 @@ import { CONTACT_PROJECTION, contactByPhone, contactUpdatePipeline, eq, ofOrgani
 import { byName, contactRecords, labelRecords } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
-import { importBulk } from "./contacts-import.js"
+import { importBulk } from "./contactsImport.js"
 
 /**
  * `Storage.contacts` on MongoDB: collection `contacts`, one document per contact holding
@@ -14,7 +14,7 @@ import { importBulk } from "./contacts-import.js"
  * document write. The unique index `(organization_id, phone)` keeps phones unique per
  * organization (`update` to a taken phone is refused by it: `PhoneTaken`, nothing
  * written). `markMarketingOptOut` is one update conditional on `marketing_opt_out_at` being
- * `null` (or absent), so the first opt-out is kept. `importBulk` is in contacts-import.ts. `delete` removes the contact (and with
+ * `null` (or absent), so the first opt-out is kept. `importBulk` is in contactsImport.ts. `delete` removes the contact (and with
  * it its memberships and chat), then the chat's messages, then releases its plan slot.
  *
  * @category repositories

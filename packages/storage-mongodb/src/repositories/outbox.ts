@@ -27,7 +27,7 @@ import { attempt, onDuplicateKey } from "../internal/driver.js"
 import { anyOf, eq, ofOrganization, owned } from "../internal/queries.js"
 import { channelOf, messageRecord } from "../internal/records.js"
 import { type Collections, WAITING } from "../internal/schema.js"
-import { applyPending, chatExists, ENDED_LEASE, writeStatus } from "./chats.js"
+import { applyPending, chatExists, ENDED_LEASE, writeStatus } from "./statusWrites.js"
 import { pendingEvent, subscribersOf } from "./webhooks.js"
 
 /** The statuses of a message waiting in the send queue. */

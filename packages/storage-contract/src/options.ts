@@ -1,0 +1,27 @@
+import type { Layer } from "effect"
+import type { Storage } from "@switchboard/core"
+
+// Every topic module of the suite takes these options, so they sit here, below contract.ts
+// (which imports every topic module).
+
+/**
+ * Options of {@link runStorageContract}.
+ *
+ * @category contract
+ */
+export interface StorageContractOptions {
+  /** Shown in test names, for example `"sqlite"`. */
+  readonly name: string
+  /**
+   * Returns a Layer of a fresh, empty store. Called once per test, never shared: a scoped
+   * Layer is built for the test and its finalizers (closing a database) run after it.
+   */
+  readonly makeLayer: () => Layer.Layer<Storage, unknown>
+  /**
+   * Optional: returns two Layers of Storage over ONE fresh, empty underlying store, as two
+   * processes sharing a database would have them (for the memory store, one service
+   * provided twice). When given, the send queue's contract also checks claims running
+   * together on both stores and a creation on one seen by the other (`outbox.ts`).
+   */
+  readonly makeSharedLayers?: () => readonly [Layer.Layer<Storage, unknown>, Layer.Layer<Storage, unknown>]
+}
