@@ -55,5 +55,5 @@ describe("the main entry loads without prom-client", () => {
     expect(metricsEsm).toContain("prom-client")
     const metricsCjs = await requestsOf(`require(${JSON.stringify(`${dist}metrics.cjs`)})`)
     expect(metricsCjs).toContain("prom-client")
-  })
+  }, 30_000) // four node processes, each loading the built entry: 4 s on a quiet 2-core machine
 })
