@@ -11,8 +11,9 @@ import type {
   OrganizationId
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { chatListPlannerOf } from "@switchboard/storage-sql"
 import { recordWebhookEvent } from "./chat-hooks.js"
-import { planChatCount, planChatList, runChatList } from "./chat-list.js"
+import { runChatList } from "./chatList.js"
 import {
   chatsByIds,
   chatWithSubscribers,
@@ -55,7 +56,7 @@ import { updateStatusByProviderId } from "./provider-status.js"
  * sender's chat row when the sender has a contact and a chat (`appendToLockedChat`), so
  * different senders' messages are stored in parallel. Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
- * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
+ * list's query plans are in `chatList.ts`. A broadcast's recipients are appended with the
  * same effect, a batch at a time (broadcast-write.ts).
  *
  * @category repositories
@@ -63,6 +64,7 @@ import { updateStatusByProviderId } from "./provider-status.js"
 export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
   const s = db.schema
   const SQL = sqlOf(s)
+  const planner = chatListPlannerOf(db.dialect)
   const locked = <A>(organizationId: OrganizationId, fn: (sql: Sql) => Promise<A>) =>
     db.transaction(fn, { lockOrganization: organizationId })
   return {
@@ -128,7 +130,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
     listAfter: (organizationId, filters, sort, after, limit) =>
       attempt("chats.listAfter", () =>
         db.snapshot(async (sql) => {
-          const plan = planChatList(s, organizationId, filters, sort, { after, offset: 0, limit })
+          const plan = planner.list(organizationId, filters, sort, { after, offset: 0, limit })
           return chatsByIds(sql, s, await runChatList(sql, plan))
         })
       ),
@@ -136,10 +138,10 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
       attempt("chats.listPage", () =>
         db.snapshot(async (sql) => {
           const [limit, offset] = pageBounds(page)
-          const plan = planChatList(s, organizationId, filters, sort, { after: null, offset, limit })
+          const plan = planner.list(organizationId, filters, sort, { after: null, offset, limit })
           // Unfiltered, the total is the organization's counter, not a COUNT(*).
           const count = hasFilters(filters)
-            ? planChatCount(s, organizationId, filters)
+            ? planner.count(organizationId, filters)
             : { sql: SQL.chatsCount, params: [organizationId] }
           const items = await chatsByIds(sql, s, await runChatList(sql, plan))
           return { items, total: (await sql.row<{ count: number }>(count.sql, count.params))?.count ?? 0 }

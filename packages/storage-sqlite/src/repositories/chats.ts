@@ -25,7 +25,8 @@ import {
   type MessageRow,
   messageValues
 } from "./chat-rows.js"
-import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
+import { SEARCH_FUNCTION } from "../dialect.js"
+import { planChatCount, planChatList, runChatList } from "./chatList.js"
 import { importChats } from "./chats-import.js"
 import { applyPending, applyStatus } from "./message-status.js"
 import { insertOutboxMessage } from "./outbox.js"
@@ -45,7 +46,7 @@ import { recordWebhookEvent } from "./webhooks.js"
  * core's rules apply atomically across processes; reads of several statements share one
  * snapshot. Their webhook events (`message.received`, `message.status_updated`,
  * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
- * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended by the
+ * list's query plans are in `chatList.ts`. A broadcast's recipients are appended by the
  * same writes (`writeAppendedMessage`, used by broadcasts.ts). Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
