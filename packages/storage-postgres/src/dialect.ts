@@ -1,5 +1,5 @@
 import type { ChatFilters, ChatPosition, ChatSort } from "@switchboard/core"
-import { type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
+import { decodersOf, type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
 
 /** PostgreSQL's values as `pg` answers them: booleans, `json` columns parsed, lists as driver arrays. */
 export const postgresValues: SqlValues = {
@@ -87,3 +87,6 @@ const keysetImplied = (filters: ChatFilters, sort: ChatSort, after: ChatPosition
   if (sort.order === "desc") return to !== undefined && after.value !== null && after.value > to
   return after.value === null || (from !== undefined && after.value < from)
 }
+
+/** The row decoders of PostgreSQL's values (`@switchboard/storage-sql`), built once: they do not depend on the schema. */
+export const decoders = decodersOf(postgresValues)

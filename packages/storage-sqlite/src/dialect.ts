@@ -1,5 +1,5 @@
 import type { ChatFilters, ChatPosition, ChatSort } from "@switchboard/core"
-import { type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
+import { decodersOf, type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
 
 /** Name of the SQL function the chat repository registers for search matching (core's rule). */
 export const SEARCH_FUNCTION = "switchboard_chat_search"
@@ -77,3 +77,6 @@ const dateBounds = (filters: ChatFilters, sort: ChatSort, after: ChatPosition | 
   if (to !== undefined && !impliedTo) dates.push(fragment("c.last_message_at <= ?", to))
   return dates
 }
+
+/** The row decoders of SQLite's values (`@switchboard/storage-sql`), built once. */
+export const decoders = decodersOf(sqliteValues)

@@ -5,9 +5,9 @@ import { type ChatFilters, type ChatId, type ChatSort, type GroupId, type LabelI
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chatList.js"
-import { MESSAGE_PAGE_SQL } from "../src/repositories/chat-rows.js"
+import { MESSAGE_PAGE_SQL } from "../src/repositories/chatRows.js"
 import { SQL as CHATS } from "../src/repositories/chats.js"
-import { SQL as STATUS } from "../src/repositories/message-status.js"
+import { SQL as STATUS } from "../src/repositories/messageStatus.js"
 
 // docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement

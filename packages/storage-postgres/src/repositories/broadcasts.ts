@@ -8,7 +8,7 @@ import type {
   OrganizationId
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { audiencePage, countAudience } from "./broadcast-audience.js"
+import { audiencePage, countAudience } from "./broadcastAudience.js"
 import {
   BROADCAST_COLUMNS,
   type BroadcastRow,
@@ -18,10 +18,10 @@ import {
   recordOf,
   recordsOf,
   ZERO_COUNTS
-} from "./broadcast-rows.js"
-import { writeRecipientBatch } from "./broadcast-write.js"
-import { failQueuedBroadcastMessages } from "./outbox-insert.js"
-import { recordWebhookEvent } from "./webhook-events.js"
+} from "./broadcastRows.js"
+import { writeRecipientBatch } from "./broadcastWrite.js"
+import { failQueuedBroadcastMessages } from "./outboxInsert.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /** The statements of this repository, for a schema (already quoted). */
 const statementsOf = (s: string) => {

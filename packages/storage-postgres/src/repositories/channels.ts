@@ -1,8 +1,8 @@
 import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
-import { failChannelMessages } from "./outbox-insert.js"
+import { CHANNEL_COLUMNS, type ChannelRow, channelValues, decodeChannel } from "./channelRows.js"
+import { failChannelMessages } from "./outboxInsert.js"
 
 /**
  * `Storage.channels` on PostgreSQL: table `channels` (schema/catalog.ts). `insert` is one
@@ -45,22 +45,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
             }
             const { count } = (await sql.row<{ count: number }>(SQL.count, [organizationId]))!
             if (count >= limit) return { _tag: "LimitReached", limit }
-            const inserted = await sql.run(SQL.insert, [
-              channel.uuid,
-              organizationId,
-              channel.provider,
-              channel.phone_number_id,
-              channel.display_phone_number,
-              channel.waba_id,
-              access_token_sealed,
-              channel.access_token_last4,
-              channel.throughput_mps,
-              channel.status,
-              channel.paused_reason === null ? null : JSON.stringify(channel.paused_reason),
-              channel.paused_at,
-              channel.created_at,
-              channel.updated_at
-            ])
+            const inserted = await sql.run(SQL.insert, channelValues(channel, organizationId, access_token_sealed))
             // Another organization took the number since the check (its lock is not ours).
             if (inserted === 0) return { _tag: "PhoneNumberIdTaken" }
             return { _tag: "Inserted", channel }

@@ -12,7 +12,7 @@ import type {
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { chatListPlannerOf } from "@switchboard/storage-sql"
-import { recordWebhookEvent } from "./chat-hooks.js"
+import { recordWebhookEvent } from "./chatHooks.js"
 import { runChatList } from "./chatList.js"
 import {
   chatsByIds,
@@ -21,7 +21,7 @@ import {
   MESSAGE_COLUMNS,
   messagePageSql,
   type MessageRow
-} from "./chat-rows.js"
+} from "./chatRows.js"
 import {
   type AppendedMessage,
   appendInboundAlone,
@@ -33,11 +33,11 @@ import {
   knownContact,
   writeAppendedMessage,
   writeInboundUnlessStored
-} from "./chat-append.js"
-import { importChats } from "./chats-import.js"
-import { insertWebhookEvents } from "./webhook-events.js"
-import { applyPending, applyStatus } from "./message-status.js"
-import { updateStatusByProviderId } from "./provider-status.js"
+} from "./chatAppend.js"
+import { importChats } from "./chatsImport.js"
+import { insertWebhookEvents } from "./webhookEvents.js"
+import { applyPending, applyStatus } from "./messageStatus.js"
+import { updateStatusByProviderId } from "./providerStatus.js"
 
 /**
  * `Storage.chats` on PostgreSQL: tables `chats` (with the `pg_trgm` index of its search

@@ -1,11 +1,12 @@
 import { Option } from "effect"
 import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository, OutboxSummaryRow } from "@switchboard/core"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
-import { anyDue, claimDue } from "./outbox-claim.js"
-import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outbox-record.js"
-import { decodeMessage } from "./chat-rows.js"
-import { recordWebhookEvent } from "./webhook-events.js"
+import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
+import { anyDue, claimDue } from "./outboxClaim.js"
+import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outboxRecord.js"
+import { retried } from "./outboxRows.js"
+import { decodeMessage } from "./chatRows.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
@@ -59,16 +60,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
           const row = await queuedRow(sql, s, organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
           if (row.status !== "failed") return { _tag: "Refused", message: decodeMessage(row) }
-          const after = await writeRow(sql, s, {
-            ...row,
-            ...ENDED,
-            status: "queued",
-            next_attempt_at: now,
-            attempts: 0,
-            failure: null,
-            expires_at: expiresAt,
-            updated_at: now
-          })
+          const after = await writeRow(sql, s, retried(row, now, expiresAt))
           return { _tag: "Done", message: decodeMessage(after) }
         }, { lockOrganization: organizationId })
       ),
