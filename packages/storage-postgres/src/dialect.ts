@@ -1,11 +1,13 @@
 import type { ChatFilters, ChatPosition, ChatSort } from "@switchboard/core"
-import { decodersOf, type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
+import { decodersOf, type Fragment, fragment, jsonOrNull, outcomeRowOf, type SqlDialect, type SqlValues, statusMoveOf } from "@switchboard/storage-sql"
 
 /** PostgreSQL's values as `pg` answers them: booleans, `json` columns parsed, lists as driver arrays. */
 export const postgresValues: SqlValues = {
   boolean: (value) => value,
   readBoolean: (value) => value as boolean,
   readJson: (value) => value ?? null,
+  json: (value) => value ?? null,
+  sameJson: (a, b) => jsonOrNull(a) === jsonOrNull(b),
   list: (values) => values
 }
 
@@ -90,3 +92,9 @@ const keysetImplied = (filters: ChatFilters, sort: ChatSort, after: ChatPosition
 
 /** The row decoders of PostgreSQL's values (`@switchboard/storage-sql`), built once: they do not depend on the schema. */
 export const decoders = decodersOf(postgresValues)
+
+/** The status moves of rows as `pg` answers them (failures parsed), built once. */
+export const statusMove = statusMoveOf(postgresValues)
+
+/** The rows of send attempts' outcomes as `pg` answers them, built once. */
+export const outcomeRow = outcomeRowOf(postgresValues)

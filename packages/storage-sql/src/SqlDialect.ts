@@ -17,6 +17,14 @@ export interface SqlValues {
   readonly readBoolean: (value: unknown) => boolean
   /** A JSON column's value as the driver answers it (text, or already parsed), `null` for SQL `NULL`. */
   readonly readJson: (value: unknown) => unknown
+  /**
+   * A JSON value as a row read from this engine holds it (JSON text, or the value itself),
+   * `null` for `null` and `undefined`: what a row computed in JavaScript stores, so that
+   * {@link readJson} reads it back and the row is written as read.
+   */
+  readonly json: (value: unknown) => unknown
+  /** Whether two JSON column values of rows (as {@link json} holds them) are the same document. */
+  readonly sameJson: (a: unknown, b: unknown) => boolean
   /** A list of strings or numbers as the one parameter {@link SqlDialect.inList} reads. */
   readonly list: (values: ReadonlyArray<string | number>) => unknown
 }

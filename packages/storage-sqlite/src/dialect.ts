@@ -1,5 +1,5 @@
 import type { ChatFilters, ChatPosition, ChatSort } from "@switchboard/core"
-import { decodersOf, type Fragment, fragment, type SqlDialect, type SqlValues } from "@switchboard/storage-sql"
+import { decodersOf, type Fragment, fragment, outcomeRowOf, type SqlDialect, type SqlValues, statusMoveOf } from "@switchboard/storage-sql"
 
 /** Name of the SQL function the chat repository registers for search matching (core's rule). */
 export const SEARCH_FUNCTION = "switchboard_chat_search"
@@ -9,6 +9,8 @@ export const sqliteValues: SqlValues = {
   boolean: (value) => (value ? 1 : 0),
   readBoolean: (value) => value !== 0,
   readJson: (value) => (value === null || value === undefined ? null : JSON.parse(value as string)),
+  json: (value) => (value === null || value === undefined ? null : JSON.stringify(value)),
+  sameJson: (a, b) => a === b,
   list: (values) => JSON.stringify(values)
 }
 
@@ -80,3 +82,9 @@ const dateBounds = (filters: ChatFilters, sort: ChatSort, after: ChatPosition | 
 
 /** The row decoders of SQLite's values (`@switchboard/storage-sql`), built once. */
 export const decoders = decodersOf(sqliteValues)
+
+/** The status moves of rows as SQLite holds them (failures as JSON text), built once. */
+export const statusMove = statusMoveOf(sqliteValues)
+
+/** The rows of send attempts' outcomes as SQLite holds them, built once. */
+export const outcomeRow = outcomeRowOf(sqliteValues)

@@ -208,7 +208,7 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 8,
     name: "channels",
     // Channels (organizations' WhatsApp numbers) and the store's settings: see
-    // repositories/channels.ts. Versions need not be consecutive: the runner applies every
+    // schema/catalog.ts. Versions need not be consecutive: the runner applies every
     // version not yet recorded, in ascending order.
     up: CHANNELS_MIGRATION
   },
@@ -244,7 +244,7 @@ export const migrations: ReadonlyArray<Migration> = [
   {
     version: 11,
     name: "outgoing_webhooks",
-    // Endpoints, the outbox's events, their deliveries and attempts (repositories/webhooks.ts).
+    // Endpoints, the outbox's events, their deliveries and attempts (schema/delivery.ts).
     up: WEBHOOKS_MIGRATION
   },
   {
@@ -271,7 +271,7 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 14,
     name: "channel_throughput",
     // A channel's throughput_mps, every existing channel kept with the default 50
-    // (repositories/channels.ts).
+    // (schema/catalog.ts).
     up: CHANNEL_THROUGHPUT_MIGRATION
   },
   {
@@ -279,7 +279,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "send_queue",
     // The send queue: messages rebuilt to allow the status `sending`, every row and index
     // kept, with their attempts and dispatch state; channels' status and pacing state
-    // (repositories/outbox.ts).
+    // (schema/delivery.ts).
     up: SEND_QUEUE_MIGRATION
   },
   {
@@ -302,7 +302,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "broadcasts",
     // Broadcasts, their recipients' indexes on messages (rows with broadcast_uuid set) and
     // the contacts' marketing_opt_out_at, every existing contact NULL
-    // (repositories/broadcasts.ts).
+    // (schema/delivery.ts).
     up: BROADCASTS_MIGRATION
   }
 ]

@@ -4,7 +4,7 @@ import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 import { insertOutboxMessage } from "./outboxInsert.js"
 
 // A batch of a broadcast's recipients written set-based: the writes `chats.appendMessage`
-// makes for one message (chat-append.ts `writeAppendedMessage`, outbox-insert.ts
+// makes for one message (chatAppend.ts `writeAppendedMessage`, outboxInsert.ts
 // `insertOutboxMessage` without a claim), done for the whole batch in a fixed number of
 // statements instead of several per recipient.
 

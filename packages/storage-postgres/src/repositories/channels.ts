@@ -1,7 +1,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, channelValues, decodeChannel } from "./channelRows.js"
+import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
 
 /**
@@ -13,7 +13,7 @@ import { failChannelMessages } from "./outboxInsert.js"
  * never an error). `delete` is one transaction, under the organization's lock too, that
  * also fails the channel's waiting send-queue messages (`CHANNEL_REMOVED_FAILURE`,
  * `updated_at` the Clock's time, one `message.status_updated` event each:
- * outbox-insert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
+ * outboxInsert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
  * answers the value that won. `findByPhoneNumberId` (every provider webhook) answers the
  * look-ups of one event-loop turn with one statement run at its end (nothing is cached).
  * The channel's pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's and never
@@ -63,14 +63,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
       attempt("channels.update", async () =>
         Option.map(
           Option.fromNullable(
-            await db.sql.row<ChannelRow>(SQL.update, [
-              change.throughput_mps ?? null,
-              change.access_token?.sealed ?? null,
-              change.access_token?.last4 ?? null,
-              change.updated_at,
-              organizationId,
-              id
-            ])
+            await db.sql.row<ChannelRow>(SQL.update, channelChangeValues(change, organizationId, id))
           ),
           decodeChannel
         )

@@ -17,7 +17,7 @@ import { subscribesSql } from "./webhookEvents.js"
 // The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
 // chat, the message, the chat's counters and the customer service window, inside the
 // caller's transaction holding the organization's lock, or the chat's when the contact and
-// its chat exist and are known (chats.ts `appendToLockedChat`; broadcast-write.ts makes the same
+// its chat exist and are known (chats.ts `appendToLockedChat`; broadcastWrite.ts makes the same
 // writes for a batch of a broadcast's recipients).
 
 /**

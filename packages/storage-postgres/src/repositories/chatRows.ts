@@ -102,7 +102,7 @@ const chatRecordSql = (schema: string, sources: ChatRecordSources): string =>
 /**
  * The columns `subscribers_0`, … of a chat record: the uuids of the enabled endpoints of
  * the chat's organization subscribed to the event type bound at `$first`, `$first+1`, …
- * (`count` of them), as `subscribedEndpoints` in webhook-events.ts reads them.
+ * (`count` of them), as `subscribedEndpoints` in webhookEvents.ts reads them.
  */
 const subscriberColumns = (schema: string, first: number, count: number): string =>
   Array.from(
@@ -166,7 +166,7 @@ export const chatsByIds = async (sql: Sql, schema: string, ids: ReadonlyArray<nu
  * The chat record of the chat with this row id (which must exist) and, in the same
  * statement, the uuids of its organization's enabled endpoints subscribed to each of
  * `types` (`subscribers[i]` those of `types[i]`), as `subscribedEndpoints` in
- * webhook-events.ts reads them: one round trip where {@link chatsByIds} and one look-up
+ * webhookEvents.ts reads them: one round trip where {@link chatsByIds} and one look-up
  * per type took one each.
  */
 export const chatWithSubscribers = async (

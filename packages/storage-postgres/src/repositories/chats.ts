@@ -48,16 +48,16 @@ import { updateStatusByProviderId } from "./providerStatus.js"
  * in the send queue and possibly claimed), `ensure`, `update`, `importChats`,
  * `updateMessageStatus` (with the pending reports of the provider id it records; it ends
  * the send queue's dispatch state of a message leaving `queued`/`sending`,
- * `message-status.ts`) are each one transaction that first locks the organization's row,
+ * `messageStatus.ts`) are each one transaction that first locks the organization's row,
  * so core's check-then-write rules apply atomically across processes; reads of several
  * statements share one snapshot. `updateMessageStatusByProviderId` locks only the
  * message's row when the message exists, the organization's row otherwise
- * (`provider-status.ts`); `appendMessage` of an inbound message by phone locks only the
+ * (`providerStatus.ts`); `appendMessage` of an inbound message by phone locks only the
  * sender's chat row when the sender has a contact and a chat (`appendToLockedChat`), so
  * different senders' messages are stored in parallel. Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
  * list's query plans are in `chatList.ts`. A broadcast's recipients are appended with the
- * same effect, a batch at a time (broadcast-write.ts).
+ * same effect, a batch at a time (broadcastWrite.ts).
  *
  * @category repositories
  */

@@ -7,6 +7,7 @@ import type {
   NewMessage,
   OrganizationId
 } from "@switchboard/core"
+import { newMessages } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 
@@ -83,14 +84,6 @@ type ImportedChat = Extract<ChatImportOutcome, { _tag: "Imported" }>["chats"][nu
 const messageKey = (message: { direction: string; type: string; text: string | null; created_at: string }): string =>
   JSON.stringify([message.direction, message.type, message.text, new Date(message.created_at).toISOString()])
 
-/** The messages of an entry not in `known` (which it extends), in order. */
-const newMessages = (messages: ReadonlyArray<NewMessage>, known: Set<string>): Array<NewMessage> =>
-  messages.filter((message) => {
-    const key = messageKey(message)
-    if (known.has(key)) return false
-    known.add(key)
-    return true
-  })
 
 /** The newest of `messages` (the later one on a tie) after the current last one, if any. */
 const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string | null; uuid: string | null }) =>
@@ -101,7 +94,7 @@ const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string | n
   )
 
 const insertChat = async (sql: Sql, s: string, organizationId: OrganizationId, entry: ChatImportEntry): Promise<ImportedChat> => {
-  const messages = newMessages(entry.messages, new Set())
+  const messages = newMessages(entry.messages, new Set(), messageKey)
   const last = newestOf(messages, { at: null, uuid: null })
   const { status = "open", assigned_to = null, favorite = false, unread_count = 0 } = entry.attributes
   const updatedAt = last.at !== null && last.at > entry.created_at ? last.at : entry.created_at
@@ -134,7 +127,7 @@ const updateChat = async (
   const stored = await sql.rows<{ direction: string; type: string; text: string | null; created_at: string }>(SQL.messageKeys, [
     existing.uuid
   ])
-  const messages = newMessages(entry.messages, new Set(stored.map(messageKey)))
+  const messages = newMessages(entry.messages, new Set(stored.map(messageKey)), messageKey)
   const last = newestOf(messages, { at: existing.last_message_at, uuid: existing.last_message_uuid })
   const { attributes } = entry
   const next = {

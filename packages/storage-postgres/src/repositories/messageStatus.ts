@@ -1,4 +1,5 @@
 import type { MessageFailure, MessageStatus, MessageStatusUpdate, OrganizationId } from "@switchboard/core"
+import { statusMove } from "../dialect.js"
 import type { Sql } from "../internal/sql.js"
 import { jsonOrNull, MESSAGE_COLUMNS, messageColumnsOf, type MessageRow } from "./chatRows.js"
 import { subscribesSql } from "./webhookEvents.js"
@@ -38,8 +39,7 @@ const sqlOf = (schema: string) =>
     deletePendingOf: `DELETE FROM ${schema}.pending_message_statuses WHERE organization_id = $1 AND provider_message_id = $2`
   }) as const
 
-/** Whether a message of this status waits in the send queue (`queued` or `sending`). */
-export const isWaiting = (status: string): boolean => status === "queued" || status === "sending"
+export { isWaiting } from "@switchboard/storage-sql"
 
 /**
  * Writes one status update to a message row per the rules of `MessageStatusUpdate`: the
@@ -55,28 +55,12 @@ export const applyStatus = async <Row extends MessageRow>(
   row: Row,
   update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
 ): Promise<StatusWritten<Row>> => {
-  const written = update.from.includes(row.status as MessageStatus)
-  const status = written ? update.status : row.status
-  const failure = written && update.failure !== undefined ? update.failure : (row.failure ?? null)
-  const providerId = update.provider_message_id ?? row.provider_message_id
-  const changed =
-    status !== row.status || providerId !== row.provider_message_id || jsonOrNull(failure) !== jsonOrNull(row.failure)
-  if (!changed) return { row, changed }
+  const move = statusMove(row, update)
+  if (!move.changed) return { row, changed: false }
   const statements = sqlOf(schema)
-  await sql.run(statements.updateMessage, [status, providerId, jsonOrNull(failure), update.now, row.uuid])
-  const ends = !isWaiting(status) && row.next_attempt_at !== null
-  if (ends) await sql.run(statements.endDispatch, [row.uuid])
-  return {
-    row: {
-      ...row,
-      status,
-      provider_message_id: providerId,
-      failure,
-      updated_at: update.now,
-      ...(ends ? { next_attempt_at: null } : {})
-    },
-    changed
-  }
+  await sql.run(statements.updateMessage, [move.status, move.providerId, jsonOrNull(move.failure), update.now, row.uuid])
+  if (move.ends) await sql.run(statements.endDispatch, [row.uuid])
+  return { row: move.row, changed: true }
 }
 
 /**

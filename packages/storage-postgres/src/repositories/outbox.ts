@@ -12,10 +12,10 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
  * their dispatch state, each channel's pacing state is on its `channels` row, the lanes'
  * heads are kept by the triggers of schema/delivery.ts; messages enter through
- * `chats.appendMessage` (`insertOutboxMessage`, outbox-insert.ts).
+ * `chats.appendMessage` (`insertOutboxMessage`, outboxInsert.ts).
  *
  * `claim` first checks with one plain read that a head is due (an idle dispatcher opens no
- * transaction); then, in one transaction (outbox-claim.ts), locks the paced channels with
+ * transaction); then, in one transaction (outboxClaim.ts), locks the paced channels with
  * due heads `FOR NO KEY UPDATE SKIP LOCKED` (their pacing state read and reserved under the
  * lock: exact across processes, a channel another claim holds left to it) and their due
  * heads `FOR UPDATE SKIP LOCKED`, so claims running together in any number of processes
@@ -23,7 +23,7 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * other write locks the organization first, then the message `FOR UPDATE`, and is guarded
  * by the lease token and the status; its events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transaction
- * (webhook-events.ts).
+ * (webhookEvents.ts).
  *
  * @category repositories
  */

@@ -1,10 +1,9 @@
 import {
   type ClaimedMessage,
-  type OrganizationId,
   type OutboxClaimRequest,
   pacingIntervalMs
 } from "@switchboard/core"
-import { type CandidateRow, claimOrder } from "@switchboard/storage-sql"
+import { type CandidateRow, claimedMessage, claimOrder } from "@switchboard/storage-sql"
 import type { Database, Sql } from "../internal/sql.js"
 import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chatRows.js"
 import { iso } from "./outboxRows.js"
@@ -166,15 +165,5 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
     ]
   )
   const byUuid = new Map(rows.map((row) => [row.uuid, row]))
-  return claimed.map(({ notBefore, row }): ClaimedMessage => ({
-    organization_id: row.organization_id as OrganizationId,
-    message: decodeMessage(byUuid.get(row.uuid)!),
-    lease: request.lease,
-    to: row.recipient,
-    class: row.send_class,
-    expires_at: row.expires_at,
-    pair_rate_waits: row.pair_rate_waits,
-    not_before: notBefore,
-    reclaimed: row.status === "sending"
-  }))
+  return claimed.map(({ notBefore, row }) => claimedMessage(row, decodeMessage(byUuid.get(row.uuid)!), request, notBefore))
 }

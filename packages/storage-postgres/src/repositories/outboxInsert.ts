@@ -6,9 +6,9 @@ import {
   type OutboxPlacement,
   pacingIntervalMs
 } from "@switchboard/core"
+import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
-import { decodeMessage, MESSAGE_COLUMNS, type MessageRow, messageValues } from "./chatRows.js"
-import { iso } from "./outboxRows.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chatRows.js"
 import { insertWebhookEvents, subscribedEndpoints } from "./webhookEvents.js"
 
 // The send queue's writes made inside other repositories' transactions: a message entering
@@ -64,27 +64,14 @@ export const insertOutboxMessage = async (
     const waiting = await sql.row(`SELECT uuid FROM ${schema}.messages WHERE ${LANE} AND head FOR SHARE`, lane)
     const head = waiting === undefined
     const claimed = claim !== null && (claim.bypass || (pacing?.status !== "paused" && slot === nowMillis && head))
-    const stored: Message = {
-      ...message,
-      status: claimed ? "sending" : "queued",
-      next_attempt_at: claimed ? iso(claim.leaseUntil + claim.settleMs) : claim === null ? now : iso(slot)
-    }
+    const stored = placedMessage(message, claim, claimed, now, slot)
     const inserted = await sql.run(
       `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id, recipient, send_class, expires_at, sequence,
           pair_rate_waits, lease, lease_until, head)
         VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9::json, $10, $11, $12::json, $13, $14, $15, $16, $17, $18, $19,
           $20, $21, $22, $23, 0, $24, $25, $26)
         ${head ? "ON CONFLICT (organization_id, (COALESCE(channel_uuid, '')), recipient, send_class) WHERE head DO NOTHING" : ""}`,
-      [
-        ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, String(organizationId)),
-        placement.to,
-        placement.class,
-        placement.expires_at,
-        sequence,
-        claimed ? claim.lease : null,
-        claimed ? claim.leaseUntil : null,
-        head
-      ]
+      queuedInsertValues(stored, String(organizationId), placement, sequence, claimed ? claim : null, head)
     )
     // Another append became the lane's head since the look: look again (its head is locked now).
     if (inserted === 0 && round < 3) continue

@@ -7,16 +7,17 @@ import {
   type OrganizationId,
   type OutboxOutcome
 } from "@switchboard/core"
+import { jsonOrNull, queuedRowValues } from "@switchboard/storage-sql"
+import { outcomeRow } from "../dialect.js"
 import type { Sql } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import type { PacingRow } from "./outboxInsert.js"
 import { decodeMessage } from "./chatRows.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
-import { jsonOrNull, queuedRowValues } from "@switchboard/storage-sql"
-import { ENDED, QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
+import { QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 export { ENDED } from "./outboxRows.js"
-import { recordWebhookEvent } from "./webhookEvents.js"
 
 // The send queue's moves of one message, inside the caller's transaction: a dispatcher's
 // outcome (`record`), a settlement from a status notification (`settle`), a hand retry or
@@ -60,19 +61,11 @@ export const recordOutcome = async (
   const organizationId = row.organization_id as OrganizationId
   const nowMillis = Date.parse(now)
   const channelUuid = row.channel_uuid
-  const base = { ...row, updated_at: now, pair_rate_waits: 0 }
   const statusEvent = (message: Message) =>
     recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
   switch (outcome._tag) {
     case "Sent": {
-      const sent = await writeRow(sql, schema, {
-        ...base,
-        ...ENDED,
-        status: "sent",
-        provider_message_id: outcome.provider_message_id ?? row.provider_message_id,
-        failure: null,
-        attempts: row.attempts + outcome.attempts
-      })
+      const sent = await writeRow(sql, schema, outcomeRow(row, outcome, now))
       const final =
         outcome.provider_message_id === null
           ? sent
@@ -86,29 +79,14 @@ export const recordOutcome = async (
     }
     case "Failed": {
       const message = decodeMessage(
-        await writeRow(sql, schema, {
-          ...base,
-          ...ENDED,
-          status: "failed",
-          failure: outcome.failure,
-          attempts: row.attempts + outcome.attempts
-        })
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
       )
       await statusEvent(message)
       return message
     }
     case "Requeued": {
       const message = decodeMessage(
-        await writeRow(sql, schema, {
-          ...base,
-          status: "queued",
-          next_attempt_at: outcome.next_attempt_at,
-          failure: outcome.failure,
-          attempts: row.attempts + outcome.attempts,
-          pair_rate_waits: outcome.pairRate ? row.pair_rate_waits + 1 : 0,
-          lease: null,
-          lease_until: null
-        })
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
       )
       if (outcome.throttled && channelUuid !== null) {
         const pacing = await sql.row<PacingRow>(
@@ -129,17 +107,11 @@ export const recordOutcome = async (
     }
     case "Unknown":
       return decodeMessage(
-        await writeRow(sql, schema, {
-          ...base,
-          next_attempt_at: outcome.next_attempt_at,
-          attempts: row.attempts + outcome.attempts,
-          lease: null,
-          lease_until: nowMillis
-        })
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
       )
     case "Paused": {
       const message = decodeMessage(
-        await writeRow(sql, schema, { ...base, status: "queued", next_attempt_at: now, lease: null, lease_until: null })
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
       )
       if (channelUuid !== null) {
         const paused = await sql.row<ChannelRow>(

@@ -6,10 +6,10 @@ import {
   type ContactImportRequest,
   type ContactImportResult,
   type ContactImportRow,
-  type GroupId,
   nameKey,
   type OrganizationId
 } from "@switchboard/core"
+import { freshIds, groupsNamedBy, type ResolvedGroups, resolvedGroups } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { contactsByUuid } from "./rows.js"
 import { recordWebhookEvents } from "./webhookEvents.js"
@@ -203,28 +203,14 @@ const existingPhones = async (
   return new Map(found.map((row) => [row.phone, row.uuid]))
 }
 
-/** The groups the rows name, resolved with one query by uuid and one by name key. */
-interface ResolvedGroups {
-  /** Uuids named by the rows that are no group of this organization, first-seen order. */
-  readonly missing: ReadonlyArray<GroupId>
-  /** Name key → uuid of the groups named by name that exist (and, later, were created). */
-  readonly byKey: Map<string, string>
-  /** Groups named by name that do not exist yet, first-seen order, name trimmed. */
-  readonly toCreate: ReadonlyArray<{ readonly key: string; readonly name: string }>
-}
-
 const resolveGroups = async (
   sql: Sql,
   schema: string,
   organizationId: OrganizationId,
   rows: ReadonlyArray<ContactImportRow>
 ): Promise<ResolvedGroups> => {
-  const ids = new Set<GroupId>()
-  const names = new Map<string, string>()
-  for (const group of rows.flatMap((row) => row.groups)) {
-    if (group._tag === "ById") ids.add(group.uuid)
-    else if (!names.has(nameKey(group.name))) names.set(nameKey(group.name), group.name.trim())
-  }
+  const named = groupsNamedBy(rows)
+  const { ids, names } = named
   const known = new Set(
     ids.size === 0
       ? []
@@ -245,20 +231,5 @@ const resolveGroups = async (
           )
         ).map((row) => [row.name_key, row.uuid] as const)
   )
-  return {
-    missing: [...ids].filter((id) => !known.has(id)),
-    byKey,
-    toCreate: [...names].filter(([key]) => !byKey.has(key)).map(([key, name]) => ({ key, name }))
-  }
-}
-
-/** Hands out the request's fresh ids in order; throws when they run out. */
-const freshIds = (ids: ReadonlyArray<string>): (() => string) => {
-  let next = 0
-  return () => {
-    const id = ids[next]
-    if (id === undefined) throw new Error("ContactImportRequest.ids holds too few ids")
-    next += 1
-    return id
-  }
+  return resolvedGroups(named, known, byKey)
 }

@@ -41,7 +41,7 @@ const statementsOf = (s: string) => ({
       AND NOT EXISTS (SELECT 1 FROM ${s}.webhook_deliveries AS d WHERE d.event_id = v.id AND d.endpoint_uuid <> $1)`,
   deleteEndpoint: `DELETE FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2`,
   // Waits for the transactions inserting deliveries to the endpoint without the organization's
-  // lock (a provider's status report, provider-status.ts, locks it FOR KEY SHARE), so the
+  // lock (a provider's status report, providerStatus.ts, locks it FOR KEY SHARE), so the
   // deliveries deleted next include theirs.
   lockEndpoint: `SELECT 1 FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
   attemptsFirst: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1
@@ -99,7 +99,7 @@ const statementsOf = (s: string) => ({
 /**
  * `Storage.webhooks` on PostgreSQL: tables `webhook_endpoints`, `webhook_events`,
  * `webhook_deliveries` and `webhook_attempts` (schema/delivery.ts). Events are written by
- * `recordWebhookEvents` (webhook-events.ts) inside the transactions of the writes that
+ * `recordWebhookEvents` (webhookEvents.ts) inside the transactions of the writes that
  * cause them. `claimDue` is one statement that locks the due deliveries
  * `FOR UPDATE SKIP LOCKED` and leases each under a new token, so claims running together
  * in any number of processes get disjoint deliveries; `recordAttempt` is one statement

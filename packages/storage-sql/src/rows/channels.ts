@@ -1,4 +1,4 @@
-import type { Channel, ChannelId, ChannelStatus } from "@switchboard/core"
+import type { Channel, ChannelChange, ChannelId, ChannelStatus } from "@switchboard/core"
 import type { SqlValues } from "../SqlDialect.js"
 import { jsonOrNull, type SqlJson } from "./values.js"
 
@@ -86,3 +86,19 @@ export const channelDecoderOf =
     created_at: row.created_at,
     updated_at: row.updated_at
   })
+
+/**
+ * The parameters of a channel's update: throughput, sealed token and its last four
+ * characters (each `null` to keep the column), `updated_at`, then the organization and the
+ * channel's uuid.
+ *
+ * @category parameters
+ */
+export const channelChangeValues = (change: ChannelChange, organizationId: string, id: string): Array<unknown> => [
+  change.throughput_mps ?? null,
+  change.access_token?.sealed ?? null,
+  change.access_token?.last4 ?? null,
+  change.updated_at,
+  organizationId,
+  id
+]

@@ -1,5 +1,6 @@
-import type { SendClass } from "@switchboard/core"
-import type { MessageRow } from "./messages.js"
+import type { Message, OutboxPlacement, SendClass } from "@switchboard/core"
+import { type MessageRow, messageValues } from "./messages.js"
+import { iso } from "./values.js"
 
 // Rows of `messages` as the send queue reads them: message rows with the dispatch state
 // beside them, and the pure rules of a claim's order.
@@ -98,4 +99,49 @@ export const queuedRowValues = (row: QueuedRow, failure: string | null): Array<u
   row.lease_until,
   row.updated_at,
   row.uuid
+]
+
+/**
+ * A message as it enters the send queue: `sending` when `claimed` (due again after the
+ * claim's settle time), else `queued` — due at `now` when never to be claimed here, else at
+ * its channel's pacing `slot` (epoch ms).
+ *
+ * @category send queue
+ */
+export const placedMessage = (
+  message: Message,
+  claim: OutboxPlacement["claim"],
+  claimed: boolean,
+  now: string,
+  slot: number
+): Message => ({
+  ...message,
+  status: claimed ? "sending" : "queued",
+  next_attempt_at: claimed && claim !== null ? iso(claim.leaseUntil + claim.settleMs) : claim === null ? now : iso(slot)
+})
+
+/**
+ * The parameters of a send-queue message's insert: {@link messageValues} (its columns and
+ * `organization_id`), then recipient, send_class, expires_at, sequence, lease, lease_until
+ * (`lease`: the claim when claimed at once, else `null`) and `head` (the dialect's boolean);
+ * `pair_rate_waits` is written `0` by the statement.
+ *
+ * @category parameters
+ */
+export const queuedInsertValues = (
+  stored: Message,
+  organizationId: string,
+  placement: OutboxPlacement,
+  sequence: number,
+  lease: { readonly lease: string; readonly leaseUntil: number } | null,
+  head: unknown
+): Array<unknown> => [
+  ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId),
+  placement.to,
+  placement.class,
+  placement.expires_at,
+  sequence,
+  lease?.lease ?? null,
+  lease?.leaseUntil ?? null,
+  head
 ]

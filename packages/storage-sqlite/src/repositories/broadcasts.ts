@@ -66,13 +66,13 @@ export { SQL } from "./broadcastRows.js"
 /**
  * `Storage.broadcasts` on SQLite: table `broadcasts`, the recipients as rows of `messages`
  * with `broadcast_uuid` set (migration 18, schema/delivery.ts). A recipient is
- * written by `chats.appendMessage`'s own writes (chats.ts `writeAppendedMessage`, the send
- * queue's placement in outbox.ts), so it is a chat message like any single send.
+ * written by `chats.appendMessage`'s own writes (chats.ts `writeAppendedMessage` through broadcastWrite.ts, the send
+ * queue's placement in outboxInsert.ts), so it is a chat message like any single send.
  * `claimStart`, `writeRecipients` (a whole batch), `cancel`, `stop` and `completeFinished`
  * are each one `BEGIN IMMEDIATE` transaction, so of several connections or processes on
  * one file one claimant holds a start and a batch is written only under its lease; events
  * (`message.status_updated` of the recipients a cancel or stop fails, `broadcast.completed`)
- * are written in those transactions (webhooks.ts). `claimStart` and `completeFinished`
+ * are written in those transactions (webhookEvents.ts). `claimStart` and `completeFinished`
  * first look with plain reads, so an idle starter takes no write lock. Counts are computed
  * at every read from the recipients' statuses (one GROUP BY for a whole page of records).
  *

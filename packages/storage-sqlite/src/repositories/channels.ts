@@ -2,7 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
 import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channelCache.js"
-import { CHANNEL_COLUMNS, type ChannelRow, channelValues, decodeChannel } from "./channelRows.js"
+import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
 
 /**
@@ -11,7 +11,7 @@ import { failChannelMessages } from "./outboxInsert.js"
  * unique index refuses a `phone_number_id` used anywhere; `delete` is one `BEGIN IMMEDIATE`
  * transaction that also fails the channel's waiting send-queue messages
  * (`CHANNEL_REMOVED_FAILURE`, `updated_at` the Clock's time, one `message.status_updated`
- * event each: outbox.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
+ * event each: outboxInsert.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
  * pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's (outbox.ts) and never part
  * of the record.
  *
@@ -49,16 +49,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
       attempt("channels.update", () =>
         writing(() => Option.map(
           Option.fromNullable(
-            statements
-              .prepare<ChannelRow>(SQL.update)
-              .get(
-                change.throughput_mps ?? null,
-                change.access_token?.sealed ?? null,
-                change.access_token?.last4 ?? null,
-                change.updated_at,
-                organizationId,
-                id
-              )
+            statements.prepare<ChannelRow>(SQL.update).get(...channelChangeValues(change, organizationId, id))
           ),
           decodeChannel
         ))
@@ -73,7 +64,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
           }))
         )
       ),
-    // Through the connection's exact cache (channel-cache.ts).
+    // Through the connection's exact cache (channelCache.ts).
     findByPhoneNumberId: findChannelByPhoneNumberId(db, statements),
     findByWabaId: (wabaId) =>
       attempt("channels.findByWabaId", () => statements.prepare<ChannelRow>(SQL.findByWabaId).all(wabaId).map(stored)),

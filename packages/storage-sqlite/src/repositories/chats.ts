@@ -38,15 +38,15 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * message in `pending_message_statuses` (migration 10), and the customer service windows
  * in `customer_service_windows` (migration 16). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed in the send queue and
- * possibly claimed, `outbox.ts`), `update`, `updateMessageStatus` (with the pending
+ * possibly claimed, `outboxInsert.ts`), `update`, `updateMessageStatus` (with the pending
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
  * message's status, or a pending report; both end the send queue's dispatch state of a
- * message leaving `queued`/`sending`, `message-status.ts`) are each one `BEGIN IMMEDIATE` transaction, so
+ * message leaving `queued`/`sending`, `messageStatus.ts`) are each one `BEGIN IMMEDIATE` transaction, so
  * core's rules apply atomically across processes; reads of several statements share one
  * snapshot. Their webhook events (`message.received`, `message.status_updated`,
- * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
+ * `chat.updated`) are written to the outbox inside those transactions (`webhookEvents.ts`). The
  * list's query plans are in `chatList.ts`. A broadcast's recipients are appended by the
- * same writes (`writeAppendedMessage`, used by broadcasts.ts). Registers
+ * same writes (`writeAppendedMessage`, used by broadcastWrite.ts). Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
  * @category repositories
@@ -287,7 +287,7 @@ export interface AppendedMessage {
  * {@link insertOutboxMessage}), moves the chat's unread count, status, last message and
  * `updated_at`, and with `request.inboundAt` the customer service window. Writes no
  * webhook event and builds no chat record: the caller does what it needs of those
- * (`appendMessage` here, a broadcast's recipients in broadcasts.ts).
+ * (`appendMessage` here, a broadcast's recipients in broadcastWrite.ts).
  */
 export const writeAppendedMessage = (
   statements: Statements,

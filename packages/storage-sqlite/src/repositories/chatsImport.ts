@@ -8,6 +8,7 @@ import {
   type NewMessage,
   type OrganizationId
 } from "@switchboard/core"
+import { newMessages } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { INSERT_MESSAGE_SQL, messageValues } from "./chatRows.js"
 
@@ -85,14 +86,6 @@ type ImportedChat = Extract<ChatImportOutcome, { _tag: "Imported" }>["chats"][nu
 const messageKey = (message: { direction: string; type: string; text: string | null; created_at: string }): string =>
   JSON.stringify([message.direction, message.type, message.text, message.created_at])
 
-/** The messages of an entry not in `known` (which it extends), in order. */
-const newMessages = (messages: ReadonlyArray<NewMessage>, known: Set<string>): Array<NewMessage> =>
-  messages.filter((message) => {
-    const key = messageKey(message)
-    if (known.has(key)) return false
-    known.add(key)
-    return true
-  })
 
 /** The newest of `messages` (the later one on a tie) after the current last one, if any. */
 const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string; uuid: string | null }) =>
@@ -104,7 +97,7 @@ const insertChat = (
   entry: ChatImportEntry,
   contact: ContactSearchRow
 ): ImportedChat => {
-  const messages = newMessages(entry.messages, new Set())
+  const messages = newMessages(entry.messages, new Set(), messageKey)
   const last = newestOf(messages, { at: "", uuid: null })
   const { status = "open", assigned_to = null, favorite = false, unread_count = 0 } = entry.attributes
   const updatedAt = last.at > entry.created_at ? last.at : entry.created_at
@@ -136,7 +129,7 @@ const updateChat = (
   now: string
 ): ImportedChat => {
   const known = new Set(statements.prepare<NewMessage>(SQL.messageKeys).all(existing.uuid).map(messageKey))
-  const messages = newMessages(entry.messages, known)
+  const messages = newMessages(entry.messages, known, messageKey)
   const last = newestOf(messages, { at: existing.last_message_at, uuid: existing.last_message_uuid })
   const { attributes } = entry
   const next = {

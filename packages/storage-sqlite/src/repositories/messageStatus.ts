@@ -1,4 +1,5 @@
 import type { MessageFailure, MessageStatus, MessageStatusUpdate, OrganizationId } from "@switchboard/core"
+import { statusMove } from "../dialect.js"
 import type { Statements } from "../internal/sql.js"
 import type { MessageRow } from "./chatRows.js"
 
@@ -36,8 +37,7 @@ export const SQL = {
   deletePendingOf: "DELETE FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ?"
 } as const
 
-/** Whether a message of this status waits in the send queue (`queued` or `sending`). */
-export const isWaiting = (status: string): boolean => status === "queued" || status === "sending"
+export { isWaiting } from "@switchboard/storage-sql"
 
 /**
  * Writes one status update to a message row per the rules of `MessageStatusUpdate`: the
@@ -52,27 +52,15 @@ export const applyStatus = <Row extends MessageRow>(
   row: Row,
   update: Pick<MessageStatusUpdate, "status" | "from" | "failure" | "provider_message_id" | "now">
 ): StatusWritten<Row> => {
-  const written = update.from.includes(row.status as MessageStatus)
-  const status = written ? update.status : row.status
-  const failure = written && update.failure !== undefined ? JSON.stringify(update.failure) : row.failure
-  const providerId = update.provider_message_id ?? row.provider_message_id
-  const changed = status !== row.status || providerId !== row.provider_message_id || failure !== row.failure
-  if (!changed) return { row, changed }
-  if (providerId === row.provider_message_id) statements.prepare(SQL.updateMessage).run(status, failure, update.now, row.uuid)
-  else statements.prepare(SQL.updateMessageAndProviderId).run(status, providerId, failure, update.now, row.uuid)
-  const ends = !isWaiting(status) && row.next_attempt_at !== null
-  if (ends) statements.prepare(SQL.endDispatch).run(row.uuid)
-  return {
-    row: {
-      ...row,
-      status,
-      provider_message_id: providerId,
-      failure,
-      updated_at: update.now,
-      ...(ends ? { next_attempt_at: null } : {})
-    },
-    changed
+  const move = statusMove(row, update)
+  if (!move.changed) return { row, changed: false }
+  if (move.providerId === row.provider_message_id) {
+    statements.prepare(SQL.updateMessage).run(move.status, move.failure, update.now, row.uuid)
+  } else {
+    statements.prepare(SQL.updateMessageAndProviderId).run(move.status, move.providerId, move.failure, update.now, row.uuid)
   }
+  if (move.ends) statements.prepare(SQL.endDispatch).run(row.uuid)
+  return { row: move.row, changed: true }
 }
 
 /**

@@ -23,8 +23,8 @@ export { dueSql, SQL } from "./outboxRows.js"
 /**
  * `Storage.outbox` on SQLite: the send queue's messages are rows of `messages` with their
  * dispatch state and each channel's pacing state is on its `channels` row (migration 15,
- * {@link SEND_QUEUE_MIGRATION}); messages enter through `chats.appendMessage`
- * ({@link insertOutboxMessage}). Every write is one `BEGIN IMMEDIATE` transaction (the
+ * schema/delivery.ts); messages enter through `chats.appendMessage`
+ * (outboxInsert.ts `insertOutboxMessage`). Every write is one `BEGIN IMMEDIATE` transaction (the
  * `record`s asked for within a few ms share one), so of
  * several connections or processes on one file each message goes to one claim, pacing
  * slots are reserved exactly and the lease guards hold. A claim first finds, with plain
@@ -36,7 +36,7 @@ export { dueSql, SQL } from "./outboxRows.js"
  * `messages_send_queue_expiry`); then one `pacing_tat` write per paced channel. The heads
  * are kept by the triggers of migration 15. Events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transactions
- * (webhooks.ts).
+ * (webhookEvents.ts).
  *
  * @category repositories
  */

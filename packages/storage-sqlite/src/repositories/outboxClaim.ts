@@ -1,5 +1,5 @@
-import { type ClaimedMessage, type OrganizationId, type OutboxClaimRequest, pacingIntervalMs } from "@switchboard/core"
-import { type CandidateRow, claimOrder } from "@switchboard/storage-sql"
+import { type ClaimedMessage, type OutboxClaimRequest, pacingIntervalMs } from "@switchboard/core"
+import { type CandidateRow, claimedMessage, claimOrder } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { decodeMessage, type MessageRow } from "./chatRows.js"
 import { CLASSES, dueSql, iso, type PacingRow, pageSize, SQL } from "./outboxRows.js"
@@ -131,17 +131,7 @@ const claimOne = (
   const after = statements
     .prepare<MessageRow>(SQL.lease)
     .get(request.lease, request.leaseUntil, iso(request.leaseUntil + request.settleMs), iso(request.now), row.uuid)!
-  return {
-    organization_id: row.organization_id as OrganizationId,
-    message: decodeMessage(after),
-    lease: request.lease,
-    to: row.recipient,
-    class: row.send_class,
-    expires_at: row.expires_at,
-    pair_rate_waits: row.pair_rate_waits,
-    not_before: notBefore,
-    reclaimed: row.status === "sending"
-  }
+  return claimedMessage(row, decodeMessage(after), request, notBefore)
 }
 
 /**

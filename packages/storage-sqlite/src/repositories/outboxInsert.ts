@@ -1,7 +1,8 @@
 import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure, type OrganizationId, type OutboxPlacement, pacingIntervalMs } from "@switchboard/core"
+import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
-import { decodeMessage, type MessageRow, messageValues } from "./chatRows.js"
-import { iso, type PacingRow, SQL } from "./outboxRows.js"
+import { decodeMessage, type MessageRow } from "./chatRows.js"
+import { type PacingRow, SQL } from "./outboxRows.js"
 import { recordWebhookEvents } from "./webhookEvents.js"
 
 // How messages enter the send queue and how the store fails waiting ones itself (a deleted
@@ -34,24 +35,8 @@ export const insertOutboxMessage = (
     statements.prepare(SQL.reservePacing).run(nowMillis + pacingIntervalMs(pacing.throughput_mps), channelUuid)
   }
   const { sequence } = statements.prepare<{ sequence: number }>(SQL.nextSequence).get()!
-  const stored: Message = {
-    ...message,
-    status: claimed ? "sending" : "queued",
-    next_attempt_at: claimed ? iso(claim.leaseUntil + claim.settleMs) : claim === null ? now : iso(slot)
-  }
-  statements
-    .prepare(SQL.insert)
-    .run(
-      ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId),
-      placement.to,
-      placement.class,
-      placement.expires_at,
-      sequence,
-      0,
-      claimed ? claim.lease : null,
-      claimed ? claim.leaseUntil : null,
-      head ? 1 : 0
-    )
+  const stored = placedMessage(message, claim, claimed, now, slot)
+  statements.prepare(SQL.insert).run(...queuedInsertValues(stored, organizationId, placement, sequence, claimed ? claim : null, head ? 1 : 0))
   return stored
 }
 

@@ -7,11 +7,12 @@ import {
   type OrganizationId,
   type OutboxOutcome
 } from "@switchboard/core"
+import { outcomeRow } from "../dialect.js"
 import type { Statements } from "../internal/sql.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
 import { decodeMessage } from "./chatRows.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
-import { ENDED, jsonOf, type PacingRow, type QueuedRow, SQL, writeRow } from "./outboxRows.js"
+import { type PacingRow, type QueuedRow, SQL, writeRow } from "./outboxRows.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
 
 // The outcome of a send attempt and a provider's settlement of a send-queue message,
@@ -22,18 +23,10 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
   const organizationId = row.organization_id as OrganizationId
   const nowMillis = Date.parse(now)
   const channelUuid = row.channel_uuid
-  const base = { ...row, updated_at: now, pair_rate_waits: 0 }
   let message: Message
   switch (outcome._tag) {
     case "Sent": {
-      const sent = writeRow(statements, {
-        ...base,
-        ...ENDED,
-        status: "sent",
-        provider_message_id: outcome.provider_message_id ?? row.provider_message_id,
-        failure: null,
-        attempts: row.attempts + outcome.attempts
-      })
+      const sent = writeRow(statements, outcomeRow(row, outcome, now))
       const final =
         outcome.provider_message_id === null
           ? sent
@@ -45,29 +38,14 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
     }
     case "Failed": {
       message = decodeMessage(
-        writeRow(statements, {
-          ...base,
-          ...ENDED,
-          status: "failed",
-          failure: JSON.stringify(outcome.failure),
-          attempts: row.attempts + outcome.attempts
-        })
+        writeRow(statements, outcomeRow(row, outcome, now))
       )
       recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Requeued": {
       message = decodeMessage(
-        writeRow(statements, {
-          ...base,
-          status: "queued",
-          next_attempt_at: outcome.next_attempt_at,
-          failure: jsonOf(outcome.failure),
-          attempts: row.attempts + outcome.attempts,
-          pair_rate_waits: outcome.pairRate ? row.pair_rate_waits + 1 : 0,
-          lease: null,
-          lease_until: null
-        })
+        writeRow(statements, outcomeRow(row, outcome, now))
       )
       if (outcome.throttled && channelUuid !== null) {
         const pacing = statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)
@@ -81,17 +59,11 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
     }
     case "Unknown":
       return decodeMessage(
-        writeRow(statements, {
-          ...base,
-          next_attempt_at: outcome.next_attempt_at,
-          attempts: row.attempts + outcome.attempts,
-          lease: null,
-          lease_until: nowMillis
-        })
+        writeRow(statements, outcomeRow(row, outcome, now))
       )
     case "Paused": {
       message = decodeMessage(
-        writeRow(statements, { ...base, status: "queued", next_attempt_at: now, lease: null, lease_until: null })
+        writeRow(statements, outcomeRow(row, outcome, now))
       )
       if (channelUuid !== null) {
         const paused = statements

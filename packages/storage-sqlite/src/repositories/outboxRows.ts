@@ -1,4 +1,4 @@
-import type { MessageFailure, SendClass } from "@switchboard/core"
+import type { SendClass } from "@switchboard/core"
 import { MESSAGE_COLUMNS, QUEUED_STATE_COLUMNS, type QueuedRow, queuedRowValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { CHANNEL_COLUMNS } from "./channelRows.js"
@@ -46,8 +46,9 @@ export const SQL = {
   nextSequence: `INSERT INTO settings (key, value) VALUES ('send_queue_sequence', '1')
     ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
     RETURNING CAST(value AS INTEGER) AS sequence`,
+  // pair_rate_waits (after sequence) starts at 0.
   insert: `INSERT INTO messages (${QUEUED_COLUMNS}, head) VALUES
-    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
   // One probe of messages_send_queue_lanes.
   laneWaits: `SELECT 1 FROM messages
     WHERE organization_id = ? AND channel_uuid IS ? AND recipient = ? AND send_class = ? AND ${WAITING} LIMIT 1`,
@@ -139,5 +140,3 @@ export const writeRow = (statements: Statements, row: QueuedRow): QueuedRow => {
     .run(...queuedRowValues(row, row.failure as string | null))
   return row
 }
-
-export const jsonOf = (failure: MessageFailure | null): string | null => (failure === null ? null : JSON.stringify(failure))

@@ -6,10 +6,10 @@ import {
   type ContactImportRequest,
   type ContactImportResult,
   type ContactImportRow,
-  type GroupId,
   nameKey,
   type OrganizationId
 } from "@switchboard/core"
+import { freshIds, groupsNamedBy, type ResolvedGroups, resolvedGroups } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { CONTACT_COLUMNS, type ContactRow, CONTACTS_COUNT, countOf, jsonArray, withRelations } from "./rows.js"
 import { recordWebhookEvents } from "./webhookEvents.js"
@@ -119,27 +119,13 @@ const existingPhones = (
   return new Map(found.map((row) => [row.phone, row.uuid]))
 }
 
-/** The groups the rows name, resolved with one query by uuid and one by name key. */
-interface ResolvedGroups {
-  /** Uuids named by the rows that are no group of this organization, first-seen order. */
-  readonly missing: ReadonlyArray<GroupId>
-  /** Name key → uuid of the groups named by name that exist (and, later, were created). */
-  readonly byKey: Map<string, string>
-  /** Groups named by name that do not exist yet, first-seen order, name trimmed. */
-  readonly toCreate: ReadonlyArray<{ readonly key: string; readonly name: string }>
-}
-
 const resolveGroups = (
   statements: Statements,
   organizationId: OrganizationId,
   rows: ReadonlyArray<ContactImportRow>
 ): ResolvedGroups => {
-  const ids = new Set<GroupId>()
-  const names = new Map<string, string>()
-  for (const group of rows.flatMap((row) => row.groups)) {
-    if (group._tag === "ById") ids.add(group.uuid)
-    else if (!names.has(nameKey(group.name))) names.set(nameKey(group.name), group.name.trim())
-  }
+  const named = groupsNamedBy(rows)
+  const { ids, names } = named
   const known = new Set(
     ids.size === 0
       ? []
@@ -153,11 +139,7 @@ const resolveGroups = (
           .all(organizationId, jsonArray([...names.keys()]))
           .map((row) => [row.name_key, row.uuid] as const)
   )
-  return {
-    missing: [...ids].filter((id) => !known.has(id)),
-    byKey,
-    toCreate: [...names].filter(([key]) => !byKey.has(key)).map(([key, name]) => ({ key, name }))
-  }
+  return resolvedGroups(named, known, byKey)
 }
 
 /** Inserts or updates each row's contact (a phone seen twice updates the first). */
@@ -194,15 +176,4 @@ const detailValues = (details: Partial<ContactDetails>): Record<string, string |
   const values: Record<string, string | null> = {}
   for (const field of CONTACT_DETAIL_FIELDS) values[field] = details[field] ?? null
   return values
-}
-
-/** Hands out the request's fresh ids in order; throws when they run out. */
-const freshIds = (ids: ReadonlyArray<string>): (() => string) => {
-  let next = 0
-  return () => {
-    const id = ids[next]
-    if (id === undefined) throw new Error("ContactImportRequest.ids holds too few ids")
-    next += 1
-    return id
-  }
 }

@@ -82,7 +82,7 @@ export const SQL = {
 
 /**
  * `Storage.webhooks` on SQLite: tables `webhook_endpoints`, `webhook_events`,
- * `webhook_deliveries` and `webhook_attempts` (migration 11, {@link WEBHOOKS_MIGRATION}).
+ * `webhook_deliveries` and `webhook_attempts` (migration 11, schema/delivery.ts).
  * Events are written by {@link recordWebhookEvents} inside the transactions of the writes
  * that cause them. Every write here is one `BEGIN IMMEDIATE` transaction: `claimDue` selects
  * the due deliveries and leases them under the write lock, so two connections or processes
