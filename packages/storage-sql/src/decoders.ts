@@ -1,6 +1,6 @@
-import type { Message, Chat, Channel, Template } from "@switchboard/core"
+import type { Channel, Chat, Message, StoredChannel, Template } from "@switchboard/core"
 import { type BroadcastDecoders, broadcastDecodersOf } from "./rows/broadcasts.js"
-import { channelDecoderOf, type ChannelRow } from "./rows/channels.js"
+import { channelDecoderOf, type ChannelRow, storedChannelDecoderOf } from "./rows/channels.js"
 import { chatDecoderOf, type ChatJoinRow } from "./rows/chats.js"
 import { type ContactDecoders, contactDecodersOf } from "./rows/contacts.js"
 import { messageDecoderOf, type MessageRow } from "./rows/messages.js"
@@ -19,6 +19,8 @@ export interface Decoders extends ContactDecoders {
   readonly message: (row: MessageRow) => Message
   readonly chat: (row: ChatJoinRow, groups: Chat["groups"], labels: Chat["labels"]) => Chat
   readonly channel: (row: ChannelRow) => Channel
+  /** A channel row with its organization and sealed token, as the channel repository answers it. */
+  readonly storedChannel: (row: ChannelRow) => StoredChannel
   readonly template: (row: TemplateRow) => Template
   readonly organizations: OrganizationCodec
   readonly webhooks: WebhookDecoders
@@ -34,13 +36,17 @@ export interface Decoders extends ContactDecoders {
  *
  * @category decoders
  */
-export const decodersOf = (values: SqlValues): Decoders => ({
+export const decodersOf = (values: SqlValues): Decoders => {
+  const channel = channelDecoderOf(values)
+  return {
   ...contactDecodersOf(values),
   message: messageDecoderOf(values),
   chat: chatDecoderOf(values),
-  channel: channelDecoderOf(values),
+  channel,
+  storedChannel: storedChannelDecoderOf(channel),
   template: templateDecoderOf(values),
   organizations: organizationCodecOf(values),
   webhooks: webhookDecodersOf(values),
   broadcasts: broadcastDecodersOf(values)
-})
+  }
+}

@@ -1,5 +1,6 @@
 import { Clock, Effect, Option } from "effect"
-import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
+import { decoders } from "../dialect.js"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
@@ -23,11 +24,7 @@ import { failChannelMessages } from "./outboxInsert.js"
  */
 export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
   const SQL = statements(db.schema)
-  const stored = (row: ChannelRow): StoredChannel => ({
-    organization_id: row.organization_id as OrganizationId,
-    channel: decodeChannel(row),
-    access_token_sealed: row.access_token_sealed
-  })
+  const stored = decoders.storedChannel
   // The look-ups asked during one turn of the event loop (a provider webhook each) are one
   // statement (docs/storage.md).
   const findAtEndOfTurn = oneQueryPerTurn("channels.findByPhoneNumberId", async (phoneNumberIds: ReadonlyArray<string>) => {

@@ -1,4 +1,4 @@
-import type { Channel, ChannelChange, ChannelId, ChannelStatus } from "@switchboard/core"
+import type { Channel, ChannelChange, ChannelId, ChannelStatus, OrganizationId, StoredChannel } from "@switchboard/core"
 import type { SqlValues } from "../SqlDialect.js"
 import { jsonOrNull, type SqlJson } from "./values.js"
 
@@ -102,3 +102,17 @@ export const channelChangeValues = (change: ChannelChange, organizationId: strin
   organizationId,
   id
 ]
+
+/**
+ * A channel row as a channel repository answers it (its record, its organization and its
+ * sealed token), with `channel` the dialect's channel decoder ({@link channelDecoderOf}).
+ *
+ * @category decoders
+ */
+export const storedChannelDecoderOf =
+  (channel: (row: ChannelRow) => Channel) =>
+  (row: ChannelRow): StoredChannel => ({
+    organization_id: row.organization_id as OrganizationId,
+    channel: channel(row),
+    access_token_sealed: row.access_token_sealed
+  })

@@ -1,9 +1,10 @@
 import type Sqlite from "better-sqlite3"
 import type { Effect, Option } from "effect"
-import type { OrganizationId, StorageError, StoredChannel } from "@switchboard/core"
+import type { StorageError, StoredChannel } from "@switchboard/core"
+import { decoders } from "../dialect.js"
 import { exactCacheOf, forgetExactCache } from "../internal/exactCache.js"
 import type { Statements } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
+import { CHANNEL_COLUMNS, type ChannelRow } from "./channelRows.js"
 
 // The exact cache of `channels.findByPhoneNumberId`: every WhatsApp notification looks its
 // channel up by Meta's phone_number_id, and alone that look-up was a read transaction of its
@@ -47,8 +48,4 @@ export const findChannelByPhoneNumberId = (
 export const forgetChannels = (db: Sqlite.Database): void => forgetExactCache(db, CHANNELS)
 
 /** A channel row as the repository answers it: the record, its organization and its sealed token. */
-export const storedChannelOf = (row: ChannelRow): StoredChannel => ({
-  organization_id: row.organization_id as OrganizationId,
-  channel: decodeChannel(row),
-  access_token_sealed: row.access_token_sealed
-})
+export const storedChannelOf = decoders.storedChannel
