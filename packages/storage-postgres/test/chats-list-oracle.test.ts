@@ -3,12 +3,12 @@ import Pg from "pg"
 import { Effect } from "effect"
 import { runChatListOracle } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { PROBE_ROWS } from "../src/repositories/chat-list.js"
+import { PROBE_ROWS } from "../src/repositories/chatList.js"
 import { postgresUrl, skipWithoutPostgres, storageLayer, testSchemas } from "./support.js"
 
 // The PostgreSQL chat list answers like the memory store (the oracle) on a data set larger
 // than the probe window, with dense, rare and empty filters: so both the probe and the
-// exact queries of chat-list.ts, and the switch between them, are exercised. One schema
+// exact queries of chatList.ts, and the switch between them, are exercised. One schema
 // for the file, dropped afterwards.
 
 const schemas = testSchemas()

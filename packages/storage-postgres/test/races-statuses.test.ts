@@ -15,7 +15,7 @@ import { organizationLockHolder, postgresUrl, skipWithoutPostgres, testSchemas, 
 const { instant } = fixtures
 
 // The provider's status reports of messages that have their provider id take no
-// organization lock (repositories/provider-status.ts): their races on one message, across
+// organization lock (repositories/providerStatus.ts): their races on one message, across
 // two stores (two pools), and their independence from a transaction holding the
 // organization's row. One schema for the file, emptied before each test, dropped at the end.
 const schemas = testSchemas()

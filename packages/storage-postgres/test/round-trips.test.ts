@@ -18,8 +18,8 @@ import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 const { instant } = fixtures
 
 // The round trips of Meta's webhooks on the store. A provider's status report
-// (repositories/provider-status.ts) and an inbound message of a sender with a chat
-// (repositories/chat-append.ts `appendInboundAlone`) are, with no event to write, ONE
+// (repositories/providerStatus.ts) and an inbound message of a sender with a chat
+// (repositories/chatAppend.ts `appendInboundAlone`) are, with no event to write, ONE
 // autocommit statement each (no BEGIN/COMMIT); with an endpoint subscribed they run in a
 // transaction that writes the events with them. Every statement the store sends goes
 // through a pg Client that records its text.

@@ -2,19 +2,20 @@ import type Sqlite from "better-sqlite3"
 import { Clock, Effect } from "effect"
 import type { StorageError, StorageHealth } from "@switchboard/core"
 import { attempt, transaction } from "./internal/sql.js"
-import { BROADCASTS_MIGRATION } from "./repositories/broadcasts.js"
-import { CHANNEL_THROUGHPUT_MIGRATION, CHANNELS_MIGRATION } from "./repositories/channels.js"
+import {
+  CHANNEL_THROUGHPUT_MIGRATION,
+  CHANNELS_MIGRATION,
+  IDEMPOTENCY_RESOURCE_UUID_MIGRATION,
+  TEMPLATES_WIDENED_MIGRATION,
+  WEBHOOK_REJECTS_MIGRATION
+} from "./schema/catalog.js"
 import {
   CHATS_MIGRATION,
   CUSTOMER_SERVICE_WINDOW_MIGRATION,
   MESSAGES_WIDENED_MIGRATION,
   PENDING_MESSAGE_STATUSES_MIGRATION
-} from "./repositories/chats-schema.js"
-import { IDEMPOTENCY_RESOURCE_UUID_MIGRATION } from "./repositories/idempotency.js"
-import { SEND_QUEUE_MIGRATION } from "./repositories/outbox.js"
-import { TEMPLATES_WIDENED_MIGRATION } from "./repositories/templates.js"
-import { WEBHOOK_REJECTS_MIGRATION } from "./repositories/webhookRejects.js"
-import { WEBHOOKS_MIGRATION } from "./repositories/webhooks.js"
+} from "./schema/chats.js"
+import { BROADCASTS_MIGRATION, SEND_QUEUE_MIGRATION, WEBHOOKS_MIGRATION } from "./schema/delivery.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -168,7 +169,7 @@ export const migrations: ReadonlyArray<Migration> = [
   {
     version: 4,
     name: "chats_and_messages",
-    // Chats, messages and the chat search index: see repositories/chats-schema.ts.
+    // Chats, messages and the chat search index: see schema/chats.ts.
     up: CHATS_MIGRATION
   },
   {
@@ -200,14 +201,14 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 7,
     name: "messages_widened",
     // Every inbound message type, content, failure and channel_uuid: see
-    // repositories/chats-schema.ts (the table is rebuilt, every row kept).
+    // schema/chats.ts (the table is rebuilt, every row kept).
     up: MESSAGES_WIDENED_MIGRATION
   },
   {
     version: 8,
     name: "channels",
     // Channels (organizations' WhatsApp numbers) and the store's settings: see
-    // repositories/channels.ts. Versions need not be consecutive: the runner applies every
+    // schema/catalog.ts. Versions need not be consecutive: the runner applies every
     // version not yet recorded, in ascending order.
     up: CHANNELS_MIGRATION
   },
@@ -237,13 +238,13 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "provider_webhooks",
     // What provider webhooks write: Meta's template statuses and rejected_reason (the
     // templates table is rebuilt, every row kept: repositories/templates.ts) and the status
-    // reports waiting for their message (repositories/chats-schema.ts).
+    // reports waiting for their message (schema/chats.ts).
     up: TEMPLATES_WIDENED_MIGRATION + PENDING_MESSAGE_STATUSES_MIGRATION
   },
   {
     version: 11,
     name: "outgoing_webhooks",
-    // Endpoints, the outbox's events, their deliveries and attempts (repositories/webhooks.ts).
+    // Endpoints, the outbox's events, their deliveries and attempts (schema/delivery.ts).
     up: WEBHOOKS_MIGRATION
   },
   {
@@ -270,7 +271,7 @@ export const migrations: ReadonlyArray<Migration> = [
     version: 14,
     name: "channel_throughput",
     // A channel's throughput_mps, every existing channel kept with the default 50
-    // (repositories/channels.ts).
+    // (schema/catalog.ts).
     up: CHANNEL_THROUGHPUT_MIGRATION
   },
   {
@@ -278,14 +279,14 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "send_queue",
     // The send queue: messages rebuilt to allow the status `sending`, every row and index
     // kept, with their attempts and dispatch state; channels' status and pacing state
-    // (repositories/outbox.ts).
+    // (schema/delivery.ts).
     up: SEND_QUEUE_MIGRATION
   },
   {
     version: 16,
     name: "customer_service_window",
     // Each contact's last inbound instant per channel, and the latest one on its chat row,
-    // backfilled from the inbound messages present (repositories/chats-schema.ts).
+    // backfilled from the inbound messages present (schema/chats.ts).
     up: CUSTOMER_SERVICE_WINDOW_MIGRATION
   },
   {
@@ -301,7 +302,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "broadcasts",
     // Broadcasts, their recipients' indexes on messages (rows with broadcast_uuid set) and
     // the contacts' marketing_opt_out_at, every existing contact NULL
-    // (repositories/broadcasts.ts).
+    // (schema/delivery.ts).
     up: BROADCASTS_MIGRATION
   }
 ]

@@ -4,14 +4,14 @@ import { Effect } from "effect"
 import { type ChatFilters, type ChatId, type ChatSort, type GroupId, type LabelId, type OrganizationId, Storage } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chat-list.js"
-import { MESSAGE_PAGE_SQL } from "../src/repositories/chat-rows.js"
+import { type ChatListPlan, type ChatListStatement, planChatCount, planChatList, PROBE_ROWS } from "../src/repositories/chatList.js"
+import { MESSAGE_PAGE_SQL } from "../src/repositories/chatRows.js"
 import { SQL as CHATS } from "../src/repositories/chats.js"
-import { SQL as STATUS } from "../src/repositories/message-status.js"
+import { SQL as STATUS } from "../src/repositories/messageStatus.js"
 
 // docs/chats.md "Storage": every filter and every cursor page of GET /chats is answered from an index,
 // never a scan of the chats table. EXPLAIN QUERY PLAN shows how SQLite runs each statement
-// of each plan (chat-list.ts), on the real schema of migration 4.
+// of each plan (chatList.ts), on the real schema of migration 4.
 
 const ORG = fixtures.organization().id as OrganizationId
 const GROUPS = [fixtures.uuid(), fixtures.uuid()] as Array<GroupId>
@@ -78,7 +78,7 @@ const expectNoChatsScan = (lines: ReadonlyArray<string>, label: string) => {
   }
 }
 
-/** Whether a filter is served by one index range in sort order (chat-list.ts "direct"). */
+/** Whether a filter is served by one index range in sort order (chatList.ts "direct"). */
 const isDirect = (filters: ChatFilters, sort: ChatSort): boolean => {
   const eq = [filters.status, filters.assignedTo, filters.favorite, filters.unread].filter((v) => v !== undefined).length
   const dates = filters.lastMessageFrom !== undefined || filters.lastMessageTo !== undefined

@@ -507,7 +507,7 @@ describe("record", () => {
     ))
 })
 
-describe("channels.findByPhoneNumberId's exact cache (repositories/channel-cache.ts)", () => {
+describe("channels.findByPhoneNumberId's exact cache (repositories/channelCache.ts)", () => {
   const phoneNumberIdOf = (world: World, channel: ChannelId) =>
     Effect.map(world.storage.channels.findById(world.org, channel), (found) => Option.getOrThrow(found).channel.phone_number_id)
   const statusOf = (storage: StorageService, phoneNumberId: string) =>

@@ -1,6 +1,8 @@
 import type Pg from "pg"
 import { Effect } from "effect"
 import { endOfTurnQueue, type PageRequest, StorageError } from "@switchboard/core"
+import type { SqlDialect } from "@switchboard/storage-sql"
+import { postgresDialect } from "../dialect.js"
 import { typeParsers } from "./connection.js"
 
 /**
@@ -54,6 +56,8 @@ export interface Database {
   readonly pool: Pg.Pool
   /** The schema's name as a quoted identifier, ready to splice into SQL text. */
   readonly schema: string
+  /** The dialect of this store's statements (`@switchboard/storage-sql`): its tables named in {@link schema}. */
+  readonly dialect: SqlDialect
   /** Statements outside any explicit transaction (each one atomic on its own). */
   readonly sql: Sql
   /**
@@ -142,6 +146,7 @@ export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
   return {
     pool,
     schema,
+    dialect: postgresDialect(schema),
     sql: sqlOf(pool),
     transaction: (fn, options) => inTransaction("BEGIN", fn, options?.lockOrganization),
     snapshot: (fn) => inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", fn)

@@ -1,12 +1,11 @@
 import { Option } from "effect"
 import {
-  type BasicReply,
   type BasicReplyCreateOutcome,
-  type BasicReplyId,
   type BasicReplyRepository,
   nameKey,
   type OrganizationId
 } from "@switchboard/core"
+import { decodeReply, REPLY_COLUMN_NAMES, type ReplyRow } from "@switchboard/storage-sql"
 import { attempt, oneQueryPerTurn, pageBounds, type RepositoryFactory } from "../internal/sql.js"
 
 /**
@@ -55,14 +54,10 @@ export const basicReplyRepository: RepositoryFactory<BasicReplyRepository> = (db
   }
 }
 
-/** A row of `basic_replies` (every column but `organization_id` and `trigger_key`). */
-type ReplyRow = Omit<BasicReply, "uuid"> & { readonly uuid: string }
-
 // `trigger` is an SQL keyword: quoted wherever it names the column.
-const COLUMN_NAMES = ["uuid", "name", `"trigger"`, "response", "created_at", "updated_at"]
-const COLUMNS = COLUMN_NAMES.join(", ")
+const COLUMNS = REPLY_COLUMN_NAMES.join(", ")
 /** {@link COLUMNS} of the table aliased `r`. */
-const REPLY_COLUMNS = COLUMN_NAMES.map((name) => `r.${name}`).join(", ")
+const REPLY_COLUMNS = REPLY_COLUMN_NAMES.map((name) => `r.${name}`).join(", ")
 
 /** The statements of this repository on `schema` (quoted). */
 const statements = (schema: string) =>
@@ -78,13 +73,3 @@ const statements = (schema: string) =>
       ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
     count: `SELECT COUNT(*) AS count FROM ${schema}.basic_replies WHERE organization_id = $1`
   }) as const
-
-/** A reply record from its row. */
-const decodeReply = (row: ReplyRow): BasicReply => ({
-  uuid: row.uuid as BasicReplyId,
-  name: row.name,
-  trigger: row.trigger,
-  response: row.response,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})

@@ -8,7 +8,7 @@ import type {
   OrganizationId
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { audiencePage, countAudience } from "./broadcast-audience.js"
+import { audiencePage, countAudience } from "./broadcastAudience.js"
 import {
   BROADCAST_COLUMNS,
   type BroadcastRow,
@@ -18,10 +18,10 @@ import {
   recordOf,
   recordsOf,
   ZERO_COUNTS
-} from "./broadcast-rows.js"
-import { writeRecipientBatch } from "./broadcast-write.js"
-import { failQueuedBroadcastMessages } from "./outbox-insert.js"
-import { recordWebhookEvent } from "./webhook-events.js"
+} from "./broadcastRows.js"
+import { writeRecipientBatch } from "./broadcastWrite.js"
+import { failQueuedBroadcastMessages } from "./outboxInsert.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /** The statements of this repository, for a schema (already quoted). */
 const statementsOf = (s: string) => {
@@ -102,7 +102,7 @@ const end = async (
 /**
  * `Storage.broadcasts` on PostgreSQL: table `broadcasts`, the recipients as rows of
  * `messages` with `broadcast_uuid` set (schema/delivery.ts). A batch of recipients is written
- * set-based with the effect of `chats.appendMessage`'s writes for each (broadcast-write.ts:
+ * set-based with the effect of `chats.appendMessage`'s writes for each (broadcastWrite.ts:
  * a fixed number of statements per batch), so a recipient is a chat message like any
  * single send.
  * `writeRecipients` (a whole batch), `cancel` and `stop` are each one transaction that
@@ -110,7 +110,7 @@ const end = async (
  * start's lease token matches. `claimStart` locks the broadcast it takes
  * `FOR UPDATE SKIP LOCKED` (starters claiming together take different ones);
  * `completeFinished` completes each finished broadcast in its own transaction, guarded by
- * the same conditions. A cancel fails the waiting recipients set-based (outbox-insert.ts):
+ * the same conditions. A cancel fails the waiting recipients set-based (outboxInsert.ts):
  * without a subscribed endpoint one statement, else batches read back for their events.
  * Counts are computed at every read from the recipients' statuses.
  *

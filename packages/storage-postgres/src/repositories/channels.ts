@@ -1,8 +1,9 @@
 import { Clock, Effect, Option } from "effect"
-import type { ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
+import { decoders } from "../dialect.js"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
-import { failChannelMessages } from "./outbox-insert.js"
+import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
+import { failChannelMessages } from "./outboxInsert.js"
 
 /**
  * `Storage.channels` on PostgreSQL: table `channels` (schema/catalog.ts). `insert` is one
@@ -13,7 +14,7 @@ import { failChannelMessages } from "./outbox-insert.js"
  * never an error). `delete` is one transaction, under the organization's lock too, that
  * also fails the channel's waiting send-queue messages (`CHANNEL_REMOVED_FAILURE`,
  * `updated_at` the Clock's time, one `message.status_updated` event each:
- * outbox-insert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
+ * outboxInsert.ts); `claimSecretKeyCheck` is one insert-if-absent in `settings` and
  * answers the value that won. `findByPhoneNumberId` (every provider webhook) answers the
  * look-ups of one event-loop turn with one statement run at its end (nothing is cached).
  * The channel's pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's and never
@@ -23,11 +24,7 @@ import { failChannelMessages } from "./outbox-insert.js"
  */
 export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
   const SQL = statements(db.schema)
-  const stored = (row: ChannelRow): StoredChannel => ({
-    organization_id: row.organization_id as OrganizationId,
-    channel: decodeChannel(row),
-    access_token_sealed: row.access_token_sealed
-  })
+  const stored = decoders.storedChannel
   // The look-ups asked during one turn of the event loop (a provider webhook each) are one
   // statement (docs/storage.md).
   const findAtEndOfTurn = oneQueryPerTurn("channels.findByPhoneNumberId", async (phoneNumberIds: ReadonlyArray<string>) => {
@@ -45,22 +42,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
             }
             const { count } = (await sql.row<{ count: number }>(SQL.count, [organizationId]))!
             if (count >= limit) return { _tag: "LimitReached", limit }
-            const inserted = await sql.run(SQL.insert, [
-              channel.uuid,
-              organizationId,
-              channel.provider,
-              channel.phone_number_id,
-              channel.display_phone_number,
-              channel.waba_id,
-              access_token_sealed,
-              channel.access_token_last4,
-              channel.throughput_mps,
-              channel.status,
-              channel.paused_reason === null ? null : JSON.stringify(channel.paused_reason),
-              channel.paused_at,
-              channel.created_at,
-              channel.updated_at
-            ])
+            const inserted = await sql.run(SQL.insert, channelValues(channel, organizationId, access_token_sealed))
             // Another organization took the number since the check (its lock is not ours).
             if (inserted === 0) return { _tag: "PhoneNumberIdTaken" }
             return { _tag: "Inserted", channel }
@@ -78,14 +60,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
       attempt("channels.update", async () =>
         Option.map(
           Option.fromNullable(
-            await db.sql.row<ChannelRow>(SQL.update, [
-              change.throughput_mps ?? null,
-              change.access_token?.sealed ?? null,
-              change.access_token?.last4 ?? null,
-              change.updated_at,
-              organizationId,
-              id
-            ])
+            await db.sql.row<ChannelRow>(SQL.update, channelChangeValues(change, organizationId, id))
           ),
           decodeChannel
         )

@@ -11,8 +11,9 @@ import type {
   OrganizationId
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { recordWebhookEvent } from "./chat-hooks.js"
-import { planChatCount, planChatList, runChatList } from "./chat-list.js"
+import { chatListPlannerOf } from "@switchboard/storage-sql"
+import { recordWebhookEvent } from "./chatHooks.js"
+import { runChatList } from "./chatList.js"
 import {
   chatsByIds,
   chatWithSubscribers,
@@ -20,7 +21,7 @@ import {
   MESSAGE_COLUMNS,
   messagePageSql,
   type MessageRow
-} from "./chat-rows.js"
+} from "./chatRows.js"
 import {
   type AppendedMessage,
   appendInboundAlone,
@@ -32,11 +33,11 @@ import {
   knownContact,
   writeAppendedMessage,
   writeInboundUnlessStored
-} from "./chat-append.js"
-import { importChats } from "./chats-import.js"
-import { insertWebhookEvents } from "./webhook-events.js"
-import { applyPending, applyStatus } from "./message-status.js"
-import { updateStatusByProviderId } from "./provider-status.js"
+} from "./chatAppend.js"
+import { importChats } from "./chatsImport.js"
+import { insertWebhookEvents } from "./webhookEvents.js"
+import { applyPending, applyStatus } from "./messageStatus.js"
+import { updateStatusByProviderId } from "./providerStatus.js"
 
 /**
  * `Storage.chats` on PostgreSQL: tables `chats` (with the `pg_trgm` index of its search
@@ -47,22 +48,23 @@ import { updateStatusByProviderId } from "./provider-status.js"
  * in the send queue and possibly claimed), `ensure`, `update`, `importChats`,
  * `updateMessageStatus` (with the pending reports of the provider id it records; it ends
  * the send queue's dispatch state of a message leaving `queued`/`sending`,
- * `message-status.ts`) are each one transaction that first locks the organization's row,
+ * `messageStatus.ts`) are each one transaction that first locks the organization's row,
  * so core's check-then-write rules apply atomically across processes; reads of several
  * statements share one snapshot. `updateMessageStatusByProviderId` locks only the
  * message's row when the message exists, the organization's row otherwise
- * (`provider-status.ts`); `appendMessage` of an inbound message by phone locks only the
+ * (`providerStatus.ts`); `appendMessage` of an inbound message by phone locks only the
  * sender's chat row when the sender has a contact and a chat (`appendToLockedChat`), so
  * different senders' messages are stored in parallel. Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
- * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended with the
- * same effect, a batch at a time (broadcast-write.ts).
+ * list's query plans are in `chatList.ts`. A broadcast's recipients are appended with the
+ * same effect, a batch at a time (broadcastWrite.ts).
  *
  * @category repositories
  */
 export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
   const s = db.schema
   const SQL = sqlOf(s)
+  const planner = chatListPlannerOf(db.dialect)
   const locked = <A>(organizationId: OrganizationId, fn: (sql: Sql) => Promise<A>) =>
     db.transaction(fn, { lockOrganization: organizationId })
   return {
@@ -128,7 +130,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
     listAfter: (organizationId, filters, sort, after, limit) =>
       attempt("chats.listAfter", () =>
         db.snapshot(async (sql) => {
-          const plan = planChatList(s, organizationId, filters, sort, { after, offset: 0, limit })
+          const plan = planner.list(organizationId, filters, sort, { after, offset: 0, limit })
           return chatsByIds(sql, s, await runChatList(sql, plan))
         })
       ),
@@ -136,10 +138,10 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
       attempt("chats.listPage", () =>
         db.snapshot(async (sql) => {
           const [limit, offset] = pageBounds(page)
-          const plan = planChatList(s, organizationId, filters, sort, { after: null, offset, limit })
+          const plan = planner.list(organizationId, filters, sort, { after: null, offset, limit })
           // Unfiltered, the total is the organization's counter, not a COUNT(*).
           const count = hasFilters(filters)
-            ? planChatCount(s, organizationId, filters)
+            ? planner.count(organizationId, filters)
             : { sql: SQL.chatsCount, params: [organizationId] }
           const items = await chatsByIds(sql, s, await runChatList(sql, plan))
           return { items, total: (await sql.row<{ count: number }>(count.sql, count.params))?.count ?? 0 }

@@ -6,7 +6,7 @@ import {
   type ContactUpdateOutcome
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { importRows } from "./records-import.js"
+import { importRows } from "./recordsImport.js"
 import {
   type ContactRow,
   contactSelect,

@@ -1,20 +1,21 @@
 import { Option } from "effect"
 import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository, OutboxSummaryRow } from "@switchboard/core"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
-import { anyDue, claimDue } from "./outbox-claim.js"
-import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outbox-record.js"
-import { decodeMessage } from "./chat-rows.js"
-import { recordWebhookEvent } from "./webhook-events.js"
+import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
+import { anyDue, claimDue } from "./outboxClaim.js"
+import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outboxRecord.js"
+import { retried } from "./outboxRows.js"
+import { decodeMessage } from "./chatRows.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
  * their dispatch state, each channel's pacing state is on its `channels` row, the lanes'
  * heads are kept by the triggers of schema/delivery.ts; messages enter through
- * `chats.appendMessage` (`insertOutboxMessage`, outbox-insert.ts).
+ * `chats.appendMessage` (`insertOutboxMessage`, outboxInsert.ts).
  *
  * `claim` first checks with one plain read that a head is due (an idle dispatcher opens no
- * transaction); then, in one transaction (outbox-claim.ts), locks the paced channels with
+ * transaction); then, in one transaction (outboxClaim.ts), locks the paced channels with
  * due heads `FOR NO KEY UPDATE SKIP LOCKED` (their pacing state read and reserved under the
  * lock: exact across processes, a channel another claim holds left to it) and their due
  * heads `FOR UPDATE SKIP LOCKED`, so claims running together in any number of processes
@@ -22,7 +23,7 @@ import { recordWebhookEvent } from "./webhook-events.js"
  * other write locks the organization first, then the message `FOR UPDATE`, and is guarded
  * by the lease token and the status; its events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transaction
- * (webhook-events.ts).
+ * (webhookEvents.ts).
  *
  * @category repositories
  */
@@ -59,16 +60,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
           const row = await queuedRow(sql, s, organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
           if (row.status !== "failed") return { _tag: "Refused", message: decodeMessage(row) }
-          const after = await writeRow(sql, s, {
-            ...row,
-            ...ENDED,
-            status: "queued",
-            next_attempt_at: now,
-            attempts: 0,
-            failure: null,
-            expires_at: expiresAt,
-            updated_at: now
-          })
+          const after = await writeRow(sql, s, retried(row, now, expiresAt))
           return { _tag: "Done", message: decodeMessage(after) }
         }, { lockOrganization: organizationId })
       ),

@@ -1,71 +1,40 @@
+import type { Contact, GroupSummary, LabelSummary } from "@switchboard/core"
 import {
-  CONTACT_DETAIL_FIELDS,
-  type Contact,
-  type ContactDetails,
-  type ContactId,
-  type Group,
-  type GroupId,
-  type GroupSummary,
-  type Label,
-  type LabelId,
-  type LabelSummary
-} from "@switchboard/core"
+  columnsOf,
+  CONTACT_COLUMNS,
+  contactStatementsOf,
+  type ContactRow,
+  type GroupLinkRow,
+  type LabelLinkRow,
+  linksByContact
+} from "@switchboard/storage-sql"
+import { decoders, postgresDialect } from "../dialect.js"
 import type { Sql } from "../internal/sql.js"
 
-// Rows of the records area (contacts, contact_groups, labels and their links, see
-// src/schema/records.ts), the SQL shared by several repositories, and the decoding of rows
-// into core's records. Every statement names its schema (`schema`: the quoted name,
-// `db.schema`). The casts to branded ids are safe: every id was written from a branded value.
+// The SQL of the records area (contacts, contact_groups, labels and their links, see
+// src/schema/records.ts) shared by several repositories, on PostgreSQL; their rows,
+// decoders and shared statements are @switchboard/storage-sql's (dialect.ts). Every
+// statement names its schema (`schema`: the quoted name, `db.schema`).
 
-/** A row of `contacts` (every column but `organization_id`). */
-export interface ContactRow extends ContactDetails {
-  readonly uuid: string
-  readonly phone: string
-  readonly phone_valid: boolean
-  /** When the contact's number refused marketing messages, ISO 8601; `null` when it has not. */
-  readonly marketing_opt_out_at: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
+export { CONTACT_COLUMNS, type ContactRow, type GroupRow, type LabelRow } from "@switchboard/storage-sql"
 
-/** A row of `contact_groups` with the number of its members. */
-export interface GroupRow {
-  readonly uuid: string
-  readonly name: string
-  readonly contacts_count: number
-  readonly created_at: string
-  readonly updated_at: string
-}
+/** A contact record from its row and its (sorted) groups and labels. */
+export const decodeContact = decoders.contact
 
-/** A row of `labels` with the number of contacts carrying it. */
-export interface LabelRow extends GroupRow {
-  readonly color: string
-}
+/** A group record from its row. */
+export const decodeGroup = decoders.group
 
-/** The columns of a {@link ContactRow}, in `SELECT` order. */
-export const CONTACT_COLUMNS = [
-  "uuid",
-  "phone",
-  "phone_valid",
-  ...CONTACT_DETAIL_FIELDS,
-  "marketing_opt_out_at",
-  "created_at",
-  "updated_at"
-].join(", ")
+/** A label record from its row. */
+export const decodeLabel = decoders.label
 
 /** {@link CONTACT_COLUMNS} of the table aliased `alias` (`c.uuid, c.phone, …`). */
-export const contactColumnsOf = (alias: string): string =>
-  CONTACT_COLUMNS.split(", ").map((column) => `${alias}.${column}`).join(", ")
+export const contactColumnsOf = (alias: string): string => columnsOf(CONTACT_COLUMNS, alias)
 
 /** `SELECT` of {@link GroupRow}s from `contact_groups AS g`; append `WHERE …`. */
-export const groupSelect = (schema: string): string => `SELECT g.uuid, g.name, g.created_at, g.updated_at,
-    (SELECT COUNT(*) FROM ${schema}.group_members AS m WHERE m.group_uuid = g.uuid) AS contacts_count
-  FROM ${schema}.contact_groups AS g`
+export const groupSelect = (schema: string): string => statementsOf(schema).groupSelect
 
 /** `SELECT` of {@link LabelRow}s from `labels AS l`; append `WHERE …`. */
-export const labelSelect = (schema: string): string => `SELECT l.uuid, l.name, l.color, l.created_at, l.updated_at,
-    (SELECT COUNT(*) FROM ${schema}.contact_labels AS cl WHERE cl.label_uuid = l.uuid) AS contacts_count
-  FROM ${schema}.labels AS l`
+export const labelSelect = (schema: string): string => statementsOf(schema).labelSelect
 
 /**
  * The sort of every list (docs/http-api.md "Pagination") and the page bounds, bound as
@@ -142,24 +111,8 @@ export const groupsAndLabelsOf = async (
   contactUuids: ReadonlyArray<string>
 ): Promise<{ readonly groups: Map<string, Array<GroupSummary>>; readonly labels: Map<string, Array<LabelSummary>> }> => {
   const uuids = [...new Set(contactUuids)]
-  const groupRows = await sql.rows<{ contact_uuid: string; uuid: string; name: string }>(
-    `SELECT m.contact_uuid, g.uuid, g.name
-      FROM ${schema}.group_members AS m JOIN ${schema}.contact_groups AS g ON g.uuid = m.group_uuid
-      WHERE m.contact_uuid = ANY($1::text[])
-      ORDER BY g.name, g.uuid`,
-    [uuids]
-  )
-  const labelRows = await sql.rows<{ contact_uuid: string; uuid: string; name: string; color: string }>(
-    `SELECT cl.contact_uuid, l.uuid, l.name, l.color
-      FROM ${schema}.contact_labels AS cl JOIN ${schema}.labels AS l ON l.uuid = cl.label_uuid
-      WHERE cl.contact_uuid = ANY($1::text[])
-      ORDER BY l.name, l.uuid`,
-    [uuids]
-  )
-  return {
-    groups: groupBy(groupRows, (row): GroupSummary => ({ uuid: row.uuid as GroupId, name: row.name })),
-    labels: groupBy(labelRows, (row): LabelSummary => ({ uuid: row.uuid as LabelId, name: row.name, color: row.color }))
-  }
+  const SQL = statementsOf(schema)
+  return linksByContact(await sql.rows<GroupLinkRow>(SQL.groupsOf, [uuids]), await sql.rows<LabelLinkRow>(SQL.labelsOf, [uuids]))
 }
 
 /**
@@ -176,59 +129,14 @@ export const withRelations = async (
   return rows.map((row) => decodeContact(row, groups.get(row.uuid) ?? [], labels.get(row.uuid) ?? []))
 }
 
-/** A contact record from its row and its (sorted) groups and labels. */
-export const decodeContact = (
-  row: ContactRow,
-  groups: ReadonlyArray<GroupSummary>,
-  labels: ReadonlyArray<LabelSummary>
-): Contact => ({
-  uuid: row.uuid as ContactId,
-  phone: row.phone,
-  phone_valid: row.phone_valid,
-  first_name: row.first_name,
-  last_name: row.last_name,
-  email: row.email,
-  street: row.street,
-  city: row.city,
-  state: row.state,
-  zip: row.zip,
-  country: row.country,
-  groups,
-  labels,
-  marketing_opt_out_at: row.marketing_opt_out_at,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-/** A group record from its row. */
-export const decodeGroup = (row: GroupRow): Group => ({
-  uuid: row.uuid as GroupId,
-  name: row.name,
-  contacts_count: row.contacts_count,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-/** A label record from its row. */
-export const decodeLabel = (row: LabelRow): Label => ({
-  uuid: row.uuid as LabelId,
-  name: row.name,
-  color: row.color,
-  contacts_count: row.contacts_count,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-/** Groups link rows by `contact_uuid`, keeping their order. */
-const groupBy = <Row extends { contact_uuid: string }, A>(
-  rows: ReadonlyArray<Row>,
-  decode: (row: Row) => A
-): Map<string, Array<A>> => {
-  const byContact = new Map<string, Array<A>>()
-  for (const row of rows) {
-    const list = byContact.get(row.contact_uuid)
-    if (list === undefined) byContact.set(row.contact_uuid, [decode(row)])
-    else list.push(decode(row))
+/** The shared statements of `schema` (quoted), built once per schema. */
+const statementsOf = (schema: string): ReturnType<typeof contactStatementsOf> => {
+  let statements = bySchema.get(schema)
+  if (statements === undefined) {
+    statements = contactStatementsOf(postgresDialect(schema))
+    bySchema.set(schema, statements)
   }
-  return byContact
+  return statements
 }
+
+const bySchema = new Map<string, ReturnType<typeof contactStatementsOf>>()

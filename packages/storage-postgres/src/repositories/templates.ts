@@ -2,14 +2,14 @@ import { Option } from "effect"
 import {
   nameKey,
   type Template,
-  type TemplateContent,
-  type TemplateId,
   type TemplateRepository,
   type TemplateStatusOutcome,
   type TemplateWriteOutcome
 } from "@switchboard/core"
+import { TEMPLATE_COLUMNS, templateContentValues, type TemplateRow } from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
-import { recordWebhookEvent } from "./webhook-events.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.templates` on PostgreSQL: table `templates` (schema/catalog.ts), `components` a
@@ -29,7 +29,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
   return {
     create: (organizationId, { uuid, content, now }) =>
       attempt("templates.create", async (): Promise<TemplateWriteOutcome> => {
-        const written = await db.sql.run(SQL.insert, [uuid, organizationId, ...contentParams(content), now, now])
+        const written = await db.sql.run(SQL.insert, [uuid, organizationId, ...templateContentValues(content), now, now])
         if (written === 0) return { _tag: "NameTaken" }
         return { _tag: "Written", template: { uuid, ...content, rejected_reason: null, created_at: now, updated_at: now } }
       }),
@@ -43,7 +43,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
               const owner = await sql.row(SQL.identityOwner, [organizationId, nameKey(content.name), content.language, id])
               if (owner !== undefined) return { _tag: "NameTaken" }
               const rejected_reason = content.status === "REJECTED" ? current.rejected_reason : null
-              await sql.run(SQL.update, [...contentParams(content), rejected_reason, now, organizationId, id])
+              await sql.run(SQL.update, [...templateContentValues(content), rejected_reason, now, organizationId, id])
               return {
                 _tag: "Written",
                 template: { uuid: id, ...content, rejected_reason, created_at: current.created_at, updated_at: now }
@@ -93,20 +93,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
 /** SQLSTATE unique_violation. */
 const UNIQUE_VIOLATION = "23505"
 
-/** A row of `templates` (every column but `organization_id` and `name_key`); `components` parsed by the driver. */
-interface TemplateRow {
-  readonly uuid: string
-  readonly name: string
-  readonly language: string
-  readonly category: Template["category"]
-  readonly status: Template["status"]
-  readonly rejected_reason: string | null
-  readonly components: Template["components"]
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-const COLUMNS = "uuid, name, language, category, status, rejected_reason, components, created_at, updated_at"
+const COLUMNS = TEMPLATE_COLUMNS
 
 /** The statements of this repository on `schema` (quoted). */
 const statements = (schema: string) =>
@@ -128,24 +115,10 @@ const statements = (schema: string) =>
     count: `SELECT COUNT(*) AS count FROM ${schema}.templates WHERE organization_id = $1`
   }) as const
 
-/** The content columns in `INSERT`/`UPDATE` order: name, name_key, language, category, status, components. */
-const contentParams = (content: TemplateContent) =>
-  [content.name, nameKey(content.name), content.language, content.category, content.status, JSON.stringify(content.components)] as const
-
 const find = async (sql: Sql, text: string, ...params: Array<unknown>): Promise<Template | undefined> => {
   const row = await sql.row<TemplateRow>(text, params)
   return row === undefined ? undefined : decodeTemplate(row)
 }
 
-/** A template record from its row; the casts are safe, every value was written from core's types. */
-const decodeTemplate = (row: TemplateRow): Template => ({
-  uuid: row.uuid as TemplateId,
-  name: row.name,
-  language: row.language,
-  category: row.category,
-  status: row.status,
-  rejected_reason: row.rejected_reason,
-  components: row.components,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
+/** A template record from its row. */
+const decodeTemplate = decoders.template

@@ -1,4 +1,6 @@
-import type { OrganizationId, WebhookReject, WebhookRejectRepository } from "@switchboard/core"
+import type { WebhookRejectRepository } from "@switchboard/core"
+import { REJECT_COLUMNS, type RejectRow } from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
 import { attempt, type RepositoryFactory } from "../internal/sql.js"
 
 /**
@@ -36,17 +38,7 @@ export const webhookRejectRepository: RepositoryFactory<WebhookRejectRepository>
   }
 }
 
-/** A row of `webhook_rejects`; `item` parsed by the driver. */
-interface RejectRow {
-  readonly id: string
-  readonly received_at: string
-  readonly organization_id: string | null
-  readonly phone_number_id: string | null
-  readonly reason: string
-  readonly item: unknown
-}
-
-const COLUMNS = "id, received_at, organization_id, phone_number_id, reason, item"
+const COLUMNS = REJECT_COLUMNS
 
 /** The statements of this repository on `schema` (quoted). */
 const statements = (schema: string) =>
@@ -64,11 +56,4 @@ const statements = (schema: string) =>
     prune: `DELETE FROM ${schema}.webhook_rejects WHERE received_at < $1`
   }) as const
 
-const decodeReject = (row: RejectRow): WebhookReject => ({
-  id: row.id,
-  received_at: row.received_at,
-  organization_id: row.organization_id as OrganizationId | null,
-  phone_number_id: row.phone_number_id,
-  reason: row.reason,
-  item: row.item
-})
+const decodeReject = decoders.webhooks.reject

@@ -1,79 +1,22 @@
 import { Option } from "effect"
 import { applyEndpointPatch } from "@switchboard/core"
 import type {
-  ClaimedDelivery,
   OrganizationId,
   StoredWebhookEndpoint,
-  WebhookDeliveryAttempt,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointId,
   WebhookEndpointInsertOutcome,
-  WebhookEventType,
   WebhookRepository
 } from "@switchboard/core"
+import {
+  ATTEMPT_COLUMNS,
+  type AttemptRow,
+  type ClaimedRow,
+  decodeAttempt,
+  ENDPOINT_COLUMNS,
+  type EndpointRow,
+  eventsText
+} from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
 import { attempt, type RepositoryFactory, type Sql } from "../internal/sql.js"
-
-/** A row of `webhook_endpoints` (every column but `organization_id`); `events` parsed by the driver. */
-interface EndpointRow {
-  readonly uuid: string
-  readonly url: string
-  readonly events: Array<WebhookEventType> | null
-  readonly description: string | null
-  readonly enabled: boolean
-  readonly secret_sealed: string
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-/** A claimed delivery as the claim's statement answers it. */
-interface ClaimedRow {
-  readonly id: string
-  readonly lease: string
-  readonly organization_id: string
-  readonly endpoint_uuid: string
-  readonly attempts: number
-  readonly url: string
-  readonly secret_sealed: string
-  readonly event_id: string
-  readonly event_type: WebhookEventType
-  readonly event_created_at: string
-  readonly event_data: unknown
-}
-
-/** A row of `webhook_attempts` as the lists read it. */
-interface AttemptRow {
-  readonly id: string
-  readonly delivery_id: string
-  readonly event_id: string
-  readonly event_type: WebhookEventType
-  readonly attempt: number
-  readonly status: number | null
-  readonly error: string | null
-  readonly duration_ms: number
-  readonly attempted_at: string
-  readonly delivery_status: WebhookDeliveryStatus
-  readonly next_attempt_at: string | null
-}
-
-const ENDPOINT_COLUMNS = "uuid, url, events, description, enabled, secret_sealed, created_at, updated_at"
-const ATTEMPT_COLUMNS =
-  "id, delivery_id, event_id, event_type, attempt, status, error, duration_ms, attempted_at, delivery_status, next_attempt_at"
-
-const decodeEndpoint = (row: EndpointRow): WebhookEndpoint => ({
-  uuid: row.uuid as WebhookEndpointId,
-  url: row.url,
-  events: row.events,
-  description: row.description,
-  enabled: row.enabled,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const eventsText = (events: ReadonlyArray<WebhookEventType> | null): string | null =>
-  events === null ? null : JSON.stringify(events)
-
-const decodeAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({ ...row })
 
 /** The statements of this repository, for a schema (already quoted). */
 const statementsOf = (s: string) => ({
@@ -98,7 +41,7 @@ const statementsOf = (s: string) => ({
       AND NOT EXISTS (SELECT 1 FROM ${s}.webhook_deliveries AS d WHERE d.event_id = v.id AND d.endpoint_uuid <> $1)`,
   deleteEndpoint: `DELETE FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2`,
   // Waits for the transactions inserting deliveries to the endpoint without the organization's
-  // lock (a provider's status report, provider-status.ts, locks it FOR KEY SHARE), so the
+  // lock (a provider's status report, providerStatus.ts, locks it FOR KEY SHARE), so the
   // deliveries deleted next include theirs.
   lockEndpoint: `SELECT 1 FROM ${s}.webhook_endpoints WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
   attemptsFirst: `SELECT ${ATTEMPT_COLUMNS} FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1
@@ -156,7 +99,7 @@ const statementsOf = (s: string) => ({
 /**
  * `Storage.webhooks` on PostgreSQL: tables `webhook_endpoints`, `webhook_events`,
  * `webhook_deliveries` and `webhook_attempts` (schema/delivery.ts). Events are written by
- * `recordWebhookEvents` (webhook-events.ts) inside the transactions of the writes that
+ * `recordWebhookEvents` (webhookEvents.ts) inside the transactions of the writes that
  * cause them. `claimDue` is one statement that locks the due deliveries
  * `FOR UPDATE SKIP LOCKED` and leases each under a new token, so claims running together
  * in any number of processes get disjoint deliveries; `recordAttempt` is one statement
@@ -192,13 +135,13 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
       ),
     listEndpoints: (organizationId) =>
       attempt("webhooks.listEndpoints", async () =>
-        (await db.sql.rows<EndpointRow>(SQL.listEndpoints, [organizationId])).map(decodeEndpoint)
+        (await db.sql.rows<EndpointRow>(SQL.listEndpoints, [organizationId])).map(decoders.webhooks.endpoint)
       ),
     findEndpoint: (organizationId, id) =>
       attempt("webhooks.findEndpoint", async () =>
         Option.map(
           Option.fromNullable(await findRow(db.sql, organizationId, id)),
-          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decodeEndpoint(row), secret_sealed: row.secret_sealed })
+          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decoders.webhooks.endpoint(row), secret_sealed: row.secret_sealed })
         )
       ),
     updateEndpoint: (organizationId, id, patch, now) =>
@@ -206,7 +149,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
         db.transaction(async (sql) => {
           const row = await findRow(sql, organizationId, id)
           if (row === undefined) return Option.none()
-          const current = decodeEndpoint(row)
+          const current = decoders.webhooks.endpoint(row)
           const { changed, endpoint: next } = applyEndpointPatch(current, patch, now)
           if (!changed) return Option.some(current)
           await sql.run(SQL.updateEndpoint, [next.url, eventsText(next.events), next.description, next.enabled, now, organizationId, id])
@@ -217,7 +160,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
     rotateSecret: (organizationId, id, secretSealed, now) =>
       attempt("webhooks.rotateSecret", async () => {
         const row = await db.sql.row<EndpointRow>(SQL.rotateSecret, [secretSealed, now, organizationId, id])
-        return row === undefined ? Option.none() : Option.some(decodeEndpoint(row))
+        return row === undefined ? Option.none() : Option.some(decoders.webhooks.endpoint(row))
       }),
     deleteEndpoint: (organizationId, id) =>
       attempt("webhooks.deleteEndpoint", () =>
@@ -244,16 +187,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
       attempt("webhooks.claimDue", async () => {
         if (limit <= 0) return []
         const rows = await db.sql.rows<ClaimedRow>(SQL.claimDue, [now, leaseUntil, limit])
-        return rows.map((row): ClaimedDelivery => ({
-          delivery_id: row.id,
-          lease: row.lease,
-          organization_id: row.organization_id as OrganizationId,
-          endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
-          url: row.url,
-          secret_sealed: row.secret_sealed,
-          event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: row.event_data },
-          attempt: row.attempts + 1
-        }))
+        return rows.map((row) => decoders.webhooks.claimed(row, row.lease))
       }),
     recordAttempt: (deliveryId, lease, record) =>
       attempt("webhooks.recordAttempt", async () => {

@@ -22,7 +22,7 @@ import type { SchemaArea } from "./context.js"
  *   (`queued`, `sending`) stops being one (BEFORE, no second write of the row) and hands it
  *   to its lane's next waiting message (AFTER); a deleted head too; a message coming back
  *   to the waiting statuses (a retry) makes the lane's lowest sequence the head. An append
- *   to a lane locks the lane's head `FOR SHARE` first (outbox-insert.ts), so a hand-over
+ *   to a lane locks the lane's head `FOR SHARE` first (outboxInsert.ts), so a hand-over
  *   waits for it and sees the appended message.
  * - `broadcasts` and the recipients' indexes on `messages`, as on SQLite
  *   (`start_lease_until` epoch ms, as the interface counts it).

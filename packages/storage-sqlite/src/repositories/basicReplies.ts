@@ -1,5 +1,6 @@
 import { Option } from "effect"
-import { type BasicReply, type BasicReplyCreateOutcome, type BasicReplyId, type BasicReplyRepository, nameKey } from "@switchboard/core"
+import { type BasicReplyCreateOutcome, type BasicReplyRepository, nameKey } from "@switchboard/core"
+import { decodeReply, REPLY_COLUMN_NAMES, type ReplyRow } from "@switchboard/storage-sql"
 import { attempt, type RepositoryFactory, snapshot } from "../internal/sql.js"
 import { countOf, NEWEST_FIRST, pageBounds } from "./rows.js"
 
@@ -37,11 +38,8 @@ export const basicReplyRepository: RepositoryFactory<BasicReplyRepository> = (db
     )
 })
 
-/** A row of `basic_replies` (every column but `organization_id` and `trigger_key`). */
-type ReplyRow = Omit<BasicReply, "uuid"> & { readonly uuid: string }
-
 // `trigger` is an SQL keyword: quoted wherever it names the column.
-const COLUMNS = `uuid, name, "trigger", response, created_at, updated_at`
+const COLUMNS = REPLY_COLUMN_NAMES.join(", ")
 
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
@@ -52,13 +50,3 @@ export const SQL = {
   page: `SELECT ${COLUMNS} FROM basic_replies WHERE organization_id = ? ${NEWEST_FIRST}`,
   count: "SELECT COUNT(*) AS count FROM basic_replies WHERE organization_id = ?"
 } as const
-
-/** A reply record from its row. */
-const decodeReply = (row: ReplyRow): BasicReply => ({
-  uuid: row.uuid as BasicReplyId,
-  name: row.name,
-  trigger: row.trigger,
-  response: row.response,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})

@@ -1,47 +1,9 @@
 import { Clock, Effect, Option } from "effect"
 import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
-import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channel-cache.js"
-import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channel-rows.js"
-import { failChannelMessages } from "./outbox.js"
-
-/**
- * Migration 8: `channels` (one row per connected WhatsApp number; `phone_number_id`
- * unique across every organization by a UNIQUE index; the access token only as the
- * sealed AES-256-GCM text `access_token_sealed`) and `settings`, the store's own
- * key–value rows (the secret-key check value lives there, key `secret_key_check`).
- */
-export const CHANNELS_MIGRATION = `
-  CREATE TABLE channels (
-    uuid TEXT PRIMARY KEY NOT NULL,
-    organization_id TEXT NOT NULL REFERENCES organizations (id),
-    provider TEXT NOT NULL CHECK (provider IN ('whatsapp_cloud')),
-    phone_number_id TEXT NOT NULL,
-    display_phone_number TEXT NOT NULL,
-    waba_id TEXT NOT NULL,
-    access_token_sealed TEXT NOT NULL,
-    access_token_last4 TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-  ) STRICT;
-  CREATE UNIQUE INDEX channels_phone_number_id ON channels (phone_number_id);
-  CREATE INDEX channels_oldest ON channels (organization_id, created_at, uuid);
-  CREATE INDEX channels_waba_id ON channels (waba_id, created_at, uuid);
-
-  CREATE TABLE settings (
-    key TEXT PRIMARY KEY NOT NULL,
-    value TEXT NOT NULL
-  ) STRICT, WITHOUT ROWID;
-`
-
-/**
- * Migration 14: a channel's `throughput_mps` (messages per second, 1–1 000), every
- * existing row given the default 50.
- */
-export const CHANNEL_THROUGHPUT_MIGRATION = `
-  ALTER TABLE channels ADD COLUMN throughput_mps INTEGER NOT NULL DEFAULT 50
-    CHECK (throughput_mps BETWEEN 1 AND 1000);
-`
+import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channelCache.js"
+import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
+import { failChannelMessages } from "./outboxInsert.js"
 
 /**
  * `Storage.channels` on SQLite (migrations 8, 14 and 15). `insert` is one `BEGIN IMMEDIATE`
@@ -49,7 +11,7 @@ export const CHANNEL_THROUGHPUT_MIGRATION = `
  * unique index refuses a `phone_number_id` used anywhere; `delete` is one `BEGIN IMMEDIATE`
  * transaction that also fails the channel's waiting send-queue messages
  * (`CHANNEL_REMOVED_FAILURE`, `updated_at` the Clock's time, one `message.status_updated`
- * event each: outbox.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
+ * event each: outboxInsert.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
  * pacing state (`pacing_tat`, `cooldown_ms`) is the send queue's (outbox.ts) and never part
  * of the record.
  *
@@ -73,24 +35,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
           }
           const { count } = statements.prepare<{ count: number }>(SQL.count).get(organizationId)!
           if (count >= limit) return { _tag: "LimitReached", limit }
-          statements
-            .prepare(SQL.insert)
-            .run(
-              channel.uuid,
-              organizationId,
-              channel.provider,
-              channel.phone_number_id,
-              channel.display_phone_number,
-              channel.waba_id,
-              access_token_sealed,
-              channel.access_token_last4,
-              channel.throughput_mps,
-              channel.status,
-              channel.paused_reason === null ? null : JSON.stringify(channel.paused_reason),
-              channel.paused_at,
-              channel.created_at,
-              channel.updated_at
-            )
+          statements.prepare(SQL.insert).run(...channelValues(channel, organizationId, access_token_sealed))
           return { _tag: "Inserted", channel }
         }))
       ),
@@ -104,16 +49,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
       attempt("channels.update", () =>
         writing(() => Option.map(
           Option.fromNullable(
-            statements
-              .prepare<ChannelRow>(SQL.update)
-              .get(
-                change.throughput_mps ?? null,
-                change.access_token?.sealed ?? null,
-                change.access_token?.last4 ?? null,
-                change.updated_at,
-                organizationId,
-                id
-              )
+            statements.prepare<ChannelRow>(SQL.update).get(...channelChangeValues(change, organizationId, id))
           ),
           decodeChannel
         ))
@@ -128,7 +64,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
           }))
         )
       ),
-    // Through the connection's exact cache (channel-cache.ts).
+    // Through the connection's exact cache (channelCache.ts).
     findByPhoneNumberId: findChannelByPhoneNumberId(db, statements),
     findByWabaId: (wabaId) =>
       attempt("channels.findByWabaId", () => statements.prepare<ChannelRow>(SQL.findByWabaId).all(wabaId).map(stored)),

@@ -11,8 +11,6 @@ import {
   type Message,
   type MessageStatusOutcome,
   type OrganizationId,
-  type ProviderStatusOutcome,
-  type ProviderStatusUpdate,
   endOfTurnQueue
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
@@ -24,29 +22,31 @@ import {
   MESSAGE_PAGE_SQL,
   type MessageRow,
   messageValues
-} from "./chat-rows.js"
-import { planChatCount, planChatList, runChatList, SEARCH_FUNCTION } from "./chat-list.js"
-import { importChats } from "./chats-import.js"
-import { applyPending, applyStatus } from "./message-status.js"
-import { insertOutboxMessage } from "./outbox.js"
+} from "./chatRows.js"
+import { SEARCH_FUNCTION } from "../dialect.js"
+import { planChatCount, planChatList, runChatList } from "./chatList.js"
+import { importChats } from "./chatsImport.js"
+import { applyPending, applyStatus } from "./messageStatus.js"
+import { insertOutboxMessage } from "./outboxInsert.js"
 import { countOf, pageBounds } from "./rows.js"
-import { recordWebhookEvent } from "./webhooks.js"
+import { type StatusReport, STATUS_REPORT_SQL, writeStatusReport } from "./providerStatus.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
- * (migration 4, `chats-schema.ts`), and the provider's status reports waiting for their
+ * (migration 4, `schema/chats.ts`), and the provider's status reports waiting for their
  * message in `pending_message_statuses` (migration 10), and the customer service windows
  * in `customer_service_windows` (migration 16). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed in the send queue and
- * possibly claimed, `outbox.ts`), `update`, `updateMessageStatus` (with the pending
+ * possibly claimed, `outboxInsert.ts`), `update`, `updateMessageStatus` (with the pending
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
  * message's status, or a pending report; both end the send queue's dispatch state of a
- * message leaving `queued`/`sending`, `message-status.ts`) are each one `BEGIN IMMEDIATE` transaction, so
+ * message leaving `queued`/`sending`, `messageStatus.ts`) are each one `BEGIN IMMEDIATE` transaction, so
  * core's rules apply atomically across processes; reads of several statements share one
  * snapshot. Their webhook events (`message.received`, `message.status_updated`,
- * `chat.updated`) are written to the outbox inside those transactions (`webhooks.ts`). The
- * list's query plans are in `chat-list.ts`. A broadcast's recipients are appended by the
- * same writes (`writeAppendedMessage`, used by broadcasts.ts). Registers
+ * `chat.updated`) are written to the outbox inside those transactions (`webhookEvents.ts`). The
+ * list's query plans are in `chatList.ts`. A broadcast's recipients are appended by the
+ * same writes (`writeAppendedMessage`, used by broadcastWrite.ts). Registers
  * the SQL function `switchboard_chat_search` (core's `chatSearchMatches`) on the connection.
  *
  * @category repositories
@@ -176,46 +176,6 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
   }
 }
 
-/** One `updateMessageStatusByProviderId` call, as its turn's group holds it. */
-interface StatusReport {
-  readonly organizationId: OrganizationId
-  readonly providerMessageId: string
-  readonly update: ProviderStatusUpdate
-}
-
-/**
- * Writes one provider status report inside its group's transaction: to the outbound message
- * with that provider id ({@link applyStatus}, its `message.status_updated` event when the
- * status changed), or, when no message has it yet, as a pending report (expired ones pruned).
- */
-const writeStatusReport = (
-  statements: Statements,
-  { organizationId, providerMessageId, update }: StatusReport
-): ProviderStatusOutcome => {
-  const row = statements.prepare<MessageRow>(SQL.outboundByProviderId).get(organizationId, providerMessageId)
-  if (row !== undefined) {
-    const written = applyStatus(statements, row, update)
-    const message = decodeMessage(written.row)
-    if (written.row.status !== row.status) {
-      recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
-    }
-    return { _tag: "Updated", message, changed: written.changed }
-  }
-  statements.prepare(SQL.prunePending).run(update.now)
-  statements
-    .prepare(SQL.insertPending)
-    .run(
-      organizationId,
-      providerMessageId,
-      update.status,
-      JSON.stringify(update.from),
-      update.failure === undefined ? null : JSON.stringify(update.failure),
-      update.now,
-      update.pendingUntil
-    )
-  return { _tag: "Pending" }
-}
-
 /** The columns of a chat that `update` compares. */
 interface ChatStateRow {
   readonly id: number
@@ -227,6 +187,7 @@ interface ChatStateRow {
 
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
+  ...STATUS_REPORT_SQL,
   state: "SELECT id, status, assigned_to, favorite, unread_count FROM chats WHERE organization_id = ? AND uuid = ?",
   update: "UPDATE chats SET status = ?, assigned_to = ?, favorite = ?, unread_count = ?, updated_at = ? WHERE id = ?",
   idByUuid: "SELECT id FROM chats WHERE organization_id = ? AND uuid = ?",
@@ -251,16 +212,10 @@ export const SQL = {
     WHERE id = ?`,
   message: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ?`,
   // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
-  outboundByProviderId: `SELECT ${MESSAGE_COLUMNS} FROM messages
-    WHERE organization_id = ? AND direction = 'outbound' AND provider_message_id = ? LIMIT 1`,
   messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
   messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
   chatsCount: "SELECT COALESCE((SELECT count FROM chat_counts WHERE organization_id = ?), 0) AS count",
-  insertPending: `INSERT INTO pending_message_statuses
-      (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
-    VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  prunePending: "DELETE FROM pending_message_statuses WHERE pending_until <= ?",
   // The newest inbound message with a channel in the contact's chat: one range of
   // messages_by_chat, newest first, read until the first match.
   lastInboundChannel: `SELECT channel_uuid FROM messages
@@ -332,7 +287,7 @@ export interface AppendedMessage {
  * {@link insertOutboxMessage}), moves the chat's unread count, status, last message and
  * `updated_at`, and with `request.inboundAt` the customer service window. Writes no
  * webhook event and builds no chat record: the caller does what it needs of those
- * (`appendMessage` here, a broadcast's recipients in broadcasts.ts).
+ * (`appendMessage` here, a broadcast's recipients in broadcastWrite.ts).
  */
 export const writeAppendedMessage = (
   statements: Statements,

@@ -1,7 +1,7 @@
 import { Option } from "effect"
 import type { Contact, ContactRepository, ContactUpdateOutcome, OrganizationId } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
-import { importRows, updateContactRow } from "./contacts-import.js"
+import { importRows, updateContactRow } from "./recordsImport.js"
 import {
   CONTACT_COLUMNS,
   type ContactRow,

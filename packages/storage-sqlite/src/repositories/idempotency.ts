@@ -70,8 +70,3 @@ export const SQL = {
   prune: "DELETE FROM idempotency_keys WHERE expires_at <= ?"
 } as const
 
-/**
- * Migration 17: `resource_uuid` on `idempotency_keys`, the uuid of what the key's request
- * creates (its message), chosen at the claim. Rows written before keep NULL ("none").
- */
-export const IDEMPOTENCY_RESOURCE_UUID_MIGRATION = "ALTER TABLE idempotency_keys ADD COLUMN resource_uuid TEXT;"

@@ -2,50 +2,15 @@ import { Option } from "effect"
 import {
   nameKey,
   type Template,
-  type TemplateContent,
-  type TemplateId,
   type TemplateRepository,
   type TemplateStatusOutcome,
   type TemplateWriteOutcome
 } from "@switchboard/core"
+import { TEMPLATE_COLUMNS, templateContentValues, type TemplateRow } from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
 import { countOf, NEWEST_FIRST, pageBounds } from "./rows.js"
-import { recordWebhookEvent } from "./webhooks.js"
-
-/**
- * Part of migration 10: `templates` takes Meta's eleven review statuses and
- * `rejected_reason` (Meta's reason, `NULL` when none). A CHECK cannot be altered in SQLite,
- * so the table is rebuilt the documented way (ALTER TABLE, "making other kinds of table
- * schema changes"): create the new table, copy every row, drop the old one, rename it,
- * recreate the index. Nothing references `templates` and no trigger or view reads it, so
- * foreign keys can stay on; the UNIQUE identity and the primary key come back with the
- * table (their automatic indexes are renamed with it), and the whole migration runs in
- * the migration transaction, so a failure leaves version 9 as it was.
- */
-export const TEMPLATES_WIDENED_MIGRATION = `
-  CREATE TABLE templates_v10 (
-    uuid TEXT PRIMARY KEY NOT NULL,
-    organization_id TEXT NOT NULL REFERENCES organizations (id),
-    name TEXT NOT NULL,
-    name_key TEXT NOT NULL,
-    language TEXT NOT NULL,
-    category TEXT NOT NULL CHECK (category IN ('MARKETING', 'UTILITY', 'AUTHENTICATION')),
-    status TEXT NOT NULL CHECK (status IN ('APPROVED', 'PENDING', 'REJECTED', 'PAUSED', 'DISABLED', 'IN_APPEAL',
-      'PENDING_DELETION', 'DELETED', 'FLAGGED', 'REINSTATED', 'LIMIT_EXCEEDED')),
-    rejected_reason TEXT,
-    components TEXT NOT NULL CHECK (json_valid(components)),
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    UNIQUE (organization_id, name_key, language)
-  ) STRICT;
-  INSERT INTO templates_v10 (uuid, organization_id, name, name_key, language, category, status, components,
-      created_at, updated_at)
-    SELECT uuid, organization_id, name, name_key, language, category, status, components, created_at, updated_at
-    FROM templates;
-  DROP TABLE templates;
-  ALTER TABLE templates_v10 RENAME TO templates;
-  CREATE INDEX templates_newest ON templates (organization_id, created_at DESC, uuid DESC);
-`
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.templates` on SQLite: table `templates` (migrations 3 and 10), `components`
@@ -60,7 +25,7 @@ export const TEMPLATES_WIDENED_MIGRATION = `
 export const templateRepository: RepositoryFactory<TemplateRepository> = (db, statements) => ({
   create: (organizationId, { uuid, content, now }) =>
     attempt("templates.create", (): TemplateWriteOutcome => {
-      const { changes } = statements.prepare(SQL.insert).run(uuid, organizationId, ...contentParams(content), now, now)
+      const { changes } = statements.prepare(SQL.insert).run(uuid, organizationId, ...templateContentValues(content), now, now)
       if (changes === 0) return { _tag: "NameTaken" }
       return { _tag: "Written", template: { uuid, ...content, rejected_reason: null, created_at: now, updated_at: now } }
     }),
@@ -72,7 +37,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db, st
         const owner = statements.prepare(SQL.identityOwner).get(organizationId, nameKey(content.name), content.language, id)
         if (owner !== undefined) return { _tag: "NameTaken" }
         const rejected_reason = content.status === "REJECTED" ? current.rejected_reason : null
-        statements.prepare(SQL.update).run(...contentParams(content), rejected_reason, now, organizationId, id)
+        statements.prepare(SQL.update).run(...templateContentValues(content), rejected_reason, now, organizationId, id)
         return { _tag: "Written", template: { uuid: id, ...content, rejected_reason, created_at: current.created_at, updated_at: now } }
       })
     ),
@@ -105,20 +70,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db, st
     )
 })
 
-/** A row of `templates` (every column but `organization_id` and `name_key`). */
-interface TemplateRow {
-  readonly uuid: string
-  readonly name: string
-  readonly language: string
-  readonly category: Template["category"]
-  readonly status: Template["status"]
-  readonly rejected_reason: string | null
-  readonly components: string
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-const COLUMNS = "uuid, name, language, category, status, rejected_reason, components, created_at, updated_at"
+const COLUMNS = TEMPLATE_COLUMNS
 
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
@@ -136,24 +88,10 @@ export const SQL = {
   count: "SELECT COUNT(*) AS count FROM templates WHERE organization_id = ?"
 } as const
 
-/** The content columns in `INSERT`/`UPDATE` order: name, name_key, language, category, status, components. */
-const contentParams = (content: TemplateContent) =>
-  [content.name, nameKey(content.name), content.language, content.category, content.status, JSON.stringify(content.components)] as const
-
 const find = (statements: Statements, sql: string, ...params: Array<unknown>): Template | undefined => {
   const row = statements.prepare<TemplateRow>(sql).get(...params)
   return row === undefined ? undefined : decodeTemplate(row)
 }
 
-/** A template record from its row; the casts are safe, every value was written from core's types. */
-const decodeTemplate = (row: TemplateRow): Template => ({
-  uuid: row.uuid as TemplateId,
-  name: row.name,
-  language: row.language,
-  category: row.category,
-  status: row.status,
-  rejected_reason: row.rejected_reason,
-  components: JSON.parse(row.components) as Template["components"],
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
+/** A template record from its row. */
+const decodeTemplate = decoders.template

@@ -1,4 +1,6 @@
-import type { OrganizationId, WebhookReject, WebhookRejectRepository } from "@switchboard/core"
+import type { WebhookRejectRepository } from "@switchboard/core"
+import { REJECT_COLUMNS, type RejectRow } from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
 
 /**
@@ -29,30 +31,7 @@ export const webhookRejectRepository: RepositoryFactory<WebhookRejectRepository>
   prune: (before) => attempt("webhookRejects.prune", () => statements.prepare(SQL.prune).run(before).changes)
 })
 
-/** The table and its indexes (migration 13). */
-export const WEBHOOK_REJECTS_MIGRATION = `
-  CREATE TABLE webhook_rejects (
-    id TEXT PRIMARY KEY NOT NULL,
-    received_at TEXT NOT NULL,
-    organization_id TEXT,
-    phone_number_id TEXT,
-    reason TEXT NOT NULL,
-    item TEXT NOT NULL
-  ) STRICT, WITHOUT ROWID;
-  CREATE INDEX webhook_rejects_newest ON webhook_rejects (received_at DESC, id DESC);
-  CREATE INDEX webhook_rejects_of_organization ON webhook_rejects (organization_id, received_at DESC, id DESC);
-`
-
-interface RejectRow {
-  readonly id: string
-  readonly received_at: string
-  readonly organization_id: string | null
-  readonly phone_number_id: string | null
-  readonly reason: string
-  readonly item: string
-}
-
-const COLUMNS = "id, received_at, organization_id, phone_number_id, reason, item"
+const COLUMNS = REJECT_COLUMNS
 
 const SQL = {
   // An id already stored is the same part delivered again: the first is kept.
@@ -62,11 +41,4 @@ const SQL = {
   prune: "DELETE FROM webhook_rejects WHERE received_at < ?"
 } as const
 
-const decodeReject = (row: RejectRow): WebhookReject => ({
-  id: row.id,
-  received_at: row.received_at,
-  organization_id: row.organization_id as OrganizationId | null,
-  phone_number_id: row.phone_number_id,
-  reason: row.reason,
-  item: JSON.parse(row.item) as unknown
-})
+const decodeReject = decoders.webhooks.reject

@@ -5,104 +5,25 @@ import type {
   ClaimedDelivery,
   OrganizationId,
   StoredWebhookEndpoint,
-  WebhookDeliveryAttempt,
-  WebhookDeliveryStatus,
-  WebhookEndpoint,
-  WebhookEndpointId,
   WebhookEndpointInsertOutcome,
-  WebhookEventType,
   WebhookRepository
 } from "@switchboard/core"
-import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import {
+  ATTEMPT_COLUMNS,
+  type AttemptRow,
+  type ClaimedRow,
+  decodeAttempt,
+  type EndpointRow,
+  eventsText
+} from "@switchboard/storage-sql"
+import { decoders } from "../dialect.js"
+import { attempt, type RepositoryFactory, snapshot, transaction } from "../internal/sql.js"
+import { EVENT_SQL, recordWebhookEvents } from "./webhookEvents.js"
 import { jsonArray } from "./rows.js"
-
-/**
- * Migration 11: outgoing webhooks (docs/webhooks.md, docs/storage.md "Outgoing webhook
- * events").
- * - `webhook_endpoints`: an organization's endpoints; `events` a JSON array of event types
- *   or `NULL` (every type), `secret_sealed` the sealed signing secret. The partial index
- *   `webhook_endpoints_enabled` makes the outbox's look-up of an organization's enabled
- *   endpoints one index probe, on every write that may record an event.
- * - `webhook_events`: the outbox's events, `data` the record as JSON text.
- * - `webhook_deliveries`: one per event and subscribed endpoint; `status`, the number of
- *   `attempts` recorded, `next_attempt_at` (`NULL` unless `pending`), and the claim's
- *   `lease` token and `lease_until`. `webhook_deliveries_due` (status, next_attempt_at)
- *   serves the claims.
- * - `webhook_attempts`: one per attempt; `webhook_attempts_newest` (endpoint_uuid,
- *   attempted_at DESC, id DESC) serves the endpoint's attempt list and its cursor.
- */
-export const WEBHOOKS_MIGRATION = `
-  CREATE TABLE webhook_endpoints (
-    uuid TEXT PRIMARY KEY NOT NULL,
-    organization_id TEXT NOT NULL REFERENCES organizations (id),
-    url TEXT NOT NULL,
-    events TEXT CHECK (events IS NULL OR json_valid(events)),
-    description TEXT,
-    enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
-    secret_sealed TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-  ) STRICT;
-  CREATE INDEX webhook_endpoints_newest ON webhook_endpoints (organization_id, created_at DESC, uuid DESC);
-  CREATE INDEX webhook_endpoints_enabled ON webhook_endpoints (organization_id) WHERE enabled = 1;
-
-  CREATE TABLE webhook_events (
-    id TEXT PRIMARY KEY NOT NULL,
-    organization_id TEXT NOT NULL REFERENCES organizations (id),
-    type TEXT NOT NULL,
-    data TEXT NOT NULL CHECK (json_valid(data)),
-    created_at TEXT NOT NULL
-  ) STRICT;
-
-  CREATE TABLE webhook_deliveries (
-    id TEXT PRIMARY KEY NOT NULL,
-    organization_id TEXT NOT NULL REFERENCES organizations (id),
-    endpoint_uuid TEXT NOT NULL REFERENCES webhook_endpoints (uuid),
-    event_id TEXT NOT NULL REFERENCES webhook_events (id),
-    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed', 'cancelled')),
-    attempts INTEGER NOT NULL CHECK (attempts >= 0),
-    next_attempt_at TEXT,
-    lease TEXT,
-    lease_until TEXT,
-    created_at TEXT NOT NULL
-  ) STRICT;
-  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at);
-  CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_uuid, status);
-  CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
-  CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);
-
-  CREATE TABLE webhook_attempts (
-    id TEXT PRIMARY KEY NOT NULL,
-    delivery_id TEXT NOT NULL REFERENCES webhook_deliveries (id),
-    endpoint_uuid TEXT NOT NULL,
-    event_id TEXT NOT NULL,
-    event_type TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status INTEGER,
-    error TEXT,
-    duration_ms REAL NOT NULL,
-    response_body TEXT,
-    attempted_at TEXT NOT NULL,
-    delivery_status TEXT NOT NULL CHECK (delivery_status IN ('pending', 'delivered', 'failed')),
-    next_attempt_at TEXT
-  ) STRICT;
-  CREATE INDEX webhook_attempts_newest ON webhook_attempts (endpoint_uuid, attempted_at DESC, id DESC);
-  CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id);
-`
-
-const ATTEMPT_COLUMNS =
-  "id, delivery_id, event_id, event_type, attempt, status, error, duration_ms, attempted_at, delivery_status, next_attempt_at"
 
 /** The statements of this repository and of the outbox (exported for the query-plan test). */
 export const SQL = {
-  // The outbox's one look-up: a probe of webhook_endpoints_enabled, then the few rows found.
-  subscribers: `SELECT uuid FROM webhook_endpoints
-    WHERE organization_id = ? AND enabled = 1
-      AND (events IS NULL OR EXISTS (SELECT 1 FROM json_each(events) WHERE value = ?))`,
-  insertEvent: "INSERT INTO webhook_events (id, organization_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
-  insertDelivery: `INSERT INTO webhook_deliveries
-      (id, organization_id, endpoint_uuid, event_id, status, attempts, next_attempt_at, lease, lease_until, created_at)
-    VALUES (?, ?, ?, ?, 'pending', 0, ?, NULL, NULL, ?)`,
+  ...EVENT_SQL,
   countEndpoints: "SELECT COUNT(*) AS count FROM webhook_endpoints WHERE organization_id = ?",
   insertEndpoint: `INSERT INTO webhook_endpoints
       (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
@@ -160,83 +81,8 @@ export const SQL = {
 } as const
 
 /**
- * The outbox of the SQLite store (the rules at the top of core's `WebhookRepository`):
- * finds the organization's enabled endpoints subscribed to `type` (one prepared statement,
- * one probe of an index) and, when there are any, inserts one event per element of
- * `records()` (`data` that record as JSON, `created_at` = `now`) and one `pending` delivery
- * per event and endpoint, due at `now`. Writes nothing and never calls `records` when there
- * is no such endpoint. Call it inside the write's `BEGIN IMMEDIATE` transaction, so the
- * events commit or roll back with the change; throws the driver's error.
- */
-export const recordWebhookEvents = (
-  statements: Statements,
-  organizationId: OrganizationId,
-  type: WebhookEventType,
-  now: string,
-  records: () => ReadonlyArray<unknown>
-): void => {
-  const endpoints = statements.prepare<string>(SQL.subscribers).pluck().all(organizationId, type)
-  if (endpoints.length === 0) return
-  const insertEvent = statements.prepare(SQL.insertEvent)
-  const insertDelivery = statements.prepare(SQL.insertDelivery)
-  for (const record of records()) {
-    const eventId = randomUUID()
-    insertEvent.run(eventId, organizationId, type, JSON.stringify(record), now)
-    for (const endpoint of endpoints) insertDelivery.run(randomUUID(), organizationId, endpoint, eventId, now, now)
-  }
-}
-
-/** {@link recordWebhookEvents} of one record. */
-export const recordWebhookEvent = (
-  statements: Statements,
-  organizationId: OrganizationId,
-  type: WebhookEventType,
-  now: string,
-  record: () => unknown
-): void => recordWebhookEvents(statements, organizationId, type, now, () => [record()])
-
-/** A row of `webhook_endpoints` (every column but `organization_id`); `events` as JSON text. */
-interface EndpointRow {
-  readonly uuid: string
-  readonly url: string
-  readonly events: string | null
-  readonly description: string | null
-  readonly enabled: number
-  readonly secret_sealed: string
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-/** A due delivery as `SQL.due` reads it. */
-interface DueRow {
-  readonly id: string
-  readonly organization_id: string
-  readonly endpoint_uuid: string
-  readonly attempts: number
-  readonly url: string
-  readonly secret_sealed: string
-  readonly event_id: string
-  readonly event_type: WebhookEventType
-  readonly event_created_at: string
-  readonly event_data: string
-}
-
-const decodeEndpoint = (row: EndpointRow): WebhookEndpoint => ({
-  uuid: row.uuid as WebhookEndpointId,
-  url: row.url,
-  events: row.events === null ? null : (JSON.parse(row.events) as Array<WebhookEventType>),
-  description: row.description,
-  enabled: row.enabled === 1,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const eventsText = (events: ReadonlyArray<WebhookEventType> | null): string | null =>
-  events === null ? null : JSON.stringify(events)
-
-/**
  * `Storage.webhooks` on SQLite: tables `webhook_endpoints`, `webhook_events`,
- * `webhook_deliveries` and `webhook_attempts` (migration 11, {@link WEBHOOKS_MIGRATION}).
+ * `webhook_deliveries` and `webhook_attempts` (migration 11, schema/delivery.ts).
  * Events are written by {@link recordWebhookEvents} inside the transactions of the writes
  * that cause them. Every write here is one `BEGIN IMMEDIATE` transaction: `claimDue` selects
  * the due deliveries and leases them under the write lock, so two connections or processes
@@ -276,12 +122,12 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
         })
       ),
     listEndpoints: (organizationId) =>
-      attempt("webhooks.listEndpoints", () => statements.prepare<EndpointRow>(SQL.listEndpoints).all(organizationId).map(decodeEndpoint)),
+      attempt("webhooks.listEndpoints", () => statements.prepare<EndpointRow>(SQL.listEndpoints).all(organizationId).map(decoders.webhooks.endpoint)),
     findEndpoint: (organizationId, id) =>
       attempt("webhooks.findEndpoint", () =>
         Option.map(
           Option.fromNullable(findRow(organizationId, id)),
-          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decodeEndpoint(row), secret_sealed: row.secret_sealed })
+          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decoders.webhooks.endpoint(row), secret_sealed: row.secret_sealed })
         )
       ),
     updateEndpoint: (organizationId, id, patch, now) =>
@@ -289,7 +135,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
         transaction(db, () => {
           const row = findRow(organizationId, id)
           if (row === undefined) return Option.none()
-          const current = decodeEndpoint(row)
+          const current = decoders.webhooks.endpoint(row)
           const { changed, endpoint: next } = applyEndpointPatch(current, patch, now)
           if (!changed) return Option.some(current)
           statements
@@ -305,7 +151,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
           const row = findRow(organizationId, id)
           if (row === undefined) return Option.none()
           statements.prepare(SQL.rotateSecret).run(secretSealed, now, organizationId, id)
-          return Option.some({ ...decodeEndpoint(row), updated_at: now })
+          return Option.some({ ...decoders.webhooks.endpoint(row), updated_at: now })
         })
       ),
     deleteEndpoint: (organizationId, id) =>
@@ -336,21 +182,12 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
         limit <= 0 || statements.prepare(SQL.anyDue).get(now, now) === undefined
           ? []
           : transaction(db, () => {
-              const rows = statements.prepare<DueRow>(SQL.due).all(now, now, limit)
+              const rows = statements.prepare<Omit<ClaimedRow, "lease">>(SQL.due).all(now, now, limit)
               const lease = statements.prepare(SQL.lease)
               return rows.map((row): ClaimedDelivery => {
                 const token = randomUUID()
                 lease.run(token, leaseUntil, row.id)
-                return {
-                  delivery_id: row.id,
-                  lease: token,
-                  organization_id: row.organization_id as OrganizationId,
-                  endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
-                  url: row.url,
-                  secret_sealed: row.secret_sealed,
-                  event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: JSON.parse(row.event_data) },
-                  attempt: row.attempts + 1
-                }
+                return decoders.webhooks.claimed(row, token)
               })
             })
       ),
@@ -401,20 +238,3 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
       )
   }
 }
-
-/** A row of `webhook_attempts` as the lists read it. */
-interface AttemptRow {
-  readonly id: string
-  readonly delivery_id: string
-  readonly event_id: string
-  readonly event_type: WebhookEventType
-  readonly attempt: number
-  readonly status: number | null
-  readonly error: string | null
-  readonly duration_ms: number
-  readonly attempted_at: string
-  readonly delivery_status: WebhookDeliveryStatus
-  readonly next_attempt_at: string | null
-}
-
-const decodeAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({ ...row })

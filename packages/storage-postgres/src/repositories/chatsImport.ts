@@ -1,0 +1,164 @@
+import type {
+  ChatId,
+  ChatImportEntry,
+  ChatImportOutcome,
+  ChatImportRequest,
+  ContactId,
+  NewMessage,
+  OrganizationId
+} from "@switchboard/core"
+import { newMessages } from "@switchboard/storage-sql"
+import type { Sql } from "../internal/sql.js"
+import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
+
+/**
+ * The body of `chats.importChats` (the admin import and `seed`, docs/import.md); run it inside
+ * one transaction holding the organization's lock. Checks every contact first
+ * (`ContactsNotFound` before any write, one query), then writes entry by entry:
+ * - a new chat is inserted with its final `last_message_at` and `last_message_uuid` already
+ *   set, so the triggers write its `chat_links` rows and search text once, then its
+ *   messages, in one multi-row `INSERT`;
+ * - an existing chat reads its messages' identities (direction, type, text, created_at)
+ *   through the `messages_by_chat` index, appends the others and updates the chat once.
+ * Rejects with the driver's error.
+ */
+export const importChats = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  request: ChatImportRequest
+): Promise<ChatImportOutcome> => {
+  const SQL = sqlOf(s)
+  const contactIds = request.chats.map((entry) => entry.contactId)
+  const found = new Set(
+    (await sql.rows<{ uuid: string }>(SQL.contacts, [organizationId, contactIds])).map((row) => row.uuid)
+  )
+  const missing: Array<ContactId> = contactIds.filter((id) => !found.has(id))
+  if (missing.length > 0) return { _tag: "ContactsNotFound", contactIds: missing }
+  const existing = new Map(
+    (await sql.rows<ExistingChatRow>(SQL.chatsOfContacts, [organizationId, contactIds])).map((row) => [row.contact_uuid, row])
+  )
+  const results: Array<ImportedChat> = []
+  for (const entry of request.chats) {
+    const chat = existing.get(entry.contactId)
+    results.push(
+      chat === undefined
+        ? await insertChat(sql, s, organizationId, entry)
+        : await updateChat(sql, s, organizationId, entry, chat, request.now)
+    )
+  }
+  return { _tag: "Imported", chats: results }
+}
+
+/** The stored state of a chat that an import may change. */
+interface ExistingChatRow {
+  readonly id: number
+  readonly uuid: string
+  readonly contact_uuid: string
+  readonly status: string
+  readonly assigned_to: string | null
+  readonly favorite: boolean
+  readonly unread_count: number
+  /** null without messages. */
+  readonly last_message_at: string | null
+  readonly last_message_uuid: string | null
+}
+
+const sqlOf = (s: string) =>
+  ({
+    contacts: `SELECT uuid FROM ${s}.contacts WHERE organization_id = $1 AND uuid = ANY($2::text[])`,
+    chatsOfContacts: `SELECT id, uuid, contact_uuid, status, assigned_to, favorite, unread_count,
+        NULLIF(last_message_at, '-infinity') AS last_message_at, last_message_uuid
+      FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = ANY($2::text[])`,
+    insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
+        last_message_at, last_message_uuid, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, '-infinity'), $9, $10, $11)`,
+    messageKeys: `SELECT direction, type, text, created_at FROM ${s}.messages WHERE chat_uuid = $1`,
+    updateChat: `UPDATE ${s}.chats SET status = $1, assigned_to = $2, favorite = $3, unread_count = $4,
+        last_message_at = COALESCE($5::timestamptz, '-infinity'), last_message_uuid = $6, updated_at = $7 WHERE id = $8`
+  }) as const
+
+type ImportedChat = Extract<ChatImportOutcome, { _tag: "Imported" }>["chats"][number]
+
+/** The identity of a message within its chat (the rule of `importChats`); instants compared as instants. */
+const messageKey = (message: { direction: string; type: string; text: string | null; created_at: string }): string =>
+  JSON.stringify([message.direction, message.type, message.text, new Date(message.created_at).toISOString()])
+
+
+/** The newest of `messages` (the later one on a tie) after the current last one, if any. */
+const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string | null; uuid: string | null }) =>
+  messages.reduce(
+    (last, message) =>
+      last.at === null || message.created_at >= last.at ? { at: message.created_at as string | null, uuid: message.uuid as string | null } : last,
+    current
+  )
+
+const insertChat = async (sql: Sql, s: string, organizationId: OrganizationId, entry: ChatImportEntry): Promise<ImportedChat> => {
+  const messages = newMessages(entry.messages, new Set(), messageKey)
+  const last = newestOf(messages, { at: null, uuid: null })
+  const { status = "open", assigned_to = null, favorite = false, unread_count = 0 } = entry.attributes
+  const updatedAt = last.at !== null && last.at > entry.created_at ? last.at : entry.created_at
+  await sql.run(sqlOf(s).insertChat, [
+    entry.chatId,
+    organizationId,
+    entry.contactId,
+    status,
+    assigned_to,
+    favorite,
+    unread_count,
+    last.at,
+    last.uuid,
+    entry.created_at,
+    updatedAt
+  ])
+  await insertMessages(sql, s, organizationId, entry.chatId, entry.contactId, messages)
+  return { uuid: entry.chatId, created: true, messagesAdded: messages.length }
+}
+
+const updateChat = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  entry: ChatImportEntry,
+  existing: ExistingChatRow,
+  now: string
+): Promise<ImportedChat> => {
+  const SQL = sqlOf(s)
+  const stored = await sql.rows<{ direction: string; type: string; text: string | null; created_at: string }>(SQL.messageKeys, [
+    existing.uuid
+  ])
+  const messages = newMessages(entry.messages, new Set(stored.map(messageKey)), messageKey)
+  const last = newestOf(messages, { at: existing.last_message_at, uuid: existing.last_message_uuid })
+  const { attributes } = entry
+  const next = {
+    status: attributes.status ?? existing.status,
+    assigned_to: attributes.assigned_to === undefined ? existing.assigned_to : attributes.assigned_to,
+    favorite: attributes.favorite ?? existing.favorite,
+    unread_count: attributes.unread_count ?? existing.unread_count
+  }
+  const changed = messages.length > 0 || (Object.keys(next) as Array<keyof typeof next>).some((key) => next[key] !== existing[key])
+  await insertMessages(sql, s, organizationId, existing.uuid, entry.contactId, messages)
+  if (changed) {
+    await sql.run(SQL.updateChat, [next.status, next.assigned_to, next.favorite, next.unread_count, last.at, last.uuid, now, existing.id])
+  }
+  return { uuid: existing.uuid as ChatId, created: false, messagesAdded: messages.length }
+}
+
+/** Rows per multi-row `INSERT` (19 parameters each, under PostgreSQL's 65 535). */
+const INSERT_BATCH = 1000
+
+const insertMessages = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  chatId: string,
+  contactId: string,
+  messages: ReadonlyArray<NewMessage>
+): Promise<void> => {
+  for (let start = 0; start < messages.length; start += INSERT_BATCH) {
+    const batch = messages.slice(start, start + INSERT_BATCH)
+    const values = batch.flatMap((message) => messageValues(message, chatId, contactId, organizationId))
+    const tuples = batch.map((_, row) => `(${Array.from({ length: 19 }, (_, n) => `$${row * 19 + n + 1}`).join(", ")})`)
+    await sql.run(`INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES ${tuples.join(", ")}`, values)
+  }
+}

@@ -1,0 +1,169 @@
+import {
+  type ClaimedMessage,
+  type OutboxClaimRequest,
+  pacingIntervalMs
+} from "@switchboard/core"
+import { type CandidateRow, claimedMessage, claimOrder } from "@switchboard/storage-sql"
+import type { Database, Sql } from "../internal/sql.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chatRows.js"
+import { iso } from "./outboxRows.js"
+
+// The claim of the send queue (the rules of `OutboxRepository.claim`), in one transaction.
+
+/** A due head as a claim reads it, with its channel. */
+interface ChannelCandidateRow extends CandidateRow {
+  readonly channel_uuid: string | null
+}
+
+const CANDIDATE_COLUMNS =
+  "uuid, organization_id, channel_uuid, recipient, send_class, expires_at, status, next_attempt_at, sequence, pair_rate_waits"
+
+/** The terms of a due head ($1: now ISO, $2: now epoch ms). */
+const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_until <= $2)"
+
+/** One channel's part of a claim: its pacing (none for no channel or an unknown one), its next slot and its candidates. */
+interface ChannelTurn {
+  readonly channelUuid: string | null
+  readonly intervalMs: number | null
+  readonly horizon: number
+  slot: number
+  reserved: boolean
+  readonly candidates: Array<ChannelCandidateRow>
+}
+
+/**
+ * Whether any head is due at `now` on a channel not paused (or on none), by one plain read:
+ * an idle dispatcher opens no transaction.
+ */
+export const anyDue = async (db: Database, now: number): Promise<boolean> =>
+  (await db.sql.row(
+    `SELECT 1 FROM ${db.schema}.messages AS m LEFT JOIN ${db.schema}.channels AS c ON c.uuid = m.channel_uuid
+      WHERE m.head AND m.next_attempt_at <= $1 AND (m.status = 'queued' OR m.lease_until <= $2)
+        AND c.status IS DISTINCT FROM 'paused' LIMIT 1`,
+    [iso(now), now]
+  )) !== undefined
+
+/** One range of a channel's due heads of one class, locked `FOR UPDATE SKIP LOCKED` (a CTE of {@link candidatesOf}). */
+const candidateRange = (schema: string, channelTerm: string, sendClass: string, expiredOnly: boolean, limit: string) =>
+  `SELECT ${CANDIDATE_COLUMNS} FROM ${schema}.messages
+    WHERE ${channelTerm} AND send_class = '${sendClass}' AND ${DUE} ${expiredOnly ? "AND expires_at <= $1" : ""}
+    ORDER BY next_attempt_at, sequence LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+
+/**
+ * A channel's due heads, in one statement: per class at most `limit`, and with
+ * `expiredLimit` > 0 also per class at most that many of the expired ones (claimed without
+ * a pacing slot), each range locked `FOR UPDATE SKIP LOCKED` (a head another transaction
+ * holds is passed over; one claimed since this statement's snapshot is re-checked and
+ * dropped). A head can come in two ranges: once per uuid in the answer.
+ */
+const candidatesOf = async (
+  sql: Sql,
+  schema: string,
+  channelUuid: string | null,
+  nowIso: string,
+  now: number,
+  limit: number,
+  expiredLimit: number
+): Promise<Array<ChannelCandidateRow>> => {
+  const channelTerm = `channel_uuid ${channelUuid === null ? "IS NULL AND $3::text IS NULL" : "= $3"}`
+  const rows = await sql.rows<ChannelCandidateRow>(
+    `WITH s AS (${candidateRange(schema, channelTerm, "single", false, "$4")}),
+      b AS (${candidateRange(schema, channelTerm, "broadcast", false, "$4")}),
+      se AS (${candidateRange(schema, channelTerm, "single", true, "$5")}),
+      be AS (${candidateRange(schema, channelTerm, "broadcast", true, "$5")})
+    SELECT * FROM s UNION ALL SELECT * FROM b UNION ALL SELECT * FROM se UNION ALL SELECT * FROM be`,
+    [nowIso, now, channelUuid, limit, expiredLimit]
+  )
+  const seen = new Set<string>()
+  return rows.filter((row) => !seen.has(row.uuid) && seen.add(row.uuid) !== undefined)
+}
+
+/**
+ * The body of `claim`, inside its transaction: the channels with due heads; the paced ones
+ * among them locked `FOR NO KEY UPDATE SKIP LOCKED` (a channel another claim holds is left
+ * to it: its pacing state is read and reserved under the lock, so slots are exact across
+ * processes); per channel its due heads in claim order (only the expired ones once its
+ * slots within the horizon are taken), locked `SKIP LOCKED`; then round-robin, one head per
+ * channel per turn, each reserving its slot; then one statement writing the claimed
+ * messages and the channels' `pacing_tat`. A claim is a fixed number of statements: two,
+ * one per channel with due heads, and the write (each a round trip that makes the claim's
+ * slots, reserved from its `now`, older when it returns).
+ */
+export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimRequest): Promise<Array<ClaimedMessage>> => {
+  const { limit, now } = request
+  const nowIso = iso(now)
+  // The channels with due heads: whether each exists, and the active ones locked
+  // FOR NO KEY UPDATE SKIP LOCKED (their pacing state read under the lock).
+  const waiting = await sql.rows<{
+    channel_uuid: string | null
+    known: boolean
+    locked: boolean
+    throughput_mps: number | null
+    pacing_tat: number | null
+  }>(
+    `WITH w AS (SELECT DISTINCT channel_uuid FROM ${schema}.messages WHERE ${DUE}),
+      l AS (SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels
+        WHERE uuid IN (SELECT channel_uuid FROM w) AND status = 'active' ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED)
+    SELECT w.channel_uuid, c.uuid IS NOT NULL AS known, l.uuid IS NOT NULL AS locked, l.throughput_mps, l.pacing_tat
+      FROM w LEFT JOIN ${schema}.channels AS c ON c.uuid = w.channel_uuid LEFT JOIN l ON l.uuid = w.channel_uuid`,
+    [nowIso, now]
+  )
+  const turns: Array<ChannelTurn> = []
+  for (const { channel_uuid: channelUuid, known, locked, throughput_mps, pacing_tat } of waiting) {
+    // A channel that exists but was not locked is paused or held by another claim.
+    if (channelUuid !== null && known && !locked) continue
+    const paced = channelUuid !== null && locked
+    const intervalMs = paced ? pacingIntervalMs(throughput_mps!) : null
+    const slot = paced ? Math.max(pacing_tat!, now) : now
+    const horizon = now + request.horizonMs
+    const slots = intervalMs === null ? limit : slot > horizon ? 0 : Math.floor((horizon - slot) / intervalMs) + 1
+    const candidates = await candidatesOf(sql, schema, channelUuid, nowIso, now, Math.min(limit, slots), slots < limit ? limit : 0)
+    if (candidates.length === 0) continue
+    candidates.sort(claimOrder)
+    turns.push({ channelUuid, intervalMs, horizon, slot, reserved: false, candidates })
+  }
+  // The channel whose first due head comes first in claim order takes the first turn.
+  turns.sort((a, b) => claimOrder(a.candidates[0]!, b.candidates[0]!))
+  const claimed: Array<{ row: CandidateRow; notBefore: number }> = []
+  let active = turns
+  while (claimed.length < limit && active.length > 0) {
+    const still: Array<ChannelTurn> = []
+    for (const turn of active) {
+      if (claimed.length >= limit) break
+      const noSlot = turn.intervalMs !== null && turn.slot > turn.horizon
+      const index = noSlot ? turn.candidates.findIndex((row) => row.expires_at <= nowIso) : 0
+      if (index < 0 || turn.candidates.length === 0) continue
+      const [row] = turn.candidates.splice(index, 1)
+      let notBefore = now
+      if (turn.intervalMs !== null && row!.expires_at > nowIso) {
+        notBefore = turn.slot
+        turn.slot += turn.intervalMs
+        turn.reserved = true
+      }
+      claimed.push({ row: row!, notBefore })
+      if (turn.candidates.length > 0) still.push(turn)
+    }
+    active = still
+  }
+  if (claimed.length === 0) return []
+  // One statement: the channels' pacing_tat (a data-modifying CTE always runs) and the claimed messages.
+  const reserved = turns.filter((turn) => turn.reserved)
+  const rows = await sql.rows<MessageRow>(
+    `WITH paced AS (
+        UPDATE ${schema}.channels AS c SET pacing_tat = r.tat FROM unnest($6::text[], $7::float8[]) AS r (uuid, tat)
+          WHERE c.uuid = r.uuid)
+    UPDATE ${schema}.messages SET status = 'sending', lease = $1, lease_until = $2, next_attempt_at = $3, updated_at = $4
+      WHERE uuid = ANY($5::text[]) RETURNING ${MESSAGE_COLUMNS}`,
+    [
+      request.lease,
+      request.leaseUntil,
+      iso(request.leaseUntil + request.settleMs),
+      nowIso,
+      claimed.map(({ row }) => row.uuid),
+      reserved.map((turn) => turn.channelUuid),
+      reserved.map((turn) => turn.slot)
+    ]
+  )
+  const byUuid = new Map(rows.map((row) => [row.uuid, row]))
+  return claimed.map(({ notBefore, row }) => claimedMessage(row, decodeMessage(byUuid.get(row.uuid)!), request, notBefore))
+}

@@ -1,0 +1,161 @@
+import {
+  type Message,
+  MESSAGE_STATUS_PREDECESSORS,
+  type MessageFailure,
+  type MessageStatus,
+  nextCooldownMs,
+  type OrganizationId,
+  type OutboxOutcome
+} from "@switchboard/core"
+import { jsonOrNull, queuedRowValues } from "@switchboard/storage-sql"
+import { outcomeRow } from "../dialect.js"
+import type { Sql } from "../internal/sql.js"
+import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
+import type { PacingRow } from "./outboxInsert.js"
+import { decodeMessage } from "./chatRows.js"
+import { applyPending, applyStatus } from "./messageStatus.js"
+import { QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
+
+export { ENDED } from "./outboxRows.js"
+
+// The send queue's moves of one message, inside the caller's transaction: a dispatcher's
+// outcome (`record`), a settlement from a status notification (`settle`), a hand retry or
+// cancel.
+
+/** The outbox message `id` of the organization, locked for the move (`FOR UPDATE`). */
+export const queuedRow = (sql: Sql, schema: string, organizationId: string, id: string): Promise<QueuedRow | undefined> =>
+  sql.row<QueuedRow>(
+    `SELECT ${QUEUED_COLUMNS} FROM ${schema}.messages WHERE organization_id = $1 AND uuid = $2 AND recipient IS NOT NULL
+      FOR UPDATE`,
+    [organizationId, id]
+  )
+
+/** The message `id` while `lease` holds it (`sending`, the token matching), locked for the outcome. */
+export const leasedRow = (sql: Sql, schema: string, id: string, lease: string): Promise<QueuedRow | undefined> =>
+  sql.row<QueuedRow>(
+    `SELECT ${QUEUED_COLUMNS} FROM ${schema}.messages WHERE uuid = $1 AND lease = $2 AND status = 'sending'
+      AND recipient IS NOT NULL FOR UPDATE`,
+    [id, lease]
+  )
+
+/** Writes every field of `row` that a move of the send queue changes; returns it. */
+export const writeRow = async (sql: Sql, schema: string, row: QueuedRow): Promise<QueuedRow> => {
+  await sql.run(
+    `UPDATE ${schema}.messages SET status = $1, provider_message_id = $2, failure = $3::json, attempts = $4,
+        next_attempt_at = $5, expires_at = $6, pair_rate_waits = $7, lease = $8, lease_until = $9, updated_at = $10
+      WHERE uuid = $11`,
+    queuedRowValues(row, jsonOrNull(row.failure))
+  )
+  return row
+}
+
+/** The body of `record`, inside its transaction, for a message `lease` still holds. */
+export const recordOutcome = async (
+  sql: Sql,
+  schema: string,
+  row: QueuedRow,
+  outcome: OutboxOutcome,
+  now: string
+): Promise<Message> => {
+  const organizationId = row.organization_id as OrganizationId
+  const nowMillis = Date.parse(now)
+  const channelUuid = row.channel_uuid
+  const statusEvent = (message: Message) =>
+    recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
+  switch (outcome._tag) {
+    case "Sent": {
+      const sent = await writeRow(sql, schema, outcomeRow(row, outcome, now))
+      const final =
+        outcome.provider_message_id === null
+          ? sent
+          : (await applyPending(sql, schema, organizationId, sent, outcome.provider_message_id, now)).row
+      if (channelUuid !== null) {
+        await sql.run(`UPDATE ${schema}.channels SET cooldown_ms = 0 WHERE uuid = $1 AND cooldown_ms <> 0`, [channelUuid])
+      }
+      const message = decodeMessage(final)
+      await statusEvent(message)
+      return message
+    }
+    case "Failed": {
+      const message = decodeMessage(
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
+      )
+      await statusEvent(message)
+      return message
+    }
+    case "Requeued": {
+      const message = decodeMessage(
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
+      )
+      if (outcome.throttled && channelUuid !== null) {
+        const pacing = await sql.row<PacingRow>(
+          `SELECT status, throughput_mps, pacing_tat, cooldown_ms FROM ${schema}.channels WHERE uuid = $1 FOR NO KEY UPDATE`,
+          [channelUuid]
+        )
+        if (pacing !== undefined) {
+          const cooldownMs = nextCooldownMs(pacing.cooldown_ms)
+          await sql.run(`UPDATE ${schema}.channels SET cooldown_ms = $1, pacing_tat = $2 WHERE uuid = $3`, [
+            cooldownMs,
+            Math.max(pacing.pacing_tat, nowMillis + cooldownMs),
+            channelUuid
+          ])
+        }
+      }
+      if (outcome.attempts > 0) await statusEvent(message)
+      return message
+    }
+    case "Unknown":
+      return decodeMessage(
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
+      )
+    case "Paused": {
+      const message = decodeMessage(
+        await writeRow(sql, schema, outcomeRow(row, outcome, now))
+      )
+      if (channelUuid !== null) {
+        const paused = await sql.row<ChannelRow>(
+          `UPDATE ${schema}.channels SET status = 'paused', paused_reason = $1::json, paused_at = $2, updated_at = $2
+            WHERE uuid = $3 AND status = 'active' RETURNING ${CHANNEL_COLUMNS}`,
+          [JSON.stringify(outcome.reason), now, channelUuid]
+        )
+        if (paused !== undefined) {
+          const channel = decodeChannel(paused)
+          await recordWebhookEvent(sql, schema, organizationId, "channel.paused", now, () => channel)
+        }
+      }
+      return message
+    }
+  }
+}
+
+/** The body of `settle`, inside its transaction, for an outbox message of the organization. */
+export const settleMessage = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId,
+  row: QueuedRow,
+  settlement: {
+    readonly provider_message_id: string
+    readonly status: MessageStatus
+    readonly failure?: MessageFailure | undefined
+    readonly now: string
+  }
+): Promise<{ readonly message: Message; readonly changed: boolean }> => {
+  const recordsId = row.provider_message_id === null
+  const written = await applyStatus(sql, schema, row, {
+    status: settlement.status,
+    from: MESSAGE_STATUS_PREDECESSORS[settlement.status],
+    failure: settlement.failure,
+    provider_message_id: recordsId ? settlement.provider_message_id : undefined,
+    now: settlement.now
+  })
+  const final = recordsId
+    ? await applyPending(sql, schema, organizationId, written.row, settlement.provider_message_id, settlement.now)
+    : { row: written.row, changed: false }
+  const message = decodeMessage(final.row)
+  if (final.row.status !== row.status) {
+    await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", settlement.now, () => message)
+  }
+  return { message, changed: written.changed || final.changed }
+}

@@ -1,0 +1,86 @@
+import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure, type OrganizationId, type OutboxPlacement, pacingIntervalMs } from "@switchboard/core"
+import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
+import type { Statements } from "../internal/sql.js"
+import { decodeMessage, type MessageRow } from "./chatRows.js"
+import { type PacingRow, SQL } from "./outboxRows.js"
+import { recordWebhookEvents } from "./webhookEvents.js"
+
+// How messages enter the send queue and how the store fails waiting ones itself (a deleted
+// channel, an ended broadcast), inside the transactions of the writes that cause them.
+
+/**
+ * Inserts `message` (its chat and contact set) in the send queue with the dispatch state of
+ * `placement`, inside `appendMessage`'s transaction (the rules of `OutboxPlacement`):
+ * claimed at once (`sending` under the placement's lease; a pacing slot at `now` reserved
+ * unless `bypass`) when it may go now, else `queued` — due at `now` when never to be
+ * claimed here, else at its channel's next pacing slot; the head of its lane when no other
+ * message waits there. Returns the message as stored.
+ */
+export const insertOutboxMessage = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  message: Message,
+  placement: OutboxPlacement,
+  now: string
+): Message => {
+  const nowMillis = Date.parse(now)
+  const channelUuid = message.channel_uuid
+  const pacing =
+    channelUuid === null ? undefined : statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)
+  const slot = pacing === undefined ? nowMillis : Math.max(pacing.pacing_tat, nowMillis)
+  const claim = placement.claim
+  const head = statements.prepare(SQL.laneWaits).get(organizationId, channelUuid, placement.to, placement.class) === undefined
+  const claimed = claim !== null && (claim.bypass || (pacing?.status !== "paused" && slot === nowMillis && head))
+  if (claimed && !claim.bypass && pacing !== undefined) {
+    statements.prepare(SQL.reservePacing).run(nowMillis + pacingIntervalMs(pacing.throughput_mps), channelUuid)
+  }
+  const { sequence } = statements.prepare<{ sequence: number }>(SQL.nextSequence).get()!
+  const stored = placedMessage(message, claim, claimed, now, slot)
+  statements.prepare(SQL.insert).run(...queuedInsertValues(stored, organizationId, placement, sequence, claimed ? claim : null, head ? 1 : 0))
+  return stored
+}
+
+/**
+ * Fails the waiting send-queue messages of a channel being deleted with
+ * `CHANNEL_REMOVED_FAILURE` at `now`, each with its `message.status_updated` event, inside
+ * `channels.delete`'s transaction.
+ */
+export const failChannelMessages = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  channelId: string,
+  now: string
+): void => failMessages(statements, organizationId, SQL.failChannel, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+
+/**
+ * Fails the `queued` send-queue messages of a broadcast being cancelled or stopped with
+ * `failure` at `now` (those already `sending` finish their attempt), each with its
+ * `message.status_updated` event, inside the transaction of `broadcasts.cancel` or
+ * `broadcasts.stop` (broadcasts.ts).
+ */
+export const failQueuedBroadcastMessages = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  broadcastId: string,
+  failure: MessageFailure,
+  now: string
+): void => failMessages(statements, organizationId, SQL.failBroadcastQueued, failure, now, broadcastId, organizationId)
+
+/**
+ * Runs `sql`, an `UPDATE … SET ${FAILED_BY_STORE} … RETURNING` of messages, with the failure,
+ * `now` and then `where`, and writes one `message.status_updated` event per message it
+ * failed.
+ */
+const failMessages = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  sql: string,
+  failure: MessageFailure,
+  now: string,
+  ...where: ReadonlyArray<string>
+): void => {
+  const rows = statements.prepare<MessageRow>(sql).all(JSON.stringify(failure), now, ...where)
+  if (rows.length > 0) {
+    recordWebhookEvents(statements, organizationId, "message.status_updated", now, () => rows.map(decodeMessage))
+  }
+}
