@@ -40,6 +40,8 @@ export * from "./random/SecureRandom.js"
 
 // The storage port
 export * from "./storage/BasicReplyRepository.js"
+export * from "./storage/BlobStore.js"
+export * from "./storage/blobSupport.js"
 export * from "./storage/BroadcastRepository.js"
 export * from "./storage/ChannelRepository.js"
 export * from "./storage/ChatRepository.js"
@@ -57,7 +59,9 @@ export * from "./storage/TemplateRepository.js"
 export * from "./storage/WebhookRejectRepository.js"
 export * from "./storage/WebhookRepository.js"
 
-// The in-memory adapter
+// The in-memory adapter, and the file-system blob store
+export * as FileBlobStore from "./files/FileBlobStore.js"
+export * as MemoryBlobStore from "./memory/MemoryBlobStore.js"
 export * as MemoryRateLimitStore from "./memory/MemoryRateLimitStore.js"
 export * as MemoryStorage from "./memory/MemoryStorage.js"
 

@@ -13,6 +13,7 @@ const floors: Record<string, number> = {
   random: 2,
   storage: 3,
   memory: 4,
+  files: 4,
   dispatch: 4.5,
   metrics: 4.5,
   common: 5,

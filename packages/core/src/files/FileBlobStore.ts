@@ -1,0 +1,159 @@
+import { randomUUID } from "node:crypto"
+import { createWriteStream } from "node:fs"
+import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { pipeline } from "node:stream/promises"
+import { Effect, Layer } from "effect"
+import { BlobNotFound, BlobStore, BlobStoreError, type BlobStoreService } from "../storage/BlobStore.js"
+import { blobKeyProblem, measuredSource, putFailure } from "../storage/blobSupport.js"
+
+/**
+ * Options of the file-system blob store:
+ * - `directory`: where the blobs live, one file per key at `<directory>/<key>` (created when
+ *   missing); the standalone server's `MEDIA_DIR`;
+ * - `partialMaxAgeMs`: partial files of `put`s older than this are removed when the store
+ *   starts (left by a process that stopped mid-write; default 86 400 000, a day, so that a
+ *   write of another process sharing the directory is never removed).
+ *
+ * @category storage
+ */
+export interface FileBlobStoreOptions {
+  readonly directory: string
+  readonly partialMaxAgeMs?: number
+}
+
+/** The directory of partial files under the store's own, not a key (keys never start with a dot). */
+const PARTIAL = ".partial"
+const DAY_MS = 86_400_000
+
+const isMissing = (cause: unknown): boolean => (cause as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
+
+/**
+ * Builds a file-system blob store (docs/media.md "Blob stores"). A `put` streams into a
+ * partial file under `<directory>/.partial/`, flushed to disk, then renamed onto the key's
+ * path: readers see the whole blob or none, and a process stopped mid-write leaves no half
+ * file under any key. `move` is a rename. Fails with {@link BlobStoreError} (operation
+ * `"blobs.open"`) when the directory cannot be created.
+ *
+ * @category constructors
+ */
+export const make = (options: FileBlobStoreOptions): Effect.Effect<BlobStoreService, BlobStoreError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const partials = join(options.directory, PARTIAL)
+      await mkdir(partials, { recursive: true })
+      await removeOldPartials(partials, options.partialMaxAgeMs ?? DAY_MS)
+      return service(options.directory, partials)
+    },
+    catch: (cause) => new BlobStoreError({ operation: "blobs.open", cause })
+  })
+
+const removeOldPartials = async (partials: string, maxAgeMs: number): Promise<void> => {
+  const before = Date.now() - maxAgeMs
+  for (const name of await readdir(partials)) {
+    const path = join(partials, name)
+    const stats = await stat(path).catch(() => undefined)
+    if (stats !== undefined && stats.mtimeMs < before) await rm(path, { force: true })
+  }
+}
+
+const service = (directory: string, partials: string): BlobStoreService => {
+  const pathOf = (key: string) => join(directory, ...key.split("/"))
+
+  /** Runs `body` when every key is a blob key; a rejection becomes `failure(cause)`. */
+  const call = <A, E>(
+    operation: string,
+    keys: ReadonlyArray<string>,
+    body: () => Promise<A>,
+    failure: (cause: unknown) => E | BlobStoreError = (cause) => new BlobStoreError({ operation, cause })
+  ): Effect.Effect<A, E | BlobStoreError> => {
+    for (const key of keys) {
+      const problem = blobKeyProblem(operation, key)
+      if (problem !== undefined) return Effect.fail(problem)
+    }
+    return Effect.tryPromise({ try: body, catch: failure })
+  }
+
+  return {
+    put: (key, source, options) =>
+      call(
+        "blobs.put",
+        [key],
+        async () => {
+          const partial = join(partials, randomUUID())
+          const measured = measuredSource(source, options?.maxBytes)
+          try {
+            await pipeline(measured.bytes, createWriteStream(partial, { flags: "wx", flush: true }))
+            const target = pathOf(key)
+            await mkdir(dirname(target), { recursive: true })
+            await rename(partial, target)
+          } catch (cause) {
+            await rm(partial, { force: true })
+            throw cause
+          }
+          return measured.written()
+        },
+        (cause) => putFailure("blobs.put", cause)
+      ),
+    get: (key, options) =>
+      call(
+        "blobs.get",
+        [key],
+        async () => {
+          // Opened first: a delete or a replacement after this point does not change the bytes read.
+          const handle = await open(pathOf(key), "r")
+          try {
+            const stats = await handle.stat()
+            if (!stats.isFile()) throw Object.assign(new Error(`Not a file: ${key}`), { code: "ENOENT" })
+            const size = stats.size
+            const range = options?.range
+            const stream = handle.createReadStream(range === undefined ? {} : { start: range.start, end: range.end })
+            return { size, length: range === undefined ? size : range.end - range.start + 1, stream }
+          } catch (cause) {
+            await handle.close()
+            throw cause
+          }
+        },
+        (cause) => (isMissing(cause) ? new BlobNotFound({ key }) : new BlobStoreError({ operation: "blobs.get", cause }))
+      ),
+    head: (key) =>
+      call("blobs.head", [key], async () => {
+        try {
+          const stats = await stat(pathOf(key))
+          return stats.isFile() ? { size: stats.size } : undefined
+        } catch (cause) {
+          if (isMissing(cause)) return undefined
+          throw cause
+        }
+      }),
+    delete: (key) =>
+      call("blobs.delete", [key], async () => {
+        await unlink(pathOf(key)).catch((cause: unknown) => {
+          if (!isMissing(cause)) throw cause
+        })
+      }),
+    move: (from, to) =>
+      call(
+        "blobs.move",
+        [from, to],
+        async () => {
+          await stat(pathOf(from))
+          await mkdir(dirname(pathOf(to)), { recursive: true })
+          await rename(pathOf(from), pathOf(to))
+        },
+        (cause) => (isMissing(cause) ? new BlobNotFound({ key: from }) : new BlobStoreError({ operation: "blobs.move", cause }))
+      )
+  }
+}
+
+/**
+ * A Layer of a file-system {@link BlobStore} over `options.directory` (see {@link make}).
+ *
+ * @category layers
+ * @example
+ * import { FileBlobStore } from "@switchboard/core"
+ *
+ * const BlobStoreLive = FileBlobStore.layer({ directory: "./data/media" })
+ */
+export const layer = (options: FileBlobStoreOptions): Layer.Layer<BlobStore, BlobStoreError> =>
+  Layer.effect(BlobStore, make(options))
