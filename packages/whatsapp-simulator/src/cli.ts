@@ -10,10 +10,13 @@
  * Every command prints JSON lines on stdout; errors go to stderr with a non-zero exit.
  * Secrets are read from environment variables only (never options), and never printed.
  */
-import { readFileSync } from "node:fs"
+import { createReadStream, readFileSync } from "node:fs"
+import { basename } from "node:path"
+import { Readable } from "node:stream"
 import { Command, Option } from "commander"
 import { publicNumber } from "./control.js"
-import { buildInboundContent, inboundOptions } from "./cliInbound.js"
+import { buildInboundContent, inboundMimeType, inboundOptions } from "./cliInbound.js"
+import type { SimulatedMedia } from "./media.js"
 import { httpUrl, integer } from "./cliParsers.js"
 import { DEFAULT_NUMBER, digitsOf, inboundMessagePayload, newWamid, type SimulatedNumber, templateStatusPayload } from "./payloads.js"
 import type { SimulatorSettings } from "./settings.js"
@@ -87,12 +90,16 @@ inboundOptions(
   program.command("inbound").description("post a signed customer message (any type) to a webhook URL, as Meta does")
 ).action(async (options: InboundOptions, command: Command) => {
   const secret = requireSecret(options.appSecretEnv, command)
+  const isMedia = ["image", "audio", "video", "document", "sticker"].includes(options.type)
+  if (options.file !== undefined && !isMedia) return command.error(`error: --file is for a media type (image, audio, video, document, sticker), not ${options.type}`)
+  const media = options.file === undefined ? undefined : await registerFile(options, command)
   let message
   try {
-    message = buildInboundContent(options)
+    message = buildInboundContent(media === undefined ? options : { ...options, mediaId: media.id, mimeType: media.mime_type })
   } catch (error) {
     return command.error(`error: ${(error as Error).message}`)
   }
+  if (media !== undefined) message = { ...message, [options.type]: { ...(message[options.type] as object), sha256: media.sha256_base64 } }
   const number = { phone_number_id: options.phoneNumberId, display_phone_number: options.displayPhoneNumber, waba_id: options.wabaId }
   const id = newWamid()
   const payload = inboundMessagePayload({ number, from: options.from, profile_name: options.name, message, id })
@@ -236,6 +243,26 @@ const parseOrText = (text: string): unknown => {
 }
 
 /** Calls the control API of the simulator at `base`; a refusal or an unreachable simulator ends the command. */
+/**
+ * Hands `--file` to the running simulator (`POST /_simulator/media`, streamed), which then
+ * serves it as the media of the message; exits with an error when it cannot.
+ */
+const registerFile = async (options: InboundOptions, command: Command): Promise<SimulatedMedia> => {
+  const file = options.file!
+  const query = new URLSearchParams({ mime_type: inboundMimeType(options), filename: basename(file), phone_number_id: options.phoneNumberId })
+  const url = `${options.simulator!.replace(/\/+$/, "")}/_simulator/media?${query.toString()}`
+  const response = await fetch(url, {
+    method: "POST",
+    body: Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>,
+    duplex: "half"
+  } as RequestInit).catch((error: Error) =>
+    command.error(`error: --file could not be handed to the simulator at ${options.simulator} (${error.message})`)
+  )
+  const body = parseOrText(await response.text()) as { media?: SimulatedMedia }
+  if (!response.ok || body.media === undefined) command.error(`error: ${url} answered HTTP ${response.status}: ${JSON.stringify(body)}`)
+  return body.media!
+}
+
 const control = async (base: string, method: string, path: string, command: Command): Promise<unknown> => {
   const url = `${base.replace(/\/+$/, "")}/_simulator${path}`
   const response = await fetch(url, { method }).catch((error: Error) =>

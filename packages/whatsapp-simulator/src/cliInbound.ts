@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander"
 import { coordinate, httpUrl, phone } from "./cliParsers.js"
+import { newMediaId } from "./media.js"
 import {
   buttonMessage,
   contactsMessage,
@@ -17,6 +18,8 @@ export interface InboundContentOptions {
   type: string
   text?: string
   mediaId?: string
+  file?: string
+  simulator?: string
   mimeType?: string
   caption?: string
   filename?: string
@@ -55,8 +58,10 @@ export const inboundOptions = (command: Command): Command =>
     .addOption(new Option("--waba-id <id>", "its WhatsApp Business Account id").env("SIMULATOR_WABA_ID").default(DEFAULT_NUMBER.waba_id))
     .addOption(new Option("--type <type>", "what the customer sent").choices(TYPES).default("text"))
     .option("--text <text>", "text: the body; button: the button's text")
-    .option("--media-id <id>", "image, audio, video, document, sticker: the media id")
-    .option("--mime-type <type>", "the media's mime type")
+    .option("--media-id <id>", "image, audio, video, document, sticker: the media id (default: a new one, or --file's)")
+    .option("--file <path>", "image, audio, video, document, sticker: a file the running simulator (--simulator) serves as the media")
+    .addOption(new Option("--simulator <url>", "with --file: the running simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator")))
+    .option("--mime-type <type>", "the media's mime type (default: by --file's extension, else the type's usual one)")
     .option("--caption <caption>", "the media's caption")
     .option("--filename <name>", "a document's file name")
     .option("--latitude <degrees>", "location: latitude", coordinate("--latitude"))
@@ -73,6 +78,49 @@ export const inboundOptions = (command: Command): Command =>
     .option("--contact-phone <phone>", "contacts: the shared contact's phone")
     .option("--context-id <wamid>", "the message this one replies to")
     .option("--message-json <json>", 'any other message: the whole {type, <type>: {...}} object, e.g. {"type":"order","order":{...}}')
+
+/** The usual MIME type of each media type, when neither `--mime-type` nor a known extension says. */
+const DEFAULT_MIME: Readonly<Record<string, string>> = {
+  image: "image/jpeg",
+  audio: "audio/ogg",
+  video: "video/mp4",
+  document: "application/pdf",
+  sticker: "image/webp"
+}
+
+/** MIME types by file extension, for `--file`. */
+const MIME_BY_EXTENSION: Readonly<Record<string, string>> = {
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+  mp4: "video/mp4",
+  "3gp": "video/3gpp",
+  aac: "audio/aac",
+  amr: "audio/amr",
+  mp3: "audio/mpeg",
+  m4a: "audio/mp4",
+  ogg: "audio/ogg",
+  opus: "audio/ogg",
+  txt: "text/plain",
+  pdf: "application/pdf",
+  doc: "application/msword",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xls: "application/vnd.ms-excel",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  ppt: "application/vnd.ms-powerpoint",
+  pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+}
+
+/**
+ * The MIME type of an inbound media message: `--mime-type`, else `--file`'s extension's,
+ * else the type's usual one (image/jpeg, audio/ogg, video/mp4, application/pdf, image/webp).
+ */
+export const inboundMimeType = (options: Pick<InboundContentOptions, "type" | "mimeType" | "file">): string =>
+  options.mimeType ??
+  (options.file === undefined ? undefined : MIME_BY_EXTENSION[options.file.split(".").pop()?.toLowerCase() ?? ""]) ??
+  DEFAULT_MIME[options.type] ??
+  "application/octet-stream"
 
 /** The message the options describe; throws an `Error` naming the missing option. */
 export const buildInboundContent = (options: InboundContentOptions): InboundContent => {
@@ -95,8 +143,8 @@ const byType = (options: InboundContentOptions): InboundContent => {
     case "document":
     case "sticker":
       return mediaMessage(options.type, {
-        id: need("mediaId", "--media-id"),
-        mime_type: need("mimeType", "--mime-type"),
+        id: options.mediaId ?? newMediaId(),
+        mime_type: inboundMimeType(options),
         ...(options.caption === undefined ? {} : { caption: options.caption }),
         ...(options.filename === undefined ? {} : { filename: options.filename })
       })

@@ -1,3 +1,4 @@
+import type { SimulatedMedia } from "./media.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
 import type { Notification, Received } from "./records.js"
 import type { Answer, Route, ShareRule } from "./script.js"
@@ -33,6 +34,15 @@ export interface SimulatorClient {
     readonly message: InboundContent
     readonly phone_number_id?: string
   }) => Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
+  /** Keeps a customer's file (`POST /_simulator/media`): its id for an inbound message's media. */
+  readonly registerMedia: (
+    bytes: Uint8Array,
+    options: { readonly mime_type: string; readonly filename?: string; readonly phone_number_id?: string }
+  ) => Promise<SimulatedMedia>
+  /** Every media the simulator holds (registered and uploaded). */
+  readonly media: () => Promise<ReadonlyArray<SimulatedMedia>>
+  /** The bytes of a media (an upload a send referred to, say). */
+  readonly mediaContent: (id: string) => Promise<Buffer>
   readonly reset: () => Promise<void>
 }
 
@@ -75,6 +85,19 @@ export const connectSimulator = (url: string): SimulatorClient => {
     configure: (settings) => call("PUT", "/settings", settings).then(none),
     addNumber: (number) => call("POST", "/numbers", number).then(none),
     postInbound: (options) => call("POST", "/inbound", options),
+    registerMedia: async (bytes, options) => {
+      const query = new URLSearchParams(Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined))
+      const response = await fetch(`${base}/media?${query.toString()}`, { method: "POST", body: bytes })
+      const answer = (await response.json().catch(() => ({}))) as { media?: SimulatedMedia; error?: { message?: string } }
+      if (!response.ok || answer.media === undefined) throw new Error(answer.error?.message ?? `the simulator answered HTTP ${response.status}`)
+      return answer.media
+    },
+    media: async () => (await call<{ media: ReadonlyArray<SimulatedMedia> }>("GET", "/media")).media,
+    mediaContent: async (id) => {
+      const response = await fetch(`${base}/media/${encodeURIComponent(id)}/content`)
+      if (!response.ok) throw new Error(`the simulator answered HTTP ${response.status} for media ${id}`)
+      return Buffer.from(await response.arrayBuffer())
+    },
     reset: () => call("POST", "/reset").then(none)
   }
 }

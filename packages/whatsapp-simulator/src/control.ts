@@ -1,8 +1,10 @@
-import type { ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { pipeline } from "node:stream/promises"
 import type { GraphRequest } from "./graph.js"
+import type { MediaLibrary, SimulatedMedia } from "./media.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
 import type { Notification, Received } from "./records.js"
-import type { Answer, Route, Script, ShareRule } from "./script.js"
+import { type Answer, type Route, ROUTES, type Script, type ShareRule } from "./script.js"
 import type { SimulatorSettings } from "./settings.js"
 import type { WebhookDelivery } from "./webhook.js"
 
@@ -23,10 +25,21 @@ import type { WebhookDelivery } from "./webhook.js"
  * - `PUT|DELETE /_simulator/share` (PUT body: `{fraction, seed, answer}`)
  * - `PUT /_simulator/default` (body: an {@link Answer}, e.g. `{delay_ms: 200}`)
  * - `POST /_simulator/inbound` `{from, profile_name, message, phone_number_id?}` → `{id, delivery}`
+ * - `POST /_simulator/media?mime_type=&filename=&phone_number_id=` with the file's bytes as
+ *   the body (streamed, at most 100 MiB) → `{media}`: a customer's file, its `id` for an
+ *   inbound message's media (`sha256_base64` is what the message's `sha256` carries)
+ * - `GET /_simulator/media` → `{media: SimulatedMedia[]}`; `GET /_simulator/media/{id}` →
+ *   `{media}`; `GET /_simulator/media/{id}/content` → the bytes (what a send referred to)
  * - `POST /_simulator/reset` → `{reset: true}`
  */
-export const handleControl = async (simulator: ControlledSimulator, request: GraphRequest, res: ServerResponse): Promise<void> => {
+export const handleControl = async (
+  simulator: ControlledSimulator,
+  request: GraphRequest,
+  req: IncomingMessage,
+  res: ServerResponse
+): Promise<void> => {
   try {
+    if (await mediaRoute(simulator, request, req, res)) return
     const answer = await route(simulator, request)
     if (answer === undefined) return write(res, 404, { error: { message: `no control route ${request.method} ${request.path}` } })
     write(res, 200, answer)
@@ -48,6 +61,13 @@ export interface ControlledSimulator {
   numbers(): ReadonlyArray<SimulatedNumber>
   addNumber(number: SimulatedNumber): void
   configure(settings: Partial<SimulatorSettings>): SimulatorSettings
+  readonly media: MediaLibrary
+  registerMedia(options: {
+    readonly mime_type: string
+    readonly source?: AsyncIterable<Uint8Array>
+    readonly filename?: string
+    readonly phone_number_id?: string
+  }): Promise<SimulatedMedia>
   postInbound(options: {
     readonly from: string
     readonly profile_name: string
@@ -86,7 +106,7 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
       const fields = object(body, "the script")
       if (!Array.isArray(fields.answers)) throw new TypeError("answers must be a list of answers")
       const scriptedRoute = (fields.route ?? "messages") as Route
-      if (scriptedRoute !== "messages" && scriptedRoute !== "lookup") throw new TypeError('route must be "messages" or "lookup"')
+      if (!ROUTES.includes(scriptedRoute)) throw new TypeError(`route must be one of ${ROUTES.join(", ")}`)
       simulator.script.enqueue(fields.answers as Array<Answer>, scriptedRoute)
       return { pending: simulator.script.pending(scriptedRoute) }
     }
@@ -120,6 +140,44 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
     default:
       return undefined
   }
+}
+
+/**
+ * The control API's media routes, which answer bytes or read them streamed; `false` for any
+ * other path.
+ */
+const mediaRoute = async (simulator: ControlledSimulator, request: GraphRequest, req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+  const match = /^\/_simulator\/media(?:\/([^/]+)(\/content)?)?$/.exec(request.path)
+  if (match === null) return false
+  const [, id, content] = match
+  if (request.method === "POST" && id === undefined) {
+    const text = (name: string) => request.query.get(name) ?? undefined
+    const media = await simulator.registerMedia({
+      mime_type: text("mime_type") ?? req.headers["content-type"] ?? "",
+      source: req,
+      ...(text("filename") === undefined ? {} : { filename: text("filename")! }),
+      ...(text("phone_number_id") === undefined ? {} : { phone_number_id: text("phone_number_id")! })
+    })
+    write(res, 200, { media })
+    return true
+  }
+  if (request.method !== "GET") return false
+  if (id === undefined) {
+    write(res, 200, { media: simulator.media.list() })
+    return true
+  }
+  const media = simulator.media.get(decodeURIComponent(id))
+  if (media === undefined) {
+    write(res, 404, { error: { message: `no media ${id}` } })
+    return true
+  }
+  if (content === undefined) {
+    write(res, 200, { media })
+    return true
+  }
+  res.writeHead(200, { "content-type": media.mime_type, "content-length": String(media.file_size) })
+  await pipeline(simulator.media.stream(media.id), res)
+  return true
 }
 
 /** A number without its token: `access_token_last4` of each. */

@@ -1,4 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { pipeline } from "node:stream/promises"
+import busboy from "busboy"
 import {
   defaultHttpStatus,
   graphError,
@@ -6,6 +8,7 @@ import {
   invalidTokenError,
   unknownObjectError
 } from "./graphErrors.js"
+import { essenceOf, MAX_MEDIA_BYTES, type MediaLibrary, type SimulatedMedia, UPLOAD_TYPES } from "./media.js"
 import { digitsOf, newWamid, type SimulatedNumber } from "./payloads.js"
 import type { AnswerRecord } from "./records.js"
 import type { Answer, Route, Script } from "./script.js"
@@ -13,7 +16,12 @@ import type { Answer, Route, Script } from "./script.js"
 /** The largest request body read (Meta's own limit for a send is far below). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024
 
-/** One request, read whole: where it goes and its body (JSON parsed when it is JSON). */
+/**
+ * One request, read whole: where it goes and its body (JSON parsed when it is JSON). An
+ * upload's body (`media_upload`, and the control API's `POST /_simulator/media`) is left
+ * unread for its route to stream: `text` is `""` and `body` `null`. `objectId` is the id of
+ * `GET /{version}/{id}` (a number's or a media's) and a download's token.
+ */
 export interface GraphRequest {
   readonly method: string
   readonly url: string
@@ -21,6 +29,7 @@ export interface GraphRequest {
   readonly query: URLSearchParams
   readonly route: Route | null
   readonly phoneNumberId: string | null
+  readonly objectId: string | null
   readonly text: string
   readonly body: unknown
 }
@@ -28,11 +37,18 @@ export interface GraphRequest {
 /** What the Graph side needs of the simulator. */
 export interface GraphHost {
   readonly script: Script
+  readonly media: MediaLibrary
+  /** The simulator's base URL, which download URLs start with. */
+  readonly url: string
   number(phoneNumberId: string): SimulatedNumber | undefined
   numbers(): ReadonlyArray<SimulatedNumber>
 }
 
-/** What answering one Graph request gave; a successful send has a `wamid` and its `recipient`. */
+/**
+ * What answering one Graph request gave; a successful send has a `wamid` and its
+ * `recipient`; an upload has `body`, what the received entry keeps of it (its fields and the
+ * file's name, type, size and sha256, never its bytes).
+ */
 export interface GraphOutcome {
   readonly answer: AnswerRecord
   readonly wamid: string | null
@@ -40,39 +56,59 @@ export interface GraphOutcome {
   readonly scripted: Answer
   readonly callbackData: string | null
   readonly category: string
+  readonly body?: unknown
 }
 
-/** Reads the whole request (up to 4 MiB) and works out its Graph route. */
-export const readRequest = async (req: IncomingMessage): Promise<GraphRequest> => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk)
-  }
-  const text = Buffer.concat(chunks).toString("utf8")
+/**
+ * Works out a request's Graph route (`GET /{version}/{id}` is a number's `lookup` when the
+ * id is a known number, else a `media_lookup` when it is a known media) and reads its body
+ * (up to 4 MiB), but for an upload's.
+ */
+export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "number" | "media">): Promise<GraphRequest> => {
   const url = req.url ?? "/"
   const parsed = new URL(url, "http://simulator.local")
   const segments = parsed.pathname.split("/").slice(1)
   const method = req.method ?? "GET"
   const versioned = /^v\d+\.\d+$/.test(segments[0] ?? "") && /^\d+$/.test(segments[1] ?? "")
-  const route: Route | null = !versioned
-    ? null
-    : method === "GET" && segments.length === 2
-      ? "lookup"
-      : method === "POST" && segments.length === 3 && segments[2] === "messages"
-        ? "messages"
-        : null
+  const objectId = versioned ? segments[1]! : segments[0] === "_media" && segments.length === 2 ? segments[1]! : null
+  const route: Route | null =
+    method === "GET" && segments[0] === "_media" && segments.length === 2
+      ? "media_download"
+      : !versioned
+        ? null
+        : method === "GET" && segments.length === 2
+          ? host.number(objectId!) === undefined && host.media.get(objectId!) !== undefined
+            ? "media_lookup"
+            : "lookup"
+          : method === "POST" && segments.length === 3 && segments[2] === "messages"
+            ? "messages"
+            : method === "POST" && segments.length === 3 && segments[2] === "media"
+              ? "media_upload"
+              : null
+  const streamed = route === "media_upload" || (method === "POST" && parsed.pathname === "/_simulator/media")
+  const text = streamed ? "" : await readText(req)
   return {
     method,
     url,
     path: parsed.pathname,
     query: parsed.searchParams,
     route,
-    phoneNumberId: versioned ? segments[1]! : null,
+    phoneNumberId: versioned && route !== "media_lookup" ? objectId : null,
+    objectId,
     text,
     body: parseBody(text)
   }
+}
+
+/** The request's body as text, up to 4 MiB (the rest is read and dropped). */
+const readText = async (req: IncomingMessage): Promise<string> => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString("utf8")
 }
 
 const parseBody = (text: string): unknown => {
@@ -86,9 +122,11 @@ const parseBody = (text: string): unknown => {
 
 /**
  * Answers one Graph request as Meta would: the token is checked first (missing or unknown
- * → 190, HTTP 401), then the number (unknown, or not this token's → 100 subcode 33), then
- * a send's body (→ 100); only then does the {@link Script} decide (delay, drop, refusal),
- * and a success answers the number (look-up) or a fresh wamid (send).
+ * → 190, HTTP 401), then the number or media (unknown, or not this token's → 100 subcode
+ * 33), then a send's body or an upload's parts (→ 100, 131009, 131053); only then does the
+ * {@link Script} decide (delay, drop, refusal), and a success answers the number
+ * (look-up), a fresh wamid (send), the media's record with a download URL (media look-up),
+ * its bytes (download) or its new id (upload).
  */
 export const answerGraph = async (
   host: GraphHost,
@@ -96,32 +134,27 @@ export const answerGraph = async (
   req: IncomingMessage,
   res: ServerResponse
 ): Promise<GraphOutcome> => {
-  const none = { wamid: null, recipient: null, scripted: {}, callbackData: null, category: "service" }
-  const refused = (status: number, body: unknown) => ({ ...none, answer: writeJson(res, status, body) })
+  const refused = (status: number, body: unknown) => ({ ...NONE, answer: writeJson(res, status, body) })
   if (request.route === null) {
     return refused(400, graphError(2500, { message: `Unknown path components: ${request.path}` }))
   }
   const token = bearerToken(req, request.query)
   if (token === null || !host.numbers().some((number) => tokensOf(number).includes(token))) return refused(401, invalidTokenError())
+  if (request.route === "media_download") return answerDownload(host, request, token, req, res)
+  if (request.route === "media_lookup") return answerMediaLookup(host, request, token, req, res)
   const number = host.number(request.phoneNumberId!)
   if (number === undefined || !tokensOf(number).includes(token)) {
     return refused(400, unknownObjectError(request.method, request.phoneNumberId!))
   }
+  if (request.route === "media_upload") return answerUpload(host, number, req, res)
   const send = request.route === "messages" ? readSend(request.body) : null
   if (typeof send === "string") return refused(400, invalidParameterError(send))
+  const unknownMedia = send === null ? undefined : unknownMediaOf(host, number, request.body, send.type)
+  if (unknownMedia !== undefined) return refused(400, unknownMedia)
   const scripted = host.script.answerFor(request.route, send?.to ?? null)
-  if (scripted.delay_ms !== undefined && scripted.delay_ms > 0) await sleep(scripted.delay_ms)
-  if (scripted.drop !== undefined) return { ...none, scripted, answer: drop(req, scripted.drop) }
-  if (scripted.code !== undefined) {
-    return { ...none, scripted, answer: writeJson(res, scripted.http_status ?? defaultHttpStatus(scripted.code), graphError(scripted.code, scripted)) }
-  }
-  if (scripted.http_status !== undefined && scripted.http_status >= 300) {
-    res.writeHead(scripted.http_status, { "content-type": "text/plain; charset=utf-8" })
-    const text = `HTTP ${scripted.http_status} (scripted by the WhatsApp simulator)`
-    res.end(text)
-    return { ...none, scripted, answer: { status: scripted.http_status, body: text } }
-  }
-  if (send === null) return { ...none, scripted, answer: writeJson(res, 200, lookupAnswer(number, request.query)) }
+  const refusal = await scriptedRefusal(scripted, req, res)
+  if (refusal !== null) return { ...NONE, scripted, answer: refusal }
+  if (send === null) return { ...NONE, scripted, answer: writeJson(res, 200, lookupAnswer(number, request.query)) }
   const wamid = newWamid()
   const answer = writeJson(res, 200, {
     messaging_product: "whatsapp",
@@ -129,6 +162,195 @@ export const answerGraph = async (
     messages: [{ id: wamid, ...(send.type === "template" ? { message_status: "accepted" } : {}) }]
   })
   return { answer, wamid, recipient: send.to, scripted, callbackData: send.callbackData, category: send.type === "template" ? "utility" : "service" }
+}
+
+/** The outcome of a request that sent nothing (no wamid). */
+const NONE = { wamid: null, recipient: null, scripted: {}, callbackData: null, category: "service" } as const
+
+/**
+ * Waits the scripted delay, then carries out a scripted drop or refusal and answers what
+ * was answered, or `null` when the script lets the call succeed.
+ */
+const scriptedRefusal = async (scripted: Answer, req: IncomingMessage, res: ServerResponse): Promise<AnswerRecord | null> => {
+  if (scripted.delay_ms !== undefined && scripted.delay_ms > 0) await sleep(scripted.delay_ms)
+  if (scripted.drop !== undefined && scripted.drop !== "mid_stream") return drop(req, scripted.drop)
+  if (scripted.code !== undefined) {
+    return writeJson(res, scripted.http_status ?? defaultHttpStatus(scripted.code), graphError(scripted.code, scripted))
+  }
+  if (scripted.http_status !== undefined && scripted.http_status >= 300) {
+    res.writeHead(scripted.http_status, { "content-type": "text/plain; charset=utf-8" })
+    const text = `HTTP ${scripted.http_status} (scripted by the WhatsApp simulator)`
+    res.end(text)
+    return { status: scripted.http_status, body: text }
+  }
+  return null
+}
+
+/**
+ * `GET /{version}/{media_id}`: the media's record and a download URL that works for
+ * {@link DOWNLOAD_URL_LIFETIME_MS} (`{messaging_product, url, mime_type, sha256 (hex),
+ * file_size, id}`). Only the tokens of the media's number reach it.
+ */
+const answerMediaLookup = async (
+  host: GraphHost,
+  request: GraphRequest,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse
+): Promise<GraphOutcome> => {
+  const media = host.media.get(request.objectId!)!
+  const owner = host.number(media.phone_number_id)
+  if (owner === undefined || !tokensOf(owner).includes(token)) {
+    return { ...NONE, answer: writeJson(res, 400, unknownObjectError(request.method, media.id)) }
+  }
+  const scripted = host.script.answerFor("media_lookup", null)
+  const refusal = await scriptedRefusal(scripted, req, res)
+  if (refusal !== null) return { ...NONE, scripted, answer: refusal }
+  const url = `${host.url}/_media/${host.media.issueToken(media.id, Date.now())}`
+  const answer = writeJson(res, 200, {
+    messaging_product: "whatsapp",
+    url,
+    mime_type: media.mime_type,
+    sha256: media.sha256,
+    file_size: media.file_size,
+    id: media.id
+  })
+  return { ...NONE, scripted, answer }
+}
+
+/**
+ * `GET /_media/{token}`: the bytes of a media look-up's URL, with the token of the media's
+ * number (else 401); 404 once the URL's 5 minutes are over. A scripted `mid_stream` drop
+ * sends the headers and half the bytes, then destroys the socket.
+ */
+const answerDownload = async (
+  host: GraphHost,
+  request: GraphRequest,
+  token: string,
+  req: IncomingMessage,
+  res: ServerResponse
+): Promise<GraphOutcome> => {
+  const media = host.media.redeem(request.objectId!, Date.now())
+  if (media === undefined) {
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" })
+    res.end("This URL has expired or does not exist.")
+    return { ...NONE, answer: { status: 404, body: "expired or unknown" } }
+  }
+  const owner = host.number(media.phone_number_id)
+  if (owner === undefined || !tokensOf(owner).includes(token)) return { ...NONE, answer: writeJson(res, 401, invalidTokenError()) }
+  const scripted = host.script.answerFor("media_download", null)
+  const refusal = await scriptedRefusal(scripted, req, res)
+  if (refusal !== null) return { ...NONE, scripted, answer: refusal }
+  res.writeHead(200, { "content-type": media.mime_type, "content-length": String(media.file_size) })
+  if (scripted.drop === "mid_stream") {
+    const half = Math.floor(media.file_size / 2)
+    if (half > 0) await pipeline(host.media.stream(media.id, { start: 0, end: half - 1 }), res, { end: false })
+    req.socket.destroy()
+    return { ...NONE, scripted, answer: { dropped: "mid_stream" } }
+  }
+  await pipeline(host.media.stream(media.id), res)
+  return { ...NONE, scripted, answer: { status: 200, body: { media_id: media.id, file_size: media.file_size } } }
+}
+
+/** What an upload's parts were: its fields, and the `file` part stored (or why not). */
+interface UploadParts {
+  readonly fields: Readonly<Record<string, string>>
+  readonly media: SimulatedMedia | null
+  readonly truncated: boolean
+  readonly partMimeType: string | null
+}
+
+/**
+ * `POST /{version}/{phone_number_id}/media` (multipart: `file`, `type`, `messaging_product`):
+ * streams the file into the simulator's media, then checks the fields, the type (one of
+ * {@link UPLOAD_TYPES}) and its size limit (else 131053, nothing kept), then the script;
+ * answers `{id}`.
+ */
+const answerUpload = async (host: GraphHost, number: SimulatedNumber, req: IncomingMessage, res: ServerResponse): Promise<GraphOutcome> => {
+  const refused = (status: number, body: unknown, kept: unknown = null) => ({ ...NONE, body: kept, answer: writeJson(res, status, body) })
+  if (!/^multipart\/form-data/i.test(req.headers["content-type"] ?? "")) {
+    return refused(400, invalidParameterError("The request must be multipart/form-data with a file part."))
+  }
+  let parts: UploadParts
+  try {
+    parts = await readUpload(host, number, req)
+  } catch {
+    return refused(400, invalidParameterError("The request body is not valid multipart/form-data."))
+  }
+  const { fields, media } = parts
+  const kept = {
+    messaging_product: fields.messaging_product ?? null,
+    type: fields.type ?? null,
+    file: media === null ? null : { filename: media.filename, mime_type: parts.partMimeType, file_size: media.file_size, sha256: media.sha256 }
+  }
+  const refuse = (body: unknown) => {
+    if (media !== null) host.media.remove(media.id)
+    return refused(400, body, kept)
+  }
+  if (fields.messaging_product !== "whatsapp") return refuse(invalidParameterError("The parameter messaging_product is required."))
+  if (media === null) return refuse(invalidParameterError("The parameter file is required."))
+  if (fields.type === undefined || fields.type === "") return refuse(invalidParameterError("The parameter type is required."))
+  const type = essenceOf(fields.type)
+  const limit = UPLOAD_TYPES[type]
+  if (limit === undefined) return refuse(graphError(131053, { details: `Unsupported media type ${type}.` }))
+  if (parts.truncated || media.file_size > limit.maxBytes) {
+    return refuse(graphError(131053, { details: `The file is larger than the ${limit.maxBytes} bytes allowed for ${type}.` }))
+  }
+  const scripted = host.script.answerFor("media_upload", null)
+  const refusal = await scriptedRefusal(scripted, req, res)
+  if (refusal !== null) {
+    host.media.remove(media.id)
+    return { ...NONE, scripted, body: kept, answer: refusal }
+  }
+  host.media.retype(media.id, type)
+  return { ...NONE, scripted, body: kept, answer: writeJson(res, 200, { id: media.id }) }
+}
+
+/** Reads an upload's parts with busboy, streaming its `file` part into the media (at most {@link MAX_MEDIA_BYTES}). */
+const readUpload = (host: GraphHost, number: SimulatedNumber, req: IncomingMessage): Promise<UploadParts> =>
+  new Promise<UploadParts>((resolve, reject) => {
+    const fields: Record<string, string> = {}
+    let stored: Promise<SimulatedMedia | "too_large"> | null = null
+    let truncated = false
+    let partMimeType: string | null = null
+    const parser = busboy({ headers: req.headers, limits: { files: 1, fields: 20, fieldSize: 64 * 1024, fileSize: MAX_MEDIA_BYTES } })
+    parser.on("field", (name, value) => {
+      fields[name] = value
+    })
+    parser.on("file", (name, file, info) => {
+      if (name !== "file" || stored !== null) {
+        file.resume()
+        return
+      }
+      partMimeType = info.mimeType
+      file.on("limit", () => {
+        truncated = true
+      })
+      stored = host.media.add(file, { phone_number_id: number.phone_number_id, mime_type: info.mimeType, filename: info.filename ?? null, source: "upload" })
+      stored.catch(() => undefined)
+    })
+    parser.on("error", reject)
+    parser.on("close", () => {
+      const done = stored ?? Promise.resolve(null)
+      done.then(
+        (media) => resolve({ fields, media: media === "too_large" ? null : media, truncated: truncated || media === "too_large", partMimeType }),
+        reject
+      )
+    })
+    req.pipe(parser)
+  })
+
+/**
+ * A send naming a media `id` (`image: {id}` and the like) must name a media this number
+ * uploaded: else Meta's 131009, with what is wrong in its details.
+ */
+const unknownMediaOf = (host: GraphHost, number: SimulatedNumber, body: unknown, type: string) => {
+  const content = (body as Record<string, unknown>)[type] as Record<string, unknown> | undefined
+  const id = content?.id
+  if (!["image", "video", "audio", "document", "sticker"].includes(type) || id === undefined) return undefined
+  const media = typeof id === "string" ? host.media.get(id) : undefined
+  if (media !== undefined && media.phone_number_id === number.phone_number_id && media.source === "upload") return undefined
+  return graphError(131009, { details: `${type}.id ${JSON.stringify(id)} is not a media uploaded for this phone number.` })
 }
 
 /** The send's fields the simulator uses, or what is wrong with its body (Meta's `(#100)` text). */

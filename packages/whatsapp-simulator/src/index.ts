@@ -1,10 +1,19 @@
 export {
   type Answer,
   type Route,
+  ROUTES,
   Script,
   type ShareRule
 } from "./script.js"
 export type { SimulatorSettings } from "./settings.js"
+export {
+  DOWNLOAD_URL_LIFETIME_MS,
+  MAX_MEDIA_BYTES,
+  MediaLibrary,
+  type MediaKind,
+  type SimulatedMedia,
+  UPLOAD_TYPES
+} from "./media.js"
 export { type SimulatorOptions, startSimulator, WhatsAppSimulator } from "./simulator.js"
 export { connectSimulator, type SimulatorClient } from "./client.js"
 export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"

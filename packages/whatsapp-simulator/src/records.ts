@@ -7,10 +7,12 @@ import type { WebhookDelivery } from "./webhook.js"
  * - `seq`: 1, 2, … since the start (or the last reset);
  * - `at_ms`: when it arrived, milliseconds since the epoch with sub-millisecond precision
  *   (`performance.timeOrigin + performance.now()`);
- * - `method`, `path` (with the query string), `route` (`messages`, `lookup`, or `null` for
- *   a path Graph does not have), `phone_number_id` (from the path, `null` when none);
+ * - `method`, `path` (with the query string), `route` (`messages`, `lookup`,
+ *   `media_lookup`, `media_download`, `media_upload`, or `null` for a path Graph does not
+ *   have), `phone_number_id` (from the path, `null` when none);
  * - `authorization`: the header as sent (tests check the bearer token);
- * - `body`: the JSON body parsed (the raw text when it is not JSON; `null` when empty);
+ * - `body`: the JSON body parsed (the raw text when it is not JSON; `null` when empty); of
+ *   an upload, its fields and its file's name, type, size and sha256 (never its bytes);
  * - `answer`: what was answered, `null` while a delayed answer is pending; `wamid` of a
  *   successful send.
  *
@@ -24,7 +26,7 @@ export interface Received {
   readonly route: Route | null
   readonly phone_number_id: string | null
   readonly authorization: string | null
-  readonly body: unknown
+  body: unknown
   answer: AnswerRecord | null
   wamid: string | null
 }
@@ -37,7 +39,7 @@ export interface Received {
  */
 export type AnswerRecord =
   | { readonly status: number; readonly body: unknown }
-  | { readonly dropped: "close" | "hang" }
+  | { readonly dropped: "close" | "hang" | "mid_stream" }
 
 /**
  * One webhook the simulator posted, in order: a `status` notification (with `wamid` and

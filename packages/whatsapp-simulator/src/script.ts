@@ -10,7 +10,9 @@ import { digitsOf, type StatusName } from "./payloads.js"
  *   error (a proxy's 502, a 503);
  * - `delay_ms`: wait this long before answering (or before dropping);
  * - `drop`: `"close"` destroys the socket once the request is read (no answer);
- *   `"hang"` never answers (the caller's timeout ends it);
+ *   `"hang"` never answers (the caller's timeout ends it); `"mid_stream"` (a media
+ *   download only; elsewhere as `"close"`) sends the headers and half the bytes, then
+ *   destroys the socket;
  * - on a successful send, `statuses` replaces the notifications posted (default the
  *   simulator's `statuses` setting) and `failure` makes them end in `failed` with that
  *   error (`statuses` then defaults to `["failed"]`).
@@ -24,18 +26,27 @@ export interface Answer {
   readonly error_subcode?: number
   readonly details?: string
   readonly delay_ms?: number
-  readonly drop?: "close" | "hang"
+  readonly drop?: "close" | "hang" | "mid_stream"
   readonly statuses?: ReadonlyArray<StatusName>
   readonly failure?: { readonly code: number; readonly title?: string; readonly message?: string; readonly details?: string }
 }
 
 /**
- * The two kinds of Graph call: `messages` (`POST /{version}/{id}/messages`) and `lookup`
- * (`GET /{version}/{id}`). Scripted sequences are per route.
+ * The kinds of Graph call: `messages` (`POST /{version}/{id}/messages`), `lookup` (`GET
+ * /{version}/{phone_number_id}`), `media_lookup` (`GET /{version}/{media_id}`),
+ * `media_download` (`GET` of the URL a media look-up answered) and `media_upload` (`POST
+ * /{version}/{phone_number_id}/media`). Scripted sequences are per route.
  *
  * @category scripting
  */
-export type Route = "messages" | "lookup"
+export type Route = "messages" | "lookup" | "media_lookup" | "media_download" | "media_upload"
+
+/**
+ * Every {@link Route}, in the order above.
+ *
+ * @category scripting
+ */
+export const ROUTES: ReadonlyArray<Route> = ["messages", "lookup", "media_lookup", "media_download", "media_upload"]
 
 /**
  * A share of sends refused: each send reaching this rule draws from a PRNG seeded with
@@ -60,7 +71,7 @@ export interface ShareRule {
  */
 export class Script {
   private readonly recipients = new Map<string, Answer>()
-  private readonly sequences: Record<Route, Array<Answer>> = { messages: [], lookup: [] }
+  private readonly sequences: Record<Route, Array<Answer>> = { messages: [], lookup: [], media_lookup: [], media_download: [], media_upload: [] }
   private share: { rule: ShareRule; next: () => number } | null = null
   private fallback: Answer = {}
 
@@ -109,8 +120,7 @@ export class Script {
   /** Forgets every rule. */
   clear(): void {
     this.recipients.clear()
-    this.sequences.messages.length = 0
-    this.sequences.lookup.length = 0
+    for (const route of ROUTES) this.sequences[route].length = 0
     this.share = null
     this.fallback = {}
   }
@@ -128,7 +138,7 @@ const checkAnswer = (answer: Answer): Answer => {
   integer("code", 0, 99_999_999)
   integer("http_status", 200, 599)
   integer("delay_ms", 0, 600_000)
-  if (answer.drop !== undefined && answer.drop !== "close" && answer.drop !== "hang") throw new TypeError('drop must be "close" or "hang"')
+  if (answer.drop !== undefined && !["close", "hang", "mid_stream"].includes(answer.drop)) throw new TypeError('drop must be "close", "hang" or "mid_stream"')
   if (answer.statuses !== undefined && !answer.statuses.every((s) => ["sent", "delivered", "read", "failed"].includes(s))) {
     throw new TypeError("statuses must be sent, delivered, read or failed")
   }

@@ -3,9 +3,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import { handleControl } from "./control.js"
 import { answerGraph, readRequest } from "./graph.js"
+import { MediaLibrary, type MediaKind, type SimulatedMedia } from "./media.js"
 import {
   type InboundContent,
   inboundMessagePayload,
+  mediaMessage,
   newWamid,
   type SimulatedNumber,
   statusError,
@@ -55,7 +57,9 @@ export const startSimulator = async (options: SimulatorOptions = {}): Promise<Wh
 
 /**
  * A local stand-in for Meta's WhatsApp Cloud API (see the package README): answers
- * `GET /{version}/{phone_number_id}` and `POST /{version}/{phone_number_id}/messages`,
+ * `GET /{version}/{phone_number_id}`, `POST /{version}/{phone_number_id}/messages`, the
+ * media look-up `GET /{version}/{media_id}` with its download URL, and
+ * `POST /{version}/{phone_number_id}/media`,
  * records every request, follows its {@link Script}, posts signed status notifications,
  * and serves its control API under `/_simulator`.
  *
@@ -64,6 +68,8 @@ export const startSimulator = async (options: SimulatorOptions = {}): Promise<Wh
 export class WhatsAppSimulator {
   /** The scripted answers: refusals by recipient, sequences, a share, a default. */
   readonly script = new Script()
+  /** The media it holds: customers' files registered for inbound messages, and uploads. */
+  readonly media = new MediaLibrary()
   private readonly server: Server
   private readonly events = new EventEmitter()
   private readonly numbersById = new Map<string, SimulatedNumber>()
@@ -213,6 +219,68 @@ export class WhatsAppSimulator {
     return { id, delivery: notification.delivery }
   }
 
+  /**
+   * Keeps a customer's file for `phone_number_id` (default the first number) under a fresh
+   * media id, as Meta holds an inbound message's media: the media look-up
+   * (`GET /{version}/{id}`) then answers a download URL for it. `bytes` (a Buffer or
+   * Uint8Array), or `source` (any async iterable of bytes, such as `fs.createReadStream`);
+   * at most 100 MiB (else it rejects).
+   */
+  async registerMedia(options: {
+    readonly mime_type: string
+    readonly bytes?: Uint8Array
+    readonly source?: AsyncIterable<Uint8Array>
+    readonly filename?: string
+    readonly phone_number_id?: string
+  }): Promise<SimulatedMedia> {
+    const number = this.requireNumber(options.phone_number_id)
+    if (typeof options.mime_type !== "string" || !/^[\w.+-]+\/[\w.+-]+/.test(options.mime_type)) throw new TypeError("mime_type must be a MIME type such as image/jpeg")
+    const source = options.source ?? (options.bytes === undefined ? undefined : [options.bytes])
+    if (source === undefined) throw new TypeError("registerMedia needs bytes or source")
+    const media = await this.media.add(source, {
+      phone_number_id: number.phone_number_id,
+      mime_type: options.mime_type,
+      filename: options.filename ?? null,
+      source: "inbound"
+    })
+    if (media === "too_large") throw new RangeError("a media file holds at most 100 MiB (Meta refuses larger ones with 131052)")
+    this.changed()
+    return media
+  }
+
+  /**
+   * Registers a customer's file ({@link registerMedia}) and posts the signed message that
+   * carries it (`type` image, video, audio, document or sticker; its `id`, `mime_type` and
+   * `sha256`, plus `caption` and `filename` when given), as {@link postInbound} does.
+   */
+  async postInboundMedia(options: {
+    readonly from: string
+    readonly profile_name: string
+    readonly type: MediaKind
+    readonly mime_type: string
+    readonly bytes?: Uint8Array
+    readonly source?: AsyncIterable<Uint8Array>
+    readonly caption?: string
+    readonly filename?: string
+    readonly phone_number_id?: string
+  }): Promise<{ readonly id: string; readonly media: SimulatedMedia; readonly delivery: WebhookDelivery }> {
+    const media = await this.registerMedia(options)
+    const message = mediaMessage(options.type, {
+      id: media.id,
+      mime_type: media.mime_type,
+      sha256: media.sha256_base64,
+      ...(options.caption === undefined ? {} : { caption: options.caption }),
+      ...(options.filename === undefined ? {} : { filename: options.filename })
+    })
+    const { id, delivery } = await this.postInbound({
+      from: options.from,
+      profile_name: options.profile_name,
+      message,
+      ...(options.phone_number_id === undefined ? {} : { phone_number_id: options.phone_number_id })
+    })
+    return { id, media, delivery }
+  }
+
   /** Posts a signed `message_template_status_update` for the account `waba_id` (default the first number's). */
   async postTemplateStatus(options: Omit<Parameters<typeof templateStatusPayload>[0], "waba_id"> & { readonly waba_id?: string }) {
     const waba_id = options.waba_id ?? this.requireNumber(undefined).waba_id
@@ -221,13 +289,15 @@ export class WhatsAppSimulator {
   }
 
   /**
-   * Forgets what was received and posted and every scripted rule (recipients, sequences,
-   * share, default answer: back to `delayMs`); keeps the numbers and the settings.
+   * Forgets what was received and posted, every scripted rule (recipients, sequences,
+   * share, default answer: back to `delayMs`) and every media; keeps the numbers and the
+   * settings.
    */
   reset(): void {
     this.receivedList.length = 0
     this.notificationList.length = 0
     this.script.clear()
+    this.media.clear()
     this.restoreDefault()
     for (const timer of this.timers) clearTimeout(timer)
     this.timers.clear()
@@ -239,6 +309,7 @@ export class WhatsAppSimulator {
     this.closed = true
     for (const timer of this.timers) clearTimeout(timer)
     this.timers.clear()
+    this.media.close()
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve())
       this.server.closeAllConnections()
@@ -257,8 +328,8 @@ export class WhatsAppSimulator {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const at_ms = preciseNow()
-    const request = await readRequest(req)
-    if (request.path.startsWith("/_simulator")) return handleControl(this, request, res)
+    const request = await readRequest(req, this)
+    if (request.path.startsWith("/_simulator")) return handleControl(this, request, req, res)
     const entry: Received = {
       seq: this.receivedList.length + 1,
       at_ms,
@@ -274,6 +345,7 @@ export class WhatsAppSimulator {
     this.receivedList.push(entry)
     this.changed()
     const outcome = await answerGraph(this, request, req, res)
+    if (outcome.body !== undefined) entry.body = outcome.body
     entry.answer = outcome.answer
     entry.wamid = outcome.wamid
     this.options.onEvent?.({ event: "graph_request", method: entry.method, path: entry.path, answer: entry.answer, wamid: entry.wamid })

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { createHmac } from "node:crypto"
+import { createHash, createHmac, randomBytes } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -185,6 +185,37 @@ describe("inbound and template-status", { timeout: PROCESS_TEST_TIMEOUT_MS }, ()
     expect(unreachable.code).toBe(1)
     expect(JSON.parse(unreachable.stdout)).toMatchObject({ answered: null, error: expect.stringMatching(/fetch failed/) })
     expect(unreachable.stdout + unreachable.stderr).not.toContain(SECRET)
+  })
+})
+
+describe("inbound --file (a customer's file, served by a running simulator)", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it("hands the file to the simulator, posts the message with its media id and base64 sha256, and the look-up serves the bytes", async () => {
+    const { listening } = await serve(["--port", "0"])
+    const bytes = randomBytes(150_000)
+    const file = join(directory, "photo.jpg")
+    writeFileSync(file, bytes)
+    const env = { SIMULATOR_APP_SECRET: SECRET, SIMULATOR_URL: listening.url }
+    const result = await run(["inbound", "--webhook-url", receiver.url, "--from", "16505551234", "--type", "image", "--file", file, "--caption", "Broken box"], env)
+    expect(result.code, result.stderr).toBe(0)
+    const image = JSON.parse(receiver.deliveries.at(-1)!.body).entry[0].changes[0].value.messages[0].image
+    const digest = createHash("sha256").update(bytes).digest()
+    expect(image).toEqual({ id: expect.stringMatching(/^\d{16}$/), mime_type: "image/jpeg", sha256: digest.toString("base64"), caption: "Broken box" })
+    const lookup = await graph(listening.url, `/v21.0/${image.id}`, "EAAGsimulator-access-token-0001")
+    expect(lookup.json).toMatchObject({ id: image.id, sha256: digest.toString("hex"), file_size: bytes.length, mime_type: "image/jpeg" })
+    const downloaded = await fetch(lookup.json.url, { headers: { authorization: "Bearer EAAGsimulator-access-token-0001" } })
+    expect(Buffer.from(await downloaded.arrayBuffer()).equals(bytes)).toBe(true)
+
+    const missing = await run(["inbound", "--webhook-url", receiver.url, "--from", "16505551234", "--type", "image", "--file", join(directory, "none.jpg")], env)
+    expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/--file could not be handed to the simulator/)])
+    const text = await run(["inbound", "--webhook-url", receiver.url, "--from", "16505551234", "--text", "x", "--file", file], env)
+    expect([text.code, text.stderr]).toEqual([1, expect.stringMatching(/--file is for a media type/)])
+  })
+
+  it("--type image without --media-id or --file makes a media id, with the type's usual MIME type", async () => {
+    const result = await run(["inbound", "--webhook-url", receiver.url, "--from", "16505551234", "--type", "image"], { SIMULATOR_APP_SECRET: SECRET })
+    expect(result.code, result.stderr).toBe(0)
+    const image = JSON.parse(receiver.deliveries.at(-1)!.body).entry[0].changes[0].value.messages[0].image
+    expect(image).toMatchObject({ id: expect.stringMatching(/^\d{16}$/), mime_type: "image/jpeg" })
   })
 })
 
