@@ -14,7 +14,7 @@ import {
   BlobStore,
   BlobStoreError,
   type BlobStoreService,
-  blobKeyProblem,
+  blobCall,
   measuredSource,
   putFailure
 } from "@switchboard/core"
@@ -143,22 +143,9 @@ export const fromClient = (
   const partSize = Math.max(MIN_PART_BYTES, options.partSizeBytes ?? DEFAULT_PART_BYTES)
   const objectKey = (key: string) => `${location.prefix}${key}`
 
-  const call = <A, E>(
-    operation: string,
-    keys: ReadonlyArray<string>,
-    body: (signal: AbortSignal) => Promise<A>,
-    failure: (cause: unknown) => E | BlobStoreError = (cause) => new BlobStoreError({ operation, cause })
-  ): Effect.Effect<A, E | BlobStoreError> => {
-    for (const key of keys) {
-      const problem = blobKeyProblem(operation, key)
-      if (problem !== undefined) return Effect.fail(problem)
-    }
-    return Effect.tryPromise({ try: body, catch: failure })
-  }
-
   return {
     put: (key, source, putOptions) =>
-      call(
+      blobCall(
         "blobs.put",
         [key],
         async () => {
@@ -187,7 +174,7 @@ export const fromClient = (
         (cause) => putFailure("blobs.put", cause)
       ),
     get: (key, getOptions) =>
-      call(
+      blobCall(
         "blobs.get",
         [key],
         async (signal) => {
@@ -213,7 +200,7 @@ export const fromClient = (
         (cause) => (isMissing(cause) ? new BlobNotFound({ key }) : new BlobStoreError({ operation: "blobs.get", cause }))
       ),
     head: (key) =>
-      call("blobs.head", [key], async (signal) => {
+      blobCall("blobs.head", [key], async (signal) => {
         try {
           const answer = await client.send(new HeadObjectCommand({ Bucket: location.bucket, Key: objectKey(key) }), {
             abortSignal: signal
@@ -225,11 +212,11 @@ export const fromClient = (
         }
       }),
     delete: (key) =>
-      call("blobs.delete", [key], async (signal) => {
+      blobCall("blobs.delete", [key], async (signal) => {
         await client.send(new DeleteObjectCommand({ Bucket: location.bucket, Key: objectKey(key) }), { abortSignal: signal })
       }),
     move: (from, to) =>
-      call(
+      blobCall(
         "blobs.move",
         [from, to],
         async (signal) => {

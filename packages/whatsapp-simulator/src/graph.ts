@@ -199,10 +199,7 @@ const answerMediaLookup = async (
   res: ServerResponse
 ): Promise<GraphOutcome> => {
   const media = host.media.get(request.objectId!)!
-  const owner = host.number(media.phone_number_id)
-  if (owner === undefined || !tokensOf(owner).includes(token)) {
-    return { ...NONE, answer: writeJson(res, 400, unknownObjectError(request.method, media.id)) }
-  }
+  if (!mayReach(host, media, token)) return { ...NONE, answer: writeJson(res, 400, unknownObjectError(request.method, media.id)) }
   const scripted = host.script.answerFor("media_lookup", null)
   const refusal = await scriptedRefusal(scripted, req, res)
   if (refusal !== null) return { ...NONE, scripted, answer: refusal }
@@ -236,8 +233,7 @@ const answerDownload = async (
     res.end("This URL has expired or does not exist.")
     return { ...NONE, answer: { status: 404, body: "expired or unknown" } }
   }
-  const owner = host.number(media.phone_number_id)
-  if (owner === undefined || !tokensOf(owner).includes(token)) return { ...NONE, answer: writeJson(res, 401, invalidTokenError()) }
+  if (!mayReach(host, media, token)) return { ...NONE, answer: writeJson(res, 401, invalidTokenError()) }
   const scripted = host.script.answerFor("media_download", null)
   const refusal = await scriptedRefusal(scripted, req, res)
   if (refusal !== null) return { ...NONE, scripted, answer: refusal }
@@ -384,6 +380,12 @@ const lookupAnswer = (number: SimulatedNumber, query: URLSearchParams): Record<s
   if (fields === null) return record
   const wanted = new Set([...fields.split(",").map((field) => field.trim()), "id"])
   return Object.fromEntries(Object.entries(record).filter(([key]) => wanted.has(key)))
+}
+
+/** Whether `token` is one of the tokens of the number `media` belongs to. */
+const mayReach = (host: GraphHost, media: SimulatedMedia, token: string): boolean => {
+  const owner = host.number(media.phone_number_id)
+  return owner !== undefined && tokensOf(owner).includes(token)
 }
 
 const tokensOf = (number: SimulatedNumber): ReadonlyArray<string> =>

@@ -5,7 +5,7 @@ import { dirname, join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import { Effect, Layer } from "effect"
 import { BlobNotFound, BlobStore, BlobStoreError, type BlobStoreService } from "../storage/BlobStore.js"
-import { blobKeyProblem, measuredSource, putFailure } from "../storage/blobSupport.js"
+import { blobCall, measuredSource, putFailure } from "../storage/blobSupport.js"
 
 /**
  * Options of the file-system blob store:
@@ -60,23 +60,9 @@ const removeOldPartials = async (partials: string, maxAgeMs: number): Promise<vo
 const service = (directory: string, partials: string): BlobStoreService => {
   const pathOf = (key: string) => join(directory, ...key.split("/"))
 
-  /** Runs `body` when every key is a blob key; a rejection becomes `failure(cause)`. */
-  const call = <A, E>(
-    operation: string,
-    keys: ReadonlyArray<string>,
-    body: () => Promise<A>,
-    failure: (cause: unknown) => E | BlobStoreError = (cause) => new BlobStoreError({ operation, cause })
-  ): Effect.Effect<A, E | BlobStoreError> => {
-    for (const key of keys) {
-      const problem = blobKeyProblem(operation, key)
-      if (problem !== undefined) return Effect.fail(problem)
-    }
-    return Effect.tryPromise({ try: body, catch: failure })
-  }
-
   return {
     put: (key, source, options) =>
-      call(
+      blobCall(
         "blobs.put",
         [key],
         async () => {
@@ -96,7 +82,7 @@ const service = (directory: string, partials: string): BlobStoreService => {
         (cause) => putFailure("blobs.put", cause)
       ),
     get: (key, options) =>
-      call(
+      blobCall(
         "blobs.get",
         [key],
         async () => {
@@ -117,7 +103,7 @@ const service = (directory: string, partials: string): BlobStoreService => {
         (cause) => (isMissing(cause) ? new BlobNotFound({ key }) : new BlobStoreError({ operation: "blobs.get", cause }))
       ),
     head: (key) =>
-      call("blobs.head", [key], async () => {
+      blobCall("blobs.head", [key], async () => {
         try {
           const stats = await stat(pathOf(key))
           return stats.isFile() ? { size: stats.size } : undefined
@@ -127,13 +113,13 @@ const service = (directory: string, partials: string): BlobStoreService => {
         }
       }),
     delete: (key) =>
-      call("blobs.delete", [key], async () => {
+      blobCall("blobs.delete", [key], async () => {
         await unlink(pathOf(key)).catch((cause: unknown) => {
           if (!isMissing(cause)) throw cause
         })
       }),
     move: (from, to) =>
-      call(
+      blobCall(
         "blobs.move",
         [from, to],
         async () => {

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream"
 import { Effect, Layer } from "effect"
 import { BlobNotFound, BlobStore, type BlobStoreService } from "../storage/BlobStore.js"
-import { blobKeyProblem, measuredSource, putFailure } from "../storage/blobSupport.js"
+import { blobCall, blobKeyProblem, measuredSource, putFailure } from "../storage/blobSupport.js"
 
 /**
  * The in-memory {@link BlobStoreService}, plus `keys()`: the keys it holds, sorted (for tests
@@ -24,26 +24,23 @@ export const make = (): MemoryBlobStoreService => {
   const blobs = new Map<string, Buffer>()
 
   const checked = <A, E>(operation: string, keys: ReadonlyArray<string>, body: () => Effect.Effect<A, E>) => {
-    for (const key of keys) {
-      const problem = blobKeyProblem(operation, key)
-      if (problem !== undefined) return Effect.fail(problem)
-    }
-    return Effect.suspend(body)
+    const problem = blobKeyProblem(operation, keys)
+    return problem === undefined ? Effect.suspend(body) : Effect.fail(problem)
   }
 
   return {
     put: (key, source, options) =>
-      checked("blobs.put", [key], () =>
-        Effect.tryPromise({
-          try: async () => {
-            const measured = measuredSource(source, options?.maxBytes)
-            const chunks: Array<Uint8Array> = []
-            for await (const chunk of measured.bytes) chunks.push(chunk)
-            blobs.set(key, Buffer.concat(chunks))
-            return measured.written()
-          },
-          catch: (cause) => putFailure("blobs.put", cause)
-        })
+      blobCall(
+        "blobs.put",
+        [key],
+        async () => {
+          const measured = measuredSource(source, options?.maxBytes)
+          const chunks: Array<Uint8Array> = []
+          for await (const chunk of measured.bytes) chunks.push(chunk)
+          blobs.set(key, Buffer.concat(chunks))
+          return measured.written()
+        },
+        (cause) => putFailure("blobs.put", cause)
       ),
     get: (key, options) =>
       checked("blobs.get", [key], () => {

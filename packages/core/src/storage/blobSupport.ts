@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import { Effect } from "effect"
 import { BlobStoreError, BlobTooLarge, type BlobWritten } from "./BlobStore.js"
 
 // What every blob store shares: the rule of keys, and the counting and hashing of a source
@@ -20,13 +21,33 @@ export const isBlobKey = (key: string): boolean =>
   key.length > 0 && key.length <= MAX_KEY_LENGTH && key.split("/").every((segment) => SEGMENT.test(segment))
 
 /**
- * Fails with {@link BlobStoreError} (`operation`, the key in its cause) unless `key` is a
- * blob key ({@link isBlobKey}); for a store's calls to check their keys first.
+ * The {@link BlobStoreError} of `operation` (the key in its cause) for the first of `keys`
+ * that is not a blob key ({@link isBlobKey}), or `undefined` when all are: for a store's
+ * calls to check their keys first.
  *
  * @category storage
  */
-export const blobKeyProblem = (operation: string, key: string): BlobStoreError | undefined =>
-  isBlobKey(key) ? undefined : new BlobStoreError({ operation, cause: new Error(`Not a blob key: ${JSON.stringify(key)}`) })
+export const blobKeyProblem = (operation: string, keys: ReadonlyArray<string>): BlobStoreError | undefined => {
+  const key = keys.find((candidate) => !isBlobKey(candidate))
+  return key === undefined ? undefined : new BlobStoreError({ operation, cause: new Error(`Not a blob key: ${JSON.stringify(key)}`) })
+}
+
+/**
+ * One call of a store that works with promises: fails with {@link blobKeyProblem}'s error
+ * when a key is not a blob key, else runs `body` (given the fiber's `AbortSignal`), a
+ * rejection becoming `failure(cause)` (by default a {@link BlobStoreError} of `operation`).
+ *
+ * @category storage
+ */
+export const blobCall = <A, E = never>(
+  operation: string,
+  keys: ReadonlyArray<string>,
+  body: (signal: AbortSignal) => Promise<A>,
+  failure: (cause: unknown) => E | BlobStoreError = (cause) => new BlobStoreError({ operation, cause })
+): Effect.Effect<A, E | BlobStoreError> => {
+  const problem = blobKeyProblem(operation, keys)
+  return problem === undefined ? Effect.tryPromise({ try: body, catch: failure }) : Effect.fail(problem)
+}
 
 /**
  * A source read through a count and a SHA-256: `bytes` yields `source`'s chunks as they come
