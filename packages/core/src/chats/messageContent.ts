@@ -7,6 +7,7 @@ import {
   type MessageType,
   type OutboundMediaContent
 } from "../model/messages.js"
+import { MEDIA_TYPES } from "../model/media.js"
 import { MAX_NAME_LENGTH } from "../model/names.js"
 
 // Reading the content of a message given to Chats.receiveInbound / appendOutbound
@@ -19,7 +20,7 @@ export const MAX_CAPTION_LENGTH = 1024
 /** Longest media URL, in characters. */
 export const MAX_MEDIA_URL_LENGTH = 2048
 
-const MEDIA_TYPES: ReadonlyArray<OutboundMediaContent["type"]> = ["image", "video", "audio", "document"]
+const OUTBOUND_MEDIA_TYPES: ReadonlyArray<OutboundMediaContent["type"]> = ["image", "video", "audio", "document"]
 
 /** The content columns of a message record: `text`, `template`, `media`, `content` by `type`. */
 export interface ReadContent {
@@ -63,8 +64,6 @@ export const readContent = (
   }
 }
 
-const INBOUND_MEDIA_TYPES: ReadonlyArray<MessageMediaContent["type"]> = ["image", "audio", "video", "document", "sticker"]
-
 /**
  * Reads an inbound message's `type` and content (`Chats.receiveInbound`, docs/chats.md
  * "Message types"): `text` messages need `text` (1–4096 characters); the media types need
@@ -83,10 +82,10 @@ export const readInboundContent = (
     return { type: "text", text: null, template: null, media: null, content }
   }
   if (type === "text") return { type, text: messageText(collector, "text", input.text, true), template: null, media: null, content }
-  const isMedia = (INBOUND_MEDIA_TYPES as ReadonlyArray<string>).includes(type)
+  const isMedia = (MEDIA_TYPES as ReadonlyArray<string>).includes(type)
   const media = isMedia ? inboundMedia(collector, type, input.media) : null
   if (!isMedia && input.media !== undefined && input.media !== null) {
-    collector.add("invalid_format", "media", `media is only given with the types ${INBOUND_MEDIA_TYPES.join(", ")}`)
+    collector.add("invalid_format", "media", `media is only given with the types ${MEDIA_TYPES.join(", ")}`)
   }
   const text = typeof input.text === "string" && input.text.trim() !== "" ? input.text.slice(0, MAX_MESSAGE_TEXT_LENGTH) : null
   if (input.text !== undefined && input.text !== null && typeof input.text !== "string") {
@@ -172,8 +171,8 @@ export const readOutboundMedia = (collector: IssueCollector, value: unknown): Ou
     return null
   }
   const type = value.type
-  if (typeof type !== "string" || !(MEDIA_TYPES as ReadonlyArray<string>).includes(type)) {
-    collector.add("invalid_format", "media.type", `media.type must be one of ${MEDIA_TYPES.join(", ")}`)
+  if (typeof type !== "string" || !(OUTBOUND_MEDIA_TYPES as ReadonlyArray<string>).includes(type)) {
+    collector.add("invalid_format", "media.type", `media.type must be one of ${OUTBOUND_MEDIA_TYPES.join(", ")}`)
   }
   const url = collector.requiredText("media.url", value.url, MAX_MEDIA_URL_LENGTH)
   if (url !== "" && !isHttpUrl(url)) collector.add("invalid_format", "media.url", "media.url must be an http or https URL")

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ContactId } from "./contacts.js"
+import { MediaType } from "./media.js"
 
 /**
  * Identifier of a message; over HTTP, a send's `message_id` (docs/messaging.md "Endpoints").
@@ -131,7 +132,7 @@ export type MessageTemplateContent = typeof MessageTemplateContent.Type
  * @category models
  */
 export const MessageMediaContent = Schema.Struct({
-  type: Schema.Literal("image", "video", "audio", "document", "sticker"),
+  type: MediaType,
   id: Schema.optional(Schema.String),
   url: Schema.optional(Schema.String),
   mime_type: Schema.optional(Schema.String),

@@ -1,4 +1,5 @@
 import { isRecord } from "../internal/validation.js"
+import { MEDIA_TYPES } from "../model/media.js"
 import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../model/messages.js"
 
 // Reading the WhatsApp Cloud API's webhook payloads (docs/whatsapp-webhooks.md "What a
@@ -188,8 +189,6 @@ const profileNames = (contacts: unknown): ReadonlyMap<string, string> =>
       return waId === undefined || name === undefined ? [] : [[waId, name] as const]
     })
   )
-
-const MEDIA_TYPES = ["image", "audio", "video", "document", "sticker"] as const
 
 const readMessage = (message: unknown, names: ReadonlyMap<string, string>): WhatsAppInboundMessage | WhatsAppRefusedPart => {
   if (!isRecord(message)) return { reason: "message that is not an object", item: message }
