@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream"
 /**
  * One item of a failure envelope's `errors`: a stable snake_case `code`, a human
  * `message`, and the JSON path of the offending `field` (for example `contacts[3].email`)
@@ -33,7 +34,9 @@ export interface Envelope<Data = unknown> {
 /**
  * A response before it is written: HTTP status, extra headers and the envelope. When
  * `raw` is set (only the discovery files: `openapi.json`, the `/docs` page and its assets),
- * the body written is `raw.content` with `raw.contentType`, not the envelope.
+ * the body written is `raw.content` with `raw.contentType`, not the envelope; when
+ * `binary` is set (a route answering `BinaryContent`), the body is `binary.stream`'s
+ * bytes, `binary.length` of them, with `binary.contentType`.
  *
  * @category envelope
  */
@@ -42,6 +45,7 @@ export interface ApiResponse {
   readonly headers: Readonly<Record<string, string>>
   readonly body: Envelope
   readonly raw?: { readonly contentType: string; readonly content: string }
+  readonly binary?: { readonly contentType: string; readonly length: number; readonly stream: Readable }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream"
 import { Effect } from "effect"
 import { makeHandlerCore } from "./handler.js"
 import type { HandlerOptions, WireResponse } from "./handlerTypes.js"
@@ -102,7 +103,10 @@ export const createFetchHandler = (options: FetchHandlerOptions): FetchHandler =
 }
 
 const toResponse = (response: WireResponse): Response =>
-  new Response(response.body ?? null, { status: response.status, headers: response.headers })
+  new Response(response.stream === undefined ? (response.body ?? null) : (Readable.toWeb(response.stream) as ReadableStream<Uint8Array>), {
+    status: response.status,
+    headers: response.headers
+  })
 
 /** The body of a Fetch `Request`, read chunk by chunk so the limit stops a long stream early. */
 const fetchBodySource = (request: Request): BodySource => ({

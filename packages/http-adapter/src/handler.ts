@@ -245,21 +245,26 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
 
 /**
  * The wire form of a response, the same for every host: the envelope as JSON (or the
- * `raw` content of a discovery file) with its `Content-Type` and `Content-Length`,
+ * `raw` content of a discovery file, or a `BinaryContent`'s stream, destroyed at once for
+ * `HEAD`) with its `Content-Type` and `Content-Length`,
  * `X-Request-Id`, the response's own headers, then the `RateLimit-*` headers of
  * `exchange.rateLimit` ({@link rateLimitHeadersInto}); no body for `HEAD`. The headers are
  * one object, written into once (it is built for every response).
  */
 const toWireResponse = (exchange: Exchange, response: ApiResponse): WireResponse => {
-  const body = response.raw?.content ?? JSON.stringify(response.body)
+  const binary = response.binary
+  const body = binary === undefined ? (response.raw?.content ?? JSON.stringify(response.body)) : undefined
   const headers: Record<string, string> = {
-    "content-type": response.raw?.contentType ?? "application/json; charset=utf-8",
-    "content-length": String(Buffer.byteLength(body)),
+    "content-type": binary?.contentType ?? response.raw?.contentType ?? "application/json; charset=utf-8",
+    "content-length": String(binary?.length ?? Buffer.byteLength(body!)),
     "x-request-id": exchange.requestId
   }
   for (const name in response.headers) headers[name] = response.headers[name]!
   rateLimitHeadersInto(headers, exchange.rateLimit)
-  return { status: response.status, headers, body: exchange.request.method === "HEAD" ? undefined : body }
+  const head = exchange.request.method === "HEAD"
+  if (binary === undefined) return { status: response.status, headers, body: head ? undefined : body }
+  if (head) binary.stream.destroy()
+  return { status: response.status, headers, body: undefined, ...(head ? {} : { stream: binary.stream }) }
 }
 
 /**

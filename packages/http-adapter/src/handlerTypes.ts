@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream"
 import type { Layer, Logger } from "effect"
 import type { ChannelVerifier, GraphApiOptions, MessageTransport, RateLimitDecision, Storage } from "@switchboard/core"
 import type { DispatchSwitches, SendQueueHandlerOptions } from "./dispatchers.js"
@@ -176,7 +177,7 @@ export interface CoreRequest {
 
 /**
  * A response ready for the wire: status, every header (content type, length, request id,
- * rate-limit headers…) and the body text, `undefined` for `HEAD`.
+ * rate-limit headers…) and the body text, `undefined` for `HEAD` (or a stream of bytes).
  *
  * @internal
  */
@@ -184,6 +185,8 @@ export interface WireResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: string | undefined
+  /** The bytes of a `BinaryContent` answer (`body` is then `undefined`), piped by the host. */
+  readonly stream?: Readable
 }
 
 /**

@@ -37,6 +37,7 @@ export { HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptio
 export {
   defineRoute,
   responseOfResult,
+  type BinaryContent,
   type RawContent,
   type RouteDefinition,
   type RouteIdempotency,

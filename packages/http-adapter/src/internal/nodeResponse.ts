@@ -1,4 +1,6 @@
 import type { ServerResponse } from "node:http"
+import type { Readable } from "node:stream"
+import { pipeline } from "node:stream/promises"
 import type { WireResponse } from "../handlerTypes.js"
 import type { HostRequest } from "./body.js"
 
@@ -20,9 +22,21 @@ export const writeResponse = (req: HostRequest, res: ServerResponse, response: W
   } else {
     // One call with every header: Node then writes the head without a header map.
     res.writeHead(response.status, response.headers)
-    if (response.body === undefined) res.end()
+    if (response.stream !== undefined) pipeStream(response.stream, res)
+    else if (response.body === undefined) res.end()
     else res.end(response.body)
   }
+}
+
+/**
+ * Pipes a `BinaryContent` answer to the client: a client that goes away destroys the
+ * stream (the blob's read ends), and a stream that fails after the headers destroys the
+ * response, so the client sees a body shorter than its `Content-Length` rather than a
+ * complete-looking one.
+ */
+const pipeStream = (stream: Readable, res: ServerResponse): void => {
+  // `pipeline` destroys both sides on a failure of either; nothing is left to answer.
+  pipeline(stream, res).catch(() => undefined)
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream"
 import type { Effect, Schema } from "effect"
 import type { ValidationSchema } from "fastest-validator"
 import type { AuthenticatedOrganization, Core, DomainError } from "@switchboard/core"
@@ -80,6 +81,26 @@ export interface RawContent {
 }
 
 /**
+ * What a route returns to answer bytes instead of the envelope (docs/extending.md "Your own
+ * routes"): `stream`'s bytes, exactly `length` of them (the `Content-Length`), with
+ * `contentType`; `status` 200 (default) or 206 (a range); `headers` added to the response
+ * (lowercase names: `etag`, `content-disposition`, `content-range`…). The stream is piped
+ * to the client and destroyed when the client goes away (or, for `HEAD`, at once); the
+ * request's log line is written when the headers are. A stream that fails once the
+ * headers are out ends the connection early (the client sees a short body).
+ *
+ * @category routes
+ */
+export interface BinaryContent {
+  readonly _tag: "BinaryContent"
+  readonly status?: 200 | 206
+  readonly contentType: string
+  readonly length: number
+  readonly stream: Readable
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/**
  * One route of the API, declared once (docs/api-reference.md "How the document is generated"): the validators are compiled from it at
  * start-up and the OpenAPI document is generated from it.
  * - `path` is relative to the base path, with `:name` parameters (find-my-way syntax).
@@ -128,8 +149,9 @@ export interface RouteDefinition<Data = unknown> {
    */
   readonly data?: Schema.Schema<Data, any, never>
   /**
-   * Declared by a route answering raw content ({@link RawContent}) instead of the
-   * envelope: the media types it may answer with, for the OpenAPI document.
+   * Declared by a route answering raw content ({@link RawContent}) or bytes
+   * ({@link BinaryContent}) instead of the envelope: the media types it may answer with,
+   * for the OpenAPI document.
    */
   readonly content?: ReadonlyArray<string>
   /**
@@ -140,7 +162,7 @@ export interface RouteDefinition<Data = unknown> {
   readonly errors?: ReadonlyArray<string>
   readonly handle: (
     request: RouteRequest
-  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent, DomainError | HttpFailure, RouteServices>
+  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent | BinaryContent, DomainError | HttpFailure, RouteServices>
 }
 
 /**
@@ -175,15 +197,20 @@ export const defineRoute = <Data = unknown>(route: RouteDefinition<Data>): Route
 
 /**
  * The response of a handler's result: `content` as it is for {@link RawContent} (the
- * `raw` field of {@link ApiResponse}), else the success envelope.
+ * `raw` field of {@link ApiResponse}), the stream for {@link BinaryContent} (its `binary`
+ * field), else the success envelope.
  *
  * @category routes
  */
-export const responseOfResult = (result: RouteResult | RawContent): ApiResponse =>
-  "_tag" in result && result._tag === "RawContent"
-    ? {
-        ...successResponse("OK", null),
-        headers: result.headers ?? {},
-        raw: { contentType: result.contentType, content: result.content }
-      }
-    : successResponse((result as RouteResult).message, (result as RouteResult).data)
+export const responseOfResult = (result: RouteResult | RawContent | BinaryContent): ApiResponse => {
+  if (!("_tag" in result)) return successResponse(result.message, result.data)
+  if (result._tag === "RawContent") {
+    return { ...successResponse("OK", null), headers: result.headers ?? {}, raw: { contentType: result.contentType, content: result.content } }
+  }
+  return {
+    ...successResponse("OK", null),
+    status: result.status ?? 200,
+    headers: result.headers ?? {},
+    binary: { contentType: result.contentType, length: result.length, stream: result.stream }
+  }
+}
