@@ -4,6 +4,7 @@ import { makeHandlerCore } from "./handler.js"
 import type { HandlerOptions, WireResponse } from "./handlerTypes.js"
 import type { HealthReport } from "./health.js"
 import { unreadableBody, tooLarge, type BodySource } from "./internal/body.js"
+import { readableOf } from "./internal/multipart.js"
 import type { HttpFailure } from "./HttpFailure.js"
 import { clientAddressOf } from "./rateLimiting.js"
 
@@ -114,7 +115,8 @@ const fetchBodySource = (request: Request): BodySource => ({
   contentLength: request.headers.get("content-length") ?? undefined,
   parsed: undefined,
   hostRawBytes: undefined,
-  read: (limitBytes) => readLimited(request, limitBytes)
+  read: (limitBytes) => readLimited(request, limitBytes),
+  stream: () => readableOf(request.body)
 })
 
 const readLimited = (request: Request, limitBytes: number): Effect.Effect<Buffer, HttpFailure> =>

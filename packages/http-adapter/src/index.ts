@@ -33,6 +33,7 @@ export {
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute
 } from "./routes/whatsappWebhook.js"
+export type { MultipartBody, MultipartField, MultipartFile, MultipartLimits, MultipartPart } from "./internal/multipart.js"
 export { HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptions } from "./settings.js"
 export {
   defineRoute,

@@ -326,6 +326,15 @@ const operationOf = (route: RouteDefinition, path: string, definitions: Record<s
             content: { "application/json": { schema: convertObjectSchema(route.body, `${where} body`) } }
           }
         }),
+    ...(route.multipart === undefined
+      ? {}
+      : {
+          requestBody: {
+            required: true,
+            description: `A multipart/form-data body of at most ${route.multipart.maxBytes} bytes: at most ${route.multipart.maxFiles ?? 1} file part(s) and ${route.multipart.maxFields ?? 20} field(s).`,
+            content: { "multipart/form-data": { schema: { type: "object", additionalProperties: true } } }
+          }
+        }),
     responses: { "200": successResponseOf(route, definitions), ...errorResponsesOf(route, where) }
   }
 }
@@ -421,10 +430,11 @@ const errorResponsesOf = (route: RouteDefinition, where: string): Record<string,
     if (status === undefined) throw new Error(`${where}: error code "${code}" has no status in ERROR_CODE_STATUSES`)
     add(status, code)
   }
-  if (route.body !== undefined || route.verifyRawBody !== undefined) {
+  if (route.body !== undefined || route.verifyRawBody !== undefined || route.multipart !== undefined) {
     add(413, "payload_too_large")
     add(415, "unsupported_media_type")
   }
+  if (route.multipart !== undefined) add(400, "invalid_body")
   if (route.rateLimited !== false) {
     add(429, "rate_limited")
     add(503, "rate_limit_unavailable")
@@ -443,7 +453,7 @@ const STATUS_MEANINGS: Readonly<Record<number, string>> = {
   404: "A record the request names does not exist in the organization",
   413: "Request body over the size limit (1 MiB by default)",
   409: "A request with the same `Idempotency-Key` is still being processed: retry later",
-  415: "Request body is not JSON",
+  415: "Request body is not of the route's media type (JSON, or multipart/form-data for an upload)",
   422: "The `Idempotency-Key` was used for another request (method, path or body differ)",
   429: "Rate limit exceeded: retry after `Retry-After` seconds, ideally with exponential backoff",
   503: "The rate-limit store did not answer and the host chose `onStoreError: \"fail-closed\"`"

@@ -12,6 +12,7 @@ import { HttpFailure } from "./HttpFailure.js"
 import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
 import { readApiKey } from "./internal/authorization.js"
 import { parseJsonBody, readJsonBody, readRawBody } from "./internal/body.js"
+import { readMultipart } from "./internal/multipart.js"
 import { nulInParameters, repeatedParameters, type Query } from "./internal/query.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
@@ -107,6 +108,11 @@ const afterRateLimit = (
   // A route without a body (most GETs) and without an Idempotency-Key goes straight to its
   // handler: no Effect to read or check a body (fewer operations per request,
   // docs/benchmarks.md).
+  // A multipart body is handed over unread: the handler streams its parts (and, on a route
+  // that also takes an Idempotency-Key, claims it itself once it knows what it received).
+  if (definition.multipart !== undefined) {
+    return Effect.flatMap(readMultipart(exchange.request.body, definition.multipart), (body) => handle(body))
+  }
   if (idempotencyKey === undefined && definition.verifyRawBody === undefined && route.checkBody === undefined) {
     return handle(undefined)
   }

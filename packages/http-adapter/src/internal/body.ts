@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http"
+import type { Readable } from "node:stream"
 import { Effect, Either } from "effect"
 import { checkJsonInput, parseJsonInput, type JsonInputProblem } from "@switchboard/core"
 import { HttpFailure } from "../HttpFailure.js"
@@ -13,8 +14,9 @@ export type HostRequest = IncomingMessage & { body?: unknown; rawBody?: unknown;
 /**
  * A request body as any host offers it (node:http, Express, a Fetch `Request`): the
  * `Content-Type` and `Content-Length` headers, a body the host may have parsed already
- * with the raw bytes it may have kept, and a way to read the raw bytes that fails with 413
- * `payload_too_large` as soon as more than `limitBytes` arrive.
+ * with the raw bytes it may have kept, a way to read the raw bytes that fails with 413
+ * `payload_too_large` as soon as more than `limitBytes` arrive, and the raw body as a
+ * stream.
  */
 export interface BodySource {
   readonly contentType: string | undefined
@@ -24,6 +26,11 @@ export interface BodySource {
   /** The raw bytes a host that parsed the body kept (`req.rawBody`), or `undefined`. */
   readonly hostRawBytes: Uint8Array | undefined
   readonly read: (limitBytes: number) => Effect.Effect<Buffer, HttpFailure>
+  /**
+   * The raw body as a stream, read by its consumer (a multipart body). Node hands the
+   * request itself: unpiping it leaves it readable, so a refusal can still drain it.
+   */
+  readonly stream: () => Readable
 }
 
 /**
@@ -53,9 +60,7 @@ export const readRawBody = (source: BodySource, limitBytes: number): Effect.Effe
   if (!isJsonContentType(source.contentType)) return Effect.fail(notJson())
   const parsed = source.parsed
   if (isHostParsed(parsed)) {
-    return source.hostRawBytes === undefined
-      ? Effect.logError(RAW_BODY_HINT).pipe(Effect.zipRight(Effect.fail(rawBodyUnavailable())))
-      : Effect.succeed(Buffer.from(source.hostRawBytes))
+    return source.hostRawBytes === undefined ? hostConsumedBody() : Effect.succeed(Buffer.from(source.hostRawBytes))
   }
   const declared = Number(source.contentLength)
   if (source.contentLength !== undefined && Number.isFinite(declared) && declared > limitBytes) {
@@ -84,6 +89,13 @@ const RAW_BODY_HINT =
   "keep them as req.rawBody (express.json({ verify: (req, _res, buf) => { req.rawBody = buf } })), " +
   "or mount the handler before the body parser (docs/mounting.md)"
 
+/**
+ * 500 `raw_body_unavailable`, logged with how to mount the handler: a route that needs the
+ * body's bytes got a body the host had already consumed.
+ */
+export const hostConsumedBody = (): Effect.Effect<never, HttpFailure> =>
+  Effect.logError(RAW_BODY_HINT).pipe(Effect.zipRight(Effect.fail(rawBodyUnavailable())))
+
 const rawBodyUnavailable = () =>
   new HttpFailure({
     status: 500,
@@ -103,7 +115,8 @@ export const nodeBodySource = (req: HostRequest): BodySource => ({
   contentLength: req.headers["content-length"],
   parsed: req.body,
   hostRawBytes: req.rawBody instanceof Uint8Array ? req.rawBody : undefined,
-  read: (limitBytes) => readStream(req, limitBytes)
+  read: (limitBytes) => readStream(req, limitBytes),
+  stream: () => req
 })
 
 /** `application/json`, or any `application/<x>+json`, with or without parameters. */

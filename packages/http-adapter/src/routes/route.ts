@@ -4,6 +4,7 @@ import type { ValidationSchema } from "fastest-validator"
 import type { AuthenticatedOrganization, Core, DomainError } from "@switchboard/core"
 import { successResponse, type ApiResponse } from "../envelope.js"
 import type { HttpFailure } from "../HttpFailure.js"
+import type { MultipartBody, MultipartLimits } from "../internal/multipart.js"
 import type { HandlerSettings } from "../settings.js"
 
 /**
@@ -115,6 +116,7 @@ export interface BinaryContent {
  * - `bodyLimit`: this route's largest body in bytes, instead of the handler's `bodyLimit`.
  * - `verifyRawBody`: a check over the exact body bytes before they are parsed (a webhook
  *   signature); the route then reads its body even without a `body` schema.
+ * - `multipart`: the route reads a `multipart/form-data` body, streamed ({@link MultipartBody}).
  * - `idempotent` (default `false`): the route honours an `Idempotency-Key` header (an
  *   authenticated route with a body; docs/messaging.md "Idempotency-Key"): the handler
  *   core claims the key, replays a stored 200, and answers 409/422 itself; the handler
@@ -141,6 +143,12 @@ export interface RouteDefinition<Data = unknown> {
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
+  /**
+   * The route reads a `multipart/form-data` body (instead of `body`, a JSON schema): the
+   * handler's `body` is then a {@link MultipartBody} whose parts it iterates, within these
+   * limits (docs/extending.md "Your own routes").
+   */
+  readonly multipart?: MultipartLimits
   /**
    * The `effect/Schema` of the success envelope's `data` (docs/api-reference.md): the handler's
    * result must have its type (checked by the compiler through {@link defineRoute}) and
