@@ -107,6 +107,7 @@ export * from "./whatsapp/WhatsAppWebhooks.js"
 export * from "./imports/Imports.js"
 export * from "./idempotency/Idempotency.js"
 export * from "./rate-limits/RateLimiter.js"
+export * from "./media/fetchMedia.js"
 
 // The error union and the layers
 export * from "./errors.js"

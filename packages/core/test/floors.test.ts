@@ -30,6 +30,7 @@ const floors: Record<string, number> = {
   webhooks: 6,
   whatsapp: 6,
   imports: 6,
+  media: 6,
   idempotency: 6,
   "rate-limits": 6,
   errors: 7,
