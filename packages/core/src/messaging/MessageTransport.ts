@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto"
+import type { Readable } from "node:stream"
 import { Context, Effect, Layer, Schema } from "effect"
 import { FailureKind } from "../model/failureClasses.js"
 
@@ -95,12 +97,33 @@ export class TransportFailed extends Schema.TaggedError<TransportFailed>()("Tran
 }
 
 /**
+ * A file to upload to the provider ({@link MessageTransportService.uploadMedia}): its bytes
+ * as a stream (the transport reads it to its end, or destroys it), `size` in bytes,
+ * `mimeType` (sent as the upload's `type`) and `filename` when known.
+ *
+ * @category messaging
+ */
+export interface MediaUpload {
+  readonly stream: Readable
+  readonly size: number
+  readonly mimeType: string
+  readonly filename: string | null
+}
+
+/**
  * Hands outbound messages to a messaging provider (docs/messaging.md "Transports").
  *
  * @category messaging
  */
 export interface MessageTransportService {
   readonly send: (message: OutboundMessage) => Effect.Effect<TransportReceipt, TransportFailed>
+  /**
+   * Uploads a file for messages to name by the provider's media id (docs/media.md
+   * "Sending a stored file"), through `channel` (or the transport's own number when
+   * `null`): the provider's `provider_media_id`, or `TransportFailed` read into the classes
+   * of failure as a send's is. Absent: the transport cannot send stored files.
+   */
+  readonly uploadMedia?: (channel: OutboundChannel | null, upload: MediaUpload) => Effect.Effect<{ readonly provider_media_id: string }, TransportFailed>
   /**
    * `true` when the transport accepts a message without a channel with no network call
    * (the recording transport): such messages skip the send queue's lanes and pacing and
@@ -126,11 +149,17 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
 
 /**
  * The recording transport's service: accepts every message without a network call and
- * answers no provider id, so the store records the message as `sent`.
+ * answers no provider id, so the store records the message as `sent`; an upload is not
+ * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id.
  *
  * @category messaging
  */
 export const recordingTransport: MessageTransportService = {
   send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }),
+  uploadMedia: (_channel, upload) =>
+    Effect.sync(() => {
+      upload.stream.destroy()
+      return { provider_media_id: `recorded-${randomUUID()}` }
+    }),
   immediate: true
 }

@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto"
+import { Readable } from "node:stream"
 import { Effect, Layer } from "effect"
 import {
   DEFAULT_GRAPH_TIMEOUT_MS,
@@ -9,8 +11,10 @@ import {
   networkErrorCode
 } from "../channels/graphApi.js"
 import {
+  type MediaUpload,
   MessageTransport,
   type MessageTransportService,
+  type OutboundChannel,
   TransportFailed,
   type OutboundMessage,
   type TransportReceipt
@@ -49,7 +53,10 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
 export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTransport> =>
   Layer.sync(MessageTransport, () => {
     preloadUndici()
-    return { send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message) }
+    return {
+      send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
+      uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload)
+    }
   })
 
 /**
@@ -64,14 +71,19 @@ export const withChannels = (options: GraphApiOptions, fallback: MessageTranspor
   preloadUndici()
   return {
     send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
+    uploadMedia: (channel, upload) =>
+      channel !== null
+        ? uploadMedia(channelOptions(options, channel), upload)
+        : fallback.uploadMedia !== undefined
+          ? fallback.uploadMedia(null, upload)
+          : Effect.sync(() => upload.stream.destroy()).pipe(
+              Effect.zipRight(Effect.fail(new TransportFailed({ reason: "This transport cannot upload files", provider_code: null, kind: "permanent" })))
+            ),
     ...(fallback.immediate === true ? { immediate: true } : {})
   }
 }
 
-const channelOptions = (
-  options: GraphApiOptions,
-  channel: NonNullable<OutboundMessage["channel"]>
-): WhatsAppCloudOptions => ({
+const channelOptions = (options: GraphApiOptions, channel: OutboundChannel): WhatsAppCloudOptions => ({
   ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
   ...(options.apiVersion === undefined ? {} : { apiVersion: options.apiVersion }),
   ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
@@ -202,31 +214,111 @@ const parseJsonObject = (text: string): GraphResponse => {
 }
 
 /**
- * The receipt of a 2xx answer with `messages[0].id`; otherwise `TransportFailed` with Meta's
- * message and code, the HTTP status, and the network error when the body was cut short. A 2xx
- * answer without an id (or whose body was lost) is `unknown`: Meta may have taken the message.
+ * The receipt of a 2xx answer with `messages[0].id`; otherwise {@link answeredFailure}.
  */
-const receiptOf = (
-  options: WhatsAppCloudOptions,
-  answer: { readonly status: number; readonly body: GraphResponse; readonly readError?: unknown }
-): Effect.Effect<TransportReceipt, TransportFailed> => {
+const receiptOf = (options: WhatsAppCloudOptions, answer: GraphAnswer): Effect.Effect<TransportReceipt, TransportFailed> => {
+  const id = answer.body.messages?.[0]?.id
+  if (isOk(answer) && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
+  return Effect.fail(answeredFailure(options, answer))
+}
+
+/**
+ * `TransportFailed` of an answer that is not the success asked for: Meta's message and code,
+ * the HTTP status, and the network error when the body was cut short. A 2xx answer without
+ * what was asked for (or whose body was lost) is `unknown`: Meta may have done it.
+ */
+const answeredFailure = (options: WhatsAppCloudOptions, answer: GraphAnswer): TransportFailed => {
   const { status, body, readError } = answer
-  const id = body.messages?.[0]?.id
-  const ok = status >= 200 && status <= 299
-  if (ok && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
   const { code, message } = body.error ?? {}
-  return Effect.fail(
-    new TransportFailed({
-      reason: typeof message === "string" ? message : graphAnsweredStatus(options, status),
-      provider_code: typeof code === "number" || typeof code === "string" ? String(code) : null,
-      http_status: status,
-      network_error: readError === undefined ? null : networkErrorCode(readError),
-      ...(ok ? { kind: "unknown" as const } : {})
-    })
-  )
+  return new TransportFailed({
+    reason: typeof message === "string" ? message : graphAnsweredStatus(options, status),
+    provider_code: typeof code === "number" || typeof code === "string" ? String(code) : null,
+    http_status: status,
+    network_error: readError === undefined ? null : networkErrorCode(readError),
+    ...(isOk(answer) ? { kind: "unknown" as const } : {})
+  })
+}
+
+const isOk = (answer: GraphAnswer): boolean => answer.status >= 200 && answer.status <= 299
+
+interface GraphAnswer {
+  readonly status: number
+  readonly body: GraphResponse
+  readonly readError?: unknown
 }
 
 interface GraphResponse {
+  readonly id?: unknown
   readonly messages?: ReadonlyArray<{ readonly id?: unknown }>
   readonly error?: { readonly message?: unknown; readonly code?: unknown }
+}
+
+/**
+ * How long one upload may take, in ms: without a byte of answer (`headersTimeout`) or
+ * with the body stalled (`bodyTimeout`).
+ *
+ * @category messaging
+ */
+export const UPLOAD_TIMEOUT_MS = 120_000
+
+/**
+ * One `POST …/{phone_number_id}/media` (docs/media.md "Sending a stored file"): a
+ * `multipart/form-data` body of `messaging_product=whatsapp`, `type` (the MIME type) and
+ * `file`, the file streamed from `upload.stream` with the exact `Content-Length`, through
+ * undici's `request` (or `fetch`, chunked, where undici does not load), within
+ * {@link UPLOAD_TIMEOUT_MS}. Meta's `{id}` is the media id; any other answer, a timeout or a
+ * network error is `TransportFailed` as a send's is.
+ */
+const uploadMedia = (options: WhatsAppCloudOptions, upload: MediaUpload): Effect.Effect<{ readonly provider_media_id: string }, TransportFailed> => {
+  const url = graphUrl(options, options.phoneNumberId, "media")
+  const boundary = `switchboard-${randomUUID()}`
+  const mime = upload.mimeType.replace(/[\r\n]/g, "")
+  const filename = (upload.filename ?? "file").replace(/[\r\n"\\]/g, "_")
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="messaging_product"\r\n\r\nwhatsapp\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="type"\r\n\r\n${mime}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: ${mime}\r\n\r\n`
+  )
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
+  async function* parts(): AsyncGenerator<Uint8Array> {
+    yield head
+    for await (const chunk of upload.stream) yield chunk as Uint8Array
+    yield tail
+  }
+  const headers = {
+    authorization: `Bearer ${options.accessToken}`,
+    "content-type": `multipart/form-data; boundary=${boundary}`
+  }
+  const answer = Effect.tryPromise({
+    try: async (signal): Promise<GraphAnswer> => {
+      const request = await loadUndici()
+      if (request !== null) {
+        const response = await request(url, {
+          method: "POST",
+          headers: { ...headers, "content-length": String(head.length + upload.size + tail.length) },
+          body: Readable.from(parts()),
+          headersTimeout: UPLOAD_TIMEOUT_MS,
+          bodyTimeout: UPLOAD_TIMEOUT_MS
+        })
+        return { status: response.statusCode, ...(await readBody(response.body)) }
+      }
+      const response = await fetch(url, {
+        method: "POST",
+        headers,
+        body: Readable.toWeb(Readable.from(parts())) as ReadableStream<Uint8Array>,
+        duplex: "half",
+        signal: AbortSignal.any([signal, AbortSignal.timeout(UPLOAD_TIMEOUT_MS)])
+      } as RequestInit)
+      return { status: response.status, ...(await readBody(response)) }
+    },
+    catch: (error) => unreachable(options, error)
+  })
+  return Effect.ensuring(
+    Effect.flatMap(answer, (answered) =>
+      isOk(answered) && typeof answered.body.id === "string"
+        ? Effect.succeed({ provider_media_id: answered.body.id })
+        : Effect.fail(answeredFailure(options, answered))
+    ),
+    Effect.sync(() => upload.stream.destroy())
+  )
 }
