@@ -311,3 +311,84 @@ describe("runLeasedJob", () => {
       expect(seen[1]).toEqual(Option.some({ name: "Probe.attempt", parent: false, attributes: { "probe.job": "b" } }))
     }))
 })
+
+describe("lease renewal (a queue with renew)", () => {
+  /** A queue of one job whose run takes `runMs` of the test clock; `renewals` answer as `answers` say. */
+  const renewingQueue = (runMs: number, answers: (call: number) => Effect.Effect<boolean, string>) => {
+    const state = { renewals: [] as Array<{ at: number; leaseUntil: number }>, runInterrupted: false, recorded: [] as Array<string> }
+    const queue: LeasedQueue<FakeJob, string, string> = {
+      name: "renewing queue",
+      claim: () => Effect.succeed([{ id: "a", lease: "lease-1" }]),
+      run: (job) =>
+        Effect.sleep(runMs).pipe(
+          Effect.as(`ran ${job.id}`),
+          Effect.onInterrupt(() => Effect.sync(() => void (state.runInterrupted = true)))
+        ),
+      renew: (_job, leaseUntil) =>
+        Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (at) => {
+          state.renewals.push({ at, leaseUntil })
+          return answers(state.renewals.length)
+        }),
+      record: (_job, outcome) => Effect.sync(() => (state.recorded.push(outcome), true))
+    }
+    return { queue, state }
+  }
+
+  it.effect("renews every third of the lease while a long run runs, each time to now + the lease, then records", () =>
+    Effect.gen(function*() {
+      const { queue, state } = renewingQueue(950, () => Effect.succeed(true))
+      const fiber = yield* Effect.fork(runLeasedJob(queue, { id: "a", lease: "lease-1" }, 300))
+      yield* TestClock.adjust(950)
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "Recorded", outcome: "ran a" })
+      expect(state.renewals).toEqual([100, 200, 300, 400, 500, 600, 700, 800, 900].map((at) => ({ at, leaseUntil: at + 300 })))
+      expect(state.runInterrupted).toBe(false)
+    }))
+
+  it.effect("a renewal answering false stops the run at once: LeaseEnded, nothing recorded", () =>
+    Effect.gen(function*() {
+      const { queue, state } = renewingQueue(10_000, (call) => Effect.succeed(call < 3))
+      const fiber = yield* Effect.fork(runLeasedJob(queue, { id: "a", lease: "lease-1" }, 3_000))
+      yield* TestClock.adjust(3_000)
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "LeaseEnded" })
+      expect(state.renewals.map((renewal) => renewal.at)).toEqual([1_000, 2_000, 3_000])
+      expect(state.runInterrupted).toBe(true)
+      expect(state.recorded).toEqual([])
+    }))
+
+  it.effect("a renewal that fails is a lease that may be gone: LeaseEnded too", () =>
+    Effect.gen(function*() {
+      const { queue, state } = renewingQueue(10_000, () => Effect.fail("store unreachable"))
+      const fiber = yield* Effect.fork(runLeasedJob(queue, { id: "a", lease: "lease-1" }, 900))
+      yield* TestClock.adjust(300)
+      expect(yield* Fiber.join(fiber)).toEqual({ _tag: "LeaseEnded" })
+      expect([state.runInterrupted, state.recorded]).toEqual([true, []])
+    }))
+
+  it.effect("a run shorter than a third of the lease is never renewed; without the lease's length nothing is renewed", () =>
+    Effect.gen(function*() {
+      const short = renewingQueue(50, () => Effect.succeed(true))
+      const first = yield* Effect.fork(runLeasedJob(short.queue, { id: "a", lease: "lease-1" }, 300))
+      yield* TestClock.adjust(50)
+      expect((yield* Fiber.join(first))._tag).toBe("Recorded")
+      const unknown = renewingQueue(1_000, () => Effect.succeed(false))
+      const second = yield* Effect.fork(runLeasedJob(unknown.queue, { id: "a", lease: "lease-1" }))
+      yield* TestClock.adjust(1_000)
+      expect((yield* Fiber.join(second))._tag).toBe("Recorded")
+      expect([short.state.renewals, unknown.state.renewals]).toEqual([[], []])
+    }))
+
+  it.effect("in the loop, a job outliving its lease keeps it by renewal and is recorded once", () =>
+    Effect.gen(function*() {
+      const { queue, state } = renewingQueue(2_000, () => Effect.succeed(true))
+      let claimed = false
+      const once: LeasedQueue<FakeJob, string, string> = {
+        ...queue,
+        claim: () => Effect.sync(() => (claimed ? [] : ((claimed = true), [{ id: "a", lease: "lease-1" }])))
+      }
+      const loop = yield* Effect.fork(runLeasedQueue(once, { leaseMs: 600, concurrency: 2, pollIntervalMs: 100 }))
+      yield* TestClock.adjust(2_500)
+      yield* Fiber.interrupt(loop)
+      expect(state.recorded).toEqual(["ran a"])
+      expect(state.renewals.length).toBeGreaterThanOrEqual(9)
+    }))
+})

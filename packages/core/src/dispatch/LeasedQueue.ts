@@ -17,6 +17,11 @@ import type { DispatchWakeService } from "./DispatchWake.js"
  *   and another caller took the job over);
  * - `dueAgainAt(outcome)` (optional): when the job is due again after a recorded outcome
  *   (epoch milliseconds), or `null` when it is settled; the loop wakes then;
+ * - `renew(job, leaseUntil)` (optional): extends the job's lease to `leaseUntil` (epoch
+ *   milliseconds) while it still holds: `true`, else `false` (another caller took the job
+ *   over). With it, a run longer than a third of the lease keeps its lease: the loop
+ *   renews every third of the lease while the job runs, and stops the run (nothing
+ *   recorded, the job ends `LeaseEnded`) as soon as a renewal answers `false` or fails;
  * - `nextDueAt(now)` (optional): the earliest due time of the queue's waiting work
  *   (epoch milliseconds) or `null` when nothing waits, for a queue that can tell;
  * - `name`: the queue's name in log lines;
@@ -32,6 +37,7 @@ export interface LeasedQueue<J, O, E = never, R = never> {
   readonly run: (job: J) => Effect.Effect<O, E, R>
   readonly record: (job: J, outcome: O) => Effect.Effect<boolean, E, R>
   readonly dueAgainAt?: (outcome: O) => number | null
+  readonly renew?: (job: J, leaseUntil: number) => Effect.Effect<boolean, E, R>
   readonly nextDueAt?: (now: number) => Effect.Effect<number | null, E, R>
   readonly span?: {
     readonly name: string
@@ -61,14 +67,16 @@ export const DRAIN_MARGIN_MS = 2_000
 
 /**
  * How one claimed job ended: its outcome `Recorded`; `Lost` (the lease had ended, nothing
- * was recorded); or `Failed` (running or recording it failed: logged, and the job is
- * claimed again once its lease ends).
+ * was recorded); `LeaseEnded` (a renewal of its lease answered `false` or failed, so its
+ * run was stopped and nothing was recorded: logged); or `Failed` (running or recording it
+ * failed: logged, and the job is claimed again once its lease ends).
  *
  * @category dispatch
  */
 export type LeasedJobEnd<O> =
   | { readonly _tag: "Recorded"; readonly outcome: O }
   | { readonly _tag: "Lost"; readonly outcome: O }
+  | { readonly _tag: "LeaseEnded" }
   | { readonly _tag: "Failed" }
 
 /**
@@ -119,20 +127,29 @@ export const makeLeasedLoopStatus: Effect.Effect<LeasedLoopStatus> = Effect.map(
 /**
  * Runs one claimed job and records its outcome, uninterruptibly (an interruption waits
  * for the attempt and its record). Never fails: a failure is logged with the queue's name
- * and answered `Failed`; an outcome the lease no longer allowed to record is `Lost`.
+ * and answered `Failed`; an outcome the lease no longer allowed to record is `Lost`. With
+ * `leaseMs` (the lease the claim took, ms) and a queue that can `renew`, the lease is
+ * renewed every third of it while the job runs (`LeaseEnded` when that fails).
  *
  * @category dispatch
  */
-export const runLeasedJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<LeasedJobEnd<O>, never, R> =>
-  Effect.uninterruptible(leasedJob(queue, job, false)) as Effect.Effect<LeasedJobEnd<O>, never, R>
+export const runLeasedJob = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  leaseMs?: number
+): Effect.Effect<LeasedJobEnd<O>, never, R> =>
+  Effect.uninterruptible(leasedJob(queue, job, false, leaseMs)) as Effect.Effect<LeasedJobEnd<O>, never, R>
 
 /**
  * A job of the loop: {@link runLeasedJob}, except that its attempt (`run`) can be
  * interrupted — by the loop's drain only, once its time has passed: the job then ends
  * `Abandoned`, nothing recorded. Its record is never interrupted.
  */
-const runDrainableJob = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, job: J): Effect.Effect<DrainableJobEnd<O>, never, R> =>
-  Effect.uninterruptible(leasedJob(queue, job, true))
+const runDrainableJob = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  leaseMs: number
+): Effect.Effect<DrainableJobEnd<O>, never, R> => Effect.uninterruptible(leasedJob(queue, job, true, leaseMs))
 
 /** How a job of the loop ended: as {@link LeasedJobEnd}, or interrupted by the drain before its record. */
 type DrainableJobEnd<O> = LeasedJobEnd<O> | { readonly _tag: "Abandoned" }
@@ -144,10 +161,16 @@ type DrainableJobEnd<O> = LeasedJobEnd<O> | { readonly _tag: "Abandoned" }
 const leasedJob = <J, O, E, R>(
   queue: LeasedQueue<J, O, E, R>,
   job: J,
-  interruptibleRun: boolean
+  interruptibleRun: boolean,
+  leaseMs: number | undefined
 ): Effect.Effect<DrainableJobEnd<O>, never, R> => {
+  const attempt = withRenewal(queue, job, leaseMs)
   const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.gen(function*() {
-    const outcome = yield* interruptibleRun ? Effect.interruptible(queue.run(job)) : queue.run(job)
+    const outcome = yield* interruptibleRun ? Effect.interruptible(attempt) : attempt
+    if (outcome instanceof LeaseEndedMarker) {
+      yield* Effect.logWarning(`${queue.name}: a job's lease could not be renewed; its run was stopped and nothing recorded`)
+      return { _tag: "LeaseEnded" } as const
+    }
     const recorded = yield* queue.record(job, outcome)
     return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
   })
@@ -161,6 +184,39 @@ const leasedJob = <J, O, E, R>(
         )
     )
   )
+}
+
+/** What a run stopped for its lease answers instead of an outcome. */
+class LeaseEndedMarker {
+  readonly leaseEnded = true
+}
+const LEASE_ENDED = new LeaseEndedMarker()
+
+/**
+ * `queue.run(job)`, raced with the renewal of its lease every third of `leaseMs` when the
+ * queue can `renew`: the first renewal that answers `false` or fails interrupts the run
+ * (made interruptible for it alone: an interruption from outside still waits where the
+ * caller is uninterruptible) and answers {@link LEASE_ENDED}. Without `renew` or
+ * `leaseMs`, the run as it is.
+ */
+const withRenewal = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  leaseMs: number | undefined
+): Effect.Effect<O | LeaseEndedMarker, E, R> => {
+  const renew = queue.renew
+  if (renew === undefined || leaseMs === undefined || leaseMs <= 0) return queue.run(job)
+  const everyMs = Math.max(1, Math.floor(leaseMs / 3))
+  const renewals = Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(everyMs)
+      const now = yield* Clock.currentTimeMillis
+      const held = yield* Effect.orElseSucceed(renew(job, now + leaseMs), () => false)
+      if (!held) return LEASE_ENDED
+    }
+  })
+  // Both sides interruptible, so that the race can stop the loser even where the caller is not.
+  return Effect.raceFirst(Effect.interruptible(queue.run(job)), Effect.interruptible(renewals))
 }
 
 /** `body` in a new root span of `queue`'s job `job` (its end is the span's attribute `switchboard.job_end`). */
@@ -187,7 +243,7 @@ export const runLeasedPass = <J, O, E, R>(
 ): Effect.Effect<ReadonlyArray<LeasedJobEnd<O>>, E, R> =>
   Effect.uninterruptible(
     Effect.flatMap(queue.claim(now, now + leaseMs, limit), (jobs) =>
-      Effect.forEach(jobs, (job) => runLeasedJob(queue, job), { concurrency: Math.max(1, jobs.length) }))
+      Effect.forEach(jobs, (job) => runLeasedJob(queue, job, leaseMs), { concurrency: Math.max(1, jobs.length) }))
   )
 
 /**
@@ -241,7 +297,7 @@ export const runLeasedQueue = <J, O, E, R>(
       const start = (job: J) =>
         FiberSet.run(
           inFlight,
-          runDrainableJob(queue, job).pipe(
+          runDrainableJob(queue, job, options.leaseMs).pipe(
             Effect.tap((end) => {
               if (end._tag === "Recorded") noteDue(queue.dueAgainAt?.(end.outcome))
             }),
