@@ -164,8 +164,9 @@ const leasedJob = <J, O, E, R>(
   interruptibleRun: boolean,
   leaseMs: number | undefined
 ): Effect.Effect<DrainableJobEnd<O>, never, R> => {
-  const attempt = withRenewal(queue, job, leaseMs)
   const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.gen(function*() {
+    // Built here, as `queue.run(job)` always was: inside the job's span and its error handling.
+    const attempt = withRenewal(queue, job, leaseMs)
     const outcome = yield* interruptibleRun ? Effect.interruptible(attempt) : attempt
     if (outcome instanceof LeaseEndedMarker) {
       yield* Effect.logWarning(`${queue.name}: a job's lease could not be renewed; its run was stopped and nothing recorded`)
