@@ -35,6 +35,7 @@ export default defineWorkspace([
         "test/metrics.test.ts",
         "test/plan-limits.test.ts",
         "test/templates.test.ts",
+        "test/template-sync.test.ts",
         "test/storage-under-test.test.ts",
         "test/tenant-isolation.test.ts",
         "test/webhook-endpoints.test.ts",

@@ -14,16 +14,24 @@
 // The simulator runs in a process of its own (its CLI), so the arrival times it stamps
 // are not delayed by this process's work: in the bench's own process, stamps came in
 // clusters (a 30–60 ms silence, then three within 2 ms) that pacing cannot produce.
-import { fork, spawn } from "node:child_process"
+import { fork } from "node:child_process"
 import { once } from "node:events"
-import { closeSync, openSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect, Layer } from "effect"
 import { Channels, ChannelVerifier, Core, SecretKey, Storage, Templates } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { connectSimulator, maxInWindow } from "@switchboard/whatsapp-simulator"
-import { createOrganization, expectStatus, recordTarget, runIfMain, startServer, temporaryDirectory } from "./lib.mjs"
+import { maxInWindow } from "@switchboard/whatsapp-simulator"
+import {
+  createOrganization,
+  expectStatus,
+  processMemory,
+  recordTarget,
+  runIfMain,
+  startServer,
+  startSimulatorProcess,
+  temporaryDirectory
+} from "./lib.mjs"
 
 const AUDIENCE = Number(process.env.BENCH_BROADCAST_AUDIENCE ?? 100_000)
 const RECIPIENTS = Number(process.env.BENCH_BROADCAST_RECIPIENTS ?? 10_000)
@@ -97,11 +105,10 @@ const setUp = async (filename, size) => {
   return JSON.parse(output.trim().split("\n").pop())
 }
 
-/** The process's resident set size and its peak, in MB, from /proc. */
+/** The process's resident set size and its peak, in MiB (what this bench calls MB), from /proc. */
 const memoryOf = (pid) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const field = (name) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) / 1024
-  return { rss: field("VmRSS"), peak: field("VmHWM") }
+  const { rss, peak } = processMemory(pid)
+  return { rss: rss / 2 ** 20, peak: peak / 2 ** 20 }
 }
 
 /** A request's options: the API key, and a JSON body when given (then POST). */
@@ -199,42 +206,26 @@ const describeWindow = (times, count) => {
 }
 
 /**
- * The WhatsApp simulator's CLI in a child process with the bench's number, no status
- * notifications and 20 ms answers: `{url, reset(), sends(), close()}`, `sends()` the
- * messages requests it received (with `at_ms`, its arrival time).
+ * The WhatsApp simulator's CLI in a child process (lib.mjs `startSimulatorProcess`) with the
+ * bench's number, no status notifications and 20 ms answers: `{url, reset(), sends(),
+ * close()}`, `sends()` the messages requests it received (with `at_ms`, its arrival time).
  */
-const startSimulatorProcess = async (directory) => {
-  const log = join(directory, "simulator.log")
-  const fd = openSync(log, "w")
-  const cli = fileURLToPath(new URL("../../../packages/whatsapp-simulator/dist/cli.js", import.meta.url))
-  const child = spawn(process.execPath, [cli, "serve", "--port", "0", "--phone-number-id", PHONE_NUMBER_ID, "--waba-id", "102290129340398",
-    "--display-phone-number", "+31 6 1234 5678", "--statuses", "none", "--delay-ms", "20"], {
-    env: { ...process.env, SIMULATOR_ACCESS_TOKEN: TOKEN },
-    stdio: ["ignore", fd, fd]
-  })
-  closeSync(fd)
-  const deadline = Date.now() + 15_000
-  let url
-  while (url === undefined) {
-    const line = readFileSync(log, "utf8").split("\n").find((each) => each.includes('"listening"'))
-    if (line !== undefined) url = JSON.parse(line).url
-    else if (Date.now() > deadline) throw new Error(`the simulator did not listen within 15 s:\n${readFileSync(log, "utf8")}`)
-    else await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  const client = connectSimulator(url)
+const startBroadcastSimulator = async (directory) => {
+  const simulator = await startSimulatorProcess(
+    directory,
+    ["--phone-number-id", PHONE_NUMBER_ID, "--waba-id", "102290129340398", "--display-phone-number", "+31 6 1234 5678", "--statuses", "none", "--delay-ms", "20"],
+    { SIMULATOR_ACCESS_TOKEN: TOKEN }
+  )
   return {
-    url,
-    reset: () => client.reset(),
-    sends: () => client.received({ route: "messages", phone_number_id: PHONE_NUMBER_ID }),
-    close: async () => {
-      child.kill("SIGTERM")
-      await once(child, "exit")
-    }
+    url: simulator.url,
+    reset: () => simulator.client.reset(),
+    sends: () => simulator.client.received({ route: "messages", phone_number_id: PHONE_NUMBER_ID }),
+    close: simulator.close
   }
 }
 
 export const run = async () => {
-  const simulator = await startSimulatorProcess(temporaryDirectory())
+  const simulator = await startBroadcastSimulator(temporaryDirectory())
   try {
     const parts = [await creating(simulator)]
     if (RECIPIENTS > 0) parts.push(await sending(simulator))

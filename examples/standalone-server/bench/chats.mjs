@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { Effect, Layer } from "effect"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { recordTarget, send, startServer, summarise, temporaryDirectory } from "./lib.mjs"
+import { processMemory, recordTarget, send, startServer, summarise, temporaryDirectory } from "./lib.mjs"
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 1_000_000)
 const RUNS = Number(process.env.BENCH_CHATS_RUNS ?? 200)
@@ -239,10 +239,9 @@ const schemaVersion = () =>
     })
   )
 
-/** VmRSS and VmHWM (peak) of process `pid` in MiB, from /proc. */
+/** VmRSS and VmHWM (peak) of process `pid` in MiB, whole numbers as text, from /proc. */
 export const memoryOf = (pid) => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
-  return { rss: (kib("VmRSS") / 1024).toFixed(0), peak: (kib("VmHWM") / 1024).toFixed(0) }
+  const { rss, peak } = processMemory(pid)
+  return { rss: (rss / 2 ** 20).toFixed(0), peak: (peak / 2 ** 20).toFixed(0) }
 }
 

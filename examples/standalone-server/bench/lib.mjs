@@ -1,14 +1,15 @@
 // Shared helpers of the benchmarks: timing statistics, a temporary SQLite file, an
 // organization with a key, a keep-alive HTTP client, the one way every HTTP and bulk bench
 // starts a server in a child process (the built standalone server or a baseline), the
-// baselines' own SQLite connection and API-key check, and the target lines every bench
-// records for the summary `run.mjs` prints at the end.
+// WhatsApp simulator's CLI and other node commands in child processes, a process's RSS and
+// CPU time from /proc, the baselines' own SQLite connection and API-key check, and the
+// target lines every bench records for the summary `run.mjs` prints at the end.
 // The baseline servers import this file too: Effect and core are loaded lazily, only by
 // `createOrganization`, so a baseline process holds neither.
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { once } from "node:events"
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -209,6 +210,13 @@ export const SERVERS = {
     env: () => ({}),
     requestLine: null
   },
+  // The media download (media.mjs): the `filename` argument is the file it answers every GET with.
+  mediaBaseline: {
+    label: "bare node:http + fs.createReadStream(file).pipe(res)",
+    args: (file) => [join(BENCH_DIRECTORY, "servers/media-baseline.mjs"), file],
+    env: () => ({}),
+    requestLine: null
+  },
   // Meta's webhooks on PostgreSQL (ingest.mjs): the `filename` argument is the schema's name;
   // POSTGRES_URL (the database copy) and WHATSAPP_APP_SECRET come from startServer's extraEnv.
   ingestPostgresBaseline: {
@@ -291,10 +299,95 @@ export const startServer = async (name, filename, directory, extraEnv = {}) => {
   }
 }
 
+/** The WhatsApp simulator's command line, built (`npm run simulator` runs it). */
+export const SIMULATOR_CLI = fileURLToPath(new URL("../../../packages/whatsapp-simulator/dist/cli.js", import.meta.url))
+
+/** The standalone server's admin command line, built (`npm run cli` runs it). */
+export const STANDALONE_CLI = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
+
+/**
+ * Starts the WhatsApp simulator's CLI (`serve --port 0` followed by `args`) in a child
+ * process with `env` added to this process's, its output going to a log file in
+ * `directory`, killed when this process exits. Resolves, once it listens (at most 15 s),
+ * `{url, client, close()}`: `client` is `connectSimulator(url)` (its control API).
+ */
+export const startSimulatorProcess = async (directory, args = [], env = {}) => {
+  const { connectSimulator } = await import("@switchboard/whatsapp-simulator")
+  started += 1
+  const logFile = join(directory, `simulator-${started}.log`)
+  const fd = openSync(logFile, "w")
+  const child = spawn(process.execPath, [SIMULATOR_CLI, "serve", "--port", "0", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", fd, fd] })
+  closeSync(fd)
+  running.add(child)
+  const exit = once(child, "exit").then(() => running.delete(child))
+  const deadline = Date.now() + 15_000
+  let url
+  while (url === undefined) {
+    const line = readFileSync(logFile, "utf8").split("\n").find((each) => each.includes('"listening"'))
+    if (line !== undefined) url = JSON.parse(line).url
+    else if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`the simulator did not listen within 15 s:\n${readFileSync(logFile, "utf8")}`)
+    } else await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return {
+    url,
+    client: connectSimulator(url),
+    close: async () => {
+      child.kill("SIGTERM")
+      await exit
+    }
+  }
+}
+
+/**
+ * Runs `node <args>` with `env` added to this process's environment and resolves its
+ * stdout; rejects, with its output, when it exits with another code than 0 or runs longer
+ * than `timeoutMs` (then it is killed).
+ */
+export const runNode = (args, env = {}, timeoutMs = 60_000) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPOSITORY, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
+    child.on("error", reject)
+    child.on("close", (code, signal) => {
+      clearTimeout(timer)
+      if (code === 0) resolve(stdout)
+      else reject(new Error(`node ${args.join(" ")} ${signal === "SIGKILL" ? `ran past ${timeoutMs} ms` : `exited with code ${code}`}:\n${stdout}${stderr}`))
+    })
+  })
+
 const countOccurrences = (text, needle) => {
   let count = 0
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count += 1
   return count
+}
+
+/**
+ * The resident set size of process `pid` now (`rss`, VmRSS) and its peak since it started
+ * or since {@link resetPeakMemory} (`peak`, VmHWM), in bytes, from /proc.
+ */
+export const processMemory = (pid) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const bytes = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN) * 1024
+  return { rss: bytes("VmRSS"), peak: bytes("VmHWM") }
+}
+
+/**
+ * Resets the kernel's peak RSS (VmHWM) of process `pid` to its current RSS (writing 5 to
+ * `/proc/<pid>/clear_refs`, Linux ≥ 4.0, the process's owner or root); whether it could.
+ */
+export const resetPeakMemory = (pid) => {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5")
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** CPU seconds (user + system) the process `pid` has used so far, from /proc (NaN elsewhere). */

@@ -16,6 +16,7 @@ import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
 import { registerSeedCommand } from "./commands/seed.js"
+import { registerTemplateCommands } from "./commands/templates.js"
 import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
 
 /**
@@ -26,12 +27,13 @@ import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys, channels, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys, channels, template sync, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
   registerKeyCommands(program)
   registerChannelCommands(program)
+  registerTemplateCommands(program)
   registerImportCommand(program)
   registerSeedCommand(program)
   registerWebhookRejectCommands(program)

@@ -4,7 +4,8 @@
  * Reads `HOST`, `PORT` and `DATABASE_URL` (see `config.ts`), the rate-limit variables
  * of docs/rate-limits.md with `REDIS_URL` (see `rateLimits.ts`) and the `WHATSAPP_*` variables of the
  * sends' transport (see `transport.ts`), the `SWITCHBOARD_WEBHOOKS_*` variables of outgoing
- * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`), the `OTEL_*` variables of
+ * webhooks (see `webhooks.ts`), the send queue's `SWITCHBOARD_SEND_*` (see `sendQueue.ts`), `SWITCHBOARD_TEMPLATE_SYNC_MS`
+ * (see `templateSync.ts`), the `OTEL_*` variables of
  * traces (see `tracing.ts`), `METRICS_TOKEN` and `METRICS_PORT` (see `metrics.ts`) and `SWITCHBOARD_SECRET_KEY` (see `secretKey.ts`;
  * when unset with SQLite, `<data dir>/secret.key` is created on first start and the server
  * says so on stderr), opens the store (a key that is not the store's stops it there), creates a
@@ -32,7 +33,9 @@ import { closeGracefully, shutDown } from "./shutdown.js"
 import { loadSecretKey } from "./secretKey.js"
 import { describeGraphApi, describeTransport, graphApiConfig, transportConfig, transportLayerFor } from "./transport.js"
 import { describeWebhookSafety, describeWhatsAppWebhook, webhookConfig } from "./webhooks.js"
+import { mediaConfig } from "./media.js"
 import { sendQueueConfig } from "./sendQueue.js"
+import { templateSyncConfig } from "./templateSync.js"
 import { describeTracing, tracingConfig, tracingFor } from "./tracing.js"
 import { metricsConfig, startMetrics } from "./metrics.js"
 
@@ -51,6 +54,10 @@ const main = async (): Promise<void> => {
   if (Exit.isFailure(webhooks)) return fail(describeCause(webhooks.cause))
   const sendQueue = await Effect.runPromiseExit(loadConfig(sendQueueConfig))
   if (Exit.isFailure(sendQueue)) return fail(describeCause(sendQueue.cause))
+  const templateSync = await Effect.runPromiseExit(loadConfig(templateSyncConfig))
+  if (Exit.isFailure(templateSync)) return fail(describeCause(templateSync.cause))
+  const media = await Effect.runPromiseExit(loadConfig(mediaConfig(config.value.database)))
+  if (Exit.isFailure(media)) return fail(describeCause(media.cause))
   const tracing = await Effect.runPromiseExit(loadConfig(tracingConfig))
   if (Exit.isFailure(tracing)) return fail(describeCause(tracing.cause))
   const tracingOption = await tracingFor(tracing.value)
@@ -104,6 +111,10 @@ const main = async (): Promise<void> => {
       webhooks: webhooks.value,
       // The send queue: the handler runs its dispatcher too (docs/messaging.md "The send queue").
       sendQueue: sendQueue.value,
+      // The template sync: the handler runs its loop (docs/templates-and-replies.md "Templates from Meta").
+      templateSync: templateSync.value,
+      // Media: a directory beside the database or an S3 bucket; the handler runs the inbound fetches (docs/media.md).
+      media: media.value,
       ...(transportLayer === undefined ? {} : { transport: transportLayer }),
       // OTLP traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts); dispose() sends the last spans.
       ...(tracingOption === undefined ? {} : { tracing: tracingOption }),

@@ -74,7 +74,7 @@ describe("backup --to FILE", () => {
     expect(printed).toMatchObject({ backup: target, database: env.DATABASE_URL.slice("sqlite:".length) })
     expect(printed.bytes).toBe(readFileSync(target).length)
     expect(printed.schema_version).toEqual(expect.any(Number))
-    expect(result.stderr).toContain("keep the key with the backup")
+    expect(result.stderr).toContain("keep a copy of the key apart from the backups")
     // The server kept writing while the CLI ran (the case under test happened).
     expect(answeredDuring).toBeGreaterThan(0)
 

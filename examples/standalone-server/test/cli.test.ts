@@ -34,13 +34,13 @@ describe.concurrent("org create", () => {
   it("applies the plan and subscription flags", async ({ expect }) => {
     const env = freshDatabase()
     await runCliJson(
-      ["org", "create", "--name", "Small", "--contacts-limit", "10", "--label-limit", "0", "--no-api-access", "--inactive"],
+      ["org", "create", "--name", "Small", "--contacts-limit", "10", "--label-limit", "0", "--media-bytes-limit", "1048576", "--no-api-access", "--inactive"],
       env
     )
     expect(await runCliJson(["org", "list"], env)).toMatchObject([
       {
         name: "Small",
-        plan: { contacts_limit: 10, label_limit: 0, api_access: false },
+        plan: { contacts_limit: 10, label_limit: 0, media_bytes_limit: 1048576, api_access: false },
         subscription: "inactive"
       }
     ])
@@ -59,6 +59,7 @@ describe.concurrent("bad arguments", () => {
     ["a negative limit", ["org", "create", "--name", "X", "--contacts-limit", "-1"]],
     ["a fractional limit", ["org", "create", "--name", "X", "--contacts-limit", "1.5"]],
     ["a non-numeric limit", ["org", "create", "--name", "X", "--label-limit", "ten"]],
+    ["a fractional media bytes limit", ["org", "create", "--name", "X", "--media-bytes-limit", "1.5"]],
     ["an unknown option", ["org", "create", "--name", "X", "--plan", "gold"]],
     ["an extra argument", ["org", "create", "--name", "X", "extra"]],
     ["an empty name", ["org", "create", "--name", "   "]],
@@ -101,23 +102,23 @@ describe.concurrent("org update and org list", () => {
     const env = freshDatabase()
     const { org_id } = await runCliJson<Created>(["org", "create", "--name", "Acme", "--label-limit", "5"], env)
     const updated = await runCliJson(
-      ["org", "update", "--id", org_id, "--name", "Acme Ltd", "--contacts-limit", "100", "--no-api-access", "--inactive"],
+      ["org", "update", "--id", org_id, "--name", "Acme Ltd", "--contacts-limit", "100", "--media-bytes-limit", "5000000", "--no-api-access", "--inactive"],
       env
     )
     expect(updated).toEqual({
       org_id,
       name: "Acme Ltd",
-      plan: { contacts_limit: 100, label_limit: 5, api_access: false },
+      plan: { contacts_limit: 100, label_limit: 5, media_bytes_limit: 5000000, api_access: false },
       subscription: "inactive"
     })
     const restored = await runCliJson(
-      ["org", "update", "--id", org_id, "--contacts-limit", "unlimited", "--api-access", "--active"],
+      ["org", "update", "--id", org_id, "--contacts-limit", "unlimited", "--media-bytes-limit", "unlimited", "--api-access", "--active"],
       env
     )
     expect(restored).toEqual({
       org_id,
       name: "Acme Ltd",
-      plan: { contacts_limit: null, label_limit: 5, api_access: true },
+      plan: { contacts_limit: null, label_limit: 5, media_bytes_limit: null, api_access: true },
       subscription: "active"
     })
   })
@@ -139,13 +140,13 @@ describe.concurrent("org update and org list", () => {
       {
         org_id: first.org_id,
         name: "First",
-        plan: { contacts_limit: null, label_limit: null, api_access: true },
+        plan: { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true },
         subscription: "active"
       },
       {
         org_id: second.org_id,
         name: "Second",
-        plan: { contacts_limit: null, label_limit: null, api_access: true },
+        plan: { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true },
         subscription: "inactive"
       }
     ])

@@ -1,10 +1,12 @@
+/// <reference path="../../../packages/blob-s3/test/s3rver.d.ts" />
 import { spawn, type ChildProcess } from "node:child_process"
-import { randomUUID } from "node:crypto"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createHash, randomBytes, randomUUID } from "node:crypto"
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
+import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** The built admin CLI and server: the tests run what users run. */
 export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
@@ -195,24 +197,32 @@ export const runServerToExit = (env: Record<string, string>): Promise<CommandRes
   return runToExit(child, 10_000).finally(() => servers.delete(child))
 }
 
-/**
- * A fresh SQLite database for the tests that play Meta with the WhatsApp simulator at
- * `simulatorUrl`: one organization (`contactsLimit` when given), its API key, one channel
- * (`phoneNumberId`, `token`, `throughputMps`) and the approved `templates`, all written with
- * the admin CLI. `env` is the server's and the CLI's environment (`extraEnv` added);
- * `filename` the database file.
- */
-export const organizationWithChannel = async (options: {
+/** What {@link organizationWithChannel} needs: the simulator, the channel and what the organization starts with. */
+export interface ChannelSetup {
   readonly simulatorUrl: string
   readonly phoneNumberId: string
   readonly token: string
   readonly throughputMps: number
-  readonly templates: ReadonlyArray<Record<string, unknown>>
+  readonly templates?: ReadonlyArray<Record<string, unknown>>
   readonly contactsLimit?: number
   readonly extraEnv?: Record<string, string>
-}) => {
-  const databaseUrl = temporaryDatabaseUrl()
-  const env = { DATABASE_URL: databaseUrl, WHATSAPP_API_BASE_URL: options.simulatorUrl, ...options.extraEnv }
+}
+
+/**
+ * A fresh store (`store`, default a SQLite file; `postgres`: a new schema, see
+ * {@link temporaryDatabaseEnv}) for the tests that play Meta with the WhatsApp simulator at
+ * `simulatorUrl`: one organization (`contactsLimit` when given), its API key, one channel
+ * (`phoneNumberId`, `token`, `throughputMps`) and the approved `templates`, all written with
+ * the admin CLI. `env` is the server's and the CLI's environment (`extraEnv` added);
+ * `filename` the SQLite file (none on PostgreSQL).
+ */
+export async function organizationWithChannel(options: ChannelSetup & { readonly store?: "sqlite" }): Promise<{ env: Record<string, string>; apiKey: string; filename: string }>
+export async function organizationWithChannel(options: ChannelSetup & { readonly store: TestStore }): Promise<{ env: Record<string, string>; apiKey: string; filename: string | undefined }>
+export async function organizationWithChannel(
+  options: ChannelSetup & { readonly store?: TestStore }
+): Promise<{ env: Record<string, string>; apiKey: string; filename: string | undefined }> {
+  const database = temporaryDatabaseEnv(options.store ?? "sqlite")
+  const env = { ...database, WHATSAPP_API_BASE_URL: options.simulatorUrl, ...options.extraEnv }
   const limit = options.contactsLimit === undefined ? [] : ["--contacts-limit", String(options.contactsLimit)]
   const { org_id, api_key } = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme", ...limit], env)
   const tokenFile = join(temporaryDirectory(), "token.txt")
@@ -221,8 +231,106 @@ export const organizationWithChannel = async (options: {
     "channel", "add", "--org", org_id, "--phone-number-id", options.phoneNumberId, "--waba-id", "102290129340398",
     "--access-token-file", tokenFile, "--throughput-mps", String(options.throughputMps)
   ], env)
-  const templatesFile = join(temporaryDirectory(), "templates.json")
-  writeFileSync(templatesFile, JSON.stringify({ templates: options.templates }))
-  await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
-  return { env, apiKey: api_key, filename: databaseUrl.slice("sqlite:".length) }
+  if (options.templates !== undefined && options.templates.length > 0) {
+    const templatesFile = join(temporaryDirectory(), "templates.json")
+    writeFileSync(templatesFile, JSON.stringify({ templates: options.templates }))
+    await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
+  }
+  const databaseUrl = database.DATABASE_URL!
+  return { env, apiKey: api_key, filename: databaseUrl.startsWith("sqlite:") ? databaseUrl.slice("sqlite:".length) : undefined }
 }
+
+/**
+ * Polls `condition` every `intervalMs` (default 10) until it holds; fails after `timeoutMs`
+ * naming `what`.
+ */
+export const until = async (
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+  intervalMs = 10
+): Promise<void> => {
+  const deadline = performance.now() + timeoutMs
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
+
+/** An answer of the API: HTTP status, headers and the parsed JSON envelope (undefined when not JSON). */
+export interface ApiAnswer {
+  readonly status: number
+  readonly headers: Headers
+  readonly json: any
+}
+
+/**
+ * `method path` on the server at `baseUrl` with the organization's `apiKey`; `body` is sent
+ * as JSON, or as it is when it is `FormData`.
+ */
+export const api = async (baseUrl: string, apiKey: string, method: string, path: string, body?: unknown): Promise<ApiAnswer> => {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined || body instanceof FormData ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: body instanceof FormData ? body : JSON.stringify(body) })
+  })
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, json: response.headers.get("content-type")?.includes("json") === true ? JSON.parse(text) : undefined }
+}
+
+/** `GET /media/{uuid}/content` (with `headers`, a `Range` for example): status, headers and the body's bytes. */
+export const mediaContent = async (baseUrl: string, apiKey: string, uuid: string, headers: Record<string, string> = {}) => {
+  const response = await fetch(`${baseUrl}/media/${uuid}/content`, { headers: { authorization: `Bearer ${apiKey}`, ...headers } })
+  return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) }
+}
+
+/** A PDF of `size` bytes: a PDF header, then random bytes (what `POST /media` sniffs as `application/pdf`). */
+export const pdfBytes = (size: number): Buffer => {
+  const header = Buffer.from("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "latin1")
+  return Buffer.concat([header, randomBytes(size - header.length)])
+}
+
+/** The SHA-256 of `bytes`, lowercase hex (as media records carry it). */
+export const sha256Hex = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+
+/** Every file under `directory` (dot directories included), as paths relative to it, sorted; none when it is missing. */
+export const filesUnder = (directory: string): Array<string> =>
+  existsSync(directory)
+    ? readdirSync(directory, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(directory, join(entry.parentPath, entry.name)))
+      .sort()
+    : []
+
+/** An S3-compatible server started by {@link startS3rver}: its endpoint and how to stop it. */
+export interface S3Server {
+  readonly endpoint: string
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Starts s3rver in this process on a free port of 127.0.0.1 with the bucket `bucket`, its
+ * files in a {@link temporaryDirectory} (close it before removing those); answers why when
+ * it cannot start here.
+ */
+export const startS3rver = async (bucket: string): Promise<S3Server | { readonly reason: string }> => {
+  try {
+    const { default: S3rver } = await import("s3rver")
+    const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: temporaryDirectory(), configureBuckets: [{ name: bucket, configs: [] }] })
+    const { port } = await server.run()
+    return { endpoint: `http://127.0.0.1:${port}`, close: () => server.close() }
+  } catch (cause) {
+    return { reason: `s3rver could not start here (${(cause as Error).message})` }
+  }
+}
+
+/**
+ * The WhatsApp simulator playing Meta for one number (`phoneNumberId`, its `token`), signing
+ * its webhooks with `appSecret`, sending no status notifications of its own (the media tests).
+ */
+export const startOneNumberSimulator = (options: { readonly phoneNumberId: string; readonly token: string; readonly appSecret: string }): Promise<WhatsAppSimulator> =>
+  startSimulator({
+    numbers: [{ phone_number_id: options.phoneNumberId, display_phone_number: "+1 555-078-3881", waba_id: "102290129340398", access_token: options.token }],
+    appSecret: options.appSecret,
+    statuses: []
+  })

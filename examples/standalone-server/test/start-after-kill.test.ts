@@ -22,7 +22,7 @@ import { tmpdir } from "node:os"
 import { basename, dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { childEnvironment } from "./helpers.js"
+import { childEnvironment, until } from "./helpers.js"
 
 const repository = fileURLToPath(new URL("../../../", import.meta.url))
 const SERVER = "examples/standalone-server"
@@ -106,15 +106,6 @@ const killGroup = (start: Start): void => {
     process.kill(-start.child.pid!, "SIGKILL")
   } catch {
     // The group is already gone.
-  }
-}
-
-/** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
-const until = async (condition: () => boolean, what: string, timeoutMs: number): Promise<void> => {
-  const deadline = performance.now() + timeoutMs
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
   }
 }
 

@@ -86,9 +86,10 @@ describe("the standalone server's sends (built server, the WhatsApp simulator as
       headers: { authorization: `Bearer ${api_key}`, "content-type": "application/json" },
       body: JSON.stringify({ phone: "+14155550100", message: "Your order has shipped." })
     })
-    const body = (await response.json()) as { data: { status: string } }
+    const body = (await response.json()) as { message: string; data: { status: string; transport: string } }
     expect(response.status).toBe(200)
-    expect(body.data.status).toBe("sent")
+    // No channel, but the deployment's own number: it went to Meta.
+    expect([body.message, body.data.status, body.data.transport]).toEqual(["Message sent", "sent", "whatsapp"])
     expect(received()).toHaveLength(1)
     expect(received()[0]).toMatchObject({ method: "POST", url: "/v21.0/1234/messages" })
     expect(received()[0]!.authorization).toBe(`Bearer ${TOKEN}`)
@@ -107,6 +108,8 @@ describe("the standalone server's sends (built server, the WhatsApp simulator as
       body: JSON.stringify({ phone: "+14155550100", message: "Hello" })
     })
     expect(response.status).toBe(200)
+    const body = (await response.json()) as { message: string; data: { status: string; transport: string } }
+    expect([body.message, body.data.status, body.data.transport]).toEqual(["Message recorded: no channel, nothing left this server", "sent", "recording"])
     expect(received().length).toBe(before)
     expect(server.output().stderr).toContain("else recorded (stored and marked sent")
   })

@@ -29,7 +29,12 @@ const startServer = async (): Promise<void> => {
   try {
     const { default: S3rver } = await import("s3rver")
     const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory, configureBuckets: [{ name: BUCKET, configs: [] }] })
-    const { port } = (await server.run()) as { port: number }
+    // Bounded: an await at a file's top level has no test timeout, and a server that
+    // never answers would hold the whole run.
+    const { port } = (await Promise.race([
+      server.run(),
+      new Promise((_resolve, reject) => setTimeout(() => reject(new Error("did not start within 20 s")), 20_000).unref())
+    ])) as { port: number }
     started = { endpoint: `http://127.0.0.1:${port}`, close: () => server.close() }
   } catch (cause) {
     reason = `no S3-compatible server could start here (s3rver: ${(cause as Error).message}), so the S3 blob store tests are skipped`

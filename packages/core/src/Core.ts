@@ -16,11 +16,14 @@ import { SecureRandom } from "./random/SecureRandom.js"
 import type { StorageError } from "./storage/errors.js"
 import type { Storage } from "./storage/Storage.js"
 import { Templates } from "./templates/Templates.js"
+import { TemplateSubmissions } from "./templates/TemplateSubmissions.js"
 import { WebhookEndpoints } from "./webhooks/WebhookEndpoints.js"
 import { WhatsAppWebhooks } from "./whatsapp/WhatsAppWebhooks.js"
+import { TemplateSyncs } from "./templates/TemplateSync.js"
 
 /**
- * Every domain service but {@link Messaging} (which needs a transport), wired together.
+ * Every domain service but {@link Messaging} and {@link Broadcasts} (which need a
+ * transport), wired together.
  * Needs only a {@link Storage}; provides the services and {@link SecureRandom}. Fails to
  * build only when a configured `SecretKey` is not the store's (`SecretKeyMismatch`) or
  * the store cannot be read for that check (docs/channels.md "The secret key").
@@ -32,11 +35,12 @@ const services: Layer.Layer<
   | Labels
   | Imports
   | Templates
-  | Broadcasts
+  | TemplateSubmissions
   | BasicReplies
   | Chats
   | Idempotency
   | Channels
+  | TemplateSyncs
   | WebhookEndpoints
   | SecureRandom,
   SecretKeyMismatch | StorageError,
@@ -46,13 +50,17 @@ const services: Layer.Layer<
   Contacts.layer,
   Chats.layer,
   ContactGroups.layer,
-  Broadcasts.layer.pipe(Layer.provideMerge(Templates.layer)),
+  Templates.layer,
   BasicReplies.layer,
   Idempotency.layer,
-  Channels.layer,
+  TemplateSyncs.layer.pipe(Layer.provideMerge(Channels.layer)),
   WebhookEndpoints.layer,
   Imports.layer.pipe(Layer.provideMerge(Labels.layer))
-).pipe(Layer.provideMerge(SecureRandom.layer))
+).pipe(
+  // Submits and deletes templates at Meta with the channels' tokens.
+  (built) => Layer.provideMerge(TemplateSubmissions.layer, built),
+  Layer.provideMerge(SecureRandom.layer)
+)
 
 /**
  * Every domain service of Switchboard, wired together, with {@link Messaging} sending
@@ -73,11 +81,14 @@ const services: Layer.Layer<
 export const layerWithTransport = (
   transport: Layer.Layer<MessageTransport>
 ): Layer.Layer<
-  Layer.Layer.Success<typeof services> | Messaging | MessageTransport | WhatsAppWebhooks,
+  Layer.Layer.Success<typeof services> | Messaging | Broadcasts | MessageTransport | WhatsAppWebhooks,
   Layer.Layer.Error<typeof services>,
   Storage
 > =>
-  Layer.provideMerge(WhatsAppWebhooks.layer, Layer.provideMerge(Messaging.layer.pipe(Layer.provideMerge(transport)), services))
+  Layer.provideMerge(
+    WhatsAppWebhooks.layer,
+    Layer.provideMerge(Layer.merge(Messaging.layer, Broadcasts.layer).pipe(Layer.provideMerge(transport)), services)
+  )
 
 /**
  * Every domain service of Switchboard, wired together, with the default recording
@@ -89,7 +100,7 @@ export const layerWithTransport = (
  * @category layers
  */
 export const layer: Layer.Layer<
-  Layer.Layer.Success<typeof services> | Messaging | MessageTransport | WhatsAppWebhooks,
+  Layer.Layer.Success<typeof services> | Messaging | Broadcasts | MessageTransport | WhatsAppWebhooks,
   Layer.Layer.Error<typeof services>,
   Storage
 > =

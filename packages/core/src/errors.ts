@@ -17,13 +17,25 @@ import type { AudienceTooLarge, BroadcastNotCancellable, EmptyAudience } from ".
 import type { ChatStatusUnchanged } from "./model/chatErrors.js"
 import type { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./model/messagingErrors.js"
 import type { RateLimited, RateLimitUnavailable } from "./model/rateLimitErrors.js"
+import type {
+  MediaLinkRefused,
+  MediaNotReady,
+  MediaTooLarge,
+  MediaUnavailable,
+  RangeNotSatisfiable,
+  UnsupportedMediaType
+} from "./model/mediaErrors.js"
 import type { StorageError } from "./storage/errors.js"
 import type {
+  NoChannelForAccount,
+  TemplateManagedByMeta,
   TemplateNameTaken,
   TemplateNotApproved,
   TemplateNotFound,
-  TemplateParametersMismatch
+  TemplateParametersMismatch,
+  TemplateUnsupported
 } from "./model/templateErrors.js"
+import type { TemplateSyncFailed, TemplateSyncInProgress } from "./model/templateSyncErrors.js"
 import type {
   WebhookEndpointDisabled,
   WebhookEndpointLimitReached,
@@ -54,6 +66,11 @@ export type DomainError =
   | TemplateNotFound
   | TemplateNotApproved
   | TemplateParametersMismatch
+  | TemplateUnsupported
+  | TemplateManagedByMeta
+  | NoChannelForAccount
+  | TemplateSyncFailed
+  | TemplateSyncInProgress
   | ChannelPhoneNumberIdTaken
   | ChannelLimitReached
   | ChannelVerificationFailed
@@ -68,4 +85,10 @@ export type DomainError =
   | EmptyAudience
   | AudienceTooLarge
   | BroadcastNotCancellable
+  | UnsupportedMediaType
+  | MediaTooLarge
+  | MediaNotReady
+  | MediaUnavailable
+  | RangeNotSatisfiable
+  | MediaLinkRefused
   | StorageError

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { spawn } from "node:child_process"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { afterAll } from "vitest"
 import { FileBlobStore, MemoryBlobStore } from "@switchboard/core"
 import { runBlobStoreContract } from "@switchboard/storage-contract"
@@ -19,6 +20,13 @@ afterAll(() => {
 
 runBlobStoreContract({ name: "memory", makeLayer: () => MemoryBlobStore.layer })
 runBlobStoreContract({ name: "file system", makeLayer: () => FileBlobStore.layer({ directory: freshDirectory() }) })
+
+/** The id of a process that ran and has exited. */
+const exitedPid = async (): Promise<number> => {
+  const child = spawn(process.execPath, ["-e", ""])
+  await new Promise((resolve) => child.once("exit", resolve))
+  return child.pid!
+}
 
 async function* bytesOf(text: string): AsyncGenerator<Uint8Array> {
   yield Buffer.from(text)
@@ -52,6 +60,42 @@ describe("FileBlobStore", () => {
       writeFileSync(join(directory, ".partial", "writing"), "another process, now")
       yield* FileBlobStore.make({ directory })
       expect(readdirSync(join(directory, ".partial"))).toEqual(["writing"])
+    }))
+
+  it.effect("removes at its start the partial files of a stopped process of this host, whatever their age, and keeps those of running processes and of other hosts", () =>
+    Effect.gen(function* () {
+      const directory = freshDirectory()
+      const partials = join(directory, ".partial")
+      mkdirSync(partials, { recursive: true })
+      const host = hostname().replace(/[^A-Za-z0-9.-]/g, "_")
+      const stopped = yield* Effect.promise(() => exitedPid())
+      writeFileSync(join(partials, `${host}~${stopped}~killed-mid-download`), "half a file")
+      // An earlier run with this process's id (a restarted container): it is not writing now.
+      writeFileSync(join(partials, `${host}~${process.pid}~earlier-run`), "half a file")
+      writeFileSync(join(partials, `${host}~${process.ppid}~running`), "a running process's write")
+      writeFileSync(join(partials, `another-host~${stopped}~elsewhere`), "another host's write, now")
+      // A put of this process in progress, its source waiting.
+      let release: () => void = () => undefined
+      const released = new Promise<void>((resolve) => (release = resolve))
+      async function* waiting(): AsyncGenerator<Uint8Array> {
+        yield Buffer.from("first half, ")
+        await released
+        yield Buffer.from("second half")
+      }
+      const store = yield* FileBlobStore.make({ directory })
+      const put = yield* Effect.fork(store.put("media/org/slow", waiting()))
+      yield* Effect.promise(async () => {
+        while (!readdirSync(partials).some((name) => name.startsWith(`${host}~${process.pid}~`) && !name.endsWith("earlier-run"))) {
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+      })
+      yield* FileBlobStore.make({ directory })
+      const kept = readdirSync(partials).sort()
+      expect(kept.filter((name) => !name.startsWith(`${host}~${process.pid}~`))).toEqual([`${host}~${process.ppid}~running`, `another-host~${stopped}~elsewhere`].sort())
+      expect(kept.filter((name) => name.startsWith(`${host}~${process.pid}~`))).toHaveLength(1)
+      release()
+      expect(yield* Fiber.join(put)).toMatchObject({ size: 23 })
+      expect(readFileSync(join(directory, "media", "org", "slow"), "utf8")).toBe("first half, second half")
     }))
 
   it.effect("two stores over one directory (two processes sharing MEDIA_DIR) see each other's blobs", () =>

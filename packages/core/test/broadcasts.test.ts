@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import type { Channel, ChannelId } from "@switchboard/core"
 import {
   BROADCAST_START_BATCH,
@@ -9,12 +9,14 @@ import {
   Contacts,
   Core,
   ContactGroups,
+  DispatchWake,
   MemoryStorage,
   type OrganizationId,
   Organizations,
   MAX_BROADCAST_AUDIENCE,
   reactToOutboundFailure,
   recipientLifetimeMs,
+  runBroadcastStarter,
   SendQueueSettings,
   startDueBroadcasts,
   Storage,
@@ -333,6 +335,97 @@ describe("the starter", () => {
       })
       yield* startDueBroadcasts
       expect(yield* countsOf(organizationId, utility.uuid)).toMatchObject({ total: 2, queued: 2, failed: 0 })
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("the starter's loop (runBroadcastStarter)", () => {
+  /** The store and Core's services with the process's wake, `wrap` counting or changing the store's broadcasts. */
+  const loopLayerOf = (wrap?: (storage: StorageService) => StorageService) => {
+    const { layer } = layerOf(wrap)
+    return Layer.provideMerge(layer, Layer.merge(DispatchWake.layer, SendQueueSettings.layer({})))
+  }
+
+  it.effect("sleeps until the next due start: a scheduled broadcast starts at its send_at, not at the next poll", () =>
+    Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(3)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "On time",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 5_000).toISOString()
+      })
+      const loop = yield* Effect.fork(runBroadcastStarter({ pollIntervalMs: 60_000 }))
+      yield* TestClock.adjust(4_999)
+      expect((yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).status).toBe("scheduled")
+      yield* TestClock.adjust(1)
+      expect(yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).toMatchObject({
+        status: "sending",
+        started_at: new Date(START + 5_000).toISOString(),
+        counts: { total: 3 }
+      })
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(loopLayerOf())))
+
+  it.effect("a timer that fires a millisecond early by the clock sleeps the rest: the start is still at its send_at", () =>
+    Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(3)
+      const broadcast = yield* (yield* Broadcasts).create(organizationId, {
+        name: "Early timer",
+        template: sale("x"),
+        audience: { group_uuids: [groupUuid] },
+        send_at: new Date(START + 5_000).toISOString()
+      })
+      // As Node's timers may: every sleep of 2 ms or more ends 1 ms early.
+      const test = yield* TestClock.testClock()
+      const early: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis(),
+        currentTimeMillis: test.currentTimeMillis,
+        unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos(),
+        currentTimeNanos: test.currentTimeNanos,
+        sleep: (duration) => {
+          const ms = Duration.toMillis(duration)
+          return test.sleep(Duration.millis(ms >= 2 ? ms - 1 : ms))
+        }
+      }
+      const loop = yield* Effect.fork(runBroadcastStarter({ pollIntervalMs: 60_000 }).pipe(Effect.withClock(early)))
+      yield* TestClock.adjust(5_000)
+      // A pass at 4 999 ms would find nothing, and the next one wait for 200 ms after it.
+      expect(yield* (yield* Broadcasts).get(organizationId, broadcast.uuid)).toMatchObject({
+        status: "sending",
+        started_at: new Date(START + 5_000).toISOString()
+      })
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(loopLayerOf())))
+
+  it.effect("a start due already passes every 200 ms, no busier; a failed read of the next due start falls back to the poll interval", () => {
+    const calls = { claimStart: 0 }
+    let answer: Effect.Effect<number | null, StorageError> = Effect.succeed(0)
+    const layer = loopLayerOf((storage) => ({
+      ...storage,
+      broadcasts: {
+        ...storage.broadcasts,
+        claimStart: (request) => {
+          calls.claimStart++
+          return storage.broadcasts.claimStart(request)
+        },
+        nextStartDueAt: () => answer
+      }
+    }))
+    return Effect.gen(function* () {
+      yield* TestClock.setTime(START)
+      const loop = yield* Effect.fork(runBroadcastStarter({ pollIntervalMs: 1_000 }))
+      for (let step = 0; step < 10; step++) yield* TestClock.adjust(100)
+      // Due at 0 (the past) every time: a pass at 0, 200, …, 1 000 ms.
+      expect(calls.claimStart).toBe(6)
+      answer = Effect.fail(new StorageError({ operation: "broadcasts.nextStartDueAt", cause: "disk gone" }))
+      yield* TestClock.adjust(200)
+      calls.claimStart = 0
+      for (let step = 0; step < 30; step++) yield* TestClock.adjust(100)
+      // The pass at 1 200 ms read nothing: the next ones at 2 200, 3 200 and 4 200 ms.
+      expect(calls.claimStart).toBe(3)
+      yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(layer))
   })
 })

@@ -162,6 +162,19 @@ describe("Chats.appendOutbound and updateMessageStatus", () => {
       expect(issuesOf(bad)).toEqual([["template.name", "required"], ["template.language.code", "required"]])
     }).pipe(Effect.provide(TestLayer)))
 
+  it.effect("transport: stored as given (absent: null, as for inbound messages); a kind that is not one → InvalidInput naming it", () =>
+    Effect.gen(function* () {
+      const { orgId, chats } = yield* setUp()
+      const received = yield* chats.receiveInbound(orgId, { phone: "+14155550100", type: "text", text: "hi" })
+      const contactId = received.chat.contact.uuid
+      const custom = yield* chats.appendOutbound(orgId, contactId, { type: "text", text: "x", transport: "custom" })
+      const none = yield* chats.appendOutbound(orgId, contactId, { type: "text", text: "y" })
+      expect([received.message.transport, custom.message.transport, none.message.transport]).toEqual([null, "custom", null])
+      expect((yield* chats.getMessage(orgId, custom.message.uuid)).transport).toBe("custom")
+      const bad = yield* Effect.flip(chats.appendOutbound(orgId, contactId, { type: "text", text: "z", transport: "pigeon" as never }))
+      expect(issuesOf(bad)).toEqual([["transport", "invalid_format"]])
+    }).pipe(Effect.provide(TestLayer)))
+
   it.effect("status moves forward only: queued → sent → delivered → read; failed from queued or sent; the rest is ignored", () =>
     Effect.gen(function* () {
       const { orgId, chats } = yield* setUp()

@@ -90,6 +90,16 @@ describe("fetchMedia", () => {
       expect(yield* run({ providerMediaId: media.id })).toMatchObject({ _tag: "Fetched", size: bytes.length })
     }))
 
+  it.effect("a download URL that lapsed (404, as Meta's does after 5 minutes) is asked for again: the next attempt looks the id up anew", () =>
+    Effect.gen(function* () {
+      const bytes = randomBytes(20_000)
+      const media = yield* Effect.promise(() => simulator.registerMedia({ mime_type: "image/jpeg", bytes }))
+      simulator.script.enqueue([{ http_status: 404 }], "media_download")
+      expect(yield* run({ providerMediaId: media.id })).toMatchObject({ _tag: "Transient", lookupFailed: false })
+      expect(yield* run({ providerMediaId: media.id })).toMatchObject({ _tag: "Fetched", size: bytes.length })
+      expect(simulator.received().map((entry) => entry.route)).toEqual(["media_lookup", "media_download", "media_lookup", "media_download"])
+    }))
+
   it.effect("bytes that do not match the webhook's SHA-256 are Integrity, and nothing is kept", () =>
     Effect.gen(function* () {
       const media = yield* Effect.promise(() => simulator.registerMedia({ mime_type: "application/pdf", bytes: randomBytes(2_000) }))

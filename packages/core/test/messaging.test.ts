@@ -115,7 +115,9 @@ describe("Messaging.sendText (POST /send)", () => {
           status: "sent",
           provider_message_id: "wamid.1",
           next_attempt_at: null,
-          failure: null
+          failure: null,
+          // The test's transport says no kind: a host's own.
+          transport: "custom"
         })
         expect(yield* messagesOf(orgId, result.chat_uuid)).toEqual([
           {
@@ -132,6 +134,7 @@ describe("Messaging.sendText (POST /send)", () => {
             provider_message_id: "wamid.1",
             failure: null,
             channel_uuid: null,
+            transport: "custom",
             attempts: 1,
             next_attempt_at: null,
             broadcast_uuid: null,
@@ -401,7 +404,8 @@ describe("Messaging.receive: auto-reply (issue 4)", () => {
           status: "queued",
           provider_message_id: null,
           next_attempt_at: "1970-01-01T00:00:00.000Z",
-          failure: null
+          failure: null,
+          transport: "custom"
         })
         expect(transport.sent).toEqual([])
         yield* dispatchOnce

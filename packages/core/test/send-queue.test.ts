@@ -39,6 +39,7 @@ const message = (overrides: Partial<Message> = {}): Message => ({
   provider_message_id: null,
   failure: null,
   channel_uuid: null,
+  transport: "custom",
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,

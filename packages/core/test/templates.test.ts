@@ -53,11 +53,14 @@ describe("Templates.create (docs/templates-and-replies.md 'Template rules')", ()
       } as TemplateInput)
       expect(template).toEqual({
         uuid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        waba_id: null,
+        provider_template_id: null,
         name: "order_update",
         language: "en_US",
         category: "UTILITY",
         status: "APPROVED",
         rejected_reason: null,
+        problems: [],
         components: [
           { type: "HEADER", format: "TEXT", text: "Order {{1}}", example: { header_text: ["#1"] } },
           { type: "BODY", text: "Hi {{1}}, {{1}} again and {{2}}.", example: { body_text: [["Ada", "#1"]] } },

@@ -346,7 +346,7 @@ describe("webhook delivery", () => {
 })
 
 describe("the loop under a burst of wakes", () => {
-  it.live("claims at most once per DISPATCH_CLAIM_INTERVAL_MS however often it is woken, and a wake after a quiet moment claims at once", () =>
+  it.live("claims at most once per DISPATCH_CLAIM_INTERVAL_MS however often it is woken, and a wake after a quiet moment claims without waiting for the poll", () =>
     Effect.gen(function*() {
       const storage = yield* Storage
       const claims: Array<number> = []
@@ -371,14 +371,15 @@ describe("the loop under a burst of wakes", () => {
       // Without the interval the loop claims about once per wake (a few hundred times).
       expect(duringBurst).toBeGreaterThan(0)
       expect(duringBurst).toBeLessThanOrEqual(Math.ceil(300 / DISPATCH_CLAIM_INTERVAL_MS) + 2)
-      // Quiet for longer than the interval, then one wake: claimed well before the poll interval.
+      // Quiet for longer than the interval, then one wake: claimed because of the wake, long
+      // before the 60 s poll (not a timing figure: a loaded machine may take a while).
       yield* Effect.sleep(DISPATCH_CLAIM_INTERVAL_MS * 2)
       const before = claims.length
       const wokenAt = Date.now()
       yield* wake.wake
-      for (let wait = 0; wait < 200 && claims.length === before; wait++) yield* Effect.sleep(2)
+      for (let wait = 0; wait < 5_000 && claims.length === before; wait++) yield* Effect.sleep(2)
       expect(claims.length).toBe(before + 1)
-      expect(claims[before]! - wokenAt).toBeLessThan(DISPATCH_CLAIM_INTERVAL_MS)
+      expect(claims[before]! - wokenAt).toBeLessThan(10_000)
       yield* Fiber.interrupt(fiber)
     }).pipe(Effect.provide(layerWith(local))))
 })

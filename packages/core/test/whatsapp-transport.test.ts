@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { classifyFailure, MessageTransport, WhatsAppCloudTransport } from "@switchboard/core"
+import { classifyFailure, MessageTransport, recordingTransport, transportKindOf, WhatsAppCloudTransport } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
@@ -112,6 +112,27 @@ describe("WhatsApp Cloud API transport", () => {
         Effect.provide(MessageTransport.recording)
       )
       expect(receipt).toEqual({ provider_message_id: null, status: "sent" })
+      expect(recorded()).toEqual([])
+    }))
+})
+
+describe("the kind of transport a message is handed to (docs/messaging.md \"Transports\")", () => {
+  const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "5550001", access_token: "token-a" }
+  const custom = { send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }) }
+
+  it.effect("recording, whatsapp, and custom for a transport that says none; withChannels answers per message", () =>
+    Effect.gen(function* () {
+      const whatsApp = yield* Effect.provide(MessageTransport, transport())
+      expect(transportKindOf(recordingTransport, { channel: null })).toBe("recording")
+      expect(transportKindOf(recordingTransport, { channel })).toBe("recording")
+      expect([transportKindOf(whatsApp, { channel: null }), transportKindOf(whatsApp, { channel })]).toEqual(["whatsapp", "whatsapp"])
+      expect(transportKindOf(custom, { channel: null })).toBe("custom")
+      const routed = WhatsAppCloudTransport.withChannels({ baseUrl }, recordingTransport)
+      expect([transportKindOf(routed, { channel }), transportKindOf(routed, { channel: null })]).toEqual(["whatsapp", "recording"])
+      // Without a channel, the fallback's kind: none said is custom.
+      const routedToCustom = WhatsAppCloudTransport.withChannels({ baseUrl }, custom)
+      expect([transportKindOf(routedToCustom, { channel }), transportKindOf(routedToCustom, { channel: null })]).toEqual(["whatsapp", "custom"])
+      expect(transportKindOf({ ...custom, kind: (route) => (route.channel === null ? "custom" : "whatsapp") }, { channel })).toBe("whatsapp")
       expect(recorded()).toEqual([])
     }))
 })

@@ -47,16 +47,52 @@ describe("readWhatsAppWebhook: customers' messages", () => {
   })
 
   it.each([
-    ["image", { type: "image", id: "1003383421387256", mime_type: "image/jpeg", caption: "This one" }, "This one"],
-    ["document", { type: "document", id: "1003383421387257", mime_type: "application/pdf", caption: "Invoice", filename: "invoice.pdf" }, "Invoice"],
-    ["audio", { type: "audio", id: "1003383421387258", mime_type: "audio/ogg; codecs=opus" }, null],
-    ["video", { type: "video", id: "1003383421387259", mime_type: "video/mp4" }, null],
-    ["sticker", { type: "sticker", id: "1003383421387260", mime_type: "image/webp" }, null]
-  ])("%s: the media id and MIME type (no URL), the caption as text", (name, media, text) => {
+    ["image", { type: "image", id: "1003383421387256", mime_type: "image/jpeg", caption: "This one", sha256: "SFNCS1pIRkpHSEJXSEk=" }, "This one"],
+    ["document", { type: "document", id: "1003383421387257", mime_type: "application/pdf", caption: "Invoice", filename: "invoice.pdf", sha256: "X0RFS0RKRks=" }, "Invoice"],
+    ["audio", { type: "audio", id: "1003383421387258", mime_type: "audio/ogg; codecs=opus", sha256: "YXVkaW8=" }, null],
+    ["video", { type: "video", id: "1003383421387259", mime_type: "video/mp4", sha256: "dmlkZW8=" }, null],
+    ["sticker", { type: "sticker", id: "1003383421387260", mime_type: "image/webp", sha256: "c3RpY2tlcg==" }, null]
+  ])("%s: the media id, MIME type and Meta's SHA-256 (no URL), the caption as text", (name, media, text) => {
     const message = messageOf(name)
     expect(message.type).toBe(name)
     expect(message.media).toEqual(media)
     expect(message.text).toBe(text)
+  })
+
+  /** The fixture `name` with its one message changed by `change`, read. */
+  const readChanged = (name: string, change: (message: Record<string, unknown>) => Record<string, unknown>) => {
+    const payload = fixture(name) as { entry: Array<{ changes: Array<{ value: { messages: Array<Record<string, unknown>> } }> }> }
+    const value = payload.entry[0]!.changes[0]!.value
+    value.messages = [change(value.messages[0]!)]
+    const [read] = readWhatsAppWebhook(payload)!
+    if (read?._tag !== "Messages") return expect.fail("expected Messages")
+    return read.messages[0]!
+  }
+  const tooLargeError = { code: 131052, title: "Media download error", error_data: { details: "Unable to download the media sent by the user." } }
+
+  it("131052 on a media message without an id: kept, its media too_large with no id, the errors in content", () => {
+    const message = readChanged("image", ({ image, ...rest }) => ({ ...rest, image: { mime_type: (image as { mime_type: string }).mime_type }, errors: [tooLargeError] }))
+    expect(message).toMatchObject({ type: "image", media: { type: "image", mime_type: "image/jpeg", too_large: true } })
+    expect(message.media).not.toHaveProperty("id")
+    expect(message.content.errors).toEqual([tooLargeError])
+  })
+
+  it("131052 on an unsupported message: a media message of its original type (else document), media too_large", () => {
+    const asUnsupported = (type: string) =>
+      readChanged("image", ({ image: _image, ...rest }) => ({ ...rest, type: "unsupported", errors: [{ ...tooLargeError, error_data: { details: type } }] }))
+    expect(asUnsupported("x")).toMatchObject({ type: "document", media: { type: "document", too_large: true }, content: { original_type: "unsupported" } })
+    const video = readChanged("video", ({ video: _video, ...rest }) => ({ ...rest, type: "video", errors: [tooLargeError] }))
+    expect(video).toMatchObject({ type: "video", media: { type: "video", too_large: true } })
+  })
+
+  it("a media message without an id and without 131052 is refused, as before", () => {
+    const payload = fixture("image") as { entry: Array<{ changes: Array<{ value: { messages: Array<Record<string, unknown>> } }> }> }
+    const value = payload.entry[0]!.changes[0]!.value
+    value.messages = [{ ...value.messages[0]!, image: { mime_type: "image/jpeg" } }]
+    const [read] = readWhatsAppWebhook(payload)!
+    if (read?._tag !== "Messages") return expect.fail("expected Messages")
+    expect(read.messages).toEqual([])
+    expect(read.refused.map((part) => part.reason)).toEqual(["image message without a media id"])
   })
 
   it.each([
@@ -109,10 +145,11 @@ describe("readWhatsAppWebhook: statuses and template updates", () => {
     })
   })
 
-  it("a template status update is routed by the entry's WhatsApp Business Account id; reason NONE is null", () => {
+  it("a template status update is routed by the entry's WhatsApp Business Account id, with Meta's template id; reason NONE is null", () => {
     expect(only("template-approved")).toEqual({
       _tag: "TemplateStatus",
       waba_id: "102290129340398",
+      provider_template_id: "594425479261596",
       name: "order_update",
       language: "en_US",
       status: "APPROVED",

@@ -9,14 +9,22 @@ import {
   type LeasedLoopStatus,
   makeLeasedLoopStatus,
   type MessageTransport,
+  type MetaTemplateApi,
+  type BlobStore,
+  type MediaFetchSettings,
   runBroadcastStarter,
+  runMediaFetcher,
   runSendDispatcher,
+  runLeasedQueue,
   runWebhookDispatcher,
   SecureRandom,
+  TEMPLATE_SYNC_INTERVAL_MS,
+  templateSyncQueue,
   SendQueueSettings,
   Storage,
   wakeOnEnqueue
 } from "@switchboard/core"
+import { type HandlerMediaOptions, mediaLayerOf } from "./mediaOptions.js"
 import { type HealthPhase, type HealthReport, makeHealthCheck, maxPassAgeOf } from "./health.js"
 import type { HandlerTracing } from "./handlerTracing.js"
 import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
@@ -42,6 +50,51 @@ import {
 export interface DispatchSwitches {
   readonly webhooks?: boolean
   readonly messages?: boolean
+  /** The inbound media fetches and the media housekeeping (default `true` when `media` is configured). */
+  readonly media?: boolean
+  /**
+   * The template sync: each WhatsApp Business Account's templates read again from Meta
+   * when due (a new channel's account at once, then every `templateSync.intervalMs`;
+   * docs/templates-and-replies.md "Templates from Meta"). Default `true`.
+   */
+  readonly templates?: boolean
+}
+
+/**
+ * The template sync loop's options (docs/templates-and-replies.md "Templates from Meta",
+ * docs/configuration.md): `intervalMs`, the time from one sync of an account to its next
+ * (after a success and a failure alike), in ms, default 21 600 000 (6 hours). Malformed
+ * values throw where the handler is created.
+ *
+ * @category dispatch
+ */
+export interface TemplateSyncHandlerOptions {
+  readonly intervalMs?: number
+}
+
+/**
+ * How long the template sync loop sleeps at most when no account is known to be due, in
+ * ms: a channel added by another process (the admin CLI) is synced within this time.
+ *
+ * @internal
+ */
+export const TEMPLATE_SYNC_POLL_INTERVAL_MS = 2_000
+
+/** How long a claim of the template sync loop holds an account's record, in ms (renewed while a sync runs). */
+const TEMPLATE_SYNC_LEASE_MS = 60_000
+
+/**
+ * The template sync interval of `options`, in ms; throws a `TypeError` when malformed.
+ *
+ * @internal
+ */
+export const templateSyncIntervalOf = (options: TemplateSyncHandlerOptions | undefined): number => {
+  const intervalMs = options?.intervalMs
+  if (intervalMs === undefined) return TEMPLATE_SYNC_INTERVAL_MS
+  if (!(isNonNegativeNumber(intervalMs) && intervalMs > 0)) {
+    throw new TypeError("templateSync.intervalMs must be a positive number of milliseconds")
+  }
+  return intervalMs
 }
 
 /**
@@ -120,7 +173,7 @@ export interface DispatchersHandle {
   readonly drain: () => Promise<void>
   readonly stop: () => Promise<void>
   readonly lastPassEndedAt: () => Date | null
-  readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null }
+  readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null; readonly templates: Date | null }
   readonly health: () => Promise<HealthReport>
 }
 
@@ -132,20 +185,27 @@ export interface DispatchersHandle {
  */
 export const startDispatchers = <R, E>(
   runtime: ManagedRuntime.ManagedRuntime<
-    R | Storage | SecureRandom | DispatchWake | MessageTransport | Channels | SendQueueSettings,
+    R | Storage | SecureRandom | DispatchWake | MessageTransport | Channels | SendQueueSettings | BlobStore | MediaFetchSettings,
     E
   >,
-  run: { readonly webhooks: boolean; readonly messages: boolean },
+  run: { readonly webhooks: boolean; readonly messages: boolean; readonly media?: boolean; readonly templates?: boolean },
   options: {
     readonly webhooks?: WebhookHandlerOptions | undefined
+    readonly templateSync?: TemplateSyncHandlerOptions | undefined
     readonly sendQueue?: SendQueueHandlerOptions | undefined
     readonly metrics?: HandlerMetrics | undefined
+    readonly mediaRetentionDays?: number | undefined
   }
 ): DispatchersHandle => {
   let stopped = false
   let detachMetrics: () => void = () => undefined
   const fibers: Array<Fiber.RuntimeFiber<never, unknown>> = []
-  const status = { webhooks: Effect.runSync(makeLeasedLoopStatus), messages: Effect.runSync(makeLeasedLoopStatus) }
+  const status = {
+    webhooks: Effect.runSync(makeLeasedLoopStatus),
+    messages: Effect.runSync(makeLeasedLoopStatus),
+    templates: Effect.runSync(makeLeasedLoopStatus)
+  }
+  const templateSyncIntervalMs = templateSyncIntervalOf(options.templateSync)
   let phase: HealthPhase = { _tag: "starting" }
   const ready = runtime.runtime().then(() => {
     if (stopped) return
@@ -172,6 +232,26 @@ export const startDispatchers = <R, E>(
       // Broadcasts become messages of the send queue: their starter runs beside its dispatcher.
       fibers.push(runtime.runFork(runBroadcastStarter().pipe(Effect.withClock(hostClock))))
     }
+    if (run.templates === true) {
+      // A sync's failure is kept on its account's record; it never pauses a channel nor touches its sends.
+      fibers.push(runtime.runFork(
+        Effect.flatMap(DispatchWake, (wake) =>
+          runLeasedQueue(templateSyncQueue({ intervalMs: templateSyncIntervalMs }), {
+            leaseMs: TEMPLATE_SYNC_LEASE_MS,
+            concurrency: 2,
+            pollIntervalMs: TEMPLATE_SYNC_POLL_INTERVAL_MS,
+            wake,
+            status: status.templates
+          })).pipe(Effect.withClock(hostClock))
+      ))
+    }
+    if (run.media === true) {
+      const retentionDays = options.mediaRetentionDays
+      fibers.push(runtime.runFork(
+        Effect.flatMap(DispatchWake, (wake) =>
+          runMediaFetcher({ wake, ...(retentionDays === undefined ? {} : { retentionDays }) })).pipe(Effect.withClock(hostClock))
+      ))
+    }
   })
   ready.catch(() => {
     if (!stopped) phase = { _tag: "failed" }
@@ -197,14 +277,19 @@ export const startDispatchers = <R, E>(
     const at = Effect.runSync(Ref.get(loop.lastPassEndedAt))
     return at === null ? null : new Date(at)
   }
-  const lastPassesEndedAt = () => ({ webhooks: endedAt(status.webhooks), messages: endedAt(status.messages) })
+  const lastPassesEndedAt = () => ({
+    webhooks: endedAt(status.webhooks),
+    messages: endedAt(status.messages),
+    templates: endedAt(status.templates)
+  })
   // The health check asks the store through this runtime: the handler's own Storage.
   const checks = makeHealthCheck({
     askStorage: () => runtime.runFork(Effect.flatMap(Storage, (storage) => storage.health())),
     phase: () => phase,
     loops: [
       ...(run.webhooks ? [{ name: "webhooks" as const, maxPassAgeMs: maxPassAgeOf(options.webhooks?.pollIntervalMs) }] : []),
-      ...(run.messages ? [{ name: "messages" as const, maxPassAgeMs: maxPassAgeOf(options.sendQueue?.pollIntervalMs) }] : [])
+      ...(run.messages ? [{ name: "messages" as const, maxPassAgeMs: maxPassAgeOf(options.sendQueue?.pollIntervalMs) }] : []),
+      ...(run.templates === true ? [{ name: "templates" as const, maxPassAgeMs: maxPassAgeOf(TEMPLATE_SYNC_POLL_INTERVAL_MS) }] : [])
     ],
     lastPassesEndedAt
   })
@@ -272,6 +357,12 @@ export interface RunDispatchersOptions {
   readonly sendQueue?: SendQueueHandlerOptions
   readonly transport?: Layer.Layer<MessageTransport>
   readonly graphApi?: GraphApiOptions
+  /** As `createHandler`'s: how the template sync reads Meta's templates (default the Graph API at `graphApi`). */
+  readonly metaTemplateApi?: Layer.Layer<MetaTemplateApi>
+  /** As `createHandler`'s (docs/templates-and-replies.md "Templates from Meta"): the template sync's interval. */
+  readonly templateSync?: TemplateSyncHandlerOptions
+  /** As `createHandler`'s (docs/media.md): with it, the inbound media fetches run here too. */
+  readonly media?: HandlerMediaOptions
   readonly logger?: Logger.Logger<unknown, unknown> | false
   readonly logLevel?: HandlerLogLevel
   readonly tracing?: HandlerTracing
@@ -301,13 +392,18 @@ export const runDispatchers = (given: RunDispatchersOptions): DispatchersHandle 
     Layer.provideMerge(DispatchWake.layer)
   )
   const base = Layer.mergeAll(
-    channelLayerOf({ secretKey: options.secretKey, graphApi: options.graphApi }),
+    channelLayerOf({
+      secretKey: options.secretKey,
+      graphApi: options.graphApi,
+      metaTemplateApi: options.metaTemplateApi,
+      templateSync: options.templateSync
+    }),
     webhookSettingsLayerOf(options.webhooks),
     sendQueueSettingsLayerOf(options.sendQueue),
     transportLayerOf(options)
   )
   const runtime = ManagedRuntime.make(
-    Channels.layer.pipe(
+    mediaLayerOf(options.media, options.graphApi).pipe(Layer.provideMerge(Channels.layer.pipe(
       Layer.provideMerge(SecureRandom.layer),
       Layer.provideMerge(base),
       Layer.provideMerge(storage),
@@ -315,12 +411,17 @@ export const runDispatchers = (given: RunDispatchersOptions): DispatchersHandle 
       Layer.provideMerge(Logger.minimumLogLevel(effectLogLevelOf(options.logLevel))),
       Layer.provideMerge(tracingLayerOf(options.tracing)),
       Layer.provideMerge(metricsRecorderLayerOf(options.metrics))
-    )
+    )))
   )
   return startDispatchers(
     runtime,
-    { webhooks: options.dispatch?.webhooks ?? true, messages: options.dispatch?.messages ?? true },
-    options
+    {
+      webhooks: options.dispatch?.webhooks ?? true,
+      messages: options.dispatch?.messages ?? true,
+      media: options.media !== undefined && (options.dispatch?.media ?? true),
+      templates: options.dispatch?.templates ?? true
+    },
+    { ...options, mediaRetentionDays: options.media?.fetch?.retentionDays }
   )
 }
 

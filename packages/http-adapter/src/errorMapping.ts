@@ -60,6 +60,14 @@ export const domainErrorResponses: {
     ]),
   TemplateParametersMismatch: (error) =>
     failureResponse(400, "template_parameters_mismatch", error.message, error.issues),
+  TemplateUnsupported: (error) =>
+    failureResponse(400, "template_unsupported", error.message, [
+      { code: "template_unsupported", message: `${error.path === "" ? "" : `${error.path}: `}${error.problem}`, field: "template.name" }
+    ]),
+  TemplateManagedByMeta: (error) => failureResponse(409, "template_managed_by_meta", error.message),
+  NoChannelForAccount: (error) => failureResponse(409, "no_channel_for_account", error.message),
+  TemplateSyncFailed: (error) => failureResponse(502, "template_sync_failed", error.message),
+  TemplateSyncInProgress: (error) => failureResponse(409, "sync_in_progress", error.message),
   ChannelPhoneNumberIdTaken: (error) =>
     failureResponse(400, "phone_number_id_taken", error.message, [
       { code: "phone_number_id_taken", message: error.message, field: "phone_number_id" }
@@ -88,6 +96,13 @@ export const domainErrorResponses: {
   AudienceTooLarge: (error) =>
     failureResponse(400, "audience_too_large", error.message, [{ code: "audience_too_large", message: error.message, field: "audience" }]),
   BroadcastNotCancellable: (error) => failureResponse(409, "broadcast_not_cancellable", error.message),
+  UnsupportedMediaType: (error) =>
+    failureResponse(400, "unsupported_media_type", error.message, [{ code: "unsupported_media_type", message: error.message, field: "file" }]),
+  MediaTooLarge: (error) => failureResponse(413, "payload_too_large", error.message, [], { connection: "close" }),
+  MediaNotReady: (error) => failureResponse(409, "media_not_ready", error.message),
+  MediaUnavailable: (error) => failureResponse(410, "media_unavailable", error.message),
+  RangeNotSatisfiable: (error) => failureResponse(416, "range_not_satisfiable", error.message, [], { "content-range": `bytes */${error.size}` }),
+  MediaLinkRefused: (error) => failureResponse(403, error.code, error.message),
   StorageError: () => internalErrorResponse()
 }
 

@@ -1,3 +1,4 @@
+import { mediaLayerOf } from "./mediaOptions.js"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
 import { Cause, Effect, Exit, FiberId, FiberRefs, HashMap, Layer, List, Logger, LogLevel, ManagedRuntime } from "effect"
@@ -132,7 +133,7 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
   const logRequest = withRequestMetrics(requestLoggerOf(options.requestLog, handlerLogger, logLevel), options.metrics)
   const storage = meteredStorageLayerOf(options.storage, options.metrics)
   const runtime = ManagedRuntime.make(
-    Core.layerWithTransport(transportLayerOf(options)).pipe(
+    mediaLayerOf(options.media, options.graphApi).pipe(Layer.provideMerge(Core.layerWithTransport(transportLayerOf(options)).pipe(
       // The dispatcher also reads the secret key, the webhook settings and the storage.
       Layer.provideMerge(channelLayerOf(options)),
       Layer.provideMerge(webhookSettingsLayerOf(options.webhooks)),
@@ -148,7 +149,7 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
       Layer.provideMerge(Layer.setScheduler(makeSharedScheduler())),
       // Built first and closed last: `dispose()` flushes the spans of everything above.
       Layer.provideMerge(tracingLayerOf(options.tracing))
-    )
+    )))
   )
   const traceRequest = options.tracing === undefined ? undefined : requestSpanOf(options.tracing)
   const match = makeRouter(basePath, options.routes ?? defaultRoutes)
@@ -230,9 +231,11 @@ export const makeHandlerCore = (given: HandlerOptions): HandlerCore => {
     runtime,
     {
       webhooks: options.dispatch?.webhooks ?? options.webhooks?.dispatch !== false,
-      messages: options.dispatch?.messages ?? true
+      messages: options.dispatch?.messages ?? true,
+      media: options.media !== undefined && (options.dispatch?.media ?? true),
+      templates: options.dispatch?.templates ?? true
     },
-    options
+    { ...options, mediaRetentionDays: options.media?.fetch?.retentionDays }
   )
   return {
     inBasePath,

@@ -1,7 +1,8 @@
 import type { Readable } from "node:stream"
 import type { Layer, Logger } from "effect"
-import type { ChannelVerifier, GraphApiOptions, MessageTransport, RateLimitDecision, Storage } from "@switchboard/core"
-import type { DispatchSwitches, SendQueueHandlerOptions } from "./dispatchers.js"
+import type { ChannelVerifier, GraphApiOptions, MessageTransport, MetaTemplateApi, RateLimitDecision, Storage } from "@switchboard/core"
+import type { HandlerMediaOptions } from "./mediaOptions.js"
+import type { DispatchSwitches, SendQueueHandlerOptions, TemplateSyncHandlerOptions } from "./dispatchers.js"
 import type { ApiResponse } from "./envelope.js"
 import type { HandlerMetrics } from "./handlerMetrics.js"
 import type { HandlerTracing } from "./handlerTracing.js"
@@ -36,6 +37,12 @@ export interface HandlerOptions {
    * handshake. Without them those requests are refused.
    */
   readonly whatsapp?: WhatsAppWebhookOptions
+  /**
+   * Media (docs/media.md): the blob store files are kept in, the inbound fetches' settings
+   * and the origin of signed links. Without it the media routes answer 503
+   * `media_not_configured`.
+   */
+  readonly media?: HandlerMediaOptions
   /**
    * Logger of the one-line-per-request logs (docs/http-adapter.md "Every response"). Default Effect's
    * JSON logger on stdout; `false` silences them.
@@ -80,8 +87,9 @@ export interface HandlerOptions {
   readonly transport?: Layer.Layer<MessageTransport>
   /**
    * Where Meta's Graph API is reached (`baseUrl`, default `https://graph.facebook.com`;
-   * `apiVersion`, default `v21.0`; `timeoutMs`): for the default transport's channel sends
-   * and the default channel verifier. Tests point it at a local recorder.
+   * `apiVersion`, default `v21.0`; `timeoutMs`): for the default transport's channel sends,
+   * the default channel verifier and Meta's template API (`POST /templates`,
+   * `DELETE /templates/{uuid}`). Tests point it at a local recorder.
    */
   readonly graphApi?: GraphApiOptions
   /**
@@ -93,6 +101,18 @@ export interface HandlerOptions {
   /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
   readonly channelVerifier?: Layer.Layer<ChannelVerifier>
   /**
+   * How the template sync reads Meta's templates (docs/templates-and-replies.md "Templates
+   * from Meta"). Default Meta's Graph API at `graphApi`; tests give their own
+   * (`Layer.succeed(MetaTemplateApi, { list, submit, remove })`).
+   */
+  readonly metaTemplateApi?: Layer.Layer<MetaTemplateApi>
+  /**
+   * The template sync loop (docs/templates-and-replies.md "Templates from Meta"):
+   * `intervalMs`, the time from one sync of an account to its next (default 6 hours). The
+   * loop runs unless `dispatch.templates` is `false`. See {@link TemplateSyncHandlerOptions}.
+   */
+  readonly templateSync?: TemplateSyncHandlerOptions
+  /**
    * Outgoing webhooks (docs/webhooks.md "Options"): whether this handler runs the
    * dispatcher (`dispatch`, default `true`: it starts once `ready`, and `dispose()` stops
    * it after the attempts in flight), the retry delays in milliseconds, and whether
@@ -102,8 +122,8 @@ export interface HandlerOptions {
   readonly webhooks?: WebhookHandlerOptions
   /**
    * Which dispatch loops this handler runs once `ready` (docs/messaging.md "The send
-   * queue"): `webhooks` (default `webhooks.dispatch`, else `true`) and `messages`, the send
-   * queue (default `true`); `dispose()` stops them after the attempts in flight. `false`
+   * queue"): `webhooks` (default `webhooks.dispatch`, else `true`), `messages`, the send
+   * queue (default `true`), and `templates`, the template sync (default `true`); `dispose()` stops them after the attempts in flight. `false`
    * leaves that work to another process ({@link runDispatchers}).
    */
   readonly dispatch?: DispatchSwitches

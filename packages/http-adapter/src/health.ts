@@ -74,7 +74,7 @@ export type HealthPhase =
  * @internal
  */
 export interface HealthLoop {
-  readonly name: "webhooks" | "messages"
+  readonly name: "webhooks" | "messages" | "templates"
   readonly maxPassAgeMs: number
 }
 
@@ -91,7 +91,7 @@ export interface HealthSources {
   readonly askStorage: () => Fiber.RuntimeFiber<StorageHealth, unknown>
   readonly phase: () => HealthPhase
   readonly loops: ReadonlyArray<HealthLoop>
-  readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null }
+  readonly lastPassesEndedAt: () => { readonly webhooks: Date | null; readonly messages: Date | null; readonly templates?: Date | null }
   readonly now?: () => number
   readonly storageTimeoutMs?: number
 }

@@ -16,6 +16,7 @@ export {
   dispatchWebhooks,
   type DispatchersHandle,
   type DispatchSwitches,
+  type TemplateSyncHandlerOptions,
   runDispatchers,
   type RunDispatchersOptions,
   type SendQueueHandlerOptions
@@ -34,7 +35,9 @@ export {
   whatsAppWebhookRoute
 } from "./routes/whatsappWebhook.js"
 export type { MultipartBody, MultipartField, MultipartFile, MultipartLimits, MultipartPart } from "./internal/multipart.js"
-export { HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptions } from "./settings.js"
+export { HandlerMedia, type HandlerMediaService, HandlerSettings, type HandlerSettingsService, type WhatsAppWebhookOptions } from "./settings.js"
+export type { HandlerMediaOptions } from "./mediaOptions.js"
+export { byteRangeOf, mediaRoutes } from "./routes/media.js"
 export {
   defineRoute,
   responseOfResult,

@@ -28,6 +28,10 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
   { name: "Auth", description: "Check that the API key is valid and the organization may use the API." },
   { name: "Messages", description: "Send template, text and media messages. Sends count in the stricter `send` rate-limit bucket." },
   {
+    name: "Media",
+    description: "Files kept by Switchboard: customers' photos, voice notes and documents fetched from Meta, and uploads; their bytes by range and signed links."
+  },
+  {
     name: "Broadcasts",
     description:
       "One approved template to an audience (groups, labels, contacts), paced through the send queue, counted per recipient, cancellable."
@@ -54,7 +58,7 @@ export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly descr
  *
  * @category openapi
  */
-export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 | 409 | 422 | 503>> = {
+export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 | 409 | 410 | 413 | 416 | 422 | 502 | 503>> = {
   invalid_input: 400,
   invalid_cursor: 400,
   group_not_found: 400,
@@ -65,6 +69,14 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   template_not_found: 400,
   template_not_approved: 400,
   template_parameters_mismatch: 400,
+  template_unsupported: 400,
+  template_managed_by_meta: 409,
+  template_name_taken: 400,
+  template_refused_by_meta: 400,
+  no_channel_for_account: 409,
+  sync_in_progress: 409,
+  provider_error: 502,
+  template_sync_failed: 502,
   invalid_verify_token: 403,
   invalid_signature: 401,
   phone_number_id_taken: 400,
@@ -81,6 +93,14 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   outside_customer_service_window: 400,
   contacts_limit_reached: 403,
   label_limit_reached: 403,
+  media_bytes_limit_reached: 403,
+  unsupported_media_type: 400,
+  payload_too_large: 413,
+  media_not_ready: 409,
+  media_unavailable: 410,
+  range_not_satisfiable: 416,
+  link_expired: 403,
+  media_not_configured: 503,
   not_found: 404,
   secret_key_not_configured: 503
 }
@@ -332,10 +352,49 @@ const operationOf = (route: RouteDefinition, path: string, definitions: Record<s
           requestBody: {
             required: true,
             description: `A multipart/form-data body of at most ${route.multipart.maxBytes} bytes: at most ${route.multipart.maxFiles ?? 1} file part(s) and ${route.multipart.maxFields ?? 20} field(s).`,
-            content: { "multipart/form-data": { schema: { type: "object", additionalProperties: true } } }
+            content: { "multipart/form-data": { schema: multipartSchemaOf(route) } }
           }
         }),
-    responses: { "200": successResponseOf(route, definitions), ...errorResponsesOf(route, where) }
+    responses: { ...(route.binary === undefined ? { "200": successResponseOf(route, definitions) } : binaryResponsesOf(route)), ...errorResponsesOf(route, where) }
+  }
+}
+
+/** The schema of a multipart body: its declared parts (files as binary strings), else any object. */
+const multipartSchemaOf = (route: RouteDefinition): JsonSchema => {
+  const parts = route.multipartParts
+  if (parts === undefined) return { type: "object", additionalProperties: true }
+  return {
+    type: "object",
+    properties: Object.fromEntries(parts.map((part) => [
+      part.name,
+      part.binary ? { type: "string", format: "binary", contentMediaType: "application/octet-stream", description: part.description } : { type: "string", description: part.description }
+    ])),
+    required: parts.filter((part) => part.required).map((part) => part.name)
+  }
+}
+
+/** The answers of a route that serves bytes: 200 the whole file, 206 a range of it. */
+const binaryResponsesOf = (route: RouteDefinition): Record<string, OpenApiResponse> => {
+  const limited = route.rateLimited === false ? REQUEST_ID_HEADER : RATE_LIMIT_HEADERS
+  const fileHeaders = {
+    ...limited,
+    ETag: { description: "The file's SHA-256 (hex), quoted", schema: { type: "string" } },
+    "Content-Disposition": { description: "`inline` with the file's name", schema: { type: "string" } },
+    "Content-Length": { description: "Bytes in this answer", schema: { type: "integer" } },
+    ...(route.binary?.ranges === true ? { "Accept-Ranges": { description: "`bytes`", schema: { type: "string" } } } : {})
+  }
+  const content = { "*/*": { schema: { type: "string", format: "binary", contentMediaType: "application/octet-stream" } } }
+  return {
+    "200": { description: "The file's bytes, with its MIME type as `Content-Type`.", headers: fileHeaders, content },
+    ...(route.binary?.ranges === true
+      ? {
+        "206": {
+          description: "The bytes of the requested `Range` (one range, `bytes=start-end`, `start-` or `-suffix`).",
+          headers: { ...fileHeaders, "Content-Range": { description: "`bytes start-end/size`", schema: { type: "string" } } },
+          content
+        }
+      }
+      : {})
   }
 }
 
@@ -425,8 +484,10 @@ const errorResponsesOf = (route: RouteDefinition, where: string): Record<string,
     add(403, "subscription_inactive", "api_access_not_allowed")
   }
   if (route.path.includes(":")) add(404, "not_found")
-  for (const code of route.errors ?? []) {
-    const status = ERROR_CODE_STATUSES[code]
+  for (const declared of route.errors ?? []) {
+    // "403 invalid_signature": a code answered with another status on this route than the table's.
+    const [, given, code = declared] = /^(\d{3}) (.+)$/.exec(declared) ?? []
+    const status = given === undefined ? ERROR_CODE_STATUSES[code] : Number(given)
     if (status === undefined) throw new Error(`${where}: error code "${code}" has no status in ERROR_CODE_STATUSES`)
     add(status, code)
   }
@@ -452,10 +513,13 @@ const STATUS_MEANINGS: Readonly<Record<number, string>> = {
   403: "The subscription, the plan's API access or a plan limit blocks the action",
   404: "A record the request names does not exist in the organization",
   413: "Request body over the size limit (1 MiB by default)",
-  409: "A request with the same `Idempotency-Key` is still being processed: retry later",
+  409: "A request with the same `Idempotency-Key` is still being processed (retry later), or the record is not in a state that allows the action",
+  410: "The record's content is gone for good (failed or deleted)",
+  416: "The `Range` is outside the file: `Content-Range: bytes */size` gives its size",
   415: "Request body is not of the route's media type (JSON, or multipart/form-data for an upload)",
   422: "The `Idempotency-Key` was used for another request (method, path or body differ)",
   429: "Rate limit exceeded: retry after `Retry-After` seconds, ideally with exponential backoff",
+  502: "Meta's Graph API failed the call (refused the token, a limit, down or unreachable): the message gives Meta's reason",
   503: "The rate-limit store did not answer and the host chose `onStoreError: \"fail-closed\"`"
 }
 

@@ -18,7 +18,7 @@ import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
 import { isPlainObject, type CompiledCheck } from "./internal/validation.js"
 import { limitRequest } from "./rateLimiting.js"
 import type { CompiledRoute } from "./router.js"
-import { responseOfResult, type RouteDefinition, type RouteIdempotency, type RouteServices } from "./routes/route.js"
+import { responseOfResult, type RouteDefinition, type RouteIdempotency, type RouteRequest, type RouteServices } from "./routes/route.js"
 
 // The request pipeline of the handler core (handler.ts): for a request whose route is
 // found, authentication, the rate limit, path and query parameters, the Idempotency-Key,
@@ -53,7 +53,9 @@ export const respond = (
   // A route that needs no key goes straight on (no Effect to authenticate nobody), still
   // inside the fiber: whatever it throws is a defect `recover` answers.
   return recover(
-    definition.authenticated === false ? Effect.suspend(() => checked(undefined)) : Effect.flatMap(authenticate(exchange), checked)
+    definition.authenticated === false || (definition.signedLink === true && exchange.request.header("authorization") === undefined)
+      ? Effect.suspend(() => checked(undefined))
+      : Effect.flatMap(authenticate(exchange), checked)
   )
 }
 
@@ -83,7 +85,8 @@ const afterRateLimit = (
   if (idempotencyKey instanceof HttpFailure) return Effect.fail(idempotencyKey)
   const handle = (
     body: unknown,
-    idempotency?: RouteIdempotency
+    idempotency?: RouteIdempotency,
+    claimIdempotencyKey?: RouteRequest["claimIdempotencyKey"]
   ): Effect.Effect<ApiResponse, HttpFailure | DomainError, RouteServices> =>
     Effect.map(
       definition.handle({
@@ -91,8 +94,10 @@ const afterRateLimit = (
         query: query as Record<string, unknown>,
         body,
         requestId: exchange.requestId,
+        requestHeader: exchange.request.header,
         auth: auth ?? NO_AUTHENTICATION,
         idempotency,
+        ...(claimIdempotencyKey === undefined ? {} : { claimIdempotencyKey }),
         basePath: route.basePath,
         routes: route.routes
       }),
@@ -111,7 +116,17 @@ const afterRateLimit = (
   // A multipart body is handed over unread: the handler streams its parts (and, on a route
   // that also takes an Idempotency-Key, claims it itself once it knows what it received).
   if (definition.multipart !== undefined) {
-    return Effect.flatMap(readMultipart(exchange.request.body, definition.multipart), (body) => handle(body))
+    const claimIdempotencyKey: RouteRequest["claimIdempotencyKey"] =
+      idempotencyKey === undefined || auth === undefined
+        ? undefined
+        : (fingerprintBody, run) => {
+          const fingerprint = fingerprintOf(exchange.request.method, requestPath(exchange), fingerprintBody)
+          const answered = withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, (claim) =>
+            recover(Effect.map(run(claim), responseOfResult)))
+          return Effect.map(answered, (response) => ({ _tag: "AnsweredResponse" as const, response }))
+        }
+    return Effect.flatMap(readMultipart(exchange.request.body, definition.multipart), (body) =>
+      handle(body, undefined, claimIdempotencyKey))
   }
   if (idempotencyKey === undefined && definition.verifyRawBody === undefined && route.checkBody === undefined) {
     return handle(undefined)
@@ -125,11 +140,13 @@ const afterRateLimit = (
     // Without an Idempotency-Key, failures are turned into responses once, by `respond`;
     // with one, here, so the stored response is what the client got.
     if (idempotencyKey === undefined || auth === undefined) return checked()
-    const path = exchange.request.url.split("?", 1)[0] ?? ""
-    const fingerprint = fingerprintOf(exchange.request.method, path, parsedBody)
+    const fingerprint = fingerprintOf(exchange.request.method, requestPath(exchange), parsedBody)
     return withIdempotencyKey(auth.organization.id, idempotencyKey, fingerprint, (claim) => recover(checked(claim)))
   })
 }
+
+/** The request's path without its query: part of an Idempotency-Key's fingerprint. */
+const requestPath = (exchange: Exchange): string => exchange.request.url.split("?", 1)[0] ?? ""
 
 /**
  * The parsed body of a route that takes one (a `body` schema or a `verifyRawBody` check),

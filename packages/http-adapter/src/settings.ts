@@ -1,4 +1,5 @@
 import { Context, Layer } from "effect"
+import type { MediaServiceShape } from "@switchboard/core"
 
 /**
  * What the handler was configured with that routes need at run time, beyond core's
@@ -48,3 +49,25 @@ export const handlerSettingsLayer = (whatsapp: WhatsAppWebhookOptions = {}): Lay
       verifyToken: whatsapp.verifyToken === "" ? undefined : whatsapp.verifyToken
     }
   })
+
+/**
+ * The media of a handler (docs/media.md): the {@link MediaServiceShape} over the handler's
+ * blob store (`HandlerOptions.media`), or `undefined` when none is configured (the media
+ * routes then answer 503 `media_not_configured`), and `publicBaseUrl`, the origin signed
+ * links are built on (else the request's).
+ *
+ * @category settings
+ */
+export interface HandlerMediaService {
+  readonly media: MediaServiceShape | undefined
+  readonly publicBaseUrl: string | undefined
+}
+
+/**
+ * Tag of the {@link HandlerMediaService}; its default is no media.
+ *
+ * @category settings
+ */
+export class HandlerMedia extends Context.Reference<HandlerMedia>()("@switchboard/http-adapter/HandlerMedia", {
+  defaultValue: (): HandlerMediaService => ({ media: undefined, publicBaseUrl: undefined })
+}) {}

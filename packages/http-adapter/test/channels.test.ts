@@ -76,8 +76,15 @@ const body = (overrides: Record<string, unknown> = {}) => ({
   ...overrides
 })
 
-/** A channel as `GET /channels/{uuid}` and `PUT` answer it: with its (empty) send queue figures. */
-const withQueue = (channel: Record<string, unknown>) => ({ ...channel, queue: { queued: 0, sending: 0, oldest_queued_at: null } })
+/**
+ * A channel as `GET /channels/{uuid}` and `PUT` answer it: with its (empty) send queue
+ * figures and its account's template sync, not run yet.
+ */
+const withQueue = (channel: Record<string, unknown>) => ({
+  ...channel,
+  queue: { queued: 0, sending: 0, oldest_queued_at: null },
+  template_sync: { last_run_at: null, outcome: null, error: null }
+})
 
 describe("POST /channels", () => {
   it("verifies the token with Meta, takes display_phone_number from its answer (E.164) and answers the channel without the token", async () => {
@@ -263,6 +270,36 @@ describe("GET /channels/{uuid} and PUT /channels/{uuid}", () => {
       expect(result.errors.map((e) => e.code)).toEqual(["not_found"])
     }
     expect((await api.get("/channels/not-a-uuid")).status).toBe(400)
+    await handler.dispose()
+  })
+
+  it("GET shows template_sync: the last sync of the channel's account (its time, counts and error), all null before the first", async () => {
+    const { api, storage, organization, handler } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    expect((await api.get(`/channels/${channel.uuid}`)).data.template_sync).toEqual({ last_run_at: null, outcome: null, error: null })
+    // Adding the channel made its account's sync due at once; a sync loop claims and records it.
+    const record = (result: { readonly last_outcome: { added: number; updated: number; deleted: number; unchanged: number } | null; readonly last_error: string | null }) =>
+      Effect.runPromise(
+        Effect.gen(function* () {
+          const { templateSyncs } = yield* Storage
+          const now = new Date().toISOString()
+          const [claimed] = yield* templateSyncs.claim({ now, lease: "lease", leaseUntil: new Date(Date.now() + 60_000).toISOString(), limit: 10 })
+          expect(claimed).toMatchObject({ organization_id: organization.id, waba_id: "102290129340398" })
+          yield* templateSyncs.record(organization.id, "102290129340398", "lease", { next_due_at: now, last_run_at: "2026-11-27T09:00:00.000Z", ...result })
+        }).pipe(Effect.provide(storage))
+      )
+    await record({ last_outcome: { added: 3, updated: 1, deleted: 0, unchanged: 12 }, last_error: null })
+    expect((await api.get(`/channels/${channel.uuid}`)).data.template_sync).toEqual({
+      last_run_at: "2026-11-27T09:00:00.000Z",
+      outcome: { added: 3, updated: 1, deleted: 0, unchanged: 12 },
+      error: null
+    })
+    await record({ last_outcome: null, last_error: "Meta refused the token (190)" })
+    expect((await api.get(`/channels/${channel.uuid}`)).data.template_sync).toEqual({
+      last_run_at: "2026-11-27T09:00:00.000Z",
+      outcome: null,
+      error: "Meta refused the token (190)"
+    })
     await handler.dispose()
   })
 

@@ -31,6 +31,7 @@ const MESSAGE_FIELDS = [
   "status",
   "template",
   "text",
+  "transport",
   "type",
   "updated_at",
   "uuid"
@@ -103,6 +104,8 @@ describe("GET /chats/{uuid}/messages", () => {
       chat_uuid: chat.uuid,
       contact_uuid: chat.contact.uuid,
       channel_uuid: null,
+      // Appended by Chats.appendOutbound without a transport: never handed to one.
+      transport: null,
       direction: "outbound",
       type: "text",
       template: null,

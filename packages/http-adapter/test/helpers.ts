@@ -152,7 +152,10 @@ export const revokeKey = (storage: Layer.Layer<Storage>, keyId: Parameters<Organ
 export const makeHandler = (
   storage: Layer.Layer<Storage, unknown>,
   options: Partial<HandlerOptions> = {}
-): SwitchboardHandler => createHandler({ storage, logger: false, ...options })
+): SwitchboardHandler =>
+  // The template sync loop is off unless a test asks for it: it would call Meta's Graph API
+  // for every channel a test adds.
+  createHandler({ storage, logger: false, ...options, dispatch: { templates: false, ...options.dispatch } })
 
 /** Sends one request to `handler` without a socket (light-my-request). */
 export const request = (

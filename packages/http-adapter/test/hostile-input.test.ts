@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
-import { ChannelVerifier, Core, type OrganizationId, Templates } from "@switchboard/core"
+import { ChannelVerifier, Core, MemoryBlobStore, type OrganizationId, Templates } from "@switchboard/core"
 import { defaultRoutes } from "@switchboard/http-adapter"
 import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
@@ -22,10 +22,12 @@ const handler = makeHandler(storage, {
   webhooks: { dispatch: false, allowPrivateNetworks: true },
   // The walks send thousands of requests to the four routes of the `send` bucket: its
   // hourly allowance would answer 429 before the edge's own answers are reached.
-  rateLimit: { send: { max: 100_000 } }
+  rateLimit: { send: { max: 100_000 } },
+  // The media routes answer from a blob store (a PDF uploaded below is their subject).
+  media: { store: MemoryBlobStore.layer }
 })
 let apiKey = ""
-const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "", channel: "" }
+const ids = { contact: "", label: "", group: "", chat: "", webhookEndpoint: "", channel: "", media: "" }
 
 const template = {
   name: "order_update",
@@ -60,6 +62,7 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "PUT /contacts/:uuid": () => ({ first_name: "Ada", last_name: "L", phone: phone(1), email: "ada@example.com" }),
   "POST /contacts/labels/assign": () => ({ contact_uuids: [ids.contact], tag_uuid: ids.label }),
   "POST /contact-groups": () => ({ name: "New group" }),
+  "POST /media/:uuid/links": () => ({ expires_in: 60 }),
   "PUT /contact-groups/:uuid": () => ({ name: "Renamed" }),
   "POST /labels": () => ({ name: "New label", color: "#abcdef" }),
   "POST /labels/bulk-delete": () => ({ tag_uuids: [ids.label] }),
@@ -79,6 +82,15 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   // this organization's sends to Meta. PUT /channels/{uuid} walks the field (the same rule).
   "POST /channels": () => ({ phone_number_id: "106540352242922", waba_id: "102290129340398", access_token: `EAAG${"x".repeat(40)}` }),
   "PUT /channels/:uuid": () => ({ access_token: `EAAG${"y".repeat(40)}`, throughput_mps: 70 }),
+  // A channel the organization does not have: whatever the walk replaces, Meta is never
+  // called (an unknown channel is a 404; a malformed one or a bad template a 400).
+  "POST /templates": () => ({
+    channel_uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a",
+    name: "hostile_notice",
+    language: "en_US",
+    category: "UTILITY",
+    components: [{ type: "BODY", text: "Hi {{1}}", example: { body_text: [["Ada"]] } }]
+  }),
   "POST /webhook-endpoints": () => ({ url: "https://hooks.example.com/hostile", events: ["message.received"], description: "Hostile" }),
   "PUT /webhook-endpoints/:uuid": () => ({
     url: "https://hooks.example.com/hostile",
@@ -96,6 +108,7 @@ const urlOf = (path: string) =>
     .replace("/chats/:uuid", `/chats/${ids.chat}`)
     .replace("/webhook-endpoints/:uuid", `/webhook-endpoints/${ids.webhookEndpoint}`)
     .replace("/channels/:uuid", `/channels/${ids.channel}`)
+    .replace("/media/:uuid", `/media/${ids.media}`)
     .replace(":uuid", ids.group)
 
 const send = (method: string, path: string, payload: string | Buffer) =>
@@ -142,7 +155,8 @@ const snapshot = async () => {
     replies: await read("/basic-replies?per_page=100"),
     chats: await read("/chats?limit=100"),
     channels: await read("/channels"),
-    webhookEndpoints: await read("/webhook-endpoints")
+    webhookEndpoints: await read("/webhook-endpoints"),
+    media: await read("/media")
   }
 }
 
@@ -166,6 +180,17 @@ beforeAll(async () => {
   ids.group = (await tenant.api.post("/contact-groups", { name: "Team" })).data.uuid
   ids.chat = (await tenant.api.post("/send", { phone: phone(1), message: "Hello" })).data.chat_uuid
   ids.webhookEndpoint = (await tenant.api.post("/webhook-endpoints", { url: "https://hooks.example.com/start" })).data.uuid
+  const form = new FormData()
+  form.append("file", new Blob([Buffer.from("%PDF-1.7\n% hostile input's subject\n")], { type: "application/pdf" }), "subject.pdf")
+  const uploaded = await new Request("http://localhost/", { method: "POST", body: form })
+  const uploadBody = Buffer.from(await uploaded.arrayBuffer())
+  const mediaAnswer = await request(handler, {
+    method: "POST",
+    url: "/api/v1/api/media",
+    headers: { ...bearer(apiKey), "content-type": uploaded.headers.get("content-type")! },
+    payload: uploadBody
+  })
+  ids.media = expectEnvelope(mediaAnswer.statusCode, mediaAnswer.body).data.uuid
   // The channel PUT /channels/{uuid} aims at belongs to a second organization: a channel of
   // this one would carry its sends to Meta. Its body is checked before the channel is looked
   // up, so each hostile value is still refused on its own; only a valid body reaches the 404.
@@ -385,14 +410,17 @@ describe("hostile query strings", () => {
     }
   )
 
-  it.each(queryRoutes.map((route) => [route.path, Object.keys(route.query ?? {})] as const))(
+  it.each(queryRoutes.map((route) => [route.path, Object.keys(route.query ?? {}), route.content !== undefined] as const))(
     "%s: 8 000-character and non-ASCII values never answer a 500",
-    async (path, names) => {
+    async (path, names, binary) => {
       for (const name of names) {
         for (const value of ["x".repeat(8_000), "%FF%FE", "\u0000", "🙂".repeat(100), "__proto__"]) {
           const url = `${urlOf(path)}?${name}=${value.startsWith("%") ? value : encodeURIComponent(value)}`
           const response = await request(handler, { method: "GET", url, headers: bearer(apiKey) })
-          expectEnvelope(response.statusCode, response.body)
+          // A route answering bytes (GET /media/{uuid}/content) ignores a signed link's
+          // parameters when the request has a key: its 200 is the file, not an envelope.
+          if (binary && response.statusCode === 200) expect(response.headers["content-type"]).toBe("application/pdf")
+          else expectEnvelope(response.statusCode, response.body)
         }
       }
       const response = await request(handler, {
@@ -400,7 +428,7 @@ describe("hostile query strings", () => {
         url: `${urlOf(path)}?__proto__[polluted]=1&constructor[prototype][polluted]=1`,
         headers: bearer(apiKey)
       })
-      expectEnvelope(response.statusCode, response.body)
+      if (!(binary && response.statusCode === 200)) expectEnvelope(response.statusCode, response.body)
       expect(({} as Record<string, unknown>).polluted).toBeUndefined()
     }
   )

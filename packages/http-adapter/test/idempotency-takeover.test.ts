@@ -90,9 +90,11 @@ describe("a send whose process died after sending, retried with its Idempotency-
       status: "delivered",
       provider_message_id: first.data.provider_message_id,
       next_attempt_at: stored.next_attempt_at,
-      failure: null
+      failure: null,
+      // Read from the message, which stored it at its creation.
+      transport: "whatsapp"
     })
-    expect(answered.message).toBe("Message sent")
+    expect([answered.message, stored.transport]).toEqual(["Message sent", "whatsapp"])
     const messages = (await setupOf.api.get(`/chats/${first.data.chat_uuid}/messages`)).data
     expect(messages.messages.map((message: { uuid: string }) => message.uuid)).toEqual([messageId])
     expect(requestsFor(setupOf, messageId)).toHaveLength(1)

@@ -61,11 +61,12 @@ const errorsOf = (result: { errors: ReadonlyArray<{ code: string; field?: string
 const chatList = async (api: ApiClient) => (await api.get("/chats")).data.chats as Array<Record<string, any>>
 
 describe("POST /send/template (docs/messaging.md)", () => {
-  it("answers {message_id, chat_uuid, contact_uuid, status, provider_message_id, next_attempt_at, failure}, upserts the contact and appends to its chat", async () => {
+  it("answers {message_id, chat_uuid, contact_uuid, status, provider_message_id, next_attempt_at, failure, transport}, upserts the contact and appends to its chat", async () => {
     const { api } = await tenant()
     const result = await api.post("/send/template", { phone: "+1 415 555 0100", template, first_name: "Ada", email: "ada@example.com", extra: 1 })
     expect(result.status).toBe(200)
-    expect(result.message).toBe("Message sent")
+    // No channel: the recording transport took it, and the answer says nothing left.
+    expect(result.message).toBe("Message recorded: no channel, nothing left this server")
     expect(result.data).toEqual({
       message_id: expect.stringMatching(UUID),
       chat_uuid: expect.stringMatching(UUID),
@@ -73,7 +74,8 @@ describe("POST /send/template (docs/messaging.md)", () => {
       status: "sent",
       provider_message_id: null,
       next_attempt_at: null,
-      failure: null
+      failure: null,
+      transport: "recording"
     })
     const contact = await api.get(`/contacts/${result.data.contact_uuid}`)
     expect(contact.data).toMatchObject({ phone: "+14155550100", first_name: "Ada", email: "ada@example.com", last_name: null })
@@ -173,7 +175,8 @@ describe("POST /send (text)", () => {
       status: "sent",
       provider_message_id: null,
       next_attempt_at: null,
-      failure: null
+      failure: null,
+      transport: "recording"
     })
     const [chat] = await chatList(api)
     expect(chat?.last_message).toMatchObject({ uuid: first.data.message_id, direction: "outbound", type: "text", text: "Hello", status: "sent" })
@@ -204,7 +207,8 @@ describe("POST /send/media", () => {
       status: "sent",
       provider_message_id: null,
       next_attempt_at: null,
-      failure: null
+      failure: null,
+      transport: "recording"
     })
     const [chat] = await chatList(api)
     expect(chat?.last_message).toMatchObject({ uuid: result.data.message_id, type: "media", text: "Our new store", status: "sent" })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { ChannelVerifier, Core, MessageTransport, Storage, Templates, TransportFailed } from "@switchboard/core"
+import { ChannelVerifier, Core, MemoryBlobStore, MessageTransport, MetaTemplateApi, Storage, Templates, TransportFailed } from "@switchboard/core"
 import {
   defaultRoutes,
   DEFAULT_BASE_PATH,
@@ -11,7 +11,7 @@ import {
   type OpenApiDocument,
   type RouteDefinition
 } from "@switchboard/http-adapter"
-import { sign } from "@switchboard/whatsapp-simulator"
+import { sign, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { makeRouter } from "../src/router.js"
 import { apiClient, createOrganization, makeHandler, makeSharedStorage, phone, request, type ApiClient } from "./helpers.js"
 
@@ -162,13 +162,23 @@ describe("defineRoute ties a handler to its data schema", () => {
 
 describe("what the handlers answer has the documented data shape", () => {
   const storage = makeSharedStorage()
+  // Meta's template API (POST and DELETE /templates, the sync) is the simulator's, started
+  // before the walk, holding one template of the account for the sync to bring in.
+  let simulator: WhatsAppSimulator | undefined
+  const graphApi = {
+    get baseUrl() {
+      return simulator?.url ?? "http://127.0.0.1:9"
+    }
+  }
   const handler = makeHandler(storage, {
+    graphApi,
     secretKey: "a".repeat(64),
     channelVerifier: Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: "+31 6 12345678" }) }),
     whatsapp: { appSecret: "parity-app-secret" },
     // The walk records a webhook delivery attempt by hand, and retries a message it then
     // cancels: no dispatcher may claim either first.
     dispatch: { webhooks: false, messages: false },
+    media: { store: MemoryBlobStore.layer },
     // Accepts every message but the text "Refuse me" (a permanent refusal, to retry).
     transport: Layer.succeed(MessageTransport, {
       send: (message) =>
@@ -179,10 +189,26 @@ describe("what the handlers answer has the documented data shape", () => {
     })
   })
   let api: ApiClient
+  let apiKeyOfWalk = ""
 
   beforeAll(async () => {
+    simulator = await startSimulator({
+      numbers: [
+        {
+          phone_number_id: "106540352242922",
+          display_phone_number: "+31 6 12345678",
+          waba_id: "102290129340398",
+          access_token: ["EAAG-parity-token-0001", "EAAG-parity-token-0002"]
+        }
+      ]
+    })
+    simulator.seedTemplates({
+      waba_id: "102290129340398",
+      templates: [{ name: "parity_sync", language: "en_US", category: "UTILITY", components: [{ type: "BODY", text: "Hi" }] }]
+    })
     const { organization, key } = await createOrganization(storage)
     api = apiClient(handler, key.api_key)
+    apiKeyOfWalk = key.api_key
     await Effect.runPromise(
       Effect.flatMap(Templates, (templates) =>
         templates.create(organization.id, {
@@ -195,7 +221,10 @@ describe("what the handlers answer has the documented data shape", () => {
       ).pipe(Effect.provide(Core.layer), Effect.provide(storage))
     )
   })
-  afterAll(() => handler.dispose())
+  afterAll(async () => {
+    await handler.dispose()
+    await simulator?.close()
+  })
 
   /** Calls the API, expects a 200 and checks its data against the route's schema. */
   const call = async (method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown) => {
@@ -282,6 +311,15 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("GET", `/channels/${channel.uuid}`)
     await run("PUT", `/channels/${channel.uuid}`, { access_token: "EAAG-parity-token-0002", throughput_mps: 80 })
     expect((await run("POST", `/channels/${channel.uuid}/resume`)).status).toBe("active")
+    const submitted = await run("POST", "/templates", {
+      channel_uuid: channel.uuid,
+      name: "parity_notice",
+      language: "en_US",
+      category: "UTILITY",
+      components: [{ type: "BODY", text: "Hello {{1}}", example: { body_text: [["Ada"]] } }]
+    })
+    expect((await run("DELETE", `/templates/${submitted.uuid}`)).status).toBe("DELETED")
+    expect((await run("POST", `/channels/${channel.uuid}/templates/sync`)).added).toBe(1)
     await run("DELETE", `/channels/${channel.uuid}`)
     const endpoint = await run("POST", "/webhook-endpoints", { url: "https://hooks.example.com/parity", events: ["chat.updated"] })
     await run("GET", "/webhook-endpoints")
@@ -312,6 +350,24 @@ describe("what the handlers answer has the documented data shape", () => {
     expect(deliveries.deliveries).toHaveLength(1)
     await run("POST", `/webhook-endpoints/${endpoint.uuid}/deliveries/${deliveryId}/retry`)
     await run("DELETE", `/webhook-endpoints/${endpoint.uuid}`)
+    // Media: a multipart upload, then its record, the list, a link and the deletion.
+    const form = new FormData()
+    form.append("file", new Blob([Buffer.from("%PDF-1.7\n% parity\n")], { type: "application/pdf" }), "parity.pdf")
+    const encoded = new Request("http://localhost/", { method: "POST", body: form })
+    track("POST", "/media")
+    const uploaded = await request(handler, {
+      method: "POST",
+      url: `${DEFAULT_BASE_PATH}/media`,
+      headers: { authorization: `Bearer ${apiKeyOfWalk}`, "content-type": encoded.headers.get("content-type")! },
+      payload: Buffer.from(await encoded.arrayBuffer())
+    })
+    expect(uploaded.statusCode, uploaded.body).toBe(200)
+    const media = JSON.parse(uploaded.body).data
+    expectDocumented("POST", "/media", media)
+    await run("GET", "/media?limit=5")
+    await run("GET", `/media/${media.uuid}`)
+    await run("POST", `/media/${media.uuid}/links`, { expires_in: 60 })
+    await run("DELETE", `/media/${media.uuid}`)
     // The provider webhook: no API key, a signature over the bytes.
     const webhook = JSON.stringify({ object: "whatsapp_business_account", entry: [] })
     track("POST", "/webhooks/whatsapp")

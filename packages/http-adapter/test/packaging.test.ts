@@ -8,12 +8,14 @@
  *   `--profile esm-only` for the ESM-only package);
  * - pack and consume, as docs/getting-started.md "Install" says: `npm run pack` (run once)
  *   writes every tarball into `switchboard/packs/` of a scratch folder, and an empty
- *   project beside it (`my-app/`) installs them with the install line taken from that page
- *   (`npm install ../switchboard/packs/*.tgz effect@^3.22`). Then the page's server program
- *   (`server.mjs`) answers GET /verify with the key it prints and stops on SIGTERM
- *   (programs.ts), and `verify.mjs` / `verify.cjs` load each runtime package by `import`
- *   and by `require` and answer GET /verify through the Node and the Fetch handler, on
- *   memory storage and on a SQLite file;
+ *   project beside it (`my-app/`) installs the tarballs the page names with the install
+ *   line taken from that page (core, http-adapter, storage-sqlite and the storage-sql it
+ *   depends on, with `effect@^3.22`): exactly those packages, and the page's server program
+ *   (`server.mjs`) then answers GET /verify with the key it prints and stops on SIGTERM
+ *   (programs.ts). Then every other tarball is installed too (`packs/*.tgz`), and
+ *   `verify.mjs` / `verify.cjs` load each runtime package by `import` and by `require` and
+ *   answer GET /verify through the Node and the Fetch handler, on memory storage and on a
+ *   SQLite file;
  * - `npm run pack` writes one tarball per publishable package, and nothing else;
  * - npm refuses Effect 4 beside the packages with a resolution error (ERESOLVE);
  * - every locked package with an install script is reviewed in the root `allowScripts`
@@ -95,14 +97,18 @@ const packages = readdirSync(join(root, "packages"))
   .filter(({ manifest }) => manifest.private !== true)
 
 /**
- * The tarball install line of docs/getting-started.md "Install": `npm install` of
- * `../switchboard/packs/*.tgz` (a clone beside the project) with `effect@^3.22` pinned.
+ * The tarball install command of docs/getting-started.md "Install": `npm install` of
+ * tarballs of `../switchboard/packs/` (a clone beside the project) with `effect@^3.22`
+ * pinned, its continued lines (`\` at a line's end) joined into one.
  */
 const documentedInstallLine = (markdown: string) => {
-  const line = /^npm install \.\.\/switchboard\/packs\/\*\.tgz .*$/m.exec(markdown)?.[0]
-  if (line === undefined) throw new Error("docs/getting-started.md shows no `npm install ../switchboard/packs/*.tgz …` line")
-  return line
+  const command = /^npm install \.\.\/switchboard\/packs\/(?:.*\\\n)*.*$/m.exec(markdown)?.[0]
+  if (command === undefined) throw new Error("docs/getting-started.md shows no `npm install ../switchboard/packs/… ` command")
+  return command.replace(/\\\n\s*/g, " ")
 }
+
+/** The packages an application installs from tarballs, as docs/getting-started.md "Install" names them. */
+const APPLICATION_PACKAGES = ["@switchboard/core", "@switchboard/http-adapter", "@switchboard/storage-sql", "@switchboard/storage-sqlite"]
 
 /** The package's `"."` export conditions. */
 const mainExport = (manifest: Manifest) => manifest.exports?.["."] as Record<string, unknown> | undefined
@@ -271,8 +277,12 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     const server = runnableBlocks("docs/getting-started.md", gettingStarted).find(({ source }) => source.startsWith("// server.mjs"))
     if (server === undefined) throw new Error("docs/getting-started.md has no `js run` block starting with `// server.mjs`")
     writeFileSync(join(consumer, "server.mjs"), server.source)
+    const quietly = "--prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error"
     try {
-      await runTool("sh", ["-c", `${installLine} --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error`], consumer)
+      await runTool("sh", ["-c", `${installLine} ${quietly}`], consumer)
+      installedByThePage = readdirSync(join(consumer, "node_modules", "@switchboard")).map((name) => `@switchboard/${name}`).sort()
+      gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, verifyProbe)
+      await runTool("sh", ["-c", `npm install ../switchboard/packs/*.tgz ${quietly}`], consumer)
     } catch (error) {
       // Without the npm registry (and nothing in npm's cache) the consumer cannot be set up:
       // skip with the reason instead of failing. Any other install failure fails.
@@ -285,10 +295,10 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     }
     esm = await consume("verify.mjs")
     cjs = await consume("verify.cjs")
-    gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, verifyProbe)
   }, 300_000)
 
   let registryUnreachable: string | undefined
+  let installedByThePage: ReadonlyArray<string>
   let esm: ConsumerResult
   let cjs: ConsumerResult
   let gettingStartedRun: ProgramRun<VerifyAnswer>
@@ -320,6 +330,11 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     }
   }
 
+  it("installs the packages an application needs, and only those, with the page's command", (context) => {
+    requireInstall(context)
+    expect(installedByThePage).toEqual(APPLICATION_PACKAGES)
+  })
+
   it("installs every package from its tarball, with the Effect 3 the page pins", (context) => {
     requireInstall(context)
     expect(runtimePackages).toEqual(expect.arrayContaining(["@switchboard/core", "@switchboard/http-adapter", "@switchboard/storage-sqlite"]))
@@ -332,7 +347,7 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     expect(effect.version).toMatch(/^3\./)
   })
 
-  it("runs the page's server: GET /verify with the key it prints answers 200, SIGTERM stops it cleanly", (context) => {
+  it("runs the page's server on those packages alone: GET /verify with the key it prints answers 200, SIGTERM stops it cleanly", (context) => {
     requireInstall(context)
     expect(gettingStartedRun.result).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
     expect(gettingStartedRun.exit, `${gettingStartedRun.stdout}\n${gettingStartedRun.stderr}`).toEqual({ code: 0, signal: null })

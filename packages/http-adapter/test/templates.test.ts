@@ -2,13 +2,18 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Effect, type Layer } from "effect"
 import {
   Core,
+  readProviderTemplate,
+  Storage,
   Templates,
+  TemplateManagedByMeta,
   TemplateNameTaken,
   TemplateNotApproved,
   TemplateNotFound,
   TemplateParametersMismatch,
+  TemplateUnsupported,
   type OrganizationId,
-  type Storage,
+  type Template,
+  type TemplateId,
   type TemplateInput
 } from "@switchboard/core"
 import { responseForDomainError } from "@switchboard/http-adapter"
@@ -43,9 +48,27 @@ const orderUpdate: TemplateInput = {
   ]
 }
 
+/** Stores an entry of Meta's template list of account `wabaId` as a sync would; returns the record. */
+const storeFromMeta = (store: Layer.Layer<Storage>, organizationId: OrganizationId, wabaId: string, entry: Record<string, unknown>) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const { content } = readProviderTemplate(entry, wabaId)
+      const outcome = yield* (yield* Storage).templates.create(organizationId, {
+        uuid: crypto.randomUUID() as TemplateId,
+        content,
+        now: new Date().toISOString()
+      })
+      return outcome._tag === "Written" ? outcome.template : yield* Effect.dieMessage(`not written: ${outcome._tag}`)
+    }).pipe(Effect.provide(store))
+  )
+
 const tenant = async () => {
   const { organization, api } = await makeTenant(storage, handler)
-  return { api, create: (input: Partial<TemplateInput> = {}) => createTemplate(storage, organization.id, input) }
+  return {
+    api,
+    create: (input: Partial<TemplateInput> = {}) => createTemplate(storage, organization.id, input),
+    fromMeta: (wabaId: string, entry: Record<string, unknown>): Promise<Template> => storeFromMeta(storage, organization.id, wabaId, entry)
+  }
 }
 
 describe("GET /templates (docs/http-api.md 'Pagination')", () => {
@@ -61,12 +84,15 @@ describe("GET /templates (docs/http-api.md 'Pagination')", () => {
     })
     expect(result.data.templates[1]).toEqual({
       uuid: first.uuid,
+      waba_id: null,
+      provider_template_id: null,
       name: "order_update",
       language: "en_US",
       category: "UTILITY",
       status: "APPROVED",
       rejected_reason: null,
       components: orderUpdate.components,
+      problems: [],
       created_at: expect.stringMatching(ISO_UTC),
       updated_at: expect.stringMatching(ISO_UTC)
     })
@@ -143,6 +169,59 @@ describe("GET /templates/{uuid}/payload (docs/templates-and-replies.md)", () => 
   })
 })
 
+describe("templates from Meta (docs/templates-and-replies.md 'Templates from Meta')", () => {
+  const carousel = {
+    id: "1407680676729941",
+    name: "spring_cards",
+    language: "en_US",
+    status: "APPROVED",
+    category: "MARKETING",
+    rejected_reason: "NONE",
+    components: [
+      { type: "BODY", text: "Hi {{1}}", example: { body_text: [["Ada"]] } },
+      { type: "CAROUSEL", cards: [{ components: [{ type: "HEADER", format: "IMAGE" }] }] }
+    ]
+  }
+
+  it("records carry waba_id, provider_template_id and problems; Meta's components are answered as Meta gave them", async () => {
+    const { api, fromMeta } = await tenant()
+    const template = await fromMeta("102290129340398", carousel)
+    const read = await api.get(`/templates/${template.uuid}`)
+    expect(read.data).toEqual({
+      uuid: template.uuid,
+      waba_id: "102290129340398",
+      provider_template_id: "1407680676729941",
+      name: "spring_cards",
+      language: "en_US",
+      category: "MARKETING",
+      status: "APPROVED",
+      rejected_reason: null,
+      components: carousel.components,
+      problems: [{ path: "components[1].type", message: "components[1].type must be one of HEADER, BODY, FOOTER, BUTTONS" }],
+      created_at: expect.stringMatching(ISO_UTC),
+      updated_at: expect.stringMatching(ISO_UTC)
+    })
+  })
+
+  it("a template with problems: its payload and a send answer 400 template_unsupported naming the first problem", async () => {
+    const { api, fromMeta } = await tenant()
+    const template = await fromMeta("102290129340398", carousel)
+    const payload = await api.get(`/templates/${template.uuid}/payload`)
+    expect(payload.status).toBe(400)
+    expect(payload.message).toBe("Template 'spring_cards' (en_US) cannot be sent: components[1].type must be one of HEADER, BODY, FOOTER, BUTTONS")
+    expect(payload.errors).toEqual([
+      {
+        code: "template_unsupported",
+        field: "template.name",
+        message: "components[1].type: components[1].type must be one of HEADER, BODY, FOOTER, BUTTONS"
+      }
+    ])
+    // No channel: the send looks for a template with no account, and this one has one.
+    const noChannel = await api.post("/send/template", { phone: "+31612345678", template: { name: "spring_cards", language: { code: "en_US" } } })
+    expect(noChannel.errors.map((error) => error.code)).toEqual(["template_not_found"])
+  })
+})
+
 describe("templates: tenant isolation", () => {
   it("another organization's key cannot list, read or build the payload of a template", async () => {
     const owner = await tenant()
@@ -161,7 +240,7 @@ describe("templates: tenant isolation", () => {
 })
 
 describe("template errors in the error table (docs/errors.md)", () => {
-  it("map to 400 with their codes and fields", () => {
+  it("map to 400 (409 for template_managed_by_meta) with their codes and fields", () => {
     const body = (error: Parameters<typeof responseForDomainError>[0]) => {
       const response = responseForDomainError(error)
       return { status: response.status, errors: response.body.errors.map(({ code, field }) => ({ code, field })) }
@@ -185,5 +264,15 @@ describe("template errors in the error table (docs/errors.md)", () => {
       status: 400,
       errors: [{ code: "template_parameters_mismatch", field: "template.components[1].parameters" }]
     })
+    expect(body(new TemplateUnsupported({ name: "a", language: "en", path: "components[0].format", problem: "no" }))).toEqual({
+      status: 400,
+      errors: [{ code: "template_unsupported", field: "template.name" }]
+    })
+    const managed = responseForDomainError(new TemplateManagedByMeta({ uuid: UNKNOWN_UUID, name: "a", language: "en" }))
+    expect([managed.status, managed.body.message, managed.body.errors.map((error) => error.code)]).toEqual([
+      409,
+      "Template 'a' (en) comes from Meta: change it in WhatsApp Manager, not here",
+      ["template_managed_by_meta"]
+    ])
   })
 })

@@ -153,7 +153,11 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
       expectNotFound(await intruder.post(`/channels/${channel.uuid}/resume`, {}))
       expectNotFound(await intruder.delete(`/channels/${channel.uuid}`))
       expect((await intruder.get("/channels")).data.channels).toEqual([])
-      expect((await owner.get(`/channels/${channel.uuid}`)).data).toEqual({ ...channel, queue: { queued: 0, sending: 0, oldest_queued_at: null } })
+      expect((await owner.get(`/channels/${channel.uuid}`)).data).toEqual({
+        ...channel,
+        queue: { queued: 0, sending: 0, oldest_queued_at: null },
+        template_sync: { last_run_at: null, outcome: null, error: null }
+      })
     } finally {
       await channelHandler.dispose()
     }

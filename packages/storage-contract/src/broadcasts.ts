@@ -11,13 +11,15 @@ import {
   type MessageFailure,
   type MessageId,
   type OrganizationId,
-  Storage
+  Storage,
+  type ChannelId,
+  type TransportKind
 } from "@switchboard/core"
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { T0, at, claimAt, writtenEvents } from "./outbox-support.js"
 import { addEndpoint } from "./webhook-support.js"
-import { assignLabel, createGroup, createLabel, importContacts, insertOrganization, runner, sharedRunner } from "./support.js"
+import { assignLabel, createGroup, createLabel, importContacts, insertChannel, insertOrganization, runner, sharedRunner } from "./support.js"
 
 const template = { name: "order_update", language: { code: "en_US" }, components: [] }
 const STOPPED: MessageFailure = { code: "132015", title: "Template paused" }
@@ -28,7 +30,13 @@ const START_LEASE_MS = 30_000
 const createBroadcast = (
   organizationId: OrganizationId,
   audience: Partial<BroadcastAudience>,
-  options: { readonly sendAt?: string; readonly now?: string; readonly name?: string } = {}
+  options: {
+    readonly sendAt?: string
+    readonly now?: string
+    readonly name?: string
+    readonly channelUuid?: ChannelId | null
+    readonly transport?: TransportKind
+  } = {}
 ) =>
   Effect.flatMap(Storage, ({ broadcasts }) =>
     broadcasts.create(organizationId, {
@@ -37,7 +45,8 @@ const createBroadcast = (
       status: options.sendAt === undefined ? "sending" : "scheduled",
       template,
       audience: { group_uuids: [], label_uuids: [], contact_uuids: [], ...audience },
-      channel_uuid: null,
+      channel_uuid: options.channelUuid ?? null,
+      transport: options.transport ?? "recording",
       send_at: options.sendAt ?? null,
       now: options.now ?? at(0)
     }))
@@ -50,7 +59,13 @@ const contacts = (organizationId: OrganizationId, n: number, base = 0) =>
   )
 
 /** The recipient write of `contact` (queued unless `failure` is given). */
-const recipientOf = (broadcastId: BroadcastId, contact: Pick<Contact, "uuid" | "phone">, failure: MessageFailure | null = null, now = at(1)): BroadcastRecipientWrite => ({
+const recipientOf = (
+  broadcastId: BroadcastId,
+  contact: Pick<Contact, "uuid" | "phone">,
+  failure: MessageFailure | null = null,
+  now = at(1),
+  transport: TransportKind = "recording"
+): BroadcastRecipientWrite => ({
   contact_uuid: contact.uuid,
   chat_uuid: fixtures.uuid() as ChatId,
   message: {
@@ -65,6 +80,7 @@ const recipientOf = (broadcastId: BroadcastId, contact: Pick<Contact, "uuid" | "
     provider_message_id: null,
     failure,
     channel_uuid: null,
+    transport,
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcastId,
@@ -153,6 +169,35 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("transport: stored at create as given, read by findById, list, a claimed start and the recipients' messages", () =>
+      run(
+        Effect.gen(function* () {
+          const { broadcasts, chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const [contact] = yield* contacts(org.id, 1)
+          const channel = yield* insertChannel(org.id)
+          const recorded = yield* createBroadcast(org.id, { contact_uuids: [contact!] }, { sendAt: at(60_000) })
+          const custom = yield* createBroadcast(org.id, { contact_uuids: [contact!] }, { sendAt: at(60_000), transport: "custom", now: at(1) })
+          const viaChannel = yield* createBroadcast(org.id, { contact_uuids: [contact!] }, { channelUuid: channel.uuid, transport: "whatsapp", now: at(2) })
+          expect([recorded.transport, custom.transport, viaChannel.transport]).toEqual(["recording", "custom", "whatsapp"])
+          expect(yield* broadcasts.findById(org.id, viaChannel.uuid)).toEqual(Option.some(viaChannel))
+          const listed = yield* broadcasts.list(org.id, { limit: 10, after: null })
+          expect(listed.map((each) => each.transport)).toEqual(["whatsapp", "custom", "recording"])
+          const start = Option.getOrThrow(yield* claimStartAt(3))
+          expect([start.broadcast.uuid, start.broadcast.transport]).toEqual([viaChannel.uuid, "whatsapp"])
+          const written = yield* broadcasts.writeRecipients(org.id, viaChannel.uuid, start.lease, {
+            recipients: [{ ...recipientOf(viaChannel.uuid, { uuid: contact!, phone: fixtures.phone(0) }, null, at(3), "whatsapp") }],
+            cursor: contact!,
+            finished: true,
+            leaseUntil: T0 + 3 + START_LEASE_MS,
+            now: at(3)
+          })
+          expect(written).toBe(true)
+          const [recipient] = yield* broadcasts.recipients(org.id, viaChannel.uuid, { status: null, limit: 10, after: null })
+          expect(Option.map(yield* chats.findMessage(org.id, recipient!.message_uuid), (message) => message.transport)).toEqual(Option.some("whatsapp"))
+        })
+      ))
+
     it.effect("list: newest first, keyset after a position, only the organization's", () =>
       run(
         Effect.gen(function* () {
@@ -232,6 +277,54 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
           const page = yield* broadcasts.audiencePage(org.id, scheduled.audience, null, 10)
           expect(yield* writePage(org.id, scheduled.uuid, "lease-1", page, { finished: true })).toBe(false)
           expect((yield* countsOf(org.id, scheduled.uuid)).total).toBe(0)
+        })
+      ))
+
+    it.effect("nextStartDueAt: null when none; a scheduled send_at; a held start's lease end (0 when free); ended and finished starts ignored; the earliest, as claimStart finds it", () =>
+      run(
+        Effect.gen(function* () {
+          const { broadcasts } = yield* Storage
+          const org = yield* insertOrganization()
+          const ids = yield* contacts(org.id, 2)
+          expect(yield* broadcasts.nextStartDueAt()).toBeNull()
+          // Starts claimStart never takes again, each left with what the other branch would read.
+          // A cancelled scheduled broadcast: its send_at stays.
+          const cancelledScheduled = yield* createBroadcast(org.id, { contact_uuids: ids }, { sendAt: at(5_000) })
+          expect((yield* broadcasts.cancel(org.id, cancelledScheduled.uuid, BROADCAST_CANCELLED_FAILURE, at(1)))._tag).toBe("Done")
+          // A completed one, once scheduled: its send_at stays, its start finished.
+          const completed = yield* createBroadcast(org.id, { contact_uuids: ids }, { sendAt: at(1) })
+          yield* startWhole(org.id, completed.uuid, () => OPTED_OUT)
+          expect((yield* broadcasts.completeFinished(at(2))).map((b) => b.uuid)).toEqual([completed.uuid])
+          // A cancelled one cancelled midway through its start: unfinished, its lease free.
+          const cancelledMidway = yield* createBroadcast(org.id, { contact_uuids: ids })
+          const midway = Option.getOrThrow(yield* claimStartAt(3))
+          expect(midway.broadcast.uuid).toBe(cancelledMidway.uuid)
+          const firstPage = yield* broadcasts.audiencePage(org.id, cancelledMidway.audience, null, 1)
+          expect(yield* writePage(org.id, cancelledMidway.uuid, midway.lease, firstPage, { finished: false, ms: 3 })).toBe(true)
+          expect((yield* broadcasts.cancel(org.id, cancelledMidway.uuid, BROADCAST_CANCELLED_FAILURE, at(4)))._tag).toBe("Done")
+          // A sending one whose start finished, its recipients still queued: its lease free.
+          const finished = yield* createBroadcast(org.id, { contact_uuids: ids })
+          yield* startWhole(org.id, finished.uuid)
+          expect(yield* broadcasts.nextStartDueAt()).toBeNull()
+          expect(yield* claimStartAt(10 * START_LEASE_MS)).toEqual(Option.none())
+
+          // A sending broadcast not claimed yet: due at once.
+          const fresh = yield* createBroadcast(org.id, { contact_uuids: ids })
+          expect(yield* broadcasts.nextStartDueAt()).toBe(0)
+          const held = Option.getOrThrow(yield* claimStartAt(100))
+          expect(held.broadcast.uuid).toBe(fresh.uuid)
+          // Held: due when its lease ends.
+          expect(yield* broadcasts.nextStartDueAt()).toBe(T0 + 100 + START_LEASE_MS)
+          // A later scheduled one leaves the earlier lease end; an earlier one comes first.
+          yield* createBroadcast(org.id, { contact_uuids: ids }, { sendAt: at(60_000) })
+          expect(yield* broadcasts.nextStartDueAt()).toBe(T0 + 100 + START_LEASE_MS)
+          const soon = yield* createBroadcast(org.id, { contact_uuids: ids }, { sendAt: at(20_000) })
+          expect(yield* broadcasts.nextStartDueAt()).toBe(T0 + 20_000)
+          // claimStart finds nothing before that time, and that broadcast at it.
+          expect(yield* claimStartAt(19_999)).toEqual(Option.none())
+          expect(Option.map(yield* claimStartAt(20_000), (start) => start.broadcast.uuid)).toEqual(Option.some(soon.uuid))
+          // Claimed, its lease ends after the first one's: the first one's lease end again.
+          expect(yield* broadcasts.nextStartDueAt()).toBe(T0 + 100 + START_LEASE_MS)
         })
       ))
 

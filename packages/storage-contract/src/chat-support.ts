@@ -8,6 +8,7 @@ import {
   type ContactId,
   type MessageId,
   type OrganizationId,
+  type TransportKind,
   Storage
 } from "@switchboard/core"
 import * as fixtures from "./fixtures.js"
@@ -21,6 +22,8 @@ export interface MessageOptions {
   readonly text?: string
   readonly providerId?: string | null
   readonly channelUuid?: string | null
+  /** The message's `transport`; default: `null` inbound, outbound `whatsapp` with a channel, else `recording`. */
+  readonly transport?: TransportKind | null
   readonly firstName?: string | null
   readonly lastName?: string | null
   /** The created contact's `phone_valid`; default `true`. */
@@ -88,6 +91,10 @@ const message = (
   provider_message_id: options.providerId ?? null,
   failure: null,
   channel_uuid: options.channelUuid ?? null,
+  transport:
+    options.transport !== undefined
+      ? options.transport
+      : direction === "inbound" ? null : options.channelUuid === undefined || options.channelUuid === null ? "recording" : "whatsapp",
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,

@@ -240,6 +240,7 @@ const message = (direction: "inbound" | "outbound", text: string, createdAt: str
   provider_message_id: null,
   failure: null,
   channel_uuid: null,
+  transport: null,
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,

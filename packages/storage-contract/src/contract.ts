@@ -10,6 +10,7 @@ import { contactsImportContract } from "./contacts-import.js"
 import { groupsContract } from "./groups.js"
 import { idempotencyContract } from "./idempotency.js"
 import { labelsContract } from "./labels.js"
+import { mediaContract } from "./media.js"
 import { messagesContract } from "./messages.js"
 import { operationsContract } from "./operations.js"
 import type { StorageContractOptions } from "./options.js"
@@ -17,6 +18,7 @@ import { organizationsContract } from "./organizations.js"
 import { outboxContract } from "./outbox.js"
 import { providerStatusesContract } from "./provider-statuses.js"
 import { templatesContract } from "./templates.js"
+import { templateSyncsContract } from "./template-syncs.js"
 import { webhookRejectsContract } from "./webhook-rejects.js"
 import { webhooksContract } from "./webhooks.js"
 import { customerServiceWindowContract } from "./window.js"
@@ -25,8 +27,8 @@ import { customerServiceWindowContract } from "./window.js"
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
  * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
- * `templates.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
- * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`, and `operations.ts` for `health()` and
+ * `templates.ts`, `template-syncs.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
+ * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`, `media.ts`, and `operations.ts` for `health()` and
  * `outbox.summary()`), each test on a fresh store from
  * `options.makeLayer()` (or, for the send queue's shared-store cases, from
  * `options.makeSharedLayers()` when given).
@@ -52,6 +54,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     chatsListContract(options)
     chatsImportContract(options)
     templatesContract(options)
+    templateSyncsContract(options)
     basicRepliesContract(options)
     idempotencyContract(options)
     channelsContract(options)
@@ -59,6 +62,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     webhookRejectsContract(options)
     outboxContract(options)
     broadcastsContract(options)
+    mediaContract(options)
     operationsContract(options)
   })
 }

@@ -8,6 +8,8 @@ import type {
   ContactImportRow,
   GroupId,
   GroupReference,
+  NewInboundMedia,
+  NewMedia,
   Organization,
   OrganizationId
 } from "@switchboard/core"
@@ -31,7 +33,7 @@ export const organization = (overrides: Partial<Organization> = {}): Organizatio
   return {
     id,
     name: `Organization ${id.slice(-4)}`,
-    plan: { contacts_limit: null, label_limit: 10, api_access: true },
+    plan: { contacts_limit: null, label_limit: 10, media_bytes_limit: null, api_access: true },
     subscription: "active",
     created_at: at,
     updated_at: at,
@@ -127,3 +129,50 @@ export const channelRecord = (overrides: Partial<Channel> = {}): Channel => {
     ...overrides
   }
 }
+
+/** An uploaded media record (`stored`, 1 000 bytes), created at `minutes`; `overrides` replace fields. */
+export const mediaUpload = (minutes: number, overrides: Partial<NewMedia> = {}): NewMedia => {
+  const id = uuid()
+  return {
+    uuid: id,
+    type: "document",
+    mime_type: "application/pdf",
+    size: 1_000,
+    sha256: "a".repeat(64),
+    filename: "offer.pdf",
+    status: "stored",
+    failure: null,
+    source: "upload",
+    message_uuid: null,
+    contact_uuid: null,
+    blob_key: `media/${id}`,
+    created_at: instant(minutes),
+    stored_at: instant(minutes),
+    fetch: null,
+    ...overrides
+  }
+}
+
+/** The media of an inbound image through `channelUuid` (`pending`), its fetch job due at `minutes`; `overrides` replace fields. */
+export const inboundMedia = (channelUuid: string, minutes = 0, overrides: Partial<NewInboundMedia> = {}): NewInboundMedia => ({
+  uuid: uuid(),
+  type: "image",
+  mime_type: "image/jpeg",
+  size: null,
+  sha256: null,
+  filename: null,
+  status: "pending",
+  failure: null,
+  source: "inbound",
+  blob_key: null,
+  created_at: instant(minutes),
+  stored_at: null,
+  fetch: {
+    channel_uuid: channelUuid,
+    provider_media_id: `meta-${uuid()}`,
+    declared_sha256: "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+    expires_at: instant(minutes + 7 * 24 * 60),
+    next_fetch_at: instant(minutes)
+  },
+  ...overrides
+})

@@ -9,9 +9,10 @@ import {
   Storage
 } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest, receive } from "./chat-support.js"
+import { claimAt, enqueue, recipient } from "./outbox-support.js"
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
-import { importContact, insertOrganization, runner } from "./support.js"
+import { importContact, insertChannel, insertOrganization, runner } from "./support.js"
 
 const { instant, phone } = fixtures
 
@@ -81,6 +82,36 @@ export const messagesContract = (options: StorageContractOptions): void => {
           expect(written[9]).toMatchObject({ channel_uuid: channel, failure: null, template: null })
           const listed = Option.getOrThrow(yield* chats.listMessagesAfter(org.id, written[0]!.chat_uuid, null, 100))
           expect(listed).toEqual([...written].reverse())
+        })
+      ))
+
+    it.effect("transport round-trips as written: each kind on an outbound message, plain or through the send queue (queued, claimed), null inbound; status moves keep it", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const contactId = yield* importContact(org.id, phone(1))
+          const written: Array<Message> = []
+          for (const [n, transport] of (["recording", "whatsapp", "custom"] as const).entries()) {
+            written.push((yield* append(org.id, outboundRequest(contactId, { now: instant(n), transport }))).message)
+          }
+          const to = yield* recipient(org.id, 2)
+          written.push(yield* enqueue(org.id, to, { transport: "custom" }))
+          written.push(yield* enqueue(org.id, to, { channel, transport: "whatsapp", at: 1, claim: "lease-1" }))
+          const inbound = (yield* append(org.id, inboundRequest(phone(3), { now: instant(5), channelUuid: channel.uuid }))).message
+          expect([...written, inbound].map((message) => message.transport)).toEqual(["recording", "whatsapp", "custom", "custom", "whatsapp", null])
+          expect(written[4]!.status).toBe("sending")
+          for (const message of [...written, inbound]) {
+            expect(yield* chats.findMessage(org.id, message.uuid)).toEqual(Option.some(message))
+          }
+          const listed = Option.getOrThrow(yield* chats.listMessagesAfter(org.id, written[0]!.chat_uuid, null, 100))
+          expect(listed.map((message) => message.transport)).toEqual(["custom", "whatsapp", "recording"])
+          // The send queue's claim reads it; a status report keeps it.
+          const claimed = yield* claimAt(10, { limit: 10 })
+          expect(claimed.map((each) => [each.message.uuid, each.message.transport])).toEqual([[written[3]!.uuid, "custom"]])
+          const moved = yield* chats.updateMessageStatus(org.id, written[1]!.uuid, { status: "read", from: ["queued"], now: instant(6) })
+          expect(moved._tag === "Updated" && moved.message.transport).toBe("whatsapp")
         })
       ))
 

@@ -13,7 +13,7 @@ export const organizationsContract = ({ makeLayer }: StorageContractOptions): vo
       run(
         Effect.gen(function* () {
           const { organizations } = yield* Storage
-          const org = fixtures.organization({ plan: { contacts_limit: 0, label_limit: null, api_access: false } })
+          const org = fixtures.organization({ plan: { contacts_limit: 0, label_limit: null, media_bytes_limit: 5_000_000_000, api_access: false } })
           yield* organizations.insert(org)
           expect(yield* organizations.findById(org.id)).toEqual(Option.some(org))
         })
@@ -37,7 +37,7 @@ export const organizationsContract = ({ makeLayer }: StorageContractOptions): vo
             ...org,
             name: "Renamed",
             subscription: "inactive" as const,
-            plan: { contacts_limit: 5, label_limit: 0, api_access: false },
+            plan: { contacts_limit: 5, label_limit: 0, media_bytes_limit: 0, api_access: false },
             updated_at: new Date(Date.UTC(2027, 0, 1)).toISOString()
           }
           expect(yield* organizations.replace(changed)).toBe(true)

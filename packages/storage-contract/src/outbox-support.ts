@@ -11,7 +11,8 @@ import {
   type OutboxOutcome,
   type OutboxPlacement,
   type SendClass,
-  Storage
+  Storage,
+  type TransportKind
 } from "@switchboard/core"
 import { append, outboundRequest } from "./chat-support.js"
 import * as fixtures from "./fixtures.js"
@@ -59,6 +60,8 @@ export interface EnqueueOptions {
   readonly claim?: string | { readonly bypass: string } | null
   readonly expiresAt?: string
   readonly broadcastUuid?: string | null
+  /** The message's `transport`; default: `whatsapp` with a channel, else `recording`. */
+  readonly transport?: TransportKind | null
 }
 
 /** The `OutboxPlacement` of {@link enqueue}. */
@@ -81,7 +84,11 @@ export const placement = (to: Recipient, options: EnqueueOptions = {}): OutboxPl
 /** Creates an outbound text message to `to` in the send queue (`appendMessage` with `outbox`); returns it as stored. */
 export const enqueue = (organizationId: OrganizationId, to: Recipient, options: EnqueueOptions = {}) =>
   Effect.gen(function* () {
-    const request = outboundRequest(to.id, { now: at(options.at ?? 0), channelUuid: options.channel?.uuid ?? null })
+    const request = outboundRequest(to.id, {
+      now: at(options.at ?? 0),
+      channelUuid: options.channel?.uuid ?? null,
+      ...(options.transport === undefined ? {} : { transport: options.transport })
+    })
     const message = { ...request.message, broadcast_uuid: options.broadcastUuid ?? null }
     const outcome = yield* append(organizationId, { ...request, message, outbox: placement(to, options) })
     return outcome.message

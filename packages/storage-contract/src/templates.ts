@@ -16,6 +16,9 @@ const { instant } = fixtures
 
 /** Template content with every field set; `overrides` replace fields. */
 const content = (overrides: Partial<TemplateContent> = {}): TemplateContent => ({
+  waba_id: null,
+  provider_template_id: null,
+  problems: [],
   name: "order_update",
   language: "en_US",
   category: "UTILITY",
@@ -90,6 +93,25 @@ export const templatesContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("deleteUnsubmitted removes only a template with no Meta id, of this organization; its identity is free again", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const local = yield* createTemplate(org.id, { waba_id: "111", status: "PENDING" }, instant(1))
+          const fromMeta = yield* createTemplate(org.id, { waba_id: "111", name: "welcome", provider_template_id: "9001" }, instant(2))
+          expect(yield* templates.deleteUnsubmitted(other.id, local.uuid)).toBe(false)
+          expect(yield* templates.deleteUnsubmitted(org.id, fromMeta.uuid)).toBe(false)
+          expect(yield* templates.findById(org.id, fromMeta.uuid)).toEqual(Option.some(fromMeta))
+          expect(yield* templates.deleteUnsubmitted(org.id, local.uuid)).toBe(true)
+          expect(yield* templates.findById(org.id, local.uuid)).toEqual(Option.none())
+          expect(yield* templates.deleteUnsubmitted(org.id, local.uuid)).toBe(false)
+          expect((yield* templates.list(org.id, { page: 1, per_page: 10 })).items).toEqual([fromMeta])
+          yield* createTemplate(org.id, { waba_id: "111", status: "PENDING" }, instant(3))
+        })
+      ))
+
     it.effect("findByIdentity matches the name by nameKey and the language exactly", () =>
       run(
         Effect.gen(function* () {
@@ -102,6 +124,85 @@ export const templatesContract = (options: StorageContractOptions): void => {
           expect(yield* templates.findByIdentity(org.id, "order_update", "en")).toEqual(Option.none())
           expect(yield* templates.findByIdentity(org.id, "order_update", "en_us")).toEqual(Option.none())
           expect(yield* templates.findByIdentity(org.id, "order", "en_US")).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("the identity is (waba_id, name, language): each account and no account are groups of their own", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const none = yield* createTemplate(org.id, {}, instant(1))
+          const first = yield* createTemplate(org.id, { waba_id: "111", provider_template_id: "9001" }, instant(2))
+          const second = yield* createTemplate(org.id, { waba_id: "222", provider_template_id: "9002" }, instant(3))
+          for (const waba_id of [null, "111", "222"]) {
+            const taken = content({ waba_id, name: " Order_Update " })
+            expect(yield* templates.create(org.id, { uuid: fixtures.uuid() as TemplateId, content: taken, now: instant(4) })).toEqual({ _tag: "NameTaken" })
+          }
+          expect((yield* templates.list(org.id, { page: 1, per_page: 10 })).items).toEqual([second, first, none])
+          // An update may not take another template's identity in its group; across groups it may.
+          const welcome = yield* createTemplate(org.id, { waba_id: "111", name: "welcome" }, instant(5))
+          expect(yield* templates.update(org.id, welcome.uuid, content({ waba_id: "111" }), instant(6))).toEqual({ _tag: "NameTaken" })
+          expect(yield* templates.update(org.id, none.uuid, content({ waba_id: "111" }), instant(6))).toEqual({ _tag: "NameTaken" })
+          const moved = yield* templates.update(org.id, welcome.uuid, content({ waba_id: "333", provider_template_id: "9003" }), instant(7))
+          expect(moved._tag === "Written" && [moved.template.waba_id, moved.template.name]).toEqual(["333", "order_update"])
+        })
+      ))
+
+    it.effect("findByIdentity with an account answers that account's template, else the one with no account; never another account's", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const ofAccount = yield* createTemplate(org.id, { waba_id: "111", provider_template_id: "9001" }, instant(1))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US", "111")).toEqual(Option.some(ofAccount))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US", "222")).toEqual(Option.none())
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US", null)).toEqual(Option.none())
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US")).toEqual(Option.none())
+          const none = yield* createTemplate(org.id, {}, instant(2))
+          expect(yield* templates.findByIdentity(org.id, "Order_Update", "en_US", "111")).toEqual(Option.some(ofAccount))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US", "222")).toEqual(Option.some(none))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US", null)).toEqual(Option.some(none))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en_US")).toEqual(Option.some(none))
+          expect(yield* templates.findByIdentity(org.id, "order_update", "en", "111")).toEqual(Option.none())
+        })
+      ))
+
+    it.effect("a template from Meta round-trips: waba_id, provider_template_id, rejected_reason, problems and raw components as given", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const uuid = fixtures.uuid() as TemplateId
+          const raw = [
+            { type: "HEADER", format: "LOCATION" },
+            { type: "BODY", text: "Hi {{1}}", example: { body_text: [["Ada"]] }, "$weird": { "a.b": 1 } },
+            { type: "CAROUSEL", cards: [{ components: [{ type: "BODY", text: "Card {{1}}" }] }], extra: null }
+          ]
+          const problems = [
+            { path: "components[0].format", message: "components[0].format must be one of TEXT, IMAGE, VIDEO, DOCUMENT" },
+            { path: "components[2].type", message: "components[2].type must be one of HEADER, BODY, FOOTER, BUTTONS" }
+          ]
+          const written = content({ waba_id: "111", provider_template_id: "1407680676729941", status: "REJECTED", components: raw, problems })
+          const outcome = yield* templates.create(org.id, { uuid, content: { ...written, rejected_reason: "INVALID_FORMAT" }, now: instant(1) })
+          const template: Template = { uuid, ...written, rejected_reason: "INVALID_FORMAT", created_at: instant(1), updated_at: instant(1) }
+          expect(outcome).toEqual({ _tag: "Written", template })
+          const found = yield* templates.findById(org.id, uuid)
+          expect(found).toEqual(Option.some(template))
+          expect(JSON.stringify(Option.getOrThrow(found).components)).toBe(JSON.stringify(raw))
+          expect(yield* templates.findByProviderId(org.id, "1407680676729941")).toEqual(Option.some(template))
+          expect(yield* templates.findByProviderId(other.id, "1407680676729941")).toEqual(Option.none())
+          expect(yield* templates.findByProviderId(org.id, "1")).toEqual(Option.none())
+          // An update given rejected_reason writes it, whatever the status; given none, the rule applies.
+          const approved = yield* templates.update(org.id, uuid, { ...content({ waba_id: "111", provider_template_id: "1407680676729941" }), rejected_reason: null }, instant(2))
+          expect(approved._tag === "Written" && [approved.template.status, approved.template.rejected_reason, approved.template.problems]).toEqual(["APPROVED", null, []])
+          const paused = yield* templates.update(org.id, uuid, { ...content({ waba_id: "111", status: "PAUSED" }), rejected_reason: "LOW_QUALITY" }, instant(3))
+          expect(paused._tag === "Written" && [paused.template.provider_template_id, paused.template.rejected_reason]).toEqual([null, "LOW_QUALITY"])
+          expect(Option.map(yield* templates.findById(org.id, uuid), (t) => [t.status, t.rejected_reason, t.provider_template_id])).toEqual(
+            Option.some(["PAUSED", "LOW_QUALITY", null])
+          )
+          expect(yield* templates.findByProviderId(org.id, "1407680676729941")).toEqual(Option.none())
         })
       ))
 
@@ -143,6 +244,30 @@ export const templatesContract = (options: StorageContractOptions): void => {
             expect(yield* templates.updateStatus(org.id, template.uuid, { status, rejected_reason, now })).toEqual({ _tag: "Updated", template: expected, changed })
             expect(yield* templates.findById(org.id, template.uuid)).toEqual(Option.some(expected))
           }
+        })
+      ))
+
+    it.effect("a guarded update or updateStatus writes only while updated_at is not later than unchangedSince; else Stale, nothing written", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const template = yield* createTemplate(org.id, { waba_id: "111", provider_template_id: "9001" }, instant(5))
+          // Changed after the guard's instant: refused, whatever the write.
+          const changed = content({ waba_id: "111", provider_template_id: "9001", category: "MARKETING" })
+          expect(yield* templates.update(org.id, template.uuid, changed, instant(7), { unchangedSince: instant(4) })).toEqual({ _tag: "Stale", template })
+          expect(yield* templates.updateStatus(org.id, template.uuid, { status: "PAUSED", rejected_reason: null, now: instant(7), unchangedSince: instant(4) }))
+            .toEqual({ _tag: "Stale", template })
+          expect(yield* templates.findById(org.id, template.uuid)).toEqual(Option.some(template))
+          // Not later (equal counts as unchanged): written.
+          const written = yield* templates.update(org.id, template.uuid, changed, instant(7), { unchangedSince: instant(5) })
+          expect(written).toMatchObject({ _tag: "Written", template: { category: "MARKETING", updated_at: instant(7) } })
+          const paused = yield* templates.updateStatus(org.id, template.uuid, { status: "PAUSED", rejected_reason: null, now: instant(8), unchangedSince: instant(7) })
+          expect(paused).toMatchObject({ _tag: "Updated", changed: true, template: { status: "PAUSED", updated_at: instant(8) } })
+          // A guard on an unknown template: NotFound.
+          expect(yield* templates.update(org.id, fixtures.uuid() as TemplateId, changed, instant(9), { unchangedSince: instant(9) })).toEqual({ _tag: "NotFound" })
+          expect(yield* templates.updateStatus(org.id, fixtures.uuid() as TemplateId, { status: "PAUSED", rejected_reason: null, now: instant(9), unchangedSince: instant(9) }))
+            .toEqual({ _tag: "NotFound" })
         })
       ))
 

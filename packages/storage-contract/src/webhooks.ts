@@ -386,7 +386,16 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           const { templates } = yield* Storage
           const org = yield* insertOrganization()
           const uuid = fixtures.uuid() as TemplateId
-          const content = { name: "order_update", language: "en_US", category: "UTILITY" as const, status: "PENDING" as const, components: [{ type: "BODY" as const, text: "Hi" }] }
+          const content = {
+            waba_id: null,
+            provider_template_id: null,
+            name: "order_update",
+            language: "en_US",
+            category: "UTILITY" as const,
+            status: "PENDING" as const,
+            components: [{ type: "BODY" as const, text: "Hi" }],
+            problems: []
+          }
           yield* templates.create(org.id, { uuid, content, now: instant(0) })
           const endpoint = yield* addEndpoint(org.id, { events: ["template.status_updated"] })
           const rejected = yield* templates.updateStatus(org.id, uuid, { status: "REJECTED", rejected_reason: "INVALID_FORMAT", now: instant(1) })
@@ -394,6 +403,37 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           expect(yield* onlyEvent(endpoint, "template.status_updated", instant(1))).toEqual(rejected._tag === "Updated" && rejected.template)
           const again = yield* templates.updateStatus(org.id, uuid, { status: "REJECTED", rejected_reason: "INVALID_FORMAT", now: instant(2) })
           expect(again._tag === "Updated" && again.changed).toBe(false)
+          expect(yield* outbox()).toEqual([])
+        })
+      ))
+
+    it.effect("templates.updateStatus with a category: the category written, template.category_updated when it changed; none otherwise", () =>
+      run(
+        Effect.gen(function* () {
+          const { templates } = yield* Storage
+          const org = yield* insertOrganization()
+          const uuid = fixtures.uuid() as TemplateId
+          const content = {
+            waba_id: "102290129340398",
+            provider_template_id: "5001",
+            name: "order_update",
+            language: "en_US",
+            category: "UTILITY" as const,
+            status: "APPROVED" as const,
+            components: [{ type: "BODY" as const, text: "Hi" }],
+            problems: []
+          }
+          yield* templates.create(org.id, { uuid, content, now: instant(0) })
+          const endpoint = yield* addEndpoint(org.id, { events: ["template.category_updated"] })
+          const moved = yield* templates.updateStatus(org.id, uuid, { status: "APPROVED", rejected_reason: null, category: "MARKETING", now: instant(1) })
+          expect(moved._tag === "Updated" && [moved.changed, moved.template.category, moved.template.status, moved.template.updated_at]).toEqual([true, "MARKETING", "APPROVED", instant(1)])
+          expect(yield* onlyEvent(endpoint, "template.category_updated", instant(1))).toEqual(moved._tag === "Updated" && moved.template)
+          expect(Option.map(yield* templates.findById(org.id, uuid), (found) => found.category)).toEqual(Option.some("MARKETING"))
+          const again = yield* templates.updateStatus(org.id, uuid, { status: "APPROVED", rejected_reason: null, category: "MARKETING", now: instant(2) })
+          expect(again._tag === "Updated" && again.changed).toBe(false)
+          // A status change without a category keeps the category.
+          const paused = yield* templates.updateStatus(org.id, uuid, { status: "PAUSED", rejected_reason: null, now: instant(3) })
+          expect(paused._tag === "Updated" && paused.template.category).toBe("MARKETING")
           expect(yield* outbox()).toEqual([])
         })
       ))

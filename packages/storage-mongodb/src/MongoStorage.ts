@@ -20,8 +20,10 @@ import { chatRepository } from "./repositories/chats.js"
 import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
 import { labelRepository } from "./repositories/labels.js"
+import { mediaRepository } from "./repositories/media.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { outboxRepository } from "./repositories/outbox.js"
+import { templateSyncRepository } from "./repositories/templateSyncs.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
@@ -179,6 +181,8 @@ const assemble = (collections: Collections): StorageService => {
     webhookRejects: webhookRejectRepository(collections),
     outbox: outboxRepository(collections),
     broadcasts: broadcastRepository(collections, usage),
+    media: mediaRepository(collections, usage),
+    templateSyncs: templateSyncRepository(collections),
     // One read proves the server answers; the indexes, MongoDB's only schema, are created at start.
     health: () =>
       attempt("health", async () => {

@@ -41,6 +41,72 @@ describe("start-up", () => {
       expect(fake.calls.filter((c) => c.method === "createIndexes").length).toBe(2 * Object.values(INDEXES).filter((list) => list.length > 0).length)
     }))
 
+  it.effect("a database of an earlier version is upgraded: the identity index without accounts dropped, FLAGGED and REINSTATED templates APPROVED, one jittered sync record per channel account", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      const org = fixtures.organization()
+      const other = fixtures.organization()
+      // What an earlier version left: its identity index, statuses it stored, channels
+      // without sync records.
+      yield* Effect.promise(() =>
+        collectionsOf(fake.db).templates.createIndexes([
+          { name: "templates_by_identity", key: { organization_id: 1, name_key: 1, language: 1 }, unique: true }
+        ])
+      )
+      const legacy = (status: string, name: string) => ({
+        _id: fixtures.uuid(),
+        organization_id: org.id,
+        name,
+        name_key: name,
+        language: "en_US",
+        category: "UTILITY",
+        status,
+        components: "[]",
+        created_at: instant(0),
+        updated_at: instant(0)
+      })
+      fake.documents("templates").push(legacy("FLAGGED", "a"), legacy("REINSTATED", "b"), legacy("PAUSED", "c"))
+      const channel = (organizationId: string, wabaId: string) => ({
+        ...fixtures.channelRecord({ waba_id: wabaId }),
+        _id: fixtures.uuid(),
+        organization_id: organizationId
+      })
+      fake.documents("channels").push(channel(org.id, "111"), channel(org.id, "111"), channel(org.id, "222"), channel(other.id, "111"))
+      const before = Date.now()
+      yield* withStorage(fake, Effect.void)
+      const after = Date.now()
+      expect(fake.indexes("templates").map((index) => index.name)).not.toContain("templates_by_identity")
+      expect(fake.documents("templates").map((document) => document.status)).toEqual(["APPROVED", "APPROVED", "PAUSED"])
+      const syncs = fake.documents("template_syncs")
+      expect(syncs.map((sync) => [sync.organization_id, sync.waba_id]).sort()).toEqual(
+        [[org.id, "111"], [org.id, "222"], [other.id, "111"]].sort()
+      )
+      for (const sync of syncs) {
+        const due = Date.parse(sync.next_due_at as string)
+        expect(due).toBeGreaterThanOrEqual(before)
+        expect(due).toBeLessThan(after + 21_600_000)
+        expect(sync).toMatchObject({ lease: null, last_run_at: null, last_outcome: null, last_error: null })
+      }
+      // A second start changes nothing: the records stay as they are.
+      const dueTimes = syncs.map((sync) => sync.next_due_at)
+      yield* withStorage(fake, Effect.void)
+      expect(fake.documents("template_syncs").map((sync) => sync.next_due_at)).toEqual(dueTimes)
+      // Two accounts' templates of one name now coexist; a template with no account is its own group.
+      yield* Effect.gen(function* () {
+        const { organizations, templates } = yield* Storage
+        yield* organizations.insert(org)
+        const write = (waba_id: string | null) =>
+          templates.create(org.id, {
+            uuid: fixtures.uuid() as TemplateId,
+            content: { waba_id, provider_template_id: null, name: "a", language: "en_US", category: "UTILITY", status: "APPROVED", components: [], problems: [] },
+            now: instant(1)
+          })
+        expect((yield* write("111"))._tag).toBe("Written")
+        expect((yield* write("222"))._tag).toBe("Written")
+        expect((yield* write(null))._tag).toBe("NameTaken")
+      }).pipe(Effect.provide(Layer.effect(Storage, MongoStorage.fromDb(fake.db))))
+    }))
+
   it.effect("layerFromClient takes the host's Db, or its MongoClient and a database name", () =>
     Effect.gen(function* () {
       const fake = makeFakeDb()
@@ -119,7 +185,16 @@ describe("injection payloads through the repositories", () => {
         const org = yield* insertOrganization()
         const components = [{ type: "BODY", text: "Hi {{1}}", "a.b": 1, $where: "x" }] as never
         const uuid = fixtures.uuid() as TemplateId
-        const content = { name: "t", language: "en_US", category: "UTILITY", status: "APPROVED", components } as const
+        const content = {
+          waba_id: null,
+          provider_template_id: null,
+          name: "t",
+          language: "en_US",
+          category: "UTILITY",
+          status: "APPROVED",
+          components,
+          problems: []
+        } as const
         yield* templates.create(org.id, { uuid, content, now: instant(0) })
         expect(Option.map(yield* templates.findById(org.id, uuid), (t) => t.components)).toEqual(Option.some(components))
         expect(typeof fake.documents("templates")[0]!.components).toBe("string")
@@ -127,7 +202,7 @@ describe("injection payloads through the repositories", () => {
     )
   })
 
-  it.effect("a template stored before rejected_reason existed reads it as null; updateStatus writes only what differs", () => {
+  it.effect("a template stored before rejected_reason and accounts existed reads them as null (no problems); updateStatus writes only what differs", () => {
     const fake = makeFakeDb()
     return withStorage(
       fake,
@@ -147,7 +222,20 @@ describe("injection payloads through the repositories", () => {
           created_at: instant(0),
           updated_at: instant(0)
         })
-        const stored = { uuid, name: "t", language: "en_US", category: "UTILITY", status: "REJECTED", rejected_reason: null, components: [], created_at: instant(0), updated_at: instant(0) }
+        const stored = {
+          uuid,
+          waba_id: null,
+          provider_template_id: null,
+          name: "t",
+          language: "en_US",
+          category: "UTILITY",
+          status: "REJECTED",
+          rejected_reason: null,
+          components: [],
+          problems: [],
+          created_at: instant(0),
+          updated_at: instant(0)
+        }
         expect(yield* templates.findById(org.id, uuid)).toEqual(Option.some(stored))
         const unchanged = yield* templates.updateStatus(org.id, uuid, { status: "REJECTED", rejected_reason: null, now: instant(1) })
         expect(unchanged).toEqual({ _tag: "Updated", template: stored, changed: false })
@@ -432,7 +520,7 @@ describe("plan limits without transactions", () => {
         const request = {
           contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
           newChat: { uuid: fixtures.uuid() as never, status: "open" },
-          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(1), updated_at: instant(1) },
+          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(1), updated_at: instant(1) },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: false,
@@ -458,7 +546,7 @@ describe("provider status reports without transactions", () => {
     const outcome = yield* chats.appendMessage(org.id, {
       contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
       newChat: { uuid: fixtures.uuid() as never, status: "open" },
-      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(0), updated_at: instant(0) },
+      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(0), updated_at: instant(0) },
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,

@@ -53,6 +53,7 @@ const claimedBroadcast = (n: number) =>
       template: template as never,
       audience: { group_uuids: [], label_uuids: [], contact_uuids: ids },
       channel_uuid: null,
+      transport: "recording",
       send_at: null,
       now: at(0)
     })
@@ -77,6 +78,7 @@ const recipientOf = (broadcastId: BroadcastId, contact: Contact): BroadcastRecip
     provider_message_id: null,
     failure: null,
     channel_uuid: null,
+    transport: "recording",
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcastId,

@@ -121,6 +121,7 @@ const send = (organizationId: OrganizationId, options: SendOptions = {}) =>
         provider_message_id: null,
         failure: null,
         channel_uuid: options.channel ?? null,
+        transport: (options.channel ?? null) === null ? "recording" : "whatsapp",
         attempts: 0,
         next_attempt_at: null,
         broadcast_uuid: null,

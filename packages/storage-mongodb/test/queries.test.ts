@@ -14,6 +14,7 @@ import {
   escapeRegExp,
   knownDetails,
   NEWEST_FIRST,
+  NEXT_START_READS,
   ofOrganization,
   rateBucketIncrement,
   recipientsOf,
@@ -244,7 +245,7 @@ describe("indexes used", () => {
     expect(unique("contacts")).toEqual([{ organization_id: 1, phone: 1 }, { "chat.uuid": 1 }])
     expect(unique("groups")).toEqual([{ organization_id: 1, name_key: 1 }])
     expect(unique("labels")).toEqual([{ organization_id: 1, name_key: 1 }])
-    expect(unique("templates")).toEqual([{ organization_id: 1, name_key: 1, language: 1 }])
+    expect(unique("templates")).toEqual([{ organization_id: 1, name_key: 1, language: 1, waba_id: 1 }])
     expect(unique("basicReplies")).toEqual([{ organization_id: 1, trigger_key: 1 }])
     expect(unique("apiKeys")).toEqual([{ hash: 1 }])
     expect(unique("messages")).toEqual([
@@ -295,6 +296,27 @@ describe("broadcast queries", () => {
     expect(matches(filter, { ...sending, start_lease_until: null, start_finished: true })).toBe(false)
     for (const status of ["completed", "cancelled", "stopped"]) expect(matches(filter, { ...sending, status, start_lease_until: null })).toBe(false)
   })
+
+  it("the next due start: each read is a branch of the due-start filter without its time bound, sorted on the branch's index", () => {
+    const { scheduled, resumable } = NEXT_START_READS
+    const late = Date.parse("2100-01-01T00:00:00.000Z")
+    const documents = [
+      { status: "scheduled", send_at: "2026-02-01T00:00:00.000Z", start_finished: false, start_lease_until: null },
+      { status: "scheduled", send_at: null, start_finished: false, start_lease_until: null },
+      { status: "sending", send_at: null, start_finished: false, start_lease_until: null },
+      { status: "sending", send_at: null, start_finished: false },
+      { status: "sending", send_at: null, start_finished: false, start_lease_until: 5 },
+      { status: "sending", send_at: null, start_finished: true, start_lease_until: null },
+      ...["completed", "cancelled", "stopped"].map((status) => ({ status, send_at: "2026-02-01T00:00:00.000Z", start_finished: false, start_lease_until: null }))
+    ]
+    // What either read finds is what the claim finds once its time has come, and nothing else.
+    for (const document of documents) {
+      expect(matches(scheduled.filter, document) || matches(resumable.filter, document)).toBe(matches(dueStartFilter(late), document))
+    }
+    const keysOf = (name: string) => Object.keys(INDEXES.broadcasts.find((index) => index.name === name)!.key)
+    expect(keysOf("broadcasts_scheduled_by_send_at")).toEqual(["status", ...Object.keys(scheduled.sort)])
+    expect(keysOf("broadcasts_by_start")).toEqual(["status", "start_finished", ...Object.keys(resumable.sort)])
+  })
 })
 
 describe("plan-limit and rate-limit documents", () => {
@@ -319,7 +341,7 @@ describe("plan-limit and rate-limit documents", () => {
     const pipeline = chatTouchPipeline({
       contact: { _tag: "ById", uuid: "c" as never },
       newChat: { uuid: "n" as never, status: "open" },
-      message: { uuid: "m2" as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: "2026-01-02T00:00:00.000Z", updated_at: "2026-01-02T00:00:00.000Z" },
+      message: { uuid: "m2" as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: "2026-01-02T00:00:00.000Z", updated_at: "2026-01-02T00:00:00.000Z" },
       unreadIncrement: 1,
       reopen: { from: ["resolved", "closed"], to: "open" },
       dedupe: false,

@@ -12,8 +12,10 @@ import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
 import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
+import { mediaRepository } from "./repositories/media.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { outboxRepository } from "./repositories/outbox.js"
+import { templateSyncRepository } from "./repositories/templateSyncs.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
@@ -141,7 +143,9 @@ const fromDatabase = (db: Database): Omit<StorageService, "health"> => ({
   webhooks: webhookRepository(db),
   webhookRejects: webhookRejectRepository(db),
   outbox: outboxRepository(db),
-  broadcasts: broadcastRepository(db)
+  broadcasts: broadcastRepository(db),
+  media: mediaRepository(db),
+  templateSyncs: templateSyncRepository(db)
 })
 
 /**

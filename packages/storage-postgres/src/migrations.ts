@@ -4,10 +4,12 @@ import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
-import { deliveryTables } from "./schema/delivery.js"
+import { deliveryTables, transportKindColumns } from "./schema/delivery.js"
+import { mediaTables } from "./schema/media.js"
 import { organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
 import { recordTables } from "./schema/records.js"
+import { templatesFromMetaChanges } from "./schema/templatesFromMeta.js"
 import type { SchemaContext } from "./schema/context.js"
 
 /**
@@ -32,6 +34,28 @@ export const migrations: ReadonlyArray<Migration> = [
       [organizationTables, recordTables, catalogTables, chatTables, deliveryTables, rateLimitTables]
         .map((tables) => tables(context))
         .join("\n")
+  },
+  {
+    version: 2,
+    name: "media",
+    // Media records with their fetch jobs, and the provider ids of uploads (schema/media.ts).
+    sql: mediaTables
+  },
+  {
+    version: 3,
+    name: "templates from Meta",
+    // Templates keyed by their WhatsApp Business Account, with Meta's id and problems, and
+    // Meta's list of statuses; the template sync records, one per existing account due
+    // within the next 6 hours (schema/templatesFromMeta.ts).
+    sql: templatesFromMetaChanges
+  },
+  {
+    version: 4,
+    name: "transport kind",
+    // Which transport each message was handed to (recording, whatsapp, custom), on messages
+    // and broadcasts; existing outbound rows and broadcasts filled from their channel
+    // (schema/delivery.ts).
+    sql: transportKindColumns
   }
 ]
 

@@ -85,6 +85,7 @@ const outboundText = (contactId: ContactId, id: MessageId) => ({
     provider_message_id: null,
     failure: null,
     channel_uuid: null,
+    transport: "recording" as const,
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,
@@ -138,6 +139,7 @@ export const inboundText = (from: string, wamid: string, now: string): ChatAppen
     provider_message_id: wamid,
     failure: null,
     channel_uuid: null,
+    transport: null,
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,
@@ -149,3 +151,23 @@ export const inboundText = (from: string, wamid: string, now: string): ChatAppen
   dedupe: true,
   now
 })
+
+/**
+ * A new organization with an endpoint subscribed to every event (none when not
+ * `subscribed`), `withChat` contacts with
+ * a chat (phones 0…) and `withoutChat` contacts without one (the phones after them).
+ */
+export const organizationWithSenders = (store: StorageService, withChat: number, withoutChat: number, subscribed = true) =>
+  Effect.gen(function* () {
+    const org = fixtures.organization()
+    yield* store.organizations.insert(org)
+    if (subscribed) yield* subscribedEndpoint(store, org.id)
+    const rows = Array.from({ length: withChat + withoutChat }, (_, i) => importRow(phone(i)))
+    const imported = yield* store.contacts.importBulk(org.id, fixtures.importRequest(rows))
+    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+    for (const contact of imported.result.contacts.slice(0, withChat)) {
+      const ensured = yield* store.chats.ensure(org.id, contact.uuid, { uuid: fixtures.uuid() as ChatId, status: "open" }, instant(0))
+      expect(ensured._tag).toBe("Ensured")
+    }
+    return org.id
+  })

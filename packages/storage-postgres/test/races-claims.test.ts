@@ -35,7 +35,7 @@ const either = (stores: readonly [StorageService, StorageService], i: number) =>
 /** An organization with `contacts` new contacts (`phone(0)`, `phone(1)`, …); their uuids in phone order. */
 const organizationWithContacts = (store: StorageService, contacts: number) =>
   Effect.gen(function* () {
-    const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, api_access: true } })
+    const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true } })
     yield* store.organizations.insert(org)
     const imported = yield* store.contacts.importBulk(
       org.id,
@@ -58,7 +58,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
       Effect.gen(function* () {
         const stores = yield* freshStores
         // Two endpoints and 100 created contacts: 200 deliveries, due at instant(0).
-        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, api_access: true } })
+        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         for (let n = 0; n < 2; n++) {
           const outcome = yield* stores[n]!.webhooks.insertEndpoint(
@@ -133,6 +133,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
                   provider_message_id: null,
                   failure: null,
                   channel_uuid: channels[i % 4]!.uuid,
+                  transport: "whatsapp",
                   attempts: 0,
                   next_attempt_at: null,
                   broadcast_uuid: null,

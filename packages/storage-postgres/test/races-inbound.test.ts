@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe } from "vitest"
 import type { ChatId, OrganizationId, StorageService } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { inboundText, subscribedEndpoint } from "./provider-reports.js"
+import { inboundText, organizationWithSenders } from "./provider-reports.js"
 import { organizationLockHolder, postgresUrl, skipWithoutPostgres, testSchemas, twoStores } from "./support.js"
 
 const { importRow, instant, phone } = fixtures
@@ -20,25 +20,6 @@ const schema = schemas.fresh()
 
 /** Two stores on the file's schema, emptied first; released with the test's scope. */
 const freshStores = twoStores(schemas, schema)
-
-/**
- * A new organization with an endpoint subscribed to every event, `withChat` contacts with
- * a chat (phones 0…) and `withoutChat` contacts without one (the phones after them).
- */
-const organizationWithSenders = (store: StorageService, withChat: number, withoutChat: number, subscribed = true) =>
-  Effect.gen(function* () {
-    const org = fixtures.organization()
-    yield* store.organizations.insert(org)
-    if (subscribed) yield* subscribedEndpoint(store, org.id)
-    const rows = Array.from({ length: withChat + withoutChat }, (_, i) => importRow(phone(i)))
-    const imported = yield* store.contacts.importBulk(org.id, fixtures.importRequest(rows))
-    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
-    for (const contact of imported.result.contacts.slice(0, withChat)) {
-      const ensured = yield* store.chats.ensure(org.id, contact.uuid, { uuid: fixtures.uuid() as ChatId, status: "open" }, instant(0))
-      expect(ensured._tag).toBe("Ensured")
-    }
-    return org.id
-  })
 
 /** Per phone: its contacts, its chats, its chat's unread count, and each stored wamid's number of messages and of `message.received` events. */
 const storedOf = (org: OrganizationId, phones: ReadonlyArray<string>) =>

@@ -44,7 +44,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* freshStores
-        const org = fixtures.organization({ plan: { contacts_limit: 25, label_limit: null, api_access: true } })
+        const org = fixtures.organization({ plan: { contacts_limit: 25, label_limit: null, media_bytes_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const outcomes = yield* Effect.all(
           Array.from({ length: 60 }, (_, i) =>
@@ -65,7 +65,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* freshStores
-        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, api_access: true } })
+        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const seeded = yield* stores[0].contacts.importBulk(
           org.id,
@@ -88,7 +88,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
     Effect.scoped(
       Effect.gen(function* () {
         const stores = yield* freshStores
-        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: 7, api_access: true } })
+        const org = fixtures.organization({ plan: { contacts_limit: null, label_limit: 7, media_bytes_limit: null, api_access: true } })
         yield* stores[0].organizations.insert(org)
         const outcomes = yield* Effect.all(
           Array.from({ length: 30 }, (_, i) =>

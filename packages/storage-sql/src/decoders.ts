@@ -1,11 +1,13 @@
-import type { Channel, Chat, Message, StoredChannel, Template } from "@switchboard/core"
+import type { Channel, Chat, Message, StoredChannel, Template, TemplateSync } from "@switchboard/core"
 import { type BroadcastDecoders, broadcastDecodersOf } from "./rows/broadcasts.js"
 import { channelDecoderOf, type ChannelRow, storedChannelDecoderOf } from "./rows/channels.js"
 import { chatDecoderOf, type ChatJoinRow } from "./rows/chats.js"
 import { type ContactDecoders, contactDecodersOf } from "./rows/contacts.js"
+import { type MediaCodec, mediaCodecOf } from "./rows/media.js"
 import { messageDecoderOf, type MessageRow } from "./rows/messages.js"
 import { type OrganizationCodec, organizationCodecOf } from "./rows/organizations.js"
 import { templateDecoderOf, type TemplateRow } from "./rows/templates.js"
+import { templateSyncDecoderOf, type TemplateSyncRow } from "./rows/templateSyncs.js"
 import { type WebhookDecoders, webhookDecodersOf } from "./rows/webhooks.js"
 import type { SqlValues } from "./SqlDialect.js"
 
@@ -22,9 +24,11 @@ export interface Decoders extends ContactDecoders {
   /** A channel row with its organization and sealed token, as the channel repository answers it. */
   readonly storedChannel: (row: ChannelRow) => StoredChannel
   readonly template: (row: TemplateRow) => Template
+  readonly templateSync: (row: TemplateSyncRow) => TemplateSync
   readonly organizations: OrganizationCodec
   readonly webhooks: WebhookDecoders
   readonly broadcasts: BroadcastDecoders
+  readonly media: MediaCodec
 }
 
 /**
@@ -45,8 +49,10 @@ export const decodersOf = (values: SqlValues): Decoders => {
   channel,
   storedChannel: storedChannelDecoderOf(channel),
   template: templateDecoderOf(values),
+  templateSync: templateSyncDecoderOf(values),
   organizations: organizationCodecOf(values),
   webhooks: webhookDecodersOf(values),
-  broadcasts: broadcastDecodersOf(values)
+  broadcasts: broadcastDecodersOf(values),
+  media: mediaCodecOf(values)
   }
 }

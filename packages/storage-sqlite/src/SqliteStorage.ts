@@ -12,8 +12,10 @@ import { contactRepository } from "./repositories/contacts.js"
 import { groupRepository } from "./repositories/groups.js"
 import { idempotencyRepository } from "./repositories/idempotency.js"
 import { labelRepository } from "./repositories/labels.js"
+import { mediaRepository } from "./repositories/media.js"
 import { organizationRepository } from "./repositories/organizations.js"
 import { outboxRepository } from "./repositories/outbox.js"
+import { templateSyncRepository } from "./repositories/templateSyncs.js"
 import { templateRepository } from "./repositories/templates.js"
 import { webhookRejectRepository } from "./repositories/webhookRejects.js"
 import { webhookRepository } from "./repositories/webhooks.js"
@@ -132,6 +134,8 @@ const fromDatabase = (db: Sqlite.Database): Effect.Effect<StorageService, Storag
       webhookRejects: webhookRejectRepository(db, statements),
       outbox: outboxRepository(db, statements),
       broadcasts: broadcastRepository(db, statements),
+      media: mediaRepository(db, statements),
+      templateSyncs: templateSyncRepository(db, statements),
       health: () => attempt("health", () => schemaHealth(db))
     }
   })

@@ -6,6 +6,7 @@ import {
   CHANNEL_THROUGHPUT_MIGRATION,
   CHANNELS_MIGRATION,
   IDEMPOTENCY_RESOURCE_UUID_MIGRATION,
+  TEMPLATES_FROM_META_MIGRATION,
   TEMPLATES_WIDENED_MIGRATION,
   WEBHOOK_REJECTS_MIGRATION
 } from "./schema/catalog.js"
@@ -15,7 +16,8 @@ import {
   MESSAGES_WIDENED_MIGRATION,
   PENDING_MESSAGE_STATUSES_MIGRATION
 } from "./schema/chats.js"
-import { BROADCASTS_MIGRATION, SEND_QUEUE_MIGRATION, WEBHOOKS_MIGRATION } from "./schema/delivery.js"
+import { BROADCASTS_MIGRATION, SEND_QUEUE_MIGRATION, TRANSPORT_KIND_MIGRATION, WEBHOOKS_MIGRATION } from "./schema/delivery.js"
+import { MEDIA_MIGRATION } from "./schema/media.js"
 
 /**
  * One schema change. `version` orders migrations and is recorded in `schema_migrations`
@@ -304,6 +306,29 @@ export const migrations: ReadonlyArray<Migration> = [
     // the contacts' marketing_opt_out_at, every existing contact NULL
     // (schema/delivery.ts).
     up: BROADCASTS_MIGRATION
+  },
+  {
+    version: 19,
+    name: "media",
+    // Media records with their fetch jobs, and the provider ids of uploads per channel
+    // (schema/media.ts).
+    up: MEDIA_MIGRATION
+  },
+  {
+    version: 20,
+    name: "templates_from_meta",
+    // Templates keyed by their WhatsApp Business Account, with Meta's id and problems, and
+    // Meta's list of statuses (the table is rebuilt, every row kept); the template sync
+    // records, one per existing account due within the next 6 hours (schema/catalog.ts).
+    up: TEMPLATES_FROM_META_MIGRATION
+  },
+  {
+    version: 21,
+    name: "transport_kind",
+    // Which transport each message was handed to (recording, whatsapp, custom), on messages
+    // and broadcasts; existing outbound rows and broadcasts filled from their channel
+    // (schema/delivery.ts).
+    up: TRANSPORT_KIND_MIGRATION
   }
 ]
 

@@ -90,6 +90,7 @@ const recipientOf = (broadcastId: BroadcastId, contact: Pick<Contact, "uuid" | "
     provider_message_id: null,
     failure: null,
     channel_uuid: null,
+    transport: "recording",
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcastId,
@@ -110,6 +111,7 @@ const startBroadcast = (world: World, audience: Partial<BroadcastAudience>) =>
       template: { name: "sale", language: { code: "en_US" }, components: [] },
       audience: { group_uuids: [], label_uuids: [], contact_uuids: [], ...audience },
       channel_uuid: null,
+      transport: "recording",
       send_at: null,
       now: at(0)
     })

@@ -1,10 +1,11 @@
-import type Sqlite from "better-sqlite3"
+import Sqlite from "better-sqlite3"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { applyPending, migrations } from "../src/migrations.js"
 
 /**
  * Fresh database paths, each in its own temporary directory; `cleanup` removes every
@@ -21,6 +22,20 @@ export const tempFiles = () => {
     cleanup: (): void => {
       for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
     }
+  }
+}
+
+/** The EXPLAIN QUERY PLAN details of `sql` with `params` on a fresh, fully migrated in-memory schema. */
+export const planOnFreshSchema = (sql: string, params: ReadonlyArray<unknown>): Array<string> => {
+  const db = new Sqlite(":memory:")
+  applyPending(db, migrations, "2026-01-01T00:00:00.000Z")
+  try {
+    return db
+      .prepare<Array<unknown>, { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+      .all(...params)
+      .map((row) => row.detail)
+  } finally {
+    db.close()
   }
 }
 

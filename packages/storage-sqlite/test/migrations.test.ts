@@ -38,6 +38,21 @@ const withStorage = <A, E>(
 ) =>
   body.pipe(Effect.provide(SqliteStorage.layer({ filename, busyTimeoutMs })))
 
+/**
+ * A new file with the migrations before `version` applied and one organization (`org`),
+ * its connection (`db`) left open to write what that version found there.
+ */
+const fileBefore = (version: number) => {
+  const filename = files.file()
+  const db = new Sqlite(filename)
+  applyPending(db, migrations.filter((m) => m.version < version), "t1")
+  const org = fixtures.organization()
+  db.prepare(
+    "INSERT INTO organizations (id, name, contacts_limit, label_limit, api_access, subscription, created_at, updated_at) VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')"
+  ).run(org.id)
+  return { filename, db, org }
+}
+
 describe("migrations", () => {
   it("are listed in ascending order with unique versions", () => {
     const versions = migrations.map((m) => m.version)
@@ -74,12 +89,15 @@ describe("migrations", () => {
         "group_members",
         "idempotency_keys",
         "labels",
+        "media",
+        "media_uploads",
         "messages",
         "organizations",
         "pending_message_statuses",
         "rate_buckets",
         "schema_migrations",
         "settings",
+        "template_syncs",
         "templates",
         "webhook_attempts",
         "webhook_deliveries",
@@ -213,11 +231,7 @@ describe("migrations", () => {
 
   it.effect("migration 13 keeps every contact, each with phone_valid 1; then an unverified phone and a webhook reject round-trip", () =>
     Effect.gen(function* () {
-      const filename = files.file()
-      const db = new Sqlite(filename)
-      applyPending(db, migrations.filter((m) => m.version < 13), "t1")
-      const org = fixtures.organization()
-      db.prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')").run(org.id)
+      const { filename, db, org } = fileBefore(13)
       for (const [uuid, phone] of [[fixtures.uuid(), fixtures.phone(1)], [fixtures.uuid(), fixtures.phone(2)]]) {
         db.prepare("INSERT INTO contacts (uuid, organization_id, phone, first_name, created_at, updated_at) VALUES (?, ?, ?, 'Ada', 't', 't')").run(uuid, org.id, phone)
       }
@@ -344,7 +358,7 @@ describe("migrations", () => {
       const indexesOf = () =>
         db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'templates' ORDER BY name").all()
       const indexes = indexesOf()
-      applyPending(db, migrations, "t2")
+      applyPending(db, migrations.filter((m) => m.version <= 10), "t2")
       expect(db.prepare("SELECT * FROM templates ORDER BY uuid").all()).toEqual(
         before.map((row) => ({ ...(row as object), rejected_reason: null }))
       )
@@ -517,11 +531,7 @@ describe("migrations", () => {
 
   it.effect("migration 18 keeps every contact, each without a marketing opt-out; then an opt-out and a broadcast round-trip", () =>
     Effect.gen(function* () {
-      const filename = files.file()
-      const db = new Sqlite(filename)
-      applyPending(db, migrations.filter((m) => m.version < 18), "t1")
-      const org = fixtures.organization()
-      db.prepare("INSERT INTO organizations VALUES (?, 'Org', NULL, NULL, 1, 'active', 't', 't')").run(org.id)
+      const { filename, db, org } = fileBefore(18)
       const ids = [fixtures.uuid(), fixtures.uuid()].sort() as Array<ContactId>
       ids.forEach((uuid, i) => {
         db.prepare("INSERT INTO contacts (uuid, organization_id, phone, first_name, created_at, updated_at) VALUES (?, ?, ?, 'Ada', 't', 't')").run(uuid, org.id, fixtures.phone(i))
@@ -541,6 +551,7 @@ describe("migrations", () => {
             template: { name: "sale", language: { code: "en_US" }, components: [] },
             audience: { group_uuids: [], label_uuids: [], contact_uuids: ids },
             channel_uuid: null,
+            transport: "recording",
             send_at: null,
             now: "2026-06-01T00:00:00.000Z"
           })
@@ -551,6 +562,200 @@ describe("migrations", () => {
       expect(after.find((contact) => contact.uuid === ids[0])?.marketing_opt_out_at).toBe("2026-06-01T00:00:00.000Z")
       expect(broadcast.found).toEqual(Option.some(broadcast.created))
       expect(broadcast.created.counts.total).toBe(0)
+    }))
+
+  it.effect("migration 19 adds the media tables and the plan's media_bytes_limit (NULL) to a version-18 file, its data kept; then an upload and an inbound image round-trip", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(19)
+      db.close()
+      const channel = fixtures.uuid()
+      const file = fixtures.mediaUpload(1, { size: 5_000_000_123 })
+      const image = fixtures.inboundMedia(channel, 1)
+      const { inserted, found, jobs } = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { chats, media } = yield* Storage
+          const inserted = yield* media.insert(org.id, file, null)
+          const request: ChatAppendRequest = {
+            contact: { _tag: "ByPhone", phone: fixtures.phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
+            newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
+            message: {
+              uuid: fixtures.uuid() as never,
+              direction: "inbound",
+              type: "image",
+              text: null,
+              template: null,
+              media: { type: "image", id: image.fetch!.provider_media_id, media_uuid: image.uuid, status: "pending", failure: null },
+              content: null,
+              status: "delivered",
+              provider_message_id: "wamid.image",
+              failure: null,
+              channel_uuid: channel,
+              transport: null,
+              attempts: 0,
+              next_attempt_at: null,
+              broadcast_uuid: null,
+              created_at: fixtures.instant(1),
+              updated_at: fixtures.instant(1)
+            },
+            unreadIncrement: 1,
+            reopen: { from: [], to: "open" },
+            dedupe: true,
+            now: fixtures.instant(1),
+            media: image
+          }
+          yield* chats.appendMessage(org.id, request)
+          const jobs = yield* media.claimFetches(fixtures.instant(2), fixtures.instant(3), 10)
+          const plan = Option.map(yield* (yield* Storage).organizations.findById(org.id), (found) => found.plan.media_bytes_limit)
+          expect(plan).toEqual(Option.some(null))
+          return { inserted, found: yield* media.get(org.id, file.uuid), jobs }
+        })
+      )
+      expect(inserted._tag === "Inserted" && Option.some(inserted.media)).toEqual(found)
+      expect(jobs.map((job) => [job.media.uuid, job.channel_uuid, job.media.status])).toEqual([[image.uuid, channel, "pending"]])
+    }))
+
+  it.effect("migration 21 fills transport: outbound whatsapp with a channel, else recording; inbound NULL; broadcasts by their channel", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(21)
+      db.prepare("INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ('c1', ?, '+14155550101', 't', 't')").run(org.id)
+      db.prepare("INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES ('chat1', ?, 'c1', 'open', 't', 't')").run(org.id)
+      const insert = db.prepare(
+        `INSERT INTO messages (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, status, channel_uuid, created_at, updated_at)
+          VALUES (?, ?, 'chat1', 'c1', ?, 'text', 'hi', ?, ?, ?, ?)`
+      )
+      const channel = fixtures.uuid()
+      const rows = [
+        ["m1", "outbound", channel],
+        ["m2", "outbound", null],
+        ["m3", "inbound", channel],
+        ["m4", "inbound", null]
+      ] as const
+      rows.forEach(([uuid, direction, channelUuid], n) =>
+        insert.run(uuid, org.id, direction, direction === "inbound" ? "delivered" : "sent", channelUuid, fixtures.instant(n), fixtures.instant(n))
+      )
+      const broadcast = db.prepare(
+        `INSERT INTO broadcasts (uuid, organization_id, name, status, template, audience, channel_uuid, created_at)
+          VALUES (?, ?, 'Sale', 'completed', '{"name":"sale","language":{"code":"en_US"},"components":[]}',
+            '{"group_uuids":[],"label_uuids":[],"contact_uuids":[]}', ?, ?)`
+      )
+      const [viaChannel, recorded] = [fixtures.uuid(), fixtures.uuid()]
+      broadcast.run(viaChannel, org.id, channel, fixtures.instant(1))
+      broadcast.run(recorded, org.id, null, fixtures.instant(2))
+      db.close()
+      const read = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { broadcasts, chats } = yield* Storage
+          const messages = yield* Effect.all(rows.map(([uuid]) => chats.findMessage(org.id, uuid as never)))
+          const found = yield* Effect.all([viaChannel, recorded].map((id) => broadcasts.findById(org.id, id as BroadcastId)))
+          return { messages, found }
+        })
+      )
+      expect(read.messages.map((message) => Option.map(message, (m) => m.transport))).toEqual(
+        [Option.some("whatsapp"), Option.some("recording"), Option.some(null), Option.some(null)]
+      )
+      expect(read.found.map((found) => Option.map(found, (b) => b.transport))).toEqual([Option.some("whatsapp"), Option.some("recording")])
+      // The column refuses a kind it does not know.
+      const after = new Sqlite(filename)
+      expect(() => after.prepare("UPDATE messages SET transport = 'carrier-pigeon' WHERE uuid = 'm1'").run()).toThrow(/CHECK/)
+      after.close()
+    }))
+
+  it.effect("migration 20 rebuilds templates keeping every row (FLAGGED and REINSTATED become APPROVED), keyed by account; one sync record per channel account, due within 6 hours", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(20)
+      db.pragma("foreign_keys = ON")
+      const other = fixtures.organization()
+      db.prepare("INSERT INTO organizations (id, name, contacts_limit, label_limit, api_access, subscription, created_at, updated_at) VALUES (?, 'Other', NULL, NULL, 1, 'active', 't', 't')").run(other.id)
+      const insertTemplate = db.prepare(
+        `INSERT INTO templates (uuid, organization_id, name, name_key, language, category, status, rejected_reason, components, created_at, updated_at)
+          VALUES (?, ?, ?, ?, 'en_US', 'UTILITY', ?, ?, ?, ?, ?)`
+      )
+      const components = '[{"type":"BODY","text":"Hi {{1}}","example":{"body_text":[["Ada"]]}}]'
+      const rows = [
+        ["t1", org.id, "Order_Update", "order_update", "APPROVED", null, components, "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"],
+        ["t2", org.id, "flagged", "flagged", "FLAGGED", null, "[]", "2026-01-03T00:00:00.000Z", "2026-01-03T00:00:00.000Z"],
+        ["t3", org.id, "reinstated", "reinstated", "REINSTATED", null, "[]", "2026-01-04T00:00:00.000Z", "2026-01-04T00:00:00.000Z"],
+        ["t4", org.id, "rejected", "rejected", "REJECTED", "INVALID_FORMAT", "[]", "2026-01-05T00:00:00.000Z", "2026-01-06T00:00:00.000Z"],
+        ["t5", other.id, "order_update", "order_update", "PAUSED", null, "[]", "2026-01-07T00:00:00.000Z", "2026-01-07T00:00:00.000Z"]
+      ] as const
+      for (const row of rows) insertTemplate.run(...row)
+      expect(() => insertTemplate.run("t6", org.id, "archived", "archived", "ARCHIVED", null, "[]", "t", "t")).toThrow(/CHECK/)
+      const insertChannel = db.prepare(
+        `INSERT INTO channels (uuid, organization_id, provider, phone_number_id, display_phone_number, waba_id, access_token_sealed,
+          access_token_last4, created_at, updated_at) VALUES (?, ?, 'whatsapp_cloud', ?, '+31612345678', ?, 'sealed', 'abcd', 't', 't')`
+      )
+      insertChannel.run(fixtures.uuid(), org.id, "100", "111")
+      insertChannel.run(fixtures.uuid(), org.id, "101", "111")
+      insertChannel.run(fixtures.uuid(), org.id, "102", "222")
+      insertChannel.run(fixtures.uuid(), other.id, "103", "111")
+      const before = db.prepare("SELECT * FROM templates ORDER BY uuid").all() as Array<Record<string, unknown>>
+      const startedAt = Date.now()
+      applyPending(db, migrations, "t2")
+      const endedAt = Date.now()
+      const migrated = (row: Record<string, unknown>) => ({
+        ...row,
+        status: row.status === "FLAGGED" || row.status === "REINSTATED" ? "APPROVED" : row.status,
+        waba_id: null,
+        provider_template_id: null,
+        problems: "[]"
+      })
+      expect(db.prepare("SELECT * FROM templates ORDER BY uuid").all()).toEqual(before.map(migrated))
+      expect(
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'templates' ORDER BY name").pluck().all()
+      ).toEqual(["sqlite_autoindex_templates_1", "templates_by_provider_id", "templates_identity", "templates_newest"])
+      // Meta's list of statuses; the identity per account, no account one group of its own.
+      const insertNew = db.prepare(
+        `INSERT INTO templates (uuid, organization_id, waba_id, name, name_key, language, category, status, components, created_at, updated_at)
+          VALUES (?, ?, ?, ?, ?, 'en_US', 'UTILITY', ?, '[]', 't', 't')`
+      )
+      expect(() => insertNew.run("n1", org.id, null, "flagged_again", "flagged_again", "FLAGGED")).toThrow(/CHECK/)
+      expect(() => insertNew.run("n1", org.id, null, "x", "order_update", "APPROVED")).toThrow(/UNIQUE/)
+      insertNew.run("n1", org.id, "111", "order_update", "order_update", "ARCHIVED")
+      insertNew.run("n2", org.id, "222", "order_update", "order_update", "LOCKED")
+      expect(() => insertNew.run("n3", org.id, "111", "Order_Update", "order_update", "APPROVED")).toThrow(/UNIQUE/)
+      expect(() => db.prepare("UPDATE templates SET problems = 'not json' WHERE uuid = 'n1'").run()).toThrow(/CHECK/)
+      // One sync record per (organization, account) of the channels, due at a time spread
+      // over the next 6 hours, never run, not leased.
+      const syncs = db.prepare("SELECT * FROM template_syncs ORDER BY organization_id, waba_id").all() as Array<Record<string, unknown>>
+      expect(syncs.map((sync) => [sync.organization_id, sync.waba_id]).sort()).toEqual([[org.id, "111"], [org.id, "222"], [other.id, "111"]].sort())
+      for (const sync of syncs) {
+        expect(sync).toMatchObject({ lease: null, lease_until: null, last_run_at: null, last_outcome: null, last_error: null })
+        expect(sync.next_due_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+        const due = Date.parse(sync.next_due_at as string)
+        expect(due).toBeGreaterThanOrEqual(startedAt - 1000)
+        expect(due).toBeLessThan(endedAt + 21_600_000)
+      }
+      expect(db.prepare("PRAGMA foreign_key_check").all()).toEqual([])
+      db.close()
+      // Through the adapter: the old rows read as templates with no account, the records are claimable once due.
+      const [read, claimed] = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { templateSyncs, templates } = yield* Storage
+          const template = yield* templates.findByIdentity(org.id, "order_update", "en_US", "333")
+          const due = new Date(endedAt + 21_600_000).toISOString()
+          return [template, yield* templateSyncs.claim({ now: due, lease: "l", leaseUntil: due, limit: 10 })] as const
+        })
+      )
+      expect(read).toEqual(
+        Option.some({
+          uuid: "t1",
+          waba_id: null,
+          provider_template_id: null,
+          name: "Order_Update",
+          language: "en_US",
+          category: "UTILITY",
+          status: "APPROVED",
+          rejected_reason: null,
+          components: JSON.parse(components),
+          problems: [],
+          created_at: "2026-01-01T00:00:00.000Z",
+          updated_at: "2026-01-02T00:00:00.000Z"
+        })
+      )
+      expect(claimed).toHaveLength(3)
     }))
 
   it.effect("a failing migration rolls the whole run back and fails with StorageError", () =>

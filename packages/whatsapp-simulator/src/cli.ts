@@ -4,7 +4,10 @@
  *
  *   serve            (default) run the simulator until SIGINT/SIGTERM
  *   inbound          post a signed customer message to a webhook URL
- *   template-status  post a signed message_template_status_update
+ *   template-status  a template's review: the running simulator (--simulator, SIMULATOR_URL)
+ *                    sets its status and posts message_template_status_update; without one,
+ *                    the signed webhook is posted to --webhook-url directly
+ *   templates        list, seed or recategorise a running simulator's templates
  *   received, reset  read or reset a running simulator through its control API
  *
  * Every command prints JSON lines on stdout; errors go to stderr with a non-zero exit.
@@ -110,18 +113,53 @@ inboundOptions(
 
 program
   .command("template-status")
-  .description("post a signed message_template_status_update (a template approved, rejected, paused…)")
-  .addOption(new Option("--webhook-url <url>", "where to post").env("SIMULATOR_WEBHOOK_URL").argParser(httpUrl("--webhook-url")).makeOptionMandatory())
-  .addOption(new Option("--app-secret-env <name>", "the variable holding the app secret").default("SIMULATOR_APP_SECRET"))
+  .description(
+    "a template's review: with --simulator (or SIMULATOR_URL) the running simulator sets the template's status and posts message_template_status_update with its id; without, the signed webhook is posted to --webhook-url"
+  )
+  .addOption(new Option("--simulator <url>", "the running simulator whose template it is").env("SIMULATOR_URL").argParser(httpUrl("--simulator")))
+  .addOption(
+    new Option("--webhook-url <url>", "where to post (with --simulator: instead of the simulator's own webhook URL)")
+      .env("SIMULATOR_WEBHOOK_URL")
+      .argParser(httpUrl("--webhook-url"))
+  )
+  .addOption(new Option("--app-secret-env <name>", "without --simulator: the variable holding the app secret").default("SIMULATOR_APP_SECRET"))
   .addOption(new Option("--waba-id <id>", "the WhatsApp Business Account id").env("SIMULATOR_WABA_ID").default(DEFAULT_NUMBER.waba_id))
   .requiredOption("--name <name>", "the template's name")
   .requiredOption("--language <code>", "its language, for example en_US")
   .requiredOption("--event <event>", "APPROVED, REJECTED, PAUSED, DISABLED, …")
   .option("--reason <reason>", "the rejection reason", "NONE")
-  .option("--category <category>", "MARKETING, UTILITY or AUTHENTICATION")
+  .option("--category <category>", "without --simulator: MARKETING, UTILITY or AUTHENTICATION (with it, the template's own)")
   .action(async (options: TemplateStatusOptions, command: Command) => {
-    const secret = requireSecret(options.appSecretEnv, command)
     if (!/^[A-Z_]+$/.test(options.event)) return command.error("error: --event must be an upper-case status such as APPROVED")
+    if (options.simulator !== undefined) {
+      if (options.category !== undefined) {
+        return command.error("error: with --simulator the webhook carries the template's own category (change it with `templates category`)")
+      }
+      const answer = (await control(options.simulator, "POST", "/templates/status", command, {
+        waba_id: options.wabaId,
+        name: options.name,
+        language: options.language,
+        status: options.event,
+        reason: options.reason,
+        ...(options.webhookUrl === undefined ? {} : { webhook_url: options.webhookUrl })
+      })) as { template: { id: string; status: string }; delivery: { status: number | null; body: string; error: string | null } }
+      const { template, delivery } = answer
+      print({
+        event: "template_status",
+        name: options.name,
+        language: options.language,
+        status_event: options.event,
+        template_id: template.id,
+        status: template.status,
+        ...deliveryLine(delivery)
+      })
+      if (delivery.status === null || delivery.status >= 300) process.exitCode = 1
+      return
+    }
+    if (options.webhookUrl === undefined) {
+      return command.error("error: set --webhook-url (or SIMULATOR_WEBHOOK_URL), or --simulator (SIMULATOR_URL) to have the running simulator post it")
+    }
+    const secret = requireSecret(options.appSecretEnv, command)
     const payload = templateStatusPayload({
       waba_id: options.wabaId,
       event: options.event,
@@ -132,6 +170,77 @@ program
     })
     const delivery = await postWebhook(options.webhookUrl, payload, secret)
     print({ event: "template_status", name: options.name, language: options.language, status_event: options.event, ...deliveryLine(delivery) })
+    if (delivery.status === null || delivery.status >= 300) process.exitCode = 1
+  })
+
+const templates = program.command("templates").description("a running simulator's message templates (through its control API)")
+
+/** `--simulator`, as `received` and `reset` take it. */
+const simulatorOption = () =>
+  new Option("--simulator <url>", "the simulator's URL").env("SIMULATOR_URL").default("http://127.0.0.1:4010").argParser(httpUrl("--simulator"))
+
+templates
+  .command("list")
+  .description("print the templates of an account (every account's without --waba), one JSON line each")
+  .addOption(simulatorOption())
+  .option("--waba <id>", "the WhatsApp Business Account id")
+  .action(async (options: { simulator: string; waba?: string }, command: Command) => {
+    const query = options.waba === undefined ? "" : `?waba_id=${encodeURIComponent(options.waba)}`
+    const answer = (await control(options.simulator, "GET", `/templates${query}`, command)) as { templates: Array<Record<string, unknown>> }
+    for (const template of answer.templates) print(template)
+  })
+
+templates
+  .command("seed")
+  .description("put templates into an account as Meta holds them (no webhook), one JSON line per template")
+  .addOption(simulatorOption())
+  .requiredOption("--waba <id>", "the WhatsApp Business Account id")
+  .requiredOption("--file <file>", "a JSON list of {name, language, category, components, status?, id?, rejected_reason?} (or Meta's {data: [...]} answer)")
+  .action(async (options: { simulator: string; waba: string; file: string }, command: Command) => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(readFileSync(options.file, "utf8"))
+    } catch (error) {
+      return command.error(`error: --file ${options.file} is not a readable JSON file (${(error as Error).message})`)
+    }
+    const list = Array.isArray(parsed) ? parsed : (parsed as { data?: unknown } | null)?.data
+    if (!Array.isArray(list)) return command.error("error: --file must hold a JSON list of templates, or Meta's {data: [...]} answer")
+    const answer = (await control(options.simulator, "POST", "/templates", command, { waba_id: options.waba, templates: list })) as {
+      templates: Array<Record<string, unknown>>
+    }
+    for (const template of answer.templates) print(template)
+  })
+
+templates
+  .command("category")
+  .description("recategorise a template: the simulator sets its category and posts template_category_update")
+  .addOption(simulatorOption())
+  .addOption(new Option("--waba <id>", "the WhatsApp Business Account id").env("SIMULATOR_WABA_ID").default(DEFAULT_NUMBER.waba_id))
+  .option("--id <id>", "the template's id (else --name and --language)")
+  .option("--name <name>", "the template's name")
+  .option("--language <code>", "its language, for example en_US")
+  .requiredOption("--category <category>", "MARKETING, UTILITY or AUTHENTICATION")
+  .option("--webhook-url <url>", "where to post instead of the simulator's own webhook URL", httpUrl("--webhook-url"))
+  .action(async (options: { simulator: string; waba: string; id?: string; name?: string; language?: string; category: string; webhookUrl?: string }, command: Command) => {
+    if (options.id === undefined && (options.name === undefined || options.language === undefined)) {
+      return command.error("error: name the template with --id, or with --name and --language")
+    }
+    const answer = (await control(options.simulator, "POST", "/templates/category", command, {
+      waba_id: options.waba,
+      ...(options.id === undefined ? { name: options.name, language: options.language } : { id: options.id }),
+      category: options.category,
+      ...(options.webhookUrl === undefined ? {} : { webhook_url: options.webhookUrl })
+    })) as { template: { id: string; name: string; language: string; category: string }; previous_category: string; delivery: { status: number | null; body: string; error: string | null } }
+    const { template, delivery } = answer
+    print({
+      event: "template_category",
+      template_id: template.id,
+      name: template.name,
+      language: template.language,
+      previous_category: answer.previous_category,
+      new_category: template.category,
+      ...deliveryLine(delivery)
+    })
     if (delivery.status === null || delivery.status >= 300) process.exitCode = 1
   })
 
@@ -178,7 +287,8 @@ type InboundOptions = Parameters<typeof buildInboundContent>[0] & {
   wabaId: string
 }
 interface TemplateStatusOptions {
-  webhookUrl: string
+  simulator?: string
+  webhookUrl?: string
   appSecretEnv: string
   wabaId: string
   name: string
@@ -242,7 +352,6 @@ const parseOrText = (text: string): unknown => {
   }
 }
 
-/** Calls the control API of the simulator at `base`; a refusal or an unreachable simulator ends the command. */
 /**
  * Hands `--file` to the running simulator (`POST /_simulator/media`, streamed), which then
  * serves it as the media of the message; exits with an error when it cannot.
@@ -263,14 +372,18 @@ const registerFile = async (options: InboundOptions, command: Command): Promise<
   return body.media!
 }
 
-const control = async (base: string, method: string, path: string, command: Command): Promise<unknown> => {
+/** Calls the control API of the simulator at `base` (with a JSON `body` when given); a refusal or an unreachable simulator ends the command. */
+const control = async (base: string, method: string, path: string, command: Command, body?: unknown): Promise<unknown> => {
   const url = `${base.replace(/\/+$/, "")}/_simulator${path}`
-  const response = await fetch(url, { method }).catch((error: Error) =>
+  const response = await fetch(url, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  }).catch((error: Error) =>
     command.error(`error: the simulator at ${base} could not be reached (${error.message})`)
   )
-  const body = parseOrText(await response.text())
-  if (!response.ok) command.error(`error: ${url} answered HTTP ${response.status}: ${JSON.stringify(body)}`)
-  return body
+  const answer = parseOrText(await response.text())
+  if (!response.ok) command.error(`error: ${url} answered HTTP ${response.status}: ${JSON.stringify(answer)}`)
+  return answer
 }
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -2,6 +2,7 @@ import type { SimulatedMedia } from "./media.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
 import type { Notification, Received } from "./records.js"
 import type { Answer, Route, ShareRule } from "./script.js"
+import type { SimulatedTemplate, TemplateReference, TemplateSeed } from "./templates.js"
 import type { WebhookDelivery } from "./webhook.js"
 
 /**
@@ -43,6 +44,18 @@ export interface SimulatorClient {
   readonly media: () => Promise<ReadonlyArray<SimulatedMedia>>
   /** The bytes of a media (an upload a send referred to, say). */
   readonly mediaContent: (id: string) => Promise<Buffer>
+  /** The templates of `waba_id` (every account's when omitted), in the order the list API pages them. */
+  readonly templates: (waba_id?: string) => Promise<ReadonlyArray<SimulatedTemplate>>
+  /** Seeds templates as Meta holds them (`POST /_simulator/templates`); answers them with their ids. */
+  readonly seedTemplates: (options: { readonly waba_id?: string; readonly templates: ReadonlyArray<TemplateSeed> }) => Promise<ReadonlyArray<SimulatedTemplate>>
+  /** Sets a template's status and posts `message_template_status_update` (`POST /_simulator/templates/status`). */
+  readonly setTemplateStatus: (
+    options: Partial<TemplateReference> & { readonly status: string; readonly reason?: string; readonly notify?: boolean; readonly webhook_url?: string }
+  ) => Promise<{ readonly template: SimulatedTemplate; readonly delivery: WebhookDelivery | null }>
+  /** Sets a template's category and posts `template_category_update` (`POST /_simulator/templates/category`). */
+  readonly setTemplateCategory: (
+    options: Partial<TemplateReference> & { readonly category: string; readonly notify?: boolean; readonly webhook_url?: string }
+  ) => Promise<{ readonly template: SimulatedTemplate; readonly previous_category: string; readonly delivery: WebhookDelivery | null }>
   readonly reset: () => Promise<void>
 }
 
@@ -98,6 +111,11 @@ export const connectSimulator = (url: string): SimulatorClient => {
       if (!response.ok) throw new Error(`the simulator answered HTTP ${response.status} for media ${id}`)
       return Buffer.from(await response.arrayBuffer())
     },
+    templates: async (waba_id) =>
+      (await call<{ templates: ReadonlyArray<SimulatedTemplate> }>("GET", `/templates${waba_id === undefined ? "" : `?waba_id=${encodeURIComponent(waba_id)}`}`)).templates,
+    seedTemplates: async (options) => (await call<{ templates: ReadonlyArray<SimulatedTemplate> }>("POST", "/templates", options)).templates,
+    setTemplateStatus: (options) => call("POST", "/templates/status", options),
+    setTemplateCategory: (options) => call("POST", "/templates/category", options),
     reset: () => call("POST", "/reset").then(none)
   }
 }

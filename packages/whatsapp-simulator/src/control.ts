@@ -6,6 +6,7 @@ import type { InboundContent, SimulatedNumber } from "./payloads.js"
 import type { Notification, Received } from "./records.js"
 import { type Answer, type Route, ROUTES, type Script, type ShareRule } from "./script.js"
 import type { SimulatorSettings } from "./settings.js"
+import { type SimulatedTemplate, type TemplateLibrary, TemplateNotFoundError, type TemplateReference, type TemplateSeed } from "./templates.js"
 import type { WebhookDelivery } from "./webhook.js"
 
 /**
@@ -30,7 +31,19 @@ import type { WebhookDelivery } from "./webhook.js"
  *   inbound message's media (`sha256_base64` is what the message's `sha256` carries)
  * - `GET /_simulator/media` → `{media: SimulatedMedia[]}`; `GET /_simulator/media/{id}` →
  *   `{media}`; `GET /_simulator/media/{id}/content` → the bytes (what a send referred to)
+ * - `GET /_simulator/templates?waba_id=` → `{templates: SimulatedTemplate[]}` (every
+ *   account's without `waba_id`)
+ * - `POST /_simulator/templates` `{waba_id?, templates: TemplateSeed[]}` → `{templates}`
+ *   (seeded as Meta holds them; no webhook)
+ * - `POST /_simulator/templates/status` `{waba_id?, id | (name, language), status, reason?,
+ *   notify?, webhook_url?}` → `{template, delivery}`: the status set and
+ *   `message_template_status_update` posted
+ * - `POST /_simulator/templates/category` `{waba_id?, id | (name, language), category,
+ *   notify?, webhook_url?}` → `{template, previous_category, delivery}`: the category set and
+ *   `template_category_update` posted
  * - `POST /_simulator/reset` → `{reset: true}`
+ *
+ * An unknown template answers 404 `{error: {message}}`.
  */
 export const handleControl = async (
   simulator: ControlledSimulator,
@@ -44,7 +57,7 @@ export const handleControl = async (
     if (answer === undefined) return write(res, 404, { error: { message: `no control route ${request.method} ${request.path}` } })
     write(res, 200, answer)
   } catch (error) {
-    write(res, 400, { error: { message: error instanceof Error ? error.message : String(error) } })
+    write(res, error instanceof TemplateNotFoundError ? 404 : 400, { error: { message: error instanceof Error ? error.message : String(error) } })
   }
 }
 
@@ -74,6 +87,14 @@ export interface ControlledSimulator {
     readonly message: InboundContent
     readonly phone_number_id?: string
   }): Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
+  readonly templates: TemplateLibrary
+  seedTemplates(options: { readonly waba_id?: string; readonly templates: ReadonlyArray<TemplateSeed> }): ReadonlyArray<SimulatedTemplate>
+  setTemplateStatus(
+    options: Partial<TemplateReference> & { readonly status: string; readonly reason?: string; readonly notify?: boolean; readonly webhook_url?: string }
+  ): Promise<{ readonly template: SimulatedTemplate; readonly delivery: WebhookDelivery | null }>
+  setTemplateCategory(
+    options: Partial<TemplateReference> & { readonly category: string; readonly notify?: boolean; readonly webhook_url?: string }
+  ): Promise<{ readonly template: SimulatedTemplate; readonly previous_category: string; readonly delivery: WebhookDelivery | null }>
   reset(): void
 }
 
@@ -134,6 +155,34 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
         ...(typeof fields.phone_number_id === "string" ? { phone_number_id: fields.phone_number_id } : {})
       })
     }
+    case "GET /templates": {
+      const waba_id = query.get("waba_id")
+      return { templates: simulator.templates.list(waba_id ?? undefined) }
+    }
+    case "POST /templates": {
+      const fields = object(body, "the seed")
+      if (!Array.isArray(fields.templates)) throw new TypeError("templates must be a list of templates")
+      return { templates: simulator.seedTemplates({ ...optionalText(fields, "waba_id"), templates: fields.templates as Array<TemplateSeed> }) }
+    }
+    case "POST /templates/status": {
+      const fields = object(body, "the status change")
+      return simulator.setTemplateStatus({
+        ...templateReference(fields),
+        status: fields.status as string,
+        ...optionalText(fields, "reason"),
+        ...optionalText(fields, "webhook_url"),
+        ...notifyOf(fields)
+      })
+    }
+    case "POST /templates/category": {
+      const fields = object(body, "the category change")
+      return simulator.setTemplateCategory({
+        ...templateReference(fields),
+        category: fields.category as string,
+        ...optionalText(fields, "webhook_url"),
+        ...notifyOf(fields)
+      })
+    }
     case "POST /reset":
       simulator.reset()
       return { reset: true }
@@ -178,6 +227,28 @@ const mediaRoute = async (simulator: ControlledSimulator, request: GraphRequest,
   res.writeHead(200, { "content-type": media.mime_type, "content-length": String(media.file_size) })
   await pipeline(simulator.media.stream(media.id), res)
   return true
+}
+
+/** The `waba_id`, `id`, `name` and `language` of a control body that names a template (each a string when given). */
+const templateReference = (fields: Record<string, unknown>): Partial<TemplateReference> => ({
+  ...optionalText(fields, "waba_id"),
+  ...optionalText(fields, "id"),
+  ...optionalText(fields, "name"),
+  ...optionalText(fields, "language")
+})
+
+/** `{[name]: value}` when the field is given (a string, else a `TypeError`), `{}` when absent. */
+const optionalText = (fields: Record<string, unknown>, name: string): Record<string, string> => {
+  const value = fields[name]
+  if (value === undefined || value === null) return {}
+  if (typeof value !== "string") throw new TypeError(`${name} must be a string`)
+  return { [name]: value }
+}
+
+const notifyOf = (fields: Record<string, unknown>): { notify?: boolean } => {
+  if (fields.notify === undefined) return {}
+  if (typeof fields.notify !== "boolean") throw new TypeError("notify must be true or false")
+  return { notify: fields.notify }
 }
 
 /** A number without its token: `access_token_last4` of each. */

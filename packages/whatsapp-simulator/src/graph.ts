@@ -1,17 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { pipeline } from "node:stream/promises"
 import busboy from "busboy"
-import {
-  defaultHttpStatus,
-  graphError,
-  invalidParameterError,
-  invalidTokenError,
-  unknownObjectError
-} from "./graphErrors.js"
+import { graphError, invalidParameterError, invalidTokenError, unknownObjectError } from "./graphErrors.js"
 import { essenceOf, MAX_MEDIA_BYTES, type MediaLibrary, type SimulatedMedia, UPLOAD_TYPES } from "./media.js"
 import { digitsOf, newWamid, type SimulatedNumber } from "./payloads.js"
+import { bearerToken, NONE, scriptedRefusal, sleep, tokensOf, writeJson } from "./graphAnswers.js"
+import { answerTemplates } from "./graphTemplates.js"
 import type { AnswerRecord } from "./records.js"
 import type { Answer, Route, Script } from "./script.js"
+import type { TemplateLibrary } from "./templates.js"
 
 /** The largest request body read (Meta's own limit for a send is far below). */
 const MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -20,7 +17,8 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024
  * One request, read whole: where it goes and its body (JSON parsed when it is JSON). An
  * upload's body (`media_upload`, and the control API's `POST /_simulator/media`) is left
  * unread for its route to stream: `text` is `""` and `body` `null`. `objectId` is the id of
- * `GET /{version}/{id}` (a number's or a media's) and a download's token.
+ * `GET /{version}/{id}` (a number's or a media's), the account of a template route
+ * (`/{version}/{waba_id}/message_templates`) and a download's token.
  */
 export interface GraphRequest {
   readonly method: string
@@ -38,6 +36,7 @@ export interface GraphRequest {
 export interface GraphHost {
   readonly script: Script
   readonly media: MediaLibrary
+  readonly templates: TemplateLibrary
   /** The simulator's base URL, which download URLs start with. */
   readonly url: string
   number(phoneNumberId: string): SimulatedNumber | undefined
@@ -84,7 +83,9 @@ export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "n
             ? "messages"
             : method === "POST" && segments.length === 3 && segments[2] === "media"
               ? "media_upload"
-              : null
+              : segments.length === 3 && segments[2] === "message_templates"
+                ? (TEMPLATE_ROUTES[method] ?? null)
+                : null
   const streamed = route === "media_upload" || (method === "POST" && parsed.pathname === "/_simulator/media")
   const text = streamed ? "" : await readText(req)
   return {
@@ -93,12 +94,17 @@ export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "n
     path: parsed.pathname,
     query: parsed.searchParams,
     route,
-    phoneNumberId: versioned && route !== "media_lookup" ? objectId : null,
+    phoneNumberId: versioned && route !== "media_lookup" && !isTemplateRoute(route) ? objectId : null,
     objectId,
     text,
     body: parseBody(text)
   }
 }
+
+/** The template routes of `/{version}/{waba_id}/message_templates`, by method. */
+const TEMPLATE_ROUTES: Readonly<Record<string, Route>> = { GET: "templates_list", POST: "templates_create", DELETE: "templates_delete" }
+
+const isTemplateRoute = (route: Route | null): boolean => route === "templates_list" || route === "templates_create" || route === "templates_delete"
 
 /** The request's body as text, up to 4 MiB (the rest is read and dropped). */
 const readText = async (req: IncomingMessage): Promise<string> => {
@@ -126,7 +132,8 @@ const parseBody = (text: string): unknown => {
  * 33), then a send's body or an upload's parts (→ 100, 131009, 131053); only then does the
  * {@link Script} decide (delay, drop, refusal), and a success answers the number
  * (look-up), a fresh wamid (send), the media's record with a download URL (media look-up),
- * its bytes (download) or its new id (upload).
+ * its bytes (download) or its new id (upload). The template routes are answered by
+ * `answerTemplates` (graphTemplates.ts) once the token is known.
  */
 export const answerGraph = async (
   host: GraphHost,
@@ -142,6 +149,7 @@ export const answerGraph = async (
   if (token === null || !host.numbers().some((number) => tokensOf(number).includes(token))) return refused(401, invalidTokenError())
   if (request.route === "media_download") return answerDownload(host, request, token, req, res)
   if (request.route === "media_lookup") return answerMediaLookup(host, request, token, req, res)
+  if (isTemplateRoute(request.route)) return answerTemplates(host, request, token, req, res)
   const number = host.number(request.phoneNumberId!)
   if (number === undefined || !tokensOf(number).includes(token)) {
     return refused(400, unknownObjectError(request.method, request.phoneNumberId!))
@@ -162,28 +170,6 @@ export const answerGraph = async (
     messages: [{ id: wamid, ...(send.type === "template" ? { message_status: "accepted" } : {}) }]
   })
   return { answer, wamid, recipient: send.to, scripted, callbackData: send.callbackData, category: send.type === "template" ? "utility" : "service" }
-}
-
-/** The outcome of a request that sent nothing (no wamid). */
-const NONE = { wamid: null, recipient: null, scripted: {}, callbackData: null, category: "service" } as const
-
-/**
- * Waits the scripted delay, then carries out a scripted drop or refusal and answers what
- * was answered, or `null` when the script lets the call succeed.
- */
-const scriptedRefusal = async (scripted: Answer, req: IncomingMessage, res: ServerResponse): Promise<AnswerRecord | null> => {
-  if (scripted.delay_ms !== undefined && scripted.delay_ms > 0) await sleep(scripted.delay_ms)
-  if (scripted.drop !== undefined && scripted.drop !== "mid_stream") return drop(req, scripted.drop)
-  if (scripted.code !== undefined) {
-    return writeJson(res, scripted.http_status ?? defaultHttpStatus(scripted.code), graphError(scripted.code, scripted))
-  }
-  if (scripted.http_status !== undefined && scripted.http_status >= 300) {
-    res.writeHead(scripted.http_status, { "content-type": "text/plain; charset=utf-8" })
-    const text = `HTTP ${scripted.http_status} (scripted by the WhatsApp simulator)`
-    res.end(text)
-    return { status: scripted.http_status, body: text }
-  }
-  return null
 }
 
 /**
@@ -218,7 +204,8 @@ const answerMediaLookup = async (
 /**
  * `GET /_media/{token}`: the bytes of a media look-up's URL, with the token of the media's
  * number (else 401); 404 once the URL's 5 minutes are over. A scripted `mid_stream` drop
- * sends the headers and half the bytes, then destroys the socket.
+ * sends the headers and half the bytes, then destroys the socket; a scripted
+ * `bytes_per_second` sends the bytes no faster than that ({@link throttled}).
  */
 const answerDownload = async (
   host: GraphHost,
@@ -238,13 +225,14 @@ const answerDownload = async (
   const refusal = await scriptedRefusal(scripted, req, res)
   if (refusal !== null) return { ...NONE, scripted, answer: refusal }
   res.writeHead(200, { "content-type": media.mime_type, "content-length": String(media.file_size) })
+  const paced = (source: AsyncIterable<Buffer>) => (scripted.bytes_per_second === undefined ? source : throttled(source, scripted.bytes_per_second))
   if (scripted.drop === "mid_stream") {
     const half = Math.floor(media.file_size / 2)
-    if (half > 0) await pipeline(host.media.stream(media.id, { start: 0, end: half - 1 }), res, { end: false })
+    if (half > 0) await pipeline(paced(host.media.stream(media.id, { start: 0, end: half - 1 })), res, { end: false })
     req.socket.destroy()
     return { ...NONE, scripted, answer: { dropped: "mid_stream" } }
   }
-  await pipeline(host.media.stream(media.id), res)
+  await pipeline(paced(host.media.stream(media.id)), res)
   return { ...NONE, scripted, answer: { status: 200, body: { media_id: media.id, file_size: media.file_size } } }
 }
 
@@ -388,26 +376,24 @@ const mayReach = (host: GraphHost, media: SimulatedMedia, token: string): boolea
   return owner !== undefined && tokensOf(owner).includes(token)
 }
 
-const tokensOf = (number: SimulatedNumber): ReadonlyArray<string> =>
-  typeof number.access_token === "string" ? [number.access_token] : number.access_token
+/** How often a throttled download sends its next slice, in ms. */
+const THROTTLE_TICK_MS = 50
 
-/** The bearer token of the `Authorization` header, else the `access_token` query parameter (Meta takes both). */
-const bearerToken = (req: IncomingMessage, query: URLSearchParams): string | null => {
-  const match = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")
-  return match?.[1] ?? query.get("access_token")
+/**
+ * `source` re-cut into slices of `bytesPerSecond` × {@link THROTTLE_TICK_MS}, each sent no
+ * earlier than the rate allows (counted from the first byte): a download at that speed.
+ */
+async function* throttled(source: AsyncIterable<Buffer>, bytesPerSecond: number): AsyncGenerator<Buffer> {
+  const slice = Math.max(1, Math.floor((bytesPerSecond * THROTTLE_TICK_MS) / 1000))
+  const started = performance.now()
+  let sent = 0
+  for await (const chunk of source) {
+    for (let offset = 0; offset < chunk.length; offset += slice) {
+      const wait = started + (sent / bytesPerSecond) * 1000 - performance.now()
+      if (wait > 0) await sleep(wait)
+      const piece = chunk.subarray(offset, offset + slice)
+      sent += piece.length
+      yield piece
+    }
+  }
 }
-
-const writeJson = (res: ServerResponse, status: number, body: unknown): AnswerRecord => {
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
-  res.end(JSON.stringify(body))
-  return { status, body }
-}
-
-/** `"close"` destroys the socket now; `"hang"` leaves the request unanswered (closed with the simulator). */
-const drop = (req: IncomingMessage, mode: "close" | "hang"): AnswerRecord => {
-  if (mode === "close") req.socket.destroy()
-  return { dropped: mode }
-}
-
-/** A wait that never keeps the process alive once the simulator is closed. */
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref())

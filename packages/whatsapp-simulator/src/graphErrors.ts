@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto"
 
 /**
  * The body of a Graph API error answer, as Meta writes it:
- * `{error: {message, type, code, error_subcode?, error_data?, fbtrace_id}}`. `message` is
- * `"(#<code>) <title>"` for WhatsApp codes; `error_data.details` says more.
+ * `{error: {message, type, code, error_subcode?, is_transient?, error_user_title?,
+ * error_user_msg?, error_data?, fbtrace_id}}`. `message` is `"(#<code>) <title>"` for
+ * WhatsApp codes; `error_data.details` says more; the management API's refusals (templates)
+ * carry `is_transient`, `error_user_title` and `error_user_msg` instead.
  *
  * @category errors
  */
@@ -13,6 +15,9 @@ export interface GraphErrorBody {
     readonly type: string
     readonly code: number
     readonly error_subcode?: number
+    readonly is_transient?: boolean
+    readonly error_user_title?: string
+    readonly error_user_msg?: string
     readonly error_data?: { readonly messaging_product: "whatsapp"; readonly details: string }
     readonly fbtrace_id: string
   }
@@ -141,3 +146,45 @@ export const unknownObjectError = (method: string, id: string): GraphErrorBody =
 
 /** Meta's answer to a bad parameter: `"(#100) <what>"`. */
 export const invalidParameterError = (what: string): GraphErrorBody => graphError(100, { message: `(#100) ${what}` })
+
+/**
+ * The management API's refusal of a template call, as Meta words it: code 100, message
+ * `"Invalid parameter"`, `is_transient: false`, a `title` and a sentence for a person
+ * (`error_user_title`, `error_user_msg`), and `error_subcode` when Meta gives one.
+ */
+export const templateError = (options: { readonly error_subcode?: number; readonly title: string; readonly message: string }): GraphErrorBody => {
+  const { error } = graphError(100, { message: "Invalid parameter" })
+  const { fbtrace_id, ...rest } = error
+  return {
+    error: {
+      ...rest,
+      ...(options.error_subcode === undefined ? {} : { error_subcode: options.error_subcode }),
+      is_transient: false,
+      error_user_title: options.title,
+      error_user_msg: options.message,
+      fbtrace_id
+    }
+  }
+}
+
+/**
+ * Meta's answer to a template submitted under a name and language the account already holds
+ * (any status): code 100, subcode 2388024, "Content in this language already exists".
+ */
+export const templateExistsError = (language: string): GraphErrorBody =>
+  templateError({
+    error_subcode: 2388024,
+    title: "Content in this language already exists",
+    message: `There is already ${language} content for this template. You can create a new template and try again.`
+  })
+
+/**
+ * Meta's answer to a template submitted under the name and language of one deleted less than
+ * 30 days before: code 100, subcode 2388023, "Language is being deleted".
+ */
+export const templateBeingDeletedError = (language: string): GraphErrorBody =>
+  templateError({
+    error_subcode: 2388023,
+    title: "Language is being deleted",
+    message: `New ${language} content can't be added while the existing ${language} content is being deleted. Try again in 4 weeks or consider creating a new message template.`
+  })

@@ -15,6 +15,21 @@ export {
   UPLOAD_TYPES
 } from "./media.js"
 export { type SimulatorOptions, startSimulator, WhatsAppSimulator } from "./simulator.js"
+export {
+  DELETED_NAME_BLOCK_MS,
+  type SimulatedTemplate,
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_STATUS_EVENTS,
+  TEMPLATE_STATUSES,
+  TemplateLibrary,
+  TemplateNotFoundError,
+  type TemplatePage,
+  type TemplateFilter,
+  type TemplateReference,
+  type TemplateSeed,
+  type TemplateStatus
+} from "./templates.js"
+export { DEFAULT_TEMPLATE_PAGE_SIZE, MAX_TEMPLATE_PAGE_SIZE } from "./graphTemplates.js"
 export { connectSimulator, type SimulatorClient } from "./client.js"
 export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"
 export { postWebhook, sign, type WebhookDelivery } from "./webhook.js"
@@ -35,6 +50,7 @@ export {
   type StatusError,
   type StatusName,
   statusPayload,
+  templateCategoryPayload,
   templateStatusPayload,
   textMessage
 } from "./payloads.js"

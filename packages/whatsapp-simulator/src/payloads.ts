@@ -244,6 +244,29 @@ export const templateStatusPayload = (options: {
     ...(options.category === undefined ? {} : { message_template_category: options.category })
   })
 
+/**
+ * Meta's `template_category_update` webhook for a completed change of category (routed by
+ * the account, `entry[].id` = `waba_id`): the template `template_id` (a number, as Meta sends
+ * it), `name` and `language`, its `previous_category` and `new_category`.
+ *
+ * @category payloads
+ */
+export const templateCategoryPayload = (options: {
+  readonly waba_id: string
+  readonly template_id: number
+  readonly name: string
+  readonly language: string
+  readonly previous_category: string
+  readonly new_category: string
+}) =>
+  whatsappEntry(options.waba_id, "template_category_update", {
+    message_template_id: options.template_id,
+    message_template_name: options.name,
+    message_template_language: options.language,
+    previous_category: options.previous_category,
+    new_category: options.new_category
+  })
+
 /** `{object: "whatsapp_business_account", entry: [{id, changes: [{value, field}]}]}`. */
 const whatsappEntry = (wabaId: string, field: string, value: Record<string, unknown>) => ({
   object: "whatsapp_business_account" as const,

@@ -8,8 +8,9 @@ import type { WebhookDelivery } from "./webhook.js"
  * - `at_ms`: when it arrived, milliseconds since the epoch with sub-millisecond precision
  *   (`performance.timeOrigin + performance.now()`);
  * - `method`, `path` (with the query string), `route` (`messages`, `lookup`,
- *   `media_lookup`, `media_download`, `media_upload`, or `null` for a path Graph does not
- *   have), `phone_number_id` (from the path, `null` when none);
+ *   `media_lookup`, `media_download`, `media_upload`, `templates_list`, `templates_create`,
+ *   `templates_delete`, or `null` for a path Graph does not have), `phone_number_id` (from
+ *   the path of a number's route, `null` for the others);
  * - `authorization`: the header as sent (tests check the bearer token);
  * - `body`: the JSON body parsed (the raw text when it is not JSON; `null` when empty); of
  *   an upload, its fields and its file's name, type, size and sha256 (never its bytes);
@@ -43,15 +44,16 @@ export type AnswerRecord =
 
 /**
  * One webhook the simulator posted, in order: a `status` notification (with `wamid` and
- * `status`), an `inbound` message or a `template_status` update; `at_ms` when it was sent,
- * `body` the exact text posted (and signed), `delivery` what the webhook answered.
+ * `status`), an `inbound` message, a `template_status` update or a `template_category`
+ * update; `at_ms` when it was sent, `body` the exact text posted (and signed), `delivery`
+ * what the webhook answered.
  *
  * @category records
  */
 export interface Notification {
   readonly seq: number
   readonly at_ms: number
-  readonly kind: "status" | "inbound" | "template_status"
+  readonly kind: "status" | "inbound" | "template_status" | "template_category"
   readonly url: string
   readonly body: string
   readonly wamid: string | null

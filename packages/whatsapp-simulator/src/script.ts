@@ -13,6 +13,9 @@ import { digitsOf, type StatusName } from "./payloads.js"
  *   `"hang"` never answers (the caller's timeout ends it); `"mid_stream"` (a media
  *   download only; elsewhere as `"close"`) sends the headers and half the bytes, then
  *   destroys the socket;
+ * - `bytes_per_second` (a media download only; ignored elsewhere): the bytes are sent no
+ *   faster than this, in slices every 50 ms (a slow network to Meta's CDN); with
+ *   `"mid_stream"`, the half before the cut is;
  * - on a successful send, `statuses` replaces the notifications posted (default the
  *   simulator's `statuses` setting) and `failure` makes them end in `failed` with that
  *   error (`statuses` then defaults to `["failed"]`).
@@ -27,6 +30,7 @@ export interface Answer {
   readonly details?: string
   readonly delay_ms?: number
   readonly drop?: "close" | "hang" | "mid_stream"
+  readonly bytes_per_second?: number
   readonly statuses?: ReadonlyArray<StatusName>
   readonly failure?: { readonly code: number; readonly title?: string; readonly message?: string; readonly details?: string }
 }
@@ -34,19 +38,38 @@ export interface Answer {
 /**
  * The kinds of Graph call: `messages` (`POST /{version}/{id}/messages`), `lookup` (`GET
  * /{version}/{phone_number_id}`), `media_lookup` (`GET /{version}/{media_id}`),
- * `media_download` (`GET` of the URL a media look-up answered) and `media_upload` (`POST
- * /{version}/{phone_number_id}/media`). Scripted sequences are per route.
+ * `media_download` (`GET` of the URL a media look-up answered), `media_upload` (`POST
+ * /{version}/{phone_number_id}/media`), and an account's templates: `templates_list` (`GET
+ * /{version}/{waba_id}/message_templates`), `templates_create` (`POST` there) and
+ * `templates_delete` (`DELETE` there). Scripted sequences are per route.
  *
  * @category scripting
  */
-export type Route = "messages" | "lookup" | "media_lookup" | "media_download" | "media_upload"
+export type Route =
+  | "messages"
+  | "lookup"
+  | "media_lookup"
+  | "media_download"
+  | "media_upload"
+  | "templates_list"
+  | "templates_create"
+  | "templates_delete"
 
 /**
  * Every {@link Route}, in the order above.
  *
  * @category scripting
  */
-export const ROUTES: ReadonlyArray<Route> = ["messages", "lookup", "media_lookup", "media_download", "media_upload"]
+export const ROUTES: ReadonlyArray<Route> = [
+  "messages",
+  "lookup",
+  "media_lookup",
+  "media_download",
+  "media_upload",
+  "templates_list",
+  "templates_create",
+  "templates_delete"
+]
 
 /**
  * A share of sends refused: each send reaching this rule draws from a PRNG seeded with
@@ -71,7 +94,7 @@ export interface ShareRule {
  */
 export class Script {
   private readonly recipients = new Map<string, Answer>()
-  private readonly sequences: Record<Route, Array<Answer>> = { messages: [], lookup: [], media_lookup: [], media_download: [], media_upload: [] }
+  private readonly sequences = Object.fromEntries(ROUTES.map((route) => [route, []])) as unknown as Record<Route, Array<Answer>>
   private share: { rule: ShareRule; next: () => number } | null = null
   private fallback: Answer = {}
 
@@ -138,6 +161,7 @@ const checkAnswer = (answer: Answer): Answer => {
   integer("code", 0, 99_999_999)
   integer("http_status", 200, 599)
   integer("delay_ms", 0, 600_000)
+  integer("bytes_per_second", 1, 10_000_000_000)
   if (answer.drop !== undefined && !["close", "hang", "mid_stream"].includes(answer.drop)) throw new TypeError('drop must be "close", "hang" or "mid_stream"')
   if (answer.statuses !== undefined && !answer.statuses.every((s) => ["sent", "delivered", "read", "failed"].includes(s))) {
     throw new TypeError("statuses must be sent, delivered, read or failed")

@@ -13,6 +13,7 @@ import {
   statusError,
   type StatusName,
   statusPayload,
+  templateCategoryPayload,
   templateStatusPayload
 } from "./payloads.js"
 import { type Notification, preciseNow, type Received } from "./records.js"
@@ -20,6 +21,15 @@ import { type Answer, Script } from "./script.js"
 import type { SimulatorSettings } from "./settings.js"
 import { postWebhook, type WebhookDelivery } from "./webhook.js"
 import { errorTitle } from "./graphErrors.js"
+import {
+  type SimulatedTemplate,
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_STATUS_EVENTS,
+  type TemplateReference,
+  TemplateLibrary,
+  type TemplateSeed,
+  type TemplateStatus
+} from "./templates.js"
 
 /**
  * Options of {@link startSimulator}: where to listen (`port` default 0, any free port;
@@ -58,10 +68,11 @@ export const startSimulator = async (options: SimulatorOptions = {}): Promise<Wh
 /**
  * A local stand-in for Meta's WhatsApp Cloud API (see the package README): answers
  * `GET /{version}/{phone_number_id}`, `POST /{version}/{phone_number_id}/messages`, the
- * media look-up `GET /{version}/{media_id}` with its download URL, and
- * `POST /{version}/{phone_number_id}/media`,
- * records every request, follows its {@link Script}, posts signed status notifications,
- * and serves its control API under `/_simulator`.
+ * media look-up `GET /{version}/{media_id}` with its download URL,
+ * `POST /{version}/{phone_number_id}/media`, and an account's templates
+ * (`GET`, `POST`, `DELETE /{version}/{waba_id}/message_templates`),
+ * records every request, follows its {@link Script}, posts signed status notifications
+ * and template updates, and serves its control API under `/_simulator`.
  *
  * @category simulator
  */
@@ -70,12 +81,21 @@ export class WhatsAppSimulator {
   readonly script = new Script()
   /** The media it holds: customers' files registered for inbound messages, and uploads. */
   readonly media = new MediaLibrary()
+  /**
+   * The message templates it holds, per WhatsApp Business Account: what `GET
+   * …/message_templates` pages, `POST` adds (`PENDING`) and `DELETE` removes. Read it with
+   * `templates.list(waba_id)`; change it with {@link seedTemplates}, {@link setTemplateStatus}
+   * and {@link setTemplateCategory}.
+   */
+  readonly templates = new TemplateLibrary()
   private readonly server: Server
   private readonly events = new EventEmitter()
   private readonly numbersById = new Map<string, SimulatedNumber>()
   private readonly receivedList: Array<Received> = []
   private readonly notificationList: Array<Notification> = []
   private readonly timers = new Set<NodeJS.Timeout>()
+  /** Counts the resets: a notification posted across one is not recorded. */
+  private generation = 0
   private current: SimulatorSettings
   private closed = false
   private baseUrl = ""
@@ -289,15 +309,111 @@ export class WhatsAppSimulator {
   }
 
   /**
+   * Puts `templates` into the account `waba_id` (default the first number's) as Meta already
+   * holds them ({@link TemplateSeed}: `name`, `language`, `category`, `components`, and
+   * optionally `status` (default `APPROVED`), `id`, `rejected_reason`): each replaces the
+   * template of its name and language and lifts a deletion's block on them. No webhook is
+   * posted. Throws a `TypeError` naming a bad field (nothing kept), an `Error` when no number
+   * is on that account.
+   */
+  seedTemplates(options: { readonly waba_id?: string; readonly templates: ReadonlyArray<TemplateSeed> }): ReadonlyArray<SimulatedTemplate> {
+    const seeded = this.templates.seed(this.requireAccount(options.waba_id), options.templates)
+    this.changed()
+    return seeded
+  }
+
+  /**
+   * Meta's review of a template: sets the status of the template named by `id`, or by `name`
+   * and `language`, in `waba_id` (default the first number's), then posts the signed
+   * `message_template_status_update` with its id (`message_template_id`, a number), name,
+   * language, category, `event` = `status` and `reason` (default `"NONE"`).
+   *
+   * `status` is an event of {@link TEMPLATE_STATUS_EVENTS}: a status of the list API is kept
+   * as it is; `REINSTATED` and `UNARCHIVED` make the template `APPROVED`; `FLAGGED` leaves its
+   * status. `rejected_reason` becomes `reason` on `REJECTED`, `"NONE"` on any other status.
+   * The webhook goes to `webhook_url` when given, else to the `webhookUrl` setting;
+   * `notify: false` posts nothing (a change the client must find by listing).
+   *
+   * Answers the template as it now is and the webhook's delivery (`null` when not posted).
+   * Throws, changing nothing, on an unknown template (`TemplateNotFoundError`), a bad status or
+   * reason (`TypeError`), or no webhook URL to post to.
+   */
+  async setTemplateStatus(
+    options: Partial<TemplateReference> & {
+      readonly status: string
+      readonly reason?: string
+      readonly notify?: boolean
+      readonly webhook_url?: string
+    }
+  ): Promise<{ readonly template: SimulatedTemplate; readonly delivery: WebhookDelivery | null }> {
+    const { status, reason } = options
+    if (typeof status !== "string" || !TEMPLATE_STATUS_EVENTS.includes(status)) throw new TypeError(`status must be one of ${TEMPLATE_STATUS_EVENTS.join(", ")}`)
+    if (reason !== undefined && !(typeof reason === "string" && /^[A-Z_]+$/.test(reason))) throw new TypeError("reason must be Meta's upper-case reason, such as INVALID_FORMAT")
+    const found = this.templates.find({ ...options, waba_id: this.requireAccount(options.waba_id) })
+    const url = this.notificationUrl(options)
+    const next: TemplateStatus = status === "REINSTATED" || status === "UNARCHIVED" ? "APPROVED" : status === "FLAGGED" ? found.status : (status as TemplateStatus)
+    const template = status === "FLAGGED" ? found : this.templates.setStatus(found.id, next, next === "REJECTED" ? (reason ?? "NONE") : "NONE")
+    this.changed()
+    if (url === null) return { template, delivery: null }
+    const payload = templateStatusPayload({
+      waba_id: template.waba_id,
+      event: status,
+      name: template.name,
+      language: template.language,
+      reason: reason ?? "NONE",
+      template_id: Number(template.id),
+      category: template.category
+    })
+    const notification = await this.post("template_status", payload, { wamid: null, status: null }, url)
+    return { template, delivery: notification.delivery }
+  }
+
+  /**
+   * Meta's recategorisation of a template: sets the `category` (`MARKETING`, `UTILITY` or
+   * `AUTHENTICATION`) of the template named by `id`, or by `name` and `language`, in
+   * `waba_id` (default the first number's), then posts the signed `template_category_update`
+   * (`message_template_id`, name, language, `previous_category`, `new_category`) to
+   * `webhook_url` or the `webhookUrl` setting (`notify: false`: nothing posted). Answers the
+   * template as it now is, the previous category and the delivery (`null` when not posted).
+   * Throws, changing nothing, on an unknown template, a bad or unchanged category, or no
+   * webhook URL to post to.
+   */
+  async setTemplateCategory(
+    options: Partial<TemplateReference> & { readonly category: string; readonly notify?: boolean; readonly webhook_url?: string }
+  ): Promise<{ readonly template: SimulatedTemplate; readonly previous_category: string; readonly delivery: WebhookDelivery | null }> {
+    const category = typeof options.category === "string" ? options.category.toUpperCase() : ""
+    if (!TEMPLATE_CATEGORIES.includes(category)) throw new TypeError(`category must be one of ${TEMPLATE_CATEGORIES.join(", ")}`)
+    const found = this.templates.find({ ...options, waba_id: this.requireAccount(options.waba_id) })
+    if (found.category === category) throw new TypeError(`the template is already ${category}`)
+    const url = this.notificationUrl(options)
+    const template = this.templates.setCategory(found.id, category)
+    this.changed()
+    if (url === null) return { template, previous_category: found.category, delivery: null }
+    const payload = templateCategoryPayload({
+      waba_id: template.waba_id,
+      template_id: Number(template.id),
+      name: template.name,
+      language: template.language,
+      previous_category: found.category,
+      new_category: category
+    })
+    const notification = await this.post("template_category", payload, { wamid: null, status: null }, url)
+    return { template, previous_category: found.category, delivery: notification.delivery }
+  }
+
+  /**
    * Forgets what was received and posted, every scripted rule (recipients, sequences,
-   * share, default answer: back to `delayMs`) and every media; keeps the numbers and the
-   * settings.
+   * share, default answer: back to `delayMs`), every media and every template (with the
+   * names deletions block); keeps the numbers and the settings.
    */
   reset(): void {
+    // A notification already being posted is not recorded, nor are its later steps posted.
+    this.generation++
     this.receivedList.length = 0
     this.notificationList.length = 0
     this.script.clear()
     this.media.clear()
+    this.templates.clear()
     this.restoreDefault()
     for (const timer of this.timers) clearTimeout(timer)
     this.timers.clear()
@@ -318,6 +434,28 @@ export class WhatsAppSimulator {
 
   private restoreDefault(): void {
     if ((this.options.delayMs ?? 0) > 0) this.script.setDefault({ delay_ms: this.options.delayMs! })
+  }
+
+  /** `waba_id` when a number is on that account (else the first number's account); throws otherwise. */
+  private requireAccount(waba_id: string | undefined): string {
+    if (waba_id === undefined) return this.requireNumber(undefined).waba_id
+    if (typeof waba_id !== "string" || !/^\d+$/.test(waba_id)) throw new TypeError("waba_id must be digits")
+    if (!this.numbers().some((number) => number.waba_id === waba_id)) throw new Error(`no number is configured on the WhatsApp Business Account ${waba_id}`)
+    return waba_id
+  }
+
+  /**
+   * Where a template update is posted: `webhook_url`, else the `webhookUrl` setting; `null`
+   * with `notify: false`. Throws when it should post and has nowhere to.
+   */
+  private notificationUrl(options: { readonly notify?: boolean; readonly webhook_url?: string }): string | null {
+    if (options.notify === false) return null
+    if (options.webhook_url !== undefined && !(typeof options.webhook_url === "string" && /^https?:\/\//.test(options.webhook_url))) {
+      throw new TypeError("webhook_url must be an http(s) URL")
+    }
+    const url = options.webhook_url ?? this.current.webhookUrl
+    if (url === null) throw new Error("no webhook URL is set (webhookUrl, --webhook-url): set one, give webhook_url, or pass notify: false")
+    return url
   }
 
   private requireNumber(phoneNumberId: string | undefined): SimulatedNumber {
@@ -367,8 +505,9 @@ export class WhatsAppSimulator {
       ...error,
       message: failure.message ?? error.message
     }))
+    const generation = this.generation
     const postStep = (index: number): void => {
-      if (index >= steps.length || this.closed) return
+      if (index >= steps.length || this.closed || generation !== this.generation) return
       const timer = setTimeout(() => {
         this.timers.delete(timer)
         const status = steps[index]!
@@ -388,13 +527,20 @@ export class WhatsAppSimulator {
     postStep(0)
   }
 
-  private async post(kind: Notification["kind"], payload: unknown, about: Pick<Notification, "wamid" | "status">): Promise<Notification> {
-    const url = this.current.webhookUrl
+  private async post(
+    kind: Notification["kind"],
+    payload: unknown,
+    about: Pick<Notification, "wamid" | "status">,
+    url: string | null = this.current.webhookUrl
+  ): Promise<Notification> {
     if (url === null) throw new Error("no webhook URL is set (webhookUrl, --webhook-url)")
     const body = JSON.stringify(payload)
     const at_ms = preciseNow()
+    const generation = this.generation
     const delivery = await postWebhook(url, body, this.current.appSecret)
     const notification: Notification = { seq: this.notificationList.length + 1, at_ms, kind, url, body, ...about, delivery }
+    // Posted across a reset: answered to its caller, not recorded.
+    if (generation !== this.generation) return notification
     this.notificationList.push(notification)
     this.options.onEvent?.({ event: "webhook_posted", kind, url, wamid: about.wamid, status: about.status, answered: delivery.status, error: delivery.error })
     this.changed()

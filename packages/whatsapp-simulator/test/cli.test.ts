@@ -170,6 +170,9 @@ describe("inbound and template-status", { timeout: PROCESS_TEST_TIMEOUT_MS }, ()
     [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--type", "gif"], { SIMULATOR_APP_SECRET: "s" }, /argument 'gif' is invalid/],
     [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "16505551234", "--message-json", "{"], { SIMULATOR_APP_SECRET: "s" }, /--message-json is not JSON/],
     [["template-status", "--webhook-url", "http://127.0.0.1:9/", "--name", "t", "--language", "en", "--event", "approved"], { SIMULATOR_APP_SECRET: "s" }, /--event must be/],
+    [["template-status", "--name", "t", "--language", "en", "--event", "APPROVED"], { SIMULATOR_APP_SECRET: "s" }, /set --webhook-url .* or --simulator/],
+    [["template-status", "--simulator", "http://127.0.0.1:9", "--name", "t", "--language", "en", "--event", "APPROVED", "--category", "UTILITY"], {}, /the template's own category/],
+    [["templates", "category", "--simulator", "http://127.0.0.1:9", "--name", "t", "--category", "UTILITY"], {}, /--id, or with --name and --language/],
     [["inbound", "--webhook-url", "http://127.0.0.1:9/", "--from", "call me", "--text", "x"], { SIMULATOR_APP_SECRET: "s" }, /--from must be a phone number/],
     [["inbound", "--webhook-url", "ftp://127.0.0.1/", "--from", "16505551234", "--text", "x"], { SIMULATOR_APP_SECRET: "s" }, /--webhook-url must be an http\(s\) URL/],
     [["inbound", "--from", "16505551234", "--text", "x"], { SIMULATOR_APP_SECRET: "s", SIMULATOR_WEBHOOK_URL: "not a url" }, /--webhook-url must be an http\(s\) URL/]
@@ -216,6 +219,47 @@ describe("inbound --file (a customer's file, served by a running simulator)", { 
     expect(result.code, result.stderr).toBe(0)
     const image = JSON.parse(receiver.deliveries.at(-1)!.body).entry[0].changes[0].value.messages[0].image
     expect(image).toMatchObject({ id: expect.stringMatching(/^\d{16}$/), mime_type: "image/jpeg" })
+  })
+})
+
+describe("templates and template-status through a running simulator (SIMULATOR_URL)", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it("seed and list its templates; template-status sets the simulator's status and it posts the webhook with the template's id", async () => {
+    const { listening } = await serve(["--port", "0", "--webhook-url", receiver.url], { SIMULATOR_APP_SECRET: SECRET })
+    const env = { SIMULATOR_URL: listening.url }
+    const file = join(directory, "templates.json")
+    // Meta's own list answer seeds as it is.
+    const components = [{ type: "BODY", text: "Your order {{1}} has shipped.", example: { body_text: [["A-1"]] } }]
+    writeFileSync(file, JSON.stringify({ data: [{ name: "order_update", language: "en_US", category: "UTILITY", components, status: "PENDING" }] }))
+    const seeded = await run(["templates", "seed", "--waba", "102290129340398", "--file", file], env)
+    expect(seeded.code, seeded.stderr).toBe(0)
+    const template = JSON.parse(seeded.stdout)
+    expect(template).toEqual({ id: expect.stringMatching(/^\d{16}$/), waba_id: "102290129340398", name: "order_update", language: "en_US", status: "PENDING", category: "UTILITY", components, rejected_reason: "NONE" })
+
+    // The command's flags as before, without --webhook-url or an app secret: the simulator posts, signed with its own.
+    const approved = await run(["template-status", "--name", "order_update", "--language", "en_US", "--event", "APPROVED"], env)
+    expect(approved.code, approved.stderr).toBe(0)
+    expect(JSON.parse(approved.stdout)).toMatchObject({ event: "template_status", template_id: template.id, status: "APPROVED", status_event: "APPROVED", answered: 200 })
+    const delivery = receiver.deliveries.at(-1)!
+    expect(delivery.headers["x-hub-signature-256"]).toBe(`sha256=${createHmac("sha256", SECRET).update(delivery.body).digest("hex")}`)
+    expect(JSON.parse(delivery.body).entry[0]).toMatchObject({
+      id: "102290129340398",
+      changes: [{ field: "message_template_status_update", value: { event: "APPROVED", message_template_id: Number(template.id), message_template_name: "order_update", message_template_category: "UTILITY" } }]
+    })
+    const listed = await run(["templates", "list", "--waba", "102290129340398"], env)
+    expect(JSON.parse(listed.stdout)).toMatchObject({ id: template.id, status: "APPROVED" })
+    const atMeta = await graph(listening.url, "/v21.0/102290129340398/message_templates?fields=status", "EAAGsimulator-access-token-0001")
+    expect(atMeta.json.data).toEqual([{ status: "APPROVED", id: template.id }])
+
+    const recategorised = await run(["templates", "category", "--id", template.id, "--category", "MARKETING"], env)
+    expect(recategorised.code, recategorised.stderr).toBe(0)
+    expect(JSON.parse(recategorised.stdout)).toMatchObject({ event: "template_category", template_id: template.id, previous_category: "UTILITY", new_category: "MARKETING", answered: 200 })
+    expect(JSON.parse(receiver.deliveries.at(-1)!.body).entry[0].changes[0].field).toBe("template_category_update")
+
+    const unknown = await run(["template-status", "--name", "no_such_template", "--language", "en_US", "--event", "APPROVED"], env)
+    expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/HTTP 404.*no template no_such_template \(en_US\)/)])
+    const badFile = await run(["templates", "seed", "--waba", "102290129340398", "--file", join(directory, "none.json")], env)
+    expect([badFile.code, badFile.stderr]).toEqual([1, expect.stringMatching(/is not a readable JSON file/)])
+    expect(receiver.deliveries).toHaveLength(2)
   })
 })
 

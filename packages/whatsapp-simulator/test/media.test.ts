@@ -122,6 +122,29 @@ describe("a customer's media: the look-up and its download URL", () => {
     expect((await download(json.url, TOKEN)).bytes.equals(bytes)).toBe(true)
   })
 
+  it("scripts a slow download: bytes_per_second sends the whole file no faster than that, and a cut one slowly", async () => {
+    const bytes = randomBytes(200_000)
+    const media = await simulator.registerMedia({ mime_type: "application/pdf", bytes })
+    expect(() => simulator.script.enqueue([{ bytes_per_second: 0 }], "media_download")).toThrow(/bytes_per_second/)
+    simulator.script.enqueue([{ bytes_per_second: 100_000 }], "media_download")
+    const { json } = await graph(simulator.url, `/v21.0/${media.id}`, TOKEN)
+    const started = performance.now()
+    const response = await fetch(json.url, { headers: { authorization: `Bearer ${TOKEN}` } })
+    expect(response.headers.get("content-length")).toBe(String(bytes.length))
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true)
+    // A lower bound only (a busy machine makes it longer, never shorter): the last of the
+    // 5 000-byte slices leaves 1.95 s after the first at 100 000 bytes a second.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_900)
+    await simulator.waitFor(() => simulator.received({ route: "media_download" }).at(-1)!.answer !== null, "the download's answer")
+    expect(simulator.received({ route: "media_download" }).at(-1)!.answer).toEqual({ status: 200, body: { media_id: media.id, file_size: bytes.length } })
+    // Throttled and cut: the first half, slowly, then the socket closes.
+    simulator.script.enqueue([{ bytes_per_second: 400_000, drop: "mid_stream" }], "media_download")
+    const cut = await fetch(json.url, { headers: { authorization: `Bearer ${TOKEN}` } })
+    await expect(cut.arrayBuffer()).rejects.toThrow()
+    await simulator.waitFor(() => simulator.received({ route: "media_download" }).at(-1)!.answer !== null, "the cut download's answer")
+    expect(simulator.received({ route: "media_download" }).at(-1)!.answer).toEqual({ dropped: "mid_stream" })
+  })
+
   it("postInboundMedia registers the file and posts the signed message with its id, type and base64 sha256", async () => {
     const bytes = randomBytes(5_000)
     const { media } = await simulator.postInboundMedia({ from: "+1 650-555-1234", profile_name: "Ana", type: "document", mime_type: "application/pdf", bytes, filename: "invoice.pdf", caption: "Invoice" })

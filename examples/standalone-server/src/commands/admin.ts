@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs"
-import { Core, SecretKey, type Storage } from "@switchboard/core"
+import { Core, MetaTemplateApi, SecretKey, type Storage } from "@switchboard/core"
 import { type Command, InvalidArgumentError } from "commander"
 import { type Cause, Effect, Exit, Layer, ManagedRuntime, Option, Schema } from "effect"
 import { type DatabaseLocation, databaseConfig, InvalidConfiguration, loadConfig, storageLayerFor } from "../config.js"
@@ -60,7 +60,12 @@ export const runAdminCommand = async <A, E>(
     channelVerifierFor(graphApi)
   )
   const runtime = ManagedRuntime.make(
-    Core.layer.pipe(Layer.provide(channelContext), Layer.provideMerge(storageLayerFor(location.value)))
+    Core.layer.pipe(
+      Layer.provide(channelContext),
+      Layer.provideMerge(storageLayerFor(location.value)),
+      // `templates sync` reads Meta's templates at the same Graph API.
+      Layer.merge(MetaTemplateApi.graph(graphApi))
+    )
   )
   const opened = await runtime.runPromiseExit(Effect.void)
   if (Exit.isSuccess(opened)) process.stderr.write(await describeOpenedDatabase(location.value, existed))

@@ -86,7 +86,8 @@ export const backup = (
     const result = copy(source.right, target)
     report(
       `note: channel access tokens and webhook secrets in the copy stay encrypted under the secret key ` +
-        `(${SECRET_KEY_VARIABLE}, else ${secretKeyFileOf(source.right)}): keep the key with the backup\n`
+        `(${SECRET_KEY_VARIABLE}, else ${secretKeyFileOf(source.right)}): keep a copy of the key apart from the backups ` +
+        `(a restored copy needs it; a key stored with every backup is exposed with them)\n`
     )
     return Either.right(result)
   } catch (error) {

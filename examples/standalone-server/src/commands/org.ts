@@ -25,10 +25,11 @@ export interface OrganizationView {
  * Registers `org create`, `org update` and `org list` (docs/standalone-server.md) on the program.
  *
  * - `org create --name N [--contacts-limit N|unlimited] [--label-limit N|unlimited]
- *   [--no-api-access] [--inactive]` → `{org_id, key_id, api_key}` (the key is shown
+ *   [--media-bytes-limit BYTES|unlimited] [--no-api-access] [--inactive]` → `{org_id, key_id, api_key}` (the key is shown
  *   only here);
  * - `org update --id ORG_ID [--name N] [--contacts-limit N|unlimited]
- *   [--label-limit N|unlimited] [--api-access|--no-api-access] [--active|--inactive]`
+ *   [--label-limit N|unlimited] [--media-bytes-limit BYTES|unlimited]
+ *   [--api-access|--no-api-access] [--active|--inactive]`
  *   → `{org_id, name, plan, subscription}`;
  * - `org list` → `[{org_id, name, plan, subscription}]`, oldest first.
  *
@@ -66,6 +67,7 @@ interface CreateOptions {
   readonly name: string
   readonly contactsLimit?: number | "unlimited"
   readonly labelLimit?: number | "unlimited"
+  readonly mediaBytesLimit?: number | "unlimited"
   readonly apiAccess: boolean
   readonly inactive?: true
 }
@@ -75,6 +77,7 @@ interface UpdateOptions {
   readonly name?: string
   readonly contactsLimit?: number | "unlimited"
   readonly labelLimit?: number | "unlimited"
+  readonly mediaBytesLimit?: number | "unlimited"
   readonly apiAccess?: boolean
   readonly active?: true
   readonly inactive?: true
@@ -87,6 +90,7 @@ const registerCreate = (org: Command): void => {
     .requiredOption("--name <name>", "organization name (1-255 characters)")
     .option("--contacts-limit <count>", 'most contacts the plan allows, or "unlimited" (default)', parsePlanLimit)
     .option("--label-limit <count>", 'most labels the plan allows, or "unlimited" (default)', parsePlanLimit)
+    .option("--media-bytes-limit <bytes>", 'most bytes of stored media the plan allows, or "unlimited" (default)', parsePlanLimit)
     .option("--no-api-access", "plan without access to the Developer API")
     .option("--inactive", "create the subscription inactive")
     .action((options: CreateOptions) =>
@@ -98,6 +102,7 @@ const registerCreate = (org: Command): void => {
             plan: definedFields({
               contacts_limit: planLimit(options.contactsLimit),
               label_limit: planLimit(options.labelLimit),
+              media_bytes_limit: planLimit(options.mediaBytesLimit),
               api_access: options.apiAccess
             }),
             subscription: options.inactive ? "inactive" : "active"
@@ -117,6 +122,7 @@ const registerUpdate = (org: Command): void => {
     .option("--name <name>", "new name (1-255 characters)")
     .option("--contacts-limit <count>", 'most contacts the plan allows, or "unlimited"', parsePlanLimit)
     .option("--label-limit <count>", 'most labels the plan allows, or "unlimited"', parsePlanLimit)
+    .option("--media-bytes-limit <bytes>", 'most bytes of stored media the plan allows, or "unlimited"', parsePlanLimit)
     .option("--api-access", "allow the Developer API")
     .option("--no-api-access", "deny the Developer API")
     .addOption(new Option("--active", "activate the subscription").conflicts("inactive"))
@@ -125,6 +131,7 @@ const registerUpdate = (org: Command): void => {
       const plan = definedFields({
         contacts_limit: planLimit(options.contactsLimit),
         label_limit: planLimit(options.labelLimit),
+        media_bytes_limit: planLimit(options.mediaBytesLimit),
         api_access: options.apiAccess
       })
       const subscription: SubscriptionStatus | undefined = options.active

@@ -220,6 +220,7 @@ const importChats = (organizationId: OrganizationId, contactIds: ReadonlyArray<C
             provider_message_id: null,
             failure: null,
             channel_uuid: null,
+            transport: null,
             attempts: 0,
             next_attempt_at: null,
             broadcast_uuid: null,

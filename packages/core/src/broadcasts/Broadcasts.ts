@@ -6,7 +6,7 @@ import { readCursorPageParams } from "../common/listParams.js"
 import { type InputIssue, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import type { Contact, ContactId } from "../model/contacts.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
-import { sleepUntilWoken } from "../dispatch/LeasedQueue.js"
+import { sleepUntilDueMs, sleepUntilWoken } from "../dispatch/LeasedQueue.js"
 import type { GroupId } from "../model/groups.js"
 import { nowIso } from "../internal/time.js"
 import { IssueCollector, isRecord, UUID_PATTERN } from "../internal/validation.js"
@@ -14,13 +14,14 @@ import type { LabelId } from "../model/labels.js"
 import { BROADCAST_CANCELLED_FAILURE, MessageStatus, type MessageFailure, type MessageId } from "../model/messages.js"
 import { templatePreview } from "../messaging/Messaging.js"
 import { readTemplateShape } from "../messaging/readSend.js"
+import { MessageTransport, transportKindOf } from "../messaging/MessageTransport.js"
 import { SendQueueSettings } from "../messaging/SendQueue.js"
 import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import type { BroadcastRecipientWrite, BroadcastStart } from "../storage/BroadcastRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
-import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../model/templateErrors.js"
+import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch, TemplateUnsupported } from "../model/templateErrors.js"
 import type { Template, TemplateSendObject } from "../model/templates.js"
 import { checkSendComponents } from "../templates/sendCheck.js"
 import { Templates } from "../templates/Templates.js"
@@ -35,6 +36,7 @@ import {
   MAX_BROADCAST_AUDIENCE
 } from "../model/broadcasts.js"
 import { fillPlaceholders, placeholderIssues } from "./placeholders.js"
+import { TEMPLATE_NOT_APPROVED_STOP, TEMPLATE_UNSUPPORTED_STOP } from "../templates/broadcastStops.js"
 
 /**
  * One page of broadcasts (`GET /broadcasts`), newest first.
@@ -79,6 +81,7 @@ export type BroadcastCreateError =
   | InvalidInput
   | TemplateNotFound
   | TemplateNotApproved
+  | TemplateUnsupported
   | TemplateParametersMismatch
   | RecordNotFound
   | EmptyAudience
@@ -98,7 +101,8 @@ export interface BroadcastsService {
    * `contact.first_name`, `contact.last_name`, `contact.phone`, `contact.email`:
    * `invalid_placeholder`), the audience's uuids (at most 1 000 of each kind; unknown ones
    * → `RecordNotFound`), `channel_uuid` (else the organization's default channel) and
-   * `send_at` (ISO 8601 with an offset). Then counts the audience: 0 → `EmptyAudience`, over
+   * `send_at` (ISO 8601 with an offset). Its `transport` is the transport's kind for a
+   * message through that channel (`transportKindOf`). Then counts the audience: 0 → `EmptyAudience`, over
    * {@link MAX_BROADCAST_AUDIENCE} → `AudienceTooLarge`. Creates it `scheduled` when
    * `send_at` is in the future, else `sending`; its recipients are written by the starter
    * ({@link startDueBroadcasts}). Nothing is written on any failure.
@@ -136,13 +140,13 @@ export interface BroadcastsService {
 }
 
 /**
- * Tag of the {@link BroadcastsService}; `Broadcasts.layer` needs `Storage`, `SecureRandom`
- * and `Templates`.
+ * Tag of the {@link BroadcastsService}; `Broadcasts.layer` needs `Storage`, `SecureRandom`,
+ * `Templates` and `MessageTransport` (whose `kind` settles a broadcast's `transport`).
  *
  * @category services
  */
 export class Broadcasts extends Context.Tag("@switchboard/core/Broadcasts")<Broadcasts, BroadcastsService>() {
-  static readonly layer: Layer.Layer<Broadcasts, never, Storage | SecureRandom | Templates> = Layer.effect(
+  static readonly layer: Layer.Layer<Broadcasts, never, Storage | SecureRandom | Templates | MessageTransport> = Layer.effect(
     Broadcasts,
     Effect.suspend(() => make)
   )
@@ -155,6 +159,7 @@ const make = Effect.gen(function*() {
   const storage = yield* Storage
   const random = yield* SecureRandom
   const templates = yield* Templates
+  const transport = yield* MessageTransport
 
   const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "broadcast", uuid: id }] })
 
@@ -183,8 +188,11 @@ const make = Effect.gen(function*() {
       const created = yield* storage.broadcasts.findById(organizationId, options.broadcastUuid)
       if (Option.isSome(created)) return created.value
     }
-    const resolved = yield* templates.resolveForSend(organizationId, shape!)
-    const channelId = yield* chooseChannel(storage, organizationId, requestedChannel)
+    const channel = yield* chooseChannel(storage, organizationId, requestedChannel)
+    // The template of the channel's WhatsApp Business Account, else one with no account.
+    const resolved = yield* templates.resolveForSend(organizationId, shape!, channel?.waba_id ?? null)
+    // Settled now, from the channel, for the broadcast and each of its recipients' messages.
+    const transportKind = transportKindOf(transport, { channel: channel === null ? null : { uuid: channel.uuid } })
     yield* requireAudience(storage, organizationId, audience)
     const size = yield* storage.broadcasts.countAudience(organizationId, audience)
     if (size === 0) return yield* new EmptyAudience()
@@ -198,7 +206,8 @@ const make = Effect.gen(function*() {
       // The components as given (placeholders kept), in the shape the template check normalised.
       template: { name: resolved.send.name, language: resolved.send.language, components: (shape!.components ?? []) as TemplateSendObject["components"] },
       audience,
-      channel_uuid: channelId,
+      channel_uuid: channel?.uuid ?? null,
+      transport: transportKind,
       send_at: sendAt === null ? null : new Date(sendAt).toISOString(),
       now: new Date(nowMs).toISOString()
     })
@@ -312,18 +321,21 @@ const readSendAt = (collector: IssueCollector, value: unknown): number | null =>
   return ms
 }
 
-/** The broadcast's channel: the requested one (else `RecordNotFound`), else the organization's default, else `null`. */
+/**
+ * The broadcast's channel (its uuid and WhatsApp Business Account): the requested one
+ * (else `RecordNotFound`), else the organization's default, else `null`.
+ */
 const chooseChannel = (storage: StorageService, organizationId: OrganizationId, requested: string | null) =>
   Effect.gen(function*() {
     if (requested === null) {
       const [first] = yield* storage.channels.list(organizationId)
-      return first === undefined ? null : first.uuid
+      return first === undefined ? null : { uuid: first.uuid, waba_id: first.waba_id }
     }
     const found = yield* storage.channels.findById(organizationId, requested as ChannelId)
     if (Option.isNone(found)) {
       return yield* new RecordNotFound({ missing: [{ resource: "channel", uuid: requested, field: "channel_uuid" }] })
     }
-    return found.value.channel.uuid
+    return { uuid: found.value.channel.uuid, waba_id: found.value.channel.waba_id }
   })
 
 /** Every uuid of the audience must be one of the organization's: else `RecordNotFound` naming each. */
@@ -401,16 +413,18 @@ const writeStart = (start: BroadcastStart) =>
     const { broadcast, organization_id: organizationId, lease } = start
     const stop = (reason: MessageFailure) =>
       Effect.flatMap(nowIso, (now) => storage.broadcasts.stop(organizationId, broadcast.uuid, reason, now))
-    const template = yield* storage.templates.findByIdentity(organizationId, broadcast.template.name, broadcast.template.language.code)
-    if (Option.isNone(template) || template.value.status !== "APPROVED") {
-      return yield* stop(stopReason("template_not_approved", "The broadcast's template is no longer approved"))
-    }
     let throughput: number | null = null
+    let wabaId: string | null = null
     if (broadcast.channel_uuid !== null) {
       const channel = yield* storage.channels.findById(organizationId, broadcast.channel_uuid)
       if (Option.isNone(channel)) return yield* stop(stopReason("channel_removed", "The broadcast's channel was removed"))
       throughput = channel.value.channel.throughput_mps
+      wabaId = channel.value.channel.waba_id
     }
+    // The template of the channel's WhatsApp Business Account, else one with no account.
+    const template = yield* storage.templates.findByIdentity(organizationId, broadcast.template.name, broadcast.template.language.code, wabaId)
+    if (Option.isNone(template) || template.value.status !== "APPROVED") return yield* stop(TEMPLATE_NOT_APPROVED_STOP)
+    if (template.value.problems.length > 0) return yield* stop(TEMPLATE_UNSUPPORTED_STOP)
     const total = yield* storage.broadcasts.countAudience(organizationId, broadcast.audience)
     // claimStart sets started_at; the clock stands in only for a store that did not.
     const startedAt = broadcast.started_at === null ? yield* Clock.currentTimeMillis : Date.parse(broadcast.started_at)
@@ -483,6 +497,7 @@ const recipientOf = (
     content: null,
     provider_message_id: null,
     channel_uuid: broadcast.channel_uuid,
+    transport: broadcast.transport,
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcast.uuid,
@@ -521,7 +536,9 @@ const recipientOf = (
 
 /**
  * Options of {@link runBroadcastStarter}: `pollIntervalMs`, the longest sleep between two
- * passes (ms, default 1 000: a scheduled broadcast starts within that of its `send_at`).
+ * passes (ms, default 1 000): how soon the loop finds a start it was not told of (a
+ * broadcast another process created after this loop's last pass); a start it knows of
+ * (`BroadcastRepository.nextStartDueAt`) ends the sleep when it is due.
  *
  * @category dispatch
  */
@@ -530,10 +547,14 @@ export interface BroadcastStarterOptions {
 }
 
 /**
- * The broadcasts' loop (docs/broadcasts.md "How a broadcast starts"): {@link startDueBroadcasts}
- * at least once per `pollIntervalMs`, and at once when the process's {@link DispatchWake}
- * fires (a broadcast created, a recipient settled). Runs until interrupted; a failed pass
- * is logged and the next one runs.
+ * The broadcasts' loop (docs/broadcasts.md "How a broadcast starts"): {@link startDueBroadcasts},
+ * then a sleep until the earliest of the next due start (`BroadcastRepository.nextStartDueAt`,
+ * read after each pass: a scheduled broadcast starts at its `send_at`, a start whose holder
+ * died when its lease ends), `pollIntervalMs`, and a wake of the process's
+ * {@link DispatchWake} (a broadcast created, a recipient settled). Two passes begin at least
+ * 200 ms apart, also when a start is already due (no busy loop). Runs until interrupted;
+ * a failed pass is logged and the next one runs after `pollIntervalMs` (or a wake), as
+ * after a failed read of the next due start.
  *
  * @category dispatch
  */
@@ -542,6 +563,7 @@ export const runBroadcastStarter = (
 ): Effect.Effect<never, never, Storage | SecureRandom | SendQueueSettings | DispatchWake> =>
   Effect.scoped(
     Effect.gen(function*() {
+      const storage = yield* Storage
       const wake = yield* DispatchWake
       const pollIntervalMs = options.pollIntervalMs ?? 1_000
       // A wake during a pass is kept (one), so the next sleep ends at once.
@@ -550,10 +572,22 @@ export const runBroadcastStarter = (
       yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
       for (;;) {
         const passStartedAt = yield* Clock.currentTimeMillis
-        yield* startDueBroadcasts.pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("Broadcast pass failed", cause))
+        const passed = yield* startDueBroadcasts.pipe(
+          Effect.as(true),
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("Broadcast pass failed", cause), false))
         )
-        yield* sleepUntilWoken(mailbox, pollIntervalMs)
+        // After a failed pass, the poll interval: a start it could not claim would stay due,
+        // and a pass (and its warning) would follow every MIN_PASS_GAP_MS.
+        const dueAt = passed ? yield* Effect.orElseSucceed(storage.broadcasts.nextStartDueAt(), () => null) : null
+        const now = yield* Clock.currentTimeMillis
+        const until = now + sleepUntilDueMs(now, pollIntervalMs, dueAt)
+        // A timer may fire a little before its time by the clock (Node's timers count from
+        // the event loop's cached time): sleep the rest, else the pass finds nothing due
+        // and the start waits MIN_PASS_GAP_MS more.
+        for (let left = until - now; !(yield* sleepUntilWoken(mailbox, left));) {
+          left = until - (yield* Clock.currentTimeMillis)
+          if (left <= 0) break
+        }
         // Woken by every settled message while a broadcast sends: at most one pass per MIN_PASS_GAP_MS.
         const gap = MIN_PASS_GAP_MS - ((yield* Clock.currentTimeMillis) - passStartedAt)
         if (gap > 0) yield* Effect.sleep(gap)

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl } from "./graphApi.js"
+import { graphAnsweredStatus, type GraphApiOptions, graphBaseUrl, graphSignal, graphUnreachable, graphUrl, withoutSecret } from "./graphApi.js"
 import { ChannelVerificationFailed } from "../model/channelErrors.js"
 
 /**
@@ -89,10 +89,6 @@ export const graphVerifier = (options: GraphApiOptions): ChannelVerifierService 
     )
   }
 })
-
-/** `text` with every occurrence of `secret` replaced, so no message can carry it. */
-const withoutSecret = (text: string, secret: string): string =>
-  secret === "" ? text : text.split(secret).join("[redacted]")
 
 interface GraphPhoneNumber {
   readonly id?: unknown

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { type ChannelTemplateSync, channelTemplateSyncOf } from "../model/templateSyncs.js"
 import { type InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
 import type { OrganizationId } from "../model/organizations.js"
@@ -97,6 +98,15 @@ export interface ChannelsService {
     organizationId: OrganizationId,
     id: ChannelId
   ) => Effect.Effect<ChannelQueueFigures, RecordNotFound | SecretKeyMissing | StorageError>
+  /**
+   * The last template sync of the channel's WhatsApp Business Account (`GET
+   * /channels/{uuid}`, docs/channels.md "Template sync"): `{last_run_at, outcome, error}`,
+   * every field `null` before the first run. Unknown channel → `RecordNotFound`.
+   */
+  readonly templateSync: (
+    organizationId: OrganizationId,
+    id: ChannelId
+  ) => Effect.Effect<ChannelTemplateSync, RecordNotFound | SecretKeyMissing | StorageError>
   /**
    * Disconnects a channel (its encrypted token is deleted with it; its waiting messages
    * fail with code `channel_removed`); unknown → `RecordNotFound`.
@@ -250,12 +260,19 @@ const make = Effect.gen(function* () {
     return yield* storage.outbox.channelQueue(organizationId, id)
   })
 
+  const templateSync = Effect.fn("Channels.templateSync")(function* (organizationId: OrganizationId, id: ChannelId) {
+    const channel = yield* get(organizationId, id)
+    const sync = yield* storage.templateSyncs.get(organizationId, channel.waba_id)
+    return channelTemplateSyncOf(Option.getOrUndefined(sync))
+  })
+
   const service: ChannelsService = {
     add,
     get,
     update,
     resume,
     queue,
+    templateSync,
     list: (organizationId) => Effect.zipRight(requireKey, storage.channels.list(organizationId)),
     remove: (organizationId, id) =>
       Effect.zipRight(

@@ -125,3 +125,12 @@ const describeFetchError = (error: unknown): string => {
  */
 export const graphSignal = (options: GraphApiOptions, signal: AbortSignal): AbortSignal =>
   AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS)])
+
+/**
+ * `text` with every occurrence of `secret` (an access token) replaced by `[redacted]`, so
+ * no failure's message can carry it; an empty `secret` leaves `text` as it is.
+ *
+ * @category messaging
+ */
+export const withoutSecret = (text: string, secret: string): string =>
+  secret === "" ? text : text.split(secret).join("[redacted]")

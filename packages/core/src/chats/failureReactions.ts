@@ -7,12 +7,12 @@ import type { StorageService } from "../storage/Storage.js"
 
 /**
  * Meta's codes that stop a broadcast (docs/broadcasts.md "What stops a broadcast"): its
- * template paused (132015) or disabled (132016), or its channel's number limited for spam
- * (131048).
+ * template missing at Meta in that language (132001), paused (132015) or disabled
+ * (132016), or its channel's number limited for spam (131048).
  *
  * @category broadcasts
  */
-export const BROADCAST_STOPPING_CODES: ReadonlyArray<string> = ["132015", "132016", "131048"]
+export const BROADCAST_STOPPING_CODES: ReadonlyArray<string> = ["132001", "132015", "132016", "131048"]
 
 /**
  * Meta's code for a recipient who stopped marketing messages (docs/broadcasts.md "Opt-outs").

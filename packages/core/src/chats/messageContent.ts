@@ -67,13 +67,15 @@ export const readContent = (
 /**
  * Reads an inbound message's `type` and content (`Chats.receiveInbound`, docs/chats.md
  * "Message types"): `text` messages need `text` (1–4096 characters); the media types need
- * `media` `{type (the message's type), id (1–255), mime_type?, caption?, filename?}`;
+ * `media` `{type (the message's type), id (1–255), mime_type?, caption?, filename?}`
+ * (`id` optional with `mediaIdOptional`: a file the provider refused as too large);
  * another type's `text` is optional and cut to 4096 characters; `content`, when given,
  * must be a JSON object.
  */
 export const readInboundContent = (
   collector: IssueCollector,
-  input: { readonly type?: unknown; readonly text?: unknown; readonly media?: unknown; readonly content?: unknown }
+  input: { readonly type?: unknown; readonly text?: unknown; readonly media?: unknown; readonly content?: unknown },
+  mediaIdOptional = false
 ): ReadContent => {
   const type = input.type
   const content = input.content === undefined || input.content === null ? null : contentFields(collector, input.content)
@@ -83,7 +85,7 @@ export const readInboundContent = (
   }
   if (type === "text") return { type, text: messageText(collector, "text", input.text, true), template: null, media: null, content }
   const isMedia = (MEDIA_TYPES as ReadonlyArray<string>).includes(type)
-  const media = isMedia ? inboundMedia(collector, type, input.media) : null
+  const media = isMedia ? inboundMedia(collector, type, input.media, mediaIdOptional) : null
   if (!isMedia && input.media !== undefined && input.media !== null) {
     collector.add("invalid_format", "media", `media is only given with the types ${MEDIA_TYPES.join(", ")}`)
   }
@@ -94,19 +96,19 @@ export const readInboundContent = (
   return { type: type as MessageType, text, template: null, media, content }
 }
 
-const inboundMedia = (collector: IssueCollector, type: string, value: unknown): MessageMediaContent | null => {
+const inboundMedia = (collector: IssueCollector, type: string, value: unknown, idOptional: boolean): MessageMediaContent | null => {
   if (!isObject(value)) {
     collector.add(value === undefined || value === null ? "required" : "invalid_type", "media", "media must be an object {type, id, mime_type?, caption?, filename?}")
     return null
   }
   if (value.type !== type) collector.add("invalid_format", "media.type", `media.type must be the message's type, ${type}`)
-  const id = collector.requiredText("media.id", value.id, MAX_NAME_LENGTH)
+  const id = idOptional ? collector.optionalText("media.id", value.id, MAX_NAME_LENGTH) : collector.requiredText("media.id", value.id, MAX_NAME_LENGTH)
   const mime_type = collector.optionalText("media.mime_type", value.mime_type, MAX_NAME_LENGTH)
   const caption = collector.optionalText("media.caption", value.caption, MAX_MESSAGE_TEXT_LENGTH)
   const filename = collector.optionalText("media.filename", value.filename, MAX_NAME_LENGTH)
   return {
     type: type as MessageMediaContent["type"],
-    id,
+    ...(id === null ? {} : { id }),
     ...(mime_type === null ? {} : { mime_type }),
     ...(caption === null ? {} : { caption }),
     ...(filename === null ? {} : { filename })
@@ -164,26 +166,39 @@ const template = (collector: IssueCollector, value: unknown): MessageTemplateCon
   return { name, language: { code }, components }
 }
 
-/** Reads the `media` of an outbound `media` message (`POST /send/media`), or `null` with an issue. */
+/**
+ * Reads the `media` of an outbound `media` message (`POST /send/media`), or `null` with an
+ * issue: `type` image, video, audio or document (optional with `media_uuid`: the stored
+ * file's); an http(s) `url` or the `media_uuid` of a stored file, one of the two;
+ * `mime_type` (with `media_uuid`), `caption` and `filename` optional.
+ */
 export const readOutboundMedia = (collector: IssueCollector, value: unknown): OutboundMediaContent | null => {
   if (!isObject(value)) {
-    collector.add(value === undefined ? "required" : "invalid_type", "media", "media must be an object {type, url, caption?, filename?}")
+    collector.add(value === undefined ? "required" : "invalid_type", "media", "media must be an object {type, url or media_uuid, caption?, filename?}")
     return null
   }
+  const stored = value.media_uuid !== undefined && value.media_uuid !== null
   const type = value.type
-  if (typeof type !== "string" || !(OUTBOUND_MEDIA_TYPES as ReadonlyArray<string>).includes(type)) {
+  if (!(stored && (type === undefined || type === null)) && (typeof type !== "string" || !(OUTBOUND_MEDIA_TYPES as ReadonlyArray<string>).includes(type))) {
     collector.add("invalid_format", "media.type", `media.type must be one of ${OUTBOUND_MEDIA_TYPES.join(", ")}`)
+  }
+  const caption = collector.optionalText("media.caption", value.caption, MAX_CAPTION_LENGTH)
+  const filename = collector.optionalText("media.filename", value.filename, MAX_NAME_LENGTH)
+  const extras = { ...(caption === null ? {} : { caption }), ...(filename === null ? {} : { filename }) }
+  if (stored) {
+    if (value.url !== undefined && value.url !== null) collector.add("invalid_format", "media.url", "give media.url or media.media_uuid, not both")
+    const mediaUuid = collector.optionalUuid("media.media_uuid", value.media_uuid) ?? ""
+    const mimeType = collector.optionalText("media.mime_type", value.mime_type, MAX_NAME_LENGTH)
+    return {
+      type: (typeof type === "string" ? type : "document") as OutboundMediaContent["type"],
+      media_uuid: mediaUuid.toLowerCase(),
+      ...(mimeType === null ? {} : { mime_type: mimeType }),
+      ...extras
+    }
   }
   const url = collector.requiredText("media.url", value.url, MAX_MEDIA_URL_LENGTH)
   if (url !== "" && !isHttpUrl(url)) collector.add("invalid_format", "media.url", "media.url must be an http or https URL")
-  const caption = collector.optionalText("media.caption", value.caption, MAX_CAPTION_LENGTH)
-  const filename = collector.optionalText("media.filename", value.filename, MAX_NAME_LENGTH)
-  return {
-    type: type as OutboundMediaContent["type"],
-    url,
-    ...(caption === null ? {} : { caption }),
-    ...(filename === null ? {} : { filename })
-  }
+  return { type: type as OutboundMediaContent["type"], url, ...extras }
 }
 
 const isHttpUrl = (text: string): boolean => {

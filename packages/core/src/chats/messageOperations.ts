@@ -11,8 +11,12 @@ import {
   PENDING_STATUS_TTL_MS,
   type Message,
   type MessageFailure,
-  type MessageId
+  type MessageId,
+  type MessageMediaContent,
+  TransportKind
 } from "../model/messages.js"
+import { INBOUND_MEDIA_ID_LIFETIME_MS, mediaFailure } from "../model/media.js"
+import type { NewInboundMedia } from "../storage/MediaRepository.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import { Settings } from "../common/Settings.js"
@@ -85,7 +89,7 @@ export const makeMessageOperations = (
     const { defaultCountry } = yield* Settings
     const collector = new IssueCollector()
     const phone = inboundPhone(collector, input.phone, defaultCountry)
-    const content = readInboundContent(collector, input)
+    const content = readInboundContent(collector, input, input.media_fetch?.too_large === true)
     const providerId = providerMessageId(collector, input.provider_message_id)
     const first_name = collector.optionalText("first_name", input.first_name)
     const last_name = collector.optionalText("last_name", input.last_name)
@@ -93,17 +97,31 @@ export const makeMessageOperations = (
     if (collector.issues.length > 0) return yield* invalid(collector)
     // A reaction is not something to read or answer: it neither counts as unread nor reopens.
     const isReaction = content.type === "reaction"
-    const outcome: ChatAppendOutcome = yield* append(organizationId, ([contactId, chatId, messageId], now) => ({
-      contact: { _tag: "ByPhone", phone: phone.phone, create: { uuid: contactId as ContactId, first_name, last_name, phone_valid: phone.valid } },
-      newChat: { uuid: chatId as ChatId, status: "open" },
-      message: newMessage(messageId!, "inbound", content, "delivered", providerId, now, channelId),
-      unreadIncrement: isReaction ? 0 : 1,
-      reopen: { from: isReaction ? [] : REOPENED_BY_INBOUND, to: "open" },
-      dedupe: true,
-      now,
-      // Through a channel, the message opens (or extends) the customer service window there.
-      ...(channelId === null ? {} : { inboundAt: inboundWindowInstant(content.content, Date.parse(now)) })
-    }))
+    // A media message through a channel gets its media record (docs/media.md "Inbound").
+    const mediaUuid = content.media !== null && channelId !== null && input.media_fetch !== undefined ? yield* random.uuid() : null
+    const outcome: ChatAppendOutcome = yield* append(organizationId, ([contactId, chatId, messageId], now) => {
+      const media = mediaUuid === null ? undefined : inboundMediaRecord(mediaUuid, content.media!, input.media_fetch!, channelId!, now)
+      return {
+        contact: { _tag: "ByPhone", phone: phone.phone, create: { uuid: contactId as ContactId, first_name, last_name, phone_valid: phone.valid } },
+        newChat: { uuid: chatId as ChatId, status: "open" },
+        message: newMessage(
+          messageId!,
+          "inbound",
+          media === undefined ? content : { ...content, media: { ...content.media!, media_uuid: media.uuid, status: media.status, failure: media.failure } },
+          "delivered",
+          providerId,
+          now,
+          channelId
+        ),
+        unreadIncrement: isReaction ? 0 : 1,
+        reopen: { from: isReaction ? [] : REOPENED_BY_INBOUND, to: "open" },
+        dedupe: true,
+        now,
+        // Through a channel, the message opens (or extends) the customer service window there.
+        ...(channelId === null ? {} : { inboundAt: inboundWindowInstant(content.content, Date.parse(now)) }),
+        ...(media === undefined ? {} : { media })
+      }
+    })
     switch (outcome._tag) {
       case "Appended":
         return receipt(outcome, false)
@@ -125,11 +143,12 @@ export const makeMessageOperations = (
     const content = readContent(collector, input, ["text", "template", "media"])
     const providerId = providerMessageId(collector, input.provider_message_id)
     const channelId = collector.optionalUuid("channel_uuid", input.channel_uuid)
+    const transport = readTransport(collector, input.transport)
     if (collector.issues.length > 0) return yield* invalid(collector)
     const outcome = yield* append(organizationId, ([, chatId, messageId], now) => ({
       contact: { _tag: "ById", uuid: contactId },
       newChat: { uuid: chatId as ChatId, status: "open" },
-      message: newMessage(input.uuid ?? messageId!, "outbound", content, "queued", providerId, now, channelId),
+      message: newMessage(input.uuid ?? messageId!, "outbound", content, "queued", providerId, now, channelId, transport),
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,
@@ -249,6 +268,44 @@ export const makeMessageOperations = (
   return { receiveInbound, appendOutbound, updateMessageStatus, applyProviderStatus, ensure }
 }
 
+/**
+ * The media record of an inbound media message (docs/media.md "Inbound"): `pending` with a
+ * fetch job due now, its provider id lapsing 7 days after receipt; `failed` `too_large`
+ * without a job when the provider refused the file (131052) or gave no id.
+ */
+const inboundMediaRecord = (
+  uuid: string,
+  media: MessageMediaContent,
+  fetch: NonNullable<InboundMessageInput["media_fetch"]>,
+  channelUuid: string,
+  now: string
+): NewInboundMedia => {
+  const failed = fetch.too_large || media.id === undefined
+  return {
+    uuid,
+    type: media.type,
+    mime_type: media.mime_type ?? "application/octet-stream",
+    size: null,
+    sha256: null,
+    filename: media.filename ?? null,
+    status: failed ? "failed" : "pending",
+    failure: failed ? mediaFailure("too_large") : null,
+    source: "inbound",
+    blob_key: null,
+    created_at: now,
+    stored_at: null,
+    fetch: failed
+      ? null
+      : {
+        channel_uuid: channelUuid,
+        provider_media_id: media.id!,
+        declared_sha256: fetch.declared_sha256,
+        expires_at: new Date(Date.parse(now) + INBOUND_MEDIA_ID_LIFETIME_MS).toISOString(),
+        next_fetch_at: now
+      }
+  }
+}
+
 /** A new message record of `content`, created now. */
 const newMessage = (
   uuid: string,
@@ -257,7 +314,8 @@ const newMessage = (
   status: MessageStatus,
   provider_message_id: string | null,
   now: string,
-  channel_uuid: string | null = null
+  channel_uuid: string | null = null,
+  transport: TransportKind | null = null
 ): ChatAppendRequest["message"] => ({
   uuid: uuid as MessageId,
   direction,
@@ -266,12 +324,21 @@ const newMessage = (
   provider_message_id,
   failure: null,
   channel_uuid,
+  transport,
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
   created_at: now,
   updated_at: now
 })
+
+/** An outbound message's `transport`: a {@link TransportKind}, or `null` when absent; else an issue. */
+const readTransport = (collector: IssueCollector, value: unknown): TransportKind | null => {
+  if (value === undefined || value === null) return null
+  if ((TransportKind.literals as ReadonlyArray<unknown>).includes(value)) return value as TransportKind
+  collector.add("invalid_format", "transport", `transport must be one of ${TransportKind.literals.join(", ")}`)
+  return null
+}
 
 /** Adds an issue unless `status` is a {@link MessageStatus}; whether it added one. */
 const readStatus = (collector: IssueCollector, status: unknown): boolean => {

@@ -330,7 +330,7 @@ export const runLeasedQueue = <J, O, E, R>(
         lastPassAt = now
         const full = yield* pass(now)
         if (options.status !== undefined) yield* Ref.set(options.status.lastPassEndedAt, yield* Clock.currentTimeMillis)
-        yield* full ? Queue.take(mailbox) : sleepUntilWoken(mailbox, sleepMs(now, options.pollIntervalMs, known.dueAt))
+        yield* full ? Queue.take(mailbox) : sleepUntilWoken(mailbox, sleepUntilDueMs(now, options.pollIntervalMs, known.dueAt))
       }
     })
   )
@@ -368,15 +368,23 @@ const claimSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number,
 const nextDueSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number) =>
   queue.nextDueAt === undefined ? Effect.succeed(null) : Effect.orElseSucceed(queue.nextDueAt(now), () => null)
 
-/** How long to sleep at `now`: until the known due time when it comes before the poll interval ends (≥ 0 ms). */
-const sleepMs = (now: number, pollIntervalMs: number, dueAt: number | null): number =>
+/**
+ * How long a loop sleeps at `now` (epoch ms): until the known due time `dueAt` (epoch ms,
+ * `null`: none known) when it comes before the poll interval ends, else `pollIntervalMs`;
+ * 0 for a due time already past. Shared by the loops that know their next due time (the
+ * broadcasts' starter).
+ *
+ * @internal
+ */
+export const sleepUntilDueMs = (now: number, pollIntervalMs: number, dueAt: number | null): number =>
   dueAt === null ? pollIntervalMs : Math.max(0, Math.min(pollIntervalMs, dueAt - now))
 
 /**
  * Sleeps `ms` on Effect's `Clock`, or less when the mailbox receives a poke (which it
- * takes). Shared by the loops that a `DispatchWake` ends early (the broadcasts' starter).
+ * takes): `true` when a poke ended it, `false` when the time ran out. Shared by the loops
+ * that a `DispatchWake` ends early (the broadcasts' starter).
  *
  * @internal
  */
-export const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<void> =>
-  Effect.raceFirst(Queue.take(mailbox), Effect.sleep(ms))
+export const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<boolean> =>
+  Effect.raceFirst(Effect.as(Queue.take(mailbox), true), Effect.as(Effect.sleep(ms), false))

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { createWriteStream } from "node:fs"
 import { mkdir, open, readdir, rename, rm, stat, unlink } from "node:fs/promises"
+import { hostname } from "node:os"
 import { dirname, join } from "node:path"
 import { pipeline } from "node:stream/promises"
 import { Effect, Layer } from "effect"
@@ -13,7 +14,9 @@ import { blobCall, measuredSource, putFailure } from "../storage/blobSupport.js"
  *   missing); the standalone server's `MEDIA_DIR`;
  * - `partialMaxAgeMs`: partial files of `put`s older than this are removed when the store
  *   starts (left by a process that stopped mid-write; default 86 400 000, a day, so that a
- *   write of another process sharing the directory is never removed).
+ *   write of another process sharing the directory is never removed). The partial files of
+ *   a process of this host that is no longer running (or that had this process's id: an
+ *   earlier run in the same container) are removed at the start whatever their age.
  *
  * @category storage
  */
@@ -26,13 +29,34 @@ export interface FileBlobStoreOptions {
 const PARTIAL = ".partial"
 const DAY_MS = 86_400_000
 
+/** This host's name as it may appear in a file name (`~` separates a partial file's parts). */
+const hostTag = (): string => hostname().replace(/[^A-Za-z0-9.-]/g, "_")
+
+/**
+ * The partial files this process is writing, shared by every store of the process (and by
+ * every copy of this module loaded in it): a store starting over the same directory must
+ * not take them for an earlier process's.
+ */
+const writing: Set<string> = ((globalThis as Record<symbol, unknown>)[Symbol.for("@switchboard/core/FileBlobStore/writing")] ??= new Set<string>()) as Set<string>
+
+/** Whether the process `pid` of this host runs (a process we may not signal runs too). */
+const isRunning = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    return (cause as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
 const isMissing = (cause: unknown): boolean => (cause as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
 
 /**
  * Builds a file-system blob store (docs/media.md "Blob stores"). A `put` streams into a
- * partial file under `<directory>/.partial/`, flushed to disk, then renamed onto the key's
- * path: readers see the whole blob or none, and a process stopped mid-write leaves no half
- * file under any key. `move` is a rename. Fails with {@link BlobStoreError} (operation
+ * partial file under `<directory>/.partial/` (named after this host and process), flushed
+ * to disk, then renamed onto the key's path: readers see the whole blob or none, and a
+ * process stopped mid-write leaves no half file under any key; its partial file is removed
+ * when a store starts on the same host (see {@link FileBlobStoreOptions}). `move` is a rename. Fails with {@link BlobStoreError} (operation
  * `"blobs.open"`) when the directory cannot be created.
  *
  * @category constructors
@@ -48,10 +72,25 @@ export const make = (options: FileBlobStoreOptions): Effect.Effect<BlobStoreServ
     catch: (cause) => new BlobStoreError({ operation: "blobs.open", cause })
   })
 
+/**
+ * Removes the partial files no put will finish: those of a process of this host that is not
+ * running, or that had this process's id (an earlier run: this one is only starting), and
+ * any not written to for `maxAgeMs` (another host's, whose processes cannot be asked).
+ * A partial file is named `<host>~<pid>~<uuid>`.
+ */
 const removeOldPartials = async (partials: string, maxAgeMs: number): Promise<void> => {
   const before = Date.now() - maxAgeMs
+  const host = hostTag()
   for (const name of await readdir(partials)) {
     const path = join(partials, name)
+    if (writing.has(path)) continue
+    const owner = /^(.+)~(\d+)~[^~]+$/.exec(name)
+    const pid = owner === null ? undefined : Number(owner[2])
+    const abandoned = owner?.[1] === host && pid !== undefined && (pid === process.pid || !isRunning(pid))
+    if (abandoned) {
+      await rm(path, { force: true })
+      continue
+    }
     const stats = await stat(path).catch(() => undefined)
     if (stats !== undefined && stats.mtimeMs < before) await rm(path, { force: true })
   }
@@ -66,8 +105,9 @@ const service = (directory: string, partials: string): BlobStoreService => {
         "blobs.put",
         [key],
         async () => {
-          const partial = join(partials, randomUUID())
+          const partial = join(partials, `${hostTag()}~${process.pid}~${randomUUID()}`)
           const measured = measuredSource(source, options?.maxBytes)
+          writing.add(partial)
           try {
             await pipeline(measured.bytes, createWriteStream(partial, { flags: "wx", flush: true }))
             const target = pathOf(key)
@@ -76,6 +116,8 @@ const service = (directory: string, partials: string): BlobStoreService => {
           } catch (cause) {
             await rm(partial, { force: true })
             throw cause
+          } finally {
+            writing.delete(partial)
           }
           return measured.written()
         },

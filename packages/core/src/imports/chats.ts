@@ -200,6 +200,8 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
     provider_message_id: null,
     failure: null,
     channel_uuid: null,
+    // Imported history was never handed to a transport.
+    transport: null,
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,

@@ -8,8 +8,10 @@ import { groupRepository, labelRepository } from "./groupsAndLabels.js"
 import { idempotencyRepository } from "./idempotency.js"
 import { organizationRepository } from "./organizations.js"
 import { outboxRepository } from "./outbox.js"
+import { mediaRepository } from "./media.js"
 import { makeState } from "./state.js"
 import { templateRepository } from "./templates.js"
+import { templateSyncRepository } from "./templateSyncs.js"
 import { webhookRejectRepository } from "./webhookRejects.js"
 import { webhookRepository } from "./webhooks.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
@@ -37,6 +39,8 @@ export const make = (): StorageService => {
     webhookRejects: webhookRejectRepository(),
     outbox: outboxRepository(state),
     broadcasts: broadcastRepository(state),
+    media: mediaRepository(state),
+    templateSyncs: templateSyncRepository(state),
     // Nothing to reach and no schema: always current.
     health: () => Effect.succeed({ migrations_current: true })
   }

@@ -169,6 +169,21 @@ export const broadcastRepository = (state: MemoryState): BroadcastRepository => 
       }
       return Option.none()
     }),
+  nextStartDueAt: () =>
+    Effect.sync(() => {
+      // claimStart's two branches without their time bound.
+      let earliest: number | null = null
+      for (const row of state.broadcasts.values()) {
+        const dueAt =
+          row.status === "scheduled" && row.send_at !== null
+            ? Date.parse(row.send_at)
+            : row.status === "sending" && !row.start_finished
+            ? (row.start_lease_until ?? 0)
+            : null
+        if (dueAt !== null && (earliest === null || dueAt < earliest)) earliest = dueAt
+      }
+      return earliest
+    }),
   writeRecipients: (organizationId, id, lease, batch) =>
     Effect.sync(() => {
       const row = owned(state, organizationId, id)
@@ -208,6 +223,13 @@ export const broadcastRepository = (state: MemoryState): BroadcastRepository => 
         ? ({ _tag: "Refused", broadcast: recordOf(state, row) } as const)
         : ({ _tag: "Done", broadcast: recordOf(state, ended) } as const)
     }),
+  sending: (organizationId) =>
+    Effect.sync(() =>
+      [...state.broadcasts.values()]
+        .filter((row) => row.organization_id === organizationId && row.status === "sending")
+        .sort((a, b) => (a.created_at === b.created_at ? (a.uuid < b.uuid ? -1 : 1) : a.created_at < b.created_at ? -1 : 1))
+        .map((row) => recordOf(state, row))
+    ),
   stop: (organizationId, id, reason, now) =>
     Effect.sync(() => {
       const row = owned(state, organizationId, id)

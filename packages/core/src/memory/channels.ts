@@ -3,11 +3,13 @@ import type { Channel } from "../model/channels.js"
 import type { ChannelRepository } from "../storage/ChannelRepository.js"
 import { failChannelMessages } from "./outbox.js"
 import type { MemoryState } from "./state.js"
+import { ensureTemplateSyncDue } from "./templateSyncs.js"
 
 /**
  * The channels repository of the memory store: the store's map of channels (oldest first
  * by insertion, which is `created_at` order within one process) and the secret-key check
- * value. Every method is synchronous, so each check and its write are atomic; a delete
+ * value. Every method is synchronous, so each check and its write are atomic; an insert
+ * makes its account's template sync record due at once (templateSyncs.ts); a delete
  * fails the channel's waiting messages of the send queue in the same step (at the time
  * of the delete: the method is given none).
  */
@@ -25,6 +27,7 @@ export const channelRepository = (state: MemoryState): ChannelRepository => {
         }
         if (ofOrganization(organizationId).length >= limit) return { _tag: "LimitReached", limit } as const
         rows.set(channel.uuid, { organization_id: organizationId, channel, access_token_sealed })
+        ensureTemplateSyncDue(state, organizationId, channel.waba_id, channel.created_at)
         return { _tag: "Inserted", channel } as const
       }),
     list: (organizationId) => Effect.sync(() => ofOrganization(organizationId).map((row) => row.channel)),

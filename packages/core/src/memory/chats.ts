@@ -15,6 +15,7 @@ import type {
   ChatSort,
   MessageStatusOutcome
 } from "../storage/ChatRepository.js"
+import { insertInboundMedia } from "./media.js"
 import { applyStatus, providerKey, withoutOrganization, writeStatus } from "./messages.js"
 import { placeInOutbox } from "./outbox.js"
 import { byName, type ChatRow, type ContactRow, type MemoryState, phoneKey } from "./state.js"
@@ -286,6 +287,7 @@ export const appendMessage = (
   state.messages.set(message.uuid, stored)
   state.messageIdsByChat.set(chat.uuid, [...(state.messageIdsByChat.get(chat.uuid) ?? []), message.uuid])
   if (key !== undefined) state.providerIds.set(key, message.uuid)
+  if (request.media !== undefined) insertInboundMedia(state, organizationId, request.media, message.uuid, contact.row.uuid)
   const newest = chat.last_message_at === null || message.created_at >= chat.last_message_at
   const window = windowWrite(state, contact.row.uuid, chat, request)
   const updated: ChatRow = {

@@ -1,3 +1,4 @@
+import { markContactMediaDeleted } from "./media.js"
 import { Effect, Option } from "effect"
 import { CONTACT_DETAIL_FIELDS, type Contact, type ContactId, type ContactImportResult } from "../model/contacts.js"
 import type { GroupId } from "../model/groups.js"
@@ -79,6 +80,7 @@ export const contactRepository = (state: MemoryState): ContactRepository => ({
       state.contactIdsByPhone.delete(phoneKey(organizationId, row.phone))
       for (const members of state.groupMembers.values()) members.delete(id)
       for (const carriers of state.labelledContacts.values()) carriers.delete(id)
+      markContactMediaDeleted(state, organizationId, id)
       return true
     }),
   labelsOf: (organizationId, id) =>

@@ -10,6 +10,7 @@ import type { StoredChannel } from "../storage/ChannelRepository.js"
 import type { ProviderStatusUpdate } from "../storage/ChatRepository.js"
 import type { SendClass } from "../storage/OutboxRepository.js"
 import type { Broadcast, BroadcastId } from "../model/broadcasts.js"
+import type { TemplateSync } from "../model/templateSyncs.js"
 
 /** A contact as the memory store keeps it: scalar fields only. */
 export interface ContactRow extends ContactDetails {
@@ -122,6 +123,8 @@ export interface MemoryState {
   readonly broadcasts: Map<BroadcastId, BroadcastRow>
   /** A broadcast's recipients: contact uuid → its message uuid. */
   readonly broadcastRecipients: Map<BroadcastId, Map<ContactId, MessageId>>
+  /** Template sync records, by `organizationId + " " + wabaId` ({@link templateSyncKey}). */
+  readonly templateSyncs: Map<string, TemplateSync>
 }
 
 export const makeState = (): MemoryState => ({
@@ -147,8 +150,12 @@ export const makeState = (): MemoryState => ({
   pacing: new Map(),
   secretKeyCheck: undefined,
   broadcasts: new Map(),
-  broadcastRecipients: new Map()
+  broadcastRecipients: new Map(),
+  templateSyncs: new Map()
 })
+
+/** The key of `templateSyncs`. */
+export const templateSyncKey = (organizationId: string, wabaId: string): string => `${organizationId} ${wabaId}`
 
 /** The key of `contactIdsByPhone`. */
 export const phoneKey = (organizationId: OrganizationId, phone: string): string => `${organizationId} ${phone}`

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import type { Readable } from "node:stream"
 import { Context, Effect, Layer, Schema } from "effect"
 import { FailureKind } from "../model/failureClasses.js"
+import type { TransportKind } from "../model/messages.js"
 
 /**
  * The channel (an organization's own WhatsApp number, docs/channels.md) a message goes
@@ -28,7 +29,8 @@ interface OutboundEnvelope {
  * - `text`: `{type: "text", text}` (≤ 4096 characters);
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
  *   send object of `POST /send/template` (docs/messaging.md);
- * - `media`: `{type: "media", media: {type: image|video|audio|document, url, caption?, filename?}}`.
+ * - `media`: `{type: "media", media: {type: image|video|audio|document, url or id, caption?, filename?}}`
+ *   (`id`: the provider's media id of an uploaded file, docs/media.md "Sending a stored file").
  * `message_id` is the message record's uuid, for correlation (the WhatsApp Cloud API
  * transport sends it as `biz_opaque_callback_data`, echoed in Meta's status notifications). `channel` is the
  * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
@@ -51,10 +53,9 @@ export type OutboundMessage = OutboundEnvelope &
         readonly type: "media"
         readonly media: {
           readonly type: "image" | "video" | "audio" | "document"
-          readonly url: string
           readonly caption?: string | undefined
           readonly filename?: string | undefined
-        }
+        } & ({ readonly url: string; readonly id?: undefined } | { readonly id: string; readonly url?: undefined })
       }
   )
 
@@ -111,6 +112,16 @@ export interface MediaUpload {
 }
 
 /**
+ * What a transport's `kind` is asked about a message: the channel it goes through (its
+ * `uuid`), or `null` when it has none. Every {@link OutboundMessage} is one.
+ *
+ * @category messaging
+ */
+export interface TransportRoute {
+  readonly channel: Pick<OutboundChannel, "uuid"> | null
+}
+
+/**
  * Hands outbound messages to a messaging provider (docs/messaging.md "Transports").
  *
  * @category messaging
@@ -130,7 +141,26 @@ export interface MessageTransportService {
    * always go inline (docs/messaging.md "The send queue"). Absent: `false`.
    */
   readonly immediate?: boolean
+  /**
+   * Which transport a message is handed to, stored on the message at its creation and
+   * answered as a send's `transport` (docs/messaging.md "Transports"): one
+   * {@link TransportKind} for every message, or a function of the message's route (its
+   * channel) for a transport that routes — `WhatsAppCloudTransport.withChannels` answers
+   * `whatsapp` for a message with a channel and its fallback's kind for one without. It
+   * must answer without I/O (it runs inside the send's write). Absent: `custom` (a
+   * transport of the host's own). Read it with {@link transportKindOf}.
+   */
+  readonly kind?: TransportKind | ((route: TransportRoute) => TransportKind)
 }
+
+/**
+ * The {@link TransportKind} `transport` hands a message on `route` to: its `kind`, asked
+ * about the route when it is a function; `custom` when it has none.
+ *
+ * @category messaging
+ */
+export const transportKindOf = (transport: MessageTransportService, route: TransportRoute): TransportKind =>
+  transport.kind === undefined ? "custom" : typeof transport.kind === "function" ? transport.kind(route) : transport.kind
 
 /**
  * Tag of the {@link MessageTransportService}. `MessageTransport.recording` is the default:
@@ -150,7 +180,8 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
 /**
  * The recording transport's service: accepts every message without a network call and
  * answers no provider id, so the store records the message as `sent`; an upload is not
- * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id.
+ * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id. Its
+ * kind is `recording`.
  *
  * @category messaging
  */
@@ -161,5 +192,6 @@ export const recordingTransport: MessageTransportService = {
       upload.stream.destroy()
       return { provider_media_id: `recorded-${randomUUID()}` }
     }),
-  immediate: true
+  immediate: true,
+  kind: "recording"
 }

@@ -8,11 +8,12 @@ import type { IssueCollector } from "../internal/validation.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
 import type { InboundMessageInput, InboundReceipt } from "../model/chats.js"
 import { type InvalidInput, type PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
-import type { Message, MessageId } from "../model/messages.js"
+import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
+import { MediaNotReady, MediaUnavailable } from "../model/mediaErrors.js"
 import type { ReceiveResult, SendMediaInput, SendOptions, SendResult, SendTemplateInput, SendTextInput } from "../model/messaging.js"
 import { MessageNotCancellable, MessageNotRetryable, type OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
 import type { OrganizationId } from "../model/organizations.js"
-import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch } from "../model/templateErrors.js"
+import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch, TemplateUnsupported } from "../model/templateErrors.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import type { OutboxMoveOutcome } from "../storage/OutboxRepository.js"
@@ -44,7 +45,9 @@ import {
  * 1. read the input — the phone (E.164; one libphonenumber-js calls invalid only when a
  *    contact has exactly that phone, docs/contacts.md "Unverified phones") and every other
  *    field; every problem is one issue of `InvalidInput`, nothing written;
- * 2. (templates) resolve the template, else `TemplateNotFound` / `TemplateNotApproved` /
+ * 2. (templates) resolve the template of the WhatsApp Business Account of the channel the
+ *    message will go through (step 5's channel, resolved first), else one with no account:
+ *    else `TemplateNotFound` / `TemplateUnsupported` / `TemplateNotApproved` /
  *    `TemplateParametersMismatch`, nothing written;
  * 3. (`text` and `media` through a channel) the contact, looked up by phone, must be within
  *    its customer service window on the channel the message will go through (step 4's
@@ -68,9 +71,9 @@ import {
  * Steps 5–6 run uninterruptibly: a client that goes away never abandons an attempt.
  *
  * With `options.messageUuid` ({@link SendOptions}: an Idempotency-Key's claim chose it) the
- * message gets that uuid; after step 1 (and step 2), a message of the organization that
- * already has it is answered as it now stands, and steps 3–6 do not run: no second
- * message, no second request to the provider, no contact upsert.
+ * message gets that uuid; after step 1, a message of the organization that already has it
+ * is answered as it now stands, and steps 2–6 do not run: no second message, no second
+ * request to the provider, no contact upsert.
  *
  * @category services
  */
@@ -85,6 +88,7 @@ export interface MessagingService {
     | InvalidInput
     | TemplateNotFound
     | TemplateNotApproved
+    | TemplateUnsupported
     | TemplateParametersMismatch
     | PlanLimitExceeded
     | RecordNotFound
@@ -154,6 +158,8 @@ export interface MessagingService {
  */
 export type SendError =
   | InvalidInput
+  | MediaNotReady
+  | MediaUnavailable
   | OutsideCustomerServiceWindow
   | PlanLimitExceeded
   | RecordNotFound
@@ -204,15 +210,26 @@ const make = Effect.gen(function* () {
     input: SendTemplateInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, input ?? {}, options, (collector) =>
-      Effect.gen(function* () {
-        const shape = readTemplateShape(collector, input?.template)
-        const content: SendContent = { type: "template", template: { name: "", language: { code: "" }, components: [] }, text: "" }
-        // Step 2 only for a well-formed input, so one 400 lists every shape problem first.
-        if (shape === null || collector.issues.length > 0) return content
-        const resolved = yield* templates.resolveForSend(organizationId, shape)
-        return { type: "template", template: resolved.send, text: templatePreview(resolved.text) } as const
-      })
+    let shape: ReturnType<typeof readTemplateShape> = null
+    const unresolved: TemplateSendContent = { type: "template", template: { name: "", language: { code: "" }, components: [] }, text: "" }
+    return yield* send(
+      services,
+      organizationId,
+      input ?? {},
+      options,
+      (collector) => {
+        shape = readTemplateShape(collector, input?.template)
+        return Effect.succeed(unresolved)
+      },
+      // Step 2 once the channel is known (its account's template), and only for a
+      // well-formed input, so one 400 lists every shape problem first.
+      (_, wabaId) =>
+        shape === null
+          ? Effect.dieMessage("sendTemplate: a template send without its template object passed step 1")
+          : Effect.map(
+            templates.resolveForSend(organizationId, shape, wabaId),
+            (resolved): TemplateSendContent => ({ type: "template", template: resolved.send, text: templatePreview(resolved.text) })
+          )
     ).pipe(
       // Templates are always allowed: a window refusal here is a bug.
       Effect.catchTag("OutsideCustomerServiceWindow", (error) => Effect.die(error))
@@ -234,9 +251,15 @@ const make = Effect.gen(function* () {
     input: SendMediaInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) =>
-      Effect.succeed({ type: "media", media: readMedia(collector, input?.media) } as const)
-    )
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) => {
+      const media = readMedia(collector, input?.media)
+      return media.media_uuid === undefined || collector.issues.length > 0
+        ? Effect.succeed({ type: "media", media } as const)
+        : Effect.map(
+          storedMediaOf(services, organizationId, collector, media, (input?.media as { readonly type?: unknown } | undefined)?.type),
+          (stored) => ({ type: "media", media: stored } as const)
+        )
+    })
   })
 
   const receive = Effect.fnUntraced(function* (organizationId: OrganizationId, input: InboundMessageInput) {
@@ -263,22 +286,27 @@ const make = Effect.gen(function* () {
   return service
 })
 
+/** The content of a template send. */
+type TemplateSendContent = Extract<SendContent, { readonly type: "template" }>
+
 /**
- * The steps of a send around `readContent` (which adds step 1's content issues, and
- * runs step 2 for templates): the recipient, the channel, the window, the contact, the
- * placement and the inline attempt; with `options.messageUuid`, an existing message
- * with that uuid is answered instead of steps 3–6.
+ * The steps of a send around `readContent` (which adds step 1's content issues) and
+ * `settleContent` (step 2 for templates, given the account of the channel the message
+ * will go through): the recipient, the channel, the window, the contact, the placement
+ * and the inline attempt; with `options.messageUuid`, an existing message with that uuid
+ * is answered instead of steps 2–6.
  */
-const send = <C extends SendContent, E, R>(
+const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
   services: SendServices,
   organizationId: OrganizationId,
   input: RecipientInput,
   options: SendOptions | undefined,
-  readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>
+  readContent: (collector: IssueCollector) => Effect.Effect<C, E, R>,
+  settleContent?: (content: C, wabaId: string | null) => Effect.Effect<C, E2, R2>
 ) =>
   Effect.gen(function* () {
     const { storage } = services
-    const { recipient, requestedChannel, content } = yield* readSendInput(services, organizationId, input, readContent)
+    const { recipient, requestedChannel, content: read } = yield* readSendInput(services, organizationId, input, readContent)
     const messageUuid = options?.messageUuid
     if (messageUuid !== undefined) {
       // A takeover of an Idempotency-Key whose first attempt created the message: answer it.
@@ -286,13 +314,17 @@ const send = <C extends SendContent, E, R>(
       if (Option.isSome(created)) return sendResultOf(created.value.chat_uuid, created.value)
     }
     const chosen = yield* chooseChannel(services, organizationId, requestedChannel)
-    // The channel and the window are settled before anything is written.
+    // The channel, the content and the window are settled before anything is written.
     const existing = Option.map(yield* storage.contacts.findByPhone(organizationId, recipient.phone), (contact) => contact.uuid)
-    const channel = Option.isNone(existing) ? chosen.channel : yield* refineChannel(services, organizationId, existing.value, chosen)
+    const settled = Option.isNone(existing) ? chosen : yield* refineChannel(services, organizationId, existing.value, chosen)
+    const { channel } = settled
+    const content = settleContent === undefined ? read : yield* settleContent(read, settled.wabaId)
     const windowEnd =
       channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
     const contactId = yield* upsertContact(services, organizationId, recipient)
-    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline: true, messageUuid }
+    // A stored file is uploaded to the provider first: its own step, never in the request.
+    const inline = !(content.type === "media" && content.media.media_uuid !== undefined)
+    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid }
     return yield* deliver(services, delivery)
   })
 
@@ -309,7 +341,7 @@ const autoReply = (services: SendServices, organizationId: OrganizationId, recei
     const chosen = yield* chooseChannel(services, organizationId, message.channel_uuid).pipe(
       Effect.catchTag("RecordNotFound", () => chooseChannel(services, organizationId, null))
     )
-    const channel = yield* refineChannel(services, organizationId, chat.contact.uuid, chosen)
+    const { channel } = yield* refineChannel(services, organizationId, chat.contact.uuid, chosen)
     // It answers the contact, so its window is open; the window's end still bounds its expiry.
     const end = channel === null ? null : yield* windowEnd(services, organizationId, chat.contact.uuid, channel.uuid)
     const content: SendContent = { type: "text", text: response }
@@ -394,3 +426,41 @@ const logUnansweredReply = (organizationId: OrganizationId, messageId: string, r
     null
   )
 
+
+/**
+ * The media of a send by `media_uuid` (docs/media.md "Sending a stored file"): the
+ * organization's stored file (another organization's or an unknown uuid → `RecordNotFound`
+ * naming `media.media_uuid`; not stored yet → `MediaNotReady`; failed or deleted →
+ * `MediaUnavailable`), its type (a `media.type` given must be it; a sticker cannot be sent
+ * this way: an issue), its MIME type, and its file name for a document when none is given.
+ */
+const storedMediaOf = (
+  services: SendServices,
+  organizationId: OrganizationId,
+  collector: IssueCollector,
+  media: OutboundMediaContent & { readonly media_uuid: string },
+  givenType: unknown
+) =>
+  Effect.gen(function* () {
+    const found = yield* services.storage.media.get(organizationId, media.media_uuid)
+    if (Option.isNone(found)) {
+      return yield* new RecordNotFound({ missing: [{ resource: "media", uuid: media.media_uuid, field: "media.media_uuid" }] })
+    }
+    const record = found.value
+    if (record.status === "pending") return yield* new MediaNotReady({ uuid: record.uuid })
+    if (record.status !== "stored") return yield* new MediaUnavailable({ uuid: record.uuid, status: record.status === "failed" ? "failed" : "deleted" })
+    if (record.type === "sticker") {
+      collector.add("invalid_format", "media.media_uuid", "a stored sticker cannot be sent as a media message")
+    } else if (givenType !== undefined && givenType !== null && givenType !== record.type) {
+      collector.add("invalid_format", "media.type", `media.type must be the stored file's type, ${record.type}`)
+    }
+    const type = record.type === "sticker" ? "image" : record.type
+    const stored: OutboundMediaContent = {
+      type,
+      media_uuid: record.uuid,
+      mime_type: record.mime_type,
+      ...(media.caption === undefined ? {} : { caption: media.caption }),
+      ...(media.filename !== undefined ? { filename: media.filename } : type === "document" && record.filename !== null ? { filename: record.filename } : {})
+    }
+    return stored
+  })

@@ -14,6 +14,8 @@ import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure } from "../m
 import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
+import { BlobStore, type BlobStoreService } from "../storage/BlobStore.js"
+import type { MediaRepository } from "../storage/MediaRepository.js"
 import type { ClaimedMessage, OutboxOutcome } from "../storage/OutboxRepository.js"
 import { Storage } from "../storage/Storage.js"
 import { classifyFailure } from "../model/failureClasses.js"
@@ -194,17 +196,22 @@ const usableProviderId = (id: string | null): string | null => {
  *
  * @category messaging
  */
-export const outboundOfRecord = (message: Message, to: string, channel: OutboundChannel | null): OutboundMessage => {
+export const outboundOfRecord = (
+  message: Message,
+  to: string,
+  channel: OutboundChannel | null,
+  providerMediaId?: string
+): OutboundMessage => {
   const envelope = { message_id: message.uuid, to, channel }
   if (message.type === "template" && message.template !== null) return { ...envelope, type: "template", template: message.template }
-  if (message.type === "media" && message.media !== null && message.media.url !== undefined) {
+  if (message.type === "media" && message.media !== null && (message.media.url !== undefined || providerMediaId !== undefined)) {
     const { type, url, caption, filename } = message.media
     return {
       ...envelope,
       type: "media",
       media: {
         type: type === "sticker" ? "image" : type,
-        url,
+        ...(providerMediaId === undefined ? { url: url! } : { id: providerMediaId }),
         ...(caption === undefined ? {} : { caption }),
         ...(filename === undefined ? {} : { filename })
       }
@@ -232,6 +239,11 @@ export const bypassesQueue = (transport: MessageTransportService, channelUuid: s
 export interface AttemptServices {
   readonly transport: MessageTransportService
   readonly channels: ChannelsService
+  /**
+   * For messages sent by `media_uuid` (docs/media.md "Sending a stored file"): the media
+   * repository and the blob store the file is read from; absent, such a message fails.
+   */
+  readonly media?: { readonly repository: MediaRepository; readonly blobs: BlobStoreService | undefined }
   readonly lastInboundAt: (
     organizationId: OrganizationId,
     contactId: ContactId,
@@ -283,6 +295,16 @@ export const attemptClaimedMessage = (
     // would count as lateness (on a networked store, enough to miss the slot).
     const channel = opened === undefined ? yield* openChannel(services.channels, claimed) : Either.right(opened)
     if (Either.isLeft(channel)) return channel.left
+    // A stored file goes out by the provider's media id: uploaded through the channel first
+    // when it has none there yet (its own step, not paced: docs/media.md).
+    const mediaUuid = message.type === "media" ? message.media?.media_uuid : undefined
+    let providerMediaId: string | undefined
+    if (mediaUuid !== undefined) {
+      const uploaded = yield* storedMediaId(services, claimed, mediaUuid, channel.right)
+      if (uploaded._tag === "Outcome") return uploaded.outcome
+      if (uploaded._tag === "Refused") return yield* failureOutcome(claimed, uploaded.error)
+      providerMediaId = uploaded.id
+    }
     const beforeSlot = yield* Clock.currentTimeMillis
     if (claimed.not_before > beforeSlot) yield* Effect.sleep(Duration.millis(claimed.not_before - beforeSlot))
     // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
@@ -291,7 +313,7 @@ export const attemptClaimedMessage = (
     // checks the pacing slot, as close to the request as the transport allows: a busy event
     // loop delays a fiber's start, and that delay counts as lateness too.
     const paced = channel.right !== null
-    const outbound = outboundOfRecord(message, claimed.to, channel.right)
+    const outbound = outboundOfRecord(message, claimed.to, channel.right, providerMediaId)
     const handOff = Effect.flatMap(Clock.currentTimeMillis, (handedAt) =>
       paced && handedAt - claimed.not_before > PACING_LATENESS_MS
         ? Effect.succeed(Option.none<TransportReceipt>())
@@ -317,7 +339,18 @@ export const attemptClaimedMessage = (
     const failed = Cause.failureOrCause(sent.cause)
     // A defect of the transport (a bug) or an interruption: an attempt of unknown outcome.
     if (Either.isRight(failed)) return yield* Effect.failCause(failed.right)
-    const error = failed.left
+    return yield* failureOutcome(claimed, failed.left)
+  })
+
+/**
+ * The outcome of an attempt the transport refused with `error` (a send, or the upload
+ * before it), by its class of failure (docs/messaging.md "Failure classes").
+ */
+const failureOutcome = (claimed: ClaimedMessage, error: TransportFailed): Effect.Effect<OutboxOutcome> =>
+  Effect.gen(function*() {
+    const settings = yield* SendQueueSettings
+    const { message } = claimed
+    const endedAt = yield* Clock.currentTimeMillis
     const failure = failureOfTransport(error)
     const at = (ms: number) => new Date(ms).toISOString()
     switch (classifyFailure(error)) {
@@ -355,6 +388,68 @@ export const attemptClaimedMessage = (
           : ({ _tag: "Paused", reason: failure } as const)
     }
   })
+
+/** The failure of a message sent by `media_uuid` whose file is no longer stored. */
+const STORED_MEDIA_UNAVAILABLE: MessageFailure = { code: "media_unavailable", title: "The stored file was deleted or is not available" }
+
+/** The failure of a message sent by `media_uuid` through a transport that cannot upload files. */
+const MEDIA_UPLOAD_UNSUPPORTED: MessageFailure = { code: "media_upload_unsupported", title: "The message transport cannot upload stored files" }
+
+/** How long the provider's id of an upload is used, in ms: 29 days (Meta keeps uploads 30). */
+export const UPLOADED_MEDIA_ID_LIFETIME_MS = 29 * 24 * 3_600_000
+
+/**
+ * The provider's media id of a stored file for a message through `channel`: the one kept
+ * from an earlier upload through that channel (29 days), else a new upload of the file from
+ * the blob store (`MessageTransportService.uploadMedia`), kept. `Outcome` ends the attempt
+ * (the file gone, no way to upload, a store that did not answer); `Refused` is the
+ * transport's refusal of the upload, classed like a send's.
+ */
+const storedMediaId = (
+  services: AttemptServices,
+  claimed: ClaimedMessage,
+  mediaUuid: string,
+  channel: OutboundChannel | null
+): Effect.Effect<
+  | { readonly _tag: "Id"; readonly id: string }
+  | { readonly _tag: "Outcome"; readonly outcome: OutboxOutcome }
+  | { readonly _tag: "Refused"; readonly error: TransportFailed }
+> =>
+  Effect.gen(function*() {
+    const media = services.media
+    const upload = services.transport.uploadMedia
+    const failed = (failure: MessageFailure) => ({ _tag: "Outcome", outcome: { _tag: "Failed", failure, attempts: 0 } } as const)
+    if (media === undefined || media.blobs === undefined || upload === undefined) return failed(MEDIA_UPLOAD_UNSUPPORTED)
+    const now = yield* Clock.currentTimeMillis
+    const channelKey = channel?.uuid ?? "none"
+    const known = yield* media.repository.uploadFor(mediaUuid, channelKey, new Date(now).toISOString())
+    if (Option.isSome(known)) return { _tag: "Id", id: known.value } as const
+    const found = yield* media.repository.get(claimed.organization_id, mediaUuid)
+    if (Option.isNone(found) || found.value.status !== "stored" || found.value.blob_key === null) return failed(STORED_MEDIA_UNAVAILABLE)
+    const record = found.value
+    const content = yield* Effect.either(media.blobs.get(record.blob_key!))
+    if (Either.isLeft(content)) {
+      return content.left._tag === "BlobNotFound"
+        ? failed(STORED_MEDIA_UNAVAILABLE)
+        : { _tag: "Outcome", outcome: yield* retryLater(claimed, { code: "storage_error", title: "The stored file could not be read" }) } as const
+    }
+    const sent = yield* Effect.either(upload(channel, {
+      stream: content.right.stream,
+      size: content.right.size,
+      mimeType: record.mime_type,
+      filename: record.filename
+    }))
+    if (Either.isLeft(sent)) {
+      content.right.stream.destroy()
+      return { _tag: "Refused", error: sent.left } as const
+    }
+    const expiresAt = new Date(now + UPLOADED_MEDIA_ID_LIFETIME_MS).toISOString()
+    yield* media.repository.rememberUpload(mediaUuid, channelKey, sent.right.provider_media_id, expiresAt)
+    return { _tag: "Id", id: sent.right.provider_media_id } as const
+  }).pipe(
+    Effect.catchTag("StorageError", () =>
+      Effect.map(retryLater(claimed, { code: "storage_error", title: "The stored file's record could not be read" }), (outcome) => ({ _tag: "Outcome", outcome } as const)))
+  )
 
 /**
  * Runs `effect` in a daemon fiber (no interruption of the caller reaches it) and waits for
@@ -592,7 +687,13 @@ export const sendQueue: LeasedQueue<
       const transport = yield* MessageTransport
       const channels = yield* Channels
       const storage = yield* Storage
-      return yield* attemptClaimedMessage({ transport, channels, lastInboundAt: storage.chats.lastInboundAt }, claimed)
+      const blobs = yield* Effect.serviceOption(BlobStore)
+      return yield* attemptClaimedMessage({
+        transport,
+        channels,
+        lastInboundAt: storage.chats.lastInboundAt,
+        media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
+      }, claimed)
     }),
   record: (claimed, outcome) => Effect.map(recordSendOutcome(claimed, outcome), Option.isSome),
   dueAgainAt: (outcome) =>

@@ -16,6 +16,7 @@ import {
   type MessageTransportService,
   type OutboundChannel,
   TransportFailed,
+  transportKindOf,
   type OutboundMessage,
   type TransportReceipt
 } from "./MessageTransport.js"
@@ -55,7 +56,8 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
     preloadUndici()
     return {
       send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
-      uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload)
+      uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload),
+      kind: "whatsapp" as const
     }
   })
 
@@ -63,7 +65,9 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
  * A transport that sends the messages with a `channel` through the Graph API with that
  * channel's number and token (`options` says where the Graph API is), and hands the
  * others to `fallback` (for example the recording transport): an organization without
- * a channel keeps the deployment's default (docs/messaging.md "Transports").
+ * a channel keeps the deployment's default (docs/messaging.md "Transports"). Its `kind`
+ * answers per message: `whatsapp` with a channel, else the fallback's kind (`custom` when
+ * the fallback says none).
  *
  * @category messaging
  */
@@ -79,7 +83,8 @@ export const withChannels = (options: GraphApiOptions, fallback: MessageTranspor
           : Effect.sync(() => upload.stream.destroy()).pipe(
               Effect.zipRight(Effect.fail(new TransportFailed({ reason: "This transport cannot upload files", provider_code: null, kind: "permanent" })))
             ),
-    ...(fallback.immediate === true ? { immediate: true } : {})
+    ...(fallback.immediate === true ? { immediate: true } : {}),
+    kind: (route) => (route.channel === null ? transportKindOf(fallback, route) : "whatsapp")
   }
 }
 
@@ -112,8 +117,8 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
     case "template":
       return { ...base, type: "template", template: message.template }
     case "media": {
-      const { type, url, caption, filename } = message.media
-      const media: Record<string, string> = { link: url }
+      const { type, url, id, caption, filename } = message.media
+      const media: Record<string, string> = id === undefined ? { link: url } : { id }
       if (caption !== undefined && type !== "audio") media.caption = caption
       if (filename !== undefined && type === "document") media.filename = filename
       return { ...base, type, [type]: media }

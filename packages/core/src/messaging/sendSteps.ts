@@ -1,3 +1,4 @@
+import { BlobStore } from "../storage/BlobStore.js"
 import { Clock, Effect, Option } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import type { ChatsService } from "../chats/ChatsService.js"
@@ -16,7 +17,7 @@ import type { TemplateSendObject } from "../model/templates.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
 import type { ClaimedMessage, OutboxPlacement } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
-import type { MessageTransportService, OutboundChannel } from "./MessageTransport.js"
+import { type MessageTransportService, type OutboundChannel, transportKindOf } from "./MessageTransport.js"
 import { readRecipient, type SendRecipient } from "./readSend.js"
 import { attemptClaimedMessage, bypassesQueue, recordSendOutcome, SendQueueSettings, windowEndMs } from "./SendQueue.js"
 
@@ -42,9 +43,14 @@ export type SendContent =
 /** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`. */
 export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown }
 
-/** A channel chosen before anything is written, and whether the send named it. */
+/**
+ * A channel chosen before anything is written, its WhatsApp Business Account (`wabaId`,
+ * `null` with no channel: the account whose templates a template send uses), and whether
+ * the send named it.
+ */
 export interface ChosenChannel {
   readonly channel: OutboundChannel | null
+  readonly wabaId: string | null
   readonly requested: boolean
 }
 
@@ -72,11 +78,18 @@ export const readSendInput = <C, E, R>(
     return { recipient, requestedChannel, content }
   })
 
-/** A channel of the organization, as the transport takes it; `RecordNotFound` when it has none with this uuid. */
-const openChannel = (services: SendServices, organizationId: OrganizationId, id: string) =>
+/**
+ * A channel of the organization, as the transport takes it, with its account;
+ * `RecordNotFound` when it has none with this uuid.
+ */
+const openChannel = (services: SendServices, organizationId: OrganizationId, id: string, requested: boolean) =>
   Effect.map(
     services.channels.getWithToken(organizationId, id as ChannelId),
-    ({ access_token, channel }): OutboundChannel => ({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
+    ({ access_token, channel }): ChosenChannel => ({
+      channel: { uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token },
+      wabaId: channel.waba_id,
+      requested
+    })
   )
 
 /**
@@ -91,23 +104,24 @@ export const chooseChannel = Effect.fn("Messaging.chooseChannel")(function* (
   requested: string | null
 ) {
   if (requested !== null) {
-    const channel = yield* openChannel(services, organizationId, requested).pipe(
+    return yield* openChannel(services, organizationId, requested, true).pipe(
       Effect.catchTag("RecordNotFound", () =>
         Effect.fail(new RecordNotFound({ missing: [{ resource: "channel", uuid: requested, field: "channel_uuid" }] }))
       )
     )
-    const chosen: ChosenChannel = { channel, requested: true }
-    return chosen
   }
   const [first] = yield* services.storage.channels.list(organizationId)
-  const chosen: ChosenChannel = {
-    channel: first === undefined ? null : yield* openChannel(services, organizationId, first.uuid),
-    requested: false
+  if (first === undefined) {
+    const none: ChosenChannel = { channel: null, wabaId: null, requested: false }
+    return none
   }
-  return chosen
+  return yield* openChannel(services, organizationId, first.uuid, false)
 })
 
-/** The contact's last inbound channel when it is not the chosen one and still exists, else the chosen one. */
+/**
+ * The contact's last inbound channel when it is not the chosen one and still exists, else
+ * the chosen one (with its account).
+ */
 export const refineChannel = (
   services: SendServices,
   organizationId: OrganizationId,
@@ -115,12 +129,12 @@ export const refineChannel = (
   chosen: ChosenChannel
 ) =>
   Effect.gen(function* () {
-    if (chosen.requested || chosen.channel === null) return chosen.channel
+    if (chosen.requested || chosen.channel === null) return chosen
     const last = yield* services.storage.chats.lastInboundChannel(organizationId, contactId)
-    if (Option.isNone(last) || last.value === chosen.channel.uuid) return chosen.channel
+    if (Option.isNone(last) || last.value === chosen.channel.uuid) return chosen
     // Removed since the contact wrote: the default stands.
-    return yield* openChannel(services, organizationId, last.value).pipe(
-      Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen.channel))
+    return yield* openChannel(services, organizationId, last.value, false).pipe(
+      Effect.catchTag("RecordNotFound", () => Effect.succeed(chosen))
     )
   })
 
@@ -220,7 +234,8 @@ interface Placed {
  * step (docs/messaging.md "The send queue"), claimed at once (`sending`, under a fresh
  * lease) when it may go now — `inline`, or always through the recording transport — else
  * `queued` for the dispatcher. It expires at now + the TTL, or at the window's end when
- * that is earlier; it gets `messageUuid` when given, else a fresh uuid.
+ * that is earlier; it gets `messageUuid` when given, else a fresh uuid, and the kind of
+ * transport it is handed to (`transportKindOf`).
  */
 const placeMessage = (services: SendServices, delivery: Delivery) =>
   Effect.gen(function* () {
@@ -235,7 +250,12 @@ const placeMessage = (services: SendServices, delivery: Delivery) =>
       expires_at: new Date(Math.min(nowMs + settings.ttlMs, delivery.windowEnd ?? Infinity)).toISOString(),
       claim: delivery.inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
     }
-    const record = { ...recordOf(delivery.content), channel_uuid: channel?.uuid ?? null, uuid: delivery.messageUuid }
+    const record = {
+      ...recordOf(delivery.content),
+      channel_uuid: channel?.uuid ?? null,
+      transport: transportKindOf(services.transport, { channel }),
+      uuid: delivery.messageUuid
+    }
     const { chat, message } = yield* services.chats.appendOutbound(delivery.organizationId, delivery.contactId, record, placement)
     const placed: Placed = { chatId: chat.uuid, message, placement, lease }
     return placed
@@ -261,7 +281,13 @@ const attemptInline = (services: SendServices, delivery: Delivery, placed: Place
       not_before: Date.parse(placed.message.created_at),
       reclaimed: false
     }
-    const attempt = { transport: services.transport, channels: services.channels, lastInboundAt: storage.chats.lastInboundAt }
+    const blobs = yield* Effect.serviceOption(BlobStore)
+    const attempt = {
+      transport: services.transport,
+      channels: services.channels,
+      lastInboundAt: storage.chats.lastInboundAt,
+      media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
+    }
     const outcome = yield* attemptClaimedMessage(attempt, claimed, delivery.channel)
     const recorded = yield* recordSendOutcome(claimed, outcome).pipe(Effect.provideService(Storage, storage))
     // Not recorded: the contact (and so the message) was deleted meanwhile, or another process took it over.
@@ -280,7 +306,11 @@ const recordOf = (content: SendContent): OutboundMessageInput => {
   }
 }
 
-/** A send's answer from the message as stored (docs/messaging.md "Endpoints"). */
+/**
+ * A send's answer from the message as stored (docs/messaging.md "Endpoints"). Every message
+ * a send creates stores its `transport`; a message without one (none is answered by a send)
+ * reads as the stores' migrations fill older rows: `whatsapp` with a channel, else `recording`.
+ */
 export const sendResultOf = (chatId: ChatId, message: Message): SendResult => ({
   message_id: message.uuid,
   chat_uuid: chatId,
@@ -288,5 +318,6 @@ export const sendResultOf = (chatId: ChatId, message: Message): SendResult => ({
   status: message.status,
   provider_message_id: message.provider_message_id,
   next_attempt_at: message.next_attempt_at,
-  failure: message.failure
+  failure: message.failure,
+  transport: message.transport ?? (message.channel_uuid === null ? "recording" : "whatsapp")
 })

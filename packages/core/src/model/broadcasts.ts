@@ -3,7 +3,7 @@ import type { ChannelId } from "./channels.js"
 import type { ContactId } from "./contacts.js"
 import type { GroupId } from "./groups.js"
 import type { LabelId } from "./labels.js"
-import type { MessageFailure, MessageId, MessageStatus } from "./messages.js"
+import type { MessageFailure, MessageId, MessageStatus, TransportKind } from "./messages.js"
 import type { TemplateSendObject } from "./templates.js"
 
 /**
@@ -62,7 +62,10 @@ export interface BroadcastCounts {
  * A broadcast record (`GET /broadcasts/{uuid}`, docs/broadcasts.md "Records"): `template`
  * is the send object as given (its parameters may hold `{{contact.…}}` placeholders);
  * `channel_uuid` the channel its messages go through (`null`: the organization had none,
- * so they go through the handler's transport without one); `send_at` when it was asked to
+ * so they go through the handler's transport without one); `transport` the kind of
+ * transport its messages are handed to, settled at its creation from the channel and
+ * stored on each recipient's message too (`recording`: no channel, nothing leaves the
+ * server; `whatsapp`; `custom`; docs/broadcasts.md "Records"); `send_at` when it was asked to
  * start (`null`: at once); `started_at` when its sending started; `completed_at` when it
  * ended (`completed`, `cancelled` or `stopped`); `stopped_reason` Meta's refusal that
  * stopped it, else `null`. Timestamps are ISO 8601 UTC strings.
@@ -76,6 +79,7 @@ export interface Broadcast {
   readonly template: TemplateSendObject
   readonly audience: BroadcastAudience
   readonly channel_uuid: ChannelId | null
+  readonly transport: TransportKind
   readonly send_at: string | null
   readonly created_at: string
   readonly started_at: string | null

@@ -11,7 +11,8 @@ import {
   type MessageMediaContent,
   MessageStatus,
   type MessageTemplateContent,
-  MessageType
+  MessageType,
+  type TransportKind
 } from "./messages.js"
 
 /**
@@ -243,6 +244,13 @@ export interface InboundMessageInput {
   readonly first_name?: string | null | undefined
   readonly last_name?: string | null | undefined
   readonly channel_uuid?: string | null | undefined
+  /**
+   * For a media message through a channel (docs/media.md "Inbound"): the SHA-256 the
+   * provider declared (base64 or hex, or `null`), and `too_large` when the provider refused
+   * the file (Meta's 131052: then `media.id` may be absent). With it, the message's media
+   * gets a media record, `pending` with a fetch job, or `failed` `too_large`.
+   */
+  readonly media_fetch?: { readonly declared_sha256: string | null; readonly too_large: boolean } | undefined
 }
 
 /**
@@ -263,6 +271,8 @@ export interface OutboundMessageInput {
   readonly provider_message_id?: string | undefined
   /** The channel the message goes out through, `null` or absent when none. */
   readonly channel_uuid?: string | null | undefined
+  /** The transport the message is handed to (`MessageTransportService.kind`), `null` or absent when none. */
+  readonly transport?: TransportKind | null | undefined
 }
 
 /**

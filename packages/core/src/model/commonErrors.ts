@@ -38,7 +38,7 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
 export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("RecordNotFound", {
   missing: Schema.Array(
     Schema.Struct({
-      resource: Schema.Literal("contact", "group", "label", "basic_reply", "template", "chat", "message", "channel", "webhook_endpoint", "webhook_delivery", "broadcast"),
+      resource: Schema.Literal("contact", "group", "label", "basic_reply", "template", "chat", "message", "channel", "webhook_endpoint", "webhook_delivery", "broadcast", "media"),
       uuid: Schema.String,
       field: Schema.optional(Schema.String)
     })
@@ -55,18 +55,19 @@ export class RecordNotFound extends Schema.TaggedError<RecordNotFound>()("Record
 /**
  * A plan limit blocks the action (HTTP 403, docs/contacts.md "Plan limits"): `plan_limit` names it,
  * `limit` is its value, `usage` the current count, `requested` how many would be added.
- * HTTP 403 `contacts_limit_reached` or `label_limit_reached`.
+ * HTTP 403 `contacts_limit_reached`, `label_limit_reached` or `media_bytes_limit_reached`
+ * (docs/media.md "Limits": `usage` and `requested` in bytes).
  *
  * @category errors
  */
 export class PlanLimitExceeded extends Schema.TaggedError<PlanLimitExceeded>()("PlanLimitExceeded", {
-  plan_limit: Schema.Literal("contacts_limit", "label_limit"),
+  plan_limit: Schema.Literal("contacts_limit", "label_limit", "media_bytes_limit"),
   limit: Schema.Int,
   usage: Schema.Int,
   requested: Schema.Int
 }) {
   override get message(): string {
-    const noun = this.plan_limit === "contacts_limit" ? "contacts" : "labels"
+    const noun = this.plan_limit === "contacts_limit" ? "contacts" : this.plan_limit === "label_limit" ? "labels" : "stored media bytes"
     return `Plan limit reached: ${noun} limit is ${this.limit}, ${this.usage} in use, ${this.requested} more requested`
   }
 }

@@ -166,12 +166,17 @@ export const MEDIA_FETCH_RETRY_DELAYS_MS: ReadonlyArray<number> = [30_000, 120_0
  * its `attempts`-th failure ({@link MEDIA_FETCH_RETRY_DELAYS_MS}: 30 s after the first,
  * then 2 min, 10 min, 1 h, and 6 h after the fifth and every later one) — or `null`
  * when that is at or past `expiresAt` (the provider's id lapses first: the media ends
- * `failed` `expired`).
+ * `failed` `expired`). `delays` replaces the schedule (its last wait repeats;
+ * `SWITCHBOARD_MEDIA_RETRY_DELAYS_MS`).
  *
  * @category media
  */
-export const nextMediaFetchAt = (attempts: number, failedAt: number, expiresAt: number): number | null => {
-  const delays = MEDIA_FETCH_RETRY_DELAYS_MS
+export const nextMediaFetchAt = (
+  attempts: number,
+  failedAt: number,
+  expiresAt: number,
+  delays: ReadonlyArray<number> = MEDIA_FETCH_RETRY_DELAYS_MS
+): number | null => {
   const next = failedAt + delays[Math.min(Math.max(attempts, 1), delays.length) - 1]!
   return next >= expiresAt ? null : next
 }
@@ -215,3 +220,20 @@ export const sameSha256 = (ours: string, declared: string): boolean => {
   if (!/^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed)) return false
   return Buffer.from(trimmed.replace(/-/g, "+").replace(/_/g, "/"), "base64").toString("hex") === ours
 }
+
+/**
+ * Where a media's bytes are kept once stored: `media/<organization>/<uuid>` (docs/media.md
+ * "Blob stores").
+ *
+ * @category media
+ */
+export const mediaBlobKey = (organizationId: string, uuid: string): string => `media/${organizationId}/${uuid}`
+
+/**
+ * Where one attempt writes a media's bytes before they are complete and checked:
+ * `tmp/<uuid>/<attempt>` (docs/media.md "Blob stores"); a crash leaves nothing visible under
+ * {@link mediaBlobKey}.
+ *
+ * @category media
+ */
+export const temporaryMediaBlobKey = (uuid: string, attempt: string): string => `tmp/${uuid}/${attempt}`

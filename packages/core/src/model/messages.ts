@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { ContactId } from "./contacts.js"
-import { MediaType } from "./media.js"
+import { MediaFailure, MediaStatus, MediaType } from "./media.js"
 
 /**
  * Identifier of a message; over HTTP, a send's `message_id` (docs/messaging.md "Endpoints").
@@ -127,7 +127,9 @@ export type MessageTemplateContent = typeof MessageTemplateContent.Type
  * The media of a message record (docs/chats.md "Records"): `type` image, video, audio,
  * document or sticker; an outbound `media` message has the http(s) `url` it was sent
  * with, an inbound media message the provider's media `id` and `mime_type` (no URL);
- * `caption` and `filename` when given.
+ * `caption` and `filename` when given. `media_uuid` names the media record Switchboard
+ * keeps of the file (docs/media.md): an inbound file's, with its `status` and `failure`
+ * kept in step with the record's, or the stored file an outbound message was sent with.
  *
  * @category models
  */
@@ -137,24 +139,30 @@ export const MessageMediaContent = Schema.Struct({
   url: Schema.optional(Schema.String),
   mime_type: Schema.optional(Schema.String),
   caption: Schema.optional(Schema.String),
-  filename: Schema.optional(Schema.String)
+  filename: Schema.optional(Schema.String),
+  media_uuid: Schema.optional(Schema.String),
+  status: Schema.optional(MediaStatus),
+  failure: Schema.optional(Schema.NullOr(MediaFailure))
 })
 /** @category models */
 export type MessageMediaContent = typeof MessageMediaContent.Type
 
 /**
  * The media of an outbound `media` message, as a send gives it (`POST /send/media`):
- * `type` image, video, audio or document, an http(s) `url`, `caption` and `filename`
- * optional. A {@link MessageMediaContent}.
+ * `type` image, video, audio or document, an http(s) `url` or the `media_uuid` of a stored
+ * file (docs/media.md "Sending a stored file"; its `mime_type` then), `caption` and
+ * `filename` optional. A {@link MessageMediaContent}.
  *
  * @category models
  */
-export interface OutboundMediaContent {
+export type OutboundMediaContent = {
   readonly type: "image" | "video" | "audio" | "document"
-  readonly url: string
   readonly caption?: string
   readonly filename?: string
-}
+} & (
+  | { readonly url: string; readonly media_uuid?: undefined; readonly mime_type?: undefined }
+  | { readonly media_uuid: string; readonly mime_type?: string; readonly url?: undefined }
+)
 
 /**
  * The fields of an inbound message that `text`, `template` and `media` do not hold
@@ -190,13 +198,33 @@ export type MessageContent =
   | { readonly type: "media"; readonly media: MessageMediaContent }
 
 /**
+ * Which transport a message was handed to (docs/messaging.md "Transports"), as the
+ * message record and a send's answer say it (`transport`):
+ * - `recording`: the recording transport, used when a send has no channel: the message is
+ *   stored and marked `sent`, nothing leaves the server;
+ * - `whatsapp`: the WhatsApp Cloud API, through the channel's number;
+ * - `custom`: a transport of the host's own (one that does not say its kind).
+ * A transport says its kind with `MessageTransportService.kind`.
+ *
+ * @category models
+ */
+export const TransportKind = Schema.Literal("recording", "whatsapp", "custom").annotations({
+  description:
+    "The transport the message was handed to: `recording` (no channel: stored and marked sent, nothing left the server), " +
+    "`whatsapp` (the WhatsApp Cloud API, through the channel) or `custom` (the host's own transport)"
+})
+/** @category models */
+export type TransportKind = typeof TransportKind.Type
+
+/**
  * A message record (docs/chats.md "Records"): one entry of a chat. `text` is the text of a
  * `text` message or the caption of a media one, else `null`; `template` and `media` are
  * set for their types only; `content` holds the other inbound types' fields (or `null`).
  * `provider_message_id` is the messaging provider's id once known (it deduplicates inbound
  * messages). `failure` is the provider's refusal of a `failed` message, else `null`.
  * `channel_uuid` is the channel (business number) the message went through, `null` when
- * none. `attempts` counts the send queue's attempts that count toward its retry schedule
+ * none. `transport` is the {@link TransportKind} an outbound message was handed to, set at
+ * its creation (`null` for inbound and imported messages). `attempts` counts the send queue's attempts that count toward its retry schedule
  * (docs/messaging.md "The send queue"; 0 for inbound and imported messages),
  * `next_attempt_at` is when the queue tries a `queued` or `sending` message next (else
  * `null`), `broadcast_uuid` the broadcast a message belongs to (else `null`). Timestamps
@@ -220,6 +248,7 @@ export const Message = Schema.Struct({
   provider_message_id: Schema.NullOr(Schema.String),
   failure: Schema.NullOr(MessageFailure),
   channel_uuid: Schema.NullOr(Schema.UUID),
+  transport: Schema.NullOr(TransportKind),
   attempts: Schema.Int,
   next_attempt_at: Schema.NullOr(Schema.String),
   broadcast_uuid: Schema.NullOr(Schema.UUID),

@@ -1,6 +1,6 @@
 import type { ChatId, InboundReceipt } from "./chats.js"
 import type { ContactId } from "./contacts.js"
-import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus } from "./messages.js"
+import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus, TransportKind } from "./messages.js"
 import type { TemplateSendRequest } from "./templates.js"
 
 /**
@@ -85,7 +85,10 @@ export interface SendOptions {
  * `failure`) when refused for good, `queued` when the send queue will try it (at
  * `next_attempt_at`: a throttle, a transient failure, or no room to send it at once), or
  * `sending` when the attempt's outcome is unknown (settled by Meta's status notification,
- * else retried at `next_attempt_at`; docs/messaging.md "The send queue").
+ * else retried at `next_attempt_at`; docs/messaging.md "The send queue"). `transport` is
+ * the transport the message was handed to, as stored on the message at its creation:
+ * `recording` (no channel: nothing left the server, though `status` is `sent`), `whatsapp`
+ * or `custom` (docs/messaging.md "Transports").
  *
  * @category models
  */
@@ -97,6 +100,7 @@ export interface SendResult {
   readonly provider_message_id: string | null
   readonly next_attempt_at: string | null
   readonly failure: MessageFailure | null
+  readonly transport: TransportKind
 }
 
 /**

@@ -28,14 +28,17 @@ export const PlanLimit = Schema.NullOr(Schema.Int.pipe(Schema.nonNegative()))
 /**
  * An organization's plan (docs/contacts.md "Plan limits"):
  * `contacts_limit` and `label_limit` cap the current number of contacts and labels
- * (`null` = unlimited); `api_access` says whether the plan allows the Developer API at all.
+ * (`null` = unlimited); `api_access` says whether the plan allows the Developer API at all;
+ * `media_bytes_limit` caps the bytes of the organization's stored media (docs/media.md
+ * "Limits"; `null` = unlimited).
  *
  * @category models
  */
 export const Plan = Schema.Struct({
   contacts_limit: PlanLimit,
   label_limit: PlanLimit,
-  api_access: Schema.Boolean
+  api_access: Schema.Boolean,
+  media_bytes_limit: PlanLimit
 })
 /** @category models */
 export type Plan = typeof Plan.Type

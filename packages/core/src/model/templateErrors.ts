@@ -67,3 +67,57 @@ export class TemplateParametersMismatch extends Schema.TaggedError<TemplateParam
       : "The template parameters do not match the template's placeholders"
   }
 }
+
+/**
+ * The template exists but Switchboard cannot send it: Meta gave it with something
+ * Switchboard's template rules refuse (a component type it does not know, a location
+ * header…), listed in its `problems` (docs/templates-and-replies.md "Templates from
+ * Meta"). `path` and `problem` are its first problem. Sends, `GET
+ * /templates/{uuid}/payload` and broadcasts refuse it: HTTP 400 `template_unsupported`.
+ *
+ * @category errors
+ */
+export class TemplateUnsupported extends Schema.TaggedError<TemplateUnsupported>()("TemplateUnsupported", {
+  name: Schema.String,
+  language: Schema.String,
+  path: Schema.String,
+  problem: Schema.String
+}) {
+  override get message(): string {
+    return `Template '${this.name}' (${this.language}) cannot be sent: ${this.problem}`
+  }
+}
+
+/**
+ * A change to a template that came from Meta (it has Meta's id or a WhatsApp Business
+ * Account): Meta owns its content, so it is changed there and synchronised, never edited
+ * here (docs/templates-and-replies.md "Templates from Meta"). HTTP 409
+ * `template_managed_by_meta`.
+ *
+ * @category errors
+ */
+export class TemplateManagedByMeta extends Schema.TaggedError<TemplateManagedByMeta>()("TemplateManagedByMeta", {
+  uuid: Schema.String,
+  name: Schema.String,
+  language: Schema.String
+}) {
+  override get message(): string {
+    return `Template '${this.name}' (${this.language}) comes from Meta: change it in WhatsApp Manager, not here`
+  }
+}
+
+/**
+ * A call to Meta for a template of the WhatsApp Business Account `waba_id` (deleting it:
+ * `DELETE /templates/{uuid}`) found no `active` channel of the organization on that
+ * account, so no access token to call with (docs/templates-and-replies.md "Submitting and
+ * deleting"); nothing was changed. HTTP 409 `no_channel_for_account`.
+ *
+ * @category errors
+ */
+export class NoChannelForAccount extends Schema.TaggedError<NoChannelForAccount>()("NoChannelForAccount", {
+  waba_id: Schema.String
+}) {
+  override get message(): string {
+    return `The organization has no active channel on the WhatsApp Business Account ${this.waba_id}: add or resume one (POST /channels) to reach its templates at Meta`
+  }
+}

@@ -20,9 +20,11 @@ export const TemplateCategory = Schema.Literal("MARKETING", "UTILITY", "AUTHENTI
 export type TemplateCategory = typeof TemplateCategory.Type
 
 /**
- * Review status of a template, Meta's list (docs/templates-and-replies.md "Records"). Only
- * `APPROVED` templates can be sent (400 `template_not_approved` otherwise). Provider
- * webhooks update it (docs/whatsapp-webhooks.md "Template statuses").
+ * Review status of a template: exactly the statuses Meta's template list answers
+ * (docs/templates-and-replies.md "Records"). Only `APPROVED` templates can be sent (400
+ * `template_not_approved` otherwise). Provider webhooks update it
+ * (docs/whatsapp-webhooks.md "Template statuses"); Meta's webhook events `REINSTATED`
+ * (stored as `APPROVED`) and `FLAGGED` (no status change) are not statuses.
  *
  * @category models
  */
@@ -35,9 +37,9 @@ export const TemplateStatus = Schema.Literal(
   "IN_APPEAL",
   "PENDING_DELETION",
   "DELETED",
-  "FLAGGED",
-  "REINSTATED",
-  "LIMIT_EXCEEDED"
+  "LIMIT_EXCEEDED",
+  "ARCHIVED",
+  "LOCKED"
 )
 /** @category models */
 export type TemplateStatus = typeof TemplateStatus.Type
@@ -136,21 +138,56 @@ export const TemplateComponent = Schema.Union(
 export type TemplateComponent = typeof TemplateComponent.Type
 
 /**
- * A message template (docs/templates-and-replies.md "Records"): `name` (lowercase letters, digits and
- * underscores, 1–255) and `language` (a code such as `en_US`) identify it within the
- * organization; `components` keep the order they were given in. `rejected_reason` is
- * Meta's reason for the last `REJECTED` (or other) status it reported, else `null`.
+ * Something in a template from Meta that Switchboard's template rules refuse
+ * (docs/templates-and-replies.md "Templates from Meta"): `path` names the part by its JSON
+ * path within the template (`components[1].format`), `message` says what is wrong. A
+ * template with a problem is kept, but never sent.
+ *
+ * @category models
+ */
+export const TemplateProblem = Schema.Struct({ path: Schema.String, message: Schema.String })
+/** @category models */
+export type TemplateProblem = typeof TemplateProblem.Type
+
+/**
+ * One stored component of a template: one of {@link TemplateComponent}'s shapes when the
+ * template has no `problems`; for a template from Meta with problems, the JSON object Meta
+ * gave, as given (it may be of a type Switchboard does not know).
+ *
+ * @category models
+ */
+export const StoredTemplateComponent = Schema.Union(
+  TemplateComponent,
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "A component of a template with problems: the JSON object Meta gave, as given"
+  })
+)
+
+/**
+ * A message template (docs/templates-and-replies.md "Records"). Its identity within the
+ * organization is (`waba_id`, `name`, `language`): `name` (lowercase letters, digits and
+ * underscores, 1–255) compared case-insensitively, `language` (a code such as `en_US`)
+ * exactly, and `waba_id` the WhatsApp Business Account it came from, `null` for a
+ * template written by hand or imported (its own group). `provider_template_id` is Meta's
+ * id of the template (`null` when Meta gave none). `components` keep the order they were
+ * given in ({@link StoredTemplateComponent}); `problems` lists what Switchboard's rules
+ * refuse in a template from Meta (empty when none: always for one written by hand): a
+ * template with a problem is never sent. `rejected_reason` is Meta's reason for the last
+ * `REJECTED` (or other) status it reported, else `null`.
  *
  * @category models
  */
 export const Template = Schema.Struct({
   uuid: TemplateId,
+  waba_id: Schema.NullOr(Schema.String),
+  provider_template_id: Schema.NullOr(Schema.String),
   name: Schema.String,
   language: Schema.String,
   category: TemplateCategory,
   status: TemplateStatus,
   rejected_reason: Schema.NullOr(Schema.String),
-  components: Schema.Array(TemplateComponent),
+  components: Schema.Array(StoredTemplateComponent),
+  problems: Schema.Array(TemplateProblem),
   created_at: Schema.String,
   updated_at: Schema.String
 })
@@ -158,11 +195,37 @@ export const Template = Schema.Struct({
 export type Template = typeof Template.Type
 
 /**
- * The validated, normalised content of a template, as the store writes it.
+ * The content of a template, as the store writes it: the checked, normalised fields of
+ * one written by hand (`waba_id` and `provider_template_id` `null`, `problems` empty), or
+ * what `readProviderTemplate` read of one from Meta.
  *
  * @category models
  */
-export type TemplateContent = Pick<Template, "name" | "language" | "category" | "status" | "components">
+export type TemplateContent = Pick<
+  Template,
+  "waba_id" | "provider_template_id" | "name" | "language" | "category" | "status" | "components" | "problems"
+>
+
+/**
+ * Whether a template came from Meta (it has Meta's id or its WhatsApp Business Account):
+ * Meta owns its content, so `Templates.update` refuses it (docs/templates-and-replies.md
+ * "Templates from Meta").
+ *
+ * @category models
+ */
+export const isFromProvider = (template: Pick<Template, "waba_id" | "provider_template_id">): boolean =>
+  template.waba_id !== null || template.provider_template_id !== null
+
+/**
+ * The components of a template without problems, in {@link TemplateComponent}'s shapes.
+ * Only a template whose `problems` is empty may be read so: its components passed
+ * Switchboard's rules when it was written (a template with problems is refused before
+ * any of its components is read: `TemplateUnsupported`).
+ *
+ * @category models
+ */
+export const componentsOf = (template: Pick<Template, "components">): ReadonlyArray<TemplateComponent> =>
+  template.components as ReadonlyArray<TemplateComponent>
 
 /**
  * Input of `Templates.create` and of an import entry (docs/templates-and-replies.md, docs/import.md): every field required.

@@ -14,9 +14,12 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
  * - `message.received`: a customer's message was stored (data: the message);
  * - `message.status_updated`: a message's status changed, a send's own `sent`/`failed`
  *   included (data: the message);
+ * - `message.media_updated`: the media of a customer's message was stored, or failed,
+ *   or was deleted (data: the message, its `media.status` the new one: docs/media.md);
  * - `chat.updated`: a chat's status, assignee, favorite or read state changed (data: the chat);
  * - `contact.created`: a contact was created by an import or a send (data: the contact);
  * - `template.status_updated`: Meta's review changed a template's status (data: the template);
+ * - `template.category_updated`: Meta moved a template to another category (data: the template);
  * - `channel.paused`: the send queue paused a channel after an account error of Meta
  *   (data: the channel); `channel.resumed`: it was resumed (data: the channel);
  * - `broadcast.completed`: none of a broadcast's recipients waits any more (data: the
@@ -27,9 +30,11 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
 export const WebhookEventType = Schema.Literal(
   "message.received",
   "message.status_updated",
+  "message.media_updated",
   "chat.updated",
   "contact.created",
   "template.status_updated",
+  "template.category_updated",
   "channel.paused",
   "channel.resumed",
   "broadcast.completed"

@@ -91,7 +91,7 @@ type AuthenticationResult = Effect.Effect<
   ApiKeyInvalid | SubscriptionInactive | ApiAccessNotAllowed
 >
 
-const DEFAULT_PLAN: Plan = { contacts_limit: null, label_limit: null, api_access: true }
+const DEFAULT_PLAN: Plan = { contacts_limit: null, label_limit: null, media_bytes_limit: null, api_access: true }
 
 const make = Effect.gen(function* () {
   const { organizations } = yield* Storage
@@ -197,9 +197,9 @@ const make = Effect.gen(function* () {
 
 const validPlan = (plan: Plan): Effect.Effect<Plan, InvalidInput> => {
   const issues: Array<InputIssue> = []
-  for (const field of ["contacts_limit", "label_limit"] as const) {
+  for (const field of ["contacts_limit", "label_limit", "media_bytes_limit"] as const) {
     const limit = plan[field]
-    if (limit !== null && !(Number.isInteger(limit) && limit >= 0)) {
+    if (limit !== null && limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 0)) {
       issues.push({ code: "out_of_range", field, message: `${field} must be a non-negative integer or null` })
     }
   }

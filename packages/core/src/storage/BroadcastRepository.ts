@@ -3,7 +3,7 @@ import type { Broadcast, BroadcastAudience, BroadcastId, BroadcastRecipient } fr
 import type { ChannelId } from "../model/channels.js"
 import type { ChatId } from "../model/chats.js"
 import type { Contact, ContactId } from "../model/contacts.js"
-import type { MessageFailure, MessageStatus } from "../model/messages.js"
+import type { MessageFailure, MessageStatus, TransportKind } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { TemplateSendObject } from "../model/templates.js"
 import type { NewMessage } from "./ChatRepository.js"
@@ -38,6 +38,7 @@ export interface NewBroadcast {
   readonly template: TemplateSendObject
   readonly audience: BroadcastAudience
   readonly channel_uuid: ChannelId | null
+  readonly transport: TransportKind
   readonly send_at: string | null
   readonly now: string
 }
@@ -59,7 +60,7 @@ export interface BroadcastStart {
 /**
  * One recipient written by {@link BroadcastRepository.writeRecipients}: the contact, the
  * uuid its chat gets when it has none (created `open`), and its message — `outbound`,
- * `broadcast_uuid` and `channel_uuid` set, status `queued` (it enters the send queue as
+ * `broadcast_uuid`, `channel_uuid` and `transport` (the broadcast's) set, status `queued` (it enters the send queue as
  * class `broadcast`, due at once, sent to `to` and expiring at `expires_at`) or `failed`
  * with its `failure` (a skipped recipient: written without dispatch state).
  *
@@ -155,6 +156,14 @@ export interface BroadcastRepository {
     readonly leaseUntil: number
   }) => Effect.Effect<Option.Option<BroadcastStart>, StorageError>
   /**
+   * The earliest time (epoch ms) at which {@link BroadcastRepository.claimStart} finds a
+   * start due, across organizations, by its two branches: the `send_at` of a `scheduled`
+   * broadcast, and the `start_lease_until` of a `sending` one whose start is not finished
+   * (0 when its start lease is free: due at once). `null` when neither has any: no start
+   * is due until a broadcast is created. How long the starter may sleep.
+   */
+  readonly nextStartDueAt: () => Effect.Effect<number | null, StorageError>
+  /**
    * Writes one batch of a start in one atomic step, only while the broadcast is `sending`
    * and `lease` holds its start (else nothing is written and `false`): each recipient
    * whose contact still exists and has no message of this broadcast yet is appended to the
@@ -181,6 +190,8 @@ export interface BroadcastRepository {
     failure: MessageFailure,
     now: string
   ) => Effect.Effect<BroadcastCancelOutcome, StorageError>
+  /** The organization's `sending` broadcasts, oldest first (`created_at asc, uuid asc`). */
+  readonly sending: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<Broadcast>, StorageError>
   /**
    * Stops a `scheduled` or `sending` broadcast as `cancel` does, but as `stopped` with
    * `stopped_reason` = `reason`, its `queued` recipients failing with `reason`. The

@@ -50,7 +50,10 @@ export interface ChannelRepository {
   /**
    * Inserts a channel (as given: `status` `active`, with no pacing state yet) in one atomic step with two checks: `phone_number_id` unique across
    * all organizations (`PhoneNumberIdTaken`, a unique index), and the organization below
-   * `limit` channels (`LimitReached`).
+   * `limit` channels (`LimitReached`). In the same step, the template sync record of the
+   * organization and the channel's `waba_id` becomes due at the channel's `created_at`
+   * (`TemplateSyncRepository.ensureDue`), so the account's templates are read from Meta
+   * whichever process added the channel.
    */
   readonly insert: (
     organizationId: OrganizationId,

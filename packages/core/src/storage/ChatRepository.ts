@@ -6,6 +6,7 @@ import type { LabelId } from "../model/labels.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { Page, PageRequest } from "../model/common.js"
+import type { NewInboundMedia } from "./MediaRepository.js"
 import type { OutboxPlacement } from "./OutboxRepository.js"
 import type { StorageError } from "./errors.js"
 
@@ -59,6 +60,9 @@ export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
  *   such instant over every channel, the chat's `last_inbound_channel_uuid` becomes this
  *   channel (docs/messaging.md "The customer service window"). Absent → no window write;
  *   a `Duplicate` writes nothing.
+ * - `media` (inbound media messages): the media record and its fetch job
+ *   (MediaRepository.ts), written with the message, its `message_uuid` and `contact_uuid`
+ *   this message's; a `Duplicate` writes none (a redelivered webhook makes one job).
  *
  * @category storage
  */
@@ -72,6 +76,7 @@ export interface ChatAppendRequest {
   readonly now: string
   readonly outbox?: OutboxPlacement
   readonly inboundAt?: string
+  readonly media?: NewInboundMedia
 }
 
 /**

@@ -8,9 +8,11 @@ import type { StorageError } from "./errors.js"
 import type { GroupRepository } from "./GroupRepository.js"
 import type { IdempotencyRepository } from "./IdempotencyRepository.js"
 import type { LabelRepository } from "./LabelRepository.js"
+import type { MediaRepository } from "./MediaRepository.js"
 import type { OrganizationRepository } from "./OrganizationRepository.js"
 import type { OutboxRepository } from "./OutboxRepository.js"
 import type { TemplateRepository } from "./TemplateRepository.js"
+import type { TemplateSyncRepository } from "./TemplateSyncRepository.js"
 import type { WebhookRejectRepository } from "./WebhookRejectRepository.js"
 import type { WebhookRepository } from "./WebhookRepository.js"
 
@@ -48,6 +50,8 @@ export interface StorageService {
   readonly webhookRejects: WebhookRejectRepository
   readonly outbox: OutboxRepository
   readonly broadcasts: BroadcastRepository
+  readonly media: MediaRepository
+  readonly templateSyncs: TemplateSyncRepository
   /**
    * A cheap read proving the store answers (SQLite: a read that WAL mode never blocks;
    * PostgreSQL and MongoDB: one round trip) and whether its schema is current. Fails with

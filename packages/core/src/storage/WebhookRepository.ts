@@ -24,7 +24,8 @@ import type { StorageError } from "./errors.js"
 // - `chats.updateMessageStatus` and `chats.updateMessageStatusByProviderId` when the
 //   status changed (pending reports applied included): `message.status_updated`;
 // - `chats.update` when anything changed: `chat.updated`;
-// - `templates.updateStatus` when anything changed: `template.status_updated`.
+// - `templates.updateStatus` when anything changed: `template.category_updated` when it
+//   was given a category, else `template.status_updated`.
 // `chats.importChats` and every other write record none.
 
 /**

@@ -1,4 +1,4 @@
-import type { Template, TemplateComponent, TemplatePayload, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "../model/templates.js"
+import { componentsOf, type Template, type TemplateComponent, type TemplatePayload, type TemplateSendComponent, type TemplateSendParameter, type TemplateSlot } from "../model/templates.js"
 import { placeholdersOf } from "./placeholders.js"
 
 // The send-ready payload of a template (docs/templates-and-replies.md):
@@ -18,9 +18,10 @@ export interface ExpectedComponent {
  * has media or a `{{1}}`, a `body` when the body has placeholders (one text parameter per
  * `{{n}}`), a `button` (`sub_type: "url"`) for each URL button whose url ends with
  * `{{1}}`. Quick-reply buttons take no slot (their optional payload is not a placeholder).
+ * Only for a template without problems (`componentsOf`).
  */
 export const expectedComponents = (template: Pick<Template, "components">): ReadonlyArray<ExpectedComponent> =>
-  template.components.flatMap(expectedOf)
+  componentsOf(template).flatMap(expectedOf)
 
 /**
  * The payload of `GET /templates/{uuid}/payload`: the `template` object with every slot

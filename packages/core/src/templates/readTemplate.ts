@@ -27,13 +27,18 @@ const COMPONENT_TYPES = ["HEADER", "BODY", "FOOTER", "BUTTONS"] as const
 const HEADER_FORMATS = ["TEXT", "IMAGE", "VIDEO", "DOCUMENT"] as const
 const BUTTON_TYPES = ["QUICK_REPLY", "URL", "PHONE_NUMBER"] as const
 
+/** The fields of a template written by hand (or imported): no account, no Meta id, no problems. */
+const HAND_WRITTEN = { waba_id: null, provider_template_id: null, problems: [] } as const
+
 /**
  * Reads a template's content from `input`, adding an issue to `collector` for every
  * problem, each named by its JSON path under `path` (`""` for the top level, else for
  * example `templates[2]`). Text fields are trimmed; `category`, `status`, component
  * `type`, header `format` and button `type` are read case-insensitively and stored
  * uppercase; unknown fields are dropped; a `PHONE_NUMBER` button's number becomes E.164.
- * The result is meaningful only when no issue was added.
+ * The content is that of a template written by hand (`waba_id` and
+ * `provider_template_id` `null`, no `problems`). The result is meaningful only when no
+ * issue was added.
  */
 export const readTemplate = (
   collector: IssueCollector,
@@ -44,7 +49,7 @@ export const readTemplate = (
   const at = (field: string) => (path === "" ? field : `${path}.${field}`)
   if (!isRecord(input)) {
     collector.add("invalid_type", path === "" ? "template" : path, `${path === "" ? "the template" : path} must be an object`)
-    return { name: "", language: "", category: "UTILITY", status: "PENDING", components: [] }
+    return { ...HAND_WRITTEN, name: "", language: "", category: "UTILITY", status: "PENDING", components: [] }
   }
   const record = input
   const name = collector.requiredText(at("name"), record.name)
@@ -56,6 +61,7 @@ export const readTemplate = (
     collector.add("invalid_format", at("language"), `${at("language")} must be a language code such as en or en_US`)
   }
   return {
+    ...HAND_WRITTEN,
     name,
     language,
     category: oneOf(collector, at("category"), record.category, CATEGORIES) ?? "UTILITY",

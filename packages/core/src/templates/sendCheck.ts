@@ -1,5 +1,5 @@
 import type { InputIssue } from "../model/commonErrors.js"
-import type { Template, TemplateSendComponent, TemplateSendParameter, TemplateSlot } from "../model/templates.js"
+import { componentsOf, type Template, type TemplateSendComponent, type TemplateSendParameter, type TemplateSlot } from "../model/templates.js"
 import { expectedComponents, type ExpectedComponent } from "./payload.js"
 import { render } from "./placeholders.js"
 import { isRecord } from "../internal/validation.js"
@@ -145,7 +145,7 @@ const quickReplyOf = (
   add: (field: string, message: string) => void
 ): TemplateSendComponent | undefined => {
   const index = key.slice("quick_reply:".length)
-  const buttons = template.components.find((component) => component.type === "BUTTONS")
+  const buttons = componentsOf(template).find((component) => component.type === "BUTTONS")
   const button = buttons?.type === "BUTTONS" ? buttons.buttons[Number(index)] : undefined
   if (button?.type !== "QUICK_REPLY") return void add(`${at}.index`, `the template has no quick-reply button ${index}`)
   const parameters = Array.isArray(entry.parameters) ? entry.parameters : []
@@ -163,7 +163,7 @@ const quickReplyOf = (
 /** The message text: header text, body and footer with placeholders replaced. */
 const renderText = (template: Template, filled: ReadonlyMap<string, ReadonlyArray<TemplateSendParameter>>): string => {
   const values = (key: string) => (filled.get(key) ?? []).map((parameter) => (parameter.type === "text" ? parameter.text : ""))
-  const parts = template.components.flatMap((component) => {
+  const parts = componentsOf(template).flatMap((component) => {
     if (component.type === "HEADER") return component.format === "TEXT" ? [render(component.text, values("header"))] : []
     if (component.type === "BODY") return [render(component.text, values("body"))]
     if (component.type === "FOOTER") return [component.text]

@@ -42,7 +42,7 @@ export interface WebhookReceipt {
 export interface WhatsAppWebhooksService {
   /**
    * Routes each `messages` change by `metadata.phone_number_id` to its channel's
-   * organization and each `message_template_status_update` by `entry[].id` (the channels'
+   * organization and each `message_template_status_update` and `template_category_update` by `entry[].id` (the channels'
    * `waba_id`), and stores it:
    * - each customer message as an inbound message (`Messaging.receive`: contact and chat
    *   created as needed, named with the WhatsApp profile name, deduplicated by its
@@ -50,8 +50,12 @@ export interface WhatsAppWebhooksService {
    *   libphonenumber-js calls invalid still gets its contact, with an unverified phone;
    * - each status on the outbound message with that provider id (`Chats.applyProviderStatus`:
    *   never moves back; `failed` with its error; unknown ids kept 10 minutes);
-   * - a template status on the template with that name and language, in every
-   *   organization with a channel of that account.
+   * - a template status on the template it names (Meta's `message_template_id` first,
+   *   then its name and language in that account, then with no account:
+   *   `Templates.applyProviderStatus`), in every organization with a channel of that
+   *   account; `REINSTATED` is stored as `APPROVED`, `FLAGGED` is logged and changes nothing;
+   * - a template category change (`template_category_update`) likewise on the template it
+   *   names (`Templates.applyProviderCategory`).
    * A change for a number or account no channel has is acknowledged and logged, and
    * nothing of it is stored. Every part it refuses — a message or status core refuses (an
    * empty text…), a part of unexpected shape, a body that is not a WhatsApp
@@ -160,26 +164,36 @@ const make = Effect.gen(function* () {
           })
         )
       case "TemplateStatus":
-        return receiveTemplateStatus(change)
+        return receiveTemplateChange(change, "status", (organizationId) => templates.applyProviderStatus(organizationId, change))
+      case "TemplateCategory":
+        return receiveTemplateChange(change, "category", (organizationId) => templates.applyProviderCategory(organizationId, change))
     }
   }
 
-  const receiveTemplateStatus = (change: TemplateStatusChange) =>
+  /**
+   * Applies a template change of an account (`apply`) in every organization with a channel
+   * of that account; the organizations it reached.
+   */
+  const receiveTemplateChange = (
+    change: TemplateChange,
+    what: "status" | "category",
+    apply: (organizationId: OrganizationId) => Effect.Effect<Option.Option<unknown>, StorageError>
+  ) =>
     Effect.gen(function* () {
       const owners = yield* channels.findByWabaId(change.waba_id)
       const organizations = [...new Set(owners.map((owner) => owner.organization_id))]
       if (organizations.length === 0) {
-        yield* Effect.logWarning("WhatsApp template status for an account no channel has; acknowledged, nothing stored").pipe(
+        yield* Effect.logWarning(`WhatsApp template ${what} for an account no channel has; acknowledged, nothing stored`).pipe(
           Effect.annotateLogs({ waba_id: change.waba_id })
         )
         return NONE
       }
       for (const organizationId of organizations) {
         yield* Effect.gen(function* () {
-          const updated = yield* templates.applyProviderStatus(organizationId, change)
+          const updated = yield* apply(organizationId)
           if (Option.isNone(updated)) {
-            yield* Effect.logInfo("WhatsApp template status for a template this organization does not have").pipe(
-              Effect.annotateLogs({ name: change.name, language: change.language, status: change.status })
+            yield* Effect.logInfo(`WhatsApp template ${what} for a template this organization does not have`).pipe(
+              Effect.annotateLogs({ name: change.name, language: change.language, [what]: change._tag === "TemplateStatus" ? change.status : change.category })
             )
           }
         }).pipe(Effect.annotateLogs({ organization_id: organizationId }))
@@ -248,7 +262,7 @@ const NONE: ReadonlyArray<OrganizationId> = []
 const NOT_WHATSAPP = "not a WhatsApp Business Account notification"
 
 type MessagesChange = Extract<WhatsAppWebhookChange, { readonly _tag: "Messages" }>
-type TemplateStatusChange = Extract<WhatsAppWebhookChange, { readonly _tag: "TemplateStatus" }>
+type TemplateChange = Extract<WhatsAppWebhookChange, { readonly _tag: "TemplateStatus" | "TemplateCategory" }>
 
 /** A refused part before it is stored: a {@link WebhookReject} without its id and time. */
 type RefusedPart = Omit<WebhookReject, "id" | "received_at">
@@ -294,9 +308,13 @@ const inboundInputOf = (owner: ChannelOwner, message: WhatsAppInboundMessage): I
   phone: `+${message.from.replace(/^\+/, "")}`,
   type: message.type,
   text: message.text,
-  media: message.media,
+  media: message.media === null ? null : mediaContentOf(message.media),
+  ...(message.media === null ? {} : { media_fetch: { declared_sha256: message.media.sha256 ?? null, too_large: message.media.too_large === true } }),
   content: message.content,
   provider_message_id: message.provider_message_id,
   first_name: message.profile_name?.trim().slice(0, MAX_NAME_LENGTH) ?? null,
   channel_uuid: owner.channel.uuid
 })
+
+/** The message's `media` object of a webhook's media: what the record keeps (no digest, no flag). */
+const mediaContentOf = ({ sha256: _sha256, too_large: _tooLarge, ...media }: NonNullable<WhatsAppInboundMessage["media"]>) => media

@@ -4,8 +4,8 @@ import { INBOUND_MESSAGE_TYPES, type InboundMessageType } from "../model/message
 
 // Reading the WhatsApp Cloud API's webhook payloads (docs/whatsapp-webhooks.md "What a
 // webhook carries") into plain records, with no storage and no I/O: the `messages` field
-// (customers' messages and the statuses of the business's own) and the
-// `message_template_status_update` field. The payload is signed by Meta, so it is trusted
+// (customers' messages and the statuses of the business's own), and the
+// `message_template_status_update` and `template_category_update` fields. The payload is signed by Meta, so it is trusted
 // to be Meta's; still, a part of unexpected shape is reported as refused (with its raw
 // JSON, to be kept for inspection), never a crash.
 
@@ -25,8 +25,9 @@ export const WHATSAPP_INBOUND_TYPES: ReadonlyArray<WhatsAppInboundType> = INBOUN
  * One customer message of a webhook: its WhatsApp id (`wamid…`), the sender's WhatsApp id
  * (`from`, the phone's digits), the profile name WhatsApp gave for the sender (or `null`),
  * the type, the text (a text's body, a media caption, a button's or reply's title), the
- * media of an image, audio, video, document or sticker (id and MIME type: WhatsApp sends
- * no URL), `content`: the type's other fields as WhatsApp sent them plus `timestamp`
+ * media of an image, audio, video, document or sticker (id, MIME type and the SHA-256
+ * Meta declares, in base64: WhatsApp sends no URL; `too_large` and no id when Meta
+ * refused the file with 131052, docs/media.md "Inbound"), `content`: the type's other fields as WhatsApp sent them plus `timestamp`
  * (seconds since the epoch, as sent) and `context` when it replies to another message,
  * and `raw`: the message as WhatsApp sent it (kept when core refuses it).
  *
@@ -40,10 +41,12 @@ export interface WhatsAppInboundMessage {
   readonly text: string | null
   readonly media: {
     readonly type: "image" | "audio" | "video" | "document" | "sticker"
-    readonly id: string
+    readonly id?: string
     readonly mime_type?: string
     readonly caption?: string
     readonly filename?: string
+    readonly sha256?: string
+    readonly too_large?: true
   } | null
   readonly content: Readonly<Record<string, unknown>>
   readonly raw: unknown
@@ -82,7 +85,10 @@ export interface WhatsAppRefusedPart {
  *   statuses of the business's messages, and those of unexpected shape (`refused`);
  *   `raw` is the change item as sent (also for `TemplateStatus`);
  * - `TemplateStatus`: the template `name`/`language` of the WhatsApp Business Account
- *   `waba_id` now has `status` (Meta's `event`), with Meta's `reason` (`null` for `NONE`);
+ *   `waba_id` (Meta's id `provider_template_id`, from `message_template_id`; `null` when
+ *   absent) now has `status` (Meta's `event`), with Meta's `reason` (`null` for `NONE`);
+ * - `TemplateCategory`: Meta moved that template to another `category` (Meta's
+ *   `new_category`, from a `template_category_update` change);
  * - `Ignored`: a field Switchboard does not handle (`account_update`, …);
  * - `Refused`: an entry or change item of unexpected shape (a `messages` item without its
  *   number, a template update missing a field), with its business number when it had one.
@@ -101,10 +107,20 @@ export type WhatsAppWebhookChange =
   | {
       readonly _tag: "TemplateStatus"
       readonly waba_id: string
+      readonly provider_template_id: string | null
       readonly name: string
       readonly language: string
       readonly status: string
       readonly reason: string | null
+      readonly raw: unknown
+    }
+  | {
+      readonly _tag: "TemplateCategory"
+      readonly waba_id: string
+      readonly provider_template_id: string | null
+      readonly name: string
+      readonly language: string
+      readonly category: string
       readonly raw: unknown
     }
   | { readonly _tag: "Ignored"; readonly field: string }
@@ -128,7 +144,7 @@ export const readWhatsAppWebhook = (payload: unknown): ReadonlyArray<WhatsAppWeb
   })
 }
 
-const HANDLED_FIELDS = ["messages", "message_template_status_update"]
+const HANDLED_FIELDS = ["messages", "message_template_status_update", "template_category_update"]
 
 const readChange = (wabaId: string | undefined, change: unknown): WhatsAppWebhookChange => {
   const field = isRecord(change) ? (stringOf(change.field) ?? "") : ""
@@ -167,10 +183,28 @@ const readChange = (wabaId: string | undefined, change: unknown): WhatsAppWebhoo
     return {
       _tag: "TemplateStatus",
       waba_id: wabaId,
+      provider_template_id: stringOf(value.message_template_id) ?? null,
       name,
       language,
       status,
       reason: reason === undefined || reason === "NONE" ? null : reason,
+      raw: change
+    }
+  }
+  if (field === "template_category_update") {
+    const name = stringOf(value.message_template_name)
+    const language = stringOf(value.message_template_language)
+    const category = stringOf(value.new_category)
+    if (wabaId === undefined || name === undefined || language === undefined || category === undefined) {
+      return refused("template category update without entry id, message_template_name, message_template_language or new_category")
+    }
+    return {
+      _tag: "TemplateCategory",
+      waba_id: wabaId,
+      provider_template_id: stringOf(value.message_template_id) ?? null,
+      name,
+      language,
+      category,
       raw: change
     }
   }
@@ -207,23 +241,34 @@ const readMessage = (message: unknown, names: ReadonlyMap<string, string>): What
   }
   const base = { provider_message_id: id, from, profile_name: names.get(from) ?? null, type, raw: message }
   if (type === "text") return { ...base, text: stringOf(body.body) ?? "", media: null, content: common }
+  const errors = listOf(message.errors)
+  // Meta's 131052: the customer's file is over 100 MB; the message is kept, its media failed.
+  const tooLarge = errors.some((error) => isRecord(error) && String(error.code) === "131052")
+  const withErrors = errors.length > 0 ? { ...common, errors } : common
   const mediaType = MEDIA_TYPES.find((each) => each === type)
   if (mediaType !== undefined) {
     const mediaId = stringOf(body.id)
-    if (mediaId === undefined) return { reason: `${type} message without a media id`, item: message }
+    if (mediaId === undefined && !tooLarge) return { reason: `${type} message without a media id`, item: message }
     const caption = stringOf(body.caption)
     const media = {
       type: mediaType,
-      id: mediaId,
+      ...optional("id", mediaId),
       ...optional("mime_type", stringOf(body.mime_type)),
       ...optional("caption", caption),
-      ...optional("filename", stringOf(body.filename))
+      ...optional("filename", stringOf(body.filename)),
+      ...optional("sha256", stringOf(body.sha256)),
+      ...(tooLarge ? { too_large: true as const } : {})
     }
-    return { ...base, text: caption ?? null, media, content: common }
+    return { ...base, text: caption ?? null, media, content: withErrors }
+  }
+  if (type === "unsupported" && tooLarge) {
+    // A file too large may come as `unsupported`: kept as a media message of its own type
+    // (a document when that is not a media type), its media failed.
+    const original = MEDIA_TYPES.find((each) => each === sentType) ?? "document"
+    return { ...base, type: original, text: null, media: { type: original, too_large: true as const }, content: { ...withErrors, original_type: sentType } }
   }
   if (type === "unsupported") {
-    const errors = listOf(message.errors)
-    return { ...base, text: null, media: null, content: { ...common, original_type: sentType, ...(errors.length > 0 ? { errors } : {}) } }
+    return { ...base, text: null, media: null, content: { ...withErrors, original_type: sentType } }
   }
   return { ...base, text: textOf(type, body), media: null, content: { ...common, [type]: message[type] ?? null } }
 }

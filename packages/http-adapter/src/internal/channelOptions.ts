@@ -3,28 +3,37 @@ import {
   ChannelVerifier,
   type GraphApiOptions,
   MessageTransport,
+  MetaTemplateApi,
   parseSecretKey,
   recordingTransport,
   SecretKey,
+  TemplateSyncInterval,
   WhatsAppCloudTransport
 } from "@switchboard/core"
 
 /**
  * The Layer giving core's `Channels` the handler's `secretKey` and `channelVerifier`
  * options (docs/channels.md); without a `channelVerifier`, the Graph API at `graphApi`
- * verifies. A `secretKey` string that is not 32 bytes of base64 or hex
+ * verifies. Meta's template management API (`MetaTemplateApi`: submission, deletion and
+ * the template sync) is the `metaTemplateApi` option, else the Graph API at `graphApi`
+ * (docs/templates-and-replies.md "Templates from Meta"). A `secretKey` string that is not 32 bytes of base64 or hex
  * throws at once, naming the option and never repeating the value: a misconfigured host
  * must not start serving.
  */
 export const channelLayerOf = (options: {
   readonly secretKey?: string | Uint8Array | undefined
   readonly channelVerifier?: Layer.Layer<ChannelVerifier> | undefined
+  readonly metaTemplateApi?: Layer.Layer<MetaTemplateApi> | undefined
+  readonly templateSync?: { readonly intervalMs?: number } | undefined
   readonly graphApi?: GraphApiOptions | undefined
-}): Layer.Layer<SecretKey | ChannelVerifier> => {
+}): Layer.Layer<SecretKey | ChannelVerifier | MetaTemplateApi> => {
   const key = options.secretKey === undefined ? undefined : secretKeyBytes(options.secretKey)
   const keyLayer = key === undefined ? Layer.empty : SecretKey.layer(key)
   const verifier = options.channelVerifier ?? ChannelVerifier.graph(options.graphApi ?? {})
-  return Layer.merge(keyLayer, verifier) as Layer.Layer<SecretKey | ChannelVerifier>
+  const templateApi = options.metaTemplateApi ?? MetaTemplateApi.graph(options.graphApi ?? {})
+  const intervalMs = options.templateSync?.intervalMs
+  const interval = intervalMs === undefined ? Layer.empty : Layer.succeed(TemplateSyncInterval, intervalMs)
+  return Layer.mergeAll(keyLayer, verifier, templateApi, interval) as Layer.Layer<SecretKey | ChannelVerifier | MetaTemplateApi>
 }
 
 /**

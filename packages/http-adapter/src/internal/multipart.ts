@@ -49,6 +49,8 @@ export type MultipartPart = MultipartField | MultipartFile
 export interface MultipartBody {
   readonly _tag: "MultipartBody"
   readonly parts: AsyncIterable<MultipartPart>
+  /** The request's `Content-Length` in bytes, when it gave one. */
+  readonly contentLength?: number
 }
 
 /**
@@ -82,7 +84,11 @@ export const readMultipart = (source: BodySource, limits: MultipartLimits): Effe
   }
   const input = inputOf(source)
   if (input === undefined) return hostConsumedBody()
-  return Effect.sync(() => ({ _tag: "MultipartBody", parts: partsOf(input, contentType, limits) }))
+  return Effect.sync(() => ({
+    _tag: "MultipartBody",
+    parts: partsOf(input, contentType, limits),
+    ...(source.contentLength !== undefined && Number.isFinite(declared) ? { contentLength: declared } : {})
+  }))
 }
 
 /**
@@ -120,6 +126,8 @@ async function* partsOf(stream: () => Readable, contentType: string, limits: Mul
   const counter = new ByteCounter(limits.maxBytes)
   const parser = busboy({
     headers: { "content-type": contentType },
+    // File names are UTF-8 (browsers and fetch's FormData send them so), not Latin-1.
+    defParamCharset: "utf8",
     limits: {
       files: limits.maxFiles ?? 1,
       fields: limits.maxFields ?? 20,

@@ -4,6 +4,7 @@ import {
   type GraphApiOptions,
   LeasedJobSpans,
   MessageTransport,
+  MetaTemplateApi,
   type OutboundMessage,
   Storage,
   type StorageService
@@ -21,14 +22,16 @@ interface TracedOptions {
   readonly storage: Layer.Layer<Storage, unknown>
   readonly transport?: Layer.Layer<MessageTransport> | undefined
   readonly channelVerifier?: Layer.Layer<ChannelVerifier> | undefined
+  readonly metaTemplateApi?: Layer.Layer<MetaTemplateApi> | undefined
   readonly graphApi?: GraphApiOptions | undefined
   readonly tracing?: HandlerTracing | undefined
 }
 
 /**
  * `options` unchanged without `tracing`; with it, the storage, the transport (the default
- * one included) and the channel verifier wrapped so that each call is a span
- * ({@link tracedStorage}, {@link tracedTransport}, {@link tracedVerifier}).
+ * one included), the channel verifier and Meta's template API wrapped so that each call
+ * is a span ({@link tracedStorage}, {@link tracedTransport}, {@link tracedVerifier},
+ * {@link tracedTemplateApi}).
  */
 export const withTracing = <O extends TracedOptions>(options: O): O =>
   options.tracing === undefined
@@ -37,7 +40,8 @@ export const withTracing = <O extends TracedOptions>(options: O): O =>
         ...options,
         storage: Layer.effect(Storage, Effect.map(Storage, tracedStorage)).pipe(Layer.provide(options.storage)),
         transport: tracedTransport(transportLayerOf(options)),
-        channelVerifier: tracedVerifier(options.channelVerifier ?? ChannelVerifier.graph(options.graphApi ?? {}))
+        channelVerifier: tracedVerifier(options.channelVerifier ?? ChannelVerifier.graph(options.graphApi ?? {})),
+        metaTemplateApi: tracedTemplateApi(options.metaTemplateApi ?? MetaTemplateApi.graph(options.graphApi ?? {}))
       }
 
 /**
@@ -161,5 +165,19 @@ const tracedVerifier = (layer: Layer.Layer<ChannelVerifier>): Layer.Layer<Channe
       ...verifier,
       verify: (request: Parameters<typeof verifier.verify>[0]) =>
         Effect.withSpan(verifier.verify(request), "channel_verifier.verify", { kind: "client" })
+    }))
+  ).pipe(Layer.provide(layer))
+
+/** Meta's template API of `layer` with each call in a span `meta_template_api.<list|submit|remove>` (kind client). */
+const tracedTemplateApi = (layer: Layer.Layer<MetaTemplateApi>): Layer.Layer<MetaTemplateApi> =>
+  Layer.effect(
+    MetaTemplateApi,
+    Effect.map(MetaTemplateApi, (api) => ({
+      list: (account: Parameters<typeof api.list>[0], page: Parameters<typeof api.list>[1]) =>
+        Effect.withSpan(api.list(account, page), "meta_template_api.list", { kind: "client", attributes: { "switchboard.waba_id": account.waba_id } }),
+      submit: (account: Parameters<typeof api.submit>[0], template: Parameters<typeof api.submit>[1]) =>
+        Effect.withSpan(api.submit(account, template), "meta_template_api.submit", { kind: "client", attributes: { "switchboard.waba_id": account.waba_id } }),
+      remove: (account: Parameters<typeof api.remove>[0], template: Parameters<typeof api.remove>[1]) =>
+        Effect.withSpan(api.remove(account, template), "meta_template_api.remove", { kind: "client", attributes: { "switchboard.waba_id": account.waba_id } })
     }))
   ).pipe(Layer.provide(layer))

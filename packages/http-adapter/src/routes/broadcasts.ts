@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { type BroadcastId, type BroadcastInput, Broadcasts } from "@switchboard/core"
+import { type Broadcast, type BroadcastId, type BroadcastInput, Broadcasts } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import { BroadcastListData, BroadcastRecipientListData, BroadcastRecord } from "./schemas.js"
 import { pageSize, uuidOf, uuidParams } from "./shared.js"
@@ -16,9 +16,20 @@ const TAG = "Broadcasts"
 const uuids = { type: "array", optional: true, items: { type: "any" } } as const
 
 /**
+ * The envelope's `message` of a created broadcast: `Broadcast scheduled` or `Broadcast
+ * sending`; through the recording transport (no channel, docs/broadcasts.md "Records") it
+ * says that nothing leaves the server, as its `transport` does.
+ */
+const broadcastCreatedMessage = (broadcast: Broadcast): string => {
+  const recording = broadcast.transport === "recording"
+  if (broadcast.status === "scheduled") return recording ? "Broadcast scheduled: no channel, nothing will leave this server" : "Broadcast scheduled"
+  return recording ? "Broadcast recording: no channel, nothing leaves this server" : "Broadcast sending"
+}
+
+/**
  * `POST /broadcasts`: body `{name, template: {name, language: {code}, components},
  * audience: {group_uuids?, label_uuids?, contact_uuids?}, channel_uuid?, send_at?}`; data
- * the broadcast, `scheduled` or `sending`.
+ * the broadcast, `scheduled` or `sending`, with the `transport` its messages are handed to.
  */
 export const createBroadcastRoute = defineRoute({
   method: "POST",
@@ -30,12 +41,15 @@ export const createBroadcastRoute = defineRoute({
     "`{{contact.last_name}}`, `{{contact.phone}}`, `{{contact.email}}`, each with an optional `|fallback`), " +
     "counts the audience (the union of the groups, labels and contacts, each contact once; 400 `empty_audience`, " +
     "400 `audience_too_large` above 100 000) and answers at once: `sending`, or `scheduled` for a future `send_at`. " +
-    "Recipients are written in the background and sent through the send queue, paced with the channel's other messages.",
+    "Recipients are written in the background and sent through the send queue, paced with the channel's other messages. " +
+    "`transport` says what its messages are handed to: `recording` when the organization has no channel (stored and " +
+    "marked sent, nothing leaves the server), `whatsapp` through a channel.",
   data: BroadcastRecord,
   errors: [
     "invalid_input",
     "template_not_found",
     "template_not_approved",
+    "template_unsupported",
     "template_parameters_mismatch",
     "empty_audience",
     "audience_too_large",
@@ -69,7 +83,7 @@ export const createBroadcastRoute = defineRoute({
           idempotency === undefined ? {} : { broadcastUuid: idempotency.resourceUuid as BroadcastId }
         )
       ),
-      (broadcast) => ({ message: broadcast.status === "scheduled" ? "Broadcast scheduled" : "Broadcast sending", data: broadcast })
+      (broadcast) => ({ message: broadcastCreatedMessage(broadcast), data: broadcast })
     )
 })
 

@@ -7,10 +7,11 @@ import {
   type ChannelUpdateInput,
   MAX_THROUGHPUT_MPS,
   MIN_THROUGHPUT_MPS,
-  type OrganizationId
+  type OrganizationId,
+  TemplateSyncs
 } from "@switchboard/core"
 import { defineRoute } from "./route.js"
-import { ChannelDetailsRecord, ChannelListData, ChannelRecord, DeletedData } from "./schemas.js"
+import { ChannelDetailsRecord, ChannelListData, ChannelRecord, DeletedData, TemplateSyncData } from "./schemas.js"
 import { uuidOf, uuidParams } from "./shared.js"
 
 // The channel routes (docs/channels.md): an organization's own WhatsApp numbers. Every
@@ -73,10 +74,12 @@ export const getChannelRoute = defineRoute({
   method: "GET",
   path: "/channels/:uuid",
   tag: "Channels",
-  summary: "Get a channel with its send queue figures",
+  summary: "Get a channel with its send queue figures and its last template sync",
   description:
     "The channel as listed by `GET /channels` (`status` `active` or `paused`, with `paused_reason`), plus `queue`: " +
-    "its messages `queued` and `sending`, and when the oldest queued one was created. The access token is never returned.",
+    "its messages `queued` and `sending`, and when the oldest queued one was created; and `template_sync`: when the " +
+    "templates of its WhatsApp Business Account were last read from Meta, the counts of that sync and its error " +
+    "(all null before the first). The access token is never returned.",
   data: ChannelDetailsRecord,
   errors: [NEEDS_KEY],
   params: uuidParams,
@@ -142,14 +145,46 @@ export const resumeChannelRoute = defineRoute({
     ).pipe(withQueue(auth.organization.id))
 })
 
-/** A route result whose channel gains its send queue figures (`Channels.queue`). */
+/**
+ * `POST /channels/{uuid}/templates/sync`: reads the channel's WhatsApp Business Account's
+ * templates from Meta now and brings the organization's in line; data `{added, updated,
+ * deleted, unchanged}` (docs/templates-and-replies.md "Templates from Meta").
+ */
+export const syncChannelTemplatesRoute = defineRoute({
+  method: "POST",
+  path: "/channels/:uuid/templates/sync",
+  tag: "Channels",
+  summary: "Sync the templates of the channel's account from Meta now",
+  description:
+    "Reads every template of the channel's WhatsApp Business Account from Meta (`GET /{waba_id}/message_templates`, " +
+    "with the token of an active channel of the organization on that account) and brings the organization's templates " +
+    "of that account in line: new ones added, changed ones updated, ones Meta no longer has marked `DELETED`. The same " +
+    "sync runs by itself when a channel is added and then every 6 hours. One sync per account at a time: while another " +
+    "runs, `409 sync_in_progress`. Meta's failure (after retries of its temporary errors) answers `502 " +
+    "template_sync_failed` and is kept on the channel's `template_sync`.",
+  data: TemplateSyncData,
+  errors: ["no_channel_for_account", "sync_in_progress", "template_sync_failed", NEEDS_KEY],
+  params: uuidParams,
+  handle: ({ auth, params }) =>
+    Effect.map(Effect.flatMap(TemplateSyncs, (syncs) => syncs.syncChannel(auth.organization.id, uuidOf<ChannelId>(params.uuid))), (outcome) => ({
+      message: "Templates synced",
+      data: outcome
+    }))
+})
+
+/**
+ * A route result whose channel gains its send queue figures (`Channels.queue`) and its
+ * last template sync (`Channels.templateSync`).
+ */
 const withQueue =
   (organizationId: OrganizationId) =>
   <E, R>(result: Effect.Effect<{ readonly message: string; readonly data: Channel }, E, R>) =>
     Effect.flatMap(result, ({ message, data }) =>
-      Effect.map(
-        Effect.flatMap(Channels, (channels) => channels.queue(organizationId, data.uuid)),
-        (queue) => ({ message, data: { ...data, queue } })
+      Effect.flatMap(Channels, (channels) =>
+        Effect.map(
+          Effect.all([channels.queue(organizationId, data.uuid), channels.templateSync(organizationId, data.uuid)]),
+          ([queue, template_sync]) => ({ message, data: { ...data, queue, template_sync } })
+        )
       )
     )
 
@@ -180,5 +215,6 @@ export const channelRoutes = [
   getChannelRoute,
   updateChannelRoute,
   resumeChannelRoute,
+  syncChannelTemplatesRoute,
   removeChannelRoute
 ] as const

@@ -20,10 +20,11 @@ import {
 import { channelRoutes } from "./channels.js"
 import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
+import { mediaRoutes } from "./media.js"
 import { cancelMessageRoute, getMessageRoute, retryMessageRoute } from "./messages.js"
 import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
-import { getTemplateRoute, listTemplatesRoute, templatePayloadRoute } from "./templates.js"
+import { deleteTemplateRoute, getTemplateRoute, listTemplatesRoute, submitTemplateRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
 import { webhookEndpointRoutes } from "./webhookEndpoints.js"
 import { whatsAppHandshakeRoute, whatsAppWebhookRoute } from "./whatsappWebhook.js"
@@ -40,6 +41,7 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   sendTemplateRoute,
   sendTextRoute,
   sendMediaRoute,
+  ...mediaRoutes,
   importContactsRoute,
   listContactsRoute,
   getContactRoute,
@@ -61,6 +63,8 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   listTemplatesRoute,
   getTemplateRoute,
   templatePayloadRoute,
+  submitTemplateRoute,
+  deleteTemplateRoute,
   listChatsRoute,
   getChatRoute,
   listChatMessagesRoute,

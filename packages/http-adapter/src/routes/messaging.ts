@@ -36,14 +36,28 @@ const SEND_MESSAGES: { readonly [S in SendResult["status"]]: string } = {
 }
 
 /**
+ * The envelope's `message` of a send the recording transport took (no channel,
+ * docs/messaging.md "Transports"): its status stays `sent`, but nothing left the server.
+ */
+export const RECORDED_SEND_MESSAGE = "Message recorded: no channel, nothing left this server"
+
+/**
  * The envelope of a send: data `{message_id, chat_uuid, contact_uuid, status,
- * provider_message_id, next_attempt_at, failure}`. A message the provider refused is still
- * a 200, with `status: "failed"` (docs/decisions.md).
+ * provider_message_id, next_attempt_at, failure, transport}`. A message the provider
+ * refused is still a 200, with `status: "failed"` (docs/decisions.md). A message the
+ * recording transport took says so ({@link RECORDED_SEND_MESSAGE}) whatever its status
+ * but `failed` (which it never answers).
  */
 const sendResult = (result: SendResult): RouteResult<SendResult> => ({
-  message: SEND_MESSAGES[result.status],
+  message: result.transport === "recording" && result.status !== "failed" ? RECORDED_SEND_MESSAGE : SEND_MESSAGES[result.status],
   data: result
 })
+
+/** The OpenAPI description the three sends share: what `transport` and the envelope's message say. */
+const SEND_DESCRIPTION =
+  "`data.transport` says what the message was handed to: `whatsapp` (the WhatsApp Cloud API), `custom` (the host's own " +
+  "transport) or `recording`. Without a channel the recording transport stores the message and marks it `sent`, but " +
+  `nothing leaves the server: \`transport\` is \`recording\` and the envelope's message is "${RECORDED_SEND_MESSAGE}".`
 
 /** The send's options under an Idempotency-Key claim: its message gets the claim's uuid. */
 const sendOptions = (idempotency: RouteIdempotency | undefined): SendOptions =>
@@ -52,7 +66,8 @@ const sendOptions = (idempotency: RouteIdempotency | undefined): SendOptions =>
 /**
  * `POST /send/template` (docs/messaging.md): body `{phone, template: {name, language: {code},
  * components}, first_name?, last_name?, email?}`. 400 for an invalid phone or field,
- * `template_not_found`, `template_not_approved`, `template_parameters_mismatch`; 403
+ * `template_not_found`, `template_unsupported`, `template_not_approved`,
+ * `template_parameters_mismatch`; 403
  * `contacts_limit_reached` when a new contact would pass the plan.
  */
 export const sendTemplateRoute = defineRoute({
@@ -60,11 +75,13 @@ export const sendTemplateRoute = defineRoute({
   path: "/send/template",
   tag: "Messages",
   summary: "Send a template message",
+  description: SEND_DESCRIPTION,
   data: SendData,
   errors: [
     "invalid_input",
     "template_not_found",
     "template_not_approved",
+    "template_unsupported",
     "template_parameters_mismatch",
     "contacts_limit_reached",
     "not_found",
@@ -107,6 +124,7 @@ export const sendTextRoute = defineRoute({
   path: "/send",
   tag: "Messages",
   summary: "Send a text message",
+  description: SEND_DESCRIPTION,
   data: SendData,
   errors: ["invalid_input", "outside_customer_service_window", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
@@ -121,7 +139,9 @@ export const sendTextRoute = defineRoute({
 
 /**
  * `POST /send/media` (docs/messaging.md): body `{phone, media:
- * {type: image|video|audio|document, url, caption?, filename?}}`, `url` http(s). 403
+ * {type: image|video|audio|document, url or media_uuid, caption?, filename?}}`, `url`
+ * http(s), `media_uuid` a stored file (docs/media.md "Sending a stored file"; 409
+ * `media_not_ready`, 410 `media_unavailable`). 403
  * `contacts_limit_reached` as for templates; 400 `outside_customer_service_window` as for
  * `POST /send`.
  */
@@ -130,13 +150,22 @@ export const sendMediaRoute = defineRoute({
   path: "/send/media",
   tag: "Messages",
   summary: "Send an image, video, audio or document",
+  description: SEND_DESCRIPTION,
   data: SendData,
-  errors: ["invalid_input", "outside_customer_service_window", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
+  errors: [
+    "invalid_input",
+    "outside_customer_service_window",
+    "contacts_limit_reached",
+    "not_found",
+    "media_not_ready",
+    "media_unavailable",
+    "secret_key_not_configured"
+  ],
   bucket: "send",
   idempotent: true,
   body: {
     phone: text,
-    media: { type: "object", props: { type: text, url: text, caption: optionalText, filename: optionalText } },
+    media: { type: "object", props: { type: optionalText, url: optionalText, media_uuid: optionalText, caption: optionalText, filename: optionalText } },
     channel_uuid: optionalText
   },
   handle: ({ auth, body, idempotency }) =>

@@ -5,7 +5,7 @@ import type { AuthenticatedOrganization, Core, DomainError } from "@switchboard/
 import { successResponse, type ApiResponse } from "../envelope.js"
 import type { HttpFailure } from "../HttpFailure.js"
 import type { MultipartBody, MultipartLimits } from "../internal/multipart.js"
-import type { HandlerSettings } from "../settings.js"
+import type { HandlerMedia, HandlerSettings } from "../settings.js"
 
 /**
  * HTTP methods a route may declare.
@@ -30,8 +30,23 @@ export interface RouteRequest {
   readonly query: Readonly<Record<string, unknown>>
   readonly body: unknown
   readonly requestId: string
+  /** A request header by lower-case name (several values joined with `, `), or `undefined`. */
+  readonly requestHeader: (name: string) => string | undefined
   readonly auth: AuthenticatedOrganization
   readonly idempotency: RouteIdempotency | undefined
+  /**
+   * On a `multipart` route declared `idempotent`, when the request carries an
+   * `Idempotency-Key` (else `undefined`): the route reads its parts first, then claims the
+   * key itself with what identifies the request (`fingerprint`, any JSON value: hashed with
+   * the method and path), and `run` makes what the request creates under the claim. Answers
+   * the claim's response: `run`'s result (stored when a 200), a replay of the key's stored
+   * answer, 409 `idempotency_key_in_progress` or 422 `idempotency_key_reused` (the last
+   * three without calling `run`); a store failure of the claim itself is a `StorageError`. `POST /media` uses it (docs/media.md "Uploading").
+   */
+  readonly claimIdempotencyKey?: (
+    fingerprint: unknown,
+    run: (claim: RouteIdempotency) => Effect.Effect<RouteResult, DomainError | HttpFailure, RouteServices>
+  ) => Effect.Effect<AnsweredResponse, HttpFailure | DomainError, RouteServices>
   readonly basePath: string
   readonly routes: ReadonlyArray<RouteDefinition>
 }
@@ -102,6 +117,17 @@ export interface BinaryContent {
 }
 
 /**
+ * A response already made, returned as it is: what {@link RouteRequest.claimIdempotencyKey}
+ * answers (a replay keeps its stored status and body).
+ *
+ * @category routes
+ */
+export interface AnsweredResponse {
+  readonly _tag: "AnsweredResponse"
+  readonly response: ApiResponse
+}
+
+/**
  * One route of the API, declared once (docs/api-reference.md "How the document is generated"): the validators are compiled from it at
  * start-up and the OpenAPI document is generated from it.
  * - `path` is relative to the base path, with `:name` parameters (find-my-way syntax).
@@ -133,6 +159,12 @@ export interface RouteDefinition<Data = unknown> {
   readonly description?: string
   readonly bucket?: "general" | "send"
   readonly authenticated?: boolean
+  /**
+   * The route also answers a signed link (docs/media.md "Links"): a request with no
+   * `Authorization` header is handed to `handle` unauthenticated (counted per client
+   * address), which checks the link's `expires` and `signature` itself.
+   */
+  readonly signedLink?: boolean
   readonly idempotent?: boolean
   readonly rateLimited?: boolean
   readonly bodyLimit?: number
@@ -150,6 +182,16 @@ export interface RouteDefinition<Data = unknown> {
    */
   readonly multipart?: MultipartLimits
   /**
+   * The parts of a `multipart` body, for the OpenAPI document: each part's `name`, whether
+   * it is a file (`binary`), `required`, and a `description`.
+   */
+  readonly multipartParts?: ReadonlyArray<{ readonly name: string; readonly binary: boolean; readonly required: boolean; readonly description: string }>
+  /**
+   * The route answers bytes (`BinaryContent`), for the OpenAPI document: 200 with the whole
+   * file and, with `ranges`, 206 with a part of it (`Content-Range`).
+   */
+  readonly binary?: { readonly ranges: boolean }
+  /**
    * The `effect/Schema` of the success envelope's `data` (docs/api-reference.md): the handler's
    * result must have its type (checked by the compiler through {@link defineRoute}) and
    * the OpenAPI document's response schema is generated from it (`JSONSchema`). Every
@@ -165,12 +207,13 @@ export interface RouteDefinition<Data = unknown> {
   /**
    * The business error codes the handler may answer with beyond the ones every route of its
    * kind has (authentication, rate limit, validation, `not_found` for a path uuid), for
-   * example `label_name_taken`; their statuses are `openapi.ts`'s `ERROR_CODE_STATUSES`.
+   * example `label_name_taken`; their statuses are `openapi.ts`'s `ERROR_CODE_STATUSES`,
+   * unless the entry names its own: `"403 invalid_signature"`.
    */
   readonly errors?: ReadonlyArray<string>
   readonly handle: (
     request: RouteRequest
-  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent | BinaryContent, DomainError | HttpFailure, RouteServices>
+  ) => Effect.Effect<RouteResult<NoInfer<Data>> | RawContent | BinaryContent | AnsweredResponse, DomainError | HttpFailure, RouteServices>
 }
 
 /**
@@ -178,7 +221,7 @@ export interface RouteDefinition<Data = unknown> {
  *
  * @category routes
  */
-export type RouteServices = Core.CoreServices | HandlerSettings
+export type RouteServices = Core.CoreServices | HandlerSettings | HandlerMedia
 
 /**
  * Declares a route and checks that its handler's `data` has the type of its `data`
@@ -210,8 +253,9 @@ export const defineRoute = <Data = unknown>(route: RouteDefinition<Data>): Route
  *
  * @category routes
  */
-export const responseOfResult = (result: RouteResult | RawContent | BinaryContent): ApiResponse => {
+export const responseOfResult = (result: RouteResult | RawContent | BinaryContent | AnsweredResponse): ApiResponse => {
   if (!("_tag" in result)) return successResponse(result.message, result.data)
+  if (result._tag === "AnsweredResponse") return result.response
   if (result._tag === "RawContent") {
     return { ...successResponse("OK", null), headers: result.headers ?? {}, raw: { contentType: result.contentType, content: result.content } }
   }

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import {
   BasicReply,
   Channel,
+  ChannelTemplateSync,
   Chat,
   ChatId,
   ContactId,
@@ -17,6 +18,7 @@ import {
   Template,
   TemplatePayload,
   TemplateSendObject,
+  TransportKind,
   WebhookDeliveryAttempt,
   WebhookEndpoint,
   type Broadcast,
@@ -86,10 +88,13 @@ export const ChannelRecord = Channel.annotations({
 })
 
 /**
- * A channel with its send queue figures: data of `GET /channels/{uuid}`, `PUT
- * /channels/{uuid}` and `POST /channels/{uuid}/resume` (docs/channels.md "Pause and
- * resume"): `queue.queued` and `queue.sending` count its messages in those statuses,
- * `queue.oldest_queued_at` is when the oldest queued one was created (`null` when none).
+ * A channel with its send queue figures and its last template sync: data of `GET
+ * /channels/{uuid}`, `PUT /channels/{uuid}` and `POST /channels/{uuid}/resume`
+ * (docs/channels.md "Pause and resume", "Template sync"): `queue.queued` and
+ * `queue.sending` count its messages in those statuses, `queue.oldest_queued_at` is when
+ * the oldest queued one was created (`null` when none); `template_sync` is the last sync
+ * of its WhatsApp Business Account's templates from Meta (`last_run_at`, `outcome`
+ * `{added, updated, deleted, unchanged}`, `error`; all `null` before the first run).
  *
  * @category schemas
  */
@@ -100,11 +105,16 @@ export const ChannelDetailsRecord = Schema.extend(
       queued: Schema.Int,
       sending: Schema.Int,
       oldest_queued_at: Schema.NullOr(Schema.String)
+    }),
+    template_sync: ChannelTemplateSync.annotations({
+      description:
+        "The last sync of the templates of the channel's WhatsApp Business Account from Meta: when it ran, its counts " +
+        "(null when it failed) and its error (null when it succeeded); every field null before the first run"
     })
   })
 ).annotations({
   identifier: "ChannelDetails",
-  description: "A channel with its send queue figures; the access token is never returned"
+  description: "A channel with its send queue figures and its last template sync; the access token is never returned"
 })
 
 /**
@@ -351,6 +361,20 @@ export const UpdatedContactData: Schema.Schema<{ readonly id: string; readonly m
 export const DeletedData = Schema.Struct({ uuid: Schema.UUID, deleted: Schema.Literal(true) })
 
 /**
+ * Data of `POST /channels/{uuid}/templates/sync` (docs/templates-and-replies.md "Templates
+ * from Meta"): how many templates the sync `added`, `updated`, marked `deleted` and left
+ * `unchanged`.
+ *
+ * @category schemas
+ */
+export const TemplateSyncData = Schema.Struct({
+  added: Schema.Int,
+  updated: Schema.Int,
+  deleted: Schema.Int,
+  unchanged: Schema.Int
+})
+
+/**
  * Data of `POST /contacts/bulk` (docs/contacts.md "Endpoints"): one entry per distinct phone, in
  * first-seen order.
  *
@@ -396,7 +420,9 @@ export const LabelBulkDeleteData: Schema.Schema<LabelBulkDeleteResult, any> = Sc
 /**
  * Data of the sends (docs/messaging.md "Endpoints"): `message_id` is the message's uuid;
  * `status` what its first attempt left it (`sent`, `failed`, `queued`, `sending`), with
- * Meta's `provider_message_id`, the send queue's `next_attempt_at` and the `failure`.
+ * Meta's `provider_message_id`, the send queue's `next_attempt_at` and the `failure`;
+ * `transport` the transport it was handed to (`recording` without a channel: nothing left
+ * the server).
  *
  * @category schemas
  */
@@ -407,7 +433,8 @@ export const SendData: Schema.Schema<SendResult, any> = Schema.Struct({
   status: MessageStatus,
   provider_message_id: Schema.NullOr(Schema.String),
   next_attempt_at: Schema.NullOr(Schema.String),
-  failure: Schema.NullOr(MessageFailure)
+  failure: Schema.NullOr(MessageFailure),
+  transport: TransportKind
 }).annotations({ identifier: "SendResult" })
 
 /**
@@ -453,6 +480,11 @@ export const BroadcastRecord: Schema.Schema<Broadcast, any> = Schema.Struct({
     contact_uuids: Schema.Array(Schema.UUID)
   }),
   channel_uuid: Schema.NullOr(Schema.UUID),
+  transport: TransportKind.annotations({
+    description:
+      "The transport its messages are handed to, settled at its creation from the channel: `recording` (no channel: " +
+      "nothing leaves the server), `whatsapp` or `custom`; each recipient's message says the same"
+  }),
   send_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),

@@ -2,7 +2,8 @@ import { Effect, type Scope } from "effect"
 import { type Db, MongoClient } from "mongodb"
 import type { StorageError } from "@switchboard/core"
 import { attempt } from "./driver.js"
-import { type Collections, collectionsOf, INDEXES } from "./schema.js"
+import { type Collections, collectionsOf, INDEXES, RETIRED_INDEXES } from "./schema.js"
+import { upgradeTemplates } from "../repositories/templateSyncs.js"
 
 /** The database of a host's handle: a `Db` as it is, a `MongoClient`'s `database` (default: its own). */
 export const databaseOfHandle = (handle: MongoClient | Db, database: string | undefined): Db =>
@@ -68,8 +69,10 @@ export const connect = (
   )
 
 /**
- * Creates every collection's indexes (schema.ts `INDEXES`); idempotent: indexes that exist
- * with the same name and keys are left as they are.
+ * Creates every collection's indexes (schema.ts `INDEXES`), then drops the retired ones
+ * (`RETIRED_INDEXES`) and brings documents of earlier versions up to date
+ * ({@link upgradeTemplates}); idempotent: indexes that exist with the same name and keys
+ * are left as they are, and an up-to-date database is only read.
  */
 export const ensureIndexes = (db: Db): Effect.Effect<Collections, StorageError> =>
   attempt("indexes", async () => {
@@ -78,5 +81,12 @@ export const ensureIndexes = (db: Db): Effect.Effect<Collections, StorageError> 
       const indexes = INDEXES[name]
       if (indexes.length > 0) await collections[name].createIndexes([...indexes])
     }
+    for (const name of Object.keys(RETIRED_INDEXES) as Array<keyof Collections>) {
+      const present = new Set((await collections[name].indexes()).map((index) => index.name))
+      for (const retired of RETIRED_INDEXES[name] ?? []) {
+        if (present.has(retired)) await collections[name].dropIndex(retired)
+      }
+    }
+    await upgradeTemplates(collections, Date.now())
     return collections
   })

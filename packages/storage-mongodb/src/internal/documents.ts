@@ -2,12 +2,17 @@ import type {
   BroadcastStatus,
   ChannelStatus,
   ChatStatus,
+  MediaFailureCode,
+  MediaSource,
+  MediaStatus,
+  MediaType,
   MessageDirection,
   MessageStatus,
   MessageType,
   Plan,
   SendClass,
-  SubscriptionStatus
+  SubscriptionStatus,
+  TransportKind
 } from "@switchboard/core"
 
 // The documents this adapter stores, one interface per collection. Ids are the uuids core
@@ -41,13 +46,17 @@ export interface ApiKeyDocument {
  * and labels it has, plus the slots reserved by writes in flight. `touched_at` is the
  * server time of the last change, which the start-up reconciliation reads (see
  * `usage.ts`). `channels` (the channel limit's counter) is added to a document the first
- * time its organization connects a channel, from the real count.
+ * time its organization connects a channel, from the real count. `media_bytes` (the
+ * `media_bytes_limit`'s counter: the sizes of its `stored` media, plus the bytes reserved
+ * by writes in flight) is written by `create` for a new organization, and added from the
+ * real sum to an older document the first time a media write needs it.
  */
 export interface UsageDocument {
   readonly _id: string
   readonly contacts: number
   readonly labels: number
   readonly channels?: number
+  readonly media_bytes?: number
   readonly touched_at: Date
 }
 
@@ -129,13 +138,18 @@ export interface LabelDocument extends GroupDocument {
 }
 
 /**
- * `templates`: `components` is the JSON text of the components as given, so keys that
- * MongoDB treats specially (`$…`, dotted) are stored verbatim and never interpreted.
- * `rejected_reason` is absent from documents written before it existed and reads as `null`.
+ * `templates`: `components` and `problems` are the JSON text of what was given, so keys
+ * that MongoDB treats specially (`$…`, dotted: Meta's raw components may hold anything)
+ * are stored verbatim and never interpreted. `rejected_reason`, `waba_id`,
+ * `provider_template_id` and `problems` are absent from documents written before they
+ * existed and read as `null` (`[]` for `problems`); a missing `waba_id` is indexed as
+ * `null`, so such templates are in the group of templates with no account.
  */
 export interface TemplateDocument {
   readonly _id: string
   readonly organization_id: string
+  readonly waba_id?: string | null
+  readonly provider_template_id?: string | null
   readonly name: string
   readonly name_key: string
   readonly language: string
@@ -143,6 +157,7 @@ export interface TemplateDocument {
   readonly status: string
   readonly rejected_reason?: string | null
   readonly components: string
+  readonly problems?: string
   readonly created_at: string
   readonly updated_at: string
   /** Webhook events of writes to this template, waiting for the relay (webhooks.ts). */
@@ -201,6 +216,12 @@ export interface MessageDocument {
   readonly attempts?: number
   readonly next_attempt_at?: string | null
   readonly broadcast_uuid?: string | null
+  /**
+   * The transport the message was handed to (core's `TransportKind`), `null` for inbound and
+   * imported messages; absent on documents written before it existed, read by the rule the
+   * SQL stores' migrations fill older rows with (`transportOfOlder` in records.ts).
+   */
+  readonly transport?: TransportKind | null
   readonly to?: string
   readonly class?: SendClass
   readonly expires_at?: string
@@ -213,6 +234,74 @@ export interface MessageDocument {
   readonly updated_at: string
   /** Webhook events of writes to this message, waiting for the relay (webhooks.ts). */
   readonly pending_events?: ReadonlyArray<PendingWebhookEvent>
+  /**
+   * The media document of an inbound media message (`ChatAppendRequest.media`), inserted
+   * with the message and moved to `media` right after (repositories/media.ts
+   * `moveInboundMedia`); present only until it was moved.
+   */
+  readonly pending_media?: MediaDocument
+}
+
+/**
+ * `media`: a media record (docs/media.md; `_id` its uuid) with what only the server reads
+ * (`contact_uuid`, `channel_uuid`, `blob_key`, `blob_pending_removal`) and the fetch job
+ * of an inbound file: `provider_media_id`, `declared_sha256`, `expires_at` (`null` for a
+ * media that never had a job), `next_fetch_at` (a string exactly while it has a job: the
+ * due index holds only those), the counts `attempts` and `integrity_failures`, and the
+ * lease: `lease` (the claimer's token, else `null`) and `lease_until` (ISO 8601, else
+ * `null`). `size` is a plain number (a double past 2^31, exact to 2^53). `message_update`
+ * (`{id, at}`) is set by the write that changes an inbound media's status while the
+ * rewrite of its message (with the `message.media_updated` event, at `at`) is still to be
+ * done; the writer clears it after, and a crash between leaves it for the repair of
+ * `claimFetches` (repositories/media.ts).
+ */
+export interface MediaDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly type: MediaType
+  readonly mime_type: string
+  readonly size: number | null
+  readonly sha256: string | null
+  readonly filename: string | null
+  readonly status: MediaStatus
+  readonly failure: { readonly code: MediaFailureCode; readonly title: string } | null
+  readonly source: MediaSource
+  readonly message_uuid: string | null
+  readonly contact_uuid: string | null
+  readonly channel_uuid: string | null
+  readonly blob_key: string | null
+  readonly blob_pending_removal: boolean
+  readonly created_at: string
+  readonly stored_at: string | null
+  readonly provider_media_id: string | null
+  readonly declared_sha256: string | null
+  readonly expires_at: string | null
+  readonly next_fetch_at: string | null
+  readonly attempts: number
+  readonly integrity_failures: number
+  readonly lease: string | null
+  readonly lease_until: string | null
+  readonly message_update: MediaMessageUpdate | null
+}
+
+/** A message rewrite still to be done for a media's status change: its token and the change's `now`. */
+export interface MediaMessageUpdate {
+  readonly id: string
+  readonly at: string
+}
+
+/**
+ * `media_uploads`: the provider's id of a media's upload through a channel (`_id` =
+ * `<media uuid>:<channel uuid>`, so one per pair and a later upload replaces it), valid
+ * until `expires_at` (ISO 8601); `expire_at` (a Date, for the TTL index) mirrors it.
+ */
+export interface MediaUploadDocument {
+  readonly _id: string
+  readonly media_uuid: string
+  readonly channel_uuid: string
+  readonly provider_media_id: string
+  readonly expires_at: string
+  readonly expire_at: Date
 }
 
 /**
@@ -288,6 +377,8 @@ export interface BroadcastDocument {
     readonly contact_uuids: ReadonlyArray<string>
   }
   readonly channel_uuid: string | null
+  /** The kind of transport its recipients are handed to; absent on documents written before it existed (read as `transportOfOlder`). */
+  readonly transport?: TransportKind
   readonly send_at: string | null
   readonly created_at: string
   readonly started_at: string | null
@@ -436,4 +527,21 @@ export interface WebhookRejectDocument {
   readonly phone_number_id: string | null
   readonly reason: string
   readonly item_json: string
+}
+
+/**
+ * `template_syncs`: the sync record of one organization's WhatsApp Business Account
+ * (core's `TemplateSync`), `_id` = `organization_id + "/" + waba_id`; instants are ISO
+ * 8601 strings (they sort as text), `last_outcome` the counts as a subdocument.
+ */
+export interface TemplateSyncDocument {
+  readonly _id: string
+  readonly organization_id: string
+  readonly waba_id: string
+  readonly next_due_at: string
+  readonly lease: string | null
+  readonly lease_until: string | null
+  readonly last_run_at: string | null
+  readonly last_outcome: { readonly added: number; readonly updated: number; readonly deleted: number; readonly unchanged: number } | null
+  readonly last_error: string | null
 }

@@ -10,7 +10,7 @@ import {
   type PageRequest,
   type RateLimitIncrement
 } from "@switchboard/core"
-import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT, IS_RECIPIENT } from "./schema.js"
+import { CHAT_FILTER_FIELDS, CHAT_SORT_FIELDS, HAS_CHAT, HAS_FETCH_JOB, IS_RECIPIENT } from "./schema.js"
 
 // Pure builders of every filter, update, pipeline and option document the repositories
 // send, so tests can check them without a server (issue 6). The rules against operator
@@ -257,7 +257,7 @@ const windowStages = (request: ChatAppendRequest): Array<Document> => {
 // Plan-limit usage
 
 /** The counters of `usage.ts`. */
-export type UsageField = "contacts" | "labels" | "channels"
+export type UsageField = "contacts" | "labels" | "channels" | "media_bytes"
 
 /**
  * The filter of a reservation of `amount` slots of `field`: the organization's usage
@@ -275,19 +275,36 @@ export const usageIncrement = (field: UsageField, amount: number): Document => (
 
 /**
  * The compare-and-set of the start-up reconciliation: the usage document as it was read
- * (`contacts`, `labels`), untouched for `quietMs` by the server's clock.
+ * (`contacts`, `labels`, `channels`, `media_bytes`), untouched for `quietMs` by the
+ * server's clock.
  */
 export const usageReconcileFilter = (
   organizationId: string,
-  seen: { readonly contacts: number; readonly labels: number; readonly channels?: number | undefined },
+  seen: {
+    readonly contacts: number
+    readonly labels: number
+    readonly channels?: number | undefined
+    readonly media_bytes?: number | undefined
+  },
   quietMs: number
 ): Document => ({
   _id: eq(organizationId),
   contacts: eq(seen.contacts),
   labels: eq(seen.labels),
   channels: seen.channels === undefined ? { $exists: false } : eq(seen.channels),
+  media_bytes: seen.media_bytes === undefined ? { $exists: false } : eq(seen.media_bytes),
   $expr: { $lt: ["$touched_at", { $subtract: ["$$NOW", quietMs] }] }
 })
+
+/**
+ * The pipeline summing the `size` of the organization's `stored` media (its stored bytes,
+ * the `media_bytes` counter's real value): one row `{ _id: null, bytes }`, none without
+ * any.
+ */
+export const storedBytesPipeline = (organizationId: string): Array<Document> => [
+  { $match: { organization_id: eq(organizationId), status: eq("stored") } },
+  { $group: { _id: null, bytes: { $sum: "$size" } } }
+]
 
 // ---------------------------------------------------------------------------------------
 // Rate limits
@@ -421,6 +438,33 @@ export const dueStartFilter = (now: number): Document => ({
 })
 
 /**
+ * The two reads of `nextStartDueAt`: the branches of {@link dueStartFilter} without their
+ * time bound, each read first in the order of its index (`limit: 1`). `scheduled`: the
+ * earliest `send_at` (only strings: what `$lte` on an ISO 8601 text matches), on
+ * `broadcasts_scheduled_by_send_at`; `resumable`: the earliest `start_lease_until` of an
+ * unfinished `sending` start, on `broadcasts_by_start` (null and absent sort first: a free
+ * lease, due at once).
+ */
+export const NEXT_START_READS: {
+  readonly [branch in "scheduled" | "resumable"]: {
+    readonly filter: Document
+    readonly sort: { readonly [field: string]: 1 }
+    readonly projection: Document
+  }
+} = {
+  scheduled: {
+    filter: { status: eq("scheduled"), send_at: { $type: "string" } },
+    sort: { send_at: 1 },
+    projection: { _id: 0, send_at: 1 }
+  },
+  resumable: {
+    filter: { status: eq("sending"), start_finished: eq(false) },
+    sort: { start_lease_until: 1 },
+    projection: { _id: 0, start_lease_until: 1 }
+  }
+}
+
+/**
  * The pipeline update of `claimStart` (after {@link dueStartFilter}, one atomic document
  * update): `sending`, `started_at` = `now` (ISO 8601) unless it has one already (a resumed
  * start keeps its first), and the start leased under `lease` until `leaseUntil` (epoch ms).
@@ -435,3 +479,41 @@ export const claimStartPipeline = (now: number, lease: string, leaseUntil: numbe
     }
   }
 ]
+
+// ---------------------------------------------------------------------------------------
+// Media
+
+/**
+ * The filter of one page of the organization's media (`media.list`), on
+ * `media_by_created_at`: `source` and `status` when given, strictly after the media
+ * `after` (as read: its `created_at` and uuid) in newest-first order (`created_at < c OR
+ * (created_at = c AND _id < u)`), sorted by {@link NEWEST_FIRST}.
+ */
+export const mediaPageFilter = (
+  organizationId: string,
+  filter: { readonly source?: string | undefined; readonly status?: string | undefined },
+  after: { readonly _id: string; readonly created_at: string } | null
+): Document => ({
+  organization_id: eq(organizationId),
+  ...(filter.source === undefined ? {} : { source: eq(filter.source) }),
+  ...(filter.status === undefined ? {} : { status: eq(filter.status) }),
+  ...(after === null
+    ? {}
+    : { $or: [{ created_at: { $lt: after.created_at } }, { created_at: eq(after.created_at), _id: { $lt: after._id } }] })
+})
+
+/** The claim order of fetch jobs: earliest due first, then uuid (the `media_fetch_due` index). */
+export const FETCH_ORDER = { next_fetch_at: 1, _id: 1 } as const
+
+/**
+ * The filter of `claimFetches` at `now`: a fetch job due (`next_fetch_at <= now`) that is
+ * not leased or whose lease ended before `now` (`$eq: null` also matches an absent lease),
+ * on `media_fetch_due`.
+ */
+export const dueFetchFilter = (now: string): Document => ({
+  next_fetch_at: { ...HAS_FETCH_JOB.next_fetch_at, $lte: String(now) },
+  $or: [{ lease_until: eq(null) }, { lease_until: { $lt: String(now) } }]
+})
+
+/** What a media holds once its fetch job ended: no next attempt, no lease. */
+export const FETCH_ENDED = { next_fetch_at: null, lease: null, lease_until: null } as const

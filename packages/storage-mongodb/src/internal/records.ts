@@ -13,9 +13,14 @@ import {
   type LabelId,
   type Message,
   type MessageId,
+  type NewMedia,
+  type OrganizationId,
+  type StoredMedia,
+  type TransportKind,
+  newStoredMedia,
   windowExpiresAt
 } from "@switchboard/core"
-import type { ChannelDocument, ContactDocument, GroupDocument, LabelDocument, MessageDocument } from "./documents.js"
+import type { ChannelDocument, ContactDocument, GroupDocument, LabelDocument, MediaDocument, MessageDocument } from "./documents.js"
 import { anyOf, eq, ownedAmong } from "./queries.js"
 import type { Collections } from "./schema.js"
 
@@ -155,9 +160,17 @@ export const messageRecord = (d: MessageDocument): Message => ({
   attempts: d.attempts ?? 0,
   next_attempt_at: d.next_attempt_at ?? null,
   broadcast_uuid: (d.broadcast_uuid ?? null) as Message["broadcast_uuid"],
+  transport: d.transport === undefined ? (d.direction === "outbound" ? transportOfOlder(d.channel_uuid ?? null) : null) : d.transport,
   created_at: d.created_at,
   updated_at: d.updated_at
 })
+
+/**
+ * The transport of an outbound message or a broadcast written before the field existed:
+ * as the transports built in answer, `whatsapp` with a channel, else `recording` (the rule
+ * the SQL stores' migrations fill their older rows with).
+ */
+export const transportOfOlder = (channelUuid: string | null): TransportKind => (channelUuid === null ? "recording" : "whatsapp")
 
 /**
  * The fields of a message document, from a record (without dispatch state: a message of
@@ -181,6 +194,7 @@ export const messageDocument = (organizationId: string, message: Message, dedupe
   attempts: message.attempts,
   next_attempt_at: message.next_attempt_at,
   broadcast_uuid: message.broadcast_uuid,
+  transport: message.transport,
   ...(dedupeKey === undefined ? {} : { dedupe_key: dedupeKey }),
   created_at: message.created_at,
   updated_at: message.updated_at
@@ -252,4 +266,54 @@ export const channelOf = (document: ChannelDocument): Channel => ({
   paused_at: document.paused_at ?? null,
   created_at: document.created_at,
   updated_at: document.updated_at
+})
+
+/**
+ * The media document of a new media record (`media.insert`, or an inbound message's
+ * `ChatAppendRequest.media` with its message and contact): its fetch job's fields from
+ * `media.fetch` (`null` without one: no `next_fetch_at`), no lease, no message rewrite due.
+ */
+export const newMediaDocument = (organizationId: string, media: NewMedia): MediaDocument => ({
+  ..._idOf(newStoredMedia(organizationId as OrganizationId, media)),
+  provider_media_id: media.fetch?.provider_media_id ?? null,
+  declared_sha256: media.fetch?.declared_sha256 ?? null,
+  expires_at: media.fetch?.expires_at ?? null,
+  next_fetch_at: media.fetch?.next_fetch_at ?? null,
+  attempts: 0,
+  integrity_failures: 0,
+  lease: null,
+  lease_until: null,
+  message_update: null
+})
+
+/** A stored media's fields with its uuid as `_id`. */
+const _idOf = ({ uuid, failure, ...fields }: StoredMedia) => ({
+  _id: uuid,
+  ...fields,
+  failure: failure === null ? null : { code: failure.code, title: failure.title }
+})
+
+/**
+ * The media record of a document, with what only the server reads (`organization_id`,
+ * `contact_uuid`, `channel_uuid`, `blob_key`, `blob_pending_removal`); the fetch job's
+ * fields and `_id` stay out.
+ */
+export const storedMediaOf = (d: MediaDocument): StoredMedia => ({
+  organization_id: d.organization_id as OrganizationId,
+  uuid: d._id,
+  type: d.type,
+  mime_type: d.mime_type,
+  size: d.size ?? null,
+  sha256: d.sha256 ?? null,
+  filename: d.filename ?? null,
+  status: d.status,
+  failure: d.failure === undefined || d.failure === null ? null : { code: d.failure.code, title: d.failure.title },
+  source: d.source,
+  message_uuid: d.message_uuid ?? null,
+  contact_uuid: d.contact_uuid ?? null,
+  channel_uuid: d.channel_uuid ?? null,
+  blob_key: d.blob_key ?? null,
+  blob_pending_removal: d.blob_pending_removal === true,
+  created_at: d.created_at,
+  stored_at: d.stored_at ?? null
 })

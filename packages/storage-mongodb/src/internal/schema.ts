@@ -9,11 +9,14 @@ import type {
   GroupDocument,
   IdempotencyKeyDocument,
   LabelDocument,
+  MediaDocument,
+  MediaUploadDocument,
   MessageDocument,
   OrganizationDocument,
   PendingMessageStatusDocument,
   SettingDocument,
   TemplateDocument,
+  TemplateSyncDocument,
   UsageDocument,
   WebhookAttemptDocument,
   WebhookDeliveryDocument,
@@ -43,7 +46,10 @@ export const COLLECTION_NAMES = {
   webhookAttempts: "webhook_attempts",
   webhookRejects: "webhook_rejects",
   counters: "counters",
-  broadcasts: "broadcasts"
+  broadcasts: "broadcasts",
+  media: "media",
+  mediaUploads: "media_uploads",
+  templateSyncs: "template_syncs"
 } as const
 
 /** The rate-limit buckets' collection (created by `MongoRateLimitStore`). */
@@ -71,6 +77,9 @@ export interface Collections {
   readonly webhookRejects: Collection<WebhookRejectDocument>
   readonly counters: Collection<CounterDocument>
   readonly broadcasts: Collection<BroadcastDocument>
+  readonly media: Collection<MediaDocument>
+  readonly mediaUploads: Collection<MediaUploadDocument>
+  readonly templateSyncs: Collection<TemplateSyncDocument>
 }
 
 /** The {@link Collections} of `db`. */
@@ -94,7 +103,10 @@ export const collectionsOf = (db: Db): Collections => ({
   webhookAttempts: db.collection(COLLECTION_NAMES.webhookAttempts),
   webhookRejects: db.collection(COLLECTION_NAMES.webhookRejects),
   counters: db.collection(COLLECTION_NAMES.counters),
-  broadcasts: db.collection(COLLECTION_NAMES.broadcasts)
+  broadcasts: db.collection(COLLECTION_NAMES.broadcasts),
+  media: db.collection(COLLECTION_NAMES.media),
+  mediaUploads: db.collection(COLLECTION_NAMES.mediaUploads),
+  templateSyncs: db.collection(COLLECTION_NAMES.templateSyncs)
 })
 
 /** Only documents holding webhook events for the relay enter its indexes. */
@@ -123,6 +135,22 @@ export const WAITING = { to: { $exists: true }, next_attempt_at: { $type: "strin
  * (queries.ts `recipientsOf`) so the planner may use them.
  */
 export const IS_RECIPIENT = { broadcast_uuid: { $type: "string" } } as const
+
+/**
+ * Only media with a fetch job enter the due index: `next_fetch_at` is a string exactly
+ * while a media has one. Every query of jobs carries this condition so the planner may use
+ * it.
+ */
+export const HAS_FETCH_JOB = { next_fetch_at: { $type: "string" } } as const
+
+/**
+ * Only messages still carrying the media document they were inserted with
+ * (`pending_media`, moved to `media` right after the insert) enter its index.
+ */
+export const HAS_PENDING_MEDIA = { "pending_media._id": { $exists: true } } as const
+
+/** Only media whose message rewrite is still to be done (`message_update`) enter its index. */
+export const HAS_MESSAGE_UPDATE = { "message_update.id": { $exists: true } } as const
 
 /** Only contacts that have a chat enter the chat indexes. */
 export const HAS_CHAT = { "chat.uuid": { $exists: true } } as const
@@ -175,7 +203,8 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * `sequence`), both holding only
  * waiting messages ({@link WAITING}); channels carrying `channel.paused`/`channel.resumed`
  * events by their `pending_events.id`. Broadcasts (broadcasts.ts): an organization's
- * newest first on `broadcasts_by_created_at`; due starts (claimStart's two branches) on
+ * newest first on `broadcasts_by_created_at`; due starts (claimStart's two branches, and
+ * the first of each that nextStartDueAt reads) on
  * `broadcasts_scheduled_by_send_at` and `broadcasts_by_start` (`sending`, unfinished, by
  * lease end; also the finished ones `completeFinished` reads), those carrying
  * `broadcast.completed` by `pending_events.id`. Recipients ({@link IS_RECIPIENT} only):
@@ -184,6 +213,17 @@ const chatIndex = (name: string, fields: ReadonlyArray<string>): IndexDescriptio
  * filter in contact order) on `messages_by_broadcast_status`. A broadcast's audience is
  * read in contact-uuid order from `after` on `contacts_audience_by_group` and
  * `contacts_audience_by_label` (one `$or` branch each; listed contacts on `_id`).
+ * Media (repositories/media.ts): an organization's newest first on `media_by_created_at`;
+ * due fetch jobs in claim order on `media_fetch_due` (only media with a job:
+ * {@link HAS_FETCH_JOB}); a contact's on `media_by_contact`; the blobs to remove on
+ * `media_blobs_pending_removal` (only those); the retention's `stored` media oldest first
+ * on `media_stored_by_created_at` (only `stored` ones); the repairs' documents by
+ * `media_message_updates` ({@link HAS_MESSAGE_UPDATE}) and `messages_pending_media`
+ * ({@link HAS_PENDING_MEDIA}). A provider's upload id is one per (media, channel) by its
+ * `_id`, and expires through a TTL index on `expire_at`. Templates: an organization's
+ * identity (name key, language, `waba_id`: `null` or missing for no account, one group)
+ * unique on `templates_by_account_identity`, Meta's ids on `templates_by_provider_id`;
+ * template sync records in due order on `template_syncs_due`.
  */
 export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDescription> } = {
   organizations: [{ name: "organizations_by_created_at", key: { created_at: 1, _id: 1 } }],
@@ -217,8 +257,13 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "labels_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } }
   ],
   templates: [
-    { name: "templates_by_identity", key: { organization_id: 1, name_key: 1, language: 1 }, unique: true },
+    { name: "templates_by_account_identity", key: { organization_id: 1, name_key: 1, language: 1, waba_id: 1 }, unique: true },
     { name: "templates_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    {
+      name: "templates_by_provider_id",
+      key: { organization_id: 1, provider_template_id: 1, created_at: 1, _id: 1 },
+      partialFilterExpression: { provider_template_id: { $type: "string" } }
+    },
     pendingEventsIndex("templates")
   ],
   basicReplies: [
@@ -235,6 +280,7 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       partialFilterExpression: { dedupe_key: { $exists: true } }
     },
     pendingEventsIndex("messages"),
+    { name: "messages_pending_media", key: { "pending_media._id": 1 }, partialFilterExpression: HAS_PENDING_MEDIA },
     {
       name: "messages_waiting_by_lane",
       key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 },
@@ -296,7 +342,26 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "broadcasts_scheduled_by_send_at", key: { status: 1, send_at: 1 } },
     { name: "broadcasts_by_start", key: { status: 1, start_finished: 1, start_lease_until: 1 } },
     pendingEventsIndex("broadcasts")
-  ]
+  ],
+  media: [
+    { name: "media_by_created_at", key: { organization_id: 1, created_at: -1, _id: -1 } },
+    { name: "media_fetch_due", key: { next_fetch_at: 1, _id: 1 }, partialFilterExpression: HAS_FETCH_JOB },
+    { name: "media_by_contact", key: { organization_id: 1, contact_uuid: 1 } },
+    { name: "media_blobs_pending_removal", key: { blob_pending_removal: 1 }, partialFilterExpression: { blob_pending_removal: true } },
+    { name: "media_stored_by_created_at", key: { created_at: 1, _id: 1 }, partialFilterExpression: { status: "stored" } },
+    { name: "media_message_updates", key: { "message_update.id": 1 }, partialFilterExpression: HAS_MESSAGE_UPDATE }
+  ],
+  mediaUploads: [{ name: "media_uploads_expiry", key: { expire_at: 1 }, expireAfterSeconds: 0 }],
+  templateSyncs: [{ name: "template_syncs_due", key: { next_due_at: 1, _id: 1 } }]
+}
+
+/**
+ * Indexes an earlier version created that this one replaced, by collection: dropped at
+ * start-up when present (`templates_by_identity`, the identity before templates had an
+ * account: replaced by `templates_by_account_identity`).
+ */
+export const RETIRED_INDEXES: { readonly [C in keyof Collections]?: ReadonlyArray<string> } = {
+  templates: ["templates_by_identity"]
 }
 
 /** The index of the rate-limit buckets: documents expire once `expires_at` has passed. */

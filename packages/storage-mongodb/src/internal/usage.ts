@@ -1,4 +1,12 @@
-import { byId, ofOrganization, type UsageField, usageIncrement, usageReconcileFilter, usageReservation } from "./queries.js"
+import {
+  byId,
+  ofOrganization,
+  storedBytesPipeline,
+  type UsageField,
+  usageIncrement,
+  usageReconcileFilter,
+  usageReservation
+} from "./queries.js"
 import { isDuplicateKey } from "./driver.js"
 import type { Collections } from "./schema.js"
 
@@ -8,7 +16,10 @@ import type { Collections } from "./schema.js"
  * rows first reserves slots with one conditional `$inc` (`count + n <= limit`), which
  * MongoDB applies atomically to the one document, so concurrent requests on any number of
  * instances can never reserve past the limit; then it writes; then it releases (`$inc -n`)
- * whatever it did not write. A delete decrements after the rows are gone.
+ * whatever it did not write. A delete decrements after the rows are gone. The media limit
+ * works the same way on `media_bytes`, in bytes: a write that stores a media reserves its
+ * `size` first; one that moves a `stored` media away from `stored` stamps `touched_at`
+ * ({@link Usage.touch}), writes, then decrements.
  *
  * Crash windows (the process dies between two steps): after a reservation and before its
  * write or release, or after a delete and before its decrement. Both leave the counter
@@ -45,6 +56,19 @@ export interface Usage {
    * and every channel write reserves through the field first, so the count cannot be stale.
    */
   readonly ensureChannels: (organizationId: string) => Promise<void>
+  /**
+   * Adds the `media_bytes` counter, from the real sum of the organization's `stored` media,
+   * to a usage document that lacks it (organizations from before media existed); one read
+   * when it has it. Every write that stores bytes reserves through the field first (after
+   * this), so the sum cannot be stale; only a document without the field is set.
+   */
+  readonly ensureMediaBytes: (organizationId: string) => Promise<void>
+}
+
+/** The organization's stored bytes as they are: the sum of the `size` of its `stored` media. */
+export const storedBytes = async (collections: Collections, organizationId: string): Promise<number> => {
+  const [row] = await collections.media.aggregate<{ bytes: number }>(storedBytesPipeline(organizationId)).toArray()
+  return row?.bytes ?? 0
 }
 
 /** The {@link Usage} of the storage's `usage` collection. */
@@ -94,17 +118,26 @@ export const makeUsage = (collections: Collections): Usage => {
     await collections.usage.updateOne({ ...byId(organizationId), channels: { $exists: false } }, { $set: { channels } })
   }
 
+  const ensureMediaBytes = async (organizationId: string) => {
+    const current = await collections.usage.findOne(byId(organizationId), { projection: { media_bytes: 1 } })
+    if (typeof current?.media_bytes === "number") return
+    await ensure(organizationId)
+    const bytes = await storedBytes(collections, organizationId)
+    await collections.usage.updateOne({ ...byId(organizationId), media_bytes: { $exists: false } }, { $set: { media_bytes: bytes } })
+  }
+
   return {
     reserve,
     add,
     ensure,
     ensureChannels,
+    ensureMediaBytes,
     touch: async (organizationId) => {
       await collections.usage.updateOne(byId(organizationId), { $currentDate: { touched_at: true } })
     },
     create: async (organizationId) => {
       try {
-        await collections.usage.insertOne({ _id: organizationId, contacts: 0, labels: 0, touched_at: new Date(0) })
+        await collections.usage.insertOne({ _id: organizationId, contacts: 0, labels: 0, media_bytes: 0, touched_at: new Date(0) })
       } catch (error) {
         if (!isDuplicateKey(error)) throw error
       }
@@ -116,8 +149,9 @@ export const makeUsage = (collections: Collections): Usage => {
 export const DEFAULT_RECONCILE_QUIET_MS = 60_000
 
 /**
- * The start-up reconciliation: for every organization, counts its contacts and labels and
- * lowers its counters to those counts when they are higher (what a crash leaves behind),
+ * The start-up reconciliation: for every organization, counts its contacts, labels and
+ * channels and sums its stored media bytes, and lowers its counters to those values when
+ * they are higher (what a crash leaves behind),
  * creating missing usage documents. It only changes a document no request has touched for
  * `quietMs` (server time), by a compare-and-set on the values read: a reservation or delete
  * in flight on another instance keeps its document unchanged until the next start-up, so
@@ -134,17 +168,24 @@ export const reconcileUsage = async (collections: Collections, quietMs: number =
       changed++
       continue
     }
-    const [contacts, labels, channels] = await Promise.all([
+    const [contacts, labels, channels, mediaBytes] = await Promise.all([
       collections.contacts.countDocuments(ofOrganization(organizationId)),
       collections.labels.countDocuments(ofOrganization(organizationId)),
-      collections.channels.countDocuments(ofOrganization(organizationId))
+      collections.channels.countDocuments(ofOrganization(organizationId)),
+      seen.media_bytes === undefined ? 0 : storedBytes(collections, organizationId)
     ])
     const next = {
       contacts: Math.min(seen.contacts, contacts),
       labels: Math.min(seen.labels, labels),
-      ...(seen.channels === undefined ? {} : { channels: Math.min(seen.channels, channels) })
+      ...(seen.channels === undefined ? {} : { channels: Math.min(seen.channels, channels) }),
+      ...(seen.media_bytes === undefined ? {} : { media_bytes: Math.min(seen.media_bytes, mediaBytes) })
     }
-    if (next.contacts === seen.contacts && next.labels === seen.labels && next.channels === seen.channels) continue
+    if (
+      next.contacts === seen.contacts &&
+      next.labels === seen.labels &&
+      next.channels === seen.channels &&
+      next.media_bytes === seen.media_bytes
+    ) continue
     const result = await collections.usage.updateOne(usageReconcileFilter(organizationId, seen, quietMs), { $set: next })
     changed += result.modifiedCount
   }

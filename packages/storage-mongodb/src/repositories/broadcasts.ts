@@ -29,13 +29,14 @@ import {
   dueStartFilter,
   eq,
   NEWEST_FIRST,
+  NEXT_START_READS,
   ofOrganization,
   owned,
   ownedAmong,
   recipientCountsPipeline,
   recipientsOf
 } from "../internal/queries.js"
-import { contactRecords } from "../internal/records.js"
+import { contactRecords, transportOfOlder } from "../internal/records.js"
 import { type Collections, WAITING } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { messageAppender } from "./chats.js"
@@ -66,6 +67,7 @@ const broadcastRecord = (document: BroadcastDocument, counts: BroadcastCounts): 
     contact_uuids: [...document.audience.contact_uuids] as Array<ContactId>
   },
   channel_uuid: document.channel_uuid as ChannelId | null,
+  transport: document.transport ?? transportOfOlder(document.channel_uuid),
   send_at: document.send_at,
   created_at: document.created_at,
   started_at: document.started_at,
@@ -107,7 +109,8 @@ const appendRequestOf = (recipient: BroadcastRecipientWrite, now: string): ChatA
  *
  * - `claimStart` is one `findOneAndUpdate` (filter: a due scheduled broadcast or an
  *   unfinished sending start whose lease is free or ended; a pipeline update): of two
- *   processes, one gets it.
+ *   processes, one gets it. `nextStartDueAt` reads the first broadcast of each branch
+ *   (without its time bound) in its index's order.
  * - `writeRecipients` checks that the broadcast is `sending` under the caller's lease,
  *   skips the contacts that already have a recipient, appends each other one (a contact
  *   deleted meanwhile is skipped; a duplicate key — another holder wrote it — too), then
@@ -225,6 +228,7 @@ export const broadcastRepository = (collections: Collections, usage: Usage): Bro
             contact_uuids: [...broadcast.audience.contact_uuids]
           },
           channel_uuid: broadcast.channel_uuid,
+          transport: broadcast.transport,
           send_at: broadcast.send_at,
           created_at: broadcast.now,
           started_at: broadcast.status === "sending" ? broadcast.now : null,
@@ -256,6 +260,14 @@ export const broadcastRepository = (collections: Collections, usage: Usage): Bro
         }
         return records(organizationId, await broadcasts.find(filter, { sort: NEWEST_FIRST, limit }).toArray())
       }),
+    sending: (organizationId) =>
+      attempt("broadcasts.sending", async () =>
+        // broadcasts_by_start's `sending` range (every sending broadcast, a handful), by organization.
+        records(
+          organizationId,
+          await broadcasts.find({ status: eq("sending"), ...ofOrganization(organizationId) }, { sort: { created_at: 1, _id: 1 } }).toArray()
+        )
+      ),
     recipients: (organizationId, id, { status, limit, after }) =>
       attempt("broadcasts.recipients", async () => {
         const rows: Array<BroadcastRecipient> = []
@@ -317,6 +329,18 @@ export const broadcastRepository = (collections: Collections, usage: Usage): Bro
           lease,
           cursor: claimed.start_cursor as ContactId | null
         })
+      }),
+    nextStartDueAt: () =>
+      attempt("broadcasts.nextStartDueAt", async () => {
+        const { scheduled, resumable } = NEXT_START_READS
+        const [first, held] = await Promise.all([
+          broadcasts.find(scheduled.filter, { sort: scheduled.sort, limit: 1, projection: scheduled.projection }).toArray(),
+          broadcasts.find(resumable.filter, { sort: resumable.sort, limit: 1, projection: resumable.projection }).toArray()
+        ])
+        const due: Array<number> = []
+        if (typeof first[0]?.send_at === "string") due.push(Date.parse(first[0].send_at))
+        if (held[0] !== undefined) due.push(held[0].start_lease_until ?? 0)
+        return due.length === 0 ? null : Math.min(...due)
       }),
     writeRecipients: (organizationId, id, lease, batch) =>
       attempt("broadcasts.writeRecipients", async () => {

@@ -7,13 +7,16 @@ import { channelOf } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { failChannelMessages } from "./outbox.js"
+import { ensureTemplateSyncDue } from "./templateSyncs.js"
 
 /**
  * `Storage.channels` on MongoDB: collection `channels` (`phone_number_id` unique across
  * every organization by a unique index) and `settings` (the secret-key check value).
  * `insert` keeps the channel limit like the plan limits (usage.ts): it reserves a slot of
  * the organization's `channels` counter with a conditional `$inc`, inserts, and releases
- * the slot when the insert fails (a `phone_number_id` taken meanwhile); `delete` releases
+ * the slot when the insert fails (a `phone_number_id` taken meanwhile), then makes the
+ * account's template sync record due at the channel's `created_at` (a write after the
+ * insert: a crash between is repaired at the next start, templateSyncs.ts); `delete` releases
  * after the document is gone; `update` is one `findOneAndUpdate` `$set` of every field it
  * changes. A document without `throughput_mps` (written before it existed) reads as 50,
  * one without `status`, `paused_reason`, `paused_at` as `active`, `null`, `null`. `delete`
@@ -38,6 +41,7 @@ export const channelRepository = (collections: Collections, usage: Usage): Chann
         if (isDuplicateKey(error)) return { _tag: "PhoneNumberIdTaken" }
         throw error
       }
+      await ensureTemplateSyncDue(collections, organizationId, channel.waba_id, channel.created_at)
       return { _tag: "Inserted", channel }
     }),
   list: (organizationId) =>

@@ -24,11 +24,12 @@ import {
   ofOrganization,
   owned
 } from "../internal/queries.js"
-import { chatRecords, messageDocument, messageRecord } from "../internal/records.js"
+import { chatRecords, messageDocument, messageRecord, newMediaDocument } from "../internal/records.js"
 import { type Collections, HAS_CHAT } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { importChats } from "./chatsImport.js"
 import { newContactDocument } from "./contactsImport.js"
+import { endMediaOfDeletedMessage, moveInboundMedia } from "./media.js"
 import { placeInOutbox } from "./outbox.js"
 import { applyPending, chatExists, writeStatus } from "./statusWrites.js"
 import { fillMarker, pendingEvent, reopenMarkerStage, subscribersOf } from "./webhooks.js"
@@ -122,8 +123,18 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
     const received = subscribers("message.received")
     const reopened = subscribers("chat.updated")
     const marker = reopened.length > 0 && !chat.created ? pendingEvent("chat.updated", request.now, reopened, null) : undefined
+    // An inbound media rides in the message's insert (so a duplicate writes none), then is
+    // moved to `media` once the chat is updated (media.ts `moveInboundMedia`).
+    const pendingMedia =
+      request.media === undefined
+        ? undefined
+        : newMediaDocument(organizationId, { ...request.media, message_uuid: message.uuid, contact_uuid: contact.document._id })
     try {
-      const document = { ...messageDocument(organizationId, message, dedupeKey), ...placed?.dispatch }
+      const document = {
+        ...messageDocument(organizationId, message, dedupeKey),
+        ...placed?.dispatch,
+        ...(pendingMedia === undefined ? {} : { pending_media: pendingMedia })
+      }
       await collections.messages.insertOne(
         received.length === 0 ? document : { ...document, pending_events: [pendingEvent("message.received", request.now, received, message)] }
       )
@@ -140,8 +151,10 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
     })) as ContactDocument | null
     if (touched === null) {
       await collections.messages.deleteOne(owned(organizationId, message.uuid)) // the contact was deleted meanwhile
+      if (pendingMedia !== undefined) await endMediaOfDeletedMessage(collections, usage, pendingMedia._id)
       return { _tag: "ContactNotFound" }
     }
+    if (pendingMedia !== undefined) await moveInboundMedia(collections, usage, message.uuid, pendingMedia)
     const chatRecord = await record(organizationId, touched)
     if (marker !== undefined && touched.pending_events?.some((event) => event.id === marker.id) === true) {
       await fillMarker(collections, touched._id, marker.id, chatRecord)
@@ -172,7 +185,10 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
  * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
  * then one pipeline update of the chat (unread count, reopening, last message,
  * `updated_at`, and with `inboundAt` the customer service window: the contact's
- * `last_inbound_at.<channel>` and the chat's latest one, in the same document). A message of the send queue (`outbox`) gets its dispatch state, and its
+ * `last_inbound_at.<channel>` and the chat's latest one, in the same document); then, for
+ * an inbound media message (`media`), the move of its media document, inserted within the
+ * message as `pending_media`, to `media` (media.ts `moveInboundMedia`; a crash before it
+ * leaves the move to `media.claimFetches`' repair). A message of the send queue (`outbox`) gets its dispatch state, and its
  * pacing slot when claimed at once, just before its insert (outbox.ts `placeInOutbox`). A crash between the last two leaves the message stored and the chat not
  * updated for it; the next message updates the chat. `update` and `updateMessageStatus`
  * are compare-and-set on the values read, retried when another write came first.

@@ -7,6 +7,7 @@ import { byName, contactRecords, labelRecords } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { importBulk } from "./contactsImport.js"
+import { markContactMediaDeleted } from "./media.js"
 
 /**
  * `Storage.contacts` on MongoDB: collection `contacts`, one document per contact holding
@@ -15,7 +16,10 @@ import { importBulk } from "./contactsImport.js"
  * organization (`update` to a taken phone is refused by it: `PhoneTaken`, nothing
  * written). `markMarketingOptOut` is one update conditional on `marketing_opt_out_at` being
  * `null` (or absent), so the first opt-out is kept. `importBulk` is in contactsImport.ts. `delete` removes the contact (and with
- * it its memberships and chat), then the chat's messages, then releases its plan slot.
+ * it its memberships and chat), then the chat's messages, then marks the contact's media
+ * `deleted` (media.ts `markContactMediaDeleted`: blobs pending removal, fetch jobs ended,
+ * stored bytes given back, no event), then releases its plan slot. A crash midway leaves
+ * the later steps undone (media of a deleted contact stay as they were, until retention).
  *
  * @category repositories
  */
@@ -72,6 +76,7 @@ export const contactRepository = (collections: Collections, usage: Usage): Conta
       if (document.chat !== undefined) {
         await collections.messages.deleteMany({ ...ofOrganization(organizationId), chat_uuid: eq(document.chat.uuid) })
       }
+      await markContactMediaDeleted(collections, usage, organizationId, id)
       await usage.add(organizationId, "contacts", -1)
       return true
     }),

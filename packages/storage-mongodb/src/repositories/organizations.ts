@@ -65,6 +65,7 @@ const organizationDocument = (organization: Organization): OrganizationDocument 
   plan: {
     contacts_limit: organization.plan.contacts_limit,
     label_limit: organization.plan.label_limit,
+    media_bytes_limit: organization.plan.media_bytes_limit ?? null,
     api_access: organization.plan.api_access
   },
   subscription: organization.subscription,
@@ -75,7 +76,12 @@ const organizationDocument = (organization: Organization): OrganizationDocument 
 const organizationRecord = (d: OrganizationDocument): Organization => ({
   id: d._id as OrganizationId,
   name: d.name,
-  plan: { contacts_limit: d.plan.contacts_limit, label_limit: d.plan.label_limit, api_access: d.plan.api_access },
+  plan: {
+    contacts_limit: d.plan.contacts_limit,
+    label_limit: d.plan.label_limit,
+    media_bytes_limit: d.plan.media_bytes_limit ?? null,
+    api_access: d.plan.api_access
+  },
   subscription: d.subscription,
   created_at: d.created_at,
   updated_at: d.updated_at

@@ -131,6 +131,19 @@ class FakeCollection {
     return specs.map((s) => s.name)
   }
 
+  async indexes() {
+    this.log("indexes")
+    return [{ name: "_id_", key: { _id: 1 } }, ...this.specs.map((spec) => ({ ...spec }))]
+  }
+
+  async dropIndex(name: string) {
+    this.log("dropIndex", name)
+    const index = this.specs.findIndex((spec) => spec.name === name)
+    if (index < 0) throw Object.assign(new Error(`index not found with name [${name}]`), { code: 27 })
+    this.specs.splice(index, 1)
+    return { ok: 1 }
+  }
+
   async insertOne(document: AnyDocument) {
     this.log("insertOne", document)
     this.insert(document)

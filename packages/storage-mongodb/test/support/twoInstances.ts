@@ -14,7 +14,7 @@ const { importRow, instant, phone } = fixtures
  */
 export const limitsHoldAcrossInstances = (first: StorageService, second: StorageService) =>
   Effect.gen(function* () {
-    const org = fixtures.organization({ plan: { contacts_limit: 10, label_limit: 3, api_access: true } })
+    const org = fixtures.organization({ plan: { contacts_limit: 10, label_limit: 3, media_bytes_limit: null, api_access: true } })
     yield* first.organizations.insert(org)
     const imports = yield* Effect.all(
       Array.from({ length: 8 }, (_, i) =>

@@ -162,3 +162,20 @@ export type RepositoryFactory<R> = (db: Database) => R
 
 /** The `LIMIT` and `OFFSET` parameters of a page request. */
 export const pageBounds = (page: PageRequest): [number, number] => [page.per_page, (page.page - 1) * page.per_page]
+
+/**
+ * `build` memoized by schema name: the statements of a repository on a schema, built the
+ * first time that schema asks for them and kept for the process's life (a process serves
+ * few schemas).
+ */
+export const perSchema = <A>(build: (schema: string) => A): ((schema: string) => A) => {
+  const built = new Map<string, A>()
+  return (schema) => {
+    let value = built.get(schema)
+    if (value === undefined) {
+      value = build(schema)
+      built.set(schema, value)
+    }
+    return value
+  }
+}

@@ -1,5 +1,6 @@
 import type { BroadcastId, BroadcastRecipientWrite, Message, OrganizationId } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
+import { MESSAGE_VALUE_TYPES } from "@switchboard/storage-sql"
 import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 import { insertOutboxMessage } from "./outboxInsert.js"
 
@@ -11,16 +12,16 @@ import { insertOutboxMessage } from "./outboxInsert.js"
 /** The columns of `messages` one batch insert writes: {@link MESSAGE_COLUMNS}, the organization and the dispatch state. */
 const INSERT_COLUMNS = `${MESSAGE_COLUMNS}, organization_id, recipient, send_class, expires_at, sequence, head`
 
-/** The SQL types of {@link INSERT_COLUMNS}, in order, as the arrays of `unnest` bind them. */
+/** The SQL types of {@link INSERT_COLUMNS}, in order, as the arrays of `unnest` bind them (JSON as text). */
 const INSERT_TYPES = [
-  "text", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text", "text",
-  "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text", "text", "text", "timestamptz", "bigint", "boolean"
+  ...MESSAGE_VALUE_TYPES.map((type) => (type === "json" ? "text" : type)),
+  "text", "text", "timestamptz", "bigint", "boolean"
 ] as const
 
 /** The JSON columns of {@link INSERT_COLUMNS} (bound as text, cast to `json`). */
 const JSON_COLUMNS = new Set(["template", "media", "content", "failure"])
 
-/** `INSERT INTO messages … SELECT … FROM unnest(…)` of {@link INSERT_COLUMNS}, `$1…$24` one array per column. */
+/** `INSERT INTO messages … SELECT … FROM unnest(…)` of {@link INSERT_COLUMNS}, `$1`, `$2`, … one array per column. */
 const insertMessagesSql = (schema: string, onHeadConflict: boolean): string => {
   const columns = INSERT_COLUMNS.split(", ")
   const selected = columns.map((column) => (JSON_COLUMNS.has(column) ? `r.${column}::json` : `r.${column}`)).join(", ")

@@ -30,7 +30,7 @@ const statementsOf = (s: string) => {
     FROM ${s}.messages AS m LEFT JOIN ${s}.contacts AS c ON c.uuid = m.contact_uuid`
   return {
     insert: `INSERT INTO ${s}.broadcasts (${BROADCAST_COLUMNS})
-      VALUES ($1, $2, $3, $4, $5::json, $6::json, $7, $8, $9, $10, NULL, NULL, NULL, false, NULL, NULL)`,
+      VALUES ($1, $2, $3, $4, $5::json, $6::json, $7, $8, $9, $10, NULL, NULL, NULL, false, NULL, NULL, $11)`,
     find: `SELECT ${BROADCAST_COLUMNS} FROM ${s}.broadcasts WHERE organization_id = $1 AND uuid = $2`,
     findLocked: `SELECT ${BROADCAST_COLUMNS} FROM ${s}.broadcasts WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
     // Keyset pages of broadcasts_newest, newest first.
@@ -39,6 +39,10 @@ const statementsOf = (s: string) => {
     listAfter: `SELECT ${BROADCAST_COLUMNS} FROM ${s}.broadcasts WHERE organization_id = $1
         AND (created_at, uuid) < ($2::timestamptz, $3::text)
       ORDER BY created_at DESC, uuid DESC LIMIT $4`,
+    // The organization's sending broadcasts: the partial index broadcasts_sending (every
+    // sending broadcast, a handful), filtered by organization.
+    sending: `SELECT ${BROADCAST_COLUMNS} FROM ${s}.broadcasts WHERE status = 'sending' AND organization_id = $1
+      ORDER BY created_at, uuid`,
     // One range of messages_broadcast_recipients / messages_broadcast_statuses, in contact-uuid order.
     recipients: `${recipientSelect}
       WHERE m.broadcast_uuid = $1 AND m.contact_uuid > $2 AND COALESCE(m.recipient, c.phone) IS NOT NULL
@@ -53,6 +57,20 @@ const statementsOf = (s: string) => {
       ORDER BY start_lease_until NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED`,
     dueScheduled: `SELECT ${BROADCAST_COLUMNS} FROM ${s}.broadcasts
       WHERE status = 'scheduled' AND send_at <= $1 ORDER BY send_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    // nextStartDueAt: those two branches without their time bound, in epoch ms: the
+    // earliest send_at (broadcasts_scheduled), 0 for an unfinished start whose lease is free,
+    // the earliest lease end of one (broadcasts_sending; ascending puts NULLs last, so each
+    // probe reads the index in its order, no sort). LEAST ignores a NULL (nothing found):
+    // NULL only when all three are.
+    nextStartDue: `SELECT LEAST(
+        (SELECT round(extract(epoch FROM send_at) * 1000) FROM ${s}.broadcasts
+          WHERE status = 'scheduled' AND send_at IS NOT NULL ORDER BY send_at LIMIT 1),
+        (SELECT 0 FROM ${s}.broadcasts
+          WHERE status = 'sending' AND NOT start_finished AND start_lease_until IS NULL LIMIT 1),
+        (SELECT start_lease_until FROM ${s}.broadcasts
+          WHERE status = 'sending' AND NOT start_finished AND start_lease_until IS NOT NULL
+          ORDER BY start_lease_until LIMIT 1)
+      ) AS due`,
     claim: `UPDATE ${s}.broadcasts SET status = 'sending', started_at = COALESCE(started_at, $1), start_lease = $2,
         start_lease_until = $3
       WHERE uuid = $4 RETURNING ${BROADCAST_COLUMNS}`,
@@ -133,7 +151,8 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
           broadcast.channel_uuid,
           broadcast.send_at,
           broadcast.now,
-          startedAt
+          startedAt,
+          broadcast.transport
         ])
         return decodeBroadcast(row!, ZERO_COUNTS)
       }),
@@ -155,6 +174,10 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
               : await sql.rows<BroadcastRow>(SQL.listAfter, [organizationId, after.created_at, after.uuid, limit])
           )
         )
+      ),
+    sending: (organizationId) =>
+      attempt("broadcasts.sending", () =>
+        db.snapshot(async (sql) => recordsOf(sql, s, await sql.rows<BroadcastRow>(SQL.sending, [organizationId])))
       ),
     recipients: (organizationId, id, { after, limit, status }) =>
       attempt("broadcasts.recipients", () =>
@@ -190,6 +213,8 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
           })
         })
       ),
+    nextStartDueAt: () =>
+      attempt("broadcasts.nextStartDueAt", async () => (await db.sql.row<{ due: number | null }>(SQL.nextStartDue))?.due ?? null),
     writeRecipients: (organizationId, id, lease, batch) =>
       attempt("broadcasts.writeRecipients", () =>
         db.transaction(async (sql) => {

@@ -4,11 +4,14 @@ import { decoders } from "../dialect.js"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
+import { ensureTemplateSyncDue } from "./templateSyncs.js"
 
 /**
  * `Storage.channels` on PostgreSQL: table `channels` (schema/catalog.ts). `insert` is one
  * transaction holding the organization's lock while it counts the organization's channels
- * (the limit) and inserts, so two inserts of one organization cannot both pass the limit;
+ * (the limit) and inserts, so two inserts of one organization cannot both pass the limit,
+ * and makes the account's template sync record due at the channel's `created_at` in that
+ * transaction (templateSyncs.ts);
  * the unique index refuses a `phone_number_id` used anywhere (`ON CONFLICT DO NOTHING`, so
  * two organizations racing for one number get one `Inserted` and one `PhoneNumberIdTaken`,
  * never an error). `delete` is one transaction, under the organization's lock too, that
@@ -45,6 +48,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
             const inserted = await sql.run(SQL.insert, channelValues(channel, organizationId, access_token_sealed))
             // Another organization took the number since the check (its lock is not ours).
             if (inserted === 0) return { _tag: "PhoneNumberIdTaken" }
+            await ensureTemplateSyncDue(sql, db.schema, organizationId, channel.waba_id, channel.created_at)
             return { _tag: "Inserted", channel }
           },
           { lockOrganization: organizationId }

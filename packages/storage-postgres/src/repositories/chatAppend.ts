@@ -1,4 +1,5 @@
 import type { ChatAppendRequest, ChatStatus, Message, OrganizationId, WebhookEventType } from "@switchboard/core"
+import { MESSAGE_VALUE_COUNT } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { insertOutboxMessage } from "./chatHooks.js"
 import {
@@ -12,13 +13,15 @@ import {
   messageValuesSql,
   updatedChatRecordSql
 } from "./chatRows.js"
+import { inboundMediaValues, insertInboundMedia, insertInboundMediaSql, MEDIA_CONTACT_INDEX } from "./media.js"
 import { subscribesSql } from "./webhookEvents.js"
 
 // The writes of `chats.appendMessage` (chats.ts) after its duplicate check: the contact, its
-// chat, the message, the chat's counters and the customer service window, inside the
-// caller's transaction holding the organization's lock, or the chat's when the contact and
-// its chat exist and are known (chats.ts `appendToLockedChat`; broadcastWrite.ts makes the same
-// writes for a batch of a broadcast's recipients).
+// chat, the message (with its media record and fetch job, media.ts), the chat's counters and
+// the customer service window, inside the caller's transaction holding the organization's
+// lock, or the chat's when the contact and its chat exist and are known (chats.ts
+// `appendToLockedChat`; broadcastWrite.ts makes the same writes for a batch of a
+// broadcast's recipients).
 
 /**
  * The chat row's update for an appended message. `p(k)` names its inputs (a parameter or an
@@ -61,6 +64,9 @@ const windowSql = (s: string, [contact, channel, instant]: readonly [string, str
         DO UPDATE SET last_inbound_at = GREATEST(${s}.customer_service_windows.last_inbound_at, EXCLUDED.last_inbound_at)`
 }
 
+/** How many parameters a message's values bind ({@link messageValues}): `M` below. */
+const M = MESSAGE_VALUE_COUNT
+
 /** The statements of these writes, for schema `s`. */
 const sqlOf = (s: string) =>
   ({
@@ -79,14 +85,16 @@ const sqlOf = (s: string) =>
     touchChat: touchChatSql(s, from(0), false),
     // touchChat, and the customer service window in the same statement.
     touchChatAndWindow: `WITH win AS (${windowSql(s, ["$8", "$9", "$10"], null)}) ${touchChatSql(s, from(0), true)}`,
-    // The message ($1…$19) unless its provider id is stored already, and only then, in the
-    // same statement, the window (with `window`: $27…$29), the chat ($20…$26) and the chat's
-    // record with the endpoints subscribed to the two event types that follow.
-    insertUnlessStored: (window: boolean) => `WITH inserted AS (${insertMessageUnlessStoredSql(s)}),
-      ${window ? `windowed AS (${windowSql(s, ["$27", "$28", "$29"], "inserted")}),` : ""}
-      touched AS (${touchChatSql(s, from(19), window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
+    // The message ($1…$M) unless its provider id is stored already, and only then, in the
+    // same statement, the window (with `window`: $M+8…$M+10), the chat ($M+1…$M+7), the
+    // chat's record with the endpoints subscribed to the two event types that follow, and
+    // with `media` the media record and its fetch job (its values after the event types).
+    insertUnlessStored: (window: boolean, media: boolean) => `WITH inserted AS (${insertMessageUnlessStoredSql(s)}),
+      ${window ? `windowed AS (${windowSql(s, [`$${M + 8}`, `$${M + 9}`, `$${M + 10}`], "inserted")}),` : ""}
+      ${media ? `media_inserted AS (${insertInboundMediaSql(s, from(window ? M + 13 : M + 10))}),` : ""}
+      touched AS (${touchChatSql(s, from(M), window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
       SELECT EXISTS (SELECT 1 FROM inserted) AS stored, r.*
-      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", window ? 30 : 27, 2)}) AS r ON true`,
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (${updatedChatRecordSql(s, "touched", "inserted", window ? M + 11 : M + 8, 2)}) AS r ON true`,
     inboundAlone: inboundAloneSql(s)
   }) as const
 
@@ -101,25 +109,35 @@ const sqlOf = (s: string) =>
  * statement again). It writes nothing either when an enabled endpoint subscribes to
  * `message.received` or `chat.updated` (`subscribed`: the events go with the transaction
  * of `appendToLockedChat`). Then, as `insertUnlessStored`: the message unless its provider
- * id is stored, and only then the window, the chat and the chat's record.
+ * id is stored, and only then the window, the media (with `media`), the chat and the
+ * chat's record.
  */
-const inboundAloneSql = (s: string) => (window: boolean) => {
-  // The message's values but its chat and contact ($1…$17), then the phone ($18), the
-  // chat's update ($19…$24; with `window` $25, $26), the two event types.
+const inboundAloneSql = (s: string) => (window: boolean, media: boolean) => {
+  // The message's values but its chat and contact ($1…$M-2, the organization last), then the
+  // phone ($M-1), the chat's update ($M…$M+5; with `window` $M+6, $M+7), the two event
+  // types; with `media`, the media's values but its contact (from the chat's row).
   const value = (k: number) => (k === 1 ? "f.uuid" : k === 2 ? "f.contact_uuid" : `$${k === 0 ? 1 : k - 1}`)
-  const touch: Record<number, string> = { 1: "$19", 2: "$20", 3: "$21", 4: "$22", 5: "$23", 6: "$24", 7: "(SELECT id FROM fresh)", 9: "$25", 10: "$26" }
+  const organization = `$${M - 2}`
+  const touch: Record<number, string> = {
+    1: `$${M}`, 2: `$${M + 1}`, 3: `$${M + 2}`, 4: `$${M + 3}`, 5: `$${M + 4}`, 6: `$${M + 5}`,
+    7: "(SELECT id FROM fresh)", 9: `$${M + 6}`, 10: `$${M + 7}`
+  }
+  const mediaFrom = window ? M + 8 : M + 6
+  const mediaValue = (k: number) =>
+    k === MEDIA_CONTACT_INDEX ? "(SELECT contact_uuid FROM fresh)" : `$${mediaFrom + (k < MEDIA_CONTACT_INDEX ? k + 1 : k)}`
   return `WITH locked AS (
         SELECT c.id, c.uuid, c.contact_uuid, c.xmin AS version
         FROM ${s}.contacts AS ct JOIN ${s}.chats AS c ON c.organization_id = ct.organization_id AND c.contact_uuid = ct.uuid
-        WHERE ct.organization_id = $17 AND ct.phone = $18 FOR NO KEY UPDATE OF c),
+        WHERE ct.organization_id = ${organization} AND ct.phone = $${M - 1} FOR NO KEY UPDATE OF c),
       fresh AS (SELECT l.* FROM locked AS l WHERE (SELECT c.xmin FROM ${s}.chats AS c WHERE c.id = l.id) = l.version),
       subscribed AS (SELECT EXISTS (SELECT 1 FROM ${s}.webhook_endpoints AS we
-        WHERE ${subscribesSql("we", "$17", `ANY($${window ? 27 : 25}::text[])`)}) AS present),
+        WHERE ${subscribesSql("we", organization, `ANY($${mediaFrom}::text[])`)}) AS present),
       inserted AS (INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) SELECT ${messageValuesSql(value)} FROM fresh AS f
         WHERE NOT (SELECT present FROM subscribed)
-          AND NOT EXISTS (SELECT 1 FROM ${s}.messages WHERE organization_id = $17 AND direction = $2 AND provider_message_id = $9)
+          AND NOT EXISTS (SELECT 1 FROM ${s}.messages WHERE organization_id = ${organization} AND direction = $2 AND provider_message_id = $9)
         RETURNING ${LAST_MESSAGE_COLUMNS}),
-      ${window ? `windowed AS (${windowSql(s, ["(SELECT contact_uuid FROM fresh)", "$25", "$26"], "inserted")}),` : ""}
+      ${window ? `windowed AS (${windowSql(s, ["(SELECT contact_uuid FROM fresh)", `$${M + 6}`, `$${M + 7}`], "inserted")}),` : ""}
+      ${media ? `media_inserted AS (${insertInboundMediaSql(s, mediaValue)}),` : ""}
       touched AS (${touchChatSql(s, (k) => touch[k]!, window, " AND EXISTS (SELECT 1 FROM inserted)")} RETURNING *)
       SELECT EXISTS (SELECT 1 FROM locked) AS found, EXISTS (SELECT 1 FROM fresh) AS fresh,
         (SELECT present FROM subscribed) AS subscribed, EXISTS (SELECT 1 FROM inserted) AS stored, r.*
@@ -156,9 +174,18 @@ export const appendInboundAlone = async (
   const window = windowValues(request, "")
   const values = messageValues(message, "", "", organizationId).filter((_, k) => k !== 1 && k !== 2)
   const touch = touchValues(request, 0).slice(0, 6)
-  const parameters = [...values, phone, ...touch, ...(window === undefined ? [] : window.slice(1)), INBOUND_EVENT_TYPES]
+  const media = request.media === undefined ? [] : inboundMediaValues(organizationId, request.media, message.uuid, "")
+  const parameters = [
+    ...values,
+    phone,
+    ...touch,
+    ...(window === undefined ? [] : window.slice(1)),
+    INBOUND_EVENT_TYPES,
+    ...media.filter((_, k) => k !== MEDIA_CONTACT_INDEX)
+  ]
+  const statement = sqlOf(s).inboundAlone(window !== undefined, request.media !== undefined)
   for (let attempt = 1; attempt <= ALONE_ATTEMPTS; attempt++) {
-    const row = (await sql.row<InboundAloneRow>(sqlOf(s).inboundAlone(window !== undefined), parameters))!
+    const row = (await sql.row<InboundAloneRow>(statement, parameters))!
     if (!row.found || row.subscribed) return undefined
     if (!row.fresh) continue
     if (!row.stored) return "Stored"
@@ -188,8 +215,9 @@ export interface AppendedMessage {
  * with `known` a contact with a chat): resolves the contact (`undefined`,
  * nothing written, when there is no such contact), takes its chat (inserted as
  * `request.newChat` when missing), inserts the message (through the send queue with
- * `request.outbox`), moves the chat's unread count, status, last message and `updated_at`,
- * and with `request.inboundAt` the customer service window (in the same statement).
+ * `request.outbox`) and with `request.media` its media record and fetch job, moves the
+ * chat's unread count, status, last message and `updated_at`, and with
+ * `request.inboundAt` the customer service window (in the same statement).
  * Writes no webhook event and builds no chat record: the caller does what it needs of
  * those (`appendMessage` here, a broadcast's recipients in broadcasts.ts).
  */
@@ -216,6 +244,7 @@ export const writeAppendedMessage = async (
   if (request.outbox === undefined) {
     await sql.run(insertMessageSql(s), messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
   }
+  if (request.media !== undefined) await insertInboundMedia(sql, s, organizationId, request.media, stored.uuid, contact.uuid)
   const window = windowValues(request, contact.uuid)
   const touch = touchValues(request, chat.id)
   await sql.run(window === undefined ? SQL.touchChat : SQL.touchChatAndWindow, window === undefined ? touch : [...touch, ...window])
@@ -225,7 +254,7 @@ export const writeAppendedMessage = async (
 /**
  * The writes of `chats.appendMessage` for an inbound message (not through the send queue)
  * of a contact with a chat, unless the organization has a message of that direction and
- * provider id already: the message, then the chat and the window as
+ * provider id already: the message, then the chat, the window and the media as
  * {@link writeAppendedMessage} writes them, and the chat's record afterwards with the
  * endpoints subscribed to `message.received` and `chat.updated`, in ONE statement. Inside
  * the caller's transaction holding the chat's lock (every insert of that provider id takes
@@ -242,11 +271,14 @@ export const writeInboundUnlessStored = async (
 ): Promise<{ readonly written: AppendedMessage; readonly record: ChatAndSubscribers } | undefined> => {
   const stored: Message = { ...request.message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact as Message["contact_uuid"] }
   const window = windowValues(request, contact)
-  const row = await sql.row<{ stored: boolean } & ChatRecordRow & Record<string, unknown>>(sqlOf(s).insertUnlessStored(window !== undefined), [
+  const media = request.media === undefined ? [] : inboundMediaValues(organizationId, request.media, stored.uuid, contact)
+  const statement = sqlOf(s).insertUnlessStored(window !== undefined, request.media !== undefined)
+  const row = await sql.row<{ stored: boolean } & ChatRecordRow & Record<string, unknown>>(statement, [
     ...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId),
     ...touchValues(request, chat.id),
     ...(window ?? []),
-    ...INBOUND_EVENT_TYPES
+    ...INBOUND_EVENT_TYPES,
+    ...media
   ])
   if (!row!.stored) return undefined
   return {

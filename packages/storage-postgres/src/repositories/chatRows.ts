@@ -1,5 +1,5 @@
 import type { Chat, WebhookEventType } from "@switchboard/core"
-import { type ChatJoinRow, columnsOf, MESSAGE_COLUMNS, MESSAGE_VALUE_TYPES } from "@switchboard/storage-sql"
+import { type ChatJoinRow, columnsOf, MESSAGE_COLUMNS, MESSAGE_VALUE_COUNT, MESSAGE_VALUE_TYPES } from "@switchboard/storage-sql"
 import { decoders } from "../dialect.js"
 import type { Sql } from "../internal/sql.js"
 import { subscribesSql } from "./webhookEvents.js"
@@ -24,15 +24,15 @@ export const messageColumnsOf = (alias: string): string => columnsOf(MESSAGE_COL
 export const messageValuesSql = (value: (k: number) => string): string =>
   MESSAGE_VALUE_TYPES.map((type, k) => `${value(k)}::${type}`).join(", ")
 
-/** `$1::text, …, $19::text`: the parameters of {@link messageValues}, each cast to its column's type. */
+/** `$1::text, …, $20::text`: the parameters of {@link messageValues}, each cast to its column's type. */
 const MESSAGE_PARAMETERS = messageValuesSql((k) => `$${k + 1}`)
 
-/** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id` ($1…$19): bind {@link messageValues}. */
+/** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id` ($1…$20): bind {@link messageValues}. */
 export const insertMessageSql = (schema: string): string =>
   `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES (${MESSAGE_PARAMETERS})`
 
 /**
- * {@link insertMessageSql} unless the organization ($19) has a message of that direction
+ * {@link insertMessageSql} unless the organization ($20, the last) has a message of that direction
  * ($4) and provider id ($11) already (then nothing is inserted), `RETURNING`
  * {@link LAST_MESSAGE_COLUMNS}: for a
  * `WITH` clause. The check reads the statement's snapshot: the caller holds a lock that
@@ -40,7 +40,8 @@ export const insertMessageSql = (schema: string): string =>
  */
 export const insertMessageUnlessStoredSql = (schema: string): string =>
   `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id) SELECT ${MESSAGE_PARAMETERS}
-    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.messages WHERE organization_id = $19 AND direction = $4 AND provider_message_id = $11)
+    WHERE NOT EXISTS (SELECT 1 FROM ${schema}.messages
+      WHERE organization_id = $${MESSAGE_VALUE_COUNT} AND direction = $4 AND provider_message_id = $11)
     RETURNING ${LAST_MESSAGE_COLUMNS}`
 
 /**

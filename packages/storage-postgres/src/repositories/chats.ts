@@ -45,7 +45,8 @@ import { updateStatusByProviderId } from "./providerStatus.js"
  * for their message in `pending_message_statuses`, and the customer service windows in
  * `customer_service_windows` (schema/chats.ts). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed
- * in the send queue and possibly claimed), `ensure`, `update`, `importChats`,
+ * in the send queue and possibly claimed; with `media`, the media record and its fetch job,
+ * in the message's statement or transaction, `chatAppend.ts`), `ensure`, `update`, `importChats`,
  * `updateMessageStatus` (with the pending reports of the provider id it records; it ends
  * the send queue's dispatch state of a message leaving `queued`/`sending`,
  * `messageStatus.ts`) are each one transaction that first locks the organization's row,

@@ -7,7 +7,7 @@ import type {
   NewMessage,
   OrganizationId
 } from "@switchboard/core"
-import { newMessages } from "@switchboard/storage-sql"
+import { MESSAGE_VALUE_COUNT, newMessages } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 
@@ -144,7 +144,7 @@ const updateChat = async (
   return { uuid: existing.uuid as ChatId, created: false, messagesAdded: messages.length }
 }
 
-/** Rows per multi-row `INSERT` (19 parameters each, under PostgreSQL's 65 535). */
+/** Rows per multi-row `INSERT` (MESSAGE_VALUE_COUNT, 20, parameters each: 20 000 per statement, under PostgreSQL's 65 535). */
 const INSERT_BATCH = 1000
 
 const insertMessages = async (
@@ -158,7 +158,9 @@ const insertMessages = async (
   for (let start = 0; start < messages.length; start += INSERT_BATCH) {
     const batch = messages.slice(start, start + INSERT_BATCH)
     const values = batch.flatMap((message) => messageValues(message, chatId, contactId, organizationId))
-    const tuples = batch.map((_, row) => `(${Array.from({ length: 19 }, (_, n) => `$${row * 19 + n + 1}`).join(", ")})`)
+    const tuples = batch.map(
+      (_, row) => `(${Array.from({ length: MESSAGE_VALUE_COUNT }, (_, n) => `$${row * MESSAGE_VALUE_COUNT + n + 1}`).join(", ")})`
+    )
     await sql.run(`INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES ${tuples.join(", ")}`, values)
   }
 }

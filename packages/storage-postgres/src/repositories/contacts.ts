@@ -6,6 +6,7 @@ import {
   type ContactUpdateOutcome
 } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { markContactMediaDeleted } from "./media.js"
 import { importRows } from "./recordsImport.js"
 import {
   type ContactRow,
@@ -25,7 +26,8 @@ import {
  * `contact_labels` (src/schema/records.ts). `importBulk`, `update` and `delete` each run in
  * one transaction holding the organization's lock (`lockOrganization`), so the plan-limit
  * and phone checks and the writes are atomic across processes (the `UNIQUE` index on
- * `(organization_id, phone)` backs them); `markMarketingOptOut` is one conditional
+ * `(organization_id, phone)` backs them); `delete` marks the contact's media `deleted` in
+ * its transaction (`media.ts`); `markMarketingOptOut` is one conditional
  * `UPDATE`. A contact is read with its groups and labels by one statement
  * (`contactSelect`); a page and its total share one snapshot. A list or read costs a fixed
  * number of statements, never one per contact; an import a handful, whatever its size.
@@ -86,9 +88,18 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db) => {
       attempt("contacts.markMarketingOptOut", async () => (await db.sql.run(SQL.markMarketingOptOut, [at, organizationId, id])) > 0),
     delete: (organizationId, id) =>
       attempt("contacts.delete", () =>
-        db.transaction(async (sql) => (await sql.run(SQL.delete, [organizationId, id])) > 0, {
-          lockOrganization: organizationId
-        })
+        db.transaction(
+          async (sql) => {
+            // The contact's media marked (their rows locked) before its messages go, in the
+            // order recordFetch locks them; again after, for a media appended meanwhile by an
+            // inbound message whose chat lock the delete waited for.
+            await markContactMediaDeleted(sql, db.schema, organizationId, id)
+            const deleted = (await sql.run(SQL.delete, [organizationId, id])) > 0
+            if (deleted) await markContactMediaDeleted(sql, db.schema, organizationId, id)
+            return deleted
+          },
+          { lockOrganization: organizationId }
+        )
       ),
     labelsOf: (organizationId, id) =>
       attempt("contacts.labelsOf", () =>

@@ -6,10 +6,13 @@ import {
   type OutboxPlacement,
   pacingIntervalMs
 } from "@switchboard/core"
-import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
+import { MESSAGE_VALUE_COUNT, placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
-import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chatRows.js"
+import { decodeMessage, MESSAGE_COLUMNS, type MessageRow, messageValuesSql } from "./chatRows.js"
 import { insertWebhookEvents, subscribedEndpoints } from "./webhookEvents.js"
+
+/** How many parameters a message's values bind (`messageValues`, the organization last). */
+const M = MESSAGE_VALUE_COUNT
 
 // The send queue's writes made inside other repositories' transactions: a message entering
 // the queue (`chats.appendMessage`, a broadcast's recipients) and the waiting messages the
@@ -68,8 +71,8 @@ export const insertOutboxMessage = async (
     const inserted = await sql.run(
       `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id, recipient, send_class, expires_at, sequence,
           pair_rate_waits, lease, lease_until, head)
-        VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json, $9::json, $10, $11, $12::json, $13, $14, $15, $16, $17, $18, $19,
-          $20, $21, $22, $23, 0, $24, $25, $26)
+        VALUES (${messageValuesSql((k) => `$${k + 1}`)},
+          $${M + 1}, $${M + 2}, $${M + 3}, $${M + 4}, 0, $${M + 5}, $${M + 6}, $${M + 7})
         ${head ? "ON CONFLICT (organization_id, (COALESCE(channel_uuid, '')), recipient, send_class) WHERE head DO NOTHING" : ""}`,
       queuedInsertValues(stored, String(organizationId), placement, sequence, claimed ? claim : null, head)
     )

@@ -9,7 +9,7 @@ import {
   linksByContact
 } from "@switchboard/storage-sql"
 import { decoders, postgresDialect } from "../dialect.js"
-import type { Sql } from "../internal/sql.js"
+import { perSchema, type Sql } from "../internal/sql.js"
 
 // The SQL of the records area (contacts, contact_groups, labels and their links, see
 // src/schema/records.ts) shared by several repositories, on PostgreSQL; their rows,
@@ -130,13 +130,4 @@ export const withRelations = async (
 }
 
 /** The shared statements of `schema` (quoted), built once per schema. */
-const statementsOf = (schema: string): ReturnType<typeof contactStatementsOf> => {
-  let statements = bySchema.get(schema)
-  if (statements === undefined) {
-    statements = contactStatementsOf(postgresDialect(schema))
-    bySchema.set(schema, statements)
-  }
-  return statements
-}
-
-const bySchema = new Map<string, ReturnType<typeof contactStatementsOf>>()
+const statementsOf = perSchema((schema) => contactStatementsOf(postgresDialect(schema)))

@@ -178,3 +178,23 @@ CREATE UNIQUE INDEX messages_broadcast_recipients ON ${schema}.messages (broadca
 CREATE INDEX messages_broadcast_statuses ON ${schema}.messages (broadcast_uuid, status, contact_uuid)
   WHERE broadcast_uuid IS NOT NULL;
 `
+
+/**
+ * Which transport a message was handed to (core's `TransportKind`: `recording`,
+ * `whatsapp`, `custom`), stored at its creation (migration "transport kind").
+ * - `messages.transport`: `NULL` for inbound and imported messages. Existing outbound rows
+ *   are filled as the transports built in answer: `whatsapp` with a channel, else
+ *   `recording` (rows imported before included: nothing of theirs left this server
+ *   either). A host that ran a transport of its own may correct its rows to `custom`.
+ * - `broadcasts.transport`: the kind its recipients' messages are handed to, settled at its
+ *   creation from its channel; existing rows filled by the same rule, then NOT NULL.
+ * No index reads the columns, and the send queue's triggers fire on `status` only.
+ */
+export const transportKindColumns: SchemaArea = ({ schema }) => `
+ALTER TABLE ${schema}.messages ADD COLUMN transport text CHECK (transport IN ('recording', 'whatsapp', 'custom'));
+UPDATE ${schema}.messages SET transport = CASE WHEN channel_uuid IS NULL THEN 'recording' ELSE 'whatsapp' END
+  WHERE direction = 'outbound';
+ALTER TABLE ${schema}.broadcasts ADD COLUMN transport text CHECK (transport IN ('recording', 'whatsapp', 'custom'));
+UPDATE ${schema}.broadcasts SET transport = CASE WHEN channel_uuid IS NULL THEN 'recording' ELSE 'whatsapp' END;
+ALTER TABLE ${schema}.broadcasts ALTER COLUMN transport SET NOT NULL;
+`

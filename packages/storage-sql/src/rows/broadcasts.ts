@@ -7,7 +7,8 @@ import type {
   ContactId,
   MessageFailure,
   MessageId,
-  MessageStatus
+  MessageStatus,
+  TransportKind
 } from "@switchboard/core"
 import type { SqlValues } from "../SqlDialect.js"
 import type { SqlBoolean, SqlJson } from "./values.js"
@@ -37,6 +38,7 @@ export interface BroadcastRow {
   readonly start_finished: SqlBoolean
   readonly start_lease: string | null
   readonly start_lease_until: number | null
+  readonly transport: string
 }
 
 /**
@@ -46,7 +48,7 @@ export interface BroadcastRow {
  */
 export const BROADCAST_COLUMNS =
   "organization_id, uuid, name, status, template, audience, channel_uuid, send_at, created_at, started_at, " +
-  "completed_at, stopped_reason, start_cursor, start_finished, start_lease, start_lease_until"
+  "completed_at, stopped_reason, start_cursor, start_finished, start_lease, start_lease_until, transport"
 
 /**
  * A recipient as the recipients list reads it: its message's columns and the phone it went to.
@@ -139,6 +141,7 @@ export const broadcastDecodersOf = ({ readJson }: SqlValues): BroadcastDecoders 
     template: readJson(row.template) as Broadcast["template"],
     audience: readJson(row.audience) as Broadcast["audience"],
     channel_uuid: row.channel_uuid as Broadcast["channel_uuid"],
+    transport: row.transport as TransportKind,
     send_at: row.send_at,
     created_at: row.created_at,
     started_at: row.started_at,

@@ -7,7 +7,8 @@ import type {
   MessageStatus,
   MessageType,
   NewMessage,
-  ProviderStatusUpdate
+  ProviderStatusUpdate,
+  TransportKind
 } from "@switchboard/core"
 import type { SqlValues } from "../SqlDialect.js"
 import { jsonOrNull, type SqlJson } from "./values.js"
@@ -39,6 +40,7 @@ export interface MessageRow {
   readonly attempts: number
   readonly next_attempt_at: string | null
   readonly broadcast_uuid: string | null
+  readonly transport: string | null
 }
 
 /**
@@ -49,7 +51,7 @@ export interface MessageRow {
  */
 export const MESSAGE_COLUMNS =
   "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, content, status, provider_message_id, " +
-  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid"
+  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid, transport"
 
 /**
  * The types of {@link MESSAGE_COLUMNS} and `organization_id`, in that order: the casts of
@@ -59,8 +61,17 @@ export const MESSAGE_COLUMNS =
  */
 export const MESSAGE_VALUE_TYPES = [
   "text", "text", "text", "text", "text", "text", "json", "json", "json", "text", "text",
-  "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text"
+  "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text", "text"
 ] as const
+
+/**
+ * How many parameters {@link messageValues} binds: {@link MESSAGE_COLUMNS} and
+ * `organization_id` (the last). Statements that number parameters after a message's count
+ * from it.
+ *
+ * @category statements
+ */
+export const MESSAGE_VALUE_COUNT = MESSAGE_VALUE_TYPES.length
 
 /**
  * The parameters of an insert of {@link MESSAGE_COLUMNS} and `organization_id` for a
@@ -92,6 +103,7 @@ export const messageValues = (
   message.attempts,
   message.next_attempt_at,
   message.broadcast_uuid,
+  message.transport,
   organizationId
 ]
 
@@ -119,6 +131,7 @@ export const messageDecoderOf =
     attempts: row.attempts,
     next_attempt_at: row.next_attempt_at,
     broadcast_uuid: row.broadcast_uuid,
+    transport: row.transport as TransportKind | null,
     created_at: row.created_at,
     updated_at: row.updated_at
   })

@@ -17,6 +17,7 @@ export interface OrganizationRow {
   readonly name: string
   readonly contacts_limit: number | null
   readonly label_limit: number | null
+  readonly media_bytes_limit: number | null
   readonly api_access: SqlBoolean
   readonly subscription: string
   readonly created_at: string
@@ -57,7 +58,7 @@ export interface CredentialRow extends OrganizationRow {
  *
  * @category statements
  */
-export const ORGANIZATION_COLUMNS = "id, name, contacts_limit, label_limit, api_access, subscription, created_at, updated_at"
+export const ORGANIZATION_COLUMNS = "id, name, contacts_limit, label_limit, media_bytes_limit, api_access, subscription, created_at, updated_at"
 
 /**
  * The columns of an {@link ApiKeyRow}, in `SELECT` order and in the order of {@link apiKeyValues}.
@@ -102,7 +103,12 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
   const organization = (row: OrganizationRow): Organization => ({
     id: row.id as OrganizationId,
     name: row.name,
-    plan: { contacts_limit: row.contacts_limit, label_limit: row.label_limit, api_access: readBoolean(row.api_access) },
+    plan: {
+      contacts_limit: row.contacts_limit,
+      label_limit: row.label_limit,
+      media_bytes_limit: row.media_bytes_limit === null ? null : Number(row.media_bytes_limit),
+      api_access: readBoolean(row.api_access)
+    },
     subscription: row.subscription as SubscriptionStatus,
     created_at: row.created_at,
     updated_at: row.updated_at
@@ -121,6 +127,7 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
       value.name,
       value.plan.contacts_limit,
       value.plan.label_limit,
+      value.plan.media_bytes_limit ?? null,
       boolean(value.plan.api_access),
       value.subscription,
       value.created_at,
@@ -154,8 +161,8 @@ export const organizationStatementsOf = (dialect: SqlDialect) => {
   const organizations = dialect.table("organizations")
   const apiKeys = dialect.table("api_keys")
   return {
-    insert: compile(`INSERT INTO ${organizations} (${ORGANIZATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-    replace: compile(`UPDATE ${organizations} SET name = ?, contacts_limit = ?, label_limit = ?, api_access = ?,
+    insert: compile(`INSERT INTO ${organizations} (${ORGANIZATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    replace: compile(`UPDATE ${organizations} SET name = ?, contacts_limit = ?, label_limit = ?, media_bytes_limit = ?, api_access = ?,
       subscription = ?, created_at = ?, updated_at = ?
       WHERE id = ?`),
     findById: compile(`SELECT ${ORGANIZATION_COLUMNS} FROM ${organizations} WHERE id = ?`),
@@ -167,7 +174,7 @@ export const organizationStatementsOf = (dialect: SqlDialect) => {
       RETURNING ${API_KEY_COLUMNS}`),
     findCredentialByHash: compile(`SELECT k.id AS key_id, k.organization_id AS key_organization_id, k.prefix AS key_prefix,
         k.hash AS key_hash, k.created_at AS key_created_at, k.revoked_at AS key_revoked_at,
-        o.id, o.name, o.contacts_limit, o.label_limit, o.api_access, o.subscription, o.created_at, o.updated_at
+        o.id, o.name, o.contacts_limit, o.label_limit, o.media_bytes_limit, o.api_access, o.subscription, o.created_at, o.updated_at
       FROM ${apiKeys} AS k JOIN ${organizations} AS o ON o.id = k.organization_id
       WHERE k.hash = ?`)
   } as const

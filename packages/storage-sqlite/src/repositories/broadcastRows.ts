@@ -26,6 +26,10 @@ export const SQL = {
     ORDER BY created_at DESC, uuid DESC LIMIT ?`,
   listAfter: `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE organization_id = ? AND (created_at, uuid) < (?, ?)
     ORDER BY created_at DESC, uuid DESC LIMIT ?`,
+  // The organization's sending broadcasts: the partial index broadcasts_sending (every
+  // sending broadcast, a handful), filtered by organization.
+  sending: `SELECT ${BROADCAST_COLUMNS} FROM broadcasts WHERE status = 'sending' AND organization_id = ?
+    ORDER BY created_at, uuid`,
   // The counts of several broadcasts at once: per broadcast one range of the covering
   // index messages_broadcast_statuses, grouped in its order.
   counts: `SELECT broadcast_uuid, status, COUNT(*) AS count FROM messages
@@ -81,6 +85,15 @@ export const SQL = {
     ORDER BY start_lease_until LIMIT 1`,
   dueScheduled: `SELECT ${BROADCAST_COLUMNS} FROM broadcasts
     WHERE status = 'scheduled' AND send_at <= ? ORDER BY send_at LIMIT 1`,
+  // nextStartDueAt: the first row of each of those two ranges, without their time bound:
+  // the earliest scheduled send_at (ISO 8601 text, read as epoch ms by the caller) and the
+  // earliest lease end of an unfinished start (NULLs sort first: a free lease answers 0).
+  // Each column NULL when its range is empty.
+  nextStartDue: `SELECT
+      (SELECT send_at FROM broadcasts WHERE status = 'scheduled' AND send_at IS NOT NULL
+        ORDER BY send_at LIMIT 1) AS send_at,
+      (SELECT COALESCE(start_lease_until, 0) FROM broadcasts WHERE status = 'sending' AND start_finished = 0
+        ORDER BY start_lease_until LIMIT 1) AS lease_until`,
   claim: `UPDATE broadcasts SET status = 'sending', started_at = COALESCE(started_at, ?), start_lease = ?, start_lease_until = ?
     WHERE uuid = ? RETURNING ${BROADCAST_COLUMNS}`,
   // The one-per-contact rule: one probe of messages_broadcast_recipients.

@@ -73,7 +73,8 @@ export { SQL } from "./broadcastRows.js"
  * one file one claimant holds a start and a batch is written only under its lease; events
  * (`message.status_updated` of the recipients a cancel or stop fails, `broadcast.completed`)
  * are written in those transactions (webhookEvents.ts). `claimStart` and `completeFinished`
- * first look with plain reads, so an idle starter takes no write lock. Counts are computed
+ * first look with plain reads, so an idle starter takes no write lock; `nextStartDueAt` is
+ * one read (the first row of each of claimStart's two ranges). Counts are computed
  * at every read from the recipients' statuses (one GROUP BY for a whole page of records).
  *
  * @category repositories
@@ -97,7 +98,8 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db, 
         start_cursor: null,
         start_finished: 0,
         start_lease: null,
-        start_lease_until: null
+        start_lease_until: null,
+        transport: broadcast.transport
       }
       statements.prepare(SQL.insert).run(row)
       return decoders.broadcasts.broadcast(row, ZERO_COUNTS)
@@ -119,6 +121,10 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db, 
             : statements.prepare<BroadcastRow>(SQL.listAfter).all(organizationId, after.created_at, after.uuid, limit)
         )
       )
+    ),
+  sending: (organizationId) =>
+    attempt("broadcasts.sending", () =>
+      snapshot(db, () => recordsOf(statements, statements.prepare<BroadcastRow>(SQL.sending).all(organizationId)))
     ),
   recipients: (organizationId, id, { status, limit, after }) =>
     attempt("broadcasts.recipients", () =>
@@ -153,6 +159,12 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db, 
           statements.prepare(SQL.dueScheduled).get(new Date(request.now).toISOString()) !== undefined
       )
       return anyDue ? Option.fromNullable(transaction(db, () => claimStart(statements, request))) : Option.none()
+    }),
+  nextStartDueAt: () =>
+    attempt("broadcasts.nextStartDueAt", () => {
+      const row = statements.prepare<{ send_at: string | null; lease_until: number | null }>(SQL.nextStartDue).get()!
+      const due = [row.send_at === null ? null : Date.parse(row.send_at), row.lease_until].filter((ms): ms is number => ms !== null)
+      return due.length === 0 ? null : Math.min(...due)
     }),
   writeRecipients: (organizationId, id, lease, batch) =>
     attempt("broadcasts.writeRecipients", () =>

@@ -4,11 +4,13 @@ import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js
 import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channelCache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
+import { ensureTemplateSyncDue } from "./templateSyncs.js"
 
 /**
  * `Storage.channels` on SQLite (migrations 8, 14 and 15). `insert` is one `BEGIN IMMEDIATE`
  * transaction counting the organization's channels before the insert (the limit), and the
- * unique index refuses a `phone_number_id` used anywhere; `delete` is one `BEGIN IMMEDIATE`
+ * unique index refuses a `phone_number_id` used anywhere; it makes the account's template
+ * sync record due at the channel's `created_at` in that transaction (templateSyncs.ts); `delete` is one `BEGIN IMMEDIATE`
  * transaction that also fails the channel's waiting send-queue messages
  * (`CHANNEL_REMOVED_FAILURE`, `updated_at` the Clock's time, one `message.status_updated`
  * event each: outboxInsert.ts); `claimSecretKeyCheck` is one insert-if-absent. The channel's
@@ -36,6 +38,7 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
           const { count } = statements.prepare<{ count: number }>(SQL.count).get(organizationId)!
           if (count >= limit) return { _tag: "LimitReached", limit }
           statements.prepare(SQL.insert).run(...channelValues(channel, organizationId, access_token_sealed))
+          ensureTemplateSyncDue(statements, organizationId, channel.waba_id, channel.created_at)
           return { _tag: "Inserted", channel }
         }))
       ),

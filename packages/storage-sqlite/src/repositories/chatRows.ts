@@ -1,5 +1,5 @@
 import type { Chat } from "@switchboard/core"
-import { type ChatJoinRow, MESSAGE_COLUMNS } from "@switchboard/storage-sql"
+import { type ChatJoinRow, MESSAGE_COLUMNS, MESSAGE_VALUE_COUNT } from "@switchboard/storage-sql"
 import { decoders } from "../dialect.js"
 import type { Statements } from "../internal/sql.js"
 import { groupsAndLabelsOf } from "./rows.js"
@@ -14,7 +14,7 @@ export const decodeMessage = decoders.message
 
 /** `INSERT INTO messages` of {@link MESSAGE_COLUMNS} and `organization_id`: bind {@link messageValues}. */
 export const INSERT_MESSAGE_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS}, organization_id)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+  VALUES (${Array.from({ length: MESSAGE_VALUE_COUNT }, () => "?").join(", ")})`
 
 /**
  * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,

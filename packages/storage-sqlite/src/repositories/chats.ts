@@ -27,6 +27,7 @@ import { SEARCH_FUNCTION } from "../dialect.js"
 import { planChatCount, planChatList, runChatList } from "./chatList.js"
 import { importChats } from "./chatsImport.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
+import { insertInboundMedia } from "./media.js"
 import { insertOutboxMessage } from "./outboxInsert.js"
 import { countOf, pageBounds } from "./rows.js"
 import { type StatusReport, STATUS_REPORT_SQL, writeStatusReport } from "./providerStatus.js"
@@ -38,7 +39,8 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * message in `pending_message_statuses` (migration 10), and the customer service windows
  * in `customer_service_windows` (migration 16). `appendMessage` (contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed in the send queue and
- * possibly claimed, `outboxInsert.ts`), `update`, `updateMessageStatus` (with the pending
+ * possibly claimed, `outboxInsert.ts`; with `media`, the media record and its fetch job,
+ * `media.ts`), `update`, `updateMessageStatus` (with the pending
  * reports of the provider id it records) and `updateMessageStatusByProviderId` (the
  * message's status, or a pending report; both end the send queue's dispatch state of a
  * message leaving `queued`/`sending`, `messageStatus.ts`) are each one `BEGIN IMMEDIATE` transaction, so
@@ -284,8 +286,9 @@ export interface AppendedMessage {
  * `BEGIN IMMEDIATE` transaction: resolves the contact (`undefined`, nothing written, when
  * there is no such contact), takes its chat (inserted as `request.newChat` when missing),
  * inserts the message (through the send queue with `request.outbox`,
- * {@link insertOutboxMessage}), moves the chat's unread count, status, last message and
- * `updated_at`, and with `request.inboundAt` the customer service window. Writes no
+ * {@link insertOutboxMessage}) and with `request.media` its media record and fetch job,
+ * moves the chat's unread count, status, last message and `updated_at`, and with
+ * `request.inboundAt` the customer service window. Writes no
  * webhook event and builds no chat record: the caller does what it needs of those
  * (`appendMessage` here, a broadcast's recipients in broadcastWrite.ts).
  */
@@ -306,6 +309,7 @@ export const writeAppendedMessage = (
   if (request.outbox === undefined) {
     statements.prepare(INSERT_MESSAGE_SQL).run(...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
   }
+  if (request.media !== undefined) insertInboundMedia(statements, organizationId, request.media, stored.uuid, contact.uuid)
   statements
     .prepare(SQL.touchChat)
     .run(

@@ -1,6 +1,7 @@
 import { Option } from "effect"
 import type { Contact, ContactRepository, ContactUpdateOutcome, OrganizationId } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction } from "../internal/sql.js"
+import { markContactMediaDeleted } from "./media.js"
 import { importRows, updateContactRow } from "./recordsImport.js"
 import {
   CONTACT_COLUMNS,
@@ -19,7 +20,8 @@ import {
  * `Storage.contacts` on SQLite: table `contacts` with `group_members` and `contact_labels`
  * (migration 2; `marketing_opt_out_at`, migration 18). `importBulk` and `update` are each
  * one `BEGIN IMMEDIATE` transaction, so the plan-limit and phone checks and the writes are
- * atomic across processes; `markMarketingOptOut` is one conditional `UPDATE`; reads of
+ * atomic across processes; so is `delete`, which marks the contact's media `deleted`
+ * (`media.ts`); `markMarketingOptOut` is one conditional `UPDATE`; reads of
  * several statements share one snapshot. A list or read costs a fixed number of queries
  * (the rows, the total, their groups, their labels), never one per contact.
  *
@@ -61,7 +63,13 @@ export const contactRepository: RepositoryFactory<ContactRepository> = (db, stat
   markMarketingOptOut: (organizationId, id, at) =>
     attempt("contacts.markMarketingOptOut", () => statements.prepare(SQL.markMarketingOptOut).run(at, organizationId, id).changes > 0),
   delete: (organizationId, id) =>
-    attempt("contacts.delete", () => statements.prepare(SQL.delete).run(organizationId, id).changes > 0),
+    attempt("contacts.delete", () =>
+      transaction(db, () => {
+        if (statements.prepare(SQL.delete).run(organizationId, id).changes === 0) return false
+        markContactMediaDeleted(statements, organizationId, id)
+        return true
+      })
+    ),
   labelsOf: (organizationId, id) =>
     attempt("contacts.labelsOf", () =>
       snapshot(db, () =>

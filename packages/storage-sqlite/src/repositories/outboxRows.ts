@@ -1,5 +1,5 @@
 import type { SendClass } from "@switchboard/core"
-import { MESSAGE_COLUMNS, QUEUED_STATE_COLUMNS, type QueuedRow, queuedRowValues } from "@switchboard/storage-sql"
+import { MESSAGE_COLUMNS, MESSAGE_VALUE_COUNT, QUEUED_STATE_COLUMNS, type QueuedRow, queuedRowValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { CHANNEL_COLUMNS } from "./channelRows.js"
 
@@ -46,9 +46,10 @@ export const SQL = {
   nextSequence: `INSERT INTO settings (key, value) VALUES ('send_queue_sequence', '1')
     ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
     RETURNING CAST(value AS INTEGER) AS sequence`,
-  // pair_rate_waits (after sequence) starts at 0.
+  // The message's columns and organization_id, recipient, send_class, expires_at, sequence;
+  // pair_rate_waits starts at 0; lease, lease_until, head.
   insert: `INSERT INTO messages (${QUEUED_COLUMNS}, head) VALUES
-    (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+    (${Array.from({ length: MESSAGE_VALUE_COUNT + 4 }, () => "?").join(", ")}, 0, ?, ?, ?)`,
   // One probe of messages_send_queue_lanes.
   laneWaits: `SELECT 1 FROM messages
     WHERE organization_id = ? AND channel_uuid IS ? AND recipient = ? AND send_class = ? AND ${WAITING} LIMIT 1`,

@@ -241,3 +241,25 @@ export const BROADCASTS_MIGRATION = `
   CREATE INDEX messages_broadcast_statuses ON messages (broadcast_uuid, status, contact_uuid)
     WHERE broadcast_uuid IS NOT NULL;
 `
+
+/**
+ * Migration 21: which transport a message was handed to (core's `TransportKind`:
+ * `recording`, `whatsapp`, `custom`), stored at its creation.
+ * - `messages.transport`: `NULL` for inbound and imported messages. Existing outbound rows
+ *   are filled as the transports built in answer: `whatsapp` with a channel, else
+ *   `recording` (rows imported before this migration included: nothing of theirs left this
+ *   server either). A host that ran a transport of its own may correct its rows to `custom`.
+ * - `broadcasts.transport`: the kind its recipients' messages are handed to, settled at its
+ *   creation from its channel; existing rows filled by the same rule. The column's default
+ *   exists only because SQLite adds a NOT NULL column with one: every insert gives it.
+ * No index reads the column, and no trigger watches it (they fire on `status`).
+ */
+export const TRANSPORT_KIND_MIGRATION = `
+  ALTER TABLE messages ADD COLUMN transport TEXT CHECK (transport IN ('recording', 'whatsapp', 'custom'));
+  UPDATE messages SET transport = CASE WHEN channel_uuid IS NULL THEN 'recording' ELSE 'whatsapp' END
+    WHERE direction = 'outbound';
+
+  ALTER TABLE broadcasts ADD COLUMN transport TEXT NOT NULL DEFAULT 'recording'
+    CHECK (transport IN ('recording', 'whatsapp', 'custom'));
+  UPDATE broadcasts SET transport = 'whatsapp' WHERE channel_uuid IS NOT NULL;
+`
