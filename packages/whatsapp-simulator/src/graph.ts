@@ -5,6 +5,7 @@ import { graphError, invalidParameterError, invalidTokenError, unknownObjectErro
 import { essenceOf, MAX_MEDIA_BYTES, type MediaLibrary, type SimulatedMedia, UPLOAD_TYPES } from "./media.js"
 import { digitsOf, newWamid, type SimulatedNumber } from "./payloads.js"
 import { bearerToken, NONE, scriptedRefusal, sleep, tokensOf, writeJson } from "./graphAnswers.js"
+import { interactiveProblem } from "./graphInteractive.js"
 import { answerTemplates } from "./graphTemplates.js"
 import type { AnswerRecord } from "./records.js"
 import type { Answer, Route, Script } from "./script.js"
@@ -129,8 +130,9 @@ const parseBody = (text: string): unknown => {
 /**
  * Answers one Graph request as Meta would: the token is checked first (missing or unknown
  * → 190, HTTP 401), then the number or media (unknown, or not this token's → 100 subcode
- * 33), then a send's body or an upload's parts (→ 100, 131009, 131053); only then does the
- * {@link Script} decide (delay, drop, refusal), and a success answers the number
+ * 33), then a send's body or an upload's parts (→ 100, 131009, 131053; an interactive
+ * send's object against Meta's limits → 131009 naming the parameter: graphInteractive.ts);
+ * only then does the {@link Script} decide (delay, drop, refusal), and a success answers the number
  * (look-up), a fresh wamid (send), the media's record with a download URL (media look-up),
  * its bytes (download) or its new id (upload). The template routes are answered by
  * `answerTemplates` (graphTemplates.ts) once the token is known.
@@ -159,6 +161,8 @@ export const answerGraph = async (
   if (typeof send === "string") return refused(400, invalidParameterError(send))
   const unknownMedia = send === null ? undefined : unknownMediaOf(host, number, request.body, send.type)
   if (unknownMedia !== undefined) return refused(400, unknownMedia)
+  const badInteractive = send?.type === "interactive" ? interactiveProblem((request.body as Record<string, unknown>).interactive, (id) => isUpload(host, number, id)) : undefined
+  if (badInteractive !== undefined) return refused(400, graphError(131009, { details: badInteractive }))
   const scripted = host.script.answerFor(request.route, send?.to ?? null)
   const refusal = await scriptedRefusal(scripted, req, res)
   if (refusal !== null) return { ...NONE, scripted, answer: refusal }
@@ -332,9 +336,14 @@ const unknownMediaOf = (host: GraphHost, number: SimulatedNumber, body: unknown,
   const content = (body as Record<string, unknown>)[type] as Record<string, unknown> | undefined
   const id = content?.id
   if (!["image", "video", "audio", "document", "sticker"].includes(type) || id === undefined) return undefined
-  const media = typeof id === "string" ? host.media.get(id) : undefined
-  if (media !== undefined && media.phone_number_id === number.phone_number_id && media.source === "upload") return undefined
+  if (typeof id === "string" && isUpload(host, number, id)) return undefined
   return graphError(131009, { details: `${type}.id ${JSON.stringify(id)} is not a media uploaded for this phone number.` })
+}
+
+/** Whether `id` names a file uploaded for `number` (what a send may name by id). */
+const isUpload = (host: GraphHost, number: SimulatedNumber, id: string): boolean => {
+  const media = host.media.get(id)
+  return media !== undefined && media.phone_number_id === number.phone_number_id && media.source === "upload"
 }
 
 /** The send's fields the simulator uses, or what is wrong with its body (Meta's `(#100)` text). */

@@ -110,11 +110,24 @@ export const reactionMessage = (message_id: string, emoji: string): InboundConte
   reaction: { message_id, emoji }
 })
 
-/** An interactive reply: a reply button (`button_reply`) or a list row (`list_reply`). @category payloads */
+/**
+ * An interactive reply: the customer tapped a reply button (`button_reply`) or picked a
+ * list row (`list_reply`) of the business's message `repliesTo` (its wamid: then the
+ * message carries Meta's `context: {id}`).
+ *
+ * @category payloads
+ * @example
+ * const tap = interactiveReply("button_reply", { id: "yes", title: "Yes" }, "wamid.HBgL…")
+ */
 export const interactiveReply = (
   kind: "button_reply" | "list_reply",
-  reply: { readonly id: string; readonly title: string; readonly description?: string }
-): InboundContent => ({ type: "interactive", interactive: { type: kind, [kind]: reply } })
+  reply: { readonly id: string; readonly title: string; readonly description?: string },
+  repliesTo?: string
+): InboundContent => ({
+  type: "interactive",
+  interactive: { type: kind, [kind]: reply },
+  ...(repliesTo === undefined ? {} : { context: { id: repliesTo } })
+})
 
 /**
  * Meta's `messages` webhook for one customer message to `number`: `from` (digits),

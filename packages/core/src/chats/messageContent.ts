@@ -34,12 +34,15 @@ export interface ReadContent {
 /**
  * Reads `type` (one of `allowed`) and its content. `text` must be non-blank and at most
  * 4096 characters, kept as written (not trimmed). A `template` message may carry `text`
- * too (its rendered body, for previews). A `media` message's `text` is its caption.
+ * too (its rendered body, for previews). A `media` message's `text` is its caption. An
+ * `interactive` message's `text` is its body (required, at most 4096 code points: a list's
+ * longest) and its `content` must hold the `interactive` object (checked by the send,
+ * `readInteractive`).
  */
 export const readContent = (
   collector: IssueCollector,
-  input: { readonly type?: unknown; readonly text?: unknown; readonly template?: unknown; readonly media?: unknown },
-  allowed: ReadonlyArray<"text" | "template" | "media">
+  input: { readonly type?: unknown; readonly text?: unknown; readonly template?: unknown; readonly media?: unknown; readonly content?: unknown },
+  allowed: ReadonlyArray<"text" | "template" | "media" | "interactive">
 ): ReadContent => {
   const type = input.type
   if (typeof type !== "string" || !(allowed as ReadonlyArray<string>).includes(type)) {
@@ -60,6 +63,18 @@ export const readContent = (
     case "media": {
       const media = readOutboundMedia(collector, input.media)
       return { type: "media", text: media?.caption ?? null, template: null, media, content: null }
+    }
+    case "interactive": {
+      const content = input.content
+      if (!isObject(content) || !isObject(content.interactive)) {
+        collector.add("required", "content.interactive", "content.interactive must be the interactive object")
+      }
+      const text = typeof input.text === "string" && input.text.trim() !== "" ? input.text : null
+      if (text === null) collector.add("required", "text", "text (the interactive message's body) is required")
+      else if ([...text].length > MAX_MESSAGE_TEXT_LENGTH) {
+        collector.add("too_long", "text", `text must be at most ${MAX_MESSAGE_TEXT_LENGTH} characters`)
+      }
+      return { type: "interactive", text, template: null, media: null, content: isObject(content) ? content : null }
     }
   }
 }
@@ -201,7 +216,8 @@ export const readOutboundMedia = (collector: IssueCollector, value: unknown): Ou
   return { type: type as OutboundMediaContent["type"], url, ...extras }
 }
 
-const isHttpUrl = (text: string): boolean => {
+/** Whether `text` is an absolute http or https URL. */
+export const isHttpUrl = (text: string): boolean => {
   try {
     const url = new URL(text)
     return url.protocol === "http:" || url.protocol === "https:"

@@ -140,7 +140,7 @@ export const makeMessageOperations = (
     outbox?: OutboxPlacement
   ) {
     const collector = new IssueCollector()
-    const content = readContent(collector, input, ["text", "template", "media"])
+    const content = readContent(collector, input, ["text", "template", "media", "interactive"])
     const providerId = providerMessageId(collector, input.provider_message_id)
     const channelId = collector.optionalUuid("channel_uuid", input.channel_uuid)
     const transport = readTransport(collector, input.transport)

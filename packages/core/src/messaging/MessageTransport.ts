@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import type { Readable } from "node:stream"
 import { Context, Effect, Layer, Schema } from "effect"
 import { FailureKind } from "../model/failureClasses.js"
+import type { InteractiveContent, InteractiveMediaReference } from "../model/interactive.js"
 import type { TransportKind } from "../model/messages.js"
 
 /**
@@ -30,7 +31,11 @@ interface OutboundEnvelope {
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
  *   send object of `POST /send/template` (docs/messaging.md);
  * - `media`: `{type: "media", media: {type: image|video|audio|document, url or id, caption?, filename?}}`
- *   (`id`: the provider's media id of an uploaded file, docs/media.md "Sending a stored file").
+ *   (`id`: the provider's media id of an uploaded file, docs/media.md "Sending a stored file");
+ * - `interactive`: `{type: "interactive", interactive}`, Meta's interactive object (reply
+ *   buttons, a list, a call-to-action URL: docs/messaging.md "Interactive messages"), a
+ *   media header by `link` or by the provider's media `id` of the uploaded stored file.
+ *   Handed only to a transport that lists it in `messageTypes`.
  * `message_id` is the message record's uuid, for correlation (the WhatsApp Cloud API
  * transport sends it as `biz_opaque_callback_data`, echoed in Meta's status notifications). `channel` is the
  * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
@@ -57,7 +62,19 @@ export type OutboundMessage = OutboundEnvelope &
           readonly filename?: string | undefined
         } & ({ readonly url: string; readonly id?: undefined } | { readonly id: string; readonly url?: undefined })
       }
+    | { readonly type: "interactive"; readonly interactive: InteractiveContent<InteractiveMediaReference> }
   )
+
+/**
+ * The {@link OutboundMessage} types a transport is handed only when it lists them in
+ * `MessageTransportService.messageTypes` (types added after `text`, `template` and
+ * `media`, which every transport sends): a transport written before them fails such a
+ * message for good (`message_type_unsupported`) instead of being handed a shape it does
+ * not know.
+ *
+ * @category messaging
+ */
+export type ExtendedMessageType = "interactive"
 
 /**
  * What the provider said: its message id and the status to record (`sent` when accepted).
@@ -151,7 +168,32 @@ export interface MessageTransportService {
    * transport of the host's own). Read it with {@link transportKindOf}.
    */
   readonly kind?: TransportKind | ((route: TransportRoute) => TransportKind)
+  /**
+   * The {@link ExtendedMessageType}s the transport sends (`["interactive"]`), or a function
+   * of the message's route for a transport that routes; it must answer without I/O. A
+   * message of a type not listed fails for good, unattempted, with `failure.code`
+   * `message_type_unsupported` (docs/messaging.md "Failure reasons"). Absent: none (`text`,
+   * `template` and `media` only). Read it with {@link sendsType}.
+   */
+  readonly messageTypes?: ReadonlyArray<ExtendedMessageType> | ((route: TransportRoute) => ReadonlyArray<ExtendedMessageType>)
 }
+
+/**
+ * Whether `transport` sends messages of `type` on `route`: always for `text`, `template`
+ * and `media` (and the types no send creates); an {@link ExtendedMessageType} only when
+ * its `messageTypes` lists it.
+ *
+ * @category messaging
+ */
+export const sendsType = (transport: MessageTransportService, type: string, route: TransportRoute): boolean => {
+  if (!(EXTENDED_MESSAGE_TYPES as ReadonlyArray<string>).includes(type)) return true
+  const listed = transport.messageTypes
+  const types = listed === undefined ? [] : typeof listed === "function" ? listed(route) : listed
+  return (types as ReadonlyArray<string>).includes(type)
+}
+
+/** Every {@link ExtendedMessageType}. */
+const EXTENDED_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive"]
 
 /**
  * The {@link TransportKind} `transport` hands a message on `route` to: its `kind`, asked
@@ -181,7 +223,7 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
  * The recording transport's service: accepts every message without a network call and
  * answers no provider id, so the store records the message as `sent`; an upload is not
  * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id. Its
- * kind is `recording`.
+ * kind is `recording`; it takes every {@link ExtendedMessageType}.
  *
  * @category messaging
  */
@@ -193,5 +235,6 @@ export const recordingTransport: MessageTransportService = {
       return { provider_media_id: `recorded-${randomUUID()}` }
     }),
   immediate: true,
-  kind: "recording"
+  kind: "recording",
+  messageTypes: EXTENDED_MESSAGE_TYPES
 }

@@ -5,12 +5,21 @@ import { Chats } from "../chats/Chats.js"
 import { MAX_MESSAGE_TEXT_LENGTH } from "../chats/messageContent.js"
 import { nowIso } from "../internal/time.js"
 import type { IssueCollector } from "../internal/validation.js"
+import { type InteractiveContent, interactiveStoredMedia } from "../model/interactive.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
 import type { InboundMessageInput, InboundReceipt } from "../model/chats.js"
 import { type InvalidInput, type PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
 import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
 import { MediaNotReady, MediaUnavailable } from "../model/mediaErrors.js"
-import type { ReceiveResult, SendMediaInput, SendOptions, SendResult, SendTemplateInput, SendTextInput } from "../model/messaging.js"
+import type {
+  ReceiveResult,
+  SendInteractiveInput,
+  SendMediaInput,
+  SendOptions,
+  SendResult,
+  SendTemplateInput,
+  SendTextInput
+} from "../model/messaging.js"
 import { MessageNotCancellable, MessageNotRetryable, type OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch, TemplateUnsupported } from "../model/templateErrors.js"
@@ -20,6 +29,7 @@ import type { OutboxMoveOutcome } from "../storage/OutboxRepository.js"
 import { Storage } from "../storage/Storage.js"
 import { Templates } from "../templates/Templates.js"
 import { MessageTransport } from "./MessageTransport.js"
+import { readInteractive } from "./readInteractive.js"
 import { readMedia, readMessageText, readTemplateShape } from "./readSend.js"
 import { CANCELLED_FAILURE, isFreeForm, OUTSIDE_WINDOW_FAILURE, SendQueueSettings } from "./SendQueue.js"
 import {
@@ -33,12 +43,13 @@ import {
   sendResultOf,
   type SendServices,
   upsertContact,
+  usesStoredMedia,
   windowEnd
 } from "./sendSteps.js"
 
 /**
- * Sends of an organization (`POST /send/template`, `POST /send`, `POST /send/media`;
- * docs/messaging.md) and the auto-reply to
+ * Sends of an organization (`POST /send/template`, `POST /send`, `POST /send/media`,
+ * `POST /send/interactive`; docs/messaging.md) and the auto-reply to
  * inbound messages.
  *
  * Every send runs the same steps, in this order:
@@ -49,7 +60,7 @@ import {
  *    message will go through (step 5's channel, resolved first), else one with no account:
  *    else `TemplateNotFound` / `TemplateUnsupported` / `TemplateNotApproved` /
  *    `TemplateParametersMismatch`, nothing written;
- * 3. (`text` and `media` through a channel) the contact, looked up by phone, must be within
+ * 3. (`text`, `media` and `interactive` through a channel) the contact, looked up by phone, must be within
  *    its customer service window on the channel the message will go through (step 4's
  *    channel, resolved first): else `OutsideCustomerServiceWindow`, nothing written
  *    (docs/messaging.md "The customer service window");
@@ -109,6 +120,21 @@ export interface MessagingService {
     options?: SendOptions
   ) => Effect.Effect<SendResult, SendError>
   /**
+   * Sends an interactive message (`POST /send/interactive`, docs/messaging.md "Interactive
+   * messages"): reply buttons, a list or a call-to-action URL, Meta's own object, read by
+   * `readInteractive` in step 1 (every limit an issue naming its path, nothing written). It
+   * is free-form: step 3's customer service window applies as for text. A media header by
+   * `media_uuid` names a stored file of the organization (resolved as `sendMedia` does: its
+   * type must be the header's) and is uploaded when the message leaves, never in the
+   * request. The message is stored with `type: "interactive"`, `text` its body and
+   * `content.interactive` its object; `options`: {@link SendOptions}.
+   */
+  readonly sendInteractive: (
+    organizationId: OrganizationId,
+    input: SendInteractiveInput,
+    options?: SendOptions
+  ) => Effect.Effect<SendResult, SendError>
+  /**
    * Receives an inbound message (`Chats.receiveInbound`: contact and chat created as
    * needed, never refused over `contacts_limit`), then answers it automatically when its
    * text, trimmed, equals a basic reply's trigger ignoring case (`BasicReplies.matchInbound`):
@@ -149,7 +175,7 @@ export interface MessagingService {
 }
 
 /**
- * What the text and media sends fail with: a bad input (nothing written), a closed
+ * What the text, media and interactive sends fail with: a bad input (nothing written), a closed
  * customer service window (`OutsideCustomerServiceWindow`, nothing written), the plan's
  * `contacts_limit`, an unknown `channel_uuid` (`RecordNotFound`), a channel whose token
  * cannot be opened (`SecretKeyMissing`, `SecretKeyMismatch`), or the store.
@@ -262,6 +288,27 @@ const make = Effect.gen(function* () {
     })
   })
 
+  const sendInteractive = Effect.fn("Messaging.sendInteractive")(function* (
+    organizationId: OrganizationId,
+    input: SendInteractiveInput,
+    options?: SendOptions
+  ) {
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) => {
+      const interactive = readInteractive(collector, input?.interactive)
+      const stored = interactive === null ? undefined : interactiveStoredMedia(interactive)
+      const content = (read: InteractiveContent) => ({ type: "interactive", interactive: read } as const)
+      if (interactive === null) return Effect.succeed(content(UNREAD_INTERACTIVE))
+      if (stored === undefined || collector.issues.length > 0) return Effect.succeed(content(interactive))
+      const field = `interactive.header.${stored.type}.media_uuid`
+      return Effect.map(storedMediaRecord(services, organizationId, stored.media_uuid, field), (record) => {
+        if (record.type !== stored.type) {
+          collector.add("invalid_format", field, `${field} must name a stored ${stored.type} (it names a ${record.type})`)
+        }
+        return content(interactive)
+      })
+    })
+  })
+
   const receive = Effect.fnUntraced(function* (organizationId: OrganizationId, input: InboundMessageInput) {
     const receipt = yield* services.chats.receiveInbound(organizationId, input)
     const { message } = receipt
@@ -282,7 +329,7 @@ const make = Effect.gen(function* () {
     return yield* moved(id, outcome, (message) => new MessageNotCancellable({ message_uuid: message.uuid, status: message.status }))
   })
 
-  const service: MessagingService = { sendTemplate, sendText, sendMedia, receive, retryMessage, cancelMessage }
+  const service: MessagingService = { sendTemplate, sendText, sendMedia, sendInteractive, receive, retryMessage, cancelMessage }
   return service
 })
 
@@ -323,7 +370,7 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
       channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
     const contactId = yield* upsertContact(services, organizationId, recipient)
     // A stored file is uploaded to the provider first: its own step, never in the request.
-    const inline = !(content.type === "media" && content.media.media_uuid !== undefined)
+    const inline = !usesStoredMedia(content)
     const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid }
     return yield* deliver(services, delivery)
   })
@@ -442,13 +489,7 @@ const storedMediaOf = (
   givenType: unknown
 ) =>
   Effect.gen(function* () {
-    const found = yield* services.storage.media.get(organizationId, media.media_uuid)
-    if (Option.isNone(found)) {
-      return yield* new RecordNotFound({ missing: [{ resource: "media", uuid: media.media_uuid, field: "media.media_uuid" }] })
-    }
-    const record = found.value
-    if (record.status === "pending") return yield* new MediaNotReady({ uuid: record.uuid })
-    if (record.status !== "stored") return yield* new MediaUnavailable({ uuid: record.uuid, status: record.status === "failed" ? "failed" : "deleted" })
+    const record = yield* storedMediaRecord(services, organizationId, media.media_uuid, "media.media_uuid")
     if (record.type === "sticker") {
       collector.add("invalid_format", "media.media_uuid", "a stored sticker cannot be sent as a media message")
     } else if (givenType !== undefined && givenType !== null && givenType !== record.type) {
@@ -464,3 +505,21 @@ const storedMediaOf = (
     }
     return stored
   })
+
+/**
+ * The organization's stored file `uuid` a send names at `field`: another organization's
+ * or an unknown uuid → `RecordNotFound` naming `field`; not stored yet → `MediaNotReady`;
+ * failed or deleted → `MediaUnavailable`.
+ */
+const storedMediaRecord = (services: SendServices, organizationId: OrganizationId, uuid: string, field: string) =>
+  Effect.gen(function* () {
+    const found = yield* services.storage.media.get(organizationId, uuid)
+    if (Option.isNone(found)) return yield* new RecordNotFound({ missing: [{ resource: "media", uuid, field }] })
+    const record = found.value
+    if (record.status === "pending") return yield* new MediaNotReady({ uuid: record.uuid })
+    if (record.status !== "stored") return yield* new MediaUnavailable({ uuid: record.uuid, status: record.status === "failed" ? "failed" : "deleted" })
+    return record
+  })
+
+/** The content of an interactive send whose object could not be read: never stored (step 1 refuses it). */
+const UNREAD_INTERACTIVE: InteractiveContent = { type: "button", body: { text: "" }, action: { buttons: [] } }

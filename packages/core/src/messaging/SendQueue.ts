@@ -11,6 +11,7 @@ import {
   runLeasedQueue
 } from "../dispatch/LeasedQueue.js"
 import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure } from "../model/messages.js"
+import { type InteractiveContent, interactiveForProvider, interactiveStoredMedia } from "../model/interactive.js"
 import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
@@ -24,6 +25,7 @@ import {
   type MessageTransportService,
   type OutboundChannel,
   type OutboundMessage,
+  sendsType,
   TransportFailed,
   type TransportReceipt
 } from "./MessageTransport.js"
@@ -141,7 +143,7 @@ export const EXPIRED_FAILURE: MessageFailure = {
 }
 
 /**
- * The failure of a free-form message (`text` or `media`) through a channel whose customer
+ * The failure of a free-form message (`text`, `media` or `interactive`) through a channel whose customer
  * service window closed before it was handed to Meta (docs/messaging.md "The customer
  * service window").
  */
@@ -151,13 +153,13 @@ export const OUTSIDE_WINDOW_FAILURE: MessageFailure = {
 }
 
 /**
- * Whether a message type is free-form (`text` or `media`): only those need the contact's
- * customer service window open on their channel (docs/messaging.md "The customer service
- * window"); templates are always allowed.
+ * Whether a message type is free-form (`text`, `media` or `interactive`): only those need
+ * the contact's customer service window open on their channel (docs/messaging.md "The
+ * customer service window"); templates are always allowed.
  *
  * @category messaging
  */
-export const isFreeForm = (type: Message["type"]): boolean => type === "text" || type === "media"
+export const isFreeForm = (type: Message["type"]): boolean => type === "text" || type === "media" || type === "interactive"
 
 /**
  * The end of the contact's customer service window on a channel, in ms since the epoch,
@@ -204,6 +206,8 @@ export const outboundOfRecord = (
 ): OutboundMessage => {
   const envelope = { message_id: message.uuid, to, channel }
   if (message.type === "template" && message.template !== null) return { ...envelope, type: "template", template: message.template }
+  const interactive = interactiveOf(message)
+  if (interactive !== undefined) return { ...envelope, type: "interactive", interactive: interactiveForProvider(interactive, providerMediaId) }
   if (message.type === "media" && message.media !== null && (message.media.url !== undefined || providerMediaId !== undefined)) {
     const { type, url, caption, filename } = message.media
     return {
@@ -219,6 +223,31 @@ export const outboundOfRecord = (
   }
   return { ...envelope, type: "text", text: message.text ?? "" }
 }
+
+/** The interactive object an `interactive` message record keeps (`content.interactive`), else `undefined`. */
+const interactiveOf = (message: Message): InteractiveContent | undefined => {
+  const interactive = message.type === "interactive" ? message.content?.interactive : undefined
+  return typeof interactive === "object" && interactive !== null ? (interactive as InteractiveContent) : undefined
+}
+
+/**
+ * The stored file a message is sent with (docs/media.md "Sending a stored file"): a media
+ * message's `media.media_uuid`, an interactive message's header's; else `undefined`.
+ */
+const storedMediaUuidOf = (message: Message): string | undefined => {
+  if (message.type === "media") return message.media?.media_uuid
+  const interactive = interactiveOf(message)
+  return interactive === undefined ? undefined : interactiveStoredMedia(interactive)?.media_uuid
+}
+
+/**
+ * The failure of a message of a type its transport does not send
+ * (`MessageTransportService.messageTypes`): permanent, no attempt made.
+ */
+const unsupportedTypeFailure = (type: Message["type"]): MessageFailure => ({
+  code: "message_type_unsupported",
+  title: `The message transport cannot send ${type} messages`
+})
 
 /**
  * Whether a message may skip lanes and pacing and always go inline: it has no channel and
@@ -295,9 +324,13 @@ export const attemptClaimedMessage = (
     // would count as lateness (on a networked store, enough to miss the slot).
     const channel = opened === undefined ? yield* openChannel(services.channels, claimed) : Either.right(opened)
     if (Either.isLeft(channel)) return channel.left
+    // A type the transport does not send (a custom transport written before it): failed for good.
+    if (!sendsType(services.transport, message.type, { channel: channel.right })) {
+      return { _tag: "Failed", failure: unsupportedTypeFailure(message.type), attempts: 0 } as const
+    }
     // A stored file goes out by the provider's media id: uploaded through the channel first
     // when it has none there yet (its own step, not paced: docs/media.md).
-    const mediaUuid = message.type === "media" ? message.media?.media_uuid : undefined
+    const mediaUuid = storedMediaUuidOf(message)
     let providerMediaId: string | undefined
     if (mediaUuid !== undefined) {
       const uploaded = yield* storedMediaId(services, claimed, mediaUuid, channel.right)

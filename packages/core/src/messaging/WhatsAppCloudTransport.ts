@@ -11,10 +11,12 @@ import {
   networkErrorCode
 } from "../channels/graphApi.js"
 import {
+  type ExtendedMessageType,
   type MediaUpload,
   MessageTransport,
   type MessageTransportService,
   type OutboundChannel,
+  sendsType,
   TransportFailed,
   transportKindOf,
   type OutboundMessage,
@@ -39,7 +41,8 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
  * A {@link MessageTransport} that posts to the Graph API messages endpoint
  * (`POST {baseUrl}/{apiVersion}/{phoneNumberId}/messages`). A message with a `channel`
  * goes out through that channel's `phone_number_id` with its token instead (the
- * organization's own number, docs/messaging.md "Channels"). A 2xx answer gives the
+ * organization's own number, docs/messaging.md "Channels"). It sends every message type,
+ * interactive ones included (`messageTypes`). A 2xx answer gives the
  * provider's message id (`messages[0].id`); any other answer, a timeout or a network error
  * fails with `TransportFailed` carrying the provider's `error.message` and `error.code`, the
  * HTTP status and the socket error's code, from which `classifyFailure` tells the classes
@@ -57,7 +60,8 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
     return {
       send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
       uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload),
-      kind: "whatsapp" as const
+      kind: "whatsapp" as const,
+      messageTypes: WHATSAPP_MESSAGE_TYPES
     }
   })
 
@@ -84,9 +88,16 @@ export const withChannels = (options: GraphApiOptions, fallback: MessageTranspor
               Effect.zipRight(Effect.fail(new TransportFailed({ reason: "This transport cannot upload files", provider_code: null, kind: "permanent" })))
             ),
     ...(fallback.immediate === true ? { immediate: true } : {}),
-    kind: (route) => (route.channel === null ? transportKindOf(fallback, route) : "whatsapp")
+    kind: (route) => (route.channel === null ? transportKindOf(fallback, route) : "whatsapp"),
+    messageTypes: (route) =>
+      route.channel !== null
+        ? WHATSAPP_MESSAGE_TYPES
+        : WHATSAPP_MESSAGE_TYPES.filter((type) => sendsType(fallback, type, route))
   }
 }
+
+/** The {@link ExtendedMessageType}s the Graph API transport sends: all of them. */
+const WHATSAPP_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive"]
 
 const channelOptions = (options: GraphApiOptions, channel: OutboundChannel): WhatsAppCloudOptions => ({
   ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
@@ -123,6 +134,8 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
       if (filename !== undefined && type === "document") media.filename = filename
       return { ...base, type, [type]: media }
     }
+    case "interactive":
+      return { ...base, type: "interactive", interactive: message.interactive }
   }
 }
 

@@ -9,6 +9,7 @@ import type { ChatId, OutboundMessageInput } from "../model/chats.js"
 import type { ChannelId } from "../model/channels.js"
 import { contactsLimitExceeded, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import type { ContactId } from "../model/contacts.js"
+import { type InteractiveContent, interactiveStoredMedia } from "../model/interactive.js"
 import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
 import { OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
 import type { SendResult } from "../model/messaging.js"
@@ -39,6 +40,7 @@ export type SendContent =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "template"; readonly template: TemplateSendObject; readonly text: string }
   | { readonly type: "media"; readonly media: OutboundMediaContent }
+  | { readonly type: "interactive"; readonly interactive: InteractiveContent }
 
 /** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`. */
 export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown }
@@ -303,8 +305,18 @@ const recordOf = (content: SendContent): OutboundMessageInput => {
       return { type: "template", template: content.template, text: content.text }
     case "media":
       return { type: "media", media: content.media }
+    case "interactive":
+      return { type: "interactive", text: content.interactive.body.text, content: { interactive: content.interactive } }
   }
 }
+
+/**
+ * Whether a send's content names a file Switchboard stores (a media send by `media_uuid`,
+ * an interactive message whose header does): it is uploaded to the provider first, its own
+ * step, so such a send never goes in the request (docs/media.md "Sending a stored file").
+ */
+export const usesStoredMedia = (content: SendContent): boolean =>
+  content.type === "media" ? content.media.media_uuid !== undefined : content.type === "interactive" && interactiveStoredMedia(content.interactive) !== undefined
 
 /**
  * A send's answer from the message as stored (docs/messaging.md "Endpoints"). Every message

@@ -1,5 +1,6 @@
 import type { ChatId, InboundReceipt } from "./chats.js"
 import type { ContactId } from "./contacts.js"
+import type { InteractiveContent } from "./interactive.js"
 import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus, TransportKind } from "./messages.js"
 import type { TemplateSendRequest } from "./templates.js"
 
@@ -65,7 +66,20 @@ export interface SendMediaInput extends SendChannelField {
 }
 
 /**
- * Options of a send (`Messaging.sendTemplate`, `sendText`, `sendMedia`): `messageUuid`, the
+ * Input of `Messaging.sendInteractive` (`POST /send/interactive`, docs/messaging.md
+ * "Interactive messages"): `interactive` is Meta's own object, a `button`, `list` or
+ * `cta_url` message ({@link InteractiveContent}); a media header may name a stored file by
+ * `media_uuid`.
+ *
+ * @category models
+ */
+export interface SendInteractiveInput extends SendChannelField {
+  readonly phone: string
+  readonly interactive: InteractiveContent
+}
+
+/**
+ * Options of a send (`Messaging.sendTemplate`, `sendText`, `sendMedia`, `sendInteractive`): `messageUuid`, the
  * uuid the created message gets — the one an Idempotency-Key's claim holds
  * (docs/messaging.md "Idempotency-Key"). When a message of the organization already has
  * it (the first attempt of the request created it, then its process died), the send,
