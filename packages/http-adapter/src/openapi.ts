@@ -26,7 +26,7 @@ export const API_VERSION = "1.0.0"
 export const OPENAPI_TAGS: ReadonlyArray<{ readonly name: string; readonly description: string }> = [
   { name: "Guide", description: "Discovery: this API's description, its OpenAPI document and the reference page. No API key." },
   { name: "Auth", description: "Check that the API key is valid and the organization may use the API." },
-  { name: "Messages", description: "Send template, text and media messages. Sends count in the stricter `send` rate-limit bucket." },
+  { name: "Messages", description: "Send template, text, media and interactive messages. Sends count in the stricter `send` rate-limit bucket." },
   {
     name: "Media",
     description: "Files kept by Switchboard: customers' photos, voice notes and documents fetched from Meta, and uploads; their bytes by range and signed links."
@@ -343,7 +343,12 @@ const operationOf = (route: RouteDefinition, path: string, definitions: Record<s
       : {
           requestBody: {
             required: true,
-            content: { "application/json": { schema: convertObjectSchema(route.body, `${where} body`) } }
+            content: {
+              "application/json": {
+                schema: convertObjectSchema(route.body, `${where} body`),
+                ...(route.bodyExamples === undefined ? {} : { examples: route.bodyExamples })
+              }
+            }
           }
         }),
     ...(route.multipart === undefined

@@ -20,7 +20,7 @@ const handler = makeHandler(storage, {
   // (internal addresses allowed: names are not resolved). A handler without the
   // `webhooks` option ignores it.
   webhooks: { dispatch: false, allowPrivateNetworks: true },
-  // The walks send thousands of requests to the four routes of the `send` bucket: its
+  // The walks send thousands of requests to the five routes of the `send` bucket: its
   // hourly allowance would answer 429 before the edge's own answers are reached.
   rateLimit: { send: { max: 100_000 } },
   // The media routes answer from a blob store (a PDF uploaded below is their subject).
@@ -42,6 +42,16 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "POST /send/media": () => ({
     phone: phone(1),
     media: { type: "image", url: "https://example.com/a.png", caption: "A", filename: "a.png" }
+  }),
+  "POST /send/interactive": () => ({
+    phone: phone(1),
+    interactive: {
+      type: "button",
+      header: { type: "text", text: "Delivery" },
+      body: { text: "Tuesday?" },
+      footer: { text: "Tap one" },
+      action: { buttons: [{ type: "reply", reply: { id: "yes", title: "Yes" } }] }
+    }
   }),
   "POST /contacts/bulk": () => ({
     contacts: [

@@ -298,6 +298,10 @@ describe("what the handlers answer has the documented data shape", () => {
     expect((await run("POST", `/messages/${refused.message_id}/retry`)).status).toBe("queued")
     expect((await run("POST", `/messages/${refused.message_id}/cancel`)).status).toBe("failed")
     await run("POST", "/send/media", { phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } })
+    await run("POST", "/send/interactive", {
+      phone: phone(3),
+      interactive: { type: "button", body: { text: "Tuesday?" }, action: { buttons: [{ type: "reply", reply: { id: "yes", title: "Yes" } }] } }
+    })
     const chats = await run("GET", "/chats")
     await run("GET", "/chats?pagination=true&page=1&per_page=5")
     const chatUuid: string = chats.chats[0].uuid

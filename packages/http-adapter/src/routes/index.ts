@@ -22,7 +22,7 @@ import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute,
 import { discoveryRoutes } from "./discovery.js"
 import { mediaRoutes } from "./media.js"
 import { cancelMessageRoute, getMessageRoute, retryMessageRoute } from "./messages.js"
-import { sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
+import { sendInteractiveRoute, sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
 import { deleteTemplateRoute, getTemplateRoute, listTemplatesRoute, submitTemplateRoute, templatePayloadRoute } from "./templates.js"
 import { verifyRoute } from "./verify.js"
@@ -41,6 +41,7 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   sendTemplateRoute,
   sendTextRoute,
   sendMediaRoute,
+  sendInteractiveRoute,
   ...mediaRoutes,
   importContactsRoute,
   listContactsRoute,

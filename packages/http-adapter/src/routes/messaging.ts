@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import {
   type MessageId,
   Messaging,
+  type SendInteractiveInput,
   type SendMediaInput,
   type SendOptions,
   type SendResult,
@@ -11,7 +12,7 @@ import {
 import { defineRoute, type RouteIdempotency, type RouteResult } from "./route.js"
 import { SendData } from "./schemas.js"
 
-// The three sends (docs/messaging.md). The schemas
+// The four sends (docs/messaging.md). The schemas
 // check types only; Messaging checks the content (phone format, lengths, media type and
 // URL, the template and its parameters), so one 400 names every bad field with the
 // domain's codes. Each route counts in the `send` rate-limit bucket only. Each takes an
@@ -171,6 +172,144 @@ export const sendMediaRoute = defineRoute({
   handle: ({ auth, body, idempotency }) =>
     Effect.map(
       Effect.flatMap(Messaging, (messaging) => messaging.sendMedia(auth.organization.id, body as SendMediaInput, sendOptions(idempotency))),
+      sendResult
+    )
+})
+
+/** An optional object of `props` (the request schema of an interactive message's parts). */
+const optionalObject = (props: Record<string, unknown>) => ({ type: "object", optional: true, props }) as const
+
+/** A media header's file: an http(s) `link` or the `media_uuid` of a stored file. */
+const headerMedia = optionalObject({ link: optionalText, media_uuid: optionalText })
+
+/**
+ * The request schema of Meta's interactive object: types only, every part optional but
+ * `body.text` (the parts each type needs, the limits in code points and the URLs are
+ * checked by `Messaging.sendInteractive`, so one 400 names every bad field by its path).
+ */
+const INTERACTIVE = {
+  type: "object",
+  props: {
+    type: { type: "string", enum: ["button", "list", "cta_url"] },
+    header: optionalObject({
+      type: { type: "string", enum: ["text", "image", "video", "document"] },
+      text: optionalText,
+      image: headerMedia,
+      video: headerMedia,
+      document: optionalObject({ link: optionalText, media_uuid: optionalText, filename: optionalText })
+    }),
+    body: { type: "object", props: { text } },
+    footer: optionalObject({ text }),
+    action: {
+      type: "object",
+      props: {
+        buttons: {
+          type: "array",
+          optional: true,
+          items: { type: "object", props: { type: { type: "string", enum: ["reply"] }, reply: { type: "object", props: { id: text, title: text } } } }
+        },
+        button: optionalText,
+        sections: {
+          type: "array",
+          optional: true,
+          items: {
+            type: "object",
+            props: {
+              title: optionalText,
+              rows: { type: "array", items: { type: "object", props: { id: text, title: text, description: optionalText } } }
+            }
+          }
+        },
+        name: { type: "string", optional: true, enum: ["cta_url"] },
+        parameters: optionalObject({ display_text: text, url: text })
+      }
+    }
+  }
+} as const
+
+/** Examples of `POST /send/interactive` bodies, one per type, for the OpenAPI document. */
+const INTERACTIVE_EXAMPLES = {
+  button: {
+    summary: "Reply buttons",
+    value: {
+      phone: "+14155550100",
+      interactive: {
+        type: "button",
+        header: { type: "text", text: "Delivery" },
+        body: { text: "Your order ships tomorrow. Does Tuesday suit you?" },
+        footer: { text: "Tap a button to answer" },
+        action: { buttons: [{ type: "reply", reply: { id: "tuesday_yes", title: "Tuesday is fine" } }, { type: "reply", reply: { id: "tuesday_no", title: "Another day" } }] }
+      }
+    }
+  },
+  list: {
+    summary: "A list",
+    value: {
+      phone: "+14155550100",
+      interactive: {
+        type: "list",
+        body: { text: "Pick a delivery slot" },
+        action: {
+          button: "See slots",
+          sections: [
+            { title: "Morning", rows: [{ id: "slot_8", title: "8:00–10:00", description: "Before work" }] },
+            { title: "Evening", rows: [{ id: "slot_18", title: "18:00–20:00" }] }
+          ]
+        }
+      }
+    }
+  },
+  cta_url: {
+    summary: "A call-to-action URL",
+    value: {
+      phone: "+14155550100",
+      interactive: {
+        type: "cta_url",
+        body: { text: "Your parcel is on its way." },
+        action: { name: "cta_url", parameters: { display_text: "Track it", url: "https://example.com/track/42" } }
+      }
+    }
+  }
+} as const
+
+/**
+ * `POST /send/interactive` (docs/messaging.md "Interactive messages"): body `{phone,
+ * interactive, channel_uuid?}`, `interactive` Meta's own object — `button` (1–3 reply
+ * buttons), `list` (≤ 10 rows in 1–10 sections) or `cta_url` — with a media header by
+ * `link` or by the `media_uuid` of a stored file (409 `media_not_ready`, 410
+ * `media_unavailable`). A 400 names each bad field by its path
+ * (`interactive.action.sections`); 400 `outside_customer_service_window` and 403
+ * `contacts_limit_reached` as for `POST /send`.
+ */
+export const sendInteractiveRoute = defineRoute({
+  method: "POST",
+  path: "/send/interactive",
+  tag: "Messages",
+  summary: "Send reply buttons, a list or a call-to-action URL",
+  description:
+    "`interactive` is Meta's interactive object (`button`, `list` or `cta_url`); a media header may name a stored file by " +
+    "`media_uuid`. Every limit (in Unicode code points) is checked before anything is written; a 400 names the field by its " +
+    "path, such as `interactive.action.buttons[1].reply.title`. " +
+    SEND_DESCRIPTION,
+  data: SendData,
+  errors: [
+    "invalid_input",
+    "outside_customer_service_window",
+    "contacts_limit_reached",
+    "not_found",
+    "media_not_ready",
+    "media_unavailable",
+    "secret_key_not_configured"
+  ],
+  bucket: "send",
+  idempotent: true,
+  body: { phone: text, interactive: INTERACTIVE, channel_uuid: optionalText },
+  bodyExamples: INTERACTIVE_EXAMPLES,
+  handle: ({ auth, body, idempotency }) =>
+    Effect.map(
+      Effect.flatMap(Messaging, (messaging) =>
+        messaging.sendInteractive(auth.organization.id, body as SendInteractiveInput, sendOptions(idempotency))
+      ),
       sendResult
     )
 })

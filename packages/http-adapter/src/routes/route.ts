@@ -176,6 +176,11 @@ export interface RouteDefinition<Data = unknown> {
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
   /**
+   * Examples of the JSON body for the OpenAPI document, by name: each a `summary` and the
+   * `value` (a body the route accepts).
+   */
+  readonly bodyExamples?: Readonly<Record<string, { readonly summary: string; readonly value: unknown }>>
+  /**
    * The route reads a `multipart/form-data` body (instead of `body`, a JSON schema): the
    * handler's `body` is then a {@link MultipartBody} whose parts it iterates, within these
    * limits (docs/extending.md "Your own routes").
