@@ -28,6 +28,7 @@ export default defineWorkspace([
         "test/groups.test.ts",
         "test/hostile-input.test.ts",
         "test/idempotency*.test.ts",
+        "test/interactive.test.ts",
         "test/label-assignments.test.ts",
         "test/labels.test.ts",
         "test/messages.test.ts",
@@ -58,6 +59,7 @@ export default defineWorkspace([
             include: [
               "test/broadcasts.test.ts",
               "test/hostile-input.test.ts",
+              "test/interactive.test.ts",
               "test/messaging.test.ts",
               "test/plan-limits.test.ts",
               "test/storage-under-test.test.ts",
