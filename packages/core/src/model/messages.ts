@@ -23,7 +23,8 @@ export type MessageDirection = typeof MessageDirection.Type
 
 /**
  * What a message carries (docs/chats.md "Message types"). Outbound messages are `text`, a
- * `template` (the send object of `POST /send/template`) or `media`. Inbound messages are
+ * `template` (the send object of `POST /send/template`), `media` or `interactive` (reply
+ * buttons, a list, a call-to-action URL: `content.interactive`). Inbound messages are
  * `text`, or one of WhatsApp's other message types: `image`, `audio`, `video`, `document`,
  * `sticker` (with `media`), `location`, `contacts`, `interactive` (a button or list reply),
  * `button` (a quick-reply button), `reaction` (with `content`), and `unsupported` for any
@@ -219,7 +220,8 @@ export type TransportKind = typeof TransportKind.Type
 /**
  * A message record (docs/chats.md "Records"): one entry of a chat. `text` is the text of a
  * `text` message or the caption of a media one, else `null`; `template` and `media` are
- * set for their types only; `content` holds the other inbound types' fields (or `null`).
+ * set for their types only; `content` holds the other inbound types' fields and an
+ * outbound `interactive` message's object (`{interactive}`), else `null`.
  * `provider_message_id` is the messaging provider's id once known (it deduplicates inbound
  * messages). `failure` is the provider's refusal of a `failed` message, else `null`.
  * `channel_uuid` is the channel (business number) the message went through, `null` when
