@@ -54,7 +54,7 @@ const sendResult = (result: SendResult): RouteResult<SendResult> => ({
   data: result
 })
 
-/** The OpenAPI description the three sends share: what `transport` and the envelope's message say. */
+/** The OpenAPI description the sends share: what `transport` and the envelope's message say. */
 const SEND_DESCRIPTION =
   "`data.transport` says what the message was handed to: `whatsapp` (the WhatsApp Cloud API), `custom` (the host's own " +
   "transport) or `recording`. Without a channel the recording transport stores the message and marks it `sent`, but " +
