@@ -23,6 +23,7 @@ import {
   runLeasedPass,
   SecretKey,
   sendQueue,
+  sendsType,
   Storage,
   WhatsAppCloudTransport,
   WhatsAppWebhooks
@@ -208,5 +209,20 @@ describe("sendInteractive: input and transports", () => {
       expect(text.status).toBe("sent")
       expect(handed.map((message) => message.type)).toEqual(["text"])
     }), custom)
+  })
+})
+
+describe("sendsType: which transports are handed interactive messages", () => {
+  const custom = { send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }) }
+  const channel = { channel: { uuid: "8f0f0b5e-1f7c-4a57-9a07-3b8e25e3a001" } }
+  it("the recording and WhatsApp transports send them; a custom one only when it lists them; text always", () => {
+    expect(sendsType(recordingTransport, "interactive", { channel: null })).toBe(true)
+    expect(sendsType(custom, "interactive", { channel: null })).toBe(false)
+    expect(sendsType(custom, "text", { channel: null })).toBe(true)
+    expect(sendsType({ ...custom, messageTypes: ["interactive"] }, "interactive", { channel: null })).toBe(true)
+    const routed = WhatsAppCloudTransport.withChannels({ baseUrl: "http://127.0.0.1:9" }, custom)
+    expect([sendsType(routed, "interactive", channel), sendsType(routed, "interactive", { channel: null })]).toEqual([true, false])
+    const recorded = WhatsAppCloudTransport.withChannels({ baseUrl: "http://127.0.0.1:9" }, recordingTransport)
+    expect(sendsType(recorded, "interactive", { channel: null })).toBe(true)
   })
 })
