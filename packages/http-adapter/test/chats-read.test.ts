@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { ChannelVerifier } from "@switchboard/core"
-import type { SwitchboardHandler } from "@switchboard/http-adapter"
+import { DEFAULT_BASE_PATH, defaultRoutes, openApiDocument, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { receive } from "./chats-helpers.js"
 import { type ApiClient, type ApiResult, expectEnvelope, listen, makeHandler, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
@@ -75,6 +75,19 @@ describe("POST /chats/{uuid}/read on the recording transport", () => {
   })
 })
 
+describe("POST /chats/{uuid}/read in the OpenAPI document", () => {
+  it("its body is optional, with typing a boolean; its data is the chat plus read_receipt", () => {
+    const document = openApiDocument({ basePath: DEFAULT_BASE_PATH, routes: defaultRoutes }) as any
+    const operation = document.paths["/chats/{uuid}/read"].post
+    expect(operation.requestBody.required).toBe(false)
+    expect(operation.requestBody.content["application/json"].schema.properties.typing).toMatchObject({ type: "boolean" })
+    const text = JSON.stringify(document)
+    for (const word of ["read_receipt", "transport_unsupported", "already_read", "message_uuid"]) expect(text).toContain(word)
+    // Every other POST with a body still requires it.
+    expect(document.paths["/send"].post.requestBody.required).toBe(true)
+  })
+})
+
 describe("POST /chats/{uuid}/read through the WhatsApp Cloud transport (the simulator as Meta)", () => {
   const APP_SECRET = "read-receipts-app-secret"
   const SECRET_KEY = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -132,7 +145,10 @@ describe("POST /chats/{uuid}/read through the WhatsApp Cloud transport (the simu
     expect(simulator.readReceipts()).toEqual([
       expect.objectContaining({ phone_number_id: NUMBER.phone_number_id, message_id: wamids[1], typing_indicator: true, accepted: true })
     ])
-    expect(simulator.received({ route: "mark_read" })[0]?.authorization).toBe(`Bearer ${TOKEN}`)
+    const [call] = simulator.received({ route: "mark_read" })
+    expect(call?.authorization).toBe(`Bearer ${TOKEN}`)
+    expect(call?.path).toBe(`/v22.0/${NUMBER.phone_number_id}/messages`)
+    expect(call?.body).toEqual({ messaging_product: "whatsapp", status: "read", message_id: wamids[1], typing_indicator: { type: "text" } })
     expect((await setup.api.get(`/chats/${chat.uuid}`)).data).toMatchObject({ unread_count: 0 })
     // Idempotent: already read, Meta is not called again. Without a body (fetch sends Content-Length: 0).
     const again = await setup.fetchApi("POST", `/chats/${chat.uuid}/read`)
@@ -142,6 +158,9 @@ describe("POST /chats/{uuid}/read through the WhatsApp Cloud transport (the simu
     const { wamids: next } = await customerWrites(1)
     expect((await setup.api.post(`/chats/${chat.uuid}/read`, undefined)).data.read_receipt.status).toBe("sent")
     expect(simulator.readReceipts().at(-1)).toMatchObject({ message_id: next[0], typing_indicator: false, accepted: true })
+    expect(simulator.received({ route: "mark_read" }).at(-1)?.body).toEqual({ messaging_product: "whatsapp", status: "read", message_id: next[0] })
+    // No send went out for any of it.
+    expect(simulator.sends()).toEqual([])
   })
 
   it("Meta unavailable twice: 200, the local read committed, read_receipt failed, the message still delivered; the next call sends it", async () => {
