@@ -1,11 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { Effect, Layer, Option, TestClock } from "effect"
+import { afterAll, beforeAll } from "vitest"
+import { startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   type ChannelId,
   Channels,
   ChannelVerifier,
   type ChatId,
   Chats,
+  classifyFailure,
   Core,
   generateSecretKey,
   MemoryStorage,
@@ -18,7 +23,8 @@ import {
   SecretKey,
   SendQueueSettings,
   Storage,
-  TransportFailed
+  TransportFailed,
+  WhatsAppCloudTransport
 } from "@switchboard/core"
 import { failureOf } from "./failure.js"
 
@@ -231,4 +237,40 @@ describe("Messaging.markChatRead", () => {
       expect(transport.calls).toEqual([])
     }))
   })
+})
+
+describe("WhatsAppCloudTransport.markRead against the simulator", () => {
+  const CHANNEL = { uuid: "channel-1", phone_number_id: NUMBER.phone_number_id, access_token: NUMBER.access_token }
+  let simulator: WhatsAppSimulator
+  let receiver: Server
+  beforeAll(async () => {
+    simulator = await startSimulator({ numbers: [{ ...NUMBER, display_phone_number: "+1 555-078-3881" }] })
+    // The simulator delivers customers' messages to a webhook: here one that accepts everything.
+    receiver = createServer((_req, res) => res.writeHead(200).end("{}"))
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    simulator.configure({ webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhook` })
+  })
+  afterAll(async () => {
+    await simulator.close()
+    await new Promise<void>((resolve) => receiver.close(() => resolve()))
+  })
+
+  it.live("posts Meta's read call through the channel's number and token (layer and withChannels); Meta's refusals are TransportFailed in the classes of a send's", () =>
+    Effect.gen(function* () {
+      const { id: wamid } = yield* Effect.promise(() => simulator.postInbound({ from: "16505551234", profile_name: "Sheena", message: textMessage("Hi") }))
+      const viaLayer = yield* Effect.provide(MessageTransport, WhatsAppCloudTransport.layer({ phoneNumberId: "1", accessToken: "unused", baseUrl: simulator.url }))
+      const viaChannels = WhatsAppCloudTransport.withChannels({ baseUrl: simulator.url }, recordingTransport)
+      yield* viaLayer.markRead!(CHANNEL, wamid, { typing: false })
+      yield* viaChannels.markRead!(CHANNEL, wamid, { typing: true })
+      expect(simulator.received({ route: "mark_read" }).map((entry) => [entry.authorization, entry.body])).toEqual([
+        [`Bearer ${NUMBER.access_token}`, { messaging_product: "whatsapp", status: "read", message_id: wamid }],
+        [`Bearer ${NUMBER.access_token}`, { messaging_product: "whatsapp", status: "read", message_id: wamid, typing_indicator: { type: "text" } }]
+      ])
+      const unknown = yield* Effect.flip(viaChannels.markRead!(CHANNEL, "wamid.never-delivered", { typing: false }))
+      expect([unknown.provider_code, unknown.http_status, classifyFailure(unknown)]).toEqual(["131009", 400, "permanent"])
+      simulator.script.enqueue([{ http_status: 503 }], "mark_read")
+      const unavailable = yield* Effect.flip(viaChannels.markRead!(CHANNEL, wamid, { typing: false }))
+      expect([unavailable.http_status, classifyFailure(unavailable)]).toEqual([503, "transient"])
+      expect(simulator.sends()).toEqual([])
+    }))
 })
