@@ -5,6 +5,7 @@ import { graphError, invalidParameterError, invalidTokenError, unknownObjectErro
 import { essenceOf, MAX_MEDIA_BYTES, type MediaLibrary, type SimulatedMedia, UPLOAD_TYPES } from "./media.js"
 import { digitsOf, newWamid, type SimulatedNumber } from "./payloads.js"
 import { bearerToken, NONE, scriptedRefusal, sleep, tokensOf, writeJson } from "./graphAnswers.js"
+import { answerReadReceipt, type DeliveredInbound, isReadReceipt } from "./graphReads.js"
 import { answerTemplates } from "./graphTemplates.js"
 import type { AnswerRecord } from "./records.js"
 import type { Answer, Route, Script } from "./script.js"
@@ -41,6 +42,8 @@ export interface GraphHost {
   readonly url: string
   number(phoneNumberId: string): SimulatedNumber | undefined
   numbers(): ReadonlyArray<SimulatedNumber>
+  /** The customer's message delivered as `wamid` (what a read receipt must name), or `undefined`. */
+  inboundMessage(wamid: string): DeliveredInbound | undefined
 }
 
 /**
@@ -60,8 +63,9 @@ export interface GraphOutcome {
 
 /**
  * Works out a request's Graph route (`GET /{version}/{id}` is a number's `lookup` when the
- * id is a known number, else a `media_lookup` when it is a known media) and reads its body
- * (up to 4 MiB), but for an upload's.
+ * id is a known number, else a `media_lookup` when it is a known media; a `POST …/messages`
+ * whose body has `status: "read"` is a `mark_read`) and reads its body (up to 4 MiB), but
+ * for an upload's.
  */
 export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "number" | "media">): Promise<GraphRequest> => {
   const url = req.url ?? "/"
@@ -88,16 +92,17 @@ export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "n
                 : null
   const streamed = route === "media_upload" || (method === "POST" && parsed.pathname === "/_simulator/media")
   const text = streamed ? "" : await readText(req)
+  const body = parseBody(text)
   return {
     method,
     url,
     path: parsed.pathname,
     query: parsed.searchParams,
-    route,
+    route: route === "messages" && isReadReceipt(body) ? "mark_read" : route,
     phoneNumberId: versioned && route !== "media_lookup" && !isTemplateRoute(route) ? objectId : null,
     objectId,
     text,
-    body: parseBody(text)
+    body
   }
 }
 
@@ -129,7 +134,8 @@ const parseBody = (text: string): unknown => {
 /**
  * Answers one Graph request as Meta would: the token is checked first (missing or unknown
  * → 190, HTTP 401), then the number or media (unknown, or not this token's → 100 subcode
- * 33), then a send's body or an upload's parts (→ 100, 131009, 131053); only then does the
+ * 33), then a send's body, an upload's parts or a read receipt (`answerReadReceipt`,
+ * graphReads.ts) (→ 100, 131009, 131053); only then does the
  * {@link Script} decide (delay, drop, refusal), and a success answers the number
  * (look-up), a fresh wamid (send), the media's record with a download URL (media look-up),
  * its bytes (download) or its new id (upload). The template routes are answered by
@@ -155,6 +161,7 @@ export const answerGraph = async (
     return refused(400, unknownObjectError(request.method, request.phoneNumberId!))
   }
   if (request.route === "media_upload") return answerUpload(host, number, req, res)
+  if (request.route === "mark_read") return answerReadReceipt(host, number, request.body, req, res)
   const send = request.route === "messages" ? readSend(request.body) : null
   if (typeof send === "string") return refused(400, invalidParameterError(send))
   const unknownMedia = send === null ? undefined : unknownMediaOf(host, number, request.body, send.type)
