@@ -342,7 +342,7 @@ const operationOf = (route: RouteDefinition, path: string, definitions: Record<s
       ? {}
       : {
           requestBody: {
-            required: true,
+            required: route.bodyOptional !== true,
             content: {
               "application/json": {
                 schema: convertObjectSchema(route.body, `${where} body`),

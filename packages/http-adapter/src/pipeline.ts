@@ -11,7 +11,7 @@ import type { CoreRequest, Exchange } from "./handlerTypes.js"
 import { HttpFailure } from "./HttpFailure.js"
 import { fingerprintOf, readIdempotencyKey, withIdempotencyKey } from "./idempotency.js"
 import { readApiKey } from "./internal/authorization.js"
-import { parseJsonBody, readJsonBody, readRawBody } from "./internal/body.js"
+import { type BodySource, parseJsonBody, readJsonBody, readRawBody } from "./internal/body.js"
 import { readMultipart } from "./internal/multipart.js"
 import { nulInParameters, repeatedParameters, type Query } from "./internal/query.js"
 import { NO_AUTHENTICATION } from "./internal/unauthenticated.js"
@@ -159,11 +159,21 @@ const readBodyOf = (
   limitBytes: number
 ): Effect.Effect<unknown, HttpFailure, RouteServices> => {
   const verify = definition.verifyRawBody
-  if (verify === undefined) return check === undefined ? Effect.succeed(undefined) : readJsonBody(request.body, limitBytes)
+  if (verify === undefined) {
+    if (check === undefined) return Effect.succeed(undefined)
+    return definition.bodyOptional === true && isEmptyBody(request.body) ? Effect.succeed({}) : readJsonBody(request.body, limitBytes)
+  }
   return Effect.flatMap(readRawBody(request.body, limitBytes), (bytes) =>
     Effect.zipRight(verify(bytes, request.header), parseJsonBody(bytes))
   )
 }
+
+/**
+ * Whether a request sent no body, for a route whose body is optional: `Content-Length: 0`,
+ * or neither a `Content-Type` nor a `Content-Length` (a host's parser may have left `{}`).
+ */
+const isEmptyBody = (body: BodySource): boolean =>
+  body.contentLength?.trim() === "0" || (body.contentType === undefined && body.contentLength === undefined)
 
 /**
  * Every failure of a request as its envelope response: an {@link HttpFailure} as it says,

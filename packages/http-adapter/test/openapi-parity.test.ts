@@ -241,6 +241,7 @@ describe("what the handlers answer has the documented data shape", () => {
     return result.data
   }
 
+  // Every route once, in one test: on a busy machine, more than the default 5 s.
   it("for every route of the default table", async () => {
     const seen = new Set<string>()
     const track = (method: string, path: string) => {
@@ -386,7 +387,7 @@ describe("what the handlers answer has the documented data shape", () => {
 
     const envelopeRoutes = defaultRoutes.filter((route) => route.content === undefined)
     expect([...seen].sort()).toEqual(envelopeRoutes.map((route) => `${route.method} ${route.path}`).sort())
-  })
+  }, 30_000)
 
   it("and the check catches a field the schema does not have", () => {
     expect(() => expectDocumented("GET", "/verify", { message: "ok", organization: { id: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6a", name: "A" }, extra: 1 })).toThrow(/extra/)

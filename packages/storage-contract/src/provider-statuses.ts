@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import {
+  type ChatId,
   type ContactId,
   MESSAGE_STATUS_PREDECESSORS,
   type Message,
@@ -72,8 +73,9 @@ const failure: MessageFailure = { code: "131047", title: "Re-engagement message"
 
 /**
  * Contract of the provider's status reports (`updateMessageStatusByProviderId`, the
- * pending reports `updateMessageStatus` applies when it records their provider id) and of
- * `lastInboundChannel` (docs/whatsapp-webhooks.md "Statuses").
+ * pending reports `updateMessageStatus` applies when it records their provider id), of
+ * `lastInboundChannel` (docs/whatsapp-webhooks.md "Statuses") and of `latestInboundMessage`
+ * (docs/chats.md "Read receipts").
  */
 export const providerStatusesContract = (options: StorageContractOptions): void => {
   const run = runner(options)
@@ -241,6 +243,52 @@ export const providerStatusesContract = (options: StorageContractOptions): void 
           const onlyOutbound = yield* importContact(org.id, phone(2))
           yield* append(org.id, outboundRequest(onlyOutbound, { channelUuid: outbound }))
           expect(yield* chats.lastInboundChannel(org.id, onlyOutbound)).toEqual(Option.none())
+        })
+      ))
+  })
+
+  describe("latestInboundMessage", () => {
+    it.effect("the newest inbound message of the chat by created_at then uuid; outbound messages and reactions are left out", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const first = yield* append(org.id, inboundRequest(phone(1), { now: instant(1), providerId: "wamid.1" }))
+          const chatId = first.chat.uuid
+          expect((yield* chats.latestInboundMessage(org.id, chatId)).pipe(Option.map((message) => message.uuid))).toEqual(Option.some(first.message.uuid))
+          const newest = yield* append(org.id, inboundRequest(phone(1), { now: instant(3), providerId: "wamid.3" }))
+          yield* append(org.id, inboundRequest(phone(1), { now: instant(2), providerId: "wamid.2" }))
+          yield* append(org.id, outboundRequest(first.chat.contact.uuid, { now: instant(5) }))
+          const reaction = inboundRequest(phone(1), { now: instant(6), providerId: "wamid.reaction" })
+          yield* append(org.id, {
+            ...reaction,
+            message: { ...reaction.message, type: "reaction", text: "👍", content: { reaction: { message_id: "wamid.3", emoji: "👍" } } },
+            unreadIncrement: 0
+          })
+          const latest = yield* chats.latestInboundMessage(org.id, chatId)
+          expect(Option.getOrThrow(latest)).toMatchObject({ uuid: newest.message.uuid, direction: "inbound", provider_message_id: "wamid.3", status: "delivered" })
+          // As new as another: the larger uuid is the newer.
+          const a = inboundRequest(phone(1), { now: instant(7), providerId: "wamid.7a" })
+          const b = inboundRequest(phone(1), { now: instant(7), providerId: "wamid.7b" })
+          yield* append(org.id, a)
+          yield* append(org.id, b)
+          const higher = a.message.uuid > b.message.uuid ? a.message.uuid : b.message.uuid
+          expect(Option.getOrThrow(yield* chats.latestInboundMessage(org.id, chatId)).uuid).toBe(higher)
+        })
+      ))
+
+    it.effect("None for a chat with only outbound messages, an unknown chat, or another organization's chat", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const contactId = yield* importContact(org.id, phone(1))
+          const outbound = yield* append(org.id, outboundRequest(contactId))
+          expect(yield* chats.latestInboundMessage(org.id, outbound.chat.uuid)).toEqual(Option.none())
+          expect(yield* chats.latestInboundMessage(org.id, fixtures.uuid() as ChatId)).toEqual(Option.none())
+          const inbound = yield* append(org.id, inboundRequest(phone(2)))
+          expect(yield* chats.latestInboundMessage(other.id, inbound.chat.uuid)).toEqual(Option.none())
         })
       ))
   })

@@ -224,6 +224,12 @@ describe("provider status reports, one message and the last inbound channel (EXP
         "SCALAR SUBQUERY 1",
         "SEARCH chats USING INDEX sqlite_autoindex_chats_2 (contact_uuid=?)"
       ]
+    ],
+    [
+      "the latest inbound message of a chat (a read receipt's)",
+      CHATS.latestInboundMessage,
+      [fixtures.uuid(), ORG],
+      ["SEARCH messages USING INDEX messages_by_chat (chat_uuid=?)"]
     ]
   ]
   for (const [name, sql, params, expected] of cases) {

@@ -1,6 +1,6 @@
 import type { SimulatedMedia } from "./media.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
-import type { Notification, Received } from "./records.js"
+import type { Notification, ReadReceiptCall, Received } from "./records.js"
 import type { Answer, Route, ShareRule } from "./script.js"
 import type { SimulatedTemplate, TemplateReference, TemplateSeed } from "./templates.js"
 import type { WebhookDelivery } from "./webhook.js"
@@ -17,6 +17,8 @@ export interface SimulatorClient {
   readonly url: string
   readonly received: (filter?: { readonly route?: Route; readonly phone_number_id?: string }) => Promise<ReadonlyArray<Received>>
   readonly notifications: () => Promise<ReadonlyArray<Notification>>
+  /** The read receipts received (`GET /_simulator/read-receipts`), optionally of one number. */
+  readonly readReceipts: (phoneNumberId?: string) => Promise<ReadonlyArray<ReadReceiptCall>>
   readonly script: (answers: ReadonlyArray<Answer>, route?: Route) => Promise<{ readonly pending: number }>
   readonly refuseRecipient: (to: string, answer: Answer) => Promise<void>
   readonly clearRecipient: (to: string) => Promise<void>
@@ -90,6 +92,11 @@ export const connectSimulator = (url: string): SimulatorClient => {
       return (await call<{ received: ReadonlyArray<Received> }>("GET", `/received${text === "" ? "" : `?${text}`}`)).received
     },
     notifications: async () => (await call<{ notifications: ReadonlyArray<Notification> }>("GET", "/notifications")).notifications,
+    readReceipts: async (phoneNumberId) =>
+      (await call<{ read_receipts: ReadonlyArray<ReadReceiptCall> }>(
+        "GET",
+        `/read-receipts${phoneNumberId === undefined ? "" : `?phone_number_id=${encodeURIComponent(phoneNumberId)}`}`
+      )).read_receipts,
     script: (answers, route = "messages") => call("POST", "/script", { answers, route }),
     refuseRecipient: (to, answer) => call("PUT", `/recipients/${encodeURIComponent(to)}`, answer).then(none),
     clearRecipient: (to) => call("DELETE", `/recipients/${encodeURIComponent(to)}`).then(none),

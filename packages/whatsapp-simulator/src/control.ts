@@ -3,7 +3,7 @@ import { pipeline } from "node:stream/promises"
 import type { GraphRequest } from "./graph.js"
 import type { MediaLibrary, SimulatedMedia } from "./media.js"
 import type { InboundContent, SimulatedNumber } from "./payloads.js"
-import type { Notification, Received } from "./records.js"
+import type { Notification, ReadReceiptCall, Received } from "./records.js"
 import { type Answer, type Route, ROUTES, type Script, type ShareRule } from "./script.js"
 import type { SimulatorSettings } from "./settings.js"
 import { type SimulatedTemplate, type TemplateLibrary, TemplateNotFoundError, type TemplateReference, type TemplateSeed } from "./templates.js"
@@ -16,6 +16,7 @@ import type { WebhookDelivery } from "./webhook.js"
  *
  * - `GET /_simulator/received?route=&phone_number_id=` → `{received: Received[]}`, each
  *   `authorization` cut to its scheme and last four characters (`"Bearer …0001"`)
+ * - `GET /_simulator/read-receipts?phone_number_id=` → `{read_receipts: ReadReceiptCall[]}`
  * - `GET /_simulator/notifications` → `{notifications: Notification[]}`
  * - `GET /_simulator/numbers` → `{numbers}` (tokens shown as `access_token_last4`);
  *   `POST /_simulator/numbers` a {@link SimulatedNumber} → `{numbers}`
@@ -70,6 +71,7 @@ export interface ControlledSimulator {
   readonly script: Script
   readonly settings: SimulatorSettings
   received(filter?: { readonly route?: Received["route"]; readonly phone_number_id?: string }): ReadonlyArray<Received>
+  readReceipts(phoneNumberId?: string): ReadonlyArray<ReadReceiptCall>
   notifications(): ReadonlyArray<Notification>
   numbers(): ReadonlyArray<SimulatedNumber>
   addNumber(number: SimulatedNumber): void
@@ -112,6 +114,8 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
           })
           .map((entry) => ({ ...entry, authorization: redacted(entry.authorization) }))
       }
+    case "GET /read-receipts":
+      return { read_receipts: simulator.readReceipts(query.get("phone_number_id") ?? undefined) }
     case "GET /notifications":
       return { notifications: simulator.notifications() }
     case "GET /numbers":

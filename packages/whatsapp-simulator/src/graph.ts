@@ -6,6 +6,7 @@ import { essenceOf, MAX_MEDIA_BYTES, type MediaLibrary, type SimulatedMedia, UPL
 import { digitsOf, newWamid, type SimulatedNumber } from "./payloads.js"
 import { bearerToken, NONE, scriptedRefusal, sleep, tokensOf, writeJson } from "./graphAnswers.js"
 import { interactiveProblem } from "./graphInteractive.js"
+import { answerReadReceipt, type DeliveredInbound, isReadReceipt } from "./graphReads.js"
 import { answerTemplates } from "./graphTemplates.js"
 import type { AnswerRecord } from "./records.js"
 import type { Answer, Route, Script } from "./script.js"
@@ -42,6 +43,8 @@ export interface GraphHost {
   readonly url: string
   number(phoneNumberId: string): SimulatedNumber | undefined
   numbers(): ReadonlyArray<SimulatedNumber>
+  /** The customer's message delivered as `wamid` (what a read receipt must name), or `undefined`. */
+  inboundMessage(wamid: string): DeliveredInbound | undefined
 }
 
 /**
@@ -61,8 +64,9 @@ export interface GraphOutcome {
 
 /**
  * Works out a request's Graph route (`GET /{version}/{id}` is a number's `lookup` when the
- * id is a known number, else a `media_lookup` when it is a known media) and reads its body
- * (up to 4 MiB), but for an upload's.
+ * id is a known number, else a `media_lookup` when it is a known media; a `POST …/messages`
+ * whose body has `status: "read"` is a `mark_read`) and reads its body (up to 4 MiB), but
+ * for an upload's.
  */
 export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "number" | "media">): Promise<GraphRequest> => {
   const url = req.url ?? "/"
@@ -89,16 +93,17 @@ export const readRequest = async (req: IncomingMessage, host: Pick<GraphHost, "n
                 : null
   const streamed = route === "media_upload" || (method === "POST" && parsed.pathname === "/_simulator/media")
   const text = streamed ? "" : await readText(req)
+  const body = parseBody(text)
   return {
     method,
     url,
     path: parsed.pathname,
     query: parsed.searchParams,
-    route,
+    route: route === "messages" && isReadReceipt(body) ? "mark_read" : route,
     phoneNumberId: versioned && route !== "media_lookup" && !isTemplateRoute(route) ? objectId : null,
     objectId,
     text,
-    body: parseBody(text)
+    body
   }
 }
 
@@ -130,9 +135,10 @@ const parseBody = (text: string): unknown => {
 /**
  * Answers one Graph request as Meta would: the token is checked first (missing or unknown
  * → 190, HTTP 401), then the number or media (unknown, or not this token's → 100 subcode
- * 33), then a send's body or an upload's parts (→ 100, 131009, 131053; an interactive
- * send's object against Meta's limits → 131009 naming the parameter: graphInteractive.ts);
- * only then does the {@link Script} decide (delay, drop, refusal), and a success answers the number
+ * 33), then a send's body, an upload's parts or a read receipt (`answerReadReceipt`,
+ * graphReads.ts) (→ 100, 131009, 131053; an interactive send's object against Meta's
+ * limits → 131009 naming the parameter: graphInteractive.ts); only then does the
+ * {@link Script} decide (delay, drop, refusal), and a success answers the number
  * (look-up), a fresh wamid (send), the media's record with a download URL (media look-up),
  * its bytes (download) or its new id (upload). The template routes are answered by
  * `answerTemplates` (graphTemplates.ts) once the token is known.
@@ -157,6 +163,7 @@ export const answerGraph = async (
     return refused(400, unknownObjectError(request.method, request.phoneNumberId!))
   }
   if (request.route === "media_upload") return answerUpload(host, number, req, res)
+  if (request.route === "mark_read") return answerReadReceipt(host, number, request.body, req, res)
   const send = request.route === "messages" ? readSend(request.body) : null
   if (typeof send === "string") return refused(400, invalidParameterError(send))
   const unknownMedia = send === null ? undefined : unknownMediaOf(host, number, request.body, send.type)

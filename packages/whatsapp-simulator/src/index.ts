@@ -31,7 +31,8 @@ export {
 } from "./templates.js"
 export { DEFAULT_TEMPLATE_PAGE_SIZE, MAX_TEMPLATE_PAGE_SIZE } from "./graphTemplates.js"
 export { connectSimulator, type SimulatorClient } from "./client.js"
-export { type AnswerRecord, maxInWindow, type Notification, type Received } from "./records.js"
+export { type AnswerRecord, maxInWindow, type Notification, type ReadReceiptCall, type Received } from "./records.js"
+export type { DeliveredInbound } from "./graphReads.js"
 export { postWebhook, sign, type WebhookDelivery } from "./webhook.js"
 export {
   buttonMessage,

@@ -9,7 +9,7 @@ import type { WebhookDelivery } from "./webhook.js"
  *   (`performance.timeOrigin + performance.now()`);
  * - `method`, `path` (with the query string), `route` (`messages`, `lookup`,
  *   `media_lookup`, `media_download`, `media_upload`, `templates_list`, `templates_create`,
- *   `templates_delete`, or `null` for a path Graph does not have), `phone_number_id` (from
+ *   `templates_delete`, `mark_read`, or `null` for a path Graph does not have), `phone_number_id` (from
  *   the path of a number's route, `null` for the others);
  * - `authorization`: the header as sent (tests check the bearer token);
  * - `body`: the JSON body parsed (the raw text when it is not JSON; `null` when empty); of
@@ -30,6 +30,38 @@ export interface Received {
   body: unknown
   answer: AnswerRecord | null
   wamid: string | null
+}
+
+/**
+ * One read receipt the simulator received (`POST …/messages` with `status: "read"`), in
+ * arrival order: its `seq` and `at_ms` (as {@link Received}), the number it came through,
+ * the `message_id` it names (`null` when absent or not a string), whether it asked for
+ * the typing indicator (`typing_indicator` present), and whether it was `accepted` (answered
+ * `{success: true}`; `false` for a refusal, `null` while the answer is pending).
+ *
+ * @category records
+ */
+export interface ReadReceiptCall {
+  readonly seq: number
+  readonly at_ms: number
+  readonly phone_number_id: string | null
+  readonly message_id: string | null
+  readonly typing_indicator: boolean
+  readonly accepted: boolean | null
+}
+
+/** The {@link ReadReceiptCall} of a received `mark_read` request. */
+export const readReceiptCallOf = (entry: Received): ReadReceiptCall => {
+  const body = (typeof entry.body === "object" && entry.body !== null ? entry.body : {}) as Record<string, unknown>
+  const answer = entry.answer
+  return {
+    seq: entry.seq,
+    at_ms: entry.at_ms,
+    phone_number_id: entry.phone_number_id,
+    message_id: typeof body.message_id === "string" ? body.message_id : null,
+    typing_indicator: body.typing_indicator !== undefined,
+    accepted: answer === null ? null : "status" in answer && answer.status === 200
+  }
 }
 
 /**

@@ -41,7 +41,9 @@ export interface Answer {
  * `media_download` (`GET` of the URL a media look-up answered), `media_upload` (`POST
  * /{version}/{phone_number_id}/media`), and an account's templates: `templates_list` (`GET
  * /{version}/{waba_id}/message_templates`), `templates_create` (`POST` there) and
- * `templates_delete` (`DELETE` there). Scripted sequences are per route.
+ * `templates_delete` (`DELETE` there), and `mark_read` (a read receipt: `POST
+ * /{version}/{phone_number_id}/messages` with `status: "read"`). Scripted sequences are per
+ * route.
  *
  * @category scripting
  */
@@ -54,6 +56,7 @@ export type Route =
   | "templates_list"
   | "templates_create"
   | "templates_delete"
+  | "mark_read"
 
 /**
  * Every {@link Route}, in the order above.
@@ -68,7 +71,8 @@ export const ROUTES: ReadonlyArray<Route> = [
   "media_upload",
   "templates_list",
   "templates_create",
-  "templates_delete"
+  "templates_delete",
+  "mark_read"
 ]
 
 /**

@@ -16,7 +16,8 @@ import {
   templateCategoryPayload,
   templateStatusPayload
 } from "./payloads.js"
-import { type Notification, preciseNow, type Received } from "./records.js"
+import type { DeliveredInbound } from "./graphReads.js"
+import { type Notification, preciseNow, type ReadReceiptCall, readReceiptCallOf, type Received } from "./records.js"
 import { type Answer, Script } from "./script.js"
 import type { SimulatorSettings } from "./settings.js"
 import { postWebhook, type WebhookDelivery } from "./webhook.js"
@@ -93,6 +94,8 @@ export class WhatsAppSimulator {
   private readonly numbersById = new Map<string, SimulatedNumber>()
   private readonly receivedList: Array<Received> = []
   private readonly notificationList: Array<Notification> = []
+  /** The customers' messages posted by {@link postInbound}, by wamid: what a read receipt may name. */
+  private readonly inboundByWamid = new Map<string, DeliveredInbound>()
   private readonly timers = new Set<NodeJS.Timeout>()
   /** Counts the resets: a notification posted across one is not recorded. */
   private generation = 0
@@ -191,6 +194,24 @@ export class WhatsAppSimulator {
     return this.sends(phoneNumberId).map((entry) => entry.at_ms)
   }
 
+  /**
+   * The read receipts it received (`POST …/messages` with `status: "read"`), in order,
+   * optionally of one number: which `message_id`, with or without the typing indicator,
+   * accepted or refused ({@link ReadReceiptCall}).
+   */
+  readReceipts(phoneNumberId?: string): ReadonlyArray<ReadReceiptCall> {
+    return this.received({ route: "mark_read", ...(phoneNumberId === undefined ? {} : { phone_number_id: phoneNumberId }) }).map(readReceiptCallOf)
+  }
+
+  /**
+   * The customer's message it delivered as `wamid` ({@link postInbound} and the messages it
+   * posts): the number it went to and the sender; `undefined` for any other id. A read
+   * receipt must name one of these, sent to its number (else Meta's 131009).
+   */
+  inboundMessage(wamid: string): DeliveredInbound | undefined {
+    return this.inboundByWamid.get(wamid)
+  }
+
   /** The webhooks it posted, in order. */
   notifications(): ReadonlyArray<Notification> {
     return [...this.notificationList]
@@ -235,6 +256,7 @@ export class WhatsAppSimulator {
     const number = this.requireNumber(options.phone_number_id)
     const id = newWamid()
     const payload = inboundMessagePayload({ number, from: options.from, profile_name: options.profile_name, message: options.message, id })
+    this.inboundByWamid.set(id, { phone_number_id: number.phone_number_id, from: options.from })
     const notification = await this.post("inbound", payload, { wamid: id, status: null })
     return { id, delivery: notification.delivery }
   }
@@ -402,7 +424,8 @@ export class WhatsAppSimulator {
   }
 
   /**
-   * Forgets what was received and posted, every scripted rule (recipients, sequences,
+   * Forgets what was received and posted (the customers' messages a read receipt may name
+   * too), every scripted rule (recipients, sequences,
    * share, default answer: back to `delayMs`), every media and every template (with the
    * names deletions block); keeps the numbers and the settings.
    */
@@ -411,6 +434,7 @@ export class WhatsAppSimulator {
     this.generation++
     this.receivedList.length = 0
     this.notificationList.length = 0
+    this.inboundByWamid.clear()
     this.script.clear()
     this.media.clear()
     this.templates.clear()

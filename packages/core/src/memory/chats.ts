@@ -123,6 +123,15 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
           .sort(newestFirst)[0]
         return Option.fromNullable(newest?.channel_uuid)
       }),
+    latestInboundMessage: (organizationId, chatId) =>
+      Effect.sync(() => {
+        if (view.owned(organizationId, chatId) === undefined) return Option.none()
+        const newest = (state.messageIdsByChat.get(chatId) ?? [])
+          .map((id) => state.messages.get(id)!)
+          .filter((message) => message.direction === "inbound" && message.type !== "reaction")
+          .sort(newestFirst)[0]
+        return Option.fromNullable(newest)
+      }),
     lastInboundAt: (organizationId, contactId, channelId) =>
       Effect.sync(() => {
         if (state.contacts.get(contactId)?.organization_id !== organizationId) return Option.none()

@@ -129,6 +129,17 @@ export interface MediaUpload {
 }
 
 /**
+ * The options of {@link MessageTransportService.markRead}: `typing` shows the contact a
+ * typing indicator (Meta's `typing_indicator: {type: "text"}`) until the business answers
+ * or for at most about 25 seconds.
+ *
+ * @category messaging
+ */
+export interface ReadReceiptOptions {
+  readonly typing: boolean
+}
+
+/**
  * What a transport's `kind` is asked about a message: the channel it goes through (its
  * `uuid`), or `null` when it has none. Every {@link OutboundMessage} is one.
  *
@@ -152,6 +163,15 @@ export interface MessageTransportService {
    * of failure as a send's is. Absent: the transport cannot send stored files.
    */
   readonly uploadMedia?: (channel: OutboundChannel | null, upload: MediaUpload) => Effect.Effect<{ readonly provider_media_id: string }, TransportFailed>
+  /**
+   * Tells the provider, through `channel`, that the business read the inbound message it
+   * knows as `providerMessageId` (Meta's wamid), and with `options.typing` shows the
+   * contact a typing indicator (docs/chats.md "Read receipts"). It never enters the send
+   * queue: `Messaging.markChatRead` calls it inline, not paced, and a failure never pauses
+   * the channel; `TransportFailed` is read into the classes of failure as a send's is.
+   * Absent: the transport sends no read receipts (`read_receipt.status` is `skipped`).
+   */
+  readonly markRead?: (channel: OutboundChannel, providerMessageId: string, options: ReadReceiptOptions) => Effect.Effect<void, TransportFailed>
   /**
    * `true` when the transport accepts a message without a channel with no network call
    * (the recording transport): such messages skip the send queue's lanes and pacing and
@@ -222,8 +242,9 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
 /**
  * The recording transport's service: accepts every message without a network call and
  * answers no provider id, so the store records the message as `sent`; an upload is not
- * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id. Its
- * kind is `recording`; it takes every {@link ExtendedMessageType}.
+ * read (its stream is destroyed) and answers a made-up `recorded-<uuid>` media id; a
+ * read receipt is a no-op (`Messaging.markChatRead` does not call it: its `read_receipt`
+ * is `skipped`). Its kind is `recording`; it takes every {@link ExtendedMessageType}.
  *
  * @category messaging
  */
@@ -234,6 +255,7 @@ export const recordingTransport: MessageTransportService = {
       upload.stream.destroy()
       return { provider_media_id: `recorded-${randomUUID()}` }
     }),
+  markRead: () => Effect.void,
   immediate: true,
   kind: "recording",
   messageTypes: EXTENDED_MESSAGE_TYPES

@@ -7,11 +7,14 @@ import { nowIso } from "../internal/time.js"
 import type { IssueCollector } from "../internal/validation.js"
 import { type InteractiveContent, interactiveStoredMedia } from "../model/interactive.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
-import type { InboundMessageInput, InboundReceipt } from "../model/chats.js"
+import type { ChatId, InboundMessageInput, InboundReceipt } from "../model/chats.js"
 import { type InvalidInput, type PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
 import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
 import { MediaNotReady, MediaUnavailable } from "../model/mediaErrors.js"
 import type {
+  ChatReadResult,
+  MarkChatReadInput,
+  ReadReceipt,
   ReceiveResult,
   SendInteractiveInput,
   SendMediaInput,
@@ -30,6 +33,7 @@ import { Storage } from "../storage/Storage.js"
 import { Templates } from "../templates/Templates.js"
 import { MessageTransport } from "./MessageTransport.js"
 import { readInteractive } from "./readInteractive.js"
+import { markChatRead as markRead } from "./readReceipts.js"
 import { readMedia, readMessageText, readTemplateShape } from "./readSend.js"
 import { CANCELLED_FAILURE, isFreeForm, OUTSIDE_WINDOW_FAILURE, SendQueueSettings } from "./SendQueue.js"
 import {
@@ -172,6 +176,21 @@ export interface MessagingService {
     organizationId: OrganizationId,
     id: MessageId
   ) => Effect.Effect<Message, RecordNotFound | MessageNotCancellable | StorageError>
+  /**
+   * `POST /chats/{uuid}/read` (docs/chats.md "Read receipts"): the chat's `unread_count`
+   * becomes 0 (always committed), then the provider is told, inline and never through the
+   * send queue, that the business read the chat's latest inbound message (by `created_at`;
+   * `input.typing`: with a typing indicator); that message moves `delivered → read`. A
+   * message already `read` is not sent again. The answer is the chat with its
+   * `read_receipt` ({@link ReadReceipt}: `sent`, `skipped` with its reason, or `failed`
+   * with its failure). `typing` not a boolean → `InvalidInput`, nothing written; no such
+   * chat → `RecordNotFound`.
+   */
+  readonly markChatRead: (
+    organizationId: OrganizationId,
+    chatId: ChatId,
+    input?: MarkChatReadInput
+  ) => Effect.Effect<ChatReadResult, InvalidInput | RecordNotFound | StorageError>
 }
 
 /**
@@ -329,7 +348,9 @@ const make = Effect.gen(function* () {
     return yield* moved(id, outcome, (message) => new MessageNotCancellable({ message_uuid: message.uuid, status: message.status }))
   })
 
-  const service: MessagingService = { sendTemplate, sendText, sendMedia, sendInteractive, receive, retryMessage, cancelMessage }
+  const markChatRead: MessagingService["markChatRead"] = (organizationId, chatId, input) => markRead(services, organizationId, chatId, input)
+
+  const service: MessagingService = { sendTemplate, sendText, sendMedia, sendInteractive, receive, retryMessage, cancelMessage, markChatRead }
   return service
 })
 

@@ -20,6 +20,7 @@ import {
   TransportFailed,
   transportKindOf,
   type OutboundMessage,
+  type ReadReceiptOptions,
   type TransportReceipt
 } from "./MessageTransport.js"
 
@@ -60,6 +61,7 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
     return {
       send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
       uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload),
+      markRead: (channel, providerMessageId, readOptions) => markRead(channelOptions(options, channel), providerMessageId, readOptions),
       kind: "whatsapp" as const,
       messageTypes: WHATSAPP_MESSAGE_TYPES
     }
@@ -87,6 +89,7 @@ export const withChannels = (options: GraphApiOptions, fallback: MessageTranspor
           : Effect.sync(() => upload.stream.destroy()).pipe(
               Effect.zipRight(Effect.fail(new TransportFailed({ reason: "This transport cannot upload files", provider_code: null, kind: "permanent" })))
             ),
+    markRead: (channel, providerMessageId, readOptions) => markRead(channelOptions(options, channel), providerMessageId, readOptions),
     ...(fallback.immediate === true ? { immediate: true } : {}),
     kind: (route) => (route.channel === null ? transportKindOf(fallback, route) : "whatsapp"),
     messageTypes: (route) =>
@@ -150,11 +153,17 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
  * fiber does not abort an undici request (the send queue never interrupts a request it
  * made, docs/messaging.md "Classes of failure"): it ends by its answer or its timeout.
  */
-const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.Effect<TransportReceipt, TransportFailed> => {
+const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.Effect<TransportReceipt, TransportFailed> =>
+  Effect.flatMap(postMessages(options, JSON.stringify(requestBody(message))), (answered) => receiptOf(options, answered))
+
+/**
+ * One `POST …/{phone_number_id}/messages` of `body` (JSON text), as {@link send} describes:
+ * the answer's status and JSON body, or `TransportFailed` when no answer came.
+ */
+const postMessages = (options: WhatsAppCloudOptions, body: string): Effect.Effect<GraphAnswer, TransportFailed> => {
   const url = graphUrl(options, options.phoneNumberId, "messages")
   const timeoutMs = options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS
   const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
-  const body = JSON.stringify(requestBody(message))
   const viaUndici = (request: UndiciRequest) =>
     Effect.tryPromise({
       try: async () => {
@@ -173,9 +182,32 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
   // Until undici has loaded (its import takes 200–300 ms of CPU, more on a busy machine),
   // sends go through fetch: a send never waits for the import.
   if (undiciState === undefined) preloadUndici()
-  const answer = undiciState === undefined || undiciState === null ? viaFetch() : viaUndici(undiciState)
-  return Effect.flatMap(answer, (answered) => receiptOf(options, answered))
+  return undiciState === undefined || undiciState === null ? viaFetch() : viaUndici(undiciState)
 }
+
+/**
+ * The Graph API request body of a read receipt (docs/chats.md "Read receipts"):
+ * `{messaging_product: "whatsapp", status: "read", message_id}`, plus
+ * `typing_indicator: {type: "text"}` when `typing` is asked.
+ *
+ * @category messaging
+ */
+export const readReceiptBody = (providerMessageId: string, options: ReadReceiptOptions): Record<string, unknown> => ({
+  messaging_product: "whatsapp",
+  status: "read",
+  message_id: providerMessageId,
+  ...(options.typing ? { typing_indicator: { type: "text" } } : {})
+})
+
+/**
+ * A read receipt: one `POST …/{phone_number_id}/messages` of {@link readReceiptBody}
+ * within the transport's timeout. Meta's `{success: true}` is success; any other answer, a
+ * timeout or a network error is `TransportFailed` as a send's is.
+ */
+const markRead = (options: WhatsAppCloudOptions, providerMessageId: string, readOptions: ReadReceiptOptions): Effect.Effect<void, TransportFailed> =>
+  Effect.flatMap(postMessages(options, JSON.stringify(readReceiptBody(providerMessageId, readOptions))), (answered) =>
+    isOk(answered) && answered.body.success === true ? Effect.void : Effect.fail(answeredFailure(options, answered))
+  )
 
 type UndiciRequest = typeof import("undici").request
 
@@ -267,6 +299,7 @@ interface GraphAnswer {
 
 interface GraphResponse {
   readonly id?: unknown
+  readonly success?: unknown
   readonly messages?: ReadonlyArray<{ readonly id?: unknown }>
   readonly error?: { readonly message?: unknown; readonly code?: unknown }
 }

@@ -1,4 +1,4 @@
-import type { ChatId, InboundReceipt } from "./chats.js"
+import type { Chat, ChatId, InboundReceipt } from "./chats.js"
 import type { ContactId } from "./contacts.js"
 import type { InteractiveContent } from "./interactive.js"
 import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus, TransportKind } from "./messages.js"
@@ -127,3 +127,60 @@ export interface SendResult {
 export interface ReceiveResult extends InboundReceipt {
   readonly auto_reply: SendResult | null
 }
+
+/**
+ * Input of `Messaging.markChatRead` (`POST /chats/{uuid}/read`, docs/chats.md "Read
+ * receipts"): `typing` (default `false`) also shows the contact a typing indicator.
+ *
+ * @category models
+ */
+export interface MarkChatReadInput {
+  readonly typing?: boolean | undefined
+}
+
+/**
+ * Why a read receipt was not sent (docs/chats.md "Read receipts"):
+ * - `no_inbound_message`: the chat has no inbound message (reactions do not count);
+ * - `already_read`: its latest inbound message is already `read` (the provider was told);
+ * - `no_provider_id`: that message has no provider id (imported, or received without one);
+ * - `no_channel`: it came in through no channel;
+ * - `channel_removed`: its channel was removed since;
+ * - `transport_unsupported`: the transport sends no read receipts for it (the recording
+ *   transport, a custom transport without `markRead`).
+ *
+ * @category models
+ */
+export type ReadReceiptSkipReason =
+  | "no_inbound_message"
+  | "already_read"
+  | "no_provider_id"
+  | "no_channel"
+  | "channel_removed"
+  | "transport_unsupported"
+
+/**
+ * What became of the read receipt of `POST /chats/{uuid}/read` (docs/chats.md "Read
+ * receipts"):
+ * - `status`: `sent` (the provider accepted it), `skipped` (nothing to send, see `reason`)
+ *   or `failed` (the provider refused, or could not be reached twice: see `failure`);
+ * - `message_uuid`: the latest inbound message it is about, `null` when the chat has none;
+ * - `reason`: why it was `skipped`, else `null`;
+ * - `failure`: `{code, title}` when `failed` (Meta's error code, `network_error`, or the
+ *   channel's token problem), else `null`.
+ *
+ * @category models
+ */
+export interface ReadReceipt {
+  readonly status: "sent" | "skipped" | "failed"
+  readonly message_uuid: MessageId | null
+  readonly reason: ReadReceiptSkipReason | null
+  readonly failure: MessageFailure | null
+}
+
+/**
+ * The answer of `Messaging.markChatRead`: the chat as it now is (`unread_count` 0,
+ * `unread` false) and its {@link ReadReceipt}.
+ *
+ * @category models
+ */
+export type ChatReadResult = Chat & { readonly read_receipt: ReadReceipt }

@@ -427,6 +427,15 @@ export interface ChatRepository {
     contactId: ContactId
   ) => Effect.Effect<Option.Option<string>, StorageError>
   /**
+   * The newest inbound message (by `created_at`, then uuid) of the chat that is not a
+   * reaction: the message a read receipt names (docs/chats.md "Read receipts"). `None` when
+   * the chat has none, or the organization has no such chat.
+   */
+  readonly latestInboundMessage: (
+    organizationId: OrganizationId,
+    chatId: ChatId
+  ) => Effect.Effect<Option.Option<Message>, StorageError>
+  /**
    * The contact's `last_inbound_at` on the channel (written by {@link appendMessage} from
    * `ChatAppendRequest.inboundAt`): the opening instant of its latest customer service
    * window there, an ISO 8601 UTC instant. `None` when the contact (of this organization)

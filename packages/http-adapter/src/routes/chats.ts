@@ -1,7 +1,7 @@
 import { Effect } from "effect"
-import { type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput } from "@switchboard/core"
+import { type ChatId, CHAT_STATUSES, type ChatListParams, Chats, type ChatStatus, InvalidInput, Messaging } from "@switchboard/core"
 import { defineRoute } from "./route.js"
-import { ChatListData, ChatRecord, MessageListData } from "./schemas.js"
+import { ChatListData, ChatReadData, ChatRecord, MessageListData } from "./schemas.js"
 import { pageNumber, pageSize, uuidOf, uuidParams } from "./shared.js"
 
 // Query values arrive as strings. The schema checks what it can say of one parameter alone
@@ -151,17 +151,32 @@ export const updateChatRoute = defineRoute({
     })
 })
 
-/** `POST /chats/{uuid}/read` (extension): `unread_count` 0, `unread` false; data is the chat. */
+/**
+ * `POST /chats/{uuid}/read` (extension, docs/chats.md "Read receipts"): an optional body
+ * `{typing?: boolean}`; `unread_count` 0 and `unread` false (always committed), and the
+ * read receipt of the chat's latest inbound message sent to Meta inline
+ * (`Messaging.markChatRead`). Data is the chat with its `read_receipt`; `typing` not a
+ * boolean → 400 naming it, nothing written. General bucket.
+ */
 export const markChatReadRoute = defineRoute({
   method: "POST",
   path: "/chats/:uuid/read",
   tag: "Chats",
-  summary: "Mark a chat read (extension)",
-  data: ChatRecord,
+  summary: "Mark a chat read and send Meta the read receipt (extension)",
+  description:
+    "Sets `unread_count` to 0 (always), then tells Meta that the business read the chat's latest inbound message " +
+    "(`typing: true` also shows the contact a typing indicator). A message already read is not sent again. " +
+    "`read_receipt` says whether the receipt was `sent`, `skipped` (and why) or `failed` (and Meta's error).",
+  data: ChatReadData,
+  errors: ["invalid_input"],
   params: uuidParams,
-  handle: ({ auth, params }) =>
+  body: { typing: { type: "boolean", optional: true } },
+  bodyOptional: true,
+  handle: ({ auth, params, body }) =>
     Effect.map(
-      Effect.flatMap(Chats, (chats) => chats.markRead(auth.organization.id, uuidOf<ChatId>(params.uuid))),
+      Effect.flatMap(Messaging, (messaging) =>
+        messaging.markChatRead(auth.organization.id, uuidOf<ChatId>(params.uuid), { typing: (body as { typing?: boolean }).typing })
+      ),
       (chat) => ({ message: "Chat marked read", data: chat })
     )
 })

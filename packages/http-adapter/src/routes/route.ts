@@ -139,6 +139,9 @@ export interface AnsweredResponse {
  *   and its handler must not read `auth` (doing so is a defect, answered 500).
  * - `rateLimited` (default `true`): `false` skips the rate limiter (provider webhooks,
  *   whose senders retry whatever is refused).
+ * - `bodyOptional` (default `false`): the `body` may be left out: a request with
+ *   `Content-Length: 0`, or with neither `Content-Type` nor `Content-Length`, is handled as
+ *   `{}` (checked by the `body` schema like any other); a body sent is read as usual.
  * - `bodyLimit`: this route's largest body in bytes, instead of the handler's `bodyLimit`.
  * - `verifyRawBody`: a check over the exact body bytes before they are parsed (a webhook
  *   signature); the route then reads its body even without a `body` schema.
@@ -175,6 +178,8 @@ export interface RouteDefinition<Data = unknown> {
   readonly params?: ValidationSchema
   readonly query?: ValidationSchema
   readonly body?: ValidationSchema
+  /** The JSON `body` may be left out: an empty request is handled as `{}` (see above). */
+  readonly bodyOptional?: boolean
   /**
    * Examples of the JSON body for the OpenAPI document, by name: each a `summary` and the
    * `value` (a body the route accepts).

@@ -132,6 +132,28 @@ export const ChannelListData = Schema.Struct({ channels: Schema.Array(ChannelRec
 export const ChatRecord = Chat.annotations({ identifier: "Chat", description: "The conversation with one contact" })
 
 /**
+ * Data of `POST /chats/{uuid}/read` (docs/chats.md "Read receipts"): the chat and what
+ * became of the read receipt of its latest inbound message.
+ *
+ * @category schemas
+ */
+export const ChatReadData = Schema.extend(
+  Chat,
+  Schema.Struct({
+    read_receipt: Schema.Struct({
+      status: Schema.Literal("sent", "skipped", "failed").annotations({
+        description: "sent: Meta accepted it; skipped: nothing to send (see reason); failed: Meta refused it or could not be reached twice (see failure)"
+      }),
+      message_uuid: Schema.NullOr(Schema.UUID).annotations({ description: "The latest inbound message the receipt is about; null when the chat has none" }),
+      reason: Schema.NullOr(
+        Schema.Literal("no_inbound_message", "already_read", "no_provider_id", "no_channel", "channel_removed", "transport_unsupported")
+      ).annotations({ description: "Why it was skipped; null otherwise" }),
+      failure: Schema.NullOr(MessageFailure).annotations({ description: "Meta's error code (or network_error) and its text when it failed; null otherwise" })
+    }).annotations({ identifier: "ReadReceipt", description: "What became of the read receipt sent to Meta" })
+  })
+).annotations({ identifier: "ChatRead", description: "A chat marked read, with its read receipt" })
+
+/**
  * A message of a chat (docs/chats.md "Records").
  *
  * @category schemas

@@ -359,6 +359,18 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
           .toArray()
         return Option.fromNullable(message?.channel_uuid)
       }),
+    latestInboundMessage: (organizationId, chatId) =>
+      attempt("chats.latestInboundMessage", async () => {
+        if (!(await chatExists(collections, organizationId, chatId))) return Option.none()
+        // One range of messages_by_chat, newest first, read until the first match.
+        const [document] = await collections.messages
+          .find(
+            { ...ofOrganization(organizationId), chat_uuid: eq(chatId), direction: eq("inbound"), type: { $ne: "reaction" } },
+            { sort: { created_at: -1, _id: -1 }, limit: 1 }
+          )
+          .toArray()
+        return Option.fromNullable(document === undefined ? undefined : messageRecord(document))
+      }),
     lastInboundAt: (organizationId, contactId, channelId) =>
       attempt("chats.lastInboundAt", async () => {
         const contact = await collections.contacts.findOne(owned(organizationId, contactId), { projection: { last_inbound_at: 1 } })

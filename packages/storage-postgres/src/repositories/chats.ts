@@ -203,6 +203,10 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
           (await db.sql.row<{ channel_uuid: string }>(SQL.lastInboundChannel, [organizationId, contactId]))?.channel_uuid
         )
       ),
+    latestInboundMessage: (organizationId, chatId) =>
+      attempt("chats.latestInboundMessage", async () =>
+        Option.map(Option.fromNullable(await db.sql.row<MessageRow>(SQL.latestInboundMessage, [chatId, organizationId])), decodeMessage)
+      ),
     lastInboundAt: (organizationId, contactId, channelId) =>
       attempt("chats.lastInboundAt", async () =>
         Option.fromNullable(
@@ -258,6 +262,11 @@ const sqlOf = (s: string) =>
     lastInboundChannel: `SELECT channel_uuid FROM ${s}.messages
       WHERE chat_uuid = (SELECT uuid FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = $2)
         AND direction = 'inbound' AND channel_uuid IS NOT NULL
+      ORDER BY created_at DESC, uuid DESC LIMIT 1`,
+    // The newest inbound message of a chat but reactions (a read receipt's): one range of
+    // messages_by_chat, newest first, read until the first match.
+    latestInboundMessage: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages
+      WHERE chat_uuid = $1 AND organization_id = $2 AND direction = 'inbound' AND type <> 'reaction'
       ORDER BY created_at DESC, uuid DESC LIMIT 1`,
     lastInboundAt: `SELECT w.last_inbound_at FROM ${s}.customer_service_windows AS w
       JOIN ${s}.contacts AS ct ON ct.uuid = w.contact_uuid

@@ -169,6 +169,10 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
           statements.prepare<{ channel_uuid: string }>(SQL.lastInboundChannel).get(organizationId, contactId)?.channel_uuid
         )
       ),
+    latestInboundMessage: (organizationId, chatId) =>
+      attempt("chats.latestInboundMessage", () =>
+        Option.map(Option.fromNullable(statements.prepare<MessageRow>(SQL.latestInboundMessage).get(chatId, organizationId)), decodeMessage)
+      ),
     lastInboundAt: (organizationId, contactId, channelId) =>
       attempt("chats.lastInboundAt", () =>
         Option.fromNullable(
@@ -223,6 +227,11 @@ export const SQL = {
   lastInboundChannel: `SELECT channel_uuid FROM messages
     WHERE chat_uuid = (SELECT uuid FROM chats WHERE organization_id = ? AND contact_uuid = ?)
       AND direction = 'inbound' AND channel_uuid IS NOT NULL
+    ORDER BY created_at DESC, uuid DESC LIMIT 1`,
+  // The newest inbound message of a chat but reactions (a read receipt's): one range of
+  // messages_by_chat, newest first, read until the first match.
+  latestInboundMessage: `SELECT ${MESSAGE_COLUMNS} FROM messages
+    WHERE chat_uuid = ? AND organization_id = ? AND direction = 'inbound' AND type <> 'reaction'
     ORDER BY created_at DESC, uuid DESC LIMIT 1`,
   // The customer service window (migration 16): the contact's instant on the channel moves
   // forward only; the chat row follows the latest instant over every channel.
