@@ -241,7 +241,7 @@ const make = Effect.gen(function* () {
     input: SendTextInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) =>
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid, send_at: input?.send_at }, options, (collector) =>
       Effect.succeed({ type: "text", text: readMessageText(collector, input?.message) } as const)
     )
   })
@@ -251,7 +251,7 @@ const make = Effect.gen(function* () {
     input: SendMediaInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) => {
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid, send_at: input?.send_at }, options, (collector) => {
       const media = readMedia(collector, input?.media)
       return media.media_uuid === undefined || collector.issues.length > 0
         ? Effect.succeed({ type: "media", media } as const)
@@ -306,7 +306,7 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
 ) =>
   Effect.gen(function* () {
     const { storage } = services
-    const { recipient, requestedChannel, content: read } = yield* readSendInput(services, organizationId, input, readContent)
+    const { recipient, requestedChannel, sendAt, content: read } = yield* readSendInput(services, organizationId, input, readContent)
     const messageUuid = options?.messageUuid
     if (messageUuid !== undefined) {
       // A takeover of an Idempotency-Key whose first attempt created the message: answer it.
@@ -319,12 +319,15 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
     const settled = Option.isNone(existing) ? chosen : yield* refineChannel(services, organizationId, existing.value, chosen)
     const { channel } = settled
     const content = settleContent === undefined ? read : yield* settleContent(read, settled.wabaId)
-    const windowEnd =
-      channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
+    // A scheduled send is not held to the window now (the customer may write before then):
+    // the window is checked when it leaves.
+    const windowEnd = channel === null || !isFreeForm(content.type) || sendAt !== null
+      ? null
+      : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
     const contactId = yield* upsertContact(services, organizationId, recipient)
     // A stored file is uploaded to the provider first: its own step, never in the request.
-    const inline = !(content.type === "media" && content.media.media_uuid !== undefined)
-    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid }
+    const inline = sendAt === null && !(content.type === "media" && content.media.media_uuid !== undefined)
+    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid, sendAt }
     return yield* deliver(services, delivery)
   })
 
