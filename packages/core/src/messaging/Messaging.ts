@@ -43,8 +43,9 @@ import {
  *
  * Every send runs the same steps, in this order:
  * 1. read the input — the phone (E.164; one libphonenumber-js calls invalid only when a
- *    contact has exactly that phone, docs/contacts.md "Unverified phones") and every other
- *    field; every problem is one issue of `InvalidInput`, nothing written;
+ *    contact has exactly that phone, docs/contacts.md "Unverified phones"), `send_at`
+ *    (RFC 3339, at most 30 days ahead) and every other field; every problem is one issue
+ *    of `InvalidInput`, nothing written;
  * 2. (templates) resolve the template of the WhatsApp Business Account of the channel the
  *    message will go through (step 5's channel, resolved first), else one with no account:
  *    else `TemplateNotFound` / `TemplateUnsupported` / `TemplateNotApproved` /
@@ -52,7 +53,8 @@ import {
  * 3. (`text` and `media` through a channel) the contact, looked up by phone, must be within
  *    its customer service window on the channel the message will go through (step 4's
  *    channel, resolved first): else `OutsideCustomerServiceWindow`, nothing written
- *    (docs/messaging.md "The customer service window");
+ *    (docs/messaging.md "The customer service window"); not for a scheduled send (a
+ *    `send_at` ahead), whose window is checked when it leaves;
  * 4. upsert the contact by phone, atomically with the plan check: a new contact that would
  *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
  *    the contact like a partial PUT;
@@ -63,6 +65,8 @@ import {
  *    `RecordNotFound` with nothing written), else the channel the contact last wrote to,
  *    else the organization's default channel, else none (docs/messaging.md "Channels");
  *    a free-form message's `expires_at` is the earlier of now + the TTL and its window's end;
+ *    a scheduled send is stored `scheduled` until its `send_at` (docs/messaging.md
+ *    "Scheduled sends"), expiring at `send_at` + the TTL, and step 6 does not run;
  * 6. when claimed, make its first attempt through the {@link MessageTransport}
  *    (`attemptClaimedMessage`) and record the outcome: `sent` with the provider's id,
  *    `failed` for good (the send still succeeds with `status: "failed"`), `queued` again for
@@ -138,8 +142,8 @@ export interface MessagingService {
     id: MessageId
   ) => Effect.Effect<Message, RecordNotFound | MessageNotRetryable | StorageError>
   /**
-   * `POST /messages/{uuid}/cancel`: a `queued` message becomes `failed` with code
-   * `cancelled`; the message afterwards. Another status → `MessageNotCancellable`; not
+   * `POST /messages/{uuid}/cancel`: a `queued` or `scheduled` message becomes `failed` with
+   * code `cancelled` (a scheduled one then never leaves); the message afterwards. Another status → `MessageNotCancellable`; not
    * found as for `retryMessage` → `RecordNotFound`.
    */
   readonly cancelMessage: (
