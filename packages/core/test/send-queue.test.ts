@@ -58,6 +58,7 @@ const claimed = (overrides: Partial<ClaimedMessage> = {}, messageOverrides: Part
   pair_rate_waits: 0,
   not_before: NOW,
   reclaimed: false,
+  scheduled_at: null,
   ...overrides
 })
 

@@ -96,6 +96,19 @@ describe("POST /send/interactive through the recording transport", () => {
   })
 })
 
+describe("POST /send/interactive with send_at", () => {
+  it("a send_at ahead answers scheduled and can be cancelled; one more than 30 days ahead is 400 naming send_at", async () => {
+    const { api } = await makeTenant(storage, handler)
+    const later = new Date(Date.now() + 3_600_000).toISOString()
+    const scheduled = await api.post("/send/interactive", { phone: phone(7), interactive: buttons, send_at: later })
+    expect([scheduled.status, scheduled.data.status]).toEqual([200, "scheduled"])
+    const cancelled = await api.post(`/messages/${scheduled.data.message_id}/cancel`, {})
+    expect([cancelled.status, cancelled.data.type, cancelled.data.status]).toEqual([200, "interactive", "failed"])
+    const tooFar = await api.post("/send/interactive", { phone: phone(8), interactive: buttons, send_at: new Date(Date.now() + 31 * 86_400_000).toISOString() })
+    expect([tooFar.status, tooFar.errors[0]?.field]).toEqual([400, "send_at"])
+  })
+})
+
 describe("POST /send/interactive through a channel and the simulator", () => {
   const { simulator, setup, postWebhook, requestsFor, messageWhen } = useSendQueueSetup({
     appSecret: "interactive-app-secret",

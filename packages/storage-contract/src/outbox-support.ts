@@ -62,12 +62,23 @@ export interface EnqueueOptions {
   readonly broadcastUuid?: string | null
   /** The message's `transport`; default: `whatsapp` with a channel, else `recording`. */
   readonly transport?: TransportKind | null
+  /** A scheduled send: `notBefore` this many ms after {@link T0} (then `claim` is ignored). */
+  readonly sendAt?: number
 }
 
 /** The `OutboxPlacement` of {@link enqueue}. */
 export const placement = (to: Recipient, options: EnqueueOptions = {}): OutboxPlacement => {
   const now = T0 + (options.at ?? 0)
   const claim = options.claim ?? null
+  if (options.sendAt !== undefined) {
+    return {
+      to: to.phone,
+      class: options.class ?? "single",
+      expires_at: options.expiresAt ?? NEVER_EXPIRES,
+      claim: null,
+      notBefore: at(options.sendAt)
+    }
+  }
   return {
     to: to.phone,
     class: options.class ?? "single",

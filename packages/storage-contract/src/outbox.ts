@@ -83,7 +83,8 @@ export const outboxContract = (options: StorageContractOptions): void => {
             expires_at: fixtures.instant(10_000),
             pair_rate_waits: 0,
             not_before: T0 + 5,
-            reclaimed: false
+            reclaimed: false,
+            scheduled_at: null
           })
           expect(yield* messageOf(org.id, message.uuid)).toEqual(claimed.message)
         })
@@ -188,6 +189,88 @@ export const outboxContract = (options: StorageContractOptions): void => {
           expect(yield* outbox.retry(org.id, message.uuid, at(3), fixtures.instant(100))).toEqual({ _tag: "NotFound" })
           expect(yield* recordAt(3, { message, lease: "any" }, sent())).toEqual(Option.none())
           expect((yield* messageOf(org.id, message.uuid)).status).toBe("failed")
+        })
+      ))
+  })
+
+  describe("outbox: scheduled messages", () => {
+    it.effect("stored scheduled at notBefore, in no lane: not claimed before it, nor holding up its lane", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const to = yield* recipient(org.id, 1)
+          const scheduled = yield* enqueue(org.id, to, { sendAt: 10_000, claim: "ignored" })
+          expect(scheduled).toMatchObject({ status: "scheduled", next_attempt_at: at(10_000), attempts: 0 })
+          expect(yield* messageOf(org.id, scheduled.uuid)).toEqual(scheduled)
+          expect(yield* claimAt(9_999)).toEqual([])
+          expect((yield* messageOf(org.id, scheduled.uuid)).status).toBe("scheduled")
+          // Its lane is free: a message after it is claimed at once.
+          const after = yield* enqueue(org.id, to, { at: 1, claim: "lease-1" })
+          expect(after.status).toBe("sending")
+        })
+      ))
+
+    it.effect("claimed once due, with scheduled_at, behind its lane's queued messages (a fresh sequence)", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const to = yield* recipient(org.id, 1)
+          const scheduled = yield* enqueue(org.id, to, { sendAt: 1_000 })
+          const queued = yield* enqueue(org.id, to, { at: 500 })
+          const queuedLater = yield* enqueue(org.id, to, { at: 600 })
+          // The lane's queued message goes first, though the scheduled one was created before it.
+          const first = yield* claimOnly(1_000, queued)
+          expect(first.scheduled_at).toBeNull()
+          expect((yield* messageOf(org.id, scheduled.uuid)).status).toBe("queued")
+          yield* recorded(1_001, first, sent("wamid.1"))
+          const second = yield* claimOnly(1_002, queuedLater)
+          yield* recorded(1_003, second, sent("wamid.2"))
+          const third = yield* claimOnly(1_004, { ...scheduled, status: "queued" })
+          expect(third).toMatchObject({ scheduled_at: at(1_000), reclaimed: false, message: { status: "sending" } })
+          expect(third.message.next_attempt_at).toBe(settledAfterClaim(1_004))
+        })
+      ))
+
+    it.effect("a due scheduled message of an empty lane is claimed by the claim that promotes it", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, { throughput_mps: 10 })
+          const scheduled = yield* enqueue(org.id, yield* recipient(org.id, 1), { channel, sendAt: 2_000 })
+          const claimed = yield* claimOnly(2_500, { ...scheduled, status: "queued" })
+          expect(claimed.scheduled_at).toBe(at(2_000))
+          expect(claimed.message.status).toBe("sending")
+        })
+      ))
+
+    it.effect("nextDueAt includes a scheduled message; cancel fails it; the queue figures count it as queued", () =>
+      run(
+        Effect.gen(function* () {
+          const { outbox } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const scheduled = yield* enqueue(org.id, yield* recipient(org.id, 1), { channel, at: 100, sendAt: 7_000 })
+          expect(yield* outbox.nextDueAt()).toBe(T0 + 7_000)
+          expect(yield* outbox.channelQueue(org.id, channel.uuid)).toEqual({ queued: 1, sending: 0, oldest_queued_at: at(100) })
+          expect(yield* outbox.summary()).toContainEqual({ channel_id: channel.uuid, channel_status: "active", queued: 1, sending: 0 })
+          const cancelled = yield* outbox.cancel(org.id, scheduled.uuid, failure, at(200))
+          expect(cancelled).toMatchObject({ _tag: "Done", message: { status: "failed", failure, next_attempt_at: null } })
+          expect(yield* outbox.nextDueAt()).toBeNull()
+          expect(yield* claimAt(8_000)).toEqual([])
+          expect((yield* messageOf(org.id, scheduled.uuid)).status).toBe("failed")
+        })
+      ))
+
+    it.effect("a deleted channel fails its scheduled messages channel_removed", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const scheduled = yield* enqueue(org.id, yield* recipient(org.id, 1), { channel, sendAt: 7_000 })
+          yield* channels.delete(org.id, channel.uuid)
+          expect(yield* messageOf(org.id, scheduled.uuid)).toMatchObject({ status: "failed", failure: CHANNEL_REMOVED_FAILURE })
+          expect(yield* claimAt(8_000)).toEqual([])
         })
       ))
   })

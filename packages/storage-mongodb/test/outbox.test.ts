@@ -170,6 +170,9 @@ describe("outbox: schema", () => {
         { name: "messages_waiting_by_lane", key: { organization_id: 1, channel_uuid: 1, to: 1, class: 1, sequence: 1 }, partialFilterExpression: waiting },
         { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: waiting }
       ])
+      expect(fake.indexes("messages").filter((i) => i.name === "messages_scheduled_due")).toEqual([
+        { name: "messages_scheduled_due", key: { next_attempt_at: 1, sequence: 1 }, partialFilterExpression: { status: { $eq: "scheduled" } } }
+      ])
       expect(INDEXES.channels.map((i) => i.name)).toContain("channels_pending_events")
     }))
 

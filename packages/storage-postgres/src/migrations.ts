@@ -4,7 +4,7 @@ import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
-import { deliveryTables, transportKindColumns } from "./schema/delivery.js"
+import { deliveryTables, scheduledSendsChanges, transportKindColumns } from "./schema/delivery.js"
 import { mediaTables } from "./schema/media.js"
 import { organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
@@ -56,6 +56,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // and broadcasts; existing outbound rows and broadcasts filled from their channel
     // (schema/delivery.ts).
     sql: transportKindColumns
+  },
+  {
+    version: 5,
+    name: "scheduled sends",
+    // Messages may be `scheduled` (the status CHECK replaced), with `scheduled_at` (the
+    // send_at of a scheduled send) and an index of the scheduled messages by when they are
+    // due (schema/delivery.ts).
+    sql: scheduledSendsChanges
   }
 ]
 

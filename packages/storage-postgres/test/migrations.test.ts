@@ -137,8 +137,13 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
       const q = `"${schema}"`
       const transportMigration = migrations.find((migration) => migration.name === "transport kind")!
       // Back to the version before: what a store migrated before the transport kind holds.
+      // Migration 5 (scheduled sends) undone first.
       yield* Effect.promise(() =>
-        pool.query(`ALTER TABLE ${q}.messages DROP COLUMN transport; ALTER TABLE ${q}.broadcasts DROP COLUMN transport;
+        pool.query(`DROP INDEX ${q}.messages_send_queue_scheduled; ALTER TABLE ${q}.messages DROP COLUMN scheduled_at;
+          ALTER TABLE ${q}.messages DROP CONSTRAINT messages_status_check;
+          ALTER TABLE ${q}.messages ADD CONSTRAINT messages_status_check
+            CHECK (status IN ('queued', 'sending', 'sent', 'delivered', 'read', 'failed'));
+          ALTER TABLE ${q}.messages DROP COLUMN transport; ALTER TABLE ${q}.broadcasts DROP COLUMN transport;
           DELETE FROM ${q}.schema_migrations WHERE version >= ${transportMigration.version}`)
       )
       const org = fixtures.organization()
@@ -187,6 +192,39 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
         pool.query(`UPDATE ${q}.broadcasts SET transport = NULL WHERE uuid = $1`, [recorded]).then(() => "written", (error: Error) => error.message)
       )
       expect(nullBroadcast).toMatch(/null value/)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("migration 5 lets a message be scheduled: existing rows kept with scheduled_at NULL; the status refused before it", () =>
+    Effect.gen(function* () {
+      const { schema, pool } = yield* schemaAt(4)
+      const q = `"${schema}"`
+      const org = fixtures.organization()
+      const insert = (uuid: string, status: string) =>
+        pool.query(
+          `INSERT INTO ${q}.messages (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, status, created_at, updated_at)
+            VALUES ($1, $2, 'chat1', 'c1', 'outbound', 'text', 'hi', $3, now(), now())`,
+          [uuid, org.id, status]
+        ).then(() => "written", (error: Error) => error.message)
+      yield* Effect.promise(async () => {
+        await pool.query(`INSERT INTO ${q}.organizations (id, name, api_access, subscription, created_at, updated_at) VALUES ($1, 'Org', true, 'active', now(), now())`, [org.id])
+        await pool.query(`INSERT INTO ${q}.contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ('c1', $1, '+14155550101', now(), now())`, [org.id])
+        await pool.query(`INSERT INTO ${q}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES ('chat1', $1, 'c1', 'open', now(), now())`, [org.id])
+      })
+      expect(yield* Effect.promise(() => insert("m1", "queued"))).toBe("written")
+      expect(yield* Effect.promise(() => insert("m2", "scheduled"))).toMatch(/check constraint/)
+      expect(yield* PostgresStorage.migrate(pool, schema)).toBe(LATEST_VERSION)
+      expect(yield* Effect.promise(() => insert("m2", "scheduled"))).toBe("written")
+      expect(yield* Effect.promise(() => insert("m3", "postponed"))).toMatch(/check constraint/)
+      const rows = yield* Effect.promise(() => pool.query(`SELECT uuid, status, scheduled_at FROM ${q}.messages ORDER BY uuid`))
+      expect(rows.rows).toEqual([
+        { uuid: "m1", status: "queued", scheduled_at: null },
+        { uuid: "m2", status: "scheduled", scheduled_at: null }
+      ])
+      const indexes = yield* Effect.promise(() =>
+        pool.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'messages_send_queue_scheduled'", [schema])
+      )
+      expect(indexes.rows).toHaveLength(1)
     }).pipe(Effect.scoped)
   )
 

@@ -16,7 +16,13 @@ import {
   MESSAGES_WIDENED_MIGRATION,
   PENDING_MESSAGE_STATUSES_MIGRATION
 } from "./schema/chats.js"
-import { BROADCASTS_MIGRATION, SEND_QUEUE_MIGRATION, TRANSPORT_KIND_MIGRATION, WEBHOOKS_MIGRATION } from "./schema/delivery.js"
+import {
+  BROADCASTS_MIGRATION,
+  SCHEDULED_SENDS_MIGRATION,
+  SEND_QUEUE_MIGRATION,
+  TRANSPORT_KIND_MIGRATION,
+  WEBHOOKS_MIGRATION
+} from "./schema/delivery.js"
 import { MEDIA_MIGRATION } from "./schema/media.js"
 
 /**
@@ -329,6 +335,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // and broadcasts; existing outbound rows and broadcasts filled from their channel
     // (schema/delivery.ts).
     up: TRANSPORT_KIND_MIGRATION
+  },
+  {
+    version: 22,
+    name: "scheduled_sends",
+    // Messages rebuilt so their status may be `scheduled`, every row, index and trigger
+    // kept, with `scheduled_at` (the send_at of a scheduled send) and an index of the
+    // scheduled messages by when they are due (schema/delivery.ts).
+    up: SCHEDULED_SENDS_MIGRATION
   }
 ]
 

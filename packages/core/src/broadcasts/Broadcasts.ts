@@ -8,7 +8,7 @@ import type { Contact, ContactId } from "../model/contacts.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
 import { sleepUntilDueMs, sleepUntilWoken } from "../dispatch/LeasedQueue.js"
 import type { GroupId } from "../model/groups.js"
-import { nowIso } from "../internal/time.js"
+import { nowIso, readSendAt } from "../internal/time.js"
 import { IssueCollector, isRecord, UUID_PATTERN } from "../internal/validation.js"
 import type { LabelId } from "../model/labels.js"
 import { BROADCAST_CANCELLED_FAILURE, MessageStatus, type MessageFailure, type MessageId } from "../model/messages.js"
@@ -307,18 +307,6 @@ const readAudience = (collector: IssueCollector, value: unknown): BroadcastAudie
     }
   }
   return result
-}
-
-/** `send_at`: an ISO 8601 date-time with an offset, as epoch ms; `null` when absent. */
-const readSendAt = (collector: IssueCollector, value: unknown): number | null => {
-  if (value === undefined || value === null) return null
-  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i
-  const ms = typeof value === "string" && iso.test(value) ? Date.parse(value) : Number.NaN
-  if (!Number.isFinite(ms)) {
-    collector.add("invalid_format", "send_at", "send_at must be an ISO 8601 date-time with an offset, e.g. 2026-12-01T09:00:00Z")
-    return null
-  }
-  return ms
 }
 
 /**

@@ -204,7 +204,7 @@ export const makeMessageOperations = (
     const providerId = collector.requiredText("provider_message_id", providerMessageIdInput, MAX_NAME_LENGTH)
     const failure = failureInput === undefined ? undefined : readFailure(collector, status, failureInput)
     if (collector.issues.length > 0 || statusIssue) return Effect.fail(invalid(collector))
-    const reported = status as Exclude<MessageStatus, "queued" | "sending">
+    const reported = status as Exclude<MessageStatus, "scheduled" | "queued" | "sending">
     return Effect.flatMap(nowIso, (now) =>
       Effect.flatMap(
         storage.chats.updateMessageStatusByProviderId(organizationId, providerId, {
@@ -230,7 +230,7 @@ export const makeMessageOperations = (
   const afterProviderStatus = Effect.fnUntraced(function* (
     organizationId: OrganizationId,
     providerId: string,
-    reported: Exclude<MessageStatus, "queued" | "sending">,
+    reported: Exclude<MessageStatus, "scheduled" | "queued" | "sending">,
     failure: MessageFailure | undefined,
     callbackData: string | undefined,
     now: string,
@@ -349,7 +349,7 @@ const readStatus = (collector: IssueCollector, status: unknown): boolean => {
 
 /**
  * The statuses a status update may set: every {@link MessageStatus} but the send queue's
- * own `queued` and `sending`.
+ * own `scheduled`, `queued` and `sending`.
  */
 const REPORTED_STATUSES: ReadonlyArray<MessageStatus> = ["sent", "delivered", "read", "failed"]
 

@@ -22,7 +22,7 @@ const countsOf = (state: MemoryState, id: BroadcastId): BroadcastCounts => {
     const message = state.messages.get(messageId)
     if (message === undefined) continue
     counts.total++
-    counts[message.status]++
+    counts[message.status === "scheduled" ? "queued" : message.status]++
   }
   return counts
 }

@@ -49,6 +49,31 @@ const ownedEntry = (state: MemoryState, organizationId: OrganizationId, id: Mess
 /** Whether a status is a waiting one (`queued` or `sending`). */
 const waiting = (row: MessageRow): boolean => row.status === "queued" || row.status === "sending"
 
+/** Every live `scheduled` message of the send queue. */
+const scheduledEntries = (state: MemoryState): Array<Entry> => {
+  const entries: Array<Entry> = []
+  for (const [id, dispatch] of state.dispatch) {
+    const row = state.messages.get(id)
+    if (row !== undefined && row.status === "scheduled" && live(state, row)) entries.push({ row, dispatch })
+  }
+  return entries
+}
+
+/**
+ * The first step of a claim: every scheduled message due at `now` (epoch ms) becomes
+ * `queued` with a fresh `sequence` (the tail of its lane), in `next_attempt_at` order.
+ */
+const promoteScheduled = (state: MemoryState, now: number): void => {
+  const due = scheduledEntries(state)
+    .filter(({ row }) => epochMs(row.next_attempt_at) <= now)
+    .sort((a, b) => epochMs(a.row.next_attempt_at) - epochMs(b.row.next_attempt_at) || a.dispatch.sequence - b.dispatch.sequence)
+  for (const { row, dispatch } of due) {
+    state.outboxSequence += 1
+    state.messages.set(row.uuid, { ...row, status: "queued" })
+    state.dispatch.set(row.uuid, { ...dispatch, sequence: state.outboxSequence })
+  }
+}
+
 /** Every live waiting message of the send queue. */
 const waitingEntries = (state: MemoryState): Array<Entry> => {
   const entries: Array<Entry> = []
@@ -101,7 +126,12 @@ export const placeInOutbox = (state: MemoryState, created: MessageRow, placement
     sequence: state.outboxSequence,
     pair_rate_waits: 0,
     lease: null,
-    lease_until: null
+    lease_until: null,
+    scheduled_at: placement.notBefore ?? null
+  }
+  if (placement.notBefore !== undefined) {
+    state.dispatch.set(created.uuid, dispatch)
+    return { ...created, status: "scheduled", next_attempt_at: placement.notBefore }
   }
   const channelId = created.channel_uuid as ChannelId | null
   const stored = channelId === null ? undefined : state.channels.get(channelId)
@@ -130,7 +160,7 @@ export const placeInOutbox = (state: MemoryState, created: MessageRow, placement
  */
 export const failChannelMessages = (state: MemoryState, organizationId: OrganizationId, channelId: ChannelId, now: string): void => {
   state.pacing.delete(channelId)
-  for (const { row, dispatch } of waitingEntries(state)) {
+  for (const { row, dispatch } of [...waitingEntries(state), ...scheduledEntries(state)]) {
     if (row.organization_id !== organizationId || row.channel_uuid !== channelId) continue
     const failed: MessageRow = { ...row, status: "failed", failure: CHANNEL_REMOVED_FAILURE, next_attempt_at: null, updated_at: now }
     state.messages.set(row.uuid, failed)
@@ -149,6 +179,7 @@ const claimOrder = (a: Entry, b: Entry): number =>
 const claim = (state: MemoryState, request: OutboxClaimRequest): Array<ClaimedMessage> => {
   const { now } = request
   const nowIso = isoOf(now)
+  promoteScheduled(state, now)
   const due = heads(state).filter(
     ({ row, dispatch }) =>
       channelActive(state, row.channel_uuid) &&
@@ -208,7 +239,8 @@ const claim = (state: MemoryState, request: OutboxClaimRequest): Array<ClaimedMe
       expires_at: leased.expires_at,
       pair_rate_waits: leased.pair_rate_waits,
       not_before: notBefore,
-      reclaimed: row.status === "sending"
+      reclaimed: row.status === "sending",
+      scheduled_at: leased.scheduled_at
     }
   })
 }
@@ -306,13 +338,13 @@ const move = (
   state: MemoryState,
   organizationId: OrganizationId,
   id: MessageId,
-  allowed: Message["status"],
+  allowed: ReadonlyArray<Message["status"]>,
   moved: (entry: Entry) => Entry,
   eventAt: string | null
 ) => {
   const entry = ownedEntry(state, organizationId, id)
   if (entry === undefined) return { _tag: "NotFound" } as const
-  if (entry.row.status !== allowed) return { _tag: "Refused", message: withoutOrganization(entry.row) } as const
+  if (!allowed.includes(entry.row.status)) return { _tag: "Refused", message: withoutOrganization(entry.row) } as const
   const after = moved(entry)
   state.messages.set(id, after.row)
   state.dispatch.set(id, after.dispatch)
@@ -346,7 +378,7 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
         state,
         organizationId,
         id,
-        "failed",
+        ["failed"],
         ({ row, dispatch }) => ({
           row: { ...row, status: "queued", next_attempt_at: now, attempts: 0, failure: null, updated_at: now },
           dispatch: { ...released(dispatch), expires_at: expiresAt }
@@ -360,7 +392,7 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
         state,
         organizationId,
         id,
-        "queued",
+        ["queued", "scheduled"],
         ({ row, dispatch }) => ({
           row: { ...row, status: "failed", failure, next_attempt_at: null, updated_at: now },
           dispatch: released(dispatch)
@@ -377,6 +409,10 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
         const due = Math.max(epochMs(row.next_attempt_at), leaseEnd)
         if (earliest === null || due < earliest) earliest = due
       }
+      for (const { row } of scheduledEntries(state)) {
+        const due = epochMs(row.next_attempt_at)
+        if (earliest === null || due < earliest) earliest = due
+      }
       return earliest
     }),
   channelQueue: (organizationId, channelId) =>
@@ -384,7 +420,7 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
       let queued = 0
       let sending = 0
       let oldest: string | null = null
-      for (const { row } of waitingEntries(state)) {
+      for (const { row } of [...waitingEntries(state), ...scheduledEntries(state)]) {
         if (row.organization_id !== organizationId || row.channel_uuid !== channelId) continue
         if (row.status === "sending") sending += 1
         else {
@@ -400,7 +436,7 @@ export const outboxRepository = (state: MemoryState): OutboxRepository => ({
       for (const [channelId, stored] of state.channels) {
         if (stored.channel.status === "paused") rows.set(channelId, { channel_id: channelId, channel_status: "paused", queued: 0, sending: 0 })
       }
-      for (const { row } of waitingEntries(state)) {
+      for (const { row } of [...waitingEntries(state), ...scheduledEntries(state)]) {
         const channelId = row.channel_uuid as ChannelId | null
         const summary = rows.get(channelId) ?? {
           channel_id: channelId,

@@ -69,6 +69,8 @@ export interface DispatchRow {
   readonly pair_rate_waits: number
   readonly lease: string | null
   readonly lease_until: number | null
+  /** The `send_at` of a scheduled send (ISO 8601), `null` for a message never scheduled. */
+  readonly scheduled_at: string | null
 }
 
 /** A channel's pacing state (OutboxRepository.ts "PACING"): epoch ms and ms. */

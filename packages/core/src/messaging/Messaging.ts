@@ -58,8 +58,9 @@ import {
  *
  * Every send runs the same steps, in this order:
  * 1. read the input — the phone (E.164; one libphonenumber-js calls invalid only when a
- *    contact has exactly that phone, docs/contacts.md "Unverified phones") and every other
- *    field; every problem is one issue of `InvalidInput`, nothing written;
+ *    contact has exactly that phone, docs/contacts.md "Unverified phones"), `send_at`
+ *    (RFC 3339, at most 30 days ahead) and every other field; every problem is one issue
+ *    of `InvalidInput`, nothing written;
  * 2. (templates) resolve the template of the WhatsApp Business Account of the channel the
  *    message will go through (step 5's channel, resolved first), else one with no account:
  *    else `TemplateNotFound` / `TemplateUnsupported` / `TemplateNotApproved` /
@@ -67,7 +68,8 @@ import {
  * 3. (`text`, `media` and `interactive` through a channel) the contact, looked up by phone, must be within
  *    its customer service window on the channel the message will go through (step 4's
  *    channel, resolved first): else `OutsideCustomerServiceWindow`, nothing written
- *    (docs/messaging.md "The customer service window");
+ *    (docs/messaging.md "The customer service window"); not for a scheduled send (a
+ *    `send_at` ahead), whose window is checked when it leaves;
  * 4. upsert the contact by phone, atomically with the plan check: a new contact that would
  *    pass `contacts_limit` → `PlanLimitExceeded`, nothing written; the fields given update
  *    the contact like a partial PUT;
@@ -78,6 +80,8 @@ import {
  *    `RecordNotFound` with nothing written), else the channel the contact last wrote to,
  *    else the organization's default channel, else none (docs/messaging.md "Channels");
  *    a free-form message's `expires_at` is the earlier of now + the TTL and its window's end;
+ *    a scheduled send is stored `scheduled` until its `send_at` (docs/messaging.md
+ *    "Scheduled sends"), expiring at `send_at` + the TTL, and step 6 does not run;
  * 6. when claimed, make its first attempt through the {@link MessageTransport}
  *    (`attemptClaimedMessage`) and record the outcome: `sent` with the provider's id,
  *    `failed` for good (the send still succeeds with `status: "failed"`), `queued` again for
@@ -168,8 +172,8 @@ export interface MessagingService {
     id: MessageId
   ) => Effect.Effect<Message, RecordNotFound | MessageNotRetryable | StorageError>
   /**
-   * `POST /messages/{uuid}/cancel`: a `queued` message becomes `failed` with code
-   * `cancelled`; the message afterwards. Another status → `MessageNotCancellable`; not
+   * `POST /messages/{uuid}/cancel`: a `queued` or `scheduled` message becomes `failed` with
+   * code `cancelled` (a scheduled one then never leaves); the message afterwards. Another status → `MessageNotCancellable`; not
    * found as for `retryMessage` → `RecordNotFound`.
    */
   readonly cancelMessage: (
@@ -286,7 +290,7 @@ const make = Effect.gen(function* () {
     input: SendTextInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) =>
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid, send_at: input?.send_at }, options, (collector) =>
       Effect.succeed({ type: "text", text: readMessageText(collector, input?.message) } as const)
     )
   })
@@ -296,7 +300,7 @@ const make = Effect.gen(function* () {
     input: SendMediaInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) => {
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid, send_at: input?.send_at }, options, (collector) => {
       const media = readMedia(collector, input?.media)
       return media.media_uuid === undefined || collector.issues.length > 0
         ? Effect.succeed({ type: "media", media } as const)
@@ -312,7 +316,7 @@ const make = Effect.gen(function* () {
     input: SendInteractiveInput,
     options?: SendOptions
   ) {
-    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid }, options, (collector) => {
+    return yield* send(services, organizationId, { phone: input?.phone, channel_uuid: input?.channel_uuid, send_at: input?.send_at }, options, (collector) => {
       const interactive = readInteractive(collector, input?.interactive)
       const stored = interactive === null ? undefined : interactiveStoredMedia(interactive)
       const content = (read: InteractiveContent) => ({ type: "interactive", interactive: read } as const)
@@ -374,7 +378,7 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
 ) =>
   Effect.gen(function* () {
     const { storage } = services
-    const { recipient, requestedChannel, content: read } = yield* readSendInput(services, organizationId, input, readContent)
+    const { recipient, requestedChannel, sendAt, content: read } = yield* readSendInput(services, organizationId, input, readContent)
     const messageUuid = options?.messageUuid
     if (messageUuid !== undefined) {
       // A takeover of an Idempotency-Key whose first attempt created the message: answer it.
@@ -387,12 +391,15 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
     const settled = Option.isNone(existing) ? chosen : yield* refineChannel(services, organizationId, existing.value, chosen)
     const { channel } = settled
     const content = settleContent === undefined ? read : yield* settleContent(read, settled.wabaId)
-    const windowEnd =
-      channel === null || !isFreeForm(content.type) ? null : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
+    // A scheduled send is not held to the window now (the customer may write before then):
+    // the window is checked when it leaves.
+    const windowEnd = channel === null || !isFreeForm(content.type) || sendAt !== null
+      ? null
+      : yield* requireOpenWindow(services, organizationId, existing, channel.uuid)
     const contactId = yield* upsertContact(services, organizationId, recipient)
     // A stored file is uploaded to the provider first: its own step, never in the request.
-    const inline = !usesStoredMedia(content)
-    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid }
+    const inline = sendAt === null && !usesStoredMedia(content)
+    const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid, sendAt }
     return yield* deliver(services, delivery)
   })
 

@@ -17,6 +17,7 @@ import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { BlobStore, type BlobStoreService } from "../storage/BlobStore.js"
 import type { MediaRepository } from "../storage/MediaRepository.js"
+import type { TemplateRepository } from "../storage/TemplateRepository.js"
 import type { ClaimedMessage, OutboxOutcome } from "../storage/OutboxRepository.js"
 import { Storage } from "../storage/Storage.js"
 import { classifyFailure } from "../model/failureClasses.js"
@@ -278,6 +279,12 @@ export interface AttemptServices {
     contactId: ContactId,
     channelId: string
   ) => Effect.Effect<Option.Option<string>, StorageError>
+  /**
+   * The template a template message was scheduled with, looked up again when it leaves
+   * (`TemplateRepository.findByIdentity`); only messages that were scheduled pay this read.
+   * Absent: not checked again.
+   */
+  readonly findTemplate?: TemplateRepository["findByIdentity"]
 }
 
 /**
@@ -327,6 +334,11 @@ export const attemptClaimedMessage = (
     // A type the transport does not send (a custom transport written before it): failed for good.
     if (!sendsType(services.transport, message.type, { channel: channel.right })) {
       return { _tag: "Failed", failure: unsupportedTypeFailure(message.type), attempts: 0 } as const
+    }
+    // A scheduled template message: its template's approval is checked again as it leaves.
+    if (claimed.scheduled_at !== null && message.type === "template") {
+      const refused = yield* templateRefused(services, claimed)
+      if (Option.isSome(refused)) return refused.value
     }
     // A stored file goes out by the provider's media id: uploaded through the channel first
     // when it has none there yet (its own step, not paced: docs/media.md).
@@ -570,6 +582,45 @@ const windowClosed = (
   )
 }
 
+/** The failure of a scheduled template message whose template is gone when it leaves. */
+export const TEMPLATE_NOT_FOUND_FAILURE: MessageFailure = {
+  code: "template_not_found",
+  title: "The message's template no longer exists"
+}
+
+/** The failure of a scheduled template message whose template is not approved when it leaves. */
+export const templateNotApprovedFailure = (status: string): MessageFailure => ({
+  code: "template_not_approved",
+  title: `The message's template is ${status}, not APPROVED, when it was to leave`
+})
+
+/**
+ * Whether a scheduled template message must not leave: its template (by name and language,
+ * of its channel's WhatsApp Business Account, as the send resolved it) is gone → `failed`
+ * `template_not_found`, or not `APPROVED` → `failed` `template_not_approved`; no attempt
+ * counted. `None` when it may go or nothing checks it; a read that fails retries it later.
+ */
+const templateRefused = (services: AttemptServices, claimed: ClaimedMessage): Effect.Effect<Option.Option<OutboxOutcome>> => {
+  const { message } = claimed
+  const find = services.findTemplate
+  if (find === undefined || message.template === null) return Effect.succeed(Option.none())
+  const template = message.template
+  return Effect.gen(function*() {
+    const wabaId = message.channel_uuid === null
+      ? null
+      : (yield* services.channels.get(claimed.organization_id, message.channel_uuid as ChannelId)).waba_id
+    const found = yield* find(claimed.organization_id, template.name, template.language.code, wabaId)
+    if (Option.isNone(found)) return Option.some<OutboxOutcome>({ _tag: "Failed", failure: TEMPLATE_NOT_FOUND_FAILURE, attempts: 0 })
+    if (found.value.status !== "APPROVED") {
+      return Option.some<OutboxOutcome>({ _tag: "Failed", failure: templateNotApprovedFailure(found.value.status), attempts: 0 })
+    }
+    return Option.none<OutboxOutcome>()
+  }).pipe(
+    Effect.catchAll(() =>
+      Effect.map(retryLater(claimed, { code: "storage_error", title: "The message's template could not be read" }), Option.some))
+  )
+}
+
 /**
  * A failure before the transport that counts as a transient attempt: `Requeued` after the
  * next retry delay, or `Failed` once they are spent.
@@ -725,6 +776,7 @@ export const sendQueue: LeasedQueue<
         transport,
         channels,
         lastInboundAt: storage.chats.lastInboundAt,
+        findTemplate: storage.templates.findByIdentity,
         media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
       }, claimed)
     }),

@@ -3,7 +3,7 @@ import { Clock, Effect, Option } from "effect"
 import type { ChannelsService } from "../channels/Channels.js"
 import type { ChatsService } from "../chats/ChatsService.js"
 import { Settings } from "../common/Settings.js"
-import { nowIso } from "../internal/time.js"
+import { nowIso, readSendAt } from "../internal/time.js"
 import { IssueCollector } from "../internal/validation.js"
 import type { ChatId, OutboundMessageInput } from "../model/chats.js"
 import type { ChannelId } from "../model/channels.js"
@@ -12,7 +12,7 @@ import type { ContactId } from "../model/contacts.js"
 import { type InteractiveContent, interactiveStoredMedia } from "../model/interactive.js"
 import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
 import { OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
-import type { SendResult } from "../model/messaging.js"
+import { MAX_SEND_AT_AHEAD_MS, type SendResult } from "../model/messaging.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { TemplateSendObject } from "../model/templates.js"
 import type { SecureRandomService } from "../random/SecureRandom.js"
@@ -42,8 +42,8 @@ export type SendContent =
   | { readonly type: "media"; readonly media: OutboundMediaContent }
   | { readonly type: "interactive"; readonly interactive: InteractiveContent }
 
-/** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`. */
-export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown }
+/** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`, `send_at`. */
+export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown; readonly send_at?: unknown }
 
 /**
  * A channel chosen before anything is written, its WhatsApp Business Account (`wabaId`,
@@ -58,9 +58,10 @@ export interface ChosenChannel {
 
 /**
  * Step 1: the recipient (`phone` in E.164, or an unverified phone a contact already has:
- * docs/contacts.md "Unverified phones"), the requested `channel_uuid` and the content
- * `readContent` reads; every problem of the three is one issue of `InvalidInput`, nothing
- * written.
+ * docs/contacts.md "Unverified phones"), the requested `channel_uuid`, `sendAt` (epoch ms:
+ * the `send_at` of a scheduled send, `null` when absent or not in the future; more than
+ * `MAX_SEND_AT_AHEAD_MS` ahead is an issue naming `send_at`) and the content `readContent`
+ * reads; every problem is one issue of `InvalidInput`, nothing written.
  */
 export const readSendInput = <C, E, R>(
   services: SendServices,
@@ -75,9 +76,26 @@ export const readSendInput = <C, E, R>(
       Effect.map(services.storage.contacts.findByPhone(organizationId, phone), Option.isSome)
     )
     const requestedChannel = collector.optionalUuid("channel_uuid", input.channel_uuid)
+    const sendAt = yield* readScheduledAt(collector, input.send_at)
     const content = yield* readContent(collector)
     if (collector.issues.length > 0) return yield* new InvalidInput({ issues: collector.issues })
-    return { recipient, requestedChannel, content }
+    return { recipient, requestedChannel, sendAt, content }
+  })
+
+/**
+ * A send's `send_at` as epoch ms when it lies ahead of now (by Effect's `Clock`), else
+ * `null` (absent, or now or past: the send leaves now); an issue naming `send_at` when it
+ * is not an RFC 3339 date-time with an offset or lies more than `MAX_SEND_AT_AHEAD_MS` ahead.
+ */
+const readScheduledAt = (collector: IssueCollector, value: unknown) =>
+  Effect.map(Clock.currentTimeMillis, (nowMs) => {
+    const sendAt = readSendAt(collector, value)
+    if (sendAt === null || sendAt <= nowMs) return null
+    if (sendAt - nowMs > MAX_SEND_AT_AHEAD_MS) {
+      collector.add("out_of_range", "send_at", "send_at must be at most 30 days ahead")
+      return null
+    }
+    return sendAt
   })
 
 /**
@@ -198,7 +216,8 @@ export const upsertContact = Effect.fn("Messaging.upsertContact")(function* (
 /**
  * A message to place in the send queue: its contact and phone, content, channel, the end
  * of its customer service window (ms since the epoch, `null` when none bounds it), whether
- * it may be attempted in the request (`inline`), and the uuid an Idempotency-Key chose.
+ * it may be attempted in the request (`inline`), the uuid an Idempotency-Key chose, and
+ * `sendAt` (ms since the epoch: a scheduled send's time, ahead of now; absent or `null`: now).
  */
 export interface Delivery {
   readonly organizationId: OrganizationId
@@ -209,6 +228,7 @@ export interface Delivery {
   readonly windowEnd: number | null
   readonly inline: boolean
   readonly messageUuid?: MessageId | undefined
+  readonly sendAt?: number | null | undefined
 }
 
 /**
@@ -237,7 +257,9 @@ interface Placed {
  * lease) when it may go now — `inline`, or always through the recording transport — else
  * `queued` for the dispatcher. It expires at now + the TTL, or at the window's end when
  * that is earlier; it gets `messageUuid` when given, else a fresh uuid, and the kind of
- * transport it is handed to (`transportKindOf`).
+ * transport it is handed to (`transportKindOf`). A scheduled send (`sendAt`) is stored
+ * `scheduled` until then (`OutboxPlacement.notBefore`), never claimed here, and expires at
+ * `sendAt` + the TTL (its window is checked when it leaves).
  */
 const placeMessage = (services: SendServices, delivery: Delivery) =>
   Effect.gen(function* () {
@@ -246,12 +268,21 @@ const placeMessage = (services: SendServices, delivery: Delivery) =>
     const { channel } = delivery
     const bypass = bypassesQueue(services.transport, channel?.uuid ?? null)
     const lease = yield* services.random.uuid()
-    const placement: OutboxPlacement = {
-      to: delivery.phone,
-      class: "single",
-      expires_at: new Date(Math.min(nowMs + settings.ttlMs, delivery.windowEnd ?? Infinity)).toISOString(),
-      claim: delivery.inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
-    }
+    const sendAt = delivery.sendAt ?? null
+    const placement: OutboxPlacement = sendAt !== null && sendAt > nowMs
+      ? {
+        to: delivery.phone,
+        class: "single",
+        expires_at: new Date(sendAt + settings.ttlMs).toISOString(),
+        claim: null,
+        notBefore: new Date(sendAt).toISOString()
+      }
+      : {
+        to: delivery.phone,
+        class: "single",
+        expires_at: new Date(Math.min(nowMs + settings.ttlMs, delivery.windowEnd ?? Infinity)).toISOString(),
+        claim: delivery.inline || bypass ? { lease, leaseUntil: nowMs + settings.leaseMs, settleMs: settings.settleMs, bypass } : null
+      }
     const record = {
       ...recordOf(delivery.content),
       channel_uuid: channel?.uuid ?? null,
@@ -281,7 +312,8 @@ const attemptInline = (services: SendServices, delivery: Delivery, placed: Place
       pair_rate_waits: 0,
       // Its pacing slot (when it has a channel) was reserved at its creation.
       not_before: Date.parse(placed.message.created_at),
-      reclaimed: false
+      reclaimed: false,
+      scheduled_at: null
     }
     const blobs = yield* Effect.serviceOption(BlobStore)
     const attempt = {

@@ -69,15 +69,17 @@ export const INBOUND_MESSAGE_TYPES: ReadonlyArray<InboundMessageType> = MESSAGE_
 
 /**
  * Delivery status of a message (docs/chats.md "Message statuses", docs/messaging.md "The
- * send queue"). An outbound message is `queued` (waiting in the send queue: new, retrying,
- * throttled, or its channel paused) or `sending` (claimed by a dispatcher: a request to the
- * provider may be in flight), then `sent` → `delivered` → `read`, or `failed`; an inbound
- * one is recorded `delivered` (it reached us). Provider reports only move a status forward
- * ({@link MESSAGE_STATUS_PREDECESSORS}); the send queue alone moves `queued` ⇄ `sending`.
+ * send queue"). An outbound message is `scheduled` (a send with `send_at` ahead: it waits
+ * for that time outside its lane, docs/messaging.md "Scheduled sends"), `queued` (waiting
+ * in the send queue: new, retrying, throttled, or its channel paused) or `sending` (claimed
+ * by a dispatcher: a request to the provider may be in flight), then `sent` → `delivered` →
+ * `read`, or `failed`; an inbound one is recorded `delivered` (it reached us). Provider
+ * reports only move a status forward ({@link MESSAGE_STATUS_PREDECESSORS}); the send queue
+ * alone moves `scheduled` → `queued` ⇄ `sending`.
  *
  * @category models
  */
-export const MessageStatus = Schema.Literal("queued", "sending", "sent", "delivered", "read", "failed")
+export const MessageStatus = Schema.Literal("scheduled", "queued", "sending", "sent", "delivered", "read", "failed")
 /** @category models */
 export type MessageStatus = typeof MessageStatus.Type
 
@@ -85,14 +87,15 @@ export type MessageStatus = typeof MessageStatus.Type
  * The statuses a provider report may move a message to each status from (docs/chats.md
  * "Message statuses"): `queued`/`sending` → `sent` → `delivered` → `read`, skipping steps
  * allowed (a provider may report `read` first); `failed` only from `queued`, `sending` or
- * `sent`. Nothing leaves `read` or `failed`, and nothing reported moves a message to
- * `queued` or `sending` (the send queue's own moves, `OutboxRepository`). An update from
+ * `sent`. Nothing leaves `read` or `failed`, and nothing reported moves a message to or
+ * from `scheduled`, or to `queued` or `sending` (the send queue's own moves, `OutboxRepository`). An update from
  * any other status is ignored, so provider callbacks arriving out of order never move a
  * message back.
  *
  * @category models
  */
 export const MESSAGE_STATUS_PREDECESSORS: { readonly [S in MessageStatus]: ReadonlyArray<MessageStatus> } = {
+  scheduled: [],
   queued: [],
   sending: [],
   sent: ["queued", "sending"],

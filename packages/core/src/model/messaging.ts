@@ -30,6 +30,25 @@ export interface SendChannelField {
 }
 
 /**
+ * When a send leaves (docs/messaging.md "Scheduled sends"): `send_at`, an RFC 3339
+ * date-time with an offset, at most {@link MAX_SEND_AT_AHEAD_MS} ahead (else a 400 naming
+ * it); absent or not in the future: now. A later one stores the message `scheduled` until
+ * then, whatever the customer service window at the request.
+ *
+ * @category models
+ */
+export interface SendAtField {
+  readonly send_at?: string | undefined
+}
+
+/**
+ * How far ahead a send's `send_at` may lie: 30 days, in milliseconds.
+ *
+ * @category models
+ */
+export const MAX_SEND_AT_AHEAD_MS = 30 * 86_400_000
+
+/**
  * Input of `Messaging.sendTemplate` (`POST /send/template`, docs/messaging.md): the recipient's
  * `phone` (any format libphonenumber-js reads; stored in E.164), the `template` object
  * `{name, language: {code}, components}` built from `GET /templates/{uuid}/payload` with
@@ -37,7 +56,7 @@ export interface SendChannelField {
  *
  * @category models
  */
-export interface SendTemplateInput extends SendContactFields, SendChannelField {
+export interface SendTemplateInput extends SendContactFields, SendChannelField, SendAtField {
   readonly phone: string
   readonly template: TemplateSendRequest
 }
@@ -48,7 +67,7 @@ export interface SendTemplateInput extends SendContactFields, SendChannelField {
  *
  * @category models
  */
-export interface SendTextInput extends SendChannelField {
+export interface SendTextInput extends SendChannelField, SendAtField {
   readonly phone: string
   readonly message: string
 }
@@ -60,7 +79,7 @@ export interface SendTextInput extends SendChannelField {
  *
  * @category models
  */
-export interface SendMediaInput extends SendChannelField {
+export interface SendMediaInput extends SendChannelField, SendAtField {
   readonly phone: string
   readonly media: OutboundMediaContent
 }
@@ -73,7 +92,7 @@ export interface SendMediaInput extends SendChannelField {
  *
  * @category models
  */
-export interface SendInteractiveInput extends SendChannelField {
+export interface SendInteractiveInput extends SendChannelField, SendAtField {
   readonly phone: string
   readonly interactive: InteractiveContent
 }
@@ -96,7 +115,8 @@ export interface SendOptions {
  * The result of a send, the `data` of the three send routes (docs/messaging.md "Endpoints"):
  * `message_id` is the message record's uuid, `status` the status its first attempt left
  * it in — `sent` (with Meta's `provider_message_id`) when accepted, `failed` (with
- * `failure`) when refused for good, `queued` when the send queue will try it (at
+ * `failure`) when refused for good, `scheduled` when it has a `send_at` ahead (it leaves
+ * then: `next_attempt_at`), `queued` when the send queue will try it (at
  * `next_attempt_at`: a throttle, a transient failure, or no room to send it at once), or
  * `sending` when the attempt's outcome is unknown (settled by Meta's status notification,
  * else retried at `next_attempt_at`; docs/messaging.md "The send queue"). `transport` is

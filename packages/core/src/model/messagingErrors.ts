@@ -24,7 +24,7 @@ export class MessageNotRetryable extends Schema.TaggedError<MessageNotRetryable>
 
 /**
  * `POST /messages/{uuid}/cancel` of a message that cannot be cancelled (docs/messaging.md
- * "Retry and cancel"): only a `queued` outbound message of the send queue can; `status` is
+ * "Retry and cancel"): only a `queued` or `scheduled` outbound message of the send queue can; `status` is
  * the message's. HTTP 409 `message_not_cancellable`.
  *
  * @category errors
@@ -34,7 +34,7 @@ export class MessageNotCancellable extends Schema.TaggedError<MessageNotCancella
   status: MessageStatus
 }) {
   override get message(): string {
-    return `Message ${this.message_uuid} is ${this.status}: only a queued message can be cancelled`
+    return `Message ${this.message_uuid} is ${this.status}: only a queued or scheduled message can be cancelled`
   }
 }
 

@@ -15,6 +15,15 @@ import type { StorageError } from "./errors.js"
 // the order of a lane), `pair_rate_waits` (pair-rate refusals in a row, 0 at creation),
 // and the lease (`lease`, `lease_until`), set only while a dispatcher holds it.
 //
+// SCHEDULED messages (docs/messaging.md "Scheduled sends"): a message placed with
+// `notBefore` is stored `scheduled`, `next_attempt_at` = `notBefore`, with `scheduled_at`
+// (dispatch state, the same instant) kept for good. It is in no lane and never a head
+// until it is due: every claim's atomic step FIRST promotes the scheduled messages with
+// `next_attempt_at <= now` to `queued`, each with a fresh `sequence` (so it joins the
+// tail of its lane), `next_attempt_at` unchanged, no event; then claims as below.
+// `nextDueAt` includes scheduled messages (any channel); `cancel`, a deleted channel or
+// contact, `channelQueue` and `summary` treat them as `queued`.
+//
 // LANES. A lane is (organization, `channel_uuid` or none, `to`, `class`). A message is
 // WAITING when its status is `queued` or `sending`. The HEAD of a lane is its waiting
 // message of lowest `sequence`; only heads are claimed, so one recipient's messages
@@ -62,6 +71,9 @@ export type SendClass = "single" | "broadcast"
  *   Claimed: stored `sending` under `lease` until `leaseUntil` (epoch ms), with
  *   `next_attempt_at` = `leaseUntil + settleMs`. Not claimed: stored `queued` with
  *   `next_attempt_at` = the channel's `max(pacing_tat, now)` (now when it has no channel).
+ * - `notBefore` (ISO 8601, optional): a scheduled send's `send_at`, later than now. Then
+ *   `claim` must be `null`, and the message is stored `scheduled` with `next_attempt_at` and
+ *   `scheduled_at` = `notBefore`, outside its lane (rules at the top of this module).
  *
  * @category storage
  */
@@ -69,6 +81,7 @@ export interface OutboxPlacement {
   readonly to: string
   readonly class: SendClass
   readonly expires_at: string
+  readonly notBefore?: string | undefined
   readonly claim: {
     readonly lease: string
     readonly leaseUntil: number
@@ -98,8 +111,9 @@ export interface OutboxClaimRequest {
  * A message a dispatcher holds: the record as stored after the claim (status `sending`),
  * its organization, the lease token, its dispatch state, `not_before` (epoch ms: its
  * reserved pacing slot, before which it must not be handed to Meta; the claim's `now` for
- * a message without a channel or already expired), and `reclaimed`: it was `sending`
- * when claimed (its previous holder's outcome is unknown).
+ * a message without a channel or already expired), `reclaimed`: it was `sending`
+ * when claimed (its previous holder's outcome is unknown), and `scheduled_at`: the
+ * `send_at` it was scheduled for (ISO 8601), `null` for a message never scheduled.
  *
  * @category storage
  */
@@ -113,6 +127,7 @@ export interface ClaimedMessage {
   readonly pair_rate_waits: number
   readonly not_before: number
   readonly reclaimed: boolean
+  readonly scheduled_at: string | null
 }
 
 /**
@@ -158,7 +173,7 @@ export type OutboxOutcome =
  */
 export interface OutboxSettlement {
   readonly provider_message_id: string
-  readonly status: Exclude<MessageStatus, "queued" | "sending">
+  readonly status: Exclude<MessageStatus, "scheduled" | "queued" | "sending">
   readonly failure?: MessageFailure | undefined
   readonly now: string
 }
@@ -176,8 +191,9 @@ export type OutboxMoveOutcome =
   | { readonly _tag: "Done"; readonly message: Message }
 
 /**
- * A channel's queue figures (`GET /channels/{uuid}`): its outbox messages `queued` and
- * `sending`, and the `created_at` of its oldest `queued` one (`null` when none).
+ * A channel's queue figures (`GET /channels/{uuid}`): its outbox messages `queued` (the
+ * `scheduled` ones counted among them) and `sending`, and the `created_at` of its oldest
+ * `queued` or `scheduled` one (`null` when none).
  *
  * @category storage
  */
@@ -189,7 +205,7 @@ export interface ChannelQueueFigures {
 
 /**
  * One row of {@link OutboxRepository.summary}: a channel (of any organization) with its
- * waiting outbox messages (`queued`, `sending`) and its `status`; `channel_id` and
+ * waiting outbox messages (`queued`, `scheduled` counted as `queued`, `sending`) and its `status`; `channel_id` and
  * `channel_status` are `null` for the messages that have no channel. What the metrics
  * `switchboard_outbox_messages` and `switchboard_channel_paused` read at each scrape
  * (docs/deployment.md "Metrics").
@@ -260,8 +276,8 @@ export interface OutboxRepository {
     expiresAt: string
   ) => Effect.Effect<OutboxMoveOutcome, StorageError>
   /**
-   * `POST /messages/{uuid}/cancel`: a `queued` outbox message becomes `failed` with
-   * `failure` (code `cancelled`); any other status is `Refused`.
+   * `POST /messages/{uuid}/cancel`: a `queued` or `scheduled` outbox message becomes
+   * `failed` with `failure` (code `cancelled`); any other status is `Refused`.
    */
   readonly cancel: (
     organizationId: OrganizationId,
@@ -272,7 +288,8 @@ export interface OutboxRepository {
   /**
    * The earliest time (epoch ms) at which a waiting head of an active channel (or without
    * one) is due — the later of its `next_attempt_at` and, for a `sending` one, its
-   * `lease_until` — or `null` when nothing waits. Pacing is not considered.
+   * `lease_until` — or of a `scheduled` message's `next_attempt_at` (any channel), or
+   * `null` when nothing waits. Pacing is not considered.
    */
   readonly nextDueAt: () => Effect.Effect<number | null, StorageError>
   /** The channel's queue figures; zeros and `null` when it has no outbox message. */
@@ -282,7 +299,7 @@ export interface OutboxRepository {
   ) => Effect.Effect<ChannelQueueFigures, StorageError>
   /**
    * The send queue across every organization, for operators (docs/deployment.md
-   * "Metrics"): one row per channel that has waiting messages or is `paused` (a paused
+   * "Metrics"): one row per channel that has waiting or scheduled messages or is `paused` (a paused
    * channel without waiting messages has zeros), plus one row with `channel_id` `null`
    * when messages without a channel wait. In no particular order; an empty queue with no
    * paused channel is `[]`. Reads every organization, like `claim`, and only counts.

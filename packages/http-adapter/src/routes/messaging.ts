@@ -20,14 +20,19 @@ import { SendData } from "./schemas.js"
 // `not_found`; a channel whose token cannot be opened without the secret key a 503.
 // Under an Idempotency-Key, the message gets the uuid the key's record holds, so a
 // takeover after a crash answers the message the first attempt created
-// (docs/messaging.md "Idempotency-Key").
+// (docs/messaging.md "Idempotency-Key"). Each takes an optional `send_at` (RFC 3339, at
+// most 30 days ahead: docs/messaging.md "Scheduled sends"): a later one answers
+// `status: scheduled`, the message leaving then.
 
 const text = { type: "string" } as const
+/** `send_at` of every send body: read by Messaging (a 400 naming it when malformed or too far ahead). */
+export const sendAt = { type: "string", optional: true } as const
 const optionalText = { type: "string", optional: true } as const
 const nullableText = { type: "string", optional: true, nullable: true } as const
 
 /** The envelope's `message` of a send, by the status its first attempt left the message in. */
 const SEND_MESSAGES: { readonly [S in SendResult["status"]]: string } = {
+  scheduled: "Message scheduled",
   queued: "Message queued",
   sending: "Message queued",
   sent: "Message sent",
@@ -50,7 +55,9 @@ export const RECORDED_SEND_MESSAGE = "Message recorded: no channel, nothing left
  * but `failed` (which it never answers).
  */
 const sendResult = (result: SendResult): RouteResult<SendResult> => ({
-  message: result.transport === "recording" && result.status !== "failed" ? RECORDED_SEND_MESSAGE : SEND_MESSAGES[result.status],
+  message: result.transport === "recording" && result.status !== "failed" && result.status !== "scheduled"
+    ? RECORDED_SEND_MESSAGE
+    : SEND_MESSAGES[result.status],
   data: result
 })
 
@@ -58,7 +65,10 @@ const sendResult = (result: SendResult): RouteResult<SendResult> => ({
 const SEND_DESCRIPTION =
   "`data.transport` says what the message was handed to: `whatsapp` (the WhatsApp Cloud API), `custom` (the host's own " +
   "transport) or `recording`. Without a channel the recording transport stores the message and marks it `sent`, but " +
-  `nothing leaves the server: \`transport\` is \`recording\` and the envelope's message is "${RECORDED_SEND_MESSAGE}".`
+  `nothing leaves the server: \`transport\` is \`recording\` and the envelope's message is "${RECORDED_SEND_MESSAGE}". ` +
+  "With `send_at` (RFC 3339, at most 30 days ahead; past or absent: now) the message is stored `scheduled` and leaves " +
+  "through the send queue at that time (`next_attempt_at`); the customer service window is checked then, not at the request, " +
+  "and it can be cancelled until then (`POST /messages/{uuid}/cancel`)."
 
 /** The send's options under an Idempotency-Key claim: its message gets the claim's uuid. */
 const sendOptions = (idempotency: RouteIdempotency | undefined): SendOptions =>
@@ -103,7 +113,8 @@ export const sendTemplateRoute = defineRoute({
     first_name: optionalText,
     last_name: nullableText,
     email: nullableText,
-    channel_uuid: optionalText
+    channel_uuid: optionalText,
+    send_at: sendAt
   },
   handle: ({ auth, body, idempotency }) =>
     Effect.map(
@@ -130,7 +141,7 @@ export const sendTextRoute = defineRoute({
   errors: ["invalid_input", "outside_customer_service_window", "contacts_limit_reached", "not_found", "secret_key_not_configured"],
   bucket: "send",
   idempotent: true,
-  body: { phone: text, message: text, channel_uuid: optionalText },
+  body: { phone: text, message: text, channel_uuid: optionalText, send_at: sendAt },
   handle: ({ auth, body, idempotency }) =>
     Effect.map(
       Effect.flatMap(Messaging, (messaging) => messaging.sendText(auth.organization.id, body as SendTextInput, sendOptions(idempotency))),
@@ -167,7 +178,8 @@ export const sendMediaRoute = defineRoute({
   body: {
     phone: text,
     media: { type: "object", props: { type: optionalText, url: optionalText, media_uuid: optionalText, caption: optionalText, filename: optionalText } },
-    channel_uuid: optionalText
+    channel_uuid: optionalText,
+    send_at: sendAt
   },
   handle: ({ auth, body, idempotency }) =>
     Effect.map(
@@ -274,7 +286,7 @@ const INTERACTIVE_EXAMPLES = {
 
 /**
  * `POST /send/interactive` (docs/messaging.md "Interactive messages"): body `{phone,
- * interactive, channel_uuid?}`, `interactive` Meta's own object — `button` (1–3 reply
+ * interactive, channel_uuid?, send_at?}`, `interactive` Meta's own object — `button` (1–3 reply
  * buttons), `list` (≤ 10 rows in 1–10 sections) or `cta_url` — with a media header by
  * `link` or by the `media_uuid` of a stored file (409 `media_not_ready`, 410
  * `media_unavailable`). A 400 names each bad field by its path
@@ -303,7 +315,7 @@ export const sendInteractiveRoute = defineRoute({
   ],
   bucket: "send",
   idempotent: true,
-  body: { phone: text, interactive: INTERACTIVE, channel_uuid: optionalText },
+  body: { phone: text, interactive: INTERACTIVE, channel_uuid: optionalText, send_at: sendAt },
   bodyExamples: INTERACTIVE_EXAMPLES,
   handle: ({ auth, body, idempotency }) =>
     Effect.map(

@@ -441,7 +441,8 @@ export const LabelBulkDeleteData: Schema.Schema<LabelBulkDeleteResult, any> = Sc
 
 /**
  * Data of the sends (docs/messaging.md "Endpoints"): `message_id` is the message's uuid;
- * `status` what its first attempt left it (`sent`, `failed`, `queued`, `sending`), with
+ * `status` what its first attempt left it (`sent`, `failed`, `queued`, `sending`; `scheduled`
+ * for a `send_at` ahead, due at `next_attempt_at`), with
  * Meta's `provider_message_id`, the send queue's `next_attempt_at` and the `failure`;
  * `transport` the transport it was handed to (`recording` without a channel: nothing left
  * the server).

@@ -229,6 +229,8 @@ export interface MessageDocument {
   readonly pair_rate_waits?: number
   readonly lease?: string | null
   readonly lease_until?: number | null
+  /** The `send_at` of a scheduled send (ISO 8601); absent or `null` for a message never scheduled. */
+  readonly scheduled_at?: string | null
   readonly dedupe_key?: string
   readonly created_at: string
   readonly updated_at: string

@@ -128,6 +128,9 @@ const pendingEventsIndex = (collection: string): IndexDescription => ({
  */
 export const WAITING = { to: { $exists: true }, next_attempt_at: { $type: "string" } } as const
 
+/** The messages of the send queue stored `scheduled` (a send with a `send_at` ahead), not yet in their lane. */
+export const SCHEDULED = { status: { $eq: "scheduled" } } as const
+
 /**
  * Only broadcast recipients enter the broadcast indexes of `messages`: messages whose
  * `broadcast_uuid` is a string (every other message has it `null` or absent, so a partial
@@ -287,6 +290,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
       partialFilterExpression: WAITING
     },
     { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING },
+    // Scheduled sends: each claim's promotion of the due ones and nextDueAt (outbox.ts).
+    { name: "messages_scheduled_due", key: { next_attempt_at: 1, sequence: 1 }, partialFilterExpression: SCHEDULED },
     {
       name: "messages_by_broadcast_contact",
       key: { organization_id: 1, broadcast_uuid: 1, contact_uuid: 1 },

@@ -149,7 +149,7 @@ export const broadcastRepository = (collections: Collections, usage: Usage): Bro
       .toArray()
     for (const row of rows) {
       const current = counts.get(row._id.broadcast) ?? { ...NO_RECIPIENTS }
-      current[row._id.status] += row.count
+      current[row._id.status === "scheduled" ? "queued" : row._id.status] += row.count
       current.total += row.count
       counts.set(row._id.broadcast, current)
     }

@@ -33,6 +33,12 @@ import { pendingEvent, subscribersOf } from "./webhooks.js"
 /** The statuses of a message waiting in the send queue. */
 const WAITING_STATUSES: ReadonlyArray<MessageStatus> = ["queued", "sending"]
 
+/** The statuses a cancel, a deleted channel and the queue figures treat as queued: waiting, or `scheduled`. */
+const QUEUED_OR_SCHEDULED: ReadonlyArray<MessageStatus> = ["queued", "sending", "scheduled"]
+
+/** The statuses the queue figures count as queued. */
+const QUEUED_FIGURES: ReadonlyArray<MessageStatus> = ["queued", "scheduled"]
+
 /** The `counters` document handing out every message's `sequence`. */
 const SEQUENCE_COUNTER = "message_sequence"
 
@@ -130,6 +136,13 @@ export const placeInOutbox = async (
     message: { ...message, status: "queued" as const, next_attempt_at: at, updated_at: now },
     dispatch: { ...dispatch, lease: null, lease_until: null }
   })
+  if (placement.notBefore !== undefined) {
+    // Scheduled: in no lane until a claim promotes it (`promoteScheduled`).
+    return {
+      message: { ...message, status: "scheduled" as const, next_attempt_at: placement.notBefore, updated_at: now },
+      dispatch: { ...dispatch, lease: null, lease_until: null, scheduled_at: placement.notBefore }
+    }
+  }
   const claim = placement.claim
   if (claim === null) return queued(now)
   const claimed = {
@@ -167,7 +180,7 @@ export const failChannelMessages = (collections: Collections, organizationId: st
   failWaitingMessages(
     collections,
     organizationId,
-    { ...WAITING, ...ofOrganization(organizationId), channel_uuid: eq(channelId), status: anyOf(WAITING_STATUSES) },
+    { ...WAITING, ...ofOrganization(organizationId), channel_uuid: eq(channelId), status: anyOf(QUEUED_OR_SCHEDULED) },
     CHANNEL_REMOVED_FAILURE,
     now
   )
@@ -316,7 +329,26 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
       expires_at: after.expires_at!,
       pair_rate_waits: after.pair_rate_waits ?? 0,
       not_before: notBefore,
-      reclaimed: before.status === "sending"
+      reclaimed: before.status === "sending",
+      scheduled_at: after.scheduled_at ?? null
+    }
+  }
+
+  /**
+   * The first step of a claim: each scheduled message due at `now` (epoch ms) becomes
+   * `queued` with a fresh `sequence`, in `next_attempt_at` order (the tail of its lane);
+   * each by a compare-and-set on `scheduled`, so of two processes one promotes it.
+   */
+  const promoteScheduled = async (now: number): Promise<void> => {
+    const due = await messages
+      .find({ ...WAITING, status: eq("scheduled"), next_attempt_at: { $type: "string", $lte: isoOf(now) } }, {
+        sort: { next_attempt_at: 1, sequence: 1 },
+        projection: { _id: 1 }
+      })
+      .toArray()
+    for (const { _id } of due) {
+      const sequence = await nextSequence(collections)
+      await messages.updateOne({ _id: eq(_id), status: eq("scheduled") }, { $set: { status: "queued", sequence } })
     }
   }
 
@@ -328,6 +360,7 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
    */
   const claim = async (request: OutboxClaimRequest): Promise<ReadonlyArray<ClaimedMessage>> => {
     const claimed: Array<ClaimedMessage> = []
+    await promoteScheduled(request.now)
     for (let round = 0; round < CLAIM_ROUNDS && claimed.length < request.limit; round++) {
       const result = await claimRound({ ...request, limit: request.limit - claimed.length })
       claimed.push(...result.claimed)
@@ -517,13 +550,21 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
    * `from` with `update`, one `findOneAndUpdate` guarded by that status, then its
    * `message.status_updated` event when `event` (a second write).
    */
-  const move = async (organizationId: string, id: string, from: MessageStatus, update: Document, event: boolean, now: string): Promise<OutboxMoveOutcome> => {
+  const move = async (
+    organizationId: string,
+    id: string,
+    from: ReadonlyArray<MessageStatus>,
+    update: Document,
+    event: boolean,
+    now: string
+  ): Promise<OutboxMoveOutcome> => {
     const outbox: Document = { ...owned(organizationId, id), to: { $exists: true }, direction: eq("outbound") }
     const current = await messages.findOne(outbox)
     if (current === null || !(await chatExists(collections, organizationId, current.chat_uuid))) return { _tag: "NotFound" }
-    const document = current.status !== from ? null : await messages.findOneAndUpdate({ ...outbox, status: eq(from) }, update, { returnDocument: "after" })
+    const allowed = from.includes(current.status)
+    const document = !allowed ? null : await messages.findOneAndUpdate({ ...outbox, status: eq(current.status) }, update, { returnDocument: "after" })
     if (document === null) {
-      const found = current.status !== from ? current : await messages.findOne(outbox)
+      const found = !allowed ? current : await messages.findOne(outbox)
       return found === null ? { _tag: "NotFound" } : { _tag: "Refused", message: messageRecord(found) }
     }
     if (event) await pushStatusEvent(collections, document, now)
@@ -557,7 +598,7 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
         move(
           organizationId,
           id,
-          "failed",
+          ["failed"],
           {
             $set: {
               status: "queued",
@@ -578,7 +619,7 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
         move(
           organizationId,
           id,
-          "queued",
+          ["queued", "scheduled"],
           failedUpdate(failure, now),
           true,
           now
@@ -614,15 +655,21 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
           const dueAtMs = Math.max(Date.parse(head.next_attempt_at), head.status === "sending" ? (head.lease_until ?? 0) : 0)
           if (earliest === null || dueAtMs < earliest) earliest = dueAtMs
         }
-        return earliest
+        // The soonest scheduled message, any channel: a claim then promotes it.
+        const [scheduled] = await messages
+          .find({ ...WAITING, status: eq("scheduled") }, { sort: { next_attempt_at: 1 }, limit: 1, projection: { next_attempt_at: 1 } })
+          .toArray()
+        const scheduledMs = scheduled === undefined ? null : Date.parse(scheduled.next_attempt_at!)
+        return scheduledMs !== null && (earliest === null || scheduledMs < earliest) ? scheduledMs : earliest
       }),
     channelQueue: (organizationId, channelId) =>
       attempt("outbox.channelQueue", async (): Promise<ChannelQueueFigures> => {
         const ofChannel = { ...WAITING, ...ofOrganization(organizationId), channel_uuid: eq(channelId) }
+        const queuedOrScheduled: Document = { ...ofChannel, status: anyOf(QUEUED_FIGURES) }
         const [queued, sending, oldest] = await Promise.all([
-          messages.countDocuments({ ...ofChannel, status: eq("queued") }),
+          messages.countDocuments(queuedOrScheduled),
           messages.countDocuments({ ...ofChannel, status: eq("sending") }),
-          messages.find({ ...ofChannel, status: eq("queued") }, { sort: { created_at: 1, _id: 1 }, limit: 1, projection: { created_at: 1 } }).toArray()
+          messages.find(queuedOrScheduled, { sort: { created_at: 1, _id: 1 }, limit: 1, projection: { created_at: 1 } }).toArray()
         ])
         return { queued, sending, oldest_queued_at: oldest[0]?.created_at ?? null }
       }),

@@ -69,7 +69,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
         db.transaction(async (sql): Promise<OutboxMoveOutcome> => {
           const row = await queuedRow(sql, s, organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
-          if (row.status !== "queued") return { _tag: "Refused", message: decodeMessage(row) }
+          if (row.status !== "queued" && row.status !== "scheduled") return { _tag: "Refused", message: decodeMessage(row) }
           const message = decodeMessage(
             await writeRow(sql, s, { ...row, ...ENDED, status: "failed", failure, updated_at: now })
           )
@@ -84,17 +84,21 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
                 THEN GREATEST(round(extract(epoch FROM m.next_attempt_at) * 1000), m.lease_until)
                 ELSE round(extract(epoch FROM m.next_attempt_at) * 1000) END) AS due
             FROM ${s}.messages AS m LEFT JOIN ${s}.channels AS c ON c.uuid = m.channel_uuid
-            WHERE m.head AND c.status IS DISTINCT FROM 'paused'`
+            WHERE m.head AND c.status IS DISTINCT FROM 'paused'
+          UNION ALL
+          SELECT round(extract(epoch FROM MIN(next_attempt_at)) * 1000) FROM ${s}.messages WHERE status = 'scheduled'
+          ORDER BY due NULLS LAST LIMIT 1`
         )
         return row?.due ?? null
       }),
     channelQueue: (organizationId, channelId) =>
       attempt("outbox.channelQueue", async (): Promise<ChannelQueueFigures> =>
         (await db.sql.row<ChannelQueueFigures>(
-          `SELECT COUNT(*) FILTER (WHERE status = 'queued') AS queued, COUNT(*) FILTER (WHERE status = 'sending') AS sending,
-              MIN(created_at) FILTER (WHERE status = 'queued') AS oldest_queued_at
+          `SELECT COUNT(*) FILTER (WHERE status <> 'sending') AS queued, COUNT(*) FILTER (WHERE status = 'sending') AS sending,
+              MIN(created_at) FILTER (WHERE status <> 'sending') AS oldest_queued_at
             FROM ${s}.messages
-            WHERE channel_uuid = $1 AND organization_id = $2 AND recipient IS NOT NULL AND status IN ('queued', 'sending')`,
+            WHERE channel_uuid = $1 AND organization_id = $2 AND recipient IS NOT NULL
+              AND status IN ('queued', 'sending', 'scheduled')`,
           [channelId, organizationId]
         ))!
       ),
@@ -129,15 +133,18 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
 
 /**
  * The statement of `outbox.summary` on the (quoted) schema `s`: one pass over
- * messages_send_queue_lanes (partial on the waiting messages, so nothing else is read),
- * grouped once; the paused channels without waiting messages are looked up against that
+ * messages_send_queue_lanes (partial on the waiting messages, so nothing else is read) and
+ * one over messages_send_queue_scheduled (the scheduled ones, counted as queued), grouped once; the paused channels without waiting messages are looked up against that
  * result, never with a probe of the messages per channel.
  */
 export const summarySql = (s: string): string =>
   `WITH waiting AS MATERIALIZED (
       SELECT channel_uuid, COUNT(*) FILTER (WHERE status = 'queued') AS queued,
           COUNT(*) FILTER (WHERE status = 'sending') AS sending
-        FROM ${s}.messages WHERE recipient IS NOT NULL AND status IN ('queued', 'sending') GROUP BY channel_uuid)
+        FROM (SELECT channel_uuid, status FROM ${s}.messages WHERE recipient IS NOT NULL AND status IN ('queued', 'sending')
+          UNION ALL
+          SELECT channel_uuid, 'queued' FROM ${s}.messages WHERE status = 'scheduled') AS m
+        GROUP BY channel_uuid)
     SELECT w.channel_uuid AS channel_id, c.status AS channel_status, w.queued, w.sending
       FROM waiting AS w LEFT JOIN ${s}.channels AS c ON c.uuid = w.channel_uuid
     UNION ALL

@@ -16,7 +16,7 @@ interface ChannelCandidateRow extends CandidateRow {
 }
 
 const CANDIDATE_COLUMNS =
-  "uuid, organization_id, channel_uuid, recipient, send_class, expires_at, status, next_attempt_at, sequence, pair_rate_waits"
+  "uuid, organization_id, channel_uuid, recipient, send_class, expires_at, status, next_attempt_at, sequence, pair_rate_waits, scheduled_at"
 
 /** The terms of a due head ($1: now ISO, $2: now epoch ms). */
 const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_until <= $2)"
@@ -39,9 +39,29 @@ export const anyDue = async (db: Database, now: number): Promise<boolean> =>
   (await db.sql.row(
     `SELECT 1 FROM ${db.schema}.messages AS m LEFT JOIN ${db.schema}.channels AS c ON c.uuid = m.channel_uuid
       WHERE m.head AND m.next_attempt_at <= $1 AND (m.status = 'queued' OR m.lease_until <= $2)
-        AND c.status IS DISTINCT FROM 'paused' LIMIT 1`,
+        AND c.status IS DISTINCT FROM 'paused'
+    UNION ALL
+    SELECT 1 FROM ${db.schema}.messages WHERE status = 'scheduled' AND next_attempt_at <= $1
+    LIMIT 1`,
     [iso(now), now]
   )) !== undefined
+
+/**
+ * The first step of a claim: the scheduled messages due at `nowIso` become `queued`, each
+ * with a fresh sequence in `next_attempt_at` order (the tail of its lane; the trigger
+ * `messages_send_queue_returned` makes it the head of an empty lane). Rows another claim
+ * holds are skipped (it promotes them).
+ */
+const promoteScheduled = (sql: Sql, schema: string, nowIso: string): Promise<number> =>
+  sql.run(
+    `WITH due AS (
+        SELECT uuid FROM ${schema}.messages WHERE status = 'scheduled' AND next_attempt_at <= $1
+          ORDER BY next_attempt_at, sequence FOR UPDATE SKIP LOCKED),
+      numbered AS (SELECT uuid, nextval('${schema}.send_queue_sequence') AS sequence FROM due)
+    UPDATE ${schema}.messages AS m SET status = 'queued', sequence = n.sequence
+      FROM numbered AS n WHERE m.uuid = n.uuid`,
+    [nowIso]
+  )
 
 /** One range of a channel's due heads of one class, locked `FOR UPDATE SKIP LOCKED` (a CTE of {@link candidatesOf}). */
 const candidateRange = (schema: string, channelTerm: string, sendClass: string, expiredOnly: boolean, limit: string) =>
@@ -92,6 +112,7 @@ const candidatesOf = async (
 export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimRequest): Promise<Array<ClaimedMessage>> => {
   const { limit, now } = request
   const nowIso = iso(now)
+  await promoteScheduled(sql, schema, nowIso)
   // The channels with due heads: whether each exists, and the active ones locked
   // FOR NO KEY UPDATE SKIP LOCKED (their pacing state read under the lock).
   const waiting = await sql.rows<{

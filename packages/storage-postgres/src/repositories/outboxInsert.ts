@@ -35,7 +35,8 @@ const LANE = "organization_id = $1 AND COALESCE(channel_uuid, '') = COALESCE($2:
  * once (`sending` under the placement's lease; a pacing slot at `now` reserved unless
  * `bypass`) when it may go now, else `queued` — due at `now` when never to be claimed here,
  * else at its channel's next pacing slot; the head of its lane when no other message waits
- * there. The lane's head is locked `FOR SHARE` first, so a hand-over running at once waits
+ * there (a scheduled one, `notBefore`, is stored `scheduled` and never a head: a claim
+ * promotes it when due). The lane's head is locked `FOR SHARE` first, so a hand-over running at once waits
  * for this insert and sees it; two appends to an empty lane meet at the unique index of
  * heads, and the one that loses inserts as no head. Returns the message as stored.
  */
@@ -49,7 +50,8 @@ export const insertOutboxMessage = async (
 ): Promise<Message> => {
   const nowMillis = Date.parse(now)
   const channelUuid = message.channel_uuid
-  const claim = placement.claim
+  const scheduled = placement.notBefore !== undefined
+  const claim = scheduled ? null : placement.claim
   const lane = [organizationId, channelUuid, placement.to, placement.class]
   const mayClaim = claim !== null && !claim.bypass
   // The channel row is locked only when this append may reserve its pacing (as a claim does).
@@ -64,15 +66,16 @@ export const insertOutboxMessage = async (
   const slot = pacing === undefined ? nowMillis : Math.max(pacing.pacing_tat, nowMillis)
   const { sequence } = (await sql.row<{ sequence: number }>(`SELECT nextval('${schema}.send_queue_sequence') AS sequence`))!
   for (let round = 0; ; round++) {
-    const waiting = await sql.row(`SELECT uuid FROM ${schema}.messages WHERE ${LANE} AND head FOR SHARE`, lane)
+    // A scheduled message is in no lane until a claim promotes it (outboxClaim.ts): never a head.
+    const waiting = scheduled ? null : await sql.row(`SELECT uuid FROM ${schema}.messages WHERE ${LANE} AND head FOR SHARE`, lane)
     const head = waiting === undefined
     const claimed = claim !== null && (claim.bypass || (pacing?.status !== "paused" && slot === nowMillis && head))
-    const stored = placedMessage(message, claim, claimed, now, slot)
+    const stored = placedMessage(message, claim, claimed, now, slot, placement.notBefore)
     const inserted = await sql.run(
       `INSERT INTO ${schema}.messages (${MESSAGE_COLUMNS}, organization_id, recipient, send_class, expires_at, sequence,
-          pair_rate_waits, lease, lease_until, head)
+          pair_rate_waits, lease, lease_until, scheduled_at, head)
         VALUES (${messageValuesSql((k) => `$${k + 1}`)},
-          $${M + 1}, $${M + 2}, $${M + 3}, $${M + 4}, 0, $${M + 5}, $${M + 6}, $${M + 7})
+          $${M + 1}, $${M + 2}, $${M + 3}, $${M + 4}, 0, $${M + 5}, $${M + 6}, $${M + 7}, $${M + 8})
         ${head ? "ON CONFLICT (organization_id, (COALESCE(channel_uuid, '')), recipient, send_class) WHERE head DO NOTHING" : ""}`,
       queuedInsertValues(stored, String(organizationId), placement, sequence, claimed ? claim : null, head)
     )
@@ -151,7 +154,7 @@ export const failChannelMessages = (
     sql,
     schema,
     organizationId,
-    "channel_uuid = $3 AND organization_id = $4 AND recipient IS NOT NULL AND status IN ('queued', 'sending')",
+    "channel_uuid = $3 AND organization_id = $4 AND recipient IS NOT NULL AND status IN ('queued', 'sending', 'scheduled')",
     [channelId, organizationId],
     CHANNEL_REMOVED_FAILURE,
     now

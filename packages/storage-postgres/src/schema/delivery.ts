@@ -198,3 +198,24 @@ ALTER TABLE ${schema}.broadcasts ADD COLUMN transport text CHECK (transport IN (
 UPDATE ${schema}.broadcasts SET transport = CASE WHEN channel_uuid IS NULL THEN 'recording' ELSE 'whatsapp' END;
 ALTER TABLE ${schema}.broadcasts ALTER COLUMN transport SET NOT NULL;
 `
+
+/**
+ * Migration 5: scheduled sends (docs/messaging.md "Scheduled sends").
+ * - `messages.status` may be `scheduled`: the column's CHECK is replaced (PostgreSQL alters
+ *   it in place; no row is rewritten, existing rows are checked once).
+ * - `messages.scheduled_at`: the `send_at` of a send stored `scheduled` (`NULL` for every
+ *   other message, every existing row among them), kept once it leaves, so only those
+ *   messages have their template's approval checked again.
+ * - A `scheduled` message is in the send queue (`recipient` set) but not waiting: never a
+ *   head, in no lane, until a claim promotes it to `queued` with a fresh sequence (the
+ *   `messages_send_queue_returned` trigger then makes it its lane's head when the lane is
+ *   empty). `messages_send_queue_scheduled` (next_attempt_at), partial on `scheduled`,
+ *   serves that promotion, `nextDueAt` and the queue figures.
+ */
+export const scheduledSendsChanges: SchemaArea = ({ schema }) => `
+ALTER TABLE ${schema}.messages DROP CONSTRAINT messages_status_check;
+ALTER TABLE ${schema}.messages ADD CONSTRAINT messages_status_check
+  CHECK (status IN ('scheduled', 'queued', 'sending', 'sent', 'delivered', 'read', 'failed'));
+ALTER TABLE ${schema}.messages ADD COLUMN scheduled_at timestamptz;
+CREATE INDEX messages_send_queue_scheduled ON ${schema}.messages (next_attempt_at) WHERE status = 'scheduled';
+`

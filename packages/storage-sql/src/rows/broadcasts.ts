@@ -86,7 +86,7 @@ export const countsByBroadcast = (
       counts = { ...ZERO_COUNTS }
       byBroadcast.set(row.broadcast_uuid, counts)
     }
-    counts[row.status] += row.count
+    counts[row.status === "scheduled" ? "queued" : row.status] += row.count
     counts.total += row.count
   }
   return byBroadcast

@@ -43,6 +43,8 @@ export interface CandidateRow {
   readonly next_attempt_at: string
   readonly sequence: number
   readonly pair_rate_waits: number
+  /** The `send_at` it was scheduled for, `null` (or absent from the row) for a message never scheduled. */
+  readonly scheduled_at?: string | null
 }
 
 /**
@@ -102,7 +104,8 @@ export const queuedRowValues = (row: QueuedRow, failure: string | null): Array<u
 ]
 
 /**
- * A message as it enters the send queue: `sending` when `claimed` (due again after the
+ * A message as it enters the send queue: `scheduled` until `notBefore` when given (a
+ * scheduled send, never claimed here); else `sending` when `claimed` (due again after the
  * claim's settle time), else `queued` — due at `now` when never to be claimed here, else at
  * its channel's pacing `slot` (epoch ms).
  *
@@ -113,18 +116,23 @@ export const placedMessage = (
   claim: OutboxPlacement["claim"],
   claimed: boolean,
   now: string,
-  slot: number
-): Message => ({
-  ...message,
-  status: claimed ? "sending" : "queued",
-  next_attempt_at: claimed && claim !== null ? iso(claim.leaseUntil + claim.settleMs) : claim === null ? now : iso(slot)
-})
+  slot: number,
+  notBefore?: string | undefined
+): Message =>
+  notBefore !== undefined
+    ? { ...message, status: "scheduled", next_attempt_at: notBefore }
+    : {
+      ...message,
+      status: claimed ? "sending" : "queued",
+      next_attempt_at: claimed && claim !== null ? iso(claim.leaseUntil + claim.settleMs) : claim === null ? now : iso(slot)
+    }
 
 /**
  * The parameters of a send-queue message's insert: {@link messageValues} (its columns and
  * `organization_id`), then recipient, send_class, expires_at, sequence, lease, lease_until
- * (`lease`: the claim when claimed at once, else `null`) and `head` (the dialect's boolean);
- * `pair_rate_waits` is written `0` by the statement.
+ * (`lease`: the claim when claimed at once, else `null`), scheduled_at (the placement's
+ * `notBefore`, else `null`) and `head` (the dialect's boolean); `pair_rate_waits` is
+ * written `0` by the statement.
  *
  * @category parameters
  */
@@ -143,5 +151,6 @@ export const queuedInsertValues = (
   sequence,
   lease?.lease ?? null,
   lease?.leaseUntil ?? null,
+  placement.notBefore ?? null,
   head
 ]

@@ -149,5 +149,6 @@ export const claimedMessage = (
   expires_at: row.expires_at,
   pair_rate_waits: row.pair_rate_waits,
   not_before: notBefore,
-  reclaimed: row.status === "sending"
+  reclaimed: row.status === "sending",
+  scheduled_at: row.scheduled_at ?? null
 })

@@ -87,7 +87,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
         transaction(db, (): OutboxMoveOutcome => {
           const row = queued(organizationId, id)
           if (row === undefined) return { _tag: "NotFound" }
-          if (row.status !== "queued") return { _tag: "Refused", message: decodeMessage(row) }
+          if (row.status !== "queued" && row.status !== "scheduled") return { _tag: "Refused", message: decodeMessage(row) }
           const message = decodeMessage(
             writeRow(statements, { ...row, ...ENDED, status: "failed", failure: JSON.stringify(failure), updated_at: now })
           )
@@ -98,7 +98,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
     nextDueAt: () => attempt("outbox.nextDueAt", () => snapshot(db, () => nextDue(statements))),
     channelQueue: (organizationId, channelId) =>
       attempt("outbox.channelQueue", (): ChannelQueueFigures =>
-        statements.prepare<ChannelQueueFigures>(SQL.channelQueue).get(channelId, organizationId)!
+        statements.prepare<ChannelQueueFigures>(SQL.channelQueue).get(channelId, organizationId, channelId, organizationId)!
       ),
     summary: () =>
       attempt("outbox.summary", (): ReadonlyArray<OutboxSummaryRow> => statements.prepare<OutboxSummaryRow>(SQL.summary).all()),

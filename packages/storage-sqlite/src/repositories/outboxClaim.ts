@@ -64,10 +64,23 @@ interface ChannelTurn {
   readonly candidates: Candidates
 }
 
+/**
+ * The first step of a claim: every scheduled message due at `nowIso` becomes `queued` with a
+ * fresh sequence, in `next_attempt_at` order (the tail of its lane).
+ */
+const promoteScheduled = (statements: Statements, nowIso: string): void => {
+  const due = statements.prepare<string>(SQL.scheduledDue).pluck().all(nowIso)
+  for (const uuid of due) {
+    const { sequence } = statements.prepare<{ sequence: number }>(SQL.nextSequence).get()!
+    statements.prepare(SQL.promote).run(sequence, uuid)
+  }
+}
+
 /** The body of `claim`, inside its transaction (the rules of `OutboxRepository.claim`). */
 export const claimDue = (statements: Statements, request: OutboxClaimRequest): Array<ClaimedMessage> => {
   const { now, limit } = request
   const nowIso = iso(now)
+  promoteScheduled(statements, nowIso)
   const channels: Array<string | null> = [
     ...statements.prepare<string>(SQL.channelsWaiting).pluck().all(),
     null
@@ -141,6 +154,7 @@ const claimOne = (
  */
 export const anyDue = (statements: Statements, now: number): boolean => {
   const nowIso = iso(now)
+  if (statements.prepare(SQL.anyScheduledDue).get(nowIso) !== undefined) return true
   const channels = [...statements.prepare<string>(SQL.channelsWaiting).pluck().all(), null]
   return channels.some((channelUuid) => {
     if (channelUuid !== null && statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)?.status === "paused") return false
@@ -153,10 +167,12 @@ export const anyDue = (statements: Statements, now: number): boolean => {
 /**
  * The earliest time (epoch ms) a waiting head of an active channel (or without one) is due,
  * or `null`: per channel and class, the heads read soonest due first until one cannot beat
- * the best found (a `sending` head is due at the later of `next_attempt_at` and `lease_until`).
+ * the best found (a `sending` head is due at the later of `next_attempt_at` and `lease_until`);
+ * and the soonest scheduled message (any channel).
  */
 export const nextDue = (statements: Statements): number | null => {
-  let best: number | null = null
+  const scheduled = statements.prepare<string | null>(SQL.nextScheduled).pluck().get()
+  let best: number | null = scheduled === null || scheduled === undefined ? null : Date.parse(scheduled)
   const channels = [...statements.prepare<string>(SQL.channelsWaiting).pluck().all(), null]
   for (const channelUuid of channels) {
     if (channelUuid !== null && statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)?.status === "paused") continue

@@ -14,7 +14,8 @@ import { recordWebhookEvents } from "./webhookEvents.js"
  * claimed at once (`sending` under the placement's lease; a pacing slot at `now` reserved
  * unless `bypass`) when it may go now, else `queued` — due at `now` when never to be
  * claimed here, else at its channel's next pacing slot; the head of its lane when no other
- * message waits there. Returns the message as stored.
+ * message waits there. A scheduled one (`notBefore`) is stored `scheduled`, never a head
+ * (a claim promotes it when due: outboxClaim.ts). Returns the message as stored.
  */
 export const insertOutboxMessage = (
   statements: Statements,
@@ -28,20 +29,21 @@ export const insertOutboxMessage = (
   const pacing =
     channelUuid === null ? undefined : statements.prepare<PacingRow>(SQL.pacing).get(channelUuid)
   const slot = pacing === undefined ? nowMillis : Math.max(pacing.pacing_tat, nowMillis)
-  const claim = placement.claim
-  const head = statements.prepare(SQL.laneWaits).get(organizationId, channelUuid, placement.to, placement.class) === undefined
+  const claim = placement.notBefore === undefined ? placement.claim : null
+  const head = placement.notBefore === undefined &&
+    statements.prepare(SQL.laneWaits).get(organizationId, channelUuid, placement.to, placement.class) === undefined
   const claimed = claim !== null && (claim.bypass || (pacing?.status !== "paused" && slot === nowMillis && head))
   if (claimed && !claim.bypass && pacing !== undefined) {
     statements.prepare(SQL.reservePacing).run(nowMillis + pacingIntervalMs(pacing.throughput_mps), channelUuid)
   }
   const { sequence } = statements.prepare<{ sequence: number }>(SQL.nextSequence).get()!
-  const stored = placedMessage(message, claim, claimed, now, slot)
+  const stored = placedMessage(message, claim, claimed, now, slot, placement.notBefore)
   statements.prepare(SQL.insert).run(...queuedInsertValues(stored, organizationId, placement, sequence, claimed ? claim : null, head ? 1 : 0))
   return stored
 }
 
 /**
- * Fails the waiting send-queue messages of a channel being deleted with
+ * Fails the waiting and scheduled send-queue messages of a channel being deleted with
  * `CHANNEL_REMOVED_FAILURE` at `now`, each with its `message.status_updated` event, inside
  * `channels.delete`'s transaction.
  */
@@ -50,7 +52,10 @@ export const failChannelMessages = (
   organizationId: OrganizationId,
   channelId: string,
   now: string
-): void => failMessages(statements, organizationId, SQL.failChannel, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+): void => {
+  failMessages(statements, organizationId, SQL.failChannel, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+  failMessages(statements, organizationId, SQL.failChannelScheduled, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+}
 
 /**
  * Fails the `queued` send-queue messages of a broadcast being cancelled or stopped with

@@ -14,7 +14,8 @@ const QUEUED_COLUMNS = `${MESSAGE_COLUMNS}, ${QUEUED_STATE_COLUMNS}`
 
 /** The columns of a {@link CandidateRow} from `messages AS m`. */
 const CANDIDATE_COLUMNS =
-  "m.uuid, m.organization_id, m.recipient, m.send_class, m.expires_at, m.status, m.next_attempt_at, m.sequence, m.pair_rate_waits"
+  "m.uuid, m.organization_id, m.recipient, m.send_class, m.expires_at, m.status, m.next_attempt_at, m.sequence, m.pair_rate_waits, " +
+  "m.scheduled_at"
 
 /** A channel's status and pacing state. */
 export interface PacingRow {
@@ -48,8 +49,18 @@ export const SQL = {
     RETURNING CAST(value AS INTEGER) AS sequence`,
   // The message's columns and organization_id, recipient, send_class, expires_at, sequence;
   // pair_rate_waits starts at 0; lease, lease_until, head.
-  insert: `INSERT INTO messages (${QUEUED_COLUMNS}, head) VALUES
-    (${Array.from({ length: MESSAGE_VALUE_COUNT + 4 }, () => "?").join(", ")}, 0, ?, ?, ?)`,
+  // scheduled_at (the placement's notBefore, else NULL); head.
+  insert: `INSERT INTO messages (${QUEUED_COLUMNS}, scheduled_at, head) VALUES
+    (${Array.from({ length: MESSAGE_VALUE_COUNT + 4 }, () => "?").join(", ")}, 0, ?, ?, ?, ?)`,
+  // The scheduled messages due at ? (ISO), in the order they join their lanes: one range of
+  // messages_send_queue_scheduled (migration 22).
+  scheduledDue: `SELECT uuid FROM messages WHERE status = 'scheduled' AND next_attempt_at <= ?
+    ORDER BY next_attempt_at, sequence`,
+  anyScheduledDue: "SELECT 1 FROM messages WHERE status = 'scheduled' AND next_attempt_at <= ? LIMIT 1",
+  // A due scheduled message joins the tail of its lane: queued with a fresh sequence (the
+  // trigger messages_send_queue_returned makes it the head of an empty lane).
+  promote: "UPDATE messages SET status = 'queued', sequence = ? WHERE uuid = ? AND status = 'scheduled'",
+  nextScheduled: "SELECT MIN(next_attempt_at) FROM messages WHERE status = 'scheduled'",
   // One probe of messages_send_queue_lanes.
   laneWaits: `SELECT 1 FROM messages
     WHERE organization_id = ? AND channel_uuid IS ? AND recipient = ? AND send_class = ? AND ${WAITING} LIMIT 1`,
@@ -96,21 +107,37 @@ export const SQL = {
   write: `UPDATE messages SET status = ?, provider_message_id = ?, failure = ?, attempts = ?, next_attempt_at = ?,
       expires_at = ?, pair_rate_waits = ?, lease = ?, lease_until = ?, updated_at = ?
     WHERE uuid = ?`,
-  channelQueue: `SELECT COALESCE(SUM(status = 'queued'), 0) AS queued, COALESCE(SUM(status = 'sending'), 0) AS sending,
-      MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest_queued_at
-    FROM messages WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}`,
+  // The waiting messages (a range of messages_send_queue_lanes), then the scheduled ones
+  // (a range of messages_send_queue_scheduled_by_channel, migration 22), counted as queued:
+  // bound (channel, organization) twice.
+  channelQueue: `SELECT COALESCE(SUM(queued), 0) AS queued, COALESCE(SUM(sending), 0) AS sending, MIN(oldest) AS oldest_queued_at
+    FROM (
+      SELECT SUM(status = 'queued') AS queued, SUM(status = 'sending') AS sending,
+          MIN(CASE WHEN status = 'queued' THEN created_at END) AS oldest
+        FROM messages WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
+      UNION ALL
+      SELECT COUNT(*), 0, MIN(created_at) FROM messages
+        WHERE channel_uuid = ? AND organization_id = ? AND status = 'scheduled')`,
   // One pass over messages_send_queue_lanes (a partial index whose WHERE is WAITING: only
-  // waiting messages are read), grouped once; the paused channels without waiting messages
-  // are looked up against that result, never with a probe of the messages per channel.
+  // waiting messages are read) and one over messages_send_queue_scheduled (scheduled ones,
+  // counted as queued), grouped once; the paused channels without waiting messages are
+  // looked up against that result, never with a probe of the messages per channel.
   summary: `WITH waiting AS MATERIALIZED (
-      SELECT channel_uuid, SUM(status = 'queued') AS queued, SUM(status = 'sending') AS sending
-        FROM messages WHERE ${WAITING} GROUP BY channel_uuid)
+      SELECT channel_uuid, SUM(queued) AS queued, SUM(sending) AS sending FROM (
+        SELECT channel_uuid, status = 'queued' AS queued, status = 'sending' AS sending FROM messages WHERE ${WAITING}
+        UNION ALL
+        SELECT channel_uuid, 1, 0 FROM messages WHERE status = 'scheduled')
+      GROUP BY channel_uuid)
     SELECT w.channel_uuid AS channel_id, c.status AS channel_status, w.queued, w.sending
       FROM waiting AS w LEFT JOIN channels AS c ON c.uuid = w.channel_uuid
     UNION ALL
     SELECT c.uuid, c.status, 0, 0 FROM channels AS c
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`,
   failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
+    RETURNING ${MESSAGE_COLUMNS}`,
+  // One range of messages_send_queue_scheduled_by_channel (migration 22).
+  failChannelScheduled: `UPDATE messages SET ${FAILED_BY_STORE}
+    WHERE channel_uuid = ? AND organization_id = ? AND status = 'scheduled'
     RETURNING ${MESSAGE_COLUMNS}`,
   // One range of messages_broadcast_statuses (migration 18): the broadcast's queued recipients.
   failBroadcastQueued: `UPDATE messages SET ${FAILED_BY_STORE}

@@ -263,3 +263,99 @@ export const TRANSPORT_KIND_MIGRATION = `
     CHECK (transport IN ('recording', 'whatsapp', 'custom'));
   UPDATE broadcasts SET transport = 'whatsapp' WHERE channel_uuid IS NOT NULL;
 `
+
+/**
+ * Migration 22: scheduled sends (docs/messaging.md "Scheduled sends", docs/storage.md "The
+ * send queue on SQLite").
+ * - `messages` is rebuilt, every row, index and trigger kept, because its status CHECK must
+ *   allow `scheduled` and SQLite cannot alter a CHECK (as migration 15 did). The columns
+ *   are today's, in today's order, plus `scheduled_at`: the `send_at` of a send stored
+ *   `scheduled` (`NULL` for every other message, every existing row among them), kept once
+ *   it leaves, so only those messages have their template's approval checked again.
+ * - A `scheduled` message is in the send queue (`recipient` set) but not waiting: it is
+ *   never a head and is in no lane until a claim promotes it to `queued` with a fresh
+ *   sequence (the `messages_send_queue_returned` trigger then makes it its lane's head
+ *   when its lane is empty). `messages_send_queue_scheduled` (next_attempt_at), partial on
+ *   `scheduled`, serves that promotion, `nextDueAt` and the summary;
+ *   `messages_send_queue_scheduled_by_channel` (channel_uuid, organization_id), partial on
+ *   `scheduled` too, a channel's figures and its delete. Plain messages enter neither.
+ * Nothing but the three send-queue triggers names `messages` (they go with the old table
+ * and are created again); foreign keys stay on; the migration runs in the migration
+ * transaction, so a failure leaves version 21 as it was.
+ */
+export const SCHEDULED_SENDS_MIGRATION = `
+  CREATE TABLE messages_v22 (
+    uuid TEXT PRIMARY KEY NOT NULL,
+    organization_id TEXT NOT NULL REFERENCES organizations (id),
+    chat_uuid TEXT NOT NULL REFERENCES chats (uuid) ON DELETE CASCADE,
+    contact_uuid TEXT NOT NULL,
+    direction TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    type TEXT NOT NULL CHECK (type IN ('text', 'template', 'media', 'image', 'audio', 'video', 'document',
+      'sticker', 'location', 'contacts', 'interactive', 'button', 'reaction', 'unsupported')),
+    text TEXT,
+    template TEXT CHECK (template IS NULL OR json_valid(template)),
+    media TEXT CHECK (media IS NULL OR json_valid(media)),
+    content TEXT CHECK (content IS NULL OR json_valid(content)),
+    status TEXT NOT NULL CHECK (status IN ('scheduled', 'queued', 'sending', 'sent', 'delivered', 'read', 'failed')),
+    provider_message_id TEXT,
+    failure TEXT CHECK (failure IS NULL OR json_valid(failure)),
+    channel_uuid TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    next_attempt_at TEXT,
+    broadcast_uuid TEXT,
+    recipient TEXT,
+    send_class TEXT CHECK (send_class IN ('single', 'broadcast')),
+    expires_at TEXT,
+    sequence INTEGER,
+    pair_rate_waits INTEGER NOT NULL DEFAULT 0 CHECK (pair_rate_waits >= 0),
+    lease TEXT,
+    lease_until INTEGER,
+    head INTEGER NOT NULL DEFAULT 0 CHECK (head IN (0, 1)),
+    transport TEXT CHECK (transport IN ('recording', 'whatsapp', 'custom')),
+    scheduled_at TEXT,
+    CHECK ((recipient IS NULL) = (send_class IS NULL) AND (recipient IS NULL) = (expires_at IS NULL)
+      AND (recipient IS NULL) = (sequence IS NULL))
+  ) STRICT;
+  INSERT INTO messages_v22 (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, template, media,
+      content, status, provider_message_id, failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at,
+      broadcast_uuid, recipient, send_class, expires_at, sequence, pair_rate_waits, lease, lease_until, head, transport)
+    SELECT uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, template, media,
+      content, status, provider_message_id, failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at,
+      broadcast_uuid, recipient, send_class, expires_at, sequence, pair_rate_waits, lease, lease_until, head, transport
+    FROM messages;
+  DROP TABLE messages;
+  ALTER TABLE messages_v22 RENAME TO messages;
+  CREATE INDEX messages_by_chat ON messages (chat_uuid, created_at DESC, uuid DESC);
+  CREATE INDEX messages_by_provider_id ON messages (organization_id, direction, provider_message_id)
+    WHERE provider_message_id IS NOT NULL;
+  CREATE INDEX messages_send_queue_lanes ON messages (organization_id, channel_uuid, recipient, send_class, sequence)
+    WHERE recipient IS NOT NULL AND status IN ('queued', 'sending');
+  CREATE INDEX messages_send_queue_due ON messages (channel_uuid, send_class, next_attempt_at, sequence)
+    WHERE head = 1;
+  CREATE INDEX messages_send_queue_expiry ON messages (channel_uuid, expires_at)
+    WHERE head = 1;
+  CREATE INDEX messages_send_queue_scheduled ON messages (next_attempt_at)
+    WHERE status = 'scheduled';
+  CREATE INDEX messages_send_queue_scheduled_by_channel ON messages (channel_uuid, organization_id)
+    WHERE status = 'scheduled';
+  CREATE UNIQUE INDEX messages_broadcast_recipients ON messages (broadcast_uuid, contact_uuid)
+    WHERE broadcast_uuid IS NOT NULL;
+  CREATE INDEX messages_broadcast_statuses ON messages (broadcast_uuid, status, contact_uuid)
+    WHERE broadcast_uuid IS NOT NULL;
+  CREATE TRIGGER messages_send_queue_head_left AFTER UPDATE OF status ON messages
+    WHEN old.head = 1 AND new.status NOT IN ('queued', 'sending') BEGIN
+    UPDATE messages SET head = 0 WHERE uuid = new.uuid;
+    UPDATE messages SET head = 1 WHERE uuid = (${laneHead("new")});
+  END;
+  CREATE TRIGGER messages_send_queue_head_deleted AFTER DELETE ON messages WHEN old.head = 1 BEGIN
+    UPDATE messages SET head = 1 WHERE uuid = (${laneHead("old")});
+  END;
+  CREATE TRIGGER messages_send_queue_returned AFTER UPDATE OF status ON messages
+    WHEN new.recipient IS NOT NULL AND old.status NOT IN ('queued', 'sending') AND new.status IN ('queued', 'sending') BEGIN
+    UPDATE messages SET head = (uuid = (${laneHead("new")}))
+      WHERE organization_id = new.organization_id AND channel_uuid IS new.channel_uuid AND recipient = new.recipient
+        AND send_class = new.send_class AND recipient IS NOT NULL AND status IN ('queued', 'sending');
+  END;
+`
