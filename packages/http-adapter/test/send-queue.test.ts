@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest"
+import { Effect, Layer } from "effect"
+import { Storage, type StorageService } from "@switchboard/core"
 import { maxInWindow, statusPayload } from "@switchboard/whatsapp-simulator"
-import { isHandedBack, phone, settledSend, type ApiClient } from "./helpers.js"
+import { isHandedBack, makeSharedStorage, phone, settledSend, type ApiClient } from "./helpers.js"
 import { runDispatchers } from "@switchboard/http-adapter"
 import { SECRET_KEY, SEND_QUEUE, template, useSendQueueSetup } from "./send-queue-helpers.js"
 
@@ -65,6 +67,34 @@ describe("the inline first attempt (docs/messaging.md \"The send queue\")", () =
     expect(sent.data.provider_message_id).toMatch(/^wamid\./)
     expect(request).toBeDefined()
     expect((await setupOf.api.get(`/messages/${sent.data.message_id}`)).data).toMatchObject({ status: "sent", attempts: 1, next_attempt_at: null })
+  })
+
+  it("an attempt late for its pacing slot (a store slow after the message was written) answers the hand-back, nothing sent; the dispatcher sends it", async () => {
+    const inner = await Effect.runPromise(Effect.provide(Storage, makeSharedStorage()))
+    const slow = { next: false }
+    const storage: StorageService = {
+      ...inner,
+      chats: {
+        ...inner.chats,
+        appendMessage: (organizationId, request) =>
+          Effect.tap(inner.chats.appendMessage(organizationId, request), () => {
+            if (!slow.next) return Effect.void
+            slow.next = false
+            return Effect.sleep(150)
+          })
+      }
+    }
+    const setupOf = await setup({ storage: Layer.succeed(Storage, storage) })
+    slow.next = true
+    const answer = await sendTemplate(setupOf.api, phone(15))
+    expect([answer.status, answer.message, answer.data.status, answer.data.failure, answer.data.provider_message_id]).toEqual([200, "Message queued", "queued", null, null])
+    expect(isHandedBack(answer)).toBe(true)
+    expect(requestsFor(setupOf, answer.data.message_id)).toHaveLength(0)
+    const sent = await settledSend(setupOf.api, answer)
+    expect([sent.message, sent.data.status, sent.data.failure, sent.data.transport]).toEqual(["Message sent", "sent", null, "whatsapp"])
+    expect(sent.data.provider_message_id).toMatch(/^wamid\./)
+    expect(requestsFor(setupOf, answer.data.message_id)).toHaveLength(1)
+    expect((await setupOf.api.get(`/messages/${answer.data.message_id}`)).data).toMatchObject({ status: "sent", attempts: 1, provider_message_id: sent.data.provider_message_id })
   })
 
   it("503 twice, then accepted: queued with next_attempt_at, then sent after the retries; the stub received it three times", async () => {
@@ -161,7 +191,7 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ drop: "hang" }])
     const to = phone(9)
-    const pending = await sendTemplateAttempted(setupOf, to, "#1", (message) => message.status === "sending" && requestsFor(setupOf, message.uuid).length === 1)
+    const pending = await sendTemplateAttempted(setupOf, to, "#1", (message) => message.status === "sending" && message.attempts === 1)
     expect([pending.message, pending.data.status]).toEqual(["Message queued", "sending"])
     expect(Date.parse(pending.data.next_attempt_at)).toBeGreaterThan(Date.now())
     await notifyStatus(setupOf, { wamid: "wamid.settled-by-notification", id: pending.data.message_id, to })
@@ -174,7 +204,7 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
   it("a connection lost after the request was written, with no notification: retried after the settle time (the one case that may deliver twice)", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ drop: "close" }])
-    const pending = await sendTemplateAttempted(setupOf, phone(10), "#1", (message) => message.status === "sending" && requestsFor(setupOf, message.uuid).length === 1)
+    const pending = await sendTemplateAttempted(setupOf, phone(10), "#1", (message) => message.status === "sending" && message.attempts === 1)
     expect(pending.data.status).toBe("sending")
     const sent = await messageWhen(setupOf.api, pending.data.message_id, (message) => message.status === "sent")
     expect(sent.attempts).toBe(2)
