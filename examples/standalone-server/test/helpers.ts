@@ -278,6 +278,46 @@ export const api = async (baseUrl: string, apiKey: string, method: string, path:
   return { status: response.status, headers: response.headers, json: response.headers.get("content-type")?.includes("json") === true ? JSON.parse(text) : undefined }
 }
 
+/**
+ * A send's answer as its inline attempt gives it when on time for its pacing slot: `answer`
+ * itself, or, when it is the send queue's hand-back (200 "Message queued", status `queued`,
+ * no failure: the attempt in the request reached the transport too late after its pacing
+ * slot on a busy machine and went back to the queue unattempted, docs/messaging.md "The
+ * send queue"), the answer once the dispatcher sent it: polls `GET /messages/{id}` on the
+ * server at `baseUrl` (every 50 ms, at most `waitMs`, default 10 000) until the message is
+ * neither `queued` nor `sending`, then answers its `status`, `provider_message_id`,
+ * `next_attempt_at`, `failure` and `transport` in `data`, and "Message sent" when it was
+ * sent. So the Graph API has the call either way when this returns; throws when the message
+ * is still unsettled after `waitMs`. A send waiting behind another to the same recipient
+ * answers like the hand-back: ask this only of a send the inline attempt would take.
+ */
+export const settledSend = async <A extends { readonly status: number; readonly json: any }>(
+  baseUrl: string,
+  apiKey: string,
+  answer: A,
+  waitMs = 10_000
+): Promise<A> => {
+  const envelope = answer.json
+  const handedBack = answer.status === 200 && envelope?.message === "Message queued" && envelope?.data?.status === "queued" &&
+    envelope?.data?.failure == null
+  if (!handedBack) return answer
+  const id: string = envelope.data.message_id
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const found = await api(baseUrl, apiKey, "GET", `/messages/${id}`)
+    const message = found.json?.data as Record<string, any> | undefined
+    if (message !== undefined && message.status !== "queued" && message.status !== "sending") {
+      const data: Record<string, unknown> = { ...envelope.data }
+      for (const key of ["status", "provider_message_id", "next_attempt_at", "failure", "transport"]) {
+        if (key in data) data[key] = message[key]
+      }
+      return { ...answer, json: { ...envelope, message: message.status === "sent" ? "Message sent" : envelope.message, data } }
+    }
+    if (Date.now() > deadline) throw new Error(`message ${id}, handed back for a new pacing slot, was not settled within ${waitMs} ms: ${found.status} ${JSON.stringify(found.json)}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 /** `GET /media/{uuid}/content` (with `headers`, a `Range` for example): status, headers and the body's bytes. */
 export const mediaContent = async (baseUrl: string, apiKey: string, uuid: string, headers: Record<string, string> = {}) => {
   const response = await fetch(`${baseUrl}/media/${uuid}/content`, { headers: { authorization: `Bearer ${apiKey}`, ...headers } })

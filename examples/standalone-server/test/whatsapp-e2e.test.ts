@@ -8,6 +8,7 @@ import {
   removeTemporaryDirectories,
   runCli,
   runCliJson,
+  settledSend,
   startServer,
   temporaryDatabaseUrl,
   temporaryDirectory,
@@ -127,23 +128,11 @@ const messagesOf = async (chatUuid: string): Promise<Array<any>> => {
 }
 
 /**
- * `POST /send`, then, when its attempt in the request was handed back for a new pacing slot
- * (a busy machine: docs/messaging.md "The send queue"), waits until the dispatcher sent it:
- * the answer with the message's final `status`, so the Graph API has its call either way.
+ * `POST /send`, answered as its inline attempt would answer it: when that attempt was late
+ * for its pacing slot and handed back (a busy machine), the answer once the dispatcher sent
+ * it ({@link settledSend}), so the Graph API has its call either way.
  */
-const sendAndWait = async (body: unknown): Promise<Answer> => {
-  const answer = await api("POST", "/send", body)
-  if (answer.status !== 200 || answer.json.data.status !== "queued") return answer
-  const deadline = Date.now() + 10_000
-  for (;;) {
-    const found = (await messagesOf(answer.json.data.chat_uuid)).find((message) => message.uuid === answer.json.data.message_id)
-    if (found?.status !== "queued" && found?.status !== "sending") {
-      return { ...answer, json: { ...answer.json, data: { ...answer.json.data, status: found?.status } } }
-    }
-    if (Date.now() > deadline) return answer
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+const sendAndWait = async (body: unknown): Promise<Answer> => settledSend(server.baseUrl, apiKey, await api("POST", "/send", body))
 
 const chats = async (): Promise<Array<any>> => {
   const answer = await api("GET", "/chats")

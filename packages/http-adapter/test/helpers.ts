@@ -328,3 +328,49 @@ export const publicRoute = defineRoute({
   authenticated: false,
   handle: () => Effect.succeed({ message: "public", data: {} })
 })
+
+/**
+ * Whether a send's answer is the send queue's hand-back of a late inline attempt
+ * (docs/messaging.md "The send queue"): 200 "Message queued" with status `queued` and no
+ * failure. The attempt in the request reached the transport more than the lateness allowance
+ * after its pacing slot (a busy machine), so it went back to the queue unattempted, and the
+ * dispatcher sends it moments later. A retried failure also answers `queued`, but with its
+ * `failure`, so it is not taken for a hand-back; a send waiting behind another to the same
+ * recipient answers the same pair, so ask this only of a send the inline attempt would take.
+ */
+export const isHandedBack = (answer: ApiResult): boolean =>
+  answer.status === 200 && answer.message === "Message queued" && answer.data?.status === "queued" && answer.data?.failure == null
+
+/**
+ * A send's answer as its inline attempt gives it when on time for its pacing slot: `answer`
+ * itself, or, when it is the hand-back ({@link isHandedBack}), the answer once the dispatcher
+ * attempted the message: polls `GET /messages/{id}` (every 20 ms, at most `options.waitMs`,
+ * default 5 000) until `options.until(message)` holds (default: neither `queued` nor
+ * `sending`, i.e. settled), then answers with the message's `status`, `provider_message_id`,
+ * `next_attempt_at`, `failure` and `transport` in `data`, and "Message sent" when it was sent.
+ * So the Graph API has the call either way when this returns. Throws when `until` still does
+ * not hold after `waitMs`.
+ */
+export const settledSend = async (
+  api: ApiClient,
+  answer: ApiResult,
+  options: { readonly until?: (message: Record<string, any>) => boolean; readonly waitMs?: number } = {}
+): Promise<ApiResult> => {
+  if (!isHandedBack(answer)) return answer
+  const id: string = answer.data.message_id
+  const waitMs = options.waitMs ?? 5_000
+  const until = options.until ?? ((message: Record<string, any>) => message.status !== "queued" && message.status !== "sending")
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const message = (await api.get(`/messages/${id}`)).data as Record<string, any>
+    if (until(message)) {
+      const data: Record<string, unknown> = { ...answer.data }
+      for (const key of ["status", "provider_message_id", "next_attempt_at", "failure", "transport"]) {
+        if (key in data) data[key] = message[key]
+      }
+      return { ...answer, message: message.status === "sent" ? "Message sent" : answer.message, data }
+    }
+    if (Date.now() > deadline) throw new Error(`message ${id}, handed back for a new pacing slot, did not reach the expected state within ${waitMs} ms: ${JSON.stringify(message)}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}

@@ -7,7 +7,7 @@ import { Core, MemoryStorage, type OutboxSummaryRow, Storage, StorageError, type
 import { createFetchHandler, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { prometheusMetrics } from "@switchboard/http-adapter/metrics"
 import { inboundMessagePayload, sign, startSimulator, statusPayload, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
-import { contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
+import { contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, request, settledSend, UNKNOWN_UUID } from "./helpers.js"
 import { orderUpdate, SECRET_KEY, SEND_QUEUE, template } from "./send-queue-helpers.js"
 
 // The handler's metrics on prom-client (docs/http-adapter.md "Metrics"): real requests
@@ -129,8 +129,9 @@ describe("messages, Meta's webhooks and the send queue", () => {
     )
     const postWebhook = (body: string, signature?: string) => postSigned(handler, body, signature)
 
-    // A send through the channel: sent inline.
-    const sent = await api.post("/send/template", { phone: phone(10), template: template("#1") })
+    // A send through the channel: sent inline (or, when that attempt was late for its pacing
+    // slot on a busy machine, handed back and sent by the dispatcher moments later).
+    const sent = await settledSend(api, await api.post("/send/template", { phone: phone(10), template: template("#1") }))
     expect(sent.data.status).toBe("sent")
     // A customer writes: one inbound message.
     const inbound = JSON.stringify(inboundMessagePayload({ number, from: phone(11), profile_name: "Ana", message: textMessage("hi") }))
@@ -158,6 +159,8 @@ describe("messages, Meta's webhooks and the send queue", () => {
     // An account error pauses the channel: that message and the next one wait.
     simulator.script.enqueue([{ code: 131031 }])
     const held = await api.post("/send/template", { phone: phone(13), template: template("#2") })
+    // Its attempt may have been handed back late for its pacing slot: the dispatcher's meets the error.
+    await waitFor(async () => (await api.get(`/channels/${channelId}`)).data.status === "paused", "the channel paused")
     const later = await api.post("/send/template", { phone: phone(14), template: template("#3") })
     expect([held.data.status, later.data.status]).toEqual(["queued", "queued"])
     // A broadcast to two contacts: written queued behind the paused channel, then cancelled.
@@ -171,13 +174,16 @@ describe("messages, Meta's webhooks and the send queue", () => {
     expect((await api.post(`/messages/${later.data.message_id}/cancel`, {})).data.status).toBe("failed")
     expect((await api.post(`/messages/${later.data.message_id}/retry`, {})).data.status).toBe("queued")
 
-    expect(await samples(registry, "switchboard_messages_total")).toEqual({
+    // Each attempt handed back late for its pacing slot (a busy machine) enters queued once more.
+    const messagesTotal = await samples(registry, "switchboard_messages_total")
+    expect(messagesTotal).toEqual({
       "outbound,sent": 1,
       "inbound,delivered": 1,
       "outbound,delivered": 1,
-      "outbound,queued": 5,
+      "outbound,queued": expect.any(Number),
       "outbound,failed": 3
     })
+    expect(messagesTotal["outbound,queued"]).toBeGreaterThanOrEqual(5)
     expect(await samples(registry, "switchboard_outbox_messages")).toEqual({ [`${channelId},queued`]: 2, [`${channelId},sending`]: 0 })
     expect(await samples(registry, "switchboard_channel_paused")).toEqual({ [channelId]: 1 })
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest"
+import { Effect, Layer } from "effect"
+import { Storage, type StorageService } from "@switchboard/core"
 import { maxInWindow, statusPayload } from "@switchboard/whatsapp-simulator"
-import { phone, type ApiClient } from "./helpers.js"
+import { isHandedBack, makeSharedStorage, phone, settledSend, type ApiClient } from "./helpers.js"
 import { runDispatchers } from "@switchboard/http-adapter"
 import { SECRET_KEY, SEND_QUEUE, template, useSendQueueSetup } from "./send-queue-helpers.js"
 
@@ -20,6 +22,33 @@ type Setup = Awaited<ReturnType<typeof setup>>
 /** `POST /send/template` of order `order` to `to`. */
 const sendTemplate = (api: ApiClient, to: string, order = "#1") => api.post("/send/template", { phone: to, template: template(order) })
 
+/**
+ * {@link sendTemplate}, answered as its inline attempt would answer it: on a busy machine that
+ * attempt may be late for its pacing slot and handed back, and then this waits for the
+ * dispatcher's attempt (`until` as {@link settledSend}'s), so the simulator's scripted answer
+ * meets the message either way.
+ */
+const sendTemplateAttempted = async (
+  setupOf: Setup,
+  to: string,
+  order = "#1",
+  until?: (message: Record<string, any>) => boolean
+) => settledSend(setupOf.api, await sendTemplate(setupOf.api, to, order), until === undefined ? {} : { until })
+
+/**
+ * The channel of `setupOf` once paused: at once when the send's inline attempt met the
+ * account error, moments later when that attempt was late for its pacing slot and the
+ * dispatcher's met it (a paused send answers like that hand-back, so the channel tells).
+ */
+const pausedChannel = async (setupOf: Setup) => {
+  const deadline = Date.now() + 5_000
+  for (;;) {
+    const channel = (await setupOf.api.get(`/channels/${setupOf.channelId}`)).data
+    if (channel.status === "paused" || Date.now() > deadline) return channel
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 /** Posts Meta's signed status notification for `wamid` naming message `id` to the handler. */
 const notifyStatus = (setupOf: Setup, options: { readonly wamid: string; readonly id: string; readonly to: string }) =>
   postWebhook(
@@ -32,7 +61,7 @@ const notifyStatus = (setupOf: Setup, options: { readonly wamid: string; readonl
 describe("the inline first attempt (docs/messaging.md \"The send queue\")", () => {
   it("accepted at once: 200 sent with Meta's id, attempts 1, nothing left for the queue", async () => {
     const setupOf = await setup()
-    const sent = await sendTemplate(setupOf.api, phone(1))
+    const sent = await sendTemplateAttempted(setupOf, phone(1))
     expect([sent.status, sent.message, sent.data.status, sent.data.next_attempt_at, sent.data.failure]).toEqual([200, "Message sent", "sent", null, null])
     const [request] = requestsFor(setupOf, sent.data.message_id)
     expect(sent.data.provider_message_id).toMatch(/^wamid\./)
@@ -40,13 +69,45 @@ describe("the inline first attempt (docs/messaging.md \"The send queue\")", () =
     expect((await setupOf.api.get(`/messages/${sent.data.message_id}`)).data).toMatchObject({ status: "sent", attempts: 1, next_attempt_at: null })
   })
 
+  it("an attempt late for its pacing slot (a store slow after the message was written) answers the hand-back, nothing sent; the dispatcher sends it", async () => {
+    const inner = await Effect.runPromise(Effect.provide(Storage, makeSharedStorage()))
+    const slow = { next: false }
+    const storage: StorageService = {
+      ...inner,
+      chats: {
+        ...inner.chats,
+        appendMessage: (organizationId, request) =>
+          Effect.tap(inner.chats.appendMessage(organizationId, request), () => {
+            if (!slow.next) return Effect.void
+            slow.next = false
+            return Effect.sleep(150)
+          })
+      }
+    }
+    const setupOf = await setup({ storage: Layer.succeed(Storage, storage) })
+    slow.next = true
+    const answer = await sendTemplate(setupOf.api, phone(15))
+    expect([answer.status, answer.message, answer.data.status, answer.data.failure, answer.data.provider_message_id]).toEqual([200, "Message queued", "queued", null, null])
+    expect(isHandedBack(answer)).toBe(true)
+    expect(requestsFor(setupOf, answer.data.message_id)).toHaveLength(0)
+    const sent = await settledSend(setupOf.api, answer)
+    expect([sent.message, sent.data.status, sent.data.failure, sent.data.transport]).toEqual(["Message sent", "sent", null, "whatsapp"])
+    expect(sent.data.provider_message_id).toMatch(/^wamid\./)
+    expect(requestsFor(setupOf, answer.data.message_id)).toHaveLength(1)
+    expect((await setupOf.api.get(`/messages/${answer.data.message_id}`)).data).toMatchObject({ status: "sent", attempts: 1, provider_message_id: sent.data.provider_message_id })
+  })
+
   it("503 twice, then accepted: queued with next_attempt_at, then sent after the retries; the stub received it three times", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ http_status: 503 }, { http_status: 503 }])
     const queued = await sendTemplate(setupOf.api, phone(2))
     expect([queued.status, queued.message, queued.data.status]).toEqual([200, "Message queued", "queued"])
-    expect(Date.parse(queued.data.next_attempt_at)).toBeGreaterThan(Date.now() - 1_000)
-    expect(queued.data.failure).toMatchObject({ code: "network_error" })
+    // Handed back late for its pacing slot (a busy machine), the 503s meet the dispatcher's
+    // attempts instead: the same three requests, the same end.
+    if (!isHandedBack(queued)) {
+      expect(Date.parse(queued.data.next_attempt_at)).toBeGreaterThan(Date.now() - 1_000)
+      expect(queued.data.failure).toMatchObject({ code: "network_error" })
+    }
     const sent = await messageWhen(setupOf.api, queued.data.message_id, (message) => message.status === "sent")
     expect(sent).toMatchObject({ attempts: 3, next_attempt_at: null, failure: null, provider_message_id: expect.stringMatching(/^wamid\./) })
     expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(3)
@@ -55,7 +116,7 @@ describe("the inline first attempt (docs/messaging.md \"The send queue\")", () =
   it("a permanent refusal (131026) is failed at once with Meta's code, attempts 1, never retried", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ code: 131026 }])
-    const failed = await sendTemplate(setupOf.api, phone(3))
+    const failed = await sendTemplateAttempted(setupOf, phone(3))
     expect([failed.status, failed.data.status, failed.data.failure?.code]).toEqual([200, "failed", "131026"])
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect((await setupOf.api.get(`/messages/${failed.data.message_id}`)).data).toMatchObject({ status: "failed", attempts: 1 })
@@ -90,10 +151,10 @@ describe("throttles and pair-rate refusals (docs/messaging.md \"Classes of failu
   it("a pair-rate refusal (131056) holds only that recipient, for 6 s; another recipient goes at once", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ code: 131056 }])
-    const held = await sendTemplate(setupOf.api, phone(6))
+    const held = await sendTemplateAttempted(setupOf, phone(6), "#1", (message) => message.failure !== null)
     expect(held.data.status).toBe("queued")
     expect(Date.parse(held.data.next_attempt_at) - Date.now()).toBeGreaterThan(5_000)
-    const other = await sendTemplate(setupOf.api, phone(7))
+    const other = await sendTemplateAttempted(setupOf, phone(7))
     expect(other.data.status).toBe("sent")
     const behind = await sendTemplate(setupOf.api, phone(6), "#2")
     expect(behind.data.status).toBe("queued")
@@ -130,7 +191,7 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ drop: "hang" }])
     const to = phone(9)
-    const pending = await sendTemplate(setupOf.api, to)
+    const pending = await sendTemplateAttempted(setupOf, to, "#1", (message) => message.status === "sending" && message.attempts === 1)
     expect([pending.message, pending.data.status]).toEqual(["Message queued", "sending"])
     expect(Date.parse(pending.data.next_attempt_at)).toBeGreaterThan(Date.now())
     await notifyStatus(setupOf, { wamid: "wamid.settled-by-notification", id: pending.data.message_id, to })
@@ -143,7 +204,7 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
   it("a connection lost after the request was written, with no notification: retried after the settle time (the one case that may deliver twice)", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ drop: "close" }])
-    const pending = await sendTemplate(setupOf.api, phone(10))
+    const pending = await sendTemplateAttempted(setupOf, phone(10), "#1", (message) => message.status === "sending" && message.attempts === 1)
     expect(pending.data.status).toBe("sending")
     const sent = await messageWhen(setupOf.api, pending.data.message_id, (message) => message.status === "sent")
     expect(sent.attempts).toBe(2)
@@ -158,7 +219,12 @@ describe("unknown outcomes (docs/messaging.md \"Unknown outcomes\")", () => {
       sendTemplate(setupOf.api, to, "#1"),
       new Promise((resolve) => setTimeout(resolve, 100)).then(() => sendTemplate(setupOf.api, to, "#2"))
     ])
-    expect([first.data.status, second.data.status]).toEqual(["sent", "queued"])
+    // The point is the second's answer. The first's own answer is "sent", or on a busy machine
+    // the hand-back of an attempt late for its pacing slot, or "sending" (past the 400 ms
+    // timeout); either way it ends sent.
+    expect(second.data.status).toBe("queued")
+    expect(first.data.status === "sent" || first.data.status === "sending" || isHandedBack(first), JSON.stringify(first)).toBe(true)
+    await messageWhen(setupOf.api, first.data.message_id, (message) => message.status === "sent")
     await messageWhen(setupOf.api, second.data.message_id, (message) => message.status === "sent")
   })
 })
@@ -169,6 +235,7 @@ describe("account errors pause the channel (docs/channels.md \"Pause and resume\
     simulator().script.enqueue([{ code: 131031 }])
     const held = await sendTemplate(setupOf.api, phone(12))
     expect(held.data.status).toBe("queued")
+    await pausedChannel(setupOf)
     const later = await sendTemplate(setupOf.api, phone(13))
     expect(later.data.status).toBe("queued")
     const paused = (await setupOf.api.get(`/channels/${setupOf.channelId}`)).data
@@ -195,6 +262,7 @@ describe("resuming with a new token, and dispatching elsewhere", () => {
     simulator().script.enqueue([{ code: 190, http_status: 401 }])
     const held = await sendTemplate(setupOf.api, phone(30))
     expect(held.data.status).toBe("queued")
+    await pausedChannel(setupOf)
     expect((await setupOf.api.get(`/channels/${setupOf.channelId}`)).data).toMatchObject({ status: "paused", paused_reason: { code: "190" } })
     const updated = await setupOf.api.put(`/channels/${setupOf.channelId}`, { throughput_mps: 900 })
     expect(updated.data).toMatchObject({ status: "paused", throughput_mps: 900 })
@@ -209,7 +277,9 @@ describe("resuming with a new token, and dispatching elsewhere", () => {
     const queued = await sendTemplate(setupOf.api, phone(31))
     expect(queued.data.status).toBe("queued")
     await new Promise((resolve) => setTimeout(resolve, 300))
-    expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(1)
+    // Handed back late for its pacing slot (a busy machine), nothing was attempted here, and
+    // the 503 meets runDispatchers' first attempt instead: the same two attempts in the end.
+    expect(requestsFor(setupOf, queued.data.message_id)).toHaveLength(isHandedBack(queued) ? 0 : 1)
     const dispatchers = runDispatchers({
       storage: setupOf.storage,
       secretKey: SECRET_KEY,
@@ -232,7 +302,7 @@ describe("retry and cancel (docs/messaging.md \"Retry and cancel\")", () => {
   it("a failed message retried is a real new attempt; other statuses are 409; another organization's message is 404", async () => {
     const setupOf = await setup()
     simulator().script.enqueue([{ code: 131026 }])
-    const failed = await sendTemplate(setupOf.api, phone(14))
+    const failed = await sendTemplateAttempted(setupOf, phone(14))
     expect(failed.data.status).toBe("failed")
     const retried = await setupOf.api.post(`/messages/${failed.data.message_id}/retry`, {})
     expect([retried.status, retried.data.status, retried.data.attempts, retried.data.failure]).toEqual([200, "queued", 0, null])

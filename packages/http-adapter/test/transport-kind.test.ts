@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
 import { Core, MessageTransport, type OrganizationId, type Storage, Templates } from "@switchboard/core"
 import type { SwitchboardHandler } from "@switchboard/http-adapter"
-import { type ApiClient, bearer, expectEnvelope, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
+import { type ApiClient, bearer, expectEnvelope, importContacts, isHandedBack, makeHandler, makeSharedStorage, makeTenant, phone, request, settledSend } from "./helpers.js"
 import { orderUpdate, template, useSendQueueSetup } from "./send-queue-helpers.js"
 
 // What a send says it went through (docs/messaging.md "Transports"): `data.transport` and
@@ -112,7 +112,9 @@ describe("a channel: the WhatsApp Cloud API (the simulator)", () => {
   it("a send answers Message sent with transport whatsapp; the message, a replay and a broadcast say the same", async () => {
     const made = await setup()
     const { api, apiKey, handler } = made
-    const sent = await api.post("/send/template", { phone: phone(7), template: template("#4") })
+    // Its inline attempt, when late for its pacing slot (a busy machine), is handed back and
+    // the dispatcher sends it: settledSend answers as the inline attempt would have.
+    const sent = await settledSend(api, await api.post("/send/template", { phone: phone(7), template: template("#4") }))
     expect([sent.status, sent.message, sent.data.status, sent.data.transport]).toEqual([200, "Message sent", "sent", "whatsapp"])
     expect(sent.data.provider_message_id).toMatch(/^wamid\./)
     expect(await storedTransports(api, [sent.data.message_id])).toEqual(["whatsapp"])
@@ -121,7 +123,9 @@ describe("a channel: the WhatsApp Cloud API (the simulator)", () => {
     const first = await postWithKey(handler, apiKey, "/send/template", body, "order-5")
     const again = await postWithKey(handler, apiKey, "/send/template", body, "order-5")
     expect(again.replayed).toBe("true")
-    expect([again.envelope.message, again.envelope.data.transport]).toEqual(["Message sent", "whatsapp"])
+    // The replay repeats the first answer: "Message sent", or that hand-back.
+    expect(again.envelope.message === "Message sent" || isHandedBack(again.envelope), again.envelope.message).toBe(true)
+    expect(again.envelope.data.transport).toBe("whatsapp")
     expect(again.envelope.data).toEqual(first.envelope.data)
 
     const created = await api.post("/broadcasts", { name: "Shipped", template: template("#6"), audience: { contact_uuids: [sent.data.contact_uuid] } })
