@@ -6,7 +6,8 @@ import { project } from "./vitest.shared.js"
  * `http-adapter-sqlite` runs the endpoint suites of the http-adapter again on SQLite files
  * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite;
  * `http-adapter-postgres` runs a subset on PostgreSQL schemas (hostile input, sends,
- * broadcasts, plan limits, tenant isolation, provider webhooks) when `POSTGRES_URL` is set,
+ * scheduled sends, read receipts, broadcasts, plan limits, tenant isolation, provider
+ * webhooks) when `POSTGRES_URL` is set,
  * and is skipped, saying why, when it is not.
  */
 const postgres = process.env.POSTGRES_URL !== undefined && process.env.POSTGRES_URL !== ""
@@ -35,6 +36,7 @@ export default defineWorkspace([
         "test/messaging.test.ts",
         "test/metrics.test.ts",
         "test/plan-limits.test.ts",
+        "test/scheduled-sends.test.ts",
         "test/templates.test.ts",
         "test/template-sync.test.ts",
         "test/storage-under-test.test.ts",
@@ -53,15 +55,18 @@ export default defineWorkspace([
             env: { SWITCHBOARD_TEST_STORAGE: "postgres" },
             // A subset, to keep the suite short: what reaches the store's own code paths
             // beyond the contract (the edge's hostile input, plan limits and tenant
-            // isolation through HTTP, sends, broadcasts and provider webhooks end to end).
-            // Chats, contacts and idempotency are covered on PostgreSQL by the contract, the
+            // isolation through HTTP, sends, scheduled sends leaving through the send queue,
+            // read receipts, broadcasts and provider webhooks end to end). The other chat
+            // routes, contacts and idempotency are covered on PostgreSQL by the contract, the
             // chat-list oracle and the standalone server's two-process tests.
             include: [
               "test/broadcasts.test.ts",
+              "test/chats-read.test.ts",
               "test/hostile-input.test.ts",
               "test/interactive.test.ts",
               "test/messaging.test.ts",
               "test/plan-limits.test.ts",
+              "test/scheduled-sends.test.ts",
               "test/storage-under-test.test.ts",
               "test/tenant-isolation.test.ts",
               "test/whatsapp-webhook.test.ts"

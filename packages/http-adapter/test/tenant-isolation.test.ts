@@ -1,7 +1,12 @@
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
-import { ChannelVerifier } from "@switchboard/core"
-import { allContacts, contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, phone, type ApiClient } from "./helpers.js"
+import { ChannelVerifier, FileBlobStore, generateSecretKey } from "@switchboard/core"
+import { receive } from "./chats-helpers.js"
+import { allContacts, bearer, contactRows, expectEnvelope, importContacts, listen, makeHandler, makeSharedStorage, makeTenant, phone, type ApiClient } from "./helpers.js"
 
 const storage = makeSharedStorage()
 const handler = makeHandler(storage)
@@ -160,6 +165,91 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
       })
     } finally {
       await channelHandler.dispose()
+    }
+  })
+
+  it("another organization's key cannot read the owner's chat: 404, the chat still unread", async () => {
+    const owner = await makeTenant(storage, handler, { name: "Owner" })
+    const intruder = (await makeTenant(storage, handler, { name: "Intruder" })).api
+    const chat = await receive(storage, owner.organization.id, phone(1), 1, { provider_message_id: "wamid.owner" })
+    expect(chat.unread_count).toBe(1)
+    const before = { chat: (await owner.api.get(`/chats/${chat.uuid}`)).data, messages: (await owner.api.get(`/chats/${chat.uuid}/messages`)).data }
+    expectNotFound(await intruder.post(`/chats/${chat.uuid}/read`, {}))
+    expectNotFound(await intruder.post(`/chats/${chat.uuid}/read`, { typing: true }))
+    const after = { chat: (await owner.api.get(`/chats/${chat.uuid}`)).data, messages: (await owner.api.get(`/chats/${chat.uuid}/messages`)).data }
+    expect(after).toEqual(before)
+    expect(after.chat).toMatchObject({ unread: true, unread_count: 1 })
+    expect(after.messages.messages.map((message: { status: string }) => message.status)).toEqual(["delivered"])
+  })
+
+  it("another organization's key cannot read or cancel the owner's scheduled and interactive messages: 404, still scheduled", async () => {
+    const { owner, intruder } = await setUp()
+    const sendAt = new Date(Date.now() + 60_000).toISOString()
+    const interactive = {
+      type: "button",
+      body: { text: "Does Tuesday suit you?" },
+      action: { buttons: [{ type: "reply", reply: { id: "yes", title: "Yes" } }] }
+    }
+    const scheduledText = await owner.post("/send", { phone: phone(1), message: "See you at 8", send_at: sendAt })
+    const scheduledInteractive = await owner.post("/send/interactive", { phone: phone(1), interactive, send_at: sendAt })
+    const sentInteractive = await owner.post("/send/interactive", { phone: phone(1), interactive })
+    expect([scheduledText.data.status, scheduledInteractive.data.status, sentInteractive.data.status]).toEqual(["scheduled", "scheduled", "sent"])
+    const ids = [scheduledText, scheduledInteractive, sentInteractive].map((sent) => sent.data.message_id as string)
+    const read = async () => Promise.all(ids.map(async (id) => (await owner.get(`/messages/${id}`)).data))
+    const before = await read()
+    for (const id of ids) {
+      expectNotFound(await intruder.get(`/messages/${id}`))
+      expectNotFound(await intruder.post(`/messages/${id}/cancel`, {}))
+    }
+    const after = await read()
+    expect(after).toEqual(before)
+    expect(after.map((message: { type: string; status: string }) => [message.type, message.status])).toEqual([
+      ["text", "scheduled"],
+      ["interactive", "scheduled"],
+      ["interactive", "sent"]
+    ])
+    expect((await intruder.get("/chats")).data.chats).toEqual([])
+  })
+
+  it("an interactive send whose header names another organization's stored file: 404 naming the field, nothing written", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "switchboard-tenant-isolation-media-"))
+    const mediaStorage = makeSharedStorage()
+    const mediaHandler = makeHandler(mediaStorage, { secretKey: generateSecretKey(), media: { store: FileBlobStore.layer({ directory }) } })
+    const server = await listen(mediaHandler)
+    try {
+      const owner = await makeTenant(mediaStorage, mediaHandler, { name: "Owner" })
+      const intruder = (await makeTenant(mediaStorage, mediaHandler, { name: "Intruder" })).api
+      // A PNG's signature and header chunk, then an IDAT chunk of random bytes.
+      const png = Buffer.concat([
+        Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489000003e849444154", "hex"),
+        randomBytes(1_004)
+      ])
+      const form = new FormData()
+      form.append("file", new Blob([png], { type: "image/png" }), "banner.png")
+      const uploaded = await fetch(`${server.base}/media`, { method: "POST", headers: bearer(owner.apiKey), body: form })
+      const record = expectEnvelope(uploaded.status, await uploaded.text())
+      expect([record.status, record.data.type, record.data.status]).toEqual([200, "image", "stored"])
+      const mediaUuid = record.data.uuid as string
+      // The owner's own send names it without complaint.
+      const interactive = {
+        type: "button",
+        header: { type: "image", image: { media_uuid: mediaUuid } },
+        body: { text: "Our new menu" },
+        action: { buttons: [{ type: "reply", reply: { id: "more", title: "Tell me more" } }] }
+      }
+      expect((await owner.api.post("/send/interactive", { phone: phone(1), interactive })).status).toBe(200)
+      const ownerBefore = { media: (await owner.api.get(`/media/${mediaUuid}`)).data, chats: (await owner.api.get("/chats")).data }
+      const refused = await intruder.post("/send/interactive", { phone: phone(2), interactive })
+      expectNotFound(refused)
+      expect(refused.errors.map((error) => error.field)).toEqual(["interactive.header.image.media_uuid"])
+      expect((await intruder.get("/contacts")).data.pagination.total).toBe(0)
+      expect((await intruder.get("/chats")).data.chats).toEqual([])
+      expect((await intruder.get("/media")).data.media).toEqual([])
+      expect({ media: (await owner.api.get(`/media/${mediaUuid}`)).data, chats: (await owner.api.get("/chats")).data }).toEqual(ownerBefore)
+    } finally {
+      await server.close()
+      await mediaHandler.dispose()
+      rmSync(directory, { recursive: true, force: true })
     }
   })
 })
