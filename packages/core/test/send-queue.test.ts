@@ -43,6 +43,8 @@ const message = (overrides: Partial<Message> = {}): Message => ({
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
+  reply_to: null,
+  reactions: [],
   created_at: new Date(NOW).toISOString(),
   updated_at: new Date(NOW).toISOString(),
   ...overrides

@@ -520,7 +520,7 @@ describe("plan limits without transactions", () => {
         const request = {
           contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
           newChat: { uuid: fixtures.uuid() as never, status: "open" },
-          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(1), updated_at: instant(1) },
+          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: instant(1), updated_at: instant(1) },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: false,
@@ -546,7 +546,7 @@ describe("provider status reports without transactions", () => {
     const outcome = yield* chats.appendMessage(org.id, {
       contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
       newChat: { uuid: fixtures.uuid() as never, status: "open" },
-      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(0), updated_at: instant(0) },
+      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: instant(0), updated_at: instant(0) },
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,

@@ -9,6 +9,7 @@ import { mediaTables } from "./schema/media.js"
 import { organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
 import { recordTables } from "./schema/records.js"
+import { repliesAndReactionsChanges } from "./schema/repliesAndReactions.js"
 import { templatesFromMetaChanges } from "./schema/templatesFromMeta.js"
 import type { SchemaContext } from "./schema/context.js"
 
@@ -56,6 +57,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // and broadcasts; existing outbound rows and broadcasts filled from their channel
     // (schema/delivery.ts).
     sql: transportKindColumns
+  },
+  {
+    version: 6,
+    name: "replies and reactions",
+    // messages.reply_to and messages.reactions; existing inbound reactions folded into
+    // their targets, and chats whose last message was a reaction given their newest other
+    // message (schema/repliesAndReactions.ts).
+    sql: repliesAndReactionsChanges
   }
 ]
 

@@ -14,7 +14,8 @@ import {
   CHATS_MIGRATION,
   CUSTOMER_SERVICE_WINDOW_MIGRATION,
   MESSAGES_WIDENED_MIGRATION,
-  PENDING_MESSAGE_STATUSES_MIGRATION
+  PENDING_MESSAGE_STATUSES_MIGRATION,
+  REPLIES_AND_REACTIONS_MIGRATION
 } from "./schema/chats.js"
 import { BROADCASTS_MIGRATION, SEND_QUEUE_MIGRATION, TRANSPORT_KIND_MIGRATION, WEBHOOKS_MIGRATION } from "./schema/delivery.js"
 import { MEDIA_MIGRATION } from "./schema/media.js"
@@ -329,6 +330,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // and broadcasts; existing outbound rows and broadcasts filled from their channel
     // (schema/delivery.ts).
     up: TRANSPORT_KIND_MIGRATION
+  },
+  {
+    version: 23,
+    name: "replies_and_reactions",
+    // messages.reply_to and messages.reactions; existing inbound reactions folded into
+    // their targets, and chats whose last message was a reaction given their newest other
+    // message (schema/chats.ts).
+    up: REPLIES_AND_REACTIONS_MIGRATION
   }
 ]
 
