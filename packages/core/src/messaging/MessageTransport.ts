@@ -30,7 +30,11 @@ interface OutboundEnvelope {
  * - `template`: `{type: "template", template: {name, language: {code}, components}}`, the
  *   send object of `POST /send/template` (docs/messaging.md);
  * - `media`: `{type: "media", media: {type: image|video|audio|document, url or id, caption?, filename?}}`
- *   (`id`: the provider's media id of an uploaded file, docs/media.md "Sending a stored file").
+ *   (`id`: the provider's media id of an uploaded file, docs/media.md "Sending a stored file");
+ * - `reaction`: `{type: "reaction", reaction: {message_id, emoji}}`, the business's reaction
+ *   to the message the provider knows as `message_id` (its `wamid`); `emoji` one emoji, or
+ *   `""` to remove the reaction (docs/messaging.md "Reactions"). A transport that cannot
+ *   send it fails the message permanently.
  * `message_id` is the message record's uuid, for correlation (the WhatsApp Cloud API
  * transport sends it as `biz_opaque_callback_data`, echoed in Meta's status notifications). `channel` is the
  * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
@@ -57,6 +61,7 @@ export type OutboundMessage = OutboundEnvelope &
           readonly filename?: string | undefined
         } & ({ readonly url: string; readonly id?: undefined } | { readonly id: string; readonly url?: undefined })
       }
+    | { readonly type: "reaction"; readonly reaction: { readonly message_id: string; readonly emoji: string } }
   )
 
 /**

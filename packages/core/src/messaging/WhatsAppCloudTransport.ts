@@ -123,6 +123,8 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
       if (filename !== undefined && type === "document") media.filename = filename
       return { ...base, type, [type]: media }
     }
+    case "reaction":
+      return { ...base, type: "reaction", reaction: { message_id: message.reaction.message_id, emoji: message.reaction.emoji } }
   }
 }
 

@@ -301,6 +301,19 @@ export type Message = typeof Message.Type
 export const listedMessageType = (type: MessageType): boolean => type !== "reaction"
 
 /**
+ * Whether `emoji` may be sent as a reaction (docs/messaging.md "Reactions"): one emoji, a
+ * single grapheme matching Unicode's `RGI_Emoji` property of strings (`/^\p{RGI_Emoji}$/v`:
+ * a flag, a skin tone or a ZWJ sequence counts as one), or `""`, which removes the
+ * reaction. Meta refuses anything else (131009).
+ *
+ * @category models
+ */
+export const validReactionEmoji = (emoji: string): boolean => emoji === "" || REACTION_EMOJI.test(emoji)
+
+/** One RGI emoji, the whole string (the `v` flag, ES2024, built at run time for an ES2022 target). */
+const REACTION_EMOJI = new RegExp("^\\p{RGI_Emoji}$", "v")
+
+/**
  * A message's `reactions` after `party` reacted with `emoji` at `at`: the party's earlier
  * reaction is replaced, or removed when `emoji` is `""` (docs/messaging.md "Reactions");
  * the very array given when nothing changes: the party's stored reaction is newer than
