@@ -75,6 +75,42 @@ export const foldReaction = async (
   }
 }
 
+/**
+ * Folds the inbound reaction rows written before reactions were folded (no
+ * `reactions_folded`) into their targets, at start-up (the SQL stores' migrations' rule):
+ * oldest first, each the contact's reaction on its target at the row's `created_at` (a
+ * later one replaces it, an empty emoji removes it), with no event; each row is then
+ * marked. Chats whose last message was such a row get their newest other message as last
+ * (none: `''` and `null`). Idempotent: a crash between is repaired at the next start.
+ */
+export const upgradeReactions = async (collections: Collections): Promise<void> => {
+  const rows = await collections.messages
+    .find({ type: eq("reaction"), reactions_folded: { $exists: false } }, { sort: { created_at: 1, _id: 1 } })
+    .toArray()
+  for (const row of rows) {
+    const content = row.content === undefined || row.content === null ? {} : (JSON.parse(row.content) as Record<string, unknown>)
+    const reaction = (typeof content.reaction === "object" && content.reaction !== null ? content.reaction : content) as Record<string, unknown>
+    if (row.direction === "inbound" && typeof reaction.message_id === "string" && reaction.message_id !== "") {
+      const emoji = typeof reaction.emoji === "string" ? reaction.emoji : ""
+      const target = await messageByProviderId(collections, row.organization_id, reaction.message_id)
+      if (target !== null && target.type !== "reaction") {
+        const reactions = withReaction(messageRecord(target).reactions, "contact", emoji, row.created_at)
+        await collections.messages.updateOne({ _id: eq(target._id) }, { $set: { reactions } } as never)
+      }
+    }
+    const chat = await collections.contacts.findOne({ "chat.last_message_uuid": eq(row._id) } as never, { projection: CHAT_PROJECTION })
+    if (chat !== null) {
+      const [newest] = await collections.messages
+        .find({ chat_uuid: eq(row.chat_uuid), type: { $ne: "reaction" as const } }, { sort: { created_at: -1, _id: -1 }, limit: 1 })
+        .toArray()
+      await collections.contacts.updateOne({ _id: eq(chat._id) }, {
+        $set: { "chat.last_message_uuid": newest?._id ?? null, "chat.last_message_at": newest?.created_at ?? "" }
+      } as never)
+    }
+    await collections.messages.updateOne({ _id: eq(row._id) }, { $set: { reactions_folded: true } } as never)
+  }
+}
+
 /** How many times a compare-and-set update is retried when another write came first. */
 const CAS_ATTEMPTS = 10
 
@@ -179,7 +215,9 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
       const document = {
         ...messageDocument(organizationId, message, dedupeKey),
         ...placed?.dispatch,
-        ...(pendingMedia === undefined ? {} : { pending_media: pendingMedia })
+        ...(pendingMedia === undefined ? {} : { pending_media: pendingMedia }),
+        // Folded in this append: the start-up's upgradeReactions leaves it.
+        ...(message.type === "reaction" ? { reactions_folded: true as const } : {})
       }
       await collections.messages.insertOne(
         received.length === 0 ? document : { ...document, pending_events: [pendingEvent("message.received", request.now, received, message)] }
