@@ -139,6 +139,8 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
     }
     case "interactive":
       return { ...base, type: "interactive", interactive: message.interactive }
+    case "reaction":
+      return { ...base, type: "reaction", reaction: { message_id: message.reaction.message_id, emoji: message.reaction.emoji } }
   }
 }
 
