@@ -138,6 +138,8 @@ describe("Messaging.sendText (POST /send)", () => {
             attempts: 1,
             next_attempt_at: null,
             broadcast_uuid: null,
+            reply_to: null,
+            reactions: [],
             created_at: "1970-01-01T00:00:00.000Z",
             updated_at: "1970-01-01T00:00:00.000Z"
           }

@@ -10,7 +10,9 @@ import {
   type Message,
   type MessageId,
   type MessageTransportService,
+  isFreeForm,
   type OrganizationId,
+  outboundOfRecord,
   PACING_LATENESS_MS,
   pairRateWaitMs,
   RecordNotFound,
@@ -43,6 +45,8 @@ const message = (overrides: Partial<Message> = {}): Message => ({
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
+  reply_to: null,
+  reactions: [],
   created_at: new Date(NOW).toISOString(),
   updated_at: new Date(NOW).toISOString(),
   ...overrides
@@ -391,4 +395,22 @@ describe("attemptClaimedMessage: the customer service window", () => {
       })
       expect(calls).toHaveLength(0)
     }))
+})
+
+describe("outboundOfRecord: an outbound reaction row", () => {
+  it("is handed to the transport as Meta's reaction {message_id, emoji} from content.reaction; the window applies to it", () => {
+    const row = message({ type: "reaction", text: "👍", content: { reaction: { message_id: "wamid.target", emoji: "👍", target_uuid: "0190f6b4-7b7e-7c4e-8a5d-1f2e3d4c5b6e" } } })
+    expect(outboundOfRecord(row, "+14155550100", null)).toEqual({
+      message_id: row.uuid,
+      to: "+14155550100",
+      channel: null,
+      type: "reaction",
+      reaction: { message_id: "wamid.target", emoji: "👍" }
+    })
+    expect(outboundOfRecord({ ...row, content: { reaction: { message_id: "wamid.target", emoji: "" } } }, "+14155550100", null)).toMatchObject({
+      type: "reaction",
+      reaction: { message_id: "wamid.target", emoji: "" }
+    })
+    expect(isFreeForm("reaction")).toBe(true)
+  })
 })

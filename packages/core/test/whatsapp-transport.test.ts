@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { classifyFailure, MessageTransport, recordingTransport, transportKindOf, WhatsAppCloudTransport } from "@switchboard/core"
+import { classifyFailure, MessageTransport, recordingTransport, transportKindOf, validReactionEmoji, WhatsAppCloudTransport } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
@@ -60,6 +60,26 @@ describe("WhatsApp Cloud API transport", () => {
         { ...envelope("m-4"), type: "audio", audio: { link: "https://example.com/a.ogg" } }
       ])
     }))
+
+  it.live("sends a reaction and its removal in Meta's shape; the simulator refuses a reaction that is not one emoji with 131009", () =>
+    Effect.gen(function* () {
+      yield* send({ channel: null, message_id: "m-r1", to: "+14155550100", type: "reaction", reaction: { message_id: "wamid.target", emoji: "👍🏽" } })
+      yield* send({ channel: null, message_id: "m-r2", to: "+14155550100", type: "reaction", reaction: { message_id: "wamid.target", emoji: "" } })
+      expect(recorded().map((r) => r.body)).toEqual([
+        { ...envelope("m-r1"), type: "reaction", reaction: { message_id: "wamid.target", emoji: "👍🏽" } },
+        { ...envelope("m-r2"), type: "reaction", reaction: { message_id: "wamid.target", emoji: "" } }
+      ])
+      expect(simulator.sends()).toHaveLength(2)
+      for (const reaction of [{ message_id: "wamid.target", emoji: "ok" }, { message_id: "wamid.target", emoji: "👍👍" }, { message_id: "", emoji: "👍" }]) {
+        const error = yield* Effect.flip(send({ channel: null, message_id: "m-r3", to: "+14155550100", type: "reaction", reaction }))
+        expect(error).toMatchObject({ _tag: "TransportFailed", provider_code: "131009", http_status: 400 })
+      }
+    }))
+
+  it("validReactionEmoji: one emoji (skin tones, flags and ZWJ sequences count as one) or empty; anything else refused", () => {
+    for (const emoji of ["", "👍", "👍🏽", "🇳🇱", "👨‍👩‍👧", "❤️"]) expect(validReactionEmoji(emoji)).toBe(true)
+    for (const emoji of ["a", "👍👍", " 👍", "👍 ", ":)", "1"]) expect(validReactionEmoji(emoji)).toBe(false)
+  })
 
   it.live("maps a provider error to TransportFailed with its message and code", () =>
     Effect.gen(function* () {

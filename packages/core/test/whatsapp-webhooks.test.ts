@@ -209,7 +209,7 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
       })
     ))
 
-  it.effect("a reaction is stored but neither counts as unread nor reopens a resolved chat", () =>
+  it.effect("a reaction is stored but neither counts as unread, reopens a resolved chat, nor shows as a message or the last one", () =>
     run(() =>
       Effect.gen(function* () {
         const { orgId } = yield* withChannel()
@@ -220,8 +220,39 @@ describe("WhatsAppWebhooks.receive: customer messages", () => {
         yield* chats.setStatus(orgId, chat.uuid, "resolved")
         expect(yield* receive(fixture("reaction"))).toMatchObject({ received: 1 })
         const after = yield* onlyChat(orgId)
-        expect(after.chat).toMatchObject({ unread_count: 0, status: "resolved" })
-        expect(after.messages[0]).toMatchObject({ type: "reaction", content: { reaction: { message_id: expect.any(String), emoji: expect.any(String) } } })
+        expect(after.chat).toMatchObject({ unread_count: 0, status: "resolved", last_message: { type: "text" } })
+        expect(after.messages.map((message) => message.type)).toEqual(["text"])
+      })
+    ))
+
+  it.effect("a customer's reaction to a message lands in its reactions (replaced, then removed); a reply gets reply_to", () =>
+    run(() =>
+      Effect.gen(function* () {
+        const { orgId } = yield* withChannel()
+        yield* receive(fixture("text"))
+        const react = (id: string, emoji: string, timestamp: string) => {
+          const payload = structuredClone(fixture("reaction")) as any
+          Object.assign(payload.entry[0].changes[0].value.messages[0], { id, timestamp, reaction: { message_id: "wamid.text1", emoji } })
+          return receive(payload)
+        }
+        yield* react("wamid.r1", "👍", "1749416383")
+        const first = yield* onlyChat(orgId)
+        expect(first.messages[0]!.reactions).toEqual([{ emoji: "👍", by: "contact", at: expect.any(String) }])
+        yield* react("wamid.r2", "🎉", "1749416390")
+        expect((yield* onlyChat(orgId)).messages[0]!.reactions).toEqual([{ emoji: "🎉", by: "contact", at: expect.any(String) }])
+        yield* react("wamid.r3", "", "1749416395")
+        expect((yield* onlyChat(orgId)).messages[0]!.reactions).toEqual([])
+        const reply = structuredClone(fixture("text")) as any
+        Object.assign(reply.entry[0].changes[0].value.messages[0], { id: "wamid.reply1", context: { from: "15550783881", id: "wamid.text1" } })
+        yield* receive(reply)
+        const unknown = structuredClone(fixture("text")) as any
+        Object.assign(unknown.entry[0].changes[0].value.messages[0], { id: "wamid.reply2", context: { from: "15550783881", id: "wamid.nobody" } })
+        yield* receive(unknown)
+        const { messages } = yield* onlyChat(orgId)
+        const byId = new Map(messages.map((message) => [message.provider_message_id, message]))
+        expect(byId.get("wamid.reply1")!.reply_to).toBe(byId.get("wamid.text1")!.uuid)
+        expect(byId.get("wamid.reply2")!.reply_to).toBeNull()
+        expect(byId.get("wamid.text1")!.reply_to).toBeNull()
       })
     ))
 

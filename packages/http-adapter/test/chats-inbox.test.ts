@@ -28,6 +28,8 @@ const MESSAGE_FIELDS = [
   "media",
   "next_attempt_at",
   "provider_message_id",
+  "reactions",
+  "reply_to",
   "status",
   "template",
   "text",

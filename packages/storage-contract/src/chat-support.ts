@@ -98,6 +98,8 @@ const message = (
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
+  reply_to: null,
+  reactions: [],
   created_at: options.createdAt ?? now,
   updated_at: options.createdAt ?? now
 })

@@ -244,6 +244,8 @@ const message = (direction: "inbound" | "outbound", text: string, createdAt: str
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
+  reply_to: null,
+  reactions: [],
   created_at: createdAt,
   updated_at: createdAt
 })

@@ -153,7 +153,7 @@ const applyChat = (storage: StorageService, organizationId: OrganizationId, writ
     yield* storage.chats.appendMessage(organizationId, {
       contact: { _tag: "ById", uuid: write.contactId },
       newChat: { uuid: chatId, status: "open" },
-      message: { uuid: messageId as never, direction: write.outbound ? "outbound" : "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: now, updated_at: now },
+      message: { uuid: messageId as never, direction: write.outbound ? "outbound" : "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: now, updated_at: now },
       unreadIncrement: write.outbound ? 0 : 1,
       reopen: { from: [], to: "open" },
       dedupe: false,
@@ -165,7 +165,7 @@ const applyChat = (storage: StorageService, organizationId: OrganizationId, writ
 const noise = (n: number) => ({
   contact: { _tag: "ByPhone" as const, phone: fixtures.phone(n), create: { uuid: `00000000-0000-4000-b000-${String(n).padStart(12, "0")}` as ContactId, first_name: "Maria", last_name: null } },
   newChat: { uuid: `00000000-0000-4000-c000-${String(n).padStart(12, "0")}` as ChatId, status: "open" as const },
-  message: { uuid: `00000000-0000-4000-d000-${String(n).padStart(12, "0")}` as never, direction: "inbound" as const, type: "text" as const, text: "x", template: null, media: null, content: null, status: "delivered" as const, provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: fixtures.instant(n), updated_at: fixtures.instant(n) },
+  message: { uuid: `00000000-0000-4000-d000-${String(n).padStart(12, "0")}` as never, direction: "inbound" as const, type: "text" as const, text: "x", template: null, media: null, content: null, status: "delivered" as const, provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: fixtures.instant(n), updated_at: fixtures.instant(n) },
   unreadIncrement: 1,
   reopen: { from: [], to: "open" as const },
   dedupe: false,

@@ -17,6 +17,7 @@ import type { StorageContractOptions } from "./options.js"
 import { organizationsContract } from "./organizations.js"
 import { outboxContract } from "./outbox.js"
 import { providerStatusesContract } from "./provider-statuses.js"
+import { repliesAndReactionsContract } from "./replies-and-reactions.js"
 import { templatesContract } from "./templates.js"
 import { templateSyncsContract } from "./template-syncs.js"
 import { webhookRejectsContract } from "./webhook-rejects.js"
@@ -26,7 +27,7 @@ import { customerServiceWindowContract } from "./window.js"
 /**
  * Registers the whole storage contract suite with vitest: one `describe` per repository
  * (topic modules: `organizations.ts`, `contacts-import.ts`, `contacts.ts`, `groups.ts`,
- * `labels.ts`, `chats.ts`, `messages.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
+ * `labels.ts`, `chats.ts`, `messages.ts`, `replies-and-reactions.ts`, `provider-statuses.ts`, `window.ts`, `chats-list.ts`, `chats-import.ts`,
  * `templates.ts`, `template-syncs.ts`, `basic-replies.ts`, `idempotency.ts`, `channels.ts`, `webhooks.ts`,
  * `webhook-rejects.ts`, `outbox.ts`, `broadcasts.ts`, `media.ts`, and `operations.ts` for `health()` and
  * `outbox.summary()`), each test on a fresh store from
@@ -49,6 +50,7 @@ export const runStorageContract = (options: StorageContractOptions): void => {
     labelsContract(options)
     chatsContract(options)
     messagesContract(options)
+    repliesAndReactionsContract(options)
     providerStatusesContract(options)
     customerServiceWindowContract(options)
     chatsListContract(options)

@@ -41,6 +41,62 @@ describe("start-up", () => {
       expect(fake.calls.filter((c) => c.method === "createIndexes").length).toBe(2 * Object.values(INDEXES).filter((list) => list.length > 0).length)
     }))
 
+  it.effect("reaction rows of an earlier version are folded into their targets at start-up (newest wins, a removal leaves none), once; a chat whose last message was one gets its newest other message", () =>
+    Effect.gen(function* () {
+      const fake = makeFakeDb()
+      const message = (uuid: string, direction: "inbound" | "outbound", providerId: string, minutes: number) => ({
+        uuid: uuid as never, direction, type: "text", text: "hi", template: null, media: null, content: null,
+        status: direction === "inbound" ? "delivered" : "sent", provider_message_id: providerId, failure: null, channel_uuid: null,
+        transport: direction === "inbound" ? null : "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null,
+        reply_to: null, reactions: [], created_at: instant(minutes), updated_at: instant(minutes)
+      }) as const
+      const [inbound, outbound] = [fixtures.uuid(), fixtures.uuid()]
+      const { org, chatUuid, contactUuid } = yield* withStorage(
+        fake,
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const contact = fixtures.uuid() as ContactId
+          const first = yield* chats.appendMessage(org.id, {
+            contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: contact, first_name: null, last_name: null } },
+            newChat: { uuid: fixtures.uuid() as never, status: "open" },
+            message: message(inbound, "inbound", "wamid.in", 1),
+            unreadIncrement: 1, reopen: { from: [], to: "open" }, dedupe: true, now: instant(1)
+          })
+          yield* chats.appendMessage(org.id, {
+            contact: { _tag: "ById", uuid: contact }, newChat: { uuid: fixtures.uuid() as never, status: "open" },
+            message: message(outbound, "outbound", "wamid.out", 2), unreadIncrement: 0, reopen: { from: [], to: "open" }, dedupe: false, now: instant(2)
+          })
+          return { org, chatUuid: first._tag === "Appended" ? first.chat.uuid : "", contactUuid: contact }
+        })
+      )
+      // What an earlier version stored: reaction rows as messages, one of them the chat's last.
+      const legacy = (id: string, target: string, emoji: string, minutes: number) => ({
+        _id: id, organization_id: org.id, chat_uuid: chatUuid, contact_uuid: contactUuid, direction: "inbound", type: "reaction",
+        text: emoji === "" ? null : emoji, template: null, media: null, content: JSON.stringify({ reaction: { message_id: target, emoji } }),
+        status: "delivered", provider_message_id: `wamid.${id}`, failure: null, channel_uuid: null,
+        created_at: instant(minutes), updated_at: instant(minutes)
+      })
+      yield* Effect.promise(async () => {
+        const { messages, contacts } = collectionsOf(fake.db)
+        await messages.insertMany([
+          legacy("r1", "wamid.out", "👍", 3), legacy("r2", "wamid.out", "❤️", 4), legacy("r3", "wamid.in", "😀", 5), legacy("r4", "wamid.in", "", 6)
+        ] as never)
+        await contacts.updateOne({ _id: contactUuid } as never, { $set: { "chat.last_message_uuid": "r4", "chat.last_message_at": instant(6) } } as never)
+      })
+      const read = Effect.gen(function* () {
+        const { chats } = yield* Storage
+        const target = Option.getOrThrow(yield* chats.findMessage(org.id, outbound as never))
+        const other = Option.getOrThrow(yield* chats.findMessage(org.id, inbound as never))
+        const chat = Option.getOrThrow(yield* chats.findById(org.id, chatUuid as never))
+        return { target: target.reactions, other: other.reactions, last: chat.last_message?.uuid, at: chat.last_message_at }
+      })
+      const expected = { target: [{ emoji: "❤️", by: "contact", at: instant(4) }], other: [], last: outbound, at: instant(2) }
+      expect(yield* withStorage(fake, read)).toEqual(expected)
+      expect(fake.documents("messages").filter((d) => d.type === "reaction").every((d) => d.reactions_folded === true)).toBe(true)
+      expect(yield* withStorage(fake, read)).toEqual(expected)
+    }))
+
   it.effect("a database of an earlier version is upgraded: the identity index without accounts dropped, FLAGGED and REINSTATED templates APPROVED, one jittered sync record per channel account", () =>
     Effect.gen(function* () {
       const fake = makeFakeDb()
@@ -520,7 +576,7 @@ describe("plan limits without transactions", () => {
         const request = {
           contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
           newChat: { uuid: fixtures.uuid() as never, status: "open" },
-          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(1), updated_at: instant(1) },
+          message: { uuid: fixtures.uuid() as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: instant(1), updated_at: instant(1) },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: false,
@@ -546,7 +602,7 @@ describe("provider status reports without transactions", () => {
     const outcome = yield* chats.appendMessage(org.id, {
       contact: { _tag: "ByPhone", phone: phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
       newChat: { uuid: fixtures.uuid() as never, status: "open" },
-      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: instant(0), updated_at: instant(0) },
+      message: { uuid: fixtures.uuid() as never, direction: "outbound", type: "text", text: "hi", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: instant(0), updated_at: instant(0) },
       unreadIncrement: 0,
       reopen: { from: [], to: "open" },
       dedupe: false,

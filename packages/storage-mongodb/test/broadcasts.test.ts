@@ -82,6 +82,8 @@ const recipientOf = (broadcastId: BroadcastId, contact: Contact): BroadcastRecip
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcastId,
+    reply_to: null,
+    reactions: [],
     created_at: at(2),
     updated_at: at(2)
   },

@@ -101,6 +101,8 @@ const receive = (organizationId: OrganizationId, n: number, media: NewInboundMed
         attempts: 0,
         next_attempt_at: null,
         broadcast_uuid: null,
+        reply_to: null,
+        reactions: [],
         created_at: media.created_at,
         updated_at: media.created_at
       },

@@ -125,6 +125,8 @@ const send = (organizationId: OrganizationId, options: SendOptions = {}) =>
         attempts: 0,
         next_attempt_at: null,
         broadcast_uuid: null,
+        reply_to: null,
+        reactions: [],
         created_at: now,
         updated_at: now
       },

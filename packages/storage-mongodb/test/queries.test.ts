@@ -341,7 +341,7 @@ describe("plan-limit and rate-limit documents", () => {
     const pipeline = chatTouchPipeline({
       contact: { _tag: "ById", uuid: "c" as never },
       newChat: { uuid: "n" as never, status: "open" },
-      message: { uuid: "m2" as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: "2026-01-02T00:00:00.000Z", updated_at: "2026-01-02T00:00:00.000Z" },
+      message: { uuid: "m2" as never, direction: "inbound", type: "text", text: "hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, transport: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: "2026-01-02T00:00:00.000Z", updated_at: "2026-01-02T00:00:00.000Z" },
       unreadIncrement: 1,
       reopen: { from: ["resolved", "closed"], to: "open" },
       dedupe: false,

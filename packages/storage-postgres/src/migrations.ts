@@ -9,6 +9,7 @@ import { mediaTables } from "./schema/media.js"
 import { organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
 import { recordTables } from "./schema/records.js"
+import { repliesAndReactionsChanges } from "./schema/repliesAndReactions.js"
 import { templatesFromMetaChanges } from "./schema/templatesFromMeta.js"
 import type { SchemaContext } from "./schema/context.js"
 
@@ -64,6 +65,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // send_at of a scheduled send) and an index of the scheduled messages by when they are
     // due (schema/delivery.ts).
     sql: scheduledSendsChanges
+  },
+  {
+    version: 6,
+    name: "replies and reactions",
+    // messages.reply_to and messages.reactions; existing inbound reactions folded into
+    // their targets, and chats whose last message was a reaction given their newest other
+    // message (schema/repliesAndReactions.ts).
+    sql: repliesAndReactionsChanges
   }
 ]
 

@@ -137,13 +137,14 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
       const q = `"${schema}"`
       const transportMigration = migrations.find((migration) => migration.name === "transport kind")!
       // Back to the version before: what a store migrated before the transport kind holds.
-      // Migration 5 (scheduled sends) undone first.
+      // Migrations 5 (scheduled sends) and 6 (replies and reactions) undone first.
       yield* Effect.promise(() =>
         pool.query(`DROP INDEX ${q}.messages_send_queue_scheduled; ALTER TABLE ${q}.messages DROP COLUMN scheduled_at;
           ALTER TABLE ${q}.messages DROP CONSTRAINT messages_status_check;
           ALTER TABLE ${q}.messages ADD CONSTRAINT messages_status_check
             CHECK (status IN ('queued', 'sending', 'sent', 'delivered', 'read', 'failed'));
           ALTER TABLE ${q}.messages DROP COLUMN transport; ALTER TABLE ${q}.broadcasts DROP COLUMN transport;
+          ALTER TABLE ${q}.messages DROP COLUMN reply_to, DROP COLUMN reactions;
           DELETE FROM ${q}.schema_migrations WHERE version >= ${transportMigration.version}`)
       )
       const org = fixtures.organization()
@@ -225,6 +226,53 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
         pool.query("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname = 'messages_send_queue_scheduled'", [schema])
       )
       expect(indexes.rows).toHaveLength(1)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("migration 6 folds inbound reactions into their targets (the newest per target; a removal leaves none) and gives chats whose last message was a reaction their newest other message", () =>
+    Effect.gen(function* () {
+      const { schema, pool } = yield* schemaAt(4)
+      const q = `"${schema}"`
+      const org = fixtures.organization()
+      const reaction = (target: string, emoji: string) => JSON.stringify({ timestamp: "1", reaction: { message_id: target, emoji } })
+      const rows = [
+        ["m1", "chat1", "c1", "outbound", "text", "Hello", null, "sent", "wamid.out"],
+        ["m2", "chat1", "c1", "inbound", "text", "Hi", null, "delivered", "wamid.in"],
+        ["r1", "chat1", "c1", "inbound", "reaction", "😀", reaction("wamid.in", "😀"), "delivered", "wamid.r1"],
+        ["r2", "chat1", "c1", "inbound", "reaction", "👍", reaction("wamid.out", "👍"), "delivered", "wamid.r2"],
+        ["r3", "chat1", "c1", "inbound", "reaction", "❤️", reaction("wamid.out", "❤️"), "delivered", "wamid.r3"],
+        ["r4", "chat1", "c1", "inbound", "reaction", null, reaction("wamid.in", ""), "delivered", "wamid.r4"],
+        ["r5", "chat2", "c2", "inbound", "reaction", "👍", reaction("wamid.nobody", "👍"), "delivered", "wamid.r5"]
+      ] as const
+      yield* Effect.promise(async () => {
+        await pool.query(`INSERT INTO ${q}.organizations (id, name, api_access, subscription, created_at, updated_at) VALUES ($1, 'Org', true, 'active', now(), now())`, [org.id])
+        for (const [contact, chat, phone] of [["c1", "chat1", "+14155550101"], ["c2", "chat2", "+14155550102"]]) {
+          await pool.query(`INSERT INTO ${q}.contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ($1, $2, $3, now(), now())`, [contact, org.id, phone])
+          await pool.query(`INSERT INTO ${q}.chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES ($1, $2, $3, 'open', now(), now())`, [chat, org.id, contact])
+        }
+        for (const [n, row] of rows.entries()) {
+          await pool.query(
+            `INSERT INTO ${q}.messages (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, content, status, provider_message_id, created_at, updated_at)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+            [row[0], org.id, ...row.slice(1), fixtures.instant(n)]
+          )
+        }
+        await pool.query(`UPDATE ${q}.chats SET last_message_uuid = 'r4', last_message_at = $1 WHERE uuid = 'chat1'`, [fixtures.instant(5)])
+        await pool.query(`UPDATE ${q}.chats SET last_message_uuid = 'r5', last_message_at = $1 WHERE uuid = 'chat2'`, [fixtures.instant(6)])
+      })
+      expect(yield* PostgresStorage.migrate(pool, schema)).toBe(LATEST_VERSION)
+      const storage = yield* Effect.scoped(PostgresStorage.make({ pool, schema, migrate: false }))
+      const messages = yield* Effect.all(["m1", "m2", "r3"].map((uuid) => storage.chats.findMessage(org.id, uuid as never)))
+      expect(messages.map((m) => Option.map(m, (found) => [found.uuid, found.reactions, found.reply_to]))).toEqual([
+        Option.some(["m1", [{ emoji: "❤️", by: "contact", at: fixtures.instant(4) }], null]),
+        Option.some(["m2", [], null]),
+        Option.some(["r3", [], null])
+      ])
+      const chats = yield* Effect.all(["chat1", "chat2"].map((uuid) => storage.chats.findById(org.id, uuid as never)))
+      expect(chats.map((c) => Option.map(c, (found) => [found.uuid, found.last_message?.uuid ?? null, found.last_message_at]))).toEqual([
+        Option.some(["chat1", "m2", fixtures.instant(1)]),
+        Option.some(["chat2", null, null])
+      ])
     }).pipe(Effect.scoped)
   )
 

@@ -89,6 +89,8 @@ const outboundText = (contactId: ContactId, id: MessageId) => ({
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,
+    reply_to: null,
+    reactions: [],
     created_at: instant(0),
     updated_at: instant(0)
   },
@@ -143,6 +145,8 @@ export const inboundText = (from: string, wamid: string, now: string): ChatAppen
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,
+    reply_to: null,
+    reactions: [],
     created_at: now,
     updated_at: now
   },

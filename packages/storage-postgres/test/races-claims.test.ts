@@ -137,6 +137,8 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: races o
                   attempts: 0,
                   next_attempt_at: null,
                   broadcast_uuid: null,
+                  reply_to: null,
+                  reactions: [],
                   created_at: now0,
                   updated_at: now0
                 },

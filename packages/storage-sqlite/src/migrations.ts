@@ -14,7 +14,8 @@ import {
   CHATS_MIGRATION,
   CUSTOMER_SERVICE_WINDOW_MIGRATION,
   MESSAGES_WIDENED_MIGRATION,
-  PENDING_MESSAGE_STATUSES_MIGRATION
+  PENDING_MESSAGE_STATUSES_MIGRATION,
+  REPLIES_AND_REACTIONS_MIGRATION
 } from "./schema/chats.js"
 import {
   BROADCASTS_MIGRATION,
@@ -343,6 +344,14 @@ export const migrations: ReadonlyArray<Migration> = [
     // kept, with `scheduled_at` (the send_at of a scheduled send) and an index of the
     // scheduled messages by when they are due (schema/delivery.ts).
     up: SCHEDULED_SENDS_MIGRATION
+  },
+  {
+    version: 23,
+    name: "replies_and_reactions",
+    // messages.reply_to and messages.reactions; existing inbound reactions folded into
+    // their targets, and chats whose last message was a reaction given their newest other
+    // message (schema/chats.ts).
+    up: REPLIES_AND_REACTIONS_MIGRATION
   }
 ]
 

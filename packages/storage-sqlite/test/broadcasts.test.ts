@@ -94,6 +94,8 @@ const recipientOf = (broadcastId: BroadcastId, contact: Pick<Contact, "uuid" | "
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcastId,
+    reply_to: null,
+    reactions: [],
     created_at: at(1),
     updated_at: at(1)
   },

@@ -241,7 +241,7 @@ describe("migrations", () => {
         const inbound = {
           contact: { _tag: "ByPhone", phone: "+999123", create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null, phone_valid: false } },
           newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
-          message: { uuid: fixtures.uuid(), direction: "inbound", type: "text", text: "Hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: "t", updated_at: "t" },
+          message: { uuid: fixtures.uuid(), direction: "inbound", type: "text", text: "Hi", template: null, media: null, content: null, status: "delivered", provider_message_id: null, failure: null, channel_uuid: null, attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: "t", updated_at: "t" },
           unreadIncrement: 1,
           reopen: { from: [], to: "open" },
           dedupe: true,
@@ -595,6 +595,8 @@ describe("migrations", () => {
               attempts: 0,
               next_attempt_at: null,
               broadcast_uuid: null,
+              reply_to: null,
+              reactions: [],
               created_at: fixtures.instant(1),
               updated_at: fixtures.instant(1)
             },
@@ -660,6 +662,52 @@ describe("migrations", () => {
       const after = new Sqlite(filename)
       expect(() => after.prepare("UPDATE messages SET transport = 'carrier-pigeon' WHERE uuid = 'm1'").run()).toThrow(/CHECK/)
       after.close()
+    }))
+
+  it.effect("migration 23 folds inbound reactions into their targets (the newest per target; a removal leaves none) and gives chats whose last message was a reaction their newest other message", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(23)
+      db.prepare("INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ('c1', ?, '+14155550101', 't', 't')").run(org.id)
+      db.prepare("INSERT INTO contacts (uuid, organization_id, phone, created_at, updated_at) VALUES ('c2', ?, '+14155550102', 't', 't')").run(org.id)
+      const chat = db.prepare("INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, 'open', 't', 't')")
+      chat.run("chat1", org.id, "c1")
+      chat.run("chat2", org.id, "c2")
+      const insert = db.prepare(
+        `INSERT INTO messages (uuid, organization_id, chat_uuid, contact_uuid, direction, type, text, content, status, provider_message_id, created_at, updated_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+      )
+      const reaction = (target: string, emoji: string) => JSON.stringify({ timestamp: "1", reaction: { message_id: target, emoji } })
+      const rows = [
+        ["m1", "chat1", "c1", "outbound", "text", "Hello", null, "sent", "wamid.out"],
+        ["m2", "chat1", "c1", "inbound", "text", "Hi", null, "delivered", "wamid.in"],
+        ["r1", "chat1", "c1", "inbound", "reaction", "😀", reaction("wamid.in", "😀"), "delivered", "wamid.r1"],
+        ["r2", "chat1", "c1", "inbound", "reaction", "👍", reaction("wamid.out", "👍"), "delivered", "wamid.r2"],
+        ["r3", "chat1", "c1", "inbound", "reaction", "❤️", reaction("wamid.out", "❤️"), "delivered", "wamid.r3"],
+        ["r4", "chat1", "c1", "inbound", "reaction", null, reaction("wamid.in", ""), "delivered", "wamid.r4"],
+        ["r5", "chat2", "c2", "inbound", "reaction", "👍", reaction("wamid.nobody", "👍"), "delivered", "wamid.r5"]
+      ] as const
+      rows.forEach((row, n) => insert.run(row[0], org.id, ...row.slice(1), fixtures.instant(n), fixtures.instant(n)))
+      db.prepare("UPDATE chats SET last_message_uuid = 'r4', last_message_at = ? WHERE uuid = 'chat1'").run(fixtures.instant(5))
+      db.prepare("UPDATE chats SET last_message_uuid = 'r5', last_message_at = ? WHERE uuid = 'chat2'").run(fixtures.instant(6))
+      db.close()
+      const read = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const messages = yield* Effect.all(["m1", "m2", "r3"].map((uuid) => chats.findMessage(org.id, uuid as never)))
+          const chatRecords = yield* Effect.all(["chat1", "chat2"].map((uuid) => chats.findById(org.id, uuid as never)))
+          return { messages: messages.map(Option.getOrThrow), chats: chatRecords.map(Option.getOrThrow) }
+        })
+      )
+      expect(read.messages.map((m) => [m.uuid, m.reactions, m.reply_to])).toEqual([
+        ["m1", [{ emoji: "❤️", by: "contact", at: fixtures.instant(4) }], null],
+        ["m2", [], null],
+        ["r3", [], null]
+      ])
+      expect(read.chats.map((c) => [c.uuid, c.last_message?.uuid ?? null, c.last_message_at])).toEqual([
+        ["chat1", "m2", fixtures.instant(1)],
+        ["chat2", null, null]
+      ])
     }))
 
   it.effect("migration 20 rebuilds templates keeping every row (FLAGGED and REINSTATED become APPROVED), keyed by account; one sync record per channel account, due within 6 hours", () =>

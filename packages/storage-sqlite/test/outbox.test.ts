@@ -123,6 +123,8 @@ const send = (world: World, options: SendOptions = {}) =>
         attempts: 0,
         next_attempt_at: null,
         broadcast_uuid: null,
+        reply_to: null,
+        reactions: [],
         created_at: now,
         updated_at: now
       },
@@ -232,7 +234,7 @@ describe("appendMessage with outbox (create-claimed)", () => {
         const outcome = yield* world.storage.chats.appendMessage(world.org, {
           contact: { _tag: "ByPhone", phone: fixtures.phone(1), create: { uuid: fixtures.uuid() as ContactId, first_name: null, last_name: null } },
           newChat: { uuid: fixtures.uuid() as ChatId, status: "open" },
-          message: { uuid: fixtures.uuid() as MessageId, direction: "outbound", type: "text", text: "x", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, created_at: at(0), updated_at: at(0) },
+          message: { uuid: fixtures.uuid() as MessageId, direction: "outbound", type: "text", text: "x", template: null, media: null, content: null, status: "queued", provider_message_id: null, failure: null, channel_uuid: null, transport: "recording", attempts: 0, next_attempt_at: null, broadcast_uuid: null, reply_to: null, reactions: [], created_at: at(0), updated_at: at(0) },
           unreadIncrement: 0,
           reopen: { from: [], to: "open" },
           dedupe: false,

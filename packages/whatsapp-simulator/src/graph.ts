@@ -170,6 +170,8 @@ export const answerGraph = async (
   if (unknownMedia !== undefined) return refused(400, unknownMedia)
   const badInteractive = send?.type === "interactive" ? interactiveProblem((request.body as Record<string, unknown>).interactive, (id) => isUpload(host, number, id)) : undefined
   if (badInteractive !== undefined) return refused(400, graphError(131009, { details: badInteractive }))
+  const badReaction = send === null || send.type !== "reaction" ? undefined : invalidReactionOf(request.body)
+  if (badReaction !== undefined) return refused(400, badReaction)
   const scripted = host.script.answerFor(request.route, send?.to ?? null)
   const refusal = await scriptedRefusal(scripted, req, res)
   if (refusal !== null) return { ...NONE, scripted, answer: refusal }
@@ -352,6 +354,27 @@ const isUpload = (host: GraphHost, number: SimulatedNumber, id: string): boolean
   const media = host.media.get(id)
   return media !== undefined && media.phone_number_id === number.phone_number_id && media.source === "upload"
 }
+
+/**
+ * A reaction send (`type: "reaction"`) as Meta checks it: `reaction.message_id` a
+ * non-empty string, `reaction.emoji` one emoji (a single grapheme of Unicode's
+ * `RGI_Emoji`) or `""` (removes the reaction); else Meta's 131009 with what is wrong in
+ * its details.
+ */
+const invalidReactionOf = (body: unknown) => {
+  const reaction = (body as Record<string, unknown>).reaction as Record<string, unknown> | undefined
+  if (typeof reaction !== "object" || reaction === null) return graphError(131009, { details: "The parameter reaction is required." })
+  if (typeof reaction.message_id !== "string" || reaction.message_id === "") {
+    return graphError(131009, { details: "The parameter reaction.message_id is required." })
+  }
+  if (typeof reaction.emoji !== "string" || (reaction.emoji !== "" && !ONE_EMOJI.test(reaction.emoji))) {
+    return graphError(131009, { details: `reaction.emoji ${JSON.stringify(reaction.emoji)} is not one emoji.` })
+  }
+  return undefined
+}
+
+/** One RGI emoji, the whole string (the `v` flag, ES2024, built at run time for an ES2022 target). */
+const ONE_EMOJI = new RegExp("^\\p{RGI_Emoji}$", "v")
 
 /** The send's fields the simulator uses, or what is wrong with its body (Meta's `(#100)` text). */
 const readSend = (body: unknown): { to: string; type: string; callbackData: string | null } | string => {

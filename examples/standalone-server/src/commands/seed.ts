@@ -224,6 +224,8 @@ const importChats = (organizationId: OrganizationId, contactIds: ReadonlyArray<C
             attempts: 0,
             next_attempt_at: null,
             broadcast_uuid: null,
+            reply_to: null,
+            reactions: [],
             created_at: at,
             updated_at: at
           }

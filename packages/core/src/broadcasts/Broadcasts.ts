@@ -489,6 +489,8 @@ const recipientOf = (
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: broadcast.uuid,
+    reply_to: null,
+    reactions: [],
     created_at: now,
     updated_at: now
   }

@@ -4,7 +4,7 @@ import type { CountryCode } from "libphonenumber-js"
 import type { ContactId } from "../model/contacts.js"
 import { InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import { nowIso } from "../internal/time.js"
-import { IssueCollector, UNVERIFIED_PHONE, UUID_PATTERN } from "../internal/validation.js"
+import { isRecord, IssueCollector, UNVERIFIED_PHONE, UUID_PATTERN } from "../internal/validation.js"
 import {
   MESSAGE_STATUS_PREDECESSORS,
   MessageStatus,
@@ -119,7 +119,8 @@ export const makeMessageOperations = (
         now,
         // Through a channel, the message opens (or extends) the customer service window there.
         ...(channelId === null ? {} : { inboundAt: inboundWindowInstant(content.content, Date.parse(now)) }),
-        ...(media === undefined ? {} : { media })
+        ...(media === undefined ? {} : { media }),
+        ...replyAndReaction(content, now)
       }
     })
     switch (outcome._tag) {
@@ -306,6 +307,35 @@ const inboundMediaRecord = (
   }
 }
 
+/**
+ * What the store resolves of an inbound message (`ChatAppendRequest`): the provider id it
+ * replies to (`content.context.id`), and for a reaction the reaction to fold into its
+ * target (`content.reaction.{message_id, emoji}`; no emoji removes, as Meta sends a
+ * removal; at the provider's timestamp when given, else now).
+ */
+const replyAndReaction = (
+  content: ReturnType<typeof readContent>,
+  now: string
+): Pick<ChatAppendRequest, "replyTo" | "reaction"> => {
+  const fields = content.content ?? {}
+  const context = fields.context
+  const replyTo = isRecord(context) && typeof context.id === "string" && context.id !== "" ? context.id : undefined
+  const reaction = content.type === "reaction" && isRecord(fields.reaction) ? fields.reaction : undefined
+  const target = typeof reaction?.message_id === "string" && reaction.message_id !== "" ? reaction.message_id : undefined
+  const emoji = typeof reaction?.emoji === "string" ? reaction.emoji : ""
+  return {
+    ...(replyTo === undefined ? {} : { replyTo }),
+    ...(target === undefined ? {} : { reaction: { message_id: target, emoji, at: reactionInstant(fields, now) } })
+  }
+}
+
+/** When a contact reacted: the provider's `timestamp` (seconds) when valid and not after `now`, else `now`. */
+const reactionInstant = (fields: Readonly<Record<string, unknown>>, now: string): string => {
+  const seconds = typeof fields.timestamp === "string" ? Number(fields.timestamp) : Number.NaN
+  const at = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : Number.NaN
+  return Number.isFinite(at) && at <= Date.parse(now) ? new Date(at).toISOString() : now
+}
+
 /** A new message record of `content`, created now. */
 const newMessage = (
   uuid: string,
@@ -328,6 +358,8 @@ const newMessage = (
   attempts: 0,
   next_attempt_at: null,
   broadcast_uuid: null,
+  reply_to: null,
+  reactions: [],
   created_at: now,
   updated_at: now
 })

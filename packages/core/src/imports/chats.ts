@@ -205,6 +205,8 @@ const readMessage = (collector: IssueCollector, path: string, value: unknown): R
     attempts: 0,
     next_attempt_at: null,
     broadcast_uuid: null,
+    reply_to: null,
+    reactions: [],
     created_at: createdAt,
     updated_at: createdAt
   }

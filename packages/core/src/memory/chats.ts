@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import { type Chat, type ChatId, type ChatStatus, chatSearchMatches, chatSearchText } from "../model/chats.js"
 import { windowExpiresAt } from "../model/window.js"
 import { CONTACT_DETAIL_FIELDS, type ContactId } from "../model/contacts.js"
-import type { Message, MessageId } from "../model/messages.js"
+import { listedMessageType, type Message, type MessageId, type MessageReactionParty, withReaction } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type {
   ChatAppendOutcome,
@@ -13,6 +13,7 @@ import type {
   ChatPosition,
   ChatRepository,
   ChatSort,
+  InboundReaction,
   MessageStatusOutcome
 } from "../storage/ChatRepository.js"
 import { insertInboundMedia } from "./media.js"
@@ -72,16 +73,14 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
     listMessages: (organizationId, chatId, page) =>
       Effect.sync(() => {
         if (view.owned(organizationId, chatId) === undefined) return Option.none()
-        const ids = state.messageIdsByChat.get(chatId) ?? []
-        const messages = ids.map((id) => state.messages.get(id)!).sort(newestFirst)
+        const messages = listedMessages(state, chatId)
         const start = (page.page - 1) * page.per_page
         return Option.some({ items: messages.slice(start, start + page.per_page).map(withoutOrganization), total: messages.length })
       }),
     listMessagesAfter: (organizationId, chatId, after, limit) =>
       Effect.sync(() => {
         if (view.owned(organizationId, chatId) === undefined) return Option.none()
-        const ids = state.messageIdsByChat.get(chatId) ?? []
-        const messages = ids.map((id) => state.messages.get(id)!).sort(newestFirst)
+        const messages = listedMessages(state, chatId)
         const start = after === null ? 0 : messages.findIndex((message) => newestFirst(message, { ...after }) > 0)
         return Option.some((start === -1 ? [] : messages.slice(start, start + limit)).map(withoutOrganization))
       }),
@@ -139,6 +138,13 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
       })
   }
 }
+
+/** A chat's messages as its lists show them: newest first, reaction rows left out. */
+const listedMessages = (state: MemoryState, chatId: ChatId) =>
+  (state.messageIdsByChat.get(chatId) ?? [])
+    .map((id) => state.messages.get(id)!)
+    .filter((message) => listedMessageType(message.type))
+    .sort(newestFirst)
 
 /** The key of `lastInboundAt`. */
 const windowKey = (contactId: ContactId, channelId: string): string => `${contactId} ${channelId}`
@@ -291,13 +297,16 @@ export const appendMessage = (
   const existingId = state.chatIdsByContact.get(contact.row.uuid)
   const existing = existingId === undefined ? undefined : view.owned(organizationId, existingId)
   const chat: ChatRow = existing ?? newChatRow(organizationId, contact.row.uuid, request.newChat, request.now)
-  const created = { ...message, organization_id: organizationId, chat_uuid: chat.uuid, contact_uuid: contact.row.uuid }
+  const replyTo = request.replyTo === undefined ? message.reply_to : (byProviderId(state, view, organizationId, request.replyTo)?.uuid ?? null)
+  const created = { ...message, reply_to: replyTo, organization_id: organizationId, chat_uuid: chat.uuid, contact_uuid: contact.row.uuid }
   const stored = request.outbox === undefined ? created : placeInOutbox(state, created, request.outbox, request.now)
   state.messages.set(message.uuid, stored)
   state.messageIdsByChat.set(chat.uuid, [...(state.messageIdsByChat.get(chat.uuid) ?? []), message.uuid])
   if (key !== undefined) state.providerIds.set(key, message.uuid)
   if (request.media !== undefined) insertInboundMedia(state, organizationId, request.media, message.uuid, contact.row.uuid)
-  const newest = chat.last_message_at === null || message.created_at >= chat.last_message_at
+  // A reaction row is no message of its own: not the last one, and it does not move the chat.
+  const listed = listedMessageType(message.type)
+  const newest = listed && (chat.last_message_at === null || message.created_at >= chat.last_message_at)
   const window = windowWrite(state, contact.row.uuid, chat, request)
   const updated: ChatRow = {
     ...chat,
@@ -306,17 +315,53 @@ export const appendMessage = (
     unread_count: chat.unread_count + request.unreadIncrement,
     last_message_at: newest ? message.created_at : chat.last_message_at,
     last_message_uuid: newest ? message.uuid : chat.last_message_uuid,
-    updated_at: request.now
+    updated_at: listed ? request.now : chat.updated_at
   }
   state.chats.set(chat.uuid, updated)
   state.chatIdsByContact.set(contact.row.uuid, chat.uuid)
-  if (message.direction === "inbound") {
+  if (request.reaction !== undefined) {
+    foldReaction(state, view, organizationId, "contact", request.reaction, request.now)
+  } else if (message.direction === "inbound") {
     recordWebhookEvent(state, organizationId, "message.received", request.now, () => withoutOrganization(stored))
+  }
+  if (message.direction === "inbound") {
     if (existing !== undefined && updated.status !== existing.status) {
       recordWebhookEvent(state, organizationId, "chat.updated", request.now, () => view.chatOf(updated))
     }
   }
   return { _tag: "Appended", chat: view.chatOf(updated), message: withoutOrganization(stored), contactCreated: contact.created, chatCreated: existing === undefined }
+}
+
+/** The organization's message with this provider id: outbound first, then inbound. */
+const byProviderId = (state: MemoryState, view: ReturnType<typeof makeView>, organizationId: OrganizationId, providerId: string) => {
+  for (const direction of ["outbound", "inbound"] as const) {
+    const id = state.providerIds.get(providerKey(organizationId, direction, providerId))
+    const found = id === undefined ? undefined : view.ownedMessage(organizationId, id)
+    if (found !== undefined && found.provider_message_id === providerId) return found
+  }
+  return undefined
+}
+
+/**
+ * Folds a reaction of `party` into its target (the message with `reaction.message_id` as
+ * provider id): its `reactions` and `updated_at`, with `message.reactions_updated` when
+ * they changed. No such message: nothing.
+ */
+export const foldReaction = (
+  state: MemoryState,
+  view: ReturnType<typeof makeView>,
+  organizationId: OrganizationId,
+  party: MessageReactionParty,
+  reaction: InboundReaction,
+  now: string
+): void => {
+  const target = byProviderId(state, view, organizationId, reaction.message_id)
+  if (target === undefined) return
+  const reactions = withReaction(target.reactions, party, reaction.emoji, reaction.at)
+  if (reactions === target.reactions) return
+  const written = { ...target, reactions, updated_at: now }
+  state.messages.set(target.uuid, written)
+  recordWebhookEvent(state, organizationId, "message.reactions_updated", now, () => withoutOrganization(written))
 }
 
 /**

@@ -36,6 +36,10 @@ interface OutboundEnvelope {
  *   buttons, a list, a call-to-action URL: docs/messaging.md "Interactive messages"), a
  *   media header by `link` or by the provider's media `id` of the uploaded stored file.
  *   Handed only to a transport that lists it in `messageTypes`.
+ * - `reaction`: `{type: "reaction", reaction: {message_id, emoji}}`, the business's reaction
+ *   to the message the provider knows as `message_id` (its `wamid`); `emoji` one emoji, or
+ *   `""` to remove the reaction (docs/messaging.md "Reactions"). Handed only to a
+ *   transport that lists it in `messageTypes`.
  * `message_id` is the message record's uuid, for correlation (the WhatsApp Cloud API
  * transport sends it as `biz_opaque_callback_data`, echoed in Meta's status notifications). `channel` is the
  * organization's channel to send through (docs/messaging.md "Channels"), or `null` when
@@ -63,6 +67,7 @@ export type OutboundMessage = OutboundEnvelope &
         } & ({ readonly url: string; readonly id?: undefined } | { readonly id: string; readonly url?: undefined })
       }
     | { readonly type: "interactive"; readonly interactive: InteractiveContent<InteractiveMediaReference> }
+    | { readonly type: "reaction"; readonly reaction: { readonly message_id: string; readonly emoji: string } }
   )
 
 /**
@@ -74,7 +79,7 @@ export type OutboundMessage = OutboundEnvelope &
  *
  * @category messaging
  */
-export type ExtendedMessageType = "interactive"
+export type ExtendedMessageType = "interactive" | "reaction"
 
 /**
  * What the provider said: its message id and the status to record (`sent` when accepted).
@@ -213,7 +218,7 @@ export const sendsType = (transport: MessageTransportService, type: string, rout
 }
 
 /** Every {@link ExtendedMessageType}. */
-const EXTENDED_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive"]
+const EXTENDED_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive", "reaction"]
 
 /**
  * The {@link TransportKind} `transport` hands a message on `route` to: its `kind`, asked

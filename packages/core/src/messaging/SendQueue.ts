@@ -31,6 +31,7 @@ import {
   type TransportReceipt
 } from "./MessageTransport.js"
 import { MAX_NAME_LENGTH } from "../model/names.js"
+import { isRecord } from "../internal/validation.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
@@ -154,13 +155,15 @@ export const OUTSIDE_WINDOW_FAILURE: MessageFailure = {
 }
 
 /**
- * Whether a message type is free-form (`text`, `media` or `interactive`): only those need
- * the contact's customer service window open on their channel (docs/messaging.md "The
- * customer service window"); templates are always allowed.
+/**
+ * Whether a message type is free-form (`text`, `media`, `interactive` or an outbound
+ * `reaction`): only those need the contact's customer service window open on their channel
+ * (docs/messaging.md "The customer service window"); templates are always allowed.
  *
  * @category messaging
  */
-export const isFreeForm = (type: Message["type"]): boolean => type === "text" || type === "media" || type === "interactive"
+export const isFreeForm = (type: Message["type"]): boolean =>
+  type === "text" || type === "media" || type === "interactive" || type === "reaction"
 
 /**
  * The end of the contact's customer service window on a channel, in ms since the epoch,
@@ -194,8 +197,9 @@ const usableProviderId = (id: string | null): string | null => {
 }
 
 /**
- * What the transport is asked to deliver for a stored outbound message: its content, the
- * recipient `to` and the channel.
+ * What the transport is asked to deliver for a stored outbound message: its content (an
+ * outbound `reaction` row's from `content.reaction {message_id, emoji}`), the recipient
+ * `to` and the channel.
  *
  * @category messaging
  */
@@ -209,6 +213,10 @@ export const outboundOfRecord = (
   if (message.type === "template" && message.template !== null) return { ...envelope, type: "template", template: message.template }
   const interactive = interactiveOf(message)
   if (interactive !== undefined) return { ...envelope, type: "interactive", interactive: interactiveForProvider(interactive, providerMediaId) }
+  const reaction = message.type === "reaction" && message.direction === "outbound" ? message.content?.reaction : undefined
+  if (isRecord(reaction) && typeof reaction.message_id === "string" && typeof reaction.emoji === "string") {
+    return { ...envelope, type: "reaction", reaction: { message_id: reaction.message_id, emoji: reaction.emoji } }
+  }
   if (message.type === "media" && message.media !== null && (message.media.url !== undefined || providerMediaId !== undefined)) {
     const { type, url, caption, filename } = message.media
     return {

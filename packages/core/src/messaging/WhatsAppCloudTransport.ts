@@ -100,7 +100,7 @@ export const withChannels = (options: GraphApiOptions, fallback: MessageTranspor
 }
 
 /** The {@link ExtendedMessageType}s the Graph API transport sends: all of them. */
-const WHATSAPP_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive"]
+const WHATSAPP_MESSAGE_TYPES: ReadonlyArray<ExtendedMessageType> = ["interactive", "reaction"]
 
 const channelOptions = (options: GraphApiOptions, channel: OutboundChannel): WhatsAppCloudOptions => ({
   ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
@@ -139,6 +139,8 @@ export const requestBody = (message: OutboundMessage): Record<string, unknown> =
     }
     case "interactive":
       return { ...base, type: "interactive", interactive: message.interactive }
+    case "reaction":
+      return { ...base, type: "reaction", reaction: { message_id: message.reaction.message_id, emoji: message.reaction.emoji } }
   }
 }
 

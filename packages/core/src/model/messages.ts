@@ -221,6 +221,31 @@ export const TransportKind = Schema.Literal("recording", "whatsapp", "custom").a
 export type TransportKind = typeof TransportKind.Type
 
 /**
+ * Who reacted to a message: the organization (`business`, through `POST
+ * /messages/{uuid}/reaction`) or the customer (`contact`).
+ *
+ * @category models
+ */
+export const MessageReactionParty = Schema.Literal("business", "contact")
+/** @category models */
+export type MessageReactionParty = typeof MessageReactionParty.Type
+
+/**
+ * One reaction on a message (docs/messaging.md "Reactions"): the `emoji`, who reacted
+ * (`by`) and when (`at`, an ISO 8601 UTC instant). A party has at most one reaction on a
+ * message: a later one replaces it, an empty emoji removes it.
+ *
+ * @category models
+ */
+export const MessageReaction = Schema.Struct({
+  emoji: Schema.String,
+  by: MessageReactionParty,
+  at: Schema.String
+})
+/** @category models */
+export type MessageReaction = typeof MessageReaction.Type
+
+/**
  * A message record (docs/chats.md "Records"): one entry of a chat. `text` is the text of a
  * `text` message or the caption of a media one, else `null`; `template` and `media` are
  * set for their types only; `content` holds the other inbound types' fields and an
@@ -232,8 +257,12 @@ export type TransportKind = typeof TransportKind.Type
  * its creation (`null` for inbound and imported messages). `attempts` counts the send queue's attempts that count toward its retry schedule
  * (docs/messaging.md "The send queue"; 0 for inbound and imported messages),
  * `next_attempt_at` is when the queue tries a `queued` or `sending` message next (else
- * `null`), `broadcast_uuid` the broadcast a message belongs to (else `null`). Timestamps
- * are ISO 8601 UTC strings.
+ * `null`), `broadcast_uuid` the broadcast a message belongs to (else `null`). `reply_to`
+ * is the uuid of the organization's message an inbound message replies to (a button or
+ * list reply, a quoted reply: WhatsApp's `context.id`), resolved when it was received,
+ * `null` when it replies to none or to a message the organization does not have.
+ * `reactions` are the reactions on the message ({@link MessageReaction}, at most one per
+ * party; `[]` when none). Timestamps are ISO 8601 UTC strings.
  *
  * @category models
  */
@@ -257,11 +286,58 @@ export const Message = Schema.Struct({
   attempts: Schema.Int,
   next_attempt_at: Schema.NullOr(Schema.String),
   broadcast_uuid: Schema.NullOr(Schema.UUID),
+  reply_to: Schema.NullOr(Schema.UUID),
+  reactions: Schema.Array(MessageReaction),
   created_at: Schema.String,
   updated_at: Schema.String
 })
 /** @category models */
 export type Message = typeof Message.Type
+
+/**
+ * Whether messages of this type are listed as messages of their own: every type but
+ * `reaction`. A reaction row (inbound, or an outbound reaction of the send queue) is kept,
+ * but no message list or total counts it, it is never a chat's `last_message`, never moves
+ * the chat in the list and never counts as unread: its emoji shows in its target's
+ * `reactions` (docs/messaging.md "Reactions").
+ *
+ * @category models
+ */
+export const listedMessageType = (type: MessageType): boolean => type !== "reaction"
+
+/**
+ * Whether `emoji` may be sent as a reaction (docs/messaging.md "Reactions"): one emoji, a
+ * single grapheme matching Unicode's `RGI_Emoji` property of strings (`/^\p{RGI_Emoji}$/v`:
+ * a flag, a skin tone or a ZWJ sequence counts as one), or `""`, which removes the
+ * reaction. Meta refuses anything else (131009).
+ *
+ * @category models
+ */
+export const validReactionEmoji = (emoji: string): boolean => emoji === "" || REACTION_EMOJI.test(emoji)
+
+/** One RGI emoji, the whole string (the `v` flag, ES2024, built at run time for an ES2022 target). */
+const REACTION_EMOJI = new RegExp("^\\p{RGI_Emoji}$", "v")
+
+/**
+ * A message's `reactions` after `party` reacted with `emoji` at `at`: the party's earlier
+ * reaction is replaced, or removed when `emoji` is `""` (docs/messaging.md "Reactions");
+ * the very array given when nothing changes: the party's stored reaction is newer than
+ * `at` (a reaction delivered out of order), or a removal finds none.
+ * Pure: every store applies it alike.
+ *
+ * @category models
+ */
+export const withReaction = (
+  reactions: ReadonlyArray<MessageReaction>,
+  party: MessageReactionParty,
+  emoji: string,
+  at: string
+): ReadonlyArray<MessageReaction> => {
+  const earlier = reactions.find((reaction) => reaction.by === party)
+  if ((earlier !== undefined && earlier.at > at) || (earlier === undefined && emoji === "")) return reactions
+  const others = reactions.filter((reaction) => reaction.by !== party)
+  return emoji === "" ? others : [...others, { emoji, by: party, at }]
+}
 
 /**
  * The `failure` of a waiting message whose channel was deleted (`ChannelRepository.delete`).

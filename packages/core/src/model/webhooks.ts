@@ -16,6 +16,9 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
  *   included (data: the message);
  * - `message.media_updated`: the media of a customer's message was stored, or failed,
  *   or was deleted (data: the message, its `media.status` the new one: docs/media.md);
+ * - `message.reactions_updated`: a message's `reactions` changed, by a customer's
+ *   reaction or one of the business once Meta accepted it (data: the reacted-to message:
+ *   docs/messaging.md "Reactions");
  * - `chat.updated`: a chat's status, assignee, favorite or read state changed (data: the chat);
  * - `contact.created`: a contact was created by an import or a send (data: the contact);
  * - `template.status_updated`: Meta's review changed a template's status (data: the template);
@@ -31,6 +34,7 @@ export const WebhookEventType = Schema.Literal(
   "message.received",
   "message.status_updated",
   "message.media_updated",
+  "message.reactions_updated",
   "chat.updated",
   "contact.created",
   "template.status_updated",

@@ -63,6 +63,18 @@ export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
  * - `media` (inbound media messages): the media record and its fetch job
  *   (MediaRepository.ts), written with the message, its `message_uuid` and `contact_uuid`
  *   this message's; a `Duplicate` writes none (a redelivered webhook makes one job).
+ * - `replyTo` (inbound messages replying to another: WhatsApp's `context.id`): the
+ *   message's `reply_to` is the uuid of the organization's message with that
+ *   `provider_message_id`, outbound first, then inbound, read in the same atomic step;
+ *   `null` when it has none (the request's `message.reply_to` is ignored then).
+ * - `reaction` (inbound `reaction` messages): the reaction is folded into its target, the
+ *   organization's message with `reaction.message_id` as `provider_message_id` (outbound
+ *   first, then inbound), in the same atomic step: the target's `reactions` become
+ *   `withReaction(reactions, "contact", emoji, at)` and its `updated_at` = `now`, and the
+ *   event `message.reactions_updated` (data: the target) is written instead of
+ *   `message.received`. Unknown target: the reaction row is kept, nothing else written.
+ * A message of a type `listedMessageType` refuses (a reaction row) never becomes the
+ * chat's last message nor moves `last_message_at` (the chat's other writes apply).
  *
  * @category storage
  */
@@ -77,6 +89,21 @@ export interface ChatAppendRequest {
   readonly outbox?: OutboxPlacement
   readonly inboundAt?: string
   readonly media?: NewInboundMedia
+  readonly replyTo?: string
+  readonly reaction?: InboundReaction
+}
+
+/**
+ * An inbound reaction to fold into its target ({@link ChatAppendRequest}): the target's
+ * provider message id, the emoji (`""` removes the contact's reaction) and when the
+ * contact reacted (ISO 8601 UTC).
+ *
+ * @category storage
+ */
+export interface InboundReaction {
+  readonly message_id: string
+  readonly emoji: string
+  readonly at: string
 }
 
 /**

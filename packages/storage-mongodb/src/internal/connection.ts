@@ -4,6 +4,7 @@ import type { StorageError } from "@switchboard/core"
 import { attempt } from "./driver.js"
 import { type Collections, collectionsOf, INDEXES, RETIRED_INDEXES } from "./schema.js"
 import { upgradeTemplates } from "../repositories/templateSyncs.js"
+import { upgradeReactions } from "../repositories/chats.js"
 
 /** The database of a host's handle: a `Db` as it is, a `MongoClient`'s `database` (default: its own). */
 export const databaseOfHandle = (handle: MongoClient | Db, database: string | undefined): Db =>
@@ -88,5 +89,6 @@ export const ensureIndexes = (db: Db): Effect.Effect<Collections, StorageError> 
       }
     }
     await upgradeTemplates(collections, Date.now())
+    await upgradeReactions(collections)
     return collections
   })

@@ -222,6 +222,12 @@ export interface MessageDocument {
    * SQL stores' migrations fill older rows with (`transportOfOlder` in records.ts).
    */
   readonly transport?: TransportKind | null
+  /** The uuid of the message an inbound message replies to; absent on documents written before replies were resolved. */
+  readonly reply_to?: string | null
+  /** The reactions on the message (core's `MessageReaction`); absent (none) on older documents. */
+  readonly reactions?: ReadonlyArray<{ readonly emoji: string; readonly by: "business" | "contact"; readonly at: string }>
+  /** On a `reaction` row: its reaction was folded into its target (absent on rows written before, folded at start-up). */
+  readonly reactions_folded?: true
   readonly to?: string
   readonly class?: SendClass
   readonly expires_at?: string

@@ -7,6 +7,7 @@ import {
   type ChatPosition,
   type ChatSort,
   type ContactDetails,
+  listedMessageType,
   type PageRequest,
   type RateLimitIncrement
 } from "@switchboard/core"
@@ -210,12 +211,15 @@ export const chatFilterConditions = (filters: ChatFilters): Record<string, unkno
  * The pipeline update `appendMessage` applies to the chat after inserting the message, in
  * one atomic document update (every expression of a stage reads the document as it was):
  * `unread_count + unreadIncrement`, the status reopened when it is one of `reopen.from`,
- * the message made the last one unless the chat has a newer one, `updated_at = now`; then
+ * the message made the last one unless the chat has a newer one, `updated_at = now` (a
+ * reaction row moves neither); then
  * `unread` from the new count.
  */
 export const chatTouchPipeline = (request: ChatAppendRequest): Array<Document> => {
   const { message } = request
-  const newer = { $gte: [literal(message.created_at), "$chat.last_message_at"] }
+  // A reaction row is no message of its own: it moves neither the last message nor updated_at.
+  const listed = listedMessageType(message.type)
+  const newer = listed ? { $gte: [literal(message.created_at), "$chat.last_message_at"] } : literal(false)
   return [
     {
       $set: {
@@ -223,7 +227,7 @@ export const chatTouchPipeline = (request: ChatAppendRequest): Array<Document> =
         "chat.status": { $cond: [{ $in: ["$chat.status", literal([...request.reopen.from])] }, literal(request.reopen.to), "$chat.status"] },
         "chat.last_message_uuid": { $cond: [newer, literal(message.uuid), "$chat.last_message_uuid"] },
         "chat.last_message_at": { $cond: [newer, literal(message.created_at), "$chat.last_message_at"] },
-        "chat.updated_at": literal(request.now)
+        "chat.updated_at": listed ? literal(request.now) : "$chat.updated_at"
       }
     },
     { $set: { "chat.unread": { $gt: ["$chat.unread_count", 0] } } },

@@ -161,6 +161,8 @@ export const messageRecord = (d: MessageDocument): Message => ({
   next_attempt_at: d.next_attempt_at ?? null,
   broadcast_uuid: (d.broadcast_uuid ?? null) as Message["broadcast_uuid"],
   transport: d.transport === undefined ? (d.direction === "outbound" ? transportOfOlder(d.channel_uuid ?? null) : null) : d.transport,
+  reply_to: (d.reply_to ?? null) as Message["reply_to"],
+  reactions: (d.reactions ?? []).map(({ emoji, by, at }) => ({ emoji, by, at })),
   created_at: d.created_at,
   updated_at: d.updated_at
 })
@@ -195,6 +197,8 @@ export const messageDocument = (organizationId: string, message: Message, dedupe
   next_attempt_at: message.next_attempt_at,
   broadcast_uuid: message.broadcast_uuid,
   transport: message.transport,
+  reply_to: message.reply_to,
+  reactions: message.reactions,
   ...(dedupeKey === undefined ? {} : { dedupe_key: dedupeKey }),
   created_at: message.created_at,
   updated_at: message.updated_at

@@ -1,16 +1,19 @@
 import { randomUUID } from "node:crypto"
 import { Option } from "effect"
-import type {
-  Chat,
-  ChatAppendOutcome,
-  ChatAppendRequest,
-  ChatEnsureOutcome,
-  ChatRepository,
-  ChatStatus,
-  ChatUpdateOutcome,
-  Message,
-  MessageStatusOutcome,
-  ProviderStatusOutcome
+import {
+  type Chat,
+  type ChatAppendOutcome,
+  type ChatAppendRequest,
+  type ChatEnsureOutcome,
+  type ChatRepository,
+  type ChatStatus,
+  type ChatUpdateOutcome,
+  type InboundReaction,
+  type Message,
+  type MessageReactionParty,
+  type MessageStatusOutcome,
+  type ProviderStatusOutcome,
+  withReaction
 } from "@switchboard/core"
 import type { ChatDocument, ContactDocument } from "../internal/documents.js"
 import { attempt, isDuplicateKey } from "../internal/driver.js"
@@ -36,6 +39,77 @@ import { fillMarker, pendingEvent, reopenMarkerStage, subscribersOf } from "./we
 
 /** The fields a chat record is made from. */
 const CHAT_PROJECTION = { phone: 1, first_name: 1, last_name: 1, group_ids: 1, label_ids: 1, chat: 1 } as const
+
+/** The organization's message document with this provider id: outbound first, then inbound; `null` when none. */
+const messageByProviderId = async (collections: Collections, organizationId: string, providerId: string) =>
+  (await collections.messages.findOne({ ...ofOrganization(organizationId), direction: eq("outbound"), provider_message_id: eq(providerId) })) ??
+  (await collections.messages.findOne({ ...ofOrganization(organizationId), direction: eq("inbound"), provider_message_id: eq(providerId) }))
+
+/**
+ * Folds a reaction of `party` into its target (the message with `reaction.message_id` as
+ * provider id): its `reactions` (core's `withReaction`) and `updated_at`, with
+ * `message.reactions_updated` for `endpoints` in the same document update, compare-and-set
+ * on the reactions read (retried when another write came first). No such message: nothing.
+ */
+export const foldReaction = async (
+  collections: Collections,
+  organizationId: string,
+  endpoints: ReadonlyArray<string>,
+  party: MessageReactionParty,
+  reaction: InboundReaction,
+  now: string
+): Promise<void> => {
+  for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    const document = await messageByProviderId(collections, organizationId, reaction.message_id)
+    if (document === null) return
+    const target = messageRecord(document)
+    const reactions = withReaction(target.reactions, party, reaction.emoji, reaction.at)
+    if (reactions === target.reactions) return
+    const written: Message = { ...target, reactions, updated_at: now }
+    const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.reactions_updated", now, endpoints, written) } }
+    const result = await collections.messages.updateOne(
+      { _id: eq(document._id), reactions: document.reactions === undefined ? { $exists: false } : eq(document.reactions) },
+      { $set: { reactions, updated_at: now }, ...event } as never
+    )
+    if (result.matchedCount > 0) return
+  }
+}
+
+/**
+ * Folds the inbound reaction rows written before reactions were folded (no
+ * `reactions_folded`) into their targets, at start-up (the SQL stores' migrations' rule):
+ * oldest first, each the contact's reaction on its target at the row's `created_at` (a
+ * later one replaces it, an empty emoji removes it), with no event; each row is then
+ * marked. Chats whose last message was such a row get their newest other message as last
+ * (none: `''` and `null`). Idempotent: a crash between is repaired at the next start.
+ */
+export const upgradeReactions = async (collections: Collections): Promise<void> => {
+  const rows = await collections.messages
+    .find({ type: eq("reaction"), reactions_folded: { $exists: false } }, { sort: { created_at: 1, _id: 1 } })
+    .toArray()
+  for (const row of rows) {
+    const content = row.content === undefined || row.content === null ? {} : (JSON.parse(row.content) as Record<string, unknown>)
+    const reaction = (typeof content.reaction === "object" && content.reaction !== null ? content.reaction : content) as Record<string, unknown>
+    if (row.direction === "inbound" && typeof reaction.message_id === "string" && reaction.message_id !== "") {
+      const emoji = typeof reaction.emoji === "string" ? reaction.emoji : ""
+      const target = await messageByProviderId(collections, row.organization_id, reaction.message_id)
+      if (target !== null && target.type !== "reaction") {
+        const reactions = withReaction(messageRecord(target).reactions, "contact", emoji, row.created_at)
+        await collections.messages.updateOne({ _id: eq(target._id) }, { $set: { reactions } } as never)
+      }
+    }
+    const chat = await collections.contacts.findOne({ "chat.last_message_uuid": eq(row._id) } as never, { projection: CHAT_PROJECTION })
+    if (chat !== null) {
+      const [newest] = await collections.messages
+        .find({ chat_uuid: eq(row.chat_uuid), type: { $ne: "reaction" as const } }, { sort: { created_at: -1, _id: -1 }, limit: 1 })
+        .toArray()
+      await collections.contacts.updateOne({ _id: eq(chat._id) }, {
+        $set: { "chat.last_message_uuid": newest?._id ?? null, "chat.last_message_at": newest?.created_at ?? "" }
+      } as never)
+    }
+    await collections.messages.updateOne({ _id: eq(row._id) }, { $set: { reactions_folded: true } } as never)
+  }
+}
 
 /** How many times a compare-and-set update is retried when another write came first. */
 const CAS_ATTEMPTS = 10
@@ -112,7 +186,14 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
       : await chatOf(organizationId, contact.document, request.newChat, request.now)
     if (chat === undefined) return { _tag: "ContactNotFound" }
     const chatId = chat.document.chat!.uuid
-    const appended: Message = { ...request.message, chat_uuid: chatId as Message["chat_uuid"], contact_uuid: contact.document._id as Message["contact_uuid"] }
+    const replyTo =
+      request.replyTo === undefined ? request.message.reply_to : ((await messageByProviderId(collections, organizationId, request.replyTo))?._id ?? null)
+    const appended: Message = {
+      ...request.message,
+      reply_to: replyTo as Message["reply_to"],
+      chat_uuid: chatId as Message["chat_uuid"],
+      contact_uuid: contact.document._id as Message["contact_uuid"]
+    }
     // A message of the send queue: its dispatch state, claimed at once or queued (outbox.ts).
     const placed = request.outbox === undefined ? undefined : await placeInOutbox(collections, organizationId, appended, request.outbox, request.now)
     const message = placed?.message ?? appended
@@ -120,7 +201,8 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
     // Webhook events of an inbound message: message.received in the message's insert, and a
     // chat.updated marker in the chat's update when it reopens the chat (webhooks.ts).
     const subscribers = message.direction === "inbound" ? await subscribersOf(collections, organizationId) : () => []
-    const received = subscribers("message.received")
+    // A reaction writes message.reactions_updated on its target instead (foldReaction).
+    const received = request.reaction === undefined ? subscribers("message.received") : []
     const reopened = subscribers("chat.updated")
     const marker = reopened.length > 0 && !chat.created ? pendingEvent("chat.updated", request.now, reopened, null) : undefined
     // An inbound media rides in the message's insert (so a duplicate writes none), then is
@@ -133,7 +215,9 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
       const document = {
         ...messageDocument(organizationId, message, dedupeKey),
         ...placed?.dispatch,
-        ...(pendingMedia === undefined ? {} : { pending_media: pendingMedia })
+        ...(pendingMedia === undefined ? {} : { pending_media: pendingMedia }),
+        // Folded in this append: the start-up's upgradeReactions leaves it.
+        ...(message.type === "reaction" ? { reactions_folded: true as const } : {})
       }
       await collections.messages.insertOne(
         received.length === 0 ? document : { ...document, pending_events: [pendingEvent("message.received", request.now, received, message)] }
@@ -155,6 +239,9 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
       return { _tag: "ContactNotFound" }
     }
     if (pendingMedia !== undefined) await moveInboundMedia(collections, usage, message.uuid, pendingMedia)
+    if (request.reaction !== undefined) {
+      await foldReaction(collections, organizationId, subscribers("message.reactions_updated"), "contact", request.reaction, request.now)
+    }
     const chatRecord = await record(organizationId, touched)
     if (marker !== undefined && touched.pending_events?.some((event) => event.id === marker.id) === true) {
       await fillMarker(collections, touched._id, marker.id, chatRecord)
@@ -288,7 +375,7 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
     listMessages: (organizationId, chatId, page) =>
       attempt("chats.listMessages", async () => {
         if (!(await chatExists(collections, organizationId, chatId))) return Option.none()
-        const filter = { ...ofOrganization(organizationId), chat_uuid: eq(chatId) }
+        const filter = { ...ofOrganization(organizationId), chat_uuid: eq(chatId), type: { $ne: "reaction" as const } }
         const [documents, total] = await Promise.all([
           collections.messages
             .find(filter, { sort: { created_at: -1, _id: -1 }, skip: (page.page - 1) * page.per_page, limit: page.per_page })
@@ -304,6 +391,7 @@ export const chatRepository = (collections: Collections, usage: Usage): ChatRepo
         const filter = {
           ...ofOrganization(organizationId),
           chat_uuid: eq(chatId),
+          type: { $ne: "reaction" as const },
           ...(after === null
             ? {}
             : { $or: [{ created_at: { $lt: after.created_at } }, { created_at: eq(after.created_at), _id: { $lt: after.uuid } }] })

@@ -19,7 +19,7 @@ const INSERT_TYPES = [
 ] as const
 
 /** The JSON columns of {@link INSERT_COLUMNS} (bound as text, cast to `json`). */
-const JSON_COLUMNS = new Set(["template", "media", "content", "failure"])
+const JSON_COLUMNS = new Set(["template", "media", "content", "failure", "reactions"])
 
 /** `INSERT INTO messages … SELECT … FROM unnest(…)` of {@link INSERT_COLUMNS}, `$1`, `$2`, … one array per column. */
 const insertMessagesSql = (schema: string, onHeadConflict: boolean): string => {

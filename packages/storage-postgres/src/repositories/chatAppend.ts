@@ -1,4 +1,4 @@
-import type { ChatAppendRequest, ChatStatus, Message, OrganizationId, WebhookEventType } from "@switchboard/core"
+import { type ChatAppendRequest, type ChatStatus, listedMessageType, type Message, type OrganizationId, type WebhookEventType } from "@switchboard/core"
 import { MESSAGE_VALUE_COUNT } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { insertOutboxMessage } from "./chatHooks.js"
@@ -30,7 +30,8 @@ import { subscribesSql } from "./webhookEvents.js"
  * with `window`, `9` the channel and `10` the window's instant (the chat follows the latest
  * instant over every channel). Every SET expression reads the row as it was: the message
  * becomes the last one unless the chat has a newer one (-infinity = none, below every
- * instant). `also` extends the WHERE clause.
+ * instant); a reaction row binds NULL for `4` and `6`, so it moves neither the last
+ * message nor `updated_at`. `also` extends the WHERE clause.
  */
 const touchChatSql = (s: string, p: (k: number) => string, window: boolean, also = ""): string => {
   const inbound = window
@@ -44,7 +45,7 @@ const touchChatSql = (s: string, p: (k: number) => string, window: boolean, also
         status = CASE WHEN status = ANY(${p(2)}::text[]) THEN ${p(3)} ELSE status END,
         last_message_uuid = CASE WHEN ${p(4)}::timestamptz >= last_message_at THEN ${p(5)} ELSE last_message_uuid END,
         last_message_at = GREATEST(last_message_at, ${p(4)}::timestamptz),
-        updated_at = ${p(6)}${inbound}
+        updated_at = COALESCE(${p(6)}::timestamptz, updated_at)${inbound}
       WHERE id = ${p(7)}${also}`
 }
 
@@ -294,15 +295,18 @@ export const INBOUND_EVENT_TYPES: ReadonlyArray<WebhookEventType> = ["message.re
 export type ChatAndSubscribers = ReturnType<typeof chatAndSubscribersOf>
 
 /** The parameters of the chat's update (`touchChatSql`) for the message of `request` in chat row `chatId`. */
-const touchValues = (request: ChatAppendRequest, chatId: number) => [
-  request.unreadIncrement,
-  request.reopen.from,
-  request.reopen.to,
-  request.message.created_at,
-  request.message.uuid,
-  request.now,
-  chatId
-]
+const touchValues = (request: ChatAppendRequest, chatId: number) => {
+  const listed = listedMessageType(request.message.type)
+  return [
+    request.unreadIncrement,
+    request.reopen.from,
+    request.reopen.to,
+    listed ? request.message.created_at : null,
+    request.message.uuid,
+    listed ? request.now : null,
+    chatId
+  ]
+}
 
 /** The parameters of the window's upsert (`windowSql`) for `request`, `undefined` when it writes none (not inbound, no channel or no `inboundAt`). */
 const windowValues = (request: ChatAppendRequest, contact: string) => {

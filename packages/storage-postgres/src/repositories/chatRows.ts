@@ -47,14 +47,15 @@ export const insertMessageUnlessStoredSql = (schema: string): string =>
 /**
  * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
  * `after` binds `(chat_uuid, created_at, uuid, limit)` of the last message of the previous
- * page. Each is one range of the index `messages_by_chat`.
+ * page. Each is one range of the index `messages_by_chat`; reaction rows are skipped (they
+ * show in their target's `reactions`).
  */
 export const messagePageSql = (schema: string) =>
   ({
-    first: `SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages WHERE chat_uuid = $1
+    first: `SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages WHERE chat_uuid = $1 AND type <> 'reaction'
       ORDER BY created_at DESC, uuid DESC LIMIT $2`,
     after: `SELECT ${MESSAGE_COLUMNS} FROM ${schema}.messages WHERE chat_uuid = $1
-      AND (created_at, uuid) < ($2::timestamptz, $3::text) ORDER BY created_at DESC, uuid DESC LIMIT $4`
+      AND (created_at, uuid) < ($2::timestamptz, $3::text) AND type <> 'reaction' ORDER BY created_at DESC, uuid DESC LIMIT $4`
   }) as const
 
 /** A chat record's row: the chat joined with its contact and last message, and the contact's groups and labels. */

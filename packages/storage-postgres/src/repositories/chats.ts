@@ -37,6 +37,7 @@ import {
 import { importChats } from "./chatsImport.js"
 import { insertWebhookEvents } from "./webhookEvents.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
+import { foldReaction, messageByProviderId } from "./reactions.js"
 import { updateStatusByProviderId } from "./providerStatus.js"
 
 /**
@@ -74,7 +75,8 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
         const phone = senderPhone(request)
         if (phone === undefined) return locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))
         // The common case first: one autocommit statement (appendInboundAlone).
-        if (request.dedupe && request.message.provider_message_id !== null) {
+        // A reply or a reaction reads another message in the append's step: the transaction's path.
+        if (request.dedupe && request.message.provider_message_id !== null && request.replyTo === undefined && request.reaction === undefined) {
           const alone = await appendInboundAlone(db.sql, s, organizationId, request, phone)
           if (alone === "Stored") {
             const duplicate = await storedDuplicate(db.sql, s, organizationId, request)
@@ -253,9 +255,9 @@ const sqlOf = (s: string) =>
     contactById: `SELECT uuid FROM ${s}.contacts WHERE organization_id = $1 AND uuid = $2`,
     message: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2`,
     messageForUpdate: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE organization_id = $1 AND uuid = $2 FOR UPDATE`,
-    messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE chat_uuid = $1
+    messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM ${s}.messages WHERE chat_uuid = $1 AND type <> 'reaction'
       ORDER BY created_at DESC, uuid DESC LIMIT $2 OFFSET $3`,
-    messagesCount: `SELECT COUNT(*) AS count FROM ${s}.messages WHERE chat_uuid = $1`,
+    messagesCount: `SELECT COUNT(*) AS count FROM ${s}.messages WHERE chat_uuid = $1 AND type <> 'reaction'`,
     chatsCount: `SELECT COALESCE((SELECT count FROM ${s}.chat_counts WHERE organization_id = $1), 0) AS count`,
     // The newest inbound message with a channel in the contact's chat: one range of
     // messages_by_chat, newest first, read until the first match.
@@ -309,6 +311,7 @@ const appendToLockedChat = async (
 ): Promise<ChatAppendOutcome | undefined> => {
   const known = knownContact(await sql.row<KnownContactRow>(sqlOf(s).lockChatByPhone, [organizationId, phone]))
   if (known === null || known.chat === null) return undefined
+  request = await withReplyTo(sql, s, organizationId, request)
   const { message } = request
   if (!request.dedupe || message.provider_message_id === null) {
     return appended(sql, s, organizationId, request, (await writeAppendedMessage(sql, s, organizationId, request, known))!)
@@ -357,9 +360,21 @@ const appendMessage = async (
     const duplicate = row === undefined || row.uuid === null ? undefined : await duplicateOf(sql, s, organizationId, row)
     if (duplicate !== undefined) return duplicate
   }
-  const written = await writeAppendedMessage(sql, s, organizationId, request, known)
+  const resolved = await withReplyTo(sql, s, organizationId, request)
+  const written = await writeAppendedMessage(sql, s, organizationId, resolved, known)
   if (written === undefined) return { _tag: "ContactNotFound" }
-  return appended(sql, s, organizationId, request, written)
+  return appended(sql, s, organizationId, resolved, written)
+}
+
+/**
+ * `request` with its message's `reply_to` resolved from `request.replyTo` (the
+ * organization's message with that provider id, outbound first, then inbound; `null` when
+ * none), inside the append's transaction; as given without `replyTo`.
+ */
+const withReplyTo = async (sql: Sql, s: string, organizationId: OrganizationId, request: ChatAppendRequest): Promise<ChatAppendRequest> => {
+  if (request.replyTo === undefined) return request
+  const target = await messageByProviderId(sql, s, organizationId, request.replyTo)
+  return { ...request, message: { ...request.message, reply_to: target?.uuid ?? null } }
 }
 
 /** The `Duplicate` outcome of the stored message `row` (with its chat's record); `undefined` when that chat is gone. */
@@ -393,7 +408,8 @@ const appended = async (
     return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
   }
   const { chat: record, subscribers } = recorded ?? (await chatWithSubscribers(sql, s, chat.id, INBOUND_EVENT_TYPES))
-  await insertWebhookEvents(sql, s, organizationId, "message.received", request.now, subscribers[0]!, [stored])
+  if (request.reaction !== undefined) await foldReaction(sql, s, organizationId, "contact", request.reaction, request.now)
+  else await insertWebhookEvents(sql, s, organizationId, "message.received", request.now, subscribers[0]!, [stored])
   if (!chat.created && record.status !== chat.status) {
     await insertWebhookEvents(sql, s, organizationId, "chat.updated", request.now, subscribers[1]!, [record])
   }

@@ -41,6 +41,8 @@ export interface MessageRow {
   readonly next_attempt_at: string | null
   readonly broadcast_uuid: string | null
   readonly transport: string | null
+  readonly reply_to: string | null
+  readonly reactions: SqlJson
 }
 
 /**
@@ -51,7 +53,7 @@ export interface MessageRow {
  */
 export const MESSAGE_COLUMNS =
   "uuid, chat_uuid, contact_uuid, direction, type, text, template, media, content, status, provider_message_id, " +
-  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid, transport"
+  "failure, channel_uuid, created_at, updated_at, attempts, next_attempt_at, broadcast_uuid, transport, reply_to, reactions"
 
 /**
  * The types of {@link MESSAGE_COLUMNS} and `organization_id`, in that order: the casts of
@@ -61,7 +63,7 @@ export const MESSAGE_COLUMNS =
  */
 export const MESSAGE_VALUE_TYPES = [
   "text", "text", "text", "text", "text", "text", "json", "json", "json", "text", "text",
-  "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text", "text"
+  "json", "text", "timestamptz", "timestamptz", "integer", "timestamptz", "text", "text", "text", "json", "text"
 ] as const
 
 /**
@@ -104,6 +106,9 @@ export const messageValues = (
   message.next_attempt_at,
   message.broadcast_uuid,
   message.transport,
+  // A caller written before these fields (a plain-JS script) passes none: no reply, no reactions.
+  message.reply_to ?? null,
+  JSON.stringify(message.reactions ?? []),
   organizationId
 ]
 
@@ -132,6 +137,8 @@ export const messageDecoderOf =
     next_attempt_at: row.next_attempt_at,
     broadcast_uuid: row.broadcast_uuid,
     transport: row.transport as TransportKind | null,
+    reply_to: row.reply_to,
+    reactions: (readJson(row.reactions) ?? []) as Message["reactions"],
     created_at: row.created_at,
     updated_at: row.updated_at
   })

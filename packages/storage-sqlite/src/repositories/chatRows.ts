@@ -19,11 +19,12 @@ export const INSERT_MESSAGE_SQL = `INSERT INTO messages (${MESSAGE_COLUMNS}, org
 /**
  * Keyset pages of a chat's messages, newest first: `first` binds `(chat_uuid, limit)`,
  * `after` binds `(chat_uuid, created_at, uuid, limit)` of the last message of the previous
- * page. Each is one range of the index `messages_by_chat` (test/chats-query-plan.test.ts).
+ * page. Each is one range of the index `messages_by_chat` (test/chats-query-plan.test.ts);
+ * reaction rows are skipped (they show in their target's `reactions`).
  */
 export const MESSAGE_PAGE_SQL = {
-  first: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? ORDER BY created_at DESC, uuid DESC LIMIT ?`,
-  after: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND (created_at, uuid) < (?, ?)
+  first: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND type <> 'reaction' ORDER BY created_at DESC, uuid DESC LIMIT ?`,
+  after: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND (created_at, uuid) < (?, ?) AND type <> 'reaction'
     ORDER BY created_at DESC, uuid DESC LIMIT ?`
 } as const
 

@@ -8,10 +8,14 @@ import {
   type ChatStatus,
   chatSearchMatches,
   type ChatUpdateOutcome,
+  type InboundReaction,
+  listedMessageType,
   type Message,
+  type MessageReactionParty,
   type MessageStatusOutcome,
   type OrganizationId,
-  endOfTurnQueue
+  endOfTurnQueue,
+  withReaction
 } from "@switchboard/core"
 import { attempt, type RepositoryFactory, snapshot, type Statements, transaction, transactionPerGroup } from "../internal/sql.js"
 import {
@@ -208,19 +212,25 @@ export const SQL = {
   // search_text is filled from the contact by the trigger chats_after_insert.
   insertChat: "INSERT INTO chats (uuid, organization_id, contact_uuid, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
   // Every SET expression reads the row as it was: the message becomes the last one unless
-  // the chat has a newer one ('' = none, below every timestamp).
+  // the chat has a newer one ('' = none, below every timestamp). A reaction row binds NULL
+  // for its instant and for now: it moves neither the last message nor updated_at.
   touchChat: `UPDATE chats SET
       unread_count = unread_count + ?,
       status = CASE WHEN status IN (SELECT value FROM json_each(?)) THEN ? ELSE status END,
       last_message_uuid = CASE WHEN ? >= last_message_at THEN ? ELSE last_message_uuid END,
       last_message_at = CASE WHEN ? >= last_message_at THEN ? ELSE last_message_at END,
-      updated_at = ?
+      updated_at = COALESCE(?, updated_at)
     WHERE id = ?`,
   message: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ?`,
   // One entry of messages_by_provider_id (organization_id, direction, provider_message_id).
-  messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ?
+  messagesPage: `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_uuid = ? AND type <> 'reaction'
     ORDER BY created_at DESC, uuid DESC LIMIT ? OFFSET ?`,
-  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ?",
+  messagesCount: "SELECT COUNT(*) AS count FROM messages WHERE chat_uuid = ? AND type <> 'reaction'",
+  // The organization's message with a provider id: outbound first, then inbound (two
+  // probes of messages_by_provider_id).
+  byProviderId: `SELECT ${MESSAGE_COLUMNS} FROM messages
+    WHERE organization_id = ? AND direction = ? AND provider_message_id = ? LIMIT 1`,
+  writeReactions: "UPDATE messages SET reactions = ?, updated_at = ? WHERE uuid = ?",
   chatsCount: "SELECT COALESCE((SELECT count FROM chat_counts WHERE organization_id = ?), 0) AS count",
   // The newest inbound message with a channel in the contact's chat: one range of
   // messages_by_chat, newest first, read until the first match.
@@ -268,15 +278,49 @@ const appendMessage = (
       if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
     }
   }
-  const written = writeAppendedMessage(statements, organizationId, request)
+  const replyTo =
+    request.replyTo === undefined ? message.reply_to : (byProviderId(statements, organizationId, request.replyTo)?.uuid ?? null)
+  const written = writeAppendedMessage(statements, organizationId, { ...request, message: { ...message, reply_to: replyTo } })
   if (written === undefined) return { _tag: "ContactNotFound" }
   const { chat, contact, message: stored } = written
   const record = chatsByIds(statements, [chat.id])[0]!
-  if (message.direction === "inbound") {
+  if (request.reaction !== undefined) {
+    foldReaction(statements, organizationId, "contact", request.reaction, now)
+  } else if (message.direction === "inbound") {
     recordWebhookEvent(statements, organizationId, "message.received", now, () => stored)
+  }
+  if (message.direction === "inbound") {
     if (!chat.created && record.status !== chat.status) recordWebhookEvent(statements, organizationId, "chat.updated", now, () => record)
   }
   return { _tag: "Appended", chat: record, message: stored, contactCreated: contact.created, chatCreated: chat.created }
+}
+
+/** The organization's message row with this provider id: outbound first, then inbound. */
+const byProviderId = (statements: Statements, organizationId: OrganizationId, providerId: string): MessageRow | undefined =>
+  statements.prepare<MessageRow>(SQL.byProviderId).get(organizationId, "outbound", providerId) ??
+  statements.prepare<MessageRow>(SQL.byProviderId).get(organizationId, "inbound", providerId)
+
+/**
+ * Folds a reaction of `party` into its target (the message with `reaction.message_id` as
+ * provider id), inside the caller's transaction: its `reactions` (core's `withReaction`)
+ * and `updated_at`, with `message.reactions_updated`, when they changed. No such message:
+ * nothing.
+ */
+export const foldReaction = (
+  statements: Statements,
+  organizationId: OrganizationId,
+  party: MessageReactionParty,
+  reaction: InboundReaction,
+  now: string
+): void => {
+  const row = byProviderId(statements, organizationId, reaction.message_id)
+  if (row === undefined) return
+  const target = decodeMessage(row)
+  const reactions = withReaction(target.reactions, party, reaction.emoji, reaction.at)
+  if (reactions === target.reactions) return
+  statements.prepare(SQL.writeReactions).run(JSON.stringify(reactions), now, target.uuid)
+  const written: Message = { ...target, reactions, updated_at: now }
+  recordWebhookEvent(statements, organizationId, "message.reactions_updated", now, () => written)
 }
 
 /**
@@ -319,17 +363,20 @@ export const writeAppendedMessage = (
     statements.prepare(INSERT_MESSAGE_SQL).run(...messageValues(stored, stored.chat_uuid, stored.contact_uuid, organizationId))
   }
   if (request.media !== undefined) insertInboundMedia(statements, organizationId, request.media, stored.uuid, contact.uuid)
+  // A reaction row is no message of its own: NULL moves neither the last message nor updated_at.
+  const listed = listedMessageType(message.type)
+  const at = listed ? message.created_at : null
   statements
     .prepare(SQL.touchChat)
     .run(
       request.unreadIncrement,
       JSON.stringify(request.reopen.from),
       request.reopen.to,
-      message.created_at,
+      at,
       message.uuid,
-      message.created_at,
-      message.created_at,
-      now,
+      at,
+      at,
+      listed ? now : null,
       chat.id
     )
   if (request.inboundAt !== undefined && message.direction === "inbound" && message.channel_uuid !== null) {

@@ -245,3 +245,47 @@ export const CUSTOMER_SERVICE_WINDOW_MIGRATION = `
     ORDER BY last_inbound_at DESC, channel_uuid DESC LIMIT 1
   );
 `
+
+/**
+ * Replies and reactions (migration 23): `messages.reply_to` (the uuid of the message an
+ * inbound message replies to, `NULL` for every existing row: it is resolved at receipt
+ * only) and `messages.reactions` (JSON, `[]`). Each existing inbound reaction row is
+ * folded into its target (the organization's message whose provider id is the reaction's
+ * `message_id`, outbound first, then inbound): the newest reaction per target, unless its
+ * emoji is empty (a removal), becomes the target's contact reaction, at the row's
+ * `created_at`. Chats whose last message is a reaction row get their newest other message
+ * as last (`''` and `NULL` when none), which the trigger `chats_after_last_message` copies
+ * to `chat_links`.
+ */
+export const REPLIES_AND_REACTIONS_MIGRATION = `
+  ALTER TABLE messages ADD COLUMN reply_to TEXT;
+  ALTER TABLE messages ADD COLUMN reactions TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(reactions));
+
+  CREATE TEMP TABLE reaction_folds AS
+    SELECT organization_id, target_id, emoji, created_at FROM (
+      SELECT organization_id,
+        COALESCE(json_extract(content, '$.reaction.message_id'), json_extract(content, '$.message_id')) AS target_id,
+        COALESCE(json_extract(content, '$.reaction.emoji'), json_extract(content, '$.emoji'), '') AS emoji,
+        created_at,
+        ROW_NUMBER() OVER (
+          PARTITION BY organization_id, COALESCE(json_extract(content, '$.reaction.message_id'), json_extract(content, '$.message_id'))
+          ORDER BY created_at DESC, uuid DESC) AS n
+      FROM messages WHERE type = 'reaction' AND direction = 'inbound' AND content IS NOT NULL
+    ) WHERE n = 1 AND target_id IS NOT NULL AND emoji <> '';
+  UPDATE messages SET reactions = (
+      SELECT json_array(json_object('emoji', f.emoji, 'by', 'contact', 'at', f.created_at)) FROM reaction_folds AS f
+      WHERE f.organization_id = messages.organization_id AND f.target_id = messages.provider_message_id)
+    WHERE uuid IN (
+      SELECT (SELECT m.uuid FROM messages AS m
+          WHERE m.organization_id = f.organization_id AND m.provider_message_id = f.target_id AND m.type <> 'reaction'
+          ORDER BY m.direction = 'outbound' DESC LIMIT 1)
+      FROM reaction_folds AS f);
+  DROP TABLE reaction_folds;
+
+  UPDATE chats SET
+      last_message_uuid = (SELECT m.uuid FROM messages AS m WHERE m.chat_uuid = chats.uuid AND m.type <> 'reaction'
+        ORDER BY m.created_at DESC, m.uuid DESC LIMIT 1),
+      last_message_at = COALESCE((SELECT m.created_at FROM messages AS m WHERE m.chat_uuid = chats.uuid AND m.type <> 'reaction'
+        ORDER BY m.created_at DESC, m.uuid DESC LIMIT 1), '')
+    WHERE last_message_uuid IN (SELECT uuid FROM messages WHERE type = 'reaction');
+`

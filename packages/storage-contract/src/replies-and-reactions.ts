@@ -1,0 +1,153 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { type ChatAppendRequest, type Message, type OrganizationId, Storage } from "@switchboard/core"
+import { append, inboundRequest, outboundRequest } from "./chat-support.js"
+import type { StorageContractOptions } from "./options.js"
+import * as fixtures from "./fixtures.js"
+import { importContact, insertOrganization, runner } from "./support.js"
+import { addEndpoint, outbox } from "./webhook-support.js"
+
+const { instant, phone } = fixtures
+
+/** An inbound text from `phoneNumber` at `minutes` with provider id `providerId`, replying to `replyTo` when given. */
+const inboundText = (phoneNumber: string, minutes: number, providerId: string, replyTo?: string): ChatAppendRequest => ({
+  ...inboundRequest(phoneNumber, { now: instant(minutes), providerId }),
+  ...(replyTo === undefined ? {} : { replyTo })
+})
+
+/** An inbound reaction from `phoneNumber` at `minutes` to the message with provider id `target`, as core builds it. */
+const inboundReaction = (phoneNumber: string, minutes: number, providerId: string, target: string, emoji: string): ChatAppendRequest => {
+  const base = inboundRequest(phoneNumber, { now: instant(minutes), providerId })
+  return {
+    ...base,
+    message: { ...base.message, type: "reaction", text: emoji === "" ? null : emoji, content: { reaction: { message_id: target, emoji } } },
+    unreadIncrement: 0,
+    reopen: { from: [], to: "open" },
+    reaction: { message_id: target, emoji, at: instant(minutes) }
+  }
+}
+
+/** An outbound message to a new contact of `phoneNumber` whose provider id is `providerId`; returns it. */
+const outboundWithProviderId = (organizationId: OrganizationId, phoneNumber: string, providerId: string, minutes = 0) =>
+  Effect.gen(function* () {
+    const contact = yield* importContact(organizationId, phoneNumber)
+    return (yield* append(organizationId, outboundRequest(contact, { now: instant(minutes), providerId }))).message
+  })
+
+/** The stored message, which must exist. */
+const stored = (organizationId: OrganizationId, message: Pick<Message, "uuid">) =>
+  Effect.flatMap(Storage, ({ chats }) => chats.findMessage(organizationId, message.uuid)).pipe(Effect.map(Option.getOrThrow))
+
+/**
+ * Contract of replies and reactions (docs/messaging.md "Reactions", docs/chats.md
+ * "Records"): `ChatAppendRequest.replyTo` resolved to `reply_to` in the append's step
+ * (outbound first, then inbound, never another organization's); `ChatAppendRequest.reaction`
+ * folded into its target with `message.reactions_updated` instead of `message.received`;
+ * reaction rows never listed, counted, last, unread, nor moving their chat.
+ */
+export const repliesAndReactionsContract = (options: StorageContractOptions): void => {
+  const run = runner(options)
+
+  describe("replies and reactions", () => {
+    it.effect("reply_to: the outbound message with the context's provider id, else the inbound one, else null; never another organization's", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const ours = yield* outboundWithProviderId(org.id, phone(1), "wamid.ours")
+          yield* outboundWithProviderId(other.id, phone(1), "wamid.theirs")
+          const first = (yield* append(org.id, inboundText(phone(1), 1, "wamid.in.1"))).message
+          // The same provider id on an inbound and an outbound message: the outbound one wins.
+          const twin = (yield* append(org.id, inboundText(phone(2), 2, "wamid.ours"))).message
+          const toOutbound = (yield* append(org.id, inboundText(phone(1), 3, "wamid.in.2", "wamid.ours"))).message
+          const toInbound = (yield* append(org.id, inboundText(phone(1), 4, "wamid.in.3", "wamid.in.1"))).message
+          const unknown = (yield* append(org.id, inboundText(phone(1), 5, "wamid.in.4", "wamid.nobody"))).message
+          const elsewhere = (yield* append(org.id, inboundText(phone(1), 6, "wamid.in.5", "wamid.theirs"))).message
+          expect(twin.reply_to).toBeNull()
+          expect(first.reply_to).toBeNull()
+          expect(toOutbound.reply_to).toBe(ours.uuid)
+          expect(toInbound.reply_to).toBe(first.uuid)
+          expect(unknown.reply_to).toBeNull()
+          expect(elsewhere.reply_to).toBeNull()
+          for (const message of [toOutbound, toInbound, unknown, elsewhere]) expect(yield* stored(org.id, message)).toEqual(message)
+        })
+      ))
+
+    it.effect("reply_to is written once: a message stored later with that provider id does not change it; a duplicate writes nothing", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const early = (yield* append(org.id, inboundText(phone(1), 1, "wamid.in.1", "wamid.later"))).message
+          yield* outboundWithProviderId(org.id, phone(2), "wamid.later", 2)
+          expect((yield* stored(org.id, early)).reply_to).toBeNull()
+          const again = yield* chats.appendMessage(org.id, inboundText(phone(1), 3, "wamid.in.1", "wamid.later"))
+          expect(again._tag).toBe("Duplicate")
+          expect((yield* stored(org.id, early)).reply_to).toBeNull()
+        })
+      ))
+
+    it.effect("an inbound reaction folds into its target (replaced by the next, removed by an empty emoji) with message.reactions_updated, never message.received", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const target = yield* outboundWithProviderId(org.id, phone(1), "wamid.out.1")
+          yield* addEndpoint(org.id)
+          const reaction = (yield* append(org.id, inboundReaction(phone(1), 2, "wamid.r.1", "wamid.out.1", "👍"))).message
+          expect(reaction).toMatchObject({ type: "reaction", reply_to: null, reactions: [] })
+          const afterFirst = yield* stored(org.id, target)
+          expect(afterFirst).toEqual({ ...target, reactions: [{ emoji: "👍", by: "contact", at: instant(2) }], updated_at: instant(2) })
+          yield* append(org.id, inboundReaction(phone(1), 3, "wamid.r.2", "wamid.out.1", "❤️"))
+          const afterSecond = yield* stored(org.id, target)
+          expect(afterSecond.reactions).toEqual([{ emoji: "❤️", by: "contact", at: instant(3) }])
+          yield* append(org.id, inboundReaction(phone(1), 4, "wamid.r.3", "wamid.out.1", ""))
+          const afterRemoval = yield* stored(org.id, target)
+          expect(afterRemoval).toEqual({ ...target, reactions: [], updated_at: instant(4) })
+          const events = yield* outbox()
+          expect(events.map((event) => event.type)).toEqual([
+            "message.reactions_updated",
+            "message.reactions_updated",
+            "message.reactions_updated"
+          ])
+          expect(events.map((event) => event.event.data).sort((a, b) => (String((a as Message).updated_at) < String((b as Message).updated_at) ? -1 : 1)))
+            .toEqual([afterFirst, afterSecond, afterRemoval])
+        })
+      ))
+
+    it.effect("a reaction row is never listed, counted, the chat's last message, unread, nor moves the chat; its row stays findable", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const inbound = yield* append(org.id, inboundText(phone(1), 1, "wamid.in.1"))
+          const before = inbound.chat
+          const reacted = yield* append(org.id, inboundReaction(phone(1), 5, "wamid.r.1", "wamid.in.1", "🙏"))
+          const unknownTarget = yield* append(org.id, inboundReaction(phone(1), 6, "wamid.r.2", "wamid.nobody", "🙏"))
+          const chat = Option.getOrThrow(yield* chats.findById(org.id, before.uuid))
+          expect(chat).toEqual(before)
+          expect(reacted.chat).toEqual(before)
+          const page = Option.getOrThrow(yield* chats.listMessages(org.id, before.uuid, { page: 1, per_page: 50 }))
+          expect(page).toEqual({ items: [{ ...inbound.message, reactions: [{ emoji: "🙏", by: "contact", at: instant(5) }], updated_at: instant(5) }], total: 1 })
+          const keyset = Option.getOrThrow(yield* chats.listMessagesAfter(org.id, before.uuid, null, 50))
+          expect(keyset.map((message) => message.uuid)).toEqual([inbound.message.uuid])
+          expect(yield* stored(org.id, reacted.message)).toEqual(reacted.message)
+          expect(yield* stored(org.id, unknownTarget.message)).toEqual(unknownTarget.message)
+        })
+      ))
+
+    it.effect("a reaction to an unknown message is kept hidden, with no event; one older than the party's stored reaction changes nothing", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          yield* addEndpoint(org.id, { events: ["message.received", "message.reactions_updated"] })
+          yield* append(org.id, inboundReaction(phone(1), 1, "wamid.r.1", "wamid.nobody", "👍"))
+          expect(yield* outbox()).toEqual([])
+          const target = yield* outboundWithProviderId(org.id, phone(2), "wamid.out.1")
+          yield* append(org.id, inboundReaction(phone(2), 9, "wamid.r.2", "wamid.out.1", "👍"))
+          yield* append(org.id, inboundReaction(phone(2), 3, "wamid.r.3", "wamid.out.1", "😮"))
+          expect((yield* stored(org.id, target)).reactions).toEqual([{ emoji: "👍", by: "contact", at: instant(9) }])
+          expect((yield* outbox()).map((event) => event.type)).toEqual(["message.reactions_updated"])
+        })
+      ))
+  })
+}
