@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { interactiveReply, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { interactiveReply, reactionMessage, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import {
   api,
   type ApiAnswer,
@@ -21,7 +21,8 @@ import {
 // interactive message in the chat; a list over WhatsApp's row limit is refused before
 // anything is written or sent; marking the chat read sends Meta the read receipt of the
 // customer's latest message; a text scheduled a few seconds ahead leaves at its time and
-// one cancelled before its time never leaves (docs/messaging.md, docs/chats.md).
+// one cancelled before its time never leaves; the customer's reaction to our message shows in
+// its reactions, and taking it back removes it (docs/messaging.md, docs/chats.md).
 // The steps run in order on one server and share its state.
 
 const TOKEN = "EAAGconversations3Tq8Wm5Lx2Rk7Pv"
@@ -50,6 +51,9 @@ let apiKey = ""
 let chatUuid = ""
 /** The wamid of the customer's latest message (what a read receipt must name). */
 let latestInboundWamid = ""
+/** Our reply-buttons message: its uuid and Meta's wamid. */
+let ourUuid = ""
+let ourWamid = ""
 
 const call = (method: string, path: string, body?: unknown): Promise<ApiAnswer> => api(server.baseUrl, apiKey, method, path, body)
 
@@ -95,8 +99,8 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
     const sent = await settledSend(server.baseUrl, apiKey, await call("POST", "/send/interactive", { phone: CUSTOMER_PHONE, interactive }))
     expect(sent.status, JSON.stringify(sent.json)).toBe(200)
     expect(sent.json.data).toMatchObject({ status: "sent", transport: "whatsapp", chat_uuid: chatUuid })
-    const ourUuid: string = sent.json.data.message_id
-    const ourWamid: string = sent.json.data.provider_message_id
+    ourUuid = sent.json.data.message_id
+    ourWamid = sent.json.data.provider_message_id
 
     const sends = graphSends()
     expect(sends).toHaveLength(1)
@@ -124,7 +128,8 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
       direction: "inbound",
       type: "interactive",
       text: "Yes",
-      content: { interactive: { type: "button_reply", button_reply: { id: "yes", title: "Yes" } } }
+      content: { interactive: { type: "button_reply", button_reply: { id: "yes", title: "Yes" } } },
+      reply_to: ourUuid
     })
     const ours = await call("GET", `/messages/${ourUuid}`)
     expect(ours.json.data).toMatchObject({ direction: "outbound", type: "interactive", text: "Your order is ready. Pick it up today?", content: { interactive } })
@@ -193,5 +198,21 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
     expect(graphSends().some((entry) => (entry.body as any)?.biz_opaque_callback_data === dropped.json.data.message_id)).toBe(false)
     expect((await call("GET", `/messages/${scheduled.json.data.message_id}`)).json.data.status).toBe("sent")
     expect((await call("GET", `/messages/${dropped.json.data.message_id}`)).json.data).toMatchObject({ status: "failed", failure: { code: "cancelled" } })
+  })
+
+  it("the customer reacts to our message: its reactions show the emoji; an empty emoji takes it back; the chat's list and unread count do not change", async () => {
+    const listed = (await messagesOfChat()).map((message) => message.uuid)
+    const reacted = await simulator.postInbound({ from: CUSTOMER_DIGITS, profile_name: "Sheena Nelson", message: reactionMessage(ourWamid, "👍") })
+    expect(reacted.delivery.status).toBe(200)
+    const reactionsOf = async (): Promise<Array<any>> => (await call("GET", `/messages/${ourUuid}`)).json.data.reactions
+    await until(async () => (await reactionsOf()).length === 1, "the customer's reaction on our message", 5_000, 50)
+    expect(await reactionsOf()).toEqual([{ emoji: "👍", by: "contact", at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T.*Z$/) }])
+    expect((await messagesOfChat()).map((message) => message.uuid)).toEqual(listed)
+    expect((await call("GET", `/chats/${chatUuid}`)).json.data.unread_count).toBe(0)
+
+    const takenBack = await simulator.postInbound({ from: CUSTOMER_DIGITS, profile_name: "Sheena Nelson", message: reactionMessage(ourWamid, "") })
+    expect(takenBack.delivery.status).toBe(200)
+    await until(async () => (await reactionsOf()).length === 0, "the customer's reaction taken back", 5_000, 50)
+    expect((await messagesOfChat()).map((message) => message.uuid)).toEqual(listed)
   })
 })
