@@ -15,7 +15,7 @@ import type {
 } from "./model/channelErrors.js"
 import type { AudienceTooLarge, BroadcastNotCancellable, EmptyAudience } from "./model/broadcastErrors.js"
 import type { ChatStatusUnchanged } from "./model/chatErrors.js"
-import type { MessageNotCancellable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./model/messagingErrors.js"
+import type { MessageNotCancellable, MessageNotReactable, MessageNotRetryable, OutsideCustomerServiceWindow } from "./model/messagingErrors.js"
 import type { RateLimited, RateLimitUnavailable } from "./model/rateLimitErrors.js"
 import type {
   MediaLinkRefused,
@@ -81,6 +81,7 @@ export type DomainError =
   | WebhookEndpointDisabled
   | MessageNotRetryable
   | MessageNotCancellable
+  | MessageNotReactable
   | OutsideCustomerServiceWindow
   | EmptyAudience
   | AudienceTooLarge

@@ -5,7 +5,9 @@ import type { Readable } from "node:stream"
  * when the error is about one (docs/http-api.md "Envelope"). An
  * `outside_customer_service_window` item also carries `window_expires_at`: when the
  * contact's customer service window on the channel closed (ISO 8601), `null` when the
- * contact never wrote through it (docs/messaging.md "The customer service window").
+ * contact never wrote through it (docs/messaging.md "The customer service window"). A
+ * `message_not_reactable` item carries `reason`: `no_provider_id`, `too_old`,
+ * `not_a_message` or `no_channel` (docs/messaging.md "Reactions").
  *
  * @category envelope
  */
@@ -14,6 +16,7 @@ export interface ErrorItem {
   readonly message: string
   readonly field?: string
   readonly window_expires_at?: string | null
+  readonly reason?: string
 }
 
 /**

@@ -87,6 +87,8 @@ export const domainErrorResponses: {
   WebhookEndpointDisabled: (error) => failureResponse(409, "webhook_endpoint_disabled", error.message),
   MessageNotRetryable: (error) => failureResponse(409, "message_not_retryable", error.message),
   MessageNotCancellable: (error) => failureResponse(409, "message_not_cancellable", error.message),
+  MessageNotReactable: (error) =>
+    failureResponse(409, "message_not_reactable", error.message, [{ code: "message_not_reactable", message: error.message, reason: error.reason }]),
   OutsideCustomerServiceWindow: (error) =>
     failureResponse(400, "outside_customer_service_window", error.message, [
       { code: "outside_customer_service_window", message: error.message, field: "phone", window_expires_at: error.window_expires_at }

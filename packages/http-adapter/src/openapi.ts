@@ -87,6 +87,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   webhook_endpoint_disabled: 409,
   message_not_retryable: 409,
   message_not_cancellable: 409,
+  message_not_reactable: 409,
   empty_audience: 400,
   audience_too_large: 400,
   broadcast_not_cancellable: 409,
@@ -268,6 +269,11 @@ const ERROR_ITEM: JsonSchema = {
       description:
         "Only on `outside_customer_service_window`: when the contact's customer service window on the channel closed, " +
         "`null` when the contact never wrote through it."
+    },
+    reason: {
+      type: "string",
+      enum: ["no_provider_id", "too_old", "not_a_message", "no_channel"],
+      description: "Only on `message_not_reactable`: why the message cannot be reacted to."
     }
   }
 }

@@ -177,9 +177,16 @@ export interface ApiResult {
 /** A stack frame: "at fn (/path/file.js:1:2)", "at file:///path/file.js:1:2", "at node:internal/…:1:2" (a provider's reason "Meta's Graph API at http://127.0.0.1:8080 answered …" is not one). */
 const STACK_FRAME = /\bat (?:[^\s(]+ \()?(?:\/|file:\/\/|node:)[^\s)]*:\d+:\d+|node_modules|\.[cm]?[jt]s:\d+/
 
-/** The keys of an error item: only an outside_customer_service_window item carries window_expires_at (docs/messaging.md). */
+/**
+ * The keys of an error item: only an outside_customer_service_window item carries
+ * window_expires_at, only a message_not_reactable item reason (docs/messaging.md).
+ */
 const errorItemKeys = (code: unknown): ReadonlyArray<string> =>
-  code === "outside_customer_service_window" ? ["code", "message", "field", "window_expires_at"] : ["code", "message", "field"]
+  code === "outside_customer_service_window"
+    ? ["code", "message", "field", "window_expires_at"]
+    : code === "message_not_reactable"
+      ? ["code", "message", "field", "reason"]
+      : ["code", "message", "field"]
 
 /**
  * The envelope rules an answer breaks (docs/http-api.md "Envelope"), each named; empty when

@@ -79,6 +79,8 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
   "POST /basic-replies": () => ({ name: "Hours", trigger: "hours", response: "9 to 5" }),
   "PUT /chats/:uuid": () => ({ status: "pending", assigned_to: "agent-1", favorite: true }),
   "POST /chats/:uuid/read": () => ({ typing: true }),
+  // Aimed at a uuid that is no message of the organization: a valid body ends in 404.
+  "POST /messages/:uuid/reaction": () => ({ emoji: "👍" }),
   // The audience is the empty group Team: a body that passes every check ends in 400
   // empty_audience, so no hostile value can start a broadcast that writes into a chat
   // while a later walk compares snapshots.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { ChannelVerifier, Core, MemoryBlobStore, MessageTransport, MetaTemplateApi, Storage, Templates, TransportFailed } from "@switchboard/core"
+import { ChannelVerifier, Chats, Core, MemoryBlobStore, MessageTransport, MetaTemplateApi, type OrganizationId, Storage, Templates, TransportFailed } from "@switchboard/core"
 import {
   defaultRoutes,
   DEFAULT_BASE_PATH,
@@ -190,6 +190,7 @@ describe("what the handlers answer has the documented data shape", () => {
   })
   let api: ApiClient
   let apiKeyOfWalk = ""
+  let organizationOfWalk = ""
 
   beforeAll(async () => {
     simulator = await startSimulator({
@@ -209,6 +210,7 @@ describe("what the handlers answer has the documented data shape", () => {
     const { organization, key } = await createOrganization(storage)
     api = apiClient(handler, key.api_key)
     apiKeyOfWalk = key.api_key
+    organizationOfWalk = organization.id
     await Effect.runPromise(
       Effect.flatMap(Templates, (templates) =>
         templates.create(organization.id, {
@@ -316,6 +318,18 @@ describe("what the handlers answer has the documented data shape", () => {
     await run("GET", `/channels/${channel.uuid}`)
     await run("PUT", `/channels/${channel.uuid}`, { access_token: "EAAG-parity-token-0002", throughput_mps: 80 })
     expect((await run("POST", `/channels/${channel.uuid}/resume`)).status).toBe("active")
+    // A customer's message through the channel (its window open) to react to.
+    const inbound = await Effect.runPromise(
+      Effect.flatMap(Chats, (chats) =>
+        chats.receiveInbound(organizationOfWalk as OrganizationId, {
+          phone: phone(5),
+          type: "text",
+          text: "Thanks!",
+          provider_message_id: "wamid.parity-reaction-target",
+          channel_uuid: channel.uuid
+        })).pipe(Effect.provide(Core.layer), Effect.provide(storage))
+    )
+    expect((await run("POST", `/messages/${inbound.message.uuid}/reaction`, { emoji: "👍" })).uuid).toBe(inbound.message.uuid)
     const submitted = await run("POST", "/templates", {
       channel_uuid: channel.uuid,
       name: "parity_notice",

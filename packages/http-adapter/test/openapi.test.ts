@@ -94,7 +94,7 @@ describe("openApiDocument (docs/api-reference.md)", () => {
   })
 
   it("declares Idempotency-Key, Idempotent-Replayed and the idempotency 400/409/422 codes on exactly the idempotent routes", () => {
-    const idempotent = ["post /send", "post /send/template", "post /send/media", "post /send/interactive", "post /contacts/bulk", "post /broadcasts", "post /media", "post /templates"]
+    const idempotent = ["post /send", "post /send/template", "post /send/media", "post /send/interactive", "post /messages/{uuid}/reaction", "post /contacts/bulk", "post /broadcasts", "post /media", "post /templates"]
     const seen: Array<string> = []
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, op] of Object.entries(operations)) {

@@ -57,6 +57,9 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
     expectNotFound(await intruder.get(`/messages/${messageId}`))
     expectNotFound(await intruder.post(`/messages/${messageId}/retry`, {}))
     expectNotFound(await intruder.post(`/messages/${messageId}/cancel`, {}))
+    const message = (await owner.get(`/messages/${messageId}`)).data
+    expectNotFound(await intruder.post(`/messages/${messageId}/reaction`, { emoji: "👍" }))
+    expect((await owner.get(`/messages/${messageId}`)).data).toEqual(message)
     expectNotFound(await intruder.get(`/contacts/${contactId}`))
     expectNotFound(await intruder.get(`/contacts/${contactId}/labels`))
     expectNotFound(await intruder.get(`/labels/${labelId}`))

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { type ChatAppendRequest, type Message, type OrganizationId, Storage } from "@switchboard/core"
+import { type ChatAppendRequest, type ContactId, type Message, type OrganizationId, Storage } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest } from "./chat-support.js"
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { importContact, insertOrganization, runner } from "./support.js"
 import { addEndpoint, outbox } from "./webhook-support.js"
+import { at, placement, recipient, recorded, sent } from "./outbox-support.js"
 
 const { instant, phone } = fixtures
 
@@ -32,6 +33,26 @@ const outboundWithProviderId = (organizationId: OrganizationId, phoneNumber: str
   Effect.gen(function* () {
     const contact = yield* importContact(organizationId, phoneNumber)
     return (yield* append(organizationId, outboundRequest(contact, { now: instant(minutes), providerId }))).message
+  })
+
+/**
+ * The business's reaction row to `target` (its provider id `targetProviderId`) for
+ * `to`, as `Messaging.react` appends it: outbound, type `reaction`, claimed at once under
+ * `lease`, created at `ms` after the send queue's origin; returns it as stored.
+ */
+const businessReaction = (
+  organizationId: OrganizationId,
+  to: { readonly id: ContactId; readonly phone: string },
+  target: Message,
+  emoji: string,
+  lease: string,
+  ms: number
+) =>
+  Effect.gen(function* () {
+    const request = outboundRequest(to.id, { now: at(ms) })
+    const content = { reaction: { message_id: target.provider_message_id, emoji, target_uuid: target.uuid } }
+    const message = { ...request.message, type: "reaction" as const, text: null, content }
+    return (yield* append(organizationId, { ...request, message, outbox: placement(to, { at: ms, claim: { bypass: lease } }) })).message
   })
 
 /** The stored message, which must exist. */
@@ -132,6 +153,42 @@ export const repliesAndReactionsContract = (options: StorageContractOptions): vo
           expect(keyset.map((message) => message.uuid)).toEqual([inbound.message.uuid])
           expect(yield* stored(org.id, reacted.message)).toEqual(reacted.message)
           expect(yield* stored(org.id, unknownTarget.message)).toEqual(unknownTarget.message)
+        })
+      ))
+
+    it.effect("the business's reaction row recorded Sent folds into its target (\"\" removes it) with message.reactions_updated; Failed changes nothing; no status events", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const to = yield* recipient(org.id, 1)
+          const target = (yield* append(org.id, inboundRequest(to.phone, { now: at(0), providerId: "wamid.in.1" }))).message
+          yield* addEndpoint(org.id, { events: ["message.received", "message.status_updated", "message.reactions_updated"] })
+          const first = yield* businessReaction(org.id, to, target, "👍", "lease-r1", 1_000)
+          expect(first.status).toBe("sending")
+          yield* recorded(2_000, { message: first, lease: "lease-r1" }, sent("wamid.r.1"))
+          const reacted = yield* stored(org.id, target)
+          expect(reacted).toEqual({ ...target, reactions: [{ emoji: "👍", by: "business", at: at(2_000) }], updated_at: at(2_000) })
+          const events = yield* outbox()
+          expect(events.map((event) => event.type)).toEqual(["message.reactions_updated"])
+          expect(events[0]!.event.data).toEqual(reacted)
+          // A failed reaction changes nothing and announces nothing.
+          const failed = yield* businessReaction(org.id, to, target, "🎉", "lease-r2", 3_000)
+          yield* recorded(4_000, { message: failed, lease: "lease-r2" }, { _tag: "Failed", failure: { code: "131009", title: "Parameter value is not valid" }, attempts: 1 })
+          expect(yield* stored(org.id, target)).toEqual(reacted)
+          expect(yield* outbox()).toEqual([])
+          // A later one replaces it; "" removes it.
+          const second = yield* businessReaction(org.id, to, target, "🎉", "lease-r3", 5_000)
+          yield* recorded(6_000, { message: second, lease: "lease-r3" }, sent("wamid.r.3"))
+          expect((yield* stored(org.id, target)).reactions).toEqual([{ emoji: "🎉", by: "business", at: at(6_000) }])
+          const removal = yield* businessReaction(org.id, to, target, "", "lease-r4", 7_000)
+          yield* recorded(8_000, { message: removal, lease: "lease-r4" }, sent("wamid.r.4"))
+          expect(yield* stored(org.id, target)).toEqual({ ...target, reactions: [], updated_at: at(8_000) })
+          expect((yield* outbox()).map((event) => event.type)).toEqual(["message.reactions_updated", "message.reactions_updated"])
+          // The reaction rows are recorded as any send, but never listed.
+          expect((yield* stored(org.id, removal)).status).toBe("sent")
+          const { chats } = yield* Storage
+          const page = Option.getOrThrow(yield* chats.listMessages(org.id, target.chat_uuid, { page: 1, per_page: 50 }))
+          expect(page.items.map((message) => message.uuid)).toEqual([target.uuid])
         })
       ))
 

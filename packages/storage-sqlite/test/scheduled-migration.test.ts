@@ -96,7 +96,7 @@ describe(`migration 22 on a file of ${ROWS} messages`, () => {
     )
     expect(() => insertScheduled.run("s1", ROWS + 1)).toThrow(/CHECK/)
 
-    applyPending(db, migrations, "t2")
+    applyPending(db, migrations.filter((m) => m.version <= 22), "t2")
     const migrated = performance.now()
     console.info(
       `migration 22: ${ROWS} messages built in ${Math.round(built - started)} ms, rebuilt in ${Math.round(migrated - built)} ms`

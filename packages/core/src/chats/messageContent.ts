@@ -37,12 +37,13 @@ export interface ReadContent {
  * too (its rendered body, for previews). A `media` message's `text` is its caption. An
  * `interactive` message's `text` is its body (required, at most 4096 code points: a list's
  * longest) and its `content` must hold the `interactive` object (checked by the send,
- * `readInteractive`).
+ * `readInteractive`). An outbound `reaction` (`Messaging.react`) has no text; its `content`
+ * must hold the `reaction` object.
  */
 export const readContent = (
   collector: IssueCollector,
   input: { readonly type?: unknown; readonly text?: unknown; readonly template?: unknown; readonly media?: unknown; readonly content?: unknown },
-  allowed: ReadonlyArray<"text" | "template" | "media" | "interactive">
+  allowed: ReadonlyArray<"text" | "template" | "media" | "interactive" | "reaction">
 ): ReadContent => {
   const type = input.type
   if (typeof type !== "string" || !(allowed as ReadonlyArray<string>).includes(type)) {
@@ -75,6 +76,13 @@ export const readContent = (
         collector.add("too_long", "text", `text must be at most ${MAX_MESSAGE_TEXT_LENGTH} characters`)
       }
       return { type: "interactive", text, template: null, media: null, content: isObject(content) ? content : null }
+    }
+    case "reaction": {
+      const content = input.content
+      if (!isObject(content) || !isObject(content.reaction)) {
+        collector.add("required", "content.reaction", "content.reaction must be the reaction {message_id, emoji, target_uuid}")
+      }
+      return { type: "reaction", text: null, template: null, media: null, content: isObject(content) ? content : null }
     }
   }
 }

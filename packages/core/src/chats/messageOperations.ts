@@ -141,7 +141,7 @@ export const makeMessageOperations = (
     outbox?: OutboxPlacement
   ) {
     const collector = new IssueCollector()
-    const content = readContent(collector, input, ["text", "template", "media", "interactive"])
+    const content = readContent(collector, input, ["text", "template", "media", "interactive", "reaction"])
     const providerId = providerMessageId(collector, input.provider_message_id)
     const channelId = collector.optionalUuid("channel_uuid", input.channel_uuid)
     const transport = readTransport(collector, input.transport)

@@ -1,4 +1,4 @@
-import type { Message, MessageStatus } from "../model/messages.js"
+import { type Message, type MessageId, type MessageStatus, outboundReactionOf, withReaction } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { MessageStatusOutcome, MessageStatusUpdate } from "../storage/ChatRepository.js"
 import type { MemoryState, MessageRow } from "./state.js"
@@ -73,8 +73,27 @@ export const writeStatus = (
     }
   }
   const written = outcome.message
-  if (written.status !== message.status) {
+  // A reaction row is never announced: its target's message.reactions_updated is.
+  if (written.status !== message.status && message.type !== "reaction") {
     recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => written)
   }
   return outcome
+}
+
+/**
+ * When `row` is an outbound reaction just recorded sent: the business's reaction written
+ * into its target (the organization's message `target_uuid`: `reactions` by core's
+ * `withReaction` and `updated_at`), with `message.reactions_updated` when they changed.
+ * Anything else, or a target gone: nothing.
+ */
+export const foldBusinessReaction = (state: MemoryState, organizationId: OrganizationId, row: Message, now: string): void => {
+  const reaction = outboundReactionOf(row)
+  if (reaction === undefined) return
+  const target = state.messages.get(reaction.target_uuid as MessageId)
+  if (target === undefined || target.organization_id !== organizationId) return
+  const reactions = withReaction(target.reactions, "business", reaction.emoji, now)
+  if (reactions === target.reactions) return
+  const written: MessageRow = { ...target, reactions, updated_at: now }
+  state.messages.set(target.uuid, written)
+  recordWebhookEvent(state, organizationId, "message.reactions_updated", now, () => withoutOrganization(written))
 }

@@ -9,7 +9,7 @@ import type {
   OutboxPlacement,
   OutboxRepository
 } from "../storage/OutboxRepository.js"
-import { withoutOrganization, writeStatus } from "./messages.js"
+import { foldBusinessReaction, withoutOrganization, writeStatus } from "./messages.js"
 import type { DispatchRow, MemoryState, MessageRow, PacingRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
 
@@ -271,7 +271,8 @@ const record = (state: MemoryState, id: MessageId, lease: string, outcome: Outbo
   const write = (written: MessageRow, dispatchAfter: DispatchRow, event: boolean): Option.Option<Message> => {
     state.messages.set(id, written)
     state.dispatch.set(id, dispatchAfter)
-    if (event) recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(written))
+    // A reaction row is never announced (its target's message.reactions_updated is).
+    if (event && written.type !== "reaction") recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(written))
     return Option.some(withoutOrganization(written))
   }
   switch (outcome._tag) {
@@ -286,6 +287,7 @@ const record = (state: MemoryState, id: MessageId, lease: string, outcome: Outbo
         provider_message_id: outcome.provider_message_id ?? undefined,
         now
       })
+      foldBusinessReaction(state, organizationId, written.message, now)
       return Option.some(written.message)
     }
     case "Failed":
@@ -348,7 +350,9 @@ const move = (
   const after = moved(entry)
   state.messages.set(id, after.row)
   state.dispatch.set(id, after.dispatch)
-  if (eventAt !== null) recordWebhookEvent(state, organizationId, "message.status_updated", eventAt, () => withoutOrganization(after.row))
+  if (eventAt !== null && after.row.type !== "reaction") {
+    recordWebhookEvent(state, organizationId, "message.status_updated", eventAt, () => withoutOrganization(after.row))
+  }
   return { _tag: "Done", message: withoutOrganization(after.row) } as const
 }
 

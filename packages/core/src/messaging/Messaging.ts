@@ -8,12 +8,14 @@ import type { IssueCollector } from "../internal/validation.js"
 import { type InteractiveContent, interactiveStoredMedia } from "../model/interactive.js"
 import type { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
 import type { ChatId, InboundMessageInput, InboundReceipt } from "../model/chats.js"
-import { type InvalidInput, type PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
-import type { Message, MessageId, OutboundMediaContent } from "../model/messages.js"
+import { InvalidInput, type PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
+import { type Message, type MessageId, type OutboundMediaContent, outboundReactionOf, validReactionEmoji } from "../model/messages.js"
 import { MediaNotReady, MediaUnavailable } from "../model/mediaErrors.js"
 import type {
   ChatReadResult,
   MarkChatReadInput,
+  ReactInput,
+  ReactResult,
   ReadReceipt,
   ReceiveResult,
   SendInteractiveInput,
@@ -23,7 +25,12 @@ import type {
   SendTemplateInput,
   SendTextInput
 } from "../model/messaging.js"
-import { MessageNotCancellable, MessageNotRetryable, type OutsideCustomerServiceWindow } from "../model/messagingErrors.js"
+import {
+  MessageNotCancellable,
+  MessageNotReactable,
+  MessageNotRetryable,
+  type OutsideCustomerServiceWindow
+} from "../model/messagingErrors.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { TemplateNotApproved, TemplateNotFound, TemplateParametersMismatch, TemplateUnsupported } from "../model/templateErrors.js"
 import { SecureRandom } from "../random/SecureRandom.js"
@@ -181,6 +188,30 @@ export interface MessagingService {
     id: MessageId
   ) => Effect.Effect<Message, RecordNotFound | MessageNotCancellable | StorageError>
   /**
+   * `POST /messages/{uuid}/reaction` (docs/messaging.md "Reactions"): the business reacts
+   * to the organization's message `id` with `input.emoji` (one emoji, `validReactionEmoji`;
+   * `""` takes its reaction back). In this order, each refusal writing nothing:
+   * `emoji` not such a string → `InvalidInput` naming `emoji`; no such message of the
+   * organization → `RecordNotFound`; `MessageNotReactable` when the message is itself a
+   * reaction (`not_a_message`), has no provider id (`no_provider_id`), was created more
+   * than 30 days ago (`too_old`), or there is no channel to send through (`no_channel`:
+   * the message's channel, else the channel a send to its contact would choose); the
+   * contact's customer service window on that channel closed → `OutsideCustomerServiceWindow`.
+   * Then an outbound row of type `reaction` (`content.reaction {message_id, emoji,
+   * target_uuid}`, never listed) goes through the send queue as a text send does (steps 5–6:
+   * paced, retried; `options.messageUuid` as for sends: a row with that uuid already there is
+   * answered as it stands). When the provider accepts it, the store writes the reaction into
+   * the target's `reactions` (`by: "business"`, replacing the earlier one) with
+   * `message.reactions_updated`. The answer is the target as stored afterwards and the
+   * reaction row's send result ({@link ReactResult}).
+   */
+  readonly react: (
+    organizationId: OrganizationId,
+    id: MessageId,
+    input: ReactInput,
+    options?: SendOptions
+  ) => Effect.Effect<ReactResult, ReactError>
+  /**
    * `POST /chats/{uuid}/read` (docs/chats.md "Read receipts"): the chat's `unread_count`
    * becomes 0 (always committed), then the provider is told, inline and never through the
    * send queue, that the business read the chat's latest inbound message (by `created_at`;
@@ -212,6 +243,23 @@ export type SendError =
   | OutsideCustomerServiceWindow
   | PlanLimitExceeded
   | RecordNotFound
+  | SecretKeyMissing
+  | SecretKeyMismatch
+  | StorageError
+
+/**
+ * What `Messaging.react` fails with: a bad emoji (`InvalidInput`), an unknown message
+ * (`RecordNotFound`), a message that cannot carry a reaction (`MessageNotReactable`), a
+ * closed customer service window, a channel whose token cannot be opened, or the store;
+ * nothing written for any of them.
+ *
+ * @category services
+ */
+export type ReactError =
+  | InvalidInput
+  | RecordNotFound
+  | MessageNotReactable
+  | OutsideCustomerServiceWindow
   | SecretKeyMissing
   | SecretKeyMismatch
   | StorageError
@@ -354,7 +402,26 @@ const make = Effect.gen(function* () {
 
   const markChatRead: MessagingService["markChatRead"] = (organizationId, chatId, input) => markRead(services, organizationId, chatId, input)
 
-  const service: MessagingService = { sendTemplate, sendText, sendMedia, sendInteractive, receive, retryMessage, cancelMessage, markChatRead }
+  const react = Effect.fn("Messaging.react")(function* (
+    organizationId: OrganizationId,
+    id: MessageId,
+    input: ReactInput,
+    options?: SendOptions
+  ) {
+    return yield* reactTo(services, organizationId, id, input, options)
+  })
+
+  const service: MessagingService = {
+    sendTemplate,
+    sendText,
+    sendMedia,
+    sendInteractive,
+    receive,
+    retryMessage,
+    cancelMessage,
+    markChatRead,
+    react
+  }
   return service
 })
 
@@ -401,6 +468,82 @@ const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
     const inline = sendAt === null && !usesStoredMedia(content)
     const delivery = { organizationId, contactId, phone: recipient.phone, content, channel, windowEnd, inline, messageUuid, sendAt }
     return yield* deliver(services, delivery)
+  })
+
+/** The oldest message a reaction may go to, in ms before now (the provider refuses older ones). */
+const MAX_REACTION_TARGET_AGE_MS = 30 * 24 * 60 * 60 * 1000
+
+/**
+ * `react`: the checks in the order `MessagingService.react` lists them, nothing written
+ * until they pass, then the reaction row through steps 5–6 of a send; the target re-read
+ * after the attempt.
+ */
+const reactTo = (
+  services: SendServices,
+  organizationId: OrganizationId,
+  id: MessageId,
+  input: ReactInput,
+  options: SendOptions | undefined
+) =>
+  Effect.gen(function* () {
+    const { storage } = services
+    const emoji = input?.emoji
+    if (typeof emoji !== "string" || !validReactionEmoji(emoji)) {
+      return yield* new InvalidInput({
+        issues: [{ field: "emoji", code: "invalid_format", message: "emoji must be one emoji, or \"\" to remove the reaction" }]
+      })
+    }
+    const found = yield* storage.chats.findMessage(organizationId, id)
+    if (Option.isNone(found)) return yield* new RecordNotFound({ missing: [{ resource: "message", uuid: id }] })
+    const target = found.value
+    const messageUuid = options?.messageUuid
+    if (messageUuid !== undefined) {
+      // A takeover of an Idempotency-Key whose first attempt created the reaction row: answer it.
+      const created = yield* storage.chats.findMessage(organizationId, messageUuid)
+      if (Option.isSome(created)) {
+        const result: ReactResult = { message: target, reaction: sendResultOf(created.value.chat_uuid, created.value) }
+        return result
+      }
+    }
+    const refuse = (reason: MessageNotReactable["reason"]) => new MessageNotReactable({ message_uuid: target.uuid, reason })
+    if (outboundReactionOf(target) !== undefined || target.type === "reaction") return yield* refuse("not_a_message")
+    if (target.provider_message_id === null) return yield* refuse("no_provider_id")
+    if (Date.parse(target.created_at) < (yield* Clock.currentTimeMillis) - MAX_REACTION_TARGET_AGE_MS) return yield* refuse("too_old")
+    const contact = yield* storage.contacts.findById(organizationId, target.contact_uuid)
+    if (Option.isNone(contact)) return yield* new RecordNotFound({ missing: [{ resource: "message", uuid: id }] })
+    const { channel } = yield* reactionChannel(services, organizationId, target)
+    if (channel === null) return yield* refuse("no_channel")
+    const end = yield* requireOpenWindow(services, organizationId, Option.some(contact.value.uuid), channel.uuid)
+    const reaction = { message_id: target.provider_message_id, emoji, target_uuid: target.uuid }
+    const delivery = {
+      organizationId,
+      contactId: contact.value.uuid,
+      phone: contact.value.phone,
+      content: { type: "reaction", reaction } as const,
+      channel,
+      windowEnd: end,
+      inline: true,
+      messageUuid
+    }
+    const sent = yield* deliver(services, delivery)
+    const after = yield* storage.chats.findMessage(organizationId, target.uuid)
+    const result: ReactResult = { message: Option.getOrElse(after, () => target), reaction: sent }
+    return result
+  })
+
+/**
+ * The channel a reaction to `target` goes through: the target's own channel, else (none,
+ * or removed since) the one a send to its contact would choose (`chooseChannel`, then
+ * `refineChannel`); `channel: null` when the organization has none.
+ */
+const reactionChannel = (services: SendServices, organizationId: OrganizationId, target: Message) =>
+  Effect.gen(function* () {
+    const fallback = Effect.flatMap(chooseChannel(services, organizationId, null), (chosen) =>
+      refineChannel(services, organizationId, target.contact_uuid, chosen))
+    if (target.channel_uuid === null) return yield* fallback
+    return yield* chooseChannel(services, organizationId, target.channel_uuid).pipe(
+      Effect.catchTag("RecordNotFound", () => fallback)
+    )
   })
 
 /**

@@ -41,6 +41,7 @@ export type SendContent =
   | { readonly type: "template"; readonly template: TemplateSendObject; readonly text: string }
   | { readonly type: "media"; readonly media: OutboundMediaContent }
   | { readonly type: "interactive"; readonly interactive: InteractiveContent }
+  | { readonly type: "reaction"; readonly reaction: { readonly message_id: string; readonly emoji: string; readonly target_uuid: string } }
 
 /** The fields every send reads beside its content: the phone, the contact's details, `channel_uuid`, `send_at`. */
 export type RecipientInput = Parameters<typeof readRecipient>[1] & { readonly channel_uuid?: unknown; readonly send_at?: unknown }
@@ -339,6 +340,8 @@ const recordOf = (content: SendContent): OutboundMessageInput => {
       return { type: "media", media: content.media }
     case "interactive":
       return { type: "interactive", text: content.interactive.body.text, content: { interactive: content.interactive } }
+    case "reaction":
+      return { type: "reaction", content: { reaction: content.reaction } }
   }
 }
 

@@ -257,8 +257,8 @@ export interface InboundMessageInput {
  * An outbound message to append, input of `Chats.appendOutbound`: `text`
  * (1–4096 characters), a `template` send object, `media`, or an `interactive` message
  * (`text` its body, `content.interactive` its object, docs/messaging.md "Interactive
- * messages"); `provider_message_id` when
- * the provider already answered; `uuid` when the caller chose the message's uuid (a send
+ * messages"), or a business `reaction` (`content.reaction`, written by `Messaging.react`);
+ * `provider_message_id` when the provider already answered; `uuid` when the caller chose the message's uuid (a send
  * under an Idempotency-Key, docs/messaging.md "Idempotency-Key"), else a fresh one.
  *
  * @category models
@@ -266,11 +266,11 @@ export interface InboundMessageInput {
 export interface OutboundMessageInput {
   /** The message's uuid, chosen by the caller; absent: a fresh one. */
   readonly uuid?: MessageId | undefined
-  readonly type: "text" | "template" | "media" | "interactive"
+  readonly type: "text" | "template" | "media" | "interactive" | "reaction"
   readonly text?: string | undefined
   readonly template?: MessageTemplateContent | undefined
   readonly media?: MessageMediaContent | undefined
-  /** An `interactive` message's `{interactive}` (its object, as the send read it). */
+  /** An `interactive` message's `{interactive}` (its object, as the send read it); a `reaction`'s `{reaction}`. */
   readonly content?: MessageContentFields | undefined
   readonly provider_message_id?: string | undefined
   /** The channel the message goes out through, `null` or absent when none. */

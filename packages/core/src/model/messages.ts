@@ -315,6 +315,26 @@ export const listedMessageType = (type: MessageType): boolean => type !== "react
  */
 export const validReactionEmoji = (emoji: string): boolean => emoji === "" || REACTION_EMOJI.test(emoji)
 
+/**
+ * The business's reaction an outbound `reaction` row carries (`content.reaction`, written
+ * by `Messaging.react`): the provider id of the message reacted to (`message_id`), the
+ * `emoji` (`""` removes) and the uuid of that message (`target_uuid`); `undefined` for any
+ * other message. The stores fold it into its target when the row is recorded sent.
+ *
+ * @category models
+ */
+export const outboundReactionOf = (
+  message: Pick<Message, "type" | "direction" | "content">
+): { readonly message_id: string; readonly emoji: string; readonly target_uuid: string } | undefined => {
+  if (message.type !== "reaction" || message.direction !== "outbound") return undefined
+  const reaction: unknown = message.content?.reaction
+  if (typeof reaction !== "object" || reaction === null) return undefined
+  const { message_id, emoji, target_uuid } = reaction as Record<string, unknown>
+  return typeof message_id === "string" && typeof emoji === "string" && typeof target_uuid === "string"
+    ? { message_id, emoji, target_uuid }
+    : undefined
+}
+
 /** One RGI emoji, the whole string (the `v` flag, ES2024, built at run time for an ES2022 target). */
 const REACTION_EMOJI = new RegExp("^\\p{RGI_Emoji}$", "v")
 

@@ -1,7 +1,7 @@
 import type { Chat, ChatId, InboundReceipt } from "./chats.js"
 import type { ContactId } from "./contacts.js"
 import type { InteractiveContent } from "./interactive.js"
-import type { MessageFailure, MessageId, OutboundMediaContent, MessageStatus, TransportKind } from "./messages.js"
+import type { Message, MessageFailure, MessageId, OutboundMediaContent, MessageStatus, TransportKind } from "./messages.js"
 import type { TemplateSendRequest } from "./templates.js"
 
 /**
@@ -146,6 +146,30 @@ export interface SendResult {
  */
 export interface ReceiveResult extends InboundReceipt {
   readonly auto_reply: SendResult | null
+}
+
+/**
+ * Input of `Messaging.react` (`POST /messages/{uuid}/reaction`, docs/messaging.md
+ * "Reactions"): `emoji`, one emoji (`validReactionEmoji`), or `""` to take the business's
+ * reaction back.
+ *
+ * @category models
+ */
+export interface ReactInput {
+  readonly emoji?: unknown
+}
+
+/**
+ * The result of `Messaging.react` (`POST /messages/{uuid}/reaction`): `message` is the
+ * message reacted to, as stored after the attempt (its `reactions` show the business's
+ * reaction once the provider accepted it), `reaction` the send result of the reaction row
+ * the send queue carries (`sent`, `queued`, `sending` or `failed` as for any send).
+ *
+ * @category models
+ */
+export interface ReactResult {
+  readonly message: Message
+  readonly reaction: SendResult
 }
 
 /**

@@ -60,3 +60,44 @@ export class OutsideCustomerServiceWindow extends Schema.TaggedError<OutsideCust
       : `The customer service window closed at ${this.window_expires_at}: only a template message can be sent`
   }
 }
+
+/**
+ * Why a message cannot be reacted to (`POST /messages/{uuid}/reaction`, docs/messaging.md
+ * "Reactions"):
+ * - `no_provider_id`: it has no provider message id (imported, or not sent yet), so the
+ *   provider cannot name it;
+ * - `too_old`: it was created more than 30 days ago (the provider refuses older targets);
+ * - `not_a_message`: it is itself a reaction;
+ * - `no_channel`: there is no channel to send the reaction through (the message's, else the
+ *   one a send to its contact would use).
+ *
+ * @category errors
+ */
+export const MessageNotReactableReason = Schema.Literal("no_provider_id", "too_old", "not_a_message", "no_channel")
+
+/**
+ * @category errors
+ */
+export type MessageNotReactableReason = typeof MessageNotReactableReason.Type
+
+/**
+ * `POST /messages/{uuid}/reaction` to a message that cannot carry one, `reason` saying why
+ * ({@link MessageNotReactableReason}). Nothing was written. HTTP 409 `message_not_reactable`.
+ *
+ * @category errors
+ */
+export class MessageNotReactable extends Schema.TaggedError<MessageNotReactable>()("MessageNotReactable", {
+  message_uuid: Schema.String,
+  reason: MessageNotReactableReason
+}) {
+  override get message(): string {
+    return `Message ${this.message_uuid} cannot be reacted to: ${REACTABLE_REASONS[this.reason]}`
+  }
+}
+
+const REACTABLE_REASONS: { readonly [R in MessageNotReactableReason]: string } = {
+  no_provider_id: "it has no provider message id",
+  too_old: "it is more than 30 days old",
+  not_a_message: "it is itself a reaction",
+  no_channel: "there is no channel to send the reaction through"
+}

@@ -21,7 +21,7 @@ import { channelRoutes } from "./channels.js"
 import { getChatRoute, listChatMessagesRoute, listChatsRoute, markChatReadRoute, updateChatRoute } from "./chats.js"
 import { discoveryRoutes } from "./discovery.js"
 import { mediaRoutes } from "./media.js"
-import { cancelMessageRoute, getMessageRoute, retryMessageRoute } from "./messages.js"
+import { cancelMessageRoute, getMessageRoute, reactToMessageRoute, retryMessageRoute } from "./messages.js"
 import { sendInteractiveRoute, sendMediaRoute, sendTemplateRoute, sendTextRoute } from "./messaging.js"
 import type { RouteDefinition } from "./route.js"
 import { deleteTemplateRoute, getTemplateRoute, listTemplatesRoute, submitTemplateRoute, templatePayloadRoute } from "./templates.js"
@@ -74,6 +74,7 @@ export const defaultRoutes: ReadonlyArray<RouteDefinition> = [
   getMessageRoute,
   retryMessageRoute,
   cancelMessageRoute,
+  reactToMessageRoute,
   ...broadcastRoutes,
   whatsAppHandshakeRoute,
   whatsAppWebhookRoute,

@@ -18,6 +18,7 @@ import {
   type OutboxPlacement,
   type OutboxRepository,
   type OutboxSummaryRow,
+  outboundReactionOf,
   pacingIntervalMs,
   type WebhookEventType
 } from "@switchboard/core"
@@ -27,6 +28,7 @@ import { attempt, onDuplicateKey } from "../internal/driver.js"
 import { anyOf, eq, ofOrganization, owned } from "../internal/queries.js"
 import { channelOf, messageRecord } from "../internal/records.js"
 import { type Collections, WAITING } from "../internal/schema.js"
+import { foldReaction } from "./chats.js"
 import { applyPending, chatExists, ENDED_LEASE, writeStatus } from "./statusWrites.js"
 import { pendingEvent, subscribersOf } from "./webhooks.js"
 
@@ -110,9 +112,11 @@ const pushEvent = async (
   await target.updateOne({ _id: eq(id) }, { $push: { pending_events: pendingEvent(type, now, endpoints, data) } })
 }
 
-/** The `message.status_updated` event of a message as stored after a write. */
-const pushStatusEvent = (collections: Collections, document: MessageDocument, now: string) =>
-  pushEvent(collections, "messages", document.organization_id, document._id, "message.status_updated", now, messageRecord(document))
+/** The `message.status_updated` event of a message as stored after a write; none for a reaction row (its target's `message.reactions_updated` is written instead). */
+const pushStatusEvent = async (collections: Collections, document: MessageDocument, now: string) => {
+  if (document.type === "reaction") return
+  await pushEvent(collections, "messages", document.organization_id, document._id, "message.status_updated", now, messageRecord(document))
+}
 
 /**
  * The dispatch state and the record of a new message of the send queue, created by
@@ -527,6 +531,14 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
         if (outcome.provider_message_id !== null) {
           const applied = await applyPending(collections, organizationId, outcome.provider_message_id, now, { _tag: "Updated", message, changed: true })
           if (applied._tag === "Updated") message = applied.message
+        }
+        {
+          // A business reaction shows on its target in the same step.
+          const reaction = outboundReactionOf(message)
+          if (reaction !== undefined) {
+            const endpoints = (await subscribersOf(collections, organizationId))("message.reactions_updated")
+            await foldReaction(collections, organizationId, endpoints, "business", { message_id: reaction.message_id, emoji: reaction.emoji, at: now }, now)
+          }
         }
         break
       case "Failed":

@@ -58,7 +58,8 @@ export const writeStatus = async (
     // Leaving the send queue's waiting statuses ends its dispatch state in the same write.
     const ended = !moved ? {} : document.to === undefined ? { next_attempt_at: null } : { next_attempt_at: null, ...ENDED_LEASE }
     // A status change carries its message.status_updated event in the same update.
-    const endpoints = !moved ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
+    // (A reaction row is never announced: its target's message.reactions_updated is.)
+    const endpoints = !moved || current.type === "reaction" ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
     const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.status_updated", update.now, endpoints, message) } }
     const result = await collections.messages.updateOne(
       { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },

@@ -189,7 +189,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
               ? written
               : await applyPending(sql, s, organizationId, written.row, providerId, update.now)
           const message = decodeMessage(final.row)
-          if (final.row.status !== row.status) {
+          if (final.row.status !== row.status && message.type !== "reaction") {
             await recordWebhookEvent(sql, s, organizationId, "message.status_updated", update.now, () => message)
           }
           return { _tag: "Updated", message, changed: written.changed || final.changed }

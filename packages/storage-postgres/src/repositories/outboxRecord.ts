@@ -5,6 +5,7 @@ import {
   type MessageStatus,
   nextCooldownMs,
   type OrganizationId,
+  outboundReactionOf,
   type OutboxOutcome
 } from "@switchboard/core"
 import { jsonOrNull, queuedRowValues } from "@switchboard/storage-sql"
@@ -15,6 +16,7 @@ import type { PacingRow } from "./outboxInsert.js"
 import { decodeMessage } from "./chatRows.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
 import { QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
+import { foldReaction } from "./reactions.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
 
 export { ENDED } from "./outboxRows.js"
@@ -61,8 +63,10 @@ export const recordOutcome = async (
   const organizationId = row.organization_id as OrganizationId
   const nowMillis = Date.parse(now)
   const channelUuid = row.channel_uuid
-  const statusEvent = (message: Message) =>
-    recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
+  // A reaction row is never announced (its target's message.reactions_updated is).
+  const statusEvent = async (message: Message) => {
+    if (message.type !== "reaction") await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
+  }
   switch (outcome._tag) {
     case "Sent": {
       const sent = await writeRow(sql, schema, outcomeRow(row, outcome, now))
@@ -74,6 +78,9 @@ export const recordOutcome = async (
         await sql.run(`UPDATE ${schema}.channels SET cooldown_ms = 0 WHERE uuid = $1 AND cooldown_ms <> 0`, [channelUuid])
       }
       const message = decodeMessage(final)
+      const reaction = outboundReactionOf(message)
+      // A business reaction shows on its target in the same step.
+      if (reaction !== undefined) await foldReaction(sql, schema, organizationId, "business", { message_id: reaction.message_id, emoji: reaction.emoji, at: now }, now)
       await statusEvent(message)
       return message
     }
@@ -154,7 +161,7 @@ export const settleMessage = async (
     ? await applyPending(sql, schema, organizationId, written.row, settlement.provider_message_id, settlement.now)
     : { row: written.row, changed: false }
   const message = decodeMessage(final.row)
-  if (final.row.status !== row.status) {
+  if (final.row.status !== row.status && message.type !== "reaction") {
     await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", settlement.now, () => message)
   }
   return { message, changed: written.changed || final.changed }

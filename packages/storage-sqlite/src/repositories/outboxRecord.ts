@@ -5,12 +5,14 @@ import {
   type MessageStatus,
   nextCooldownMs,
   type OrganizationId,
+  outboundReactionOf,
   type OutboxOutcome
 } from "@switchboard/core"
 import { outcomeRow } from "../dialect.js"
 import type { Statements } from "../internal/sql.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
 import { decodeMessage } from "./chatRows.js"
+import { foldReaction } from "./chats.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
 import { type PacingRow, type QueuedRow, SQL, writeRow } from "./outboxRows.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
@@ -33,14 +35,17 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
           : applyPending(statements, organizationId, sent, outcome.provider_message_id, now).row
       if (channelUuid !== null) statements.prepare(SQL.endCoolDown).run(channelUuid)
       message = decodeMessage(final)
-      recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      const reaction = outboundReactionOf(message)
+      // A business reaction shows on its target in the same step; its row is never announced.
+      if (reaction !== undefined) foldReaction(statements, organizationId, "business", { message_id: reaction.message_id, emoji: reaction.emoji, at: now }, now)
+      else if (message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Failed": {
       message = decodeMessage(
         writeRow(statements, outcomeRow(row, outcome, now))
       )
-      recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      if (message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Requeued": {
@@ -54,7 +59,7 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
           statements.prepare(SQL.coolDown).run(cooldownMs, Math.max(pacing.pacing_tat, nowMillis + cooldownMs), channelUuid)
         }
       }
-      if (outcome.attempts > 0) recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      if (outcome.attempts > 0 && message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Unknown":
@@ -97,7 +102,7 @@ export const settleMessage = (
     ? applyPending(statements, organizationId, written.row, settlement.provider_message_id, settlement.now)
     : { row: written.row, changed: false }
   const message = decodeMessage(final.row)
-  if (final.row.status !== row.status) {
+  if (final.row.status !== row.status && message.type !== "reaction") {
     recordWebhookEvent(statements, organizationId, "message.status_updated", settlement.now, () => message)
   }
   return { message, changed: written.changed || final.changed }

@@ -38,7 +38,7 @@ export const writeStatusReport = (
   if (row !== undefined) {
     const written = applyStatus(statements, row, update)
     const message = decodeMessage(written.row)
-    if (written.row.status !== row.status) {
+    if (written.row.status !== row.status && message.type !== "reaction") {
       recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
     }
     return { _tag: "Updated", message, changed: written.changed }
