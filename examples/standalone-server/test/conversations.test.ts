@@ -21,7 +21,8 @@ import {
 // interactive message in the chat; a list over WhatsApp's row limit is refused before
 // anything is written or sent; marking the chat read sends Meta the read receipt of the
 // customer's latest message; a text scheduled a few seconds ahead leaves at its time and
-// one cancelled before its time never leaves; the customer's reaction to our message shows in
+// one cancelled before its time never leaves; the business reacts to the customer's message
+// and takes it back; the customer's reaction to our message shows in
 // its reactions, and taking it back removes it (docs/messaging.md, docs/chats.md).
 // The steps run in order on one server and share its state.
 
@@ -198,6 +199,31 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
     expect(graphSends().some((entry) => (entry.body as any)?.biz_opaque_callback_data === dropped.json.data.message_id)).toBe(false)
     expect((await call("GET", `/messages/${scheduled.json.data.message_id}`)).json.data.status).toBe("sent")
     expect((await call("GET", `/messages/${dropped.json.data.message_id}`)).json.data).toMatchObject({ status: "failed", failure: { code: "cancelled" } })
+  })
+
+  it("POST /messages/{uuid}/reaction reacts to the customer's message through Meta; an empty emoji takes it back", async () => {
+    const tapped = (await messagesOfChat()).find((message) => message.provider_message_id === latestInboundWamid)
+    const reactionsOf = async (): Promise<Array<any>> => (await call("GET", `/messages/${tapped.uuid}`)).json.data.reactions
+    const reactionSends = () => graphSends().filter((entry) => (entry.body as any)?.type === "reaction")
+
+    const reacted = await call("POST", `/messages/${tapped.uuid}/reaction`, { emoji: "👍" })
+    expect(reacted.status, JSON.stringify(reacted.json)).toBe(200)
+    expect(reacted.json.data.uuid).toBe(tapped.uuid)
+    await simulator.waitFor(() => reactionSends().length === 1, "the business's reaction at the simulator", 5_000)
+    expect(reactionSends()[0]!.body).toMatchObject({
+      messaging_product: "whatsapp",
+      to: CUSTOMER_DIGITS,
+      type: "reaction",
+      reaction: { message_id: latestInboundWamid, emoji: "👍" }
+    })
+    await until(async () => (await reactionsOf()).length === 1, "the business's reaction on the customer's message", 5_000, 50)
+    expect(await reactionsOf()).toEqual([{ emoji: "👍", by: "business", at: expect.any(String) }])
+
+    const removed = await call("POST", `/messages/${tapped.uuid}/reaction`, { emoji: "" })
+    expect(removed.status, JSON.stringify(removed.json)).toBe(200)
+    await simulator.waitFor(() => reactionSends().length === 2, "the business's reaction taken back at the simulator", 5_000)
+    expect(reactionSends()[1]!.body).toMatchObject({ type: "reaction", reaction: { message_id: latestInboundWamid, emoji: "" } })
+    await until(async () => (await reactionsOf()).length === 0, "the business's reaction taken back", 5_000, 50)
   })
 
   it("the customer reacts to our message: its reactions show the emoji; an empty emoji takes it back; the chat's list and unread count do not change", async () => {
