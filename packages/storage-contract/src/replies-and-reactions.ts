@@ -184,9 +184,20 @@ export const repliesAndReactionsContract = (options: StorageContractOptions): vo
           yield* recorded(8_000, { message: removal, lease: "lease-r4" }, sent("wamid.r.4"))
           expect(yield* stored(org.id, target)).toEqual({ ...target, reactions: [], updated_at: at(8_000) })
           expect((yield* outbox()).map((event) => event.type)).toEqual(["message.reactions_updated", "message.reactions_updated"])
+          // Meta's statuses of a reaction move its row and announce nothing.
+          const { chats: statusChats } = yield* Storage
+          for (const status of ["delivered", "read"] as const) {
+            yield* statusChats.updateMessageStatusByProviderId(org.id, "wamid.r.4", {
+              status,
+              from: ["sent", "delivered"],
+              now: at(9_000),
+              pendingUntil: at(99_000)
+            })
+          }
+          expect((yield* stored(org.id, removal)).status).toBe("read")
+          expect(yield* outbox()).toEqual([])
           // The reaction rows are recorded as any send, but never listed.
-          expect((yield* stored(org.id, removal)).status).toBe("sent")
-          const { chats } = yield* Storage
+                    const { chats } = yield* Storage
           const page = Option.getOrThrow(yield* chats.listMessages(org.id, target.chat_uuid, { page: 1, per_page: 50 }))
           expect(page.items.map((message) => message.uuid)).toEqual([target.uuid])
         })

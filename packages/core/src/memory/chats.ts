@@ -98,7 +98,8 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         const message = id === undefined ? undefined : view.ownedMessage(organizationId, id)
         if (message !== undefined && message.provider_message_id === providerMessageId) {
           const outcome = applyStatus(state, organizationId, message, update)
-          if (outcome.message.status !== message.status) {
+          // A reaction row is never announced: its target's message.reactions_updated is.
+          if (outcome.message.status !== message.status && message.type !== "reaction") {
             recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => outcome.message)
           }
           return outcome

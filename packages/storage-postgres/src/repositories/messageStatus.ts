@@ -140,7 +140,7 @@ const moveByProviderIdSql = (schema: string, alone: boolean) => {
     : `, subscribers AS (
       SELECT we.uuid FROM ${schema}.webhook_endpoints AS we
       WHERE ${subscribes}
-        AND EXISTS (SELECT 1 FROM moved, target WHERE moved.status <> target.status)
+        AND EXISTS (SELECT 1 FROM moved, target WHERE moved.status <> target.status AND target.type <> 'reaction')
       FOR KEY SHARE
     )`
   return `WITH target AS (
