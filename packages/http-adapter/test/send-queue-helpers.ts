@@ -41,9 +41,9 @@ export const template = (order: string) => ({
  * and order_update, with its `apiKey`; `dispatch` as `createHandler`'s), `postWebhook(setup, body)` (a body signed with the app secret),
  * `requestsFor(setup, id)` (the Graph sends that carried message `id`), and
  * `messageWhen(api, id, done)` (polls `GET /messages/{id}` until `done`, at most `waitMs`).
- * `numberBase` keeps each file's phone_number_ids apart.
+ * `numberBase` keeps each file's phone_number_ids apart; `timeoutMs` replaces {@link SEND_QUEUE}'s 400 ms.
  */
-export const useSendQueueSetup = (options: { readonly appSecret: string; readonly numberBase: number; readonly waitMs?: number }) => {
+export const useSendQueueSetup = (options: { readonly appSecret: string; readonly numberBase: number; readonly waitMs?: number; readonly timeoutMs?: number }) => {
   let simulator: WhatsAppSimulator | undefined
   const handlers: Array<SwitchboardHandler> = []
   beforeAll(async () => {
@@ -68,7 +68,7 @@ export const useSendQueueSetup = (options: { readonly appSecret: string; readonl
       secretKey: SECRET_KEY,
       graphApi: { baseUrl: running().url, apiVersion: "v21.0" },
       whatsapp: { appSecret: options.appSecret },
-      sendQueue: SEND_QUEUE,
+      sendQueue: options.timeoutMs === undefined ? SEND_QUEUE : { ...SEND_QUEUE, timeoutMs: options.timeoutMs },
       ...(setupOptions.dispatch === undefined ? {} : { dispatch: setupOptions.dispatch })
     })
     handlers.push(handler)
