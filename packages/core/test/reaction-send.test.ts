@@ -68,12 +68,14 @@ const reactSettled = (organizationId: OrganizationId, id: MessageId, emoji: stri
   Effect.gen(function* () {
     const messaging = yield* Messaging
     const result = yield* messaging.react(organizationId, id, { emoji })
-    for (let pass = 0; pass < 10; pass++) {
+    // At most 10 s: a pass finds it due only once its new pacing slot has come.
+    for (let pass = 0; pass < 200; pass++) {
       const reaction = yield* findMessage(organizationId, result.reaction.message_id)
-      if (reaction.status !== "queued") {
+      if (reaction.status !== "queued" && reaction.status !== "sending") {
         return { ...result, reaction: { ...result.reaction, status: reaction.status }, message: yield* findMessage(organizationId, id) }
       }
       yield* Effect.flatMap(Clock.currentTimeMillis, (now) => runLeasedPass(sendQueue, now, 60_000, 100))
+      yield* Effect.sleep("50 millis")
     }
     return result
   })
