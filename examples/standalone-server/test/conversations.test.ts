@@ -21,7 +21,8 @@ import {
 // interactive message in the chat; a list over WhatsApp's row limit is refused before
 // anything is written or sent; marking the chat read sends Meta the read receipt of the
 // customer's latest message; a text scheduled a few seconds ahead leaves at its time and
-// one cancelled before its time never leaves; the business reacts to the customer's message
+// one cancelled before its time never leaves, and one whose customer service window closes
+// before its time ends failed, never sent; the business reacts to the customer's message
 // and takes it back; the customer's reaction to our message shows in
 // its reactions, and taking it back removes it (docs/messaging.md, docs/chats.md).
 // The steps run in order on one server and share its state.
@@ -33,6 +34,8 @@ const WABA_ID = "102290129340398"
 /** The customer: digits as Meta sends them, E.164 as Switchboard stores them. */
 const CUSTOMER_DIGITS = "14155550100"
 const CUSTOMER_PHONE = `+${CUSTOMER_DIGITS}`
+/** A second customer, whose last message is nearly a day old. */
+const LATE_CUSTOMER_DIGITS = "14155550177"
 
 let simulator: WhatsAppSimulator
 
@@ -171,9 +174,15 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
     expect((await call("GET", `/chats/${chatUuid}`)).json.data.unread_count).toBe(0)
   })
 
-  it("a text scheduled 3 s ahead reaches Meta within 1 s after its send_at; one cancelled before its time never does", async () => {
+  it("a text scheduled 3 s ahead reaches Meta within 1 s after its send_at; one cancelled before its time never does; one whose window closed before its time ends failed", async () => {
+    // A second customer who wrote 24 hours less 2 seconds ago: the window is open now and
+    // closed before the texts' time.
+    const nearlyADayAgo = Math.floor(Date.now() / 1000) - 24 * 60 * 60 + 2
+    await simulator.postInbound({ from: LATE_CUSTOMER_DIGITS, profile_name: "Ravi Patel", message: textMessage("Any news?"), timestamp: String(nearlyADayAgo) })
     const sendAt = whole(3_000)
     const cancelledAt = whole(3_000)
+    const tooLate = await call("POST", "/send", { phone: `+${LATE_CUSTOMER_DIGITS}`, message: "Your order shipped", send_at: sendAt.toISOString() })
+    expect([tooLate.status, tooLate.json.data?.status], JSON.stringify(tooLate.json)).toEqual([200, "scheduled"])
     const scheduled = await call("POST", "/send", { phone: CUSTOMER_PHONE, message: "Reminder: pick-up closes at 6", send_at: sendAt.toISOString() })
     expect(scheduled.status, JSON.stringify(scheduled.json)).toBe(200)
     expect(scheduled.json).toMatchObject({ message: "Message scheduled", data: { status: "scheduled", next_attempt_at: sendAt.toISOString() } })
@@ -199,6 +208,14 @@ describe("conversations beyond text, end to end: built CLI and server, SQLite, t
     expect(graphSends().some((entry) => (entry.body as any)?.biz_opaque_callback_data === dropped.json.data.message_id)).toBe(false)
     expect((await call("GET", `/messages/${scheduled.json.data.message_id}`)).json.data.status).toBe("sent")
     expect((await call("GET", `/messages/${dropped.json.data.message_id}`)).json.data).toMatchObject({ status: "failed", failure: { code: "cancelled" } })
+    // The window closed before its time: failed when it was due, never sent.
+    let failed: any
+    await until(async () => {
+      failed = (await call("GET", `/messages/${tooLate.json.data.message_id}`)).json.data
+      return failed?.status === "failed"
+    }, "the scheduled text past its window failed", 10_000, 100)
+    expect(failed).toMatchObject({ status: "failed", failure: { code: "outside_customer_service_window" }, provider_message_id: null })
+    expect(graphSends().some((entry) => (entry.body as any)?.biz_opaque_callback_data === tooLate.json.data.message_id)).toBe(false)
   })
 
   it("POST /messages/{uuid}/reaction reacts to the customer's message through Meta; an empty emoji takes it back", async () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { type ChatAppendRequest, type ContactId, type Message, type OrganizationId, Storage } from "@switchboard/core"
+import { CHANNEL_REMOVED_FAILURE, type ChatAppendRequest, type ContactId, type Message, type OrganizationId, Storage } from "@switchboard/core"
 import { append, inboundRequest, outboundRequest } from "./chat-support.js"
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
-import { importContact, insertOrganization, runner } from "./support.js"
+import { importContact, insertChannel, insertOrganization, runner } from "./support.js"
 import { addEndpoint, outbox } from "./webhook-support.js"
-import { at, placement, recipient, recorded, sent } from "./outbox-support.js"
+import { addOutboxEndpoint, at, enqueue, messageOf, placement, recipient, recorded, sent, writtenEvents } from "./outbox-support.js"
 
 const { instant, phone } = fixtures
 
@@ -197,9 +197,36 @@ export const repliesAndReactionsContract = (options: StorageContractOptions): vo
           expect((yield* stored(org.id, removal)).status).toBe("read")
           expect(yield* outbox()).toEqual([])
           // The reaction rows are recorded as any send, but never listed.
-                    const { chats } = yield* Storage
+          const { chats } = yield* Storage
           const page = Option.getOrThrow(yield* chats.listMessages(org.id, target.chat_uuid, { page: 1, per_page: 50 }))
           expect(page.items.map((message) => message.uuid)).toEqual([target.uuid])
+        })
+      ))
+
+    it.effect("a deleted channel fails its waiting reaction rows channel_removed without announcing them; its other messages are announced", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const to = yield* recipient(org.id, 1)
+          const target = (yield* append(org.id, inboundRequest(to.phone, { now: at(0), providerId: "wamid.in.1" }))).message
+          const request = outboundRequest(to.id, { now: at(1_000), channelUuid: channel.uuid })
+          const content = { reaction: { message_id: target.provider_message_id, emoji: "👍", target_uuid: target.uuid } }
+          const reaction = (yield* append(org.id, {
+            ...request,
+            message: { ...request.message, type: "reaction" as const, text: null, content },
+            outbox: placement(to, { at: 1_000 })
+          })).message
+          const text = yield* enqueue(org.id, yield* recipient(org.id, 2), { channel, at: 1_000 })
+          expect([reaction.status, text.status]).toEqual(["queued", "queued"])
+          yield* addOutboxEndpoint(org.id)
+          expect(yield* channels.delete(org.id, channel.uuid)).toBe(true)
+          expect(yield* messageOf(org.id, reaction.uuid)).toMatchObject({ status: "failed", failure: CHANNEL_REMOVED_FAILURE })
+          const failedText = yield* messageOf(org.id, text.uuid)
+          expect(failedText).toMatchObject({ status: "failed", failure: CHANNEL_REMOVED_FAILURE })
+          expect(yield* writtenEvents()).toEqual([{ type: "message.status_updated", data: failedText }])
+          expect(yield* stored(org.id, target)).toEqual(target)
         })
       ))
 

@@ -95,6 +95,18 @@ describe("start-up", () => {
       expect(yield* withStorage(fake, read)).toEqual(expected)
       expect(fake.documents("messages").filter((d) => d.type === "reaction").every((d) => d.reactions_folded === true)).toBe(true)
       expect(yield* withStorage(fake, read)).toEqual(expected)
+      // Each start reads the rows still to fold through their partial index, never a scan of every message.
+      const folds = fake.calls.filter((call) => call.collection === "messages" && call.method === "find" && "reactions_folded" in (call.args[0] as object))
+      expect(folds.length).toBeGreaterThanOrEqual(2)
+      for (const call of folds) {
+        expect(call.args).toEqual([
+          { type: { $eq: "reaction" }, reactions_folded: { $exists: false } },
+          { sort: { reactions_folded: 1, created_at: 1, _id: 1 }, hint: "messages_reactions_to_fold" }
+        ])
+      }
+      expect(fake.indexes("messages").filter((index) => index.name === "messages_reactions_to_fold")).toEqual([
+        { name: "messages_reactions_to_fold", key: { reactions_folded: 1, created_at: 1, _id: 1 }, partialFilterExpression: { type: { $eq: "reaction" } } }
+      ])
     }))
 
   it.effect("a database of an earlier version is upgraded: the identity index without accounts dropped, FLAGGED and REINSTATED templates APPROVED, one jittered sync record per channel account", () =>

@@ -36,6 +36,8 @@ export interface SimulatorClient {
     readonly profile_name: string
     readonly message: InboundContent
     readonly phone_number_id?: string
+    /** Unix seconds as a string (Meta's `timestamp`); default now. */
+    readonly timestamp?: string
   }) => Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
   /** Keeps a customer's file (`POST /_simulator/media`): its id for an inbound message's media. */
   readonly registerMedia: (

@@ -88,6 +88,8 @@ export interface ControlledSimulator {
     readonly profile_name: string
     readonly message: InboundContent
     readonly phone_number_id?: string
+    /** Unix seconds as a string (Meta's `timestamp`); default now. */
+    readonly timestamp?: string
   }): Promise<{ readonly id: string; readonly delivery: WebhookDelivery }>
   readonly templates: TemplateLibrary
   seedTemplates(options: { readonly waba_id?: string; readonly templates: ReadonlyArray<TemplateSeed> }): ReadonlyArray<SimulatedTemplate>
@@ -156,7 +158,8 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
         from: String(fields.from ?? ""),
         profile_name: String(fields.profile_name ?? ""),
         message: object(fields.message as Record<string, unknown>, "message") as InboundContent,
-        ...(typeof fields.phone_number_id === "string" ? { phone_number_id: fields.phone_number_id } : {})
+        ...(typeof fields.phone_number_id === "string" ? { phone_number_id: fields.phone_number_id } : {}),
+        ...(typeof fields.timestamp === "string" ? { timestamp: fields.timestamp } : {})
       })
     }
     case "GET /templates": {

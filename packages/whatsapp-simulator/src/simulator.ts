@@ -243,19 +243,30 @@ export class WhatsAppSimulator {
   }
 
   /**
-   * Posts a signed customer message (Meta's `messages` webhook, stamped now) to the webhook
-   * URL: from `from` (digits or E.164) with `profile_name`, to `phone_number_id` (default
-   * the first number). Fails when no webhook URL is set or the number is unknown.
+   * Posts a signed customer message (Meta's `messages` webhook, stamped `timestamp`: Unix
+   * seconds as a string, as Meta sends it; default now) to the webhook URL: from `from`
+   * (digits or E.164) with `profile_name`, to `phone_number_id` (default the first number).
+   * An earlier `timestamp` plays a message the customer wrote that long ago (a customer
+   * service window that closes soon). Fails when no webhook URL is set or the number is
+   * unknown.
    */
   async postInbound(options: {
     readonly from: string
     readonly profile_name: string
     readonly message: InboundContent
     readonly phone_number_id?: string
+    readonly timestamp?: string
   }): Promise<{ readonly id: string; readonly delivery: WebhookDelivery }> {
     const number = this.requireNumber(options.phone_number_id)
     const id = newWamid()
-    const payload = inboundMessagePayload({ number, from: options.from, profile_name: options.profile_name, message: options.message, id })
+    const payload = inboundMessagePayload({
+      number,
+      from: options.from,
+      profile_name: options.profile_name,
+      message: options.message,
+      id,
+      ...(options.timestamp === undefined ? {} : { timestamp: options.timestamp })
+    })
     this.inboundByWamid.set(id, { phone_number_id: number.phone_number_id, from: options.from })
     const notification = await this.post("inbound", payload, { wamid: id, status: null })
     return { id, delivery: notification.delivery }

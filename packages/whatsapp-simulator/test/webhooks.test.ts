@@ -116,6 +116,19 @@ describe("inbound messages and template updates", () => {
     expect(Number(value.messages[0].timestamp)).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000))
   })
 
+  it("postInbound with a timestamp (and POST /_simulator/inbound with one): the message is stamped that time, as a customer's earlier message", async () => {
+    const dayAgo = String(Math.floor(Date.now() / 1000) - 86_400)
+    await simulator.postInbound({ from: "16505551234", profile_name: "Sheena", message: textMessage("Yesterday"), timestamp: dayAgo })
+    const response = await fetch(`${simulator.url}/_simulator/inbound`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ from: "16505551234", profile_name: "Sheena", message: textMessage("Also yesterday"), timestamp: dayAgo })
+    })
+    expect(response.status).toBe(200)
+    const stamps = receiver.deliveries.map((delivery) => JSON.parse(delivery.body).entry[0].changes[0].value.messages[0].timestamp)
+    expect(stamps).toEqual([dayAgo, dayAgo])
+  })
+
   it("postTemplateStatus: message_template_status_update routed by the account id", async () => {
     await simulator.postTemplateStatus({ event: "REJECTED", name: "summer_sale", language: "en_US", reason: "INVALID_FORMAT" })
     const payload = JSON.parse(receiver.deliveries[0]!.body)

@@ -99,7 +99,7 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         if (message !== undefined && message.provider_message_id === providerMessageId) {
           const outcome = applyStatus(state, organizationId, message, update)
           // A reaction row is never announced: its target's message.reactions_updated is.
-          if (outcome.message.status !== message.status && message.type !== "reaction") {
+          if (outcome.message.status !== message.status && listedMessageType(message.type)) {
             recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => outcome.message)
           }
           return outcome
@@ -128,7 +128,7 @@ export const chatRepository = (state: MemoryState): ChatRepository => {
         if (view.owned(organizationId, chatId) === undefined) return Option.none()
         const newest = (state.messageIdsByChat.get(chatId) ?? [])
           .map((id) => state.messages.get(id)!)
-          .filter((message) => message.direction === "inbound" && message.type !== "reaction")
+          .filter((message) => message.direction === "inbound" && listedMessageType(message.type))
           .sort(newestFirst)[0]
         return Option.fromNullable(newest)
       }),

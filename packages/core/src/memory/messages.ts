@@ -1,4 +1,4 @@
-import { type Message, type MessageId, type MessageStatus, outboundReactionOf, withReaction } from "../model/messages.js"
+import { listedMessageType, type Message, type MessageId, type MessageStatus, outboundReactionOf, withReaction } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { MessageStatusOutcome, MessageStatusUpdate } from "../storage/ChatRepository.js"
 import type { MemoryState, MessageRow } from "./state.js"
@@ -74,7 +74,7 @@ export const writeStatus = (
   }
   const written = outcome.message
   // A reaction row is never announced: its target's message.reactions_updated is.
-  if (written.status !== message.status && message.type !== "reaction") {
+  if (written.status !== message.status && listedMessageType(message.type)) {
     recordWebhookEvent(state, organizationId, "message.status_updated", update.now, () => written)
   }
   return outcome

@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
 import { type Channel, type ChannelId, type ChannelStatus, nextCooldownMs, pacingIntervalMs } from "../model/channels.js"
-import { CHANNEL_REMOVED_FAILURE, MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../model/messages.js"
+import { CHANNEL_REMOVED_FAILURE, listedMessageType, MESSAGE_STATUS_PREDECESSORS, type Message, type MessageFailure, type MessageId } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type {
   ClaimedMessage,
@@ -156,7 +156,7 @@ export const placeInOutbox = (state: MemoryState, created: MessageRow, placement
 /**
  * `ChannelRepository.delete`'s part in the send queue: the channel's waiting messages
  * become `failed` with `CHANNEL_REMOVED_FAILURE` at `now` (event `message.status_updated`
- * each), and its pacing state goes.
+ * each, none for a reaction row: `listedMessageType`), and its pacing state goes.
  */
 export const failChannelMessages = (state: MemoryState, organizationId: OrganizationId, channelId: ChannelId, now: string): void => {
   state.pacing.delete(channelId)
@@ -165,7 +165,9 @@ export const failChannelMessages = (state: MemoryState, organizationId: Organiza
     const failed: MessageRow = { ...row, status: "failed", failure: CHANNEL_REMOVED_FAILURE, next_attempt_at: null, updated_at: now }
     state.messages.set(row.uuid, failed)
     state.dispatch.set(row.uuid, released(dispatch))
-    recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(failed))
+    if (listedMessageType(row.type)) {
+      recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(failed))
+    }
   }
 }
 
@@ -272,7 +274,7 @@ const record = (state: MemoryState, id: MessageId, lease: string, outcome: Outbo
     state.messages.set(id, written)
     state.dispatch.set(id, dispatchAfter)
     // A reaction row is never announced (its target's message.reactions_updated is).
-    if (event && written.type !== "reaction") recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(written))
+    if (event && listedMessageType(written.type)) recordWebhookEvent(state, organizationId, "message.status_updated", now, () => withoutOrganization(written))
     return Option.some(withoutOrganization(written))
   }
   switch (outcome._tag) {
@@ -350,7 +352,7 @@ const move = (
   const after = moved(entry)
   state.messages.set(id, after.row)
   state.dispatch.set(id, after.dispatch)
-  if (eventAt !== null && after.row.type !== "reaction") {
+  if (eventAt !== null && listedMessageType(after.row.type)) {
     recordWebhookEvent(state, organizationId, "message.status_updated", eventAt, () => withoutOrganization(after.row))
   }
   return { _tag: "Done", message: withoutOrganization(after.row) } as const

@@ -298,8 +298,9 @@ export type Message = typeof Message.Type
  * Whether messages of this type are listed as messages of their own: every type but
  * `reaction`. A reaction row (inbound, or an outbound reaction of the send queue) is kept,
  * but no message list or total counts it, it is never a chat's `last_message`, never moves
- * the chat in the list and never counts as unread: its emoji shows in its target's
- * `reactions` (docs/messaging.md "Reactions").
+ * the chat in the list, never counts as unread and no change of its status is announced
+ * (`message.status_updated`): its emoji shows in its target's `reactions`, announced by
+ * `message.reactions_updated` (docs/messaging.md "Reactions").
  *
  * @category models
  */

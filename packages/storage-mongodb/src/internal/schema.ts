@@ -132,6 +132,13 @@ export const WAITING = { to: { $exists: true }, next_attempt_at: { $type: "strin
 export const SCHEDULED = { status: { $eq: "scheduled" } } as const
 
 /**
+ * Only reaction rows enter the index of the start-up reaction fold (chats.ts
+ * `upgradeReactions`): its query carries this condition, and `reactions_folded: {$exists:
+ * false}` is the index's `null` range, so each start reads only the rows still to fold.
+ */
+export const IS_REACTION = { type: { $eq: "reaction" } } as const
+
+/**
  * Only broadcast recipients enter the broadcast indexes of `messages`: messages whose
  * `broadcast_uuid` is a string (every other message has it `null` or absent, so a partial
  * filter on `$exists` would take them all). Every recipient query carries this condition
@@ -292,6 +299,8 @@ export const INDEXES: { readonly [C in keyof Collections]: ReadonlyArray<IndexDe
     { name: "messages_waiting_due", key: { channel_uuid: 1, class: -1, next_attempt_at: 1, sequence: 1 }, partialFilterExpression: WAITING },
     // Scheduled sends: each claim's promotion of the due ones and nextDueAt (outbox.ts).
     { name: "messages_scheduled_due", key: { next_attempt_at: 1, sequence: 1 }, partialFilterExpression: SCHEDULED },
+    // The start-up reaction fold (chats.ts upgradeReactions): the rows not folded yet, oldest first.
+    { name: "messages_reactions_to_fold", key: { reactions_folded: 1, created_at: 1, _id: 1 }, partialFilterExpression: IS_REACTION },
     {
       name: "messages_by_broadcast_contact",
       key: { organization_id: 1, broadcast_uuid: 1, contact_uuid: 1 },

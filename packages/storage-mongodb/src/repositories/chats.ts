@@ -28,7 +28,7 @@ import {
   owned
 } from "../internal/queries.js"
 import { chatRecords, messageDocument, messageRecord, newMediaDocument } from "../internal/records.js"
-import { type Collections, HAS_CHAT } from "../internal/schema.js"
+import { type Collections, HAS_CHAT, IS_REACTION } from "../internal/schema.js"
 import type { Usage } from "../internal/usage.js"
 import { importChats } from "./chatsImport.js"
 import { newContactDocument } from "./contactsImport.js"
@@ -81,13 +81,16 @@ export const foldReaction = async (
  * oldest first, each the contact's reaction on its target at the row's `created_at` (a
  * later one replaces it, an empty emoji removes it), with no event; each row is then
  * marked. Chats whose last message was such a row get their newest other message as last
- * (none: `''` and `null`). Idempotent: a crash between is repaired at the next start.
+ * (none: `''` and `null`). Idempotent: a crash between is repaired at the next start. The
+ * rows are read through the `messages_reactions_to_fold` index (only those not folded yet)
+ * and iterated, never collected.
  */
 export const upgradeReactions = async (collections: Collections): Promise<void> => {
-  const rows = await collections.messages
-    .find({ type: eq("reaction"), reactions_folded: { $exists: false } }, { sort: { created_at: 1, _id: 1 } })
-    .toArray()
-  for (const row of rows) {
+  const rows = collections.messages.find(
+    { ...IS_REACTION, reactions_folded: { $exists: false } },
+    { sort: { reactions_folded: 1, created_at: 1, _id: 1 }, hint: "messages_reactions_to_fold" }
+  )
+  for await (const row of rows) {
     const content = row.content === undefined || row.content === null ? {} : (JSON.parse(row.content) as Record<string, unknown>)
     const reaction = (typeof content.reaction === "object" && content.reaction !== null ? content.reaction : content) as Record<string, unknown>
     if (row.direction === "inbound" && typeof reaction.message_id === "string" && reaction.message_id !== "") {

@@ -18,6 +18,7 @@ import {
   type OutboxPlacement,
   type OutboxRepository,
   type OutboxSummaryRow,
+  listedMessageType,
   outboundReactionOf,
   pacingIntervalMs,
   type WebhookEventType
@@ -114,7 +115,7 @@ const pushEvent = async (
 
 /** The `message.status_updated` event of a message as stored after a write; none for a reaction row (its target's `message.reactions_updated` is written instead). */
 const pushStatusEvent = async (collections: Collections, document: MessageDocument, now: string) => {
-  if (document.type === "reaction") return
+  if (!listedMessageType(document.type)) return
   await pushEvent(collections, "messages", document.organization_id, document._id, "message.status_updated", now, messageRecord(document))
 }
 

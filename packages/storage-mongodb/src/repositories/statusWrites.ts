@@ -1,4 +1,4 @@
-import type { MessageStatusOutcome, MessageStatusUpdate, OrganizationId } from "@switchboard/core"
+import { listedMessageType, type MessageStatusOutcome, type MessageStatusUpdate, type OrganizationId } from "@switchboard/core"
 import { chatById, eq, ofOrganization, owned } from "../internal/queries.js"
 import { messageRecord } from "../internal/records.js"
 import type { Collections } from "../internal/schema.js"
@@ -59,7 +59,7 @@ export const writeStatus = async (
     const ended = !moved ? {} : document.to === undefined ? { next_attempt_at: null } : { next_attempt_at: null, ...ENDED_LEASE }
     // A status change carries its message.status_updated event in the same update.
     // (A reaction row is never announced: its target's message.reactions_updated is.)
-    const endpoints = !moved || current.type === "reaction" ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
+    const endpoints = !moved || !listedMessageType(current.type) ? [] : (await subscribersOf(collections, organizationId))("message.status_updated")
     const event = endpoints.length === 0 ? {} : { $push: { pending_events: pendingEvent("message.status_updated", update.now, endpoints, message) } }
     const result = await collections.messages.updateOne(
       { ...owned(organizationId, id), status: eq(document.status), provider_message_id: eq(document.provider_message_id) },

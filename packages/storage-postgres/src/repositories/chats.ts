@@ -10,6 +10,7 @@ import type {
   MessageStatusOutcome,
   OrganizationId
 } from "@switchboard/core"
+import { listedMessageType } from "@switchboard/core"
 import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { chatListPlannerOf } from "@switchboard/storage-sql"
 import { recordWebhookEvent } from "./chatHooks.js"
@@ -189,7 +190,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
               ? written
               : await applyPending(sql, s, organizationId, written.row, providerId, update.now)
           const message = decodeMessage(final.row)
-          if (final.row.status !== row.status && message.type !== "reaction") {
+          if (final.row.status !== row.status && listedMessageType(message.type)) {
             await recordWebhookEvent(sql, s, organizationId, "message.status_updated", update.now, () => message)
           }
           return { _tag: "Updated", message, changed: written.changed || final.changed }

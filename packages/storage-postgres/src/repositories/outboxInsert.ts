@@ -1,5 +1,6 @@
 import {
   CHANNEL_REMOVED_FAILURE,
+  listedMessageType,
   type Message,
   type MessageFailure,
   type OrganizationId,
@@ -104,7 +105,8 @@ const FAIL_BATCH = 1_000
 
 /**
  * Fails the messages `where` selects (terms on `messages`, parameters from $3 on: `values`)
- * with `failure` at `now`, each with its `message.status_updated` event. Without a
+ * with `failure` at `now`, each with its `message.status_updated` event (none for a reaction
+ * row). Without a
  * subscribed endpoint, one statement that reads nothing back; with one, batches of
  * {@link FAIL_BATCH} read back for their events, so memory stays bounded however many
  * messages wait. The lanes' heads move by the triggers of schema/delivery.ts.
@@ -131,8 +133,10 @@ const failMessages = async (
         RETURNING ${MESSAGE_COLUMNS}`,
       params
     )
-    if (rows.length > 0) {
-      await insertWebhookEvents(sql, schema, organizationId, "message.status_updated", now, endpoints, rows.map(decodeMessage))
+    // A reaction row is never announced (core's listedMessageType).
+    const announced = rows.map(decodeMessage).filter((message) => listedMessageType(message.type))
+    if (announced.length > 0) {
+      await insertWebhookEvents(sql, schema, organizationId, "message.status_updated", now, endpoints, announced)
     }
     if (rows.length < FAIL_BATCH) return
   }

@@ -5,6 +5,7 @@ import {
   type MessageStatus,
   nextCooldownMs,
   type OrganizationId,
+  listedMessageType,
   outboundReactionOf,
   type OutboxOutcome
 } from "@switchboard/core"
@@ -65,7 +66,7 @@ export const recordOutcome = async (
   const channelUuid = row.channel_uuid
   // A reaction row is never announced (its target's message.reactions_updated is).
   const statusEvent = async (message: Message) => {
-    if (message.type !== "reaction") await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
+    if (listedMessageType(message.type)) await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", now, () => message)
   }
   switch (outcome._tag) {
     case "Sent": {
@@ -161,7 +162,7 @@ export const settleMessage = async (
     ? await applyPending(sql, schema, organizationId, written.row, settlement.provider_message_id, settlement.now)
     : { row: written.row, changed: false }
   const message = decodeMessage(final.row)
-  if (final.row.status !== row.status && message.type !== "reaction") {
+  if (final.row.status !== row.status && listedMessageType(message.type)) {
     await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", settlement.now, () => message)
   }
   return { message, changed: written.changed || final.changed }

@@ -159,7 +159,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db, statements
               ? written
               : applyPending(statements, organizationId, written.row, providerId, update.now)
           const message = decodeMessage(final.row)
-          if (final.row.status !== row.status && message.type !== "reaction") {
+          if (final.row.status !== row.status && listedMessageType(message.type)) {
             recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
           }
           return { _tag: "Updated", message, changed: written.changed || final.changed }

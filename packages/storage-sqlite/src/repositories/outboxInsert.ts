@@ -1,4 +1,4 @@
-import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure, type OrganizationId, type OutboxPlacement, pacingIntervalMs } from "@switchboard/core"
+import { CHANNEL_REMOVED_FAILURE, listedMessageType, type Message, type MessageFailure, type OrganizationId, type OutboxPlacement, pacingIntervalMs } from "@switchboard/core"
 import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { decodeMessage, type MessageRow } from "./chatRows.js"
@@ -74,7 +74,7 @@ export const failQueuedBroadcastMessages = (
 /**
  * Runs `sql`, an `UPDATE … SET ${FAILED_BY_STORE} … RETURNING` of messages, with the failure,
  * `now` and then `where`, and writes one `message.status_updated` event per message it
- * failed.
+ * failed, but a reaction row.
  */
 const failMessages = (
   statements: Statements,
@@ -86,6 +86,9 @@ const failMessages = (
 ): void => {
   const rows = statements.prepare<MessageRow>(sql).all(JSON.stringify(failure), now, ...where)
   if (rows.length > 0) {
-    recordWebhookEvents(statements, organizationId, "message.status_updated", now, () => rows.map(decodeMessage))
+    // A reaction row is never announced (core's listedMessageType).
+    recordWebhookEvents(statements, organizationId, "message.status_updated", now, () =>
+      rows.map(decodeMessage).filter((message) => listedMessageType(message.type))
+    )
   }
 }

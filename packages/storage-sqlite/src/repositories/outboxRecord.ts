@@ -5,6 +5,7 @@ import {
   type MessageStatus,
   nextCooldownMs,
   type OrganizationId,
+  listedMessageType,
   outboundReactionOf,
   type OutboxOutcome
 } from "@switchboard/core"
@@ -38,14 +39,14 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
       const reaction = outboundReactionOf(message)
       // A business reaction shows on its target in the same step; its row is never announced.
       if (reaction !== undefined) foldReaction(statements, organizationId, "business", { message_id: reaction.message_id, emoji: reaction.emoji, at: now }, now)
-      else if (message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      else if (listedMessageType(message.type)) recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Failed": {
       message = decodeMessage(
         writeRow(statements, outcomeRow(row, outcome, now))
       )
-      if (message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      if (listedMessageType(message.type)) recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Requeued": {
@@ -59,7 +60,7 @@ export const recordOutcome = (statements: Statements, row: QueuedRow, outcome: O
           statements.prepare(SQL.coolDown).run(cooldownMs, Math.max(pacing.pacing_tat, nowMillis + cooldownMs), channelUuid)
         }
       }
-      if (outcome.attempts > 0 && message.type !== "reaction") recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
+      if (outcome.attempts > 0 && listedMessageType(message.type)) recordWebhookEvent(statements, organizationId, "message.status_updated", now, () => message)
       return message
     }
     case "Unknown":
@@ -102,7 +103,7 @@ export const settleMessage = (
     ? applyPending(statements, organizationId, written.row, settlement.provider_message_id, settlement.now)
     : { row: written.row, changed: false }
   const message = decodeMessage(final.row)
-  if (final.row.status !== row.status && message.type !== "reaction") {
+  if (final.row.status !== row.status && listedMessageType(message.type)) {
     recordWebhookEvent(statements, organizationId, "message.status_updated", settlement.now, () => message)
   }
   return { message, changed: written.changed || final.changed }

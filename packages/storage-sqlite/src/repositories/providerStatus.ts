@@ -1,4 +1,4 @@
-import type { OrganizationId, ProviderStatusOutcome, ProviderStatusUpdate } from "@switchboard/core"
+import { listedMessageType, type OrganizationId, type ProviderStatusOutcome, type ProviderStatusUpdate } from "@switchboard/core"
 import { pendingStatusValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { decodeMessage, MESSAGE_COLUMNS, type MessageRow } from "./chatRows.js"
@@ -38,7 +38,7 @@ export const writeStatusReport = (
   if (row !== undefined) {
     const written = applyStatus(statements, row, update)
     const message = decodeMessage(written.row)
-    if (written.row.status !== row.status && message.type !== "reaction") {
+    if (written.row.status !== row.status && listedMessageType(message.type)) {
       recordWebhookEvent(statements, organizationId, "message.status_updated", update.now, () => message)
     }
     return { _tag: "Updated", message, changed: written.changed }
