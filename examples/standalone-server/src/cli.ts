@@ -27,7 +27,7 @@ import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys, channels, template sync, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys (create, rotate with an overlap, list, revoke), channels, template sync, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)

@@ -68,6 +68,14 @@ describe.concurrent("bad arguments", () => {
     ["--active with --inactive", ["org", "update", "--id", MISSING_ID, "--active", "--inactive"]],
     ["key create without --org", ["key", "create"]],
     ["a malformed key id", ["key", "revoke", "--key", "sb_abc"]],
+    ["key rotate without --key", ["key", "rotate"]],
+    ["key list without --org", ["key", "list"]],
+    ["a duration without a unit", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "90"]],
+    ["a fractional duration", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "1.5h"]],
+    ["a negative duration", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "-5m"]],
+    ["an unknown duration unit", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "2w"]],
+    ["a compound duration", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "1h30m"]],
+    ["a duration longer than 7 days", ["key", "rotate", "--key", MISSING_ID, "--expires-in", "8d"]],
     ["an unknown command", ["organisation", "list"]]
   ] as const)("%s → stderr, non-zero exit, nothing written", async ([_case, args], { expect }) => {
     const env = freshDatabase()
@@ -182,5 +190,78 @@ describe.concurrent("key create and key revoke", () => {
     expect(key.stderr).toMatch(new RegExp(`^Database: .+\\nerror: Organization ${MISSING_ID} not found\\n$`, "s"))
     const revoke = await runCli(["key", "revoke", "--key", MISSING_ID], env)
     expect(revoke).toMatchObject({ code: 1, stdout: "", stderr: `Database: ${env.DATABASE_URL}\nerror: API key ${MISSING_ID} not found\n` })
+  })
+})
+
+describe.concurrent("key rotate and key list", () => {
+  const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+  it("rotates with a 24 h overlap by default and prints the new key and the old key's expires_at, never on stderr", async ({ expect }) => {
+    const env = freshDatabase()
+    const { org_id, key_id, api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const before = Date.now()
+    const result = await runCli(["key", "rotate", "--key", key_id], env)
+    const after = Date.now()
+    expect(result).toMatchObject({ code: 0, stderr: `Database: ${env.DATABASE_URL}\n` })
+    const rotated = JSON.parse(result.stdout) as Record<string, string>
+    expect(Object.keys(rotated)).toEqual(["key_id", "api_key", "previous_key_id", "previous_expires_at"])
+    expect(rotated["key_id"]).toMatch(UUID)
+    expect(rotated["api_key"]).toMatch(/^sb_[A-Za-z0-9_-]{43}$/)
+    expect(rotated["api_key"]).not.toBe(api_key)
+    expect(rotated["previous_key_id"]).toBe(key_id)
+    expect(rotated["previous_expires_at"]).toMatch(ISO)
+    const expiresAt = Date.parse(rotated["previous_expires_at"]!)
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 86_400_000 - 1)
+    expect(expiresAt).toBeLessThanOrEqual(after + 86_400_000)
+
+    const listing = await runCli(["key", "list", "--org", org_id], env)
+    expect(listing.code).toBe(0)
+    expect(JSON.parse(listing.stdout)).toEqual([
+      { key_id, prefix: api_key.slice(0, 11), created_at: expect.stringMatching(ISO), expires_at: rotated["previous_expires_at"], revoked_at: null },
+      { key_id: rotated["key_id"], prefix: rotated["api_key"]!.slice(0, 11), created_at: expect.stringMatching(ISO), expires_at: null, revoked_at: null }
+    ])
+    for (const secret of [api_key, rotated["api_key"]!, "hash"]) expect(listing.stdout + listing.stderr).not.toContain(secret)
+  })
+
+  it("takes --expires-in in s, m, h or d; a second rotation of the old key keeps its earlier expiry", async ({ expect }) => {
+    const env = freshDatabase()
+    const { org_id, key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const before = Date.now()
+    const first = await runCliJson<Record<string, string>>(["key", "rotate", "--key", key_id, "--expires-in", "15m"], env)
+    const expiresAt = Date.parse(first["previous_expires_at"]!)
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 900_000 - 1)
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 900_000)
+    const second = await runCliJson<Record<string, string>>(["key", "rotate", "--key", key_id, "--expires-in", "7d"], env)
+    expect(second["previous_expires_at"]).toBe(first["previous_expires_at"])
+    const keys = await runCliJson<Array<Record<string, unknown>>>(["key", "list", "--org", org_id], env)
+    expect(keys.map((key) => key["key_id"])).toEqual([key_id, first["key_id"], second["key_id"]])
+  })
+
+  it("refuses a revoked or unknown key with exit code 1 and writes nothing", async ({ expect }) => {
+    const env = freshDatabase()
+    const { org_id, key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    await runCliJson(["key", "revoke", "--key", key_id], env)
+    const revoked = await runCli(["key", "rotate", "--key", key_id, "--expires-in", "90s"], env)
+    expect(revoked).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: `Database: ${env.DATABASE_URL}\nerror: API key ${key_id} is revoked: it cannot be rotated; issue a new key instead\n`
+    })
+    const unknown = await runCli(["key", "rotate", "--key", MISSING_ID], env)
+    expect(unknown).toMatchObject({ code: 1, stdout: "", stderr: `Database: ${env.DATABASE_URL}\nerror: API key ${MISSING_ID} not found\n` })
+    expect(await runCliJson<Array<unknown>>(["key", "list", "--org", org_id], env)).toHaveLength(1)
+    const noOrganization = await runCli(["key", "list", "--org", MISSING_ID], env)
+    expect(noOrganization).toMatchObject({ code: 1, stdout: "" })
+    expect(noOrganization.stderr).toContain(`error: Organization ${MISSING_ID} not found`)
+  })
+
+  it("a bad --expires-in is a usage error naming the option, before the store is opened", async ({ expect }) => {
+    const env = freshDatabase()
+    const result = await runCli(["key", "rotate", "--key", MISSING_ID, "--expires-in", "24"], env)
+    expect(result).toMatchObject({ code: 1, stdout: "" })
+    expect(result.stderr).toContain(
+      "error: option '--expires-in <duration>' argument '24' is invalid. It must be a whole number and a unit s, m, h or d, such as 90s, 15m, 24h or 7d."
+    )
+    expect(result.stderr).not.toContain("Database:")
   })
 })

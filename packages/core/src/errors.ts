@@ -2,6 +2,7 @@ import type {
   ApiAccessNotAllowed,
   ApiKeyInvalid,
   ApiKeyNotFound,
+  ApiKeyNotRotatable,
   OrganizationNotFound,
   SubscriptionInactive
 } from "./model/organizationErrors.js"
@@ -53,6 +54,7 @@ export type DomainError =
   | InvalidInput
   | OrganizationNotFound
   | ApiKeyNotFound
+  | ApiKeyNotRotatable
   | ApiKeyInvalid
   | SubscriptionInactive
   | ApiAccessNotAllowed

@@ -22,6 +22,7 @@ export const domainErrorResponses: {
     ),
   OrganizationNotFound: (error) => failureResponse(404, "not_found", error.message),
   ApiKeyNotFound: (error) => failureResponse(404, "not_found", error.message),
+  ApiKeyNotRotatable: (error) => failureResponse(409, "api_key_not_rotatable", error.message),
   ApiKeyInvalid: (error) => failureResponse(401, "invalid_api_key", error.message),
   SubscriptionInactive: (error) => failureResponse(403, "subscription_inactive", error.message),
   ApiAccessNotAllowed: (error) => failureResponse(403, "api_access_not_allowed", error.message),

@@ -51,6 +51,7 @@ export const apiKey = (organizationId: OrganizationId, overrides: Partial<ApiKey
     hash: id.replace(/-/g, "").padEnd(64, "a"),
     created_at: new Date(Date.UTC(2026, 0, 2)).toISOString(),
     revoked_at: null,
+    expires_at: null,
     ...overrides
   }
 }

@@ -114,6 +114,84 @@ export const organizationsContract = ({ makeLayer }: StorageContractOptions): vo
         })
       ))
 
+    it.effect("lists an organization's keys oldest first, revoked and expiring ones too, none of another organization", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          const other = fixtures.organization()
+          yield* organizations.insert(org)
+          yield* organizations.insert(other)
+          const newest = fixtures.apiKey(org.id, { created_at: fixtures.instant(3) })
+          const oldest = fixtures.apiKey(org.id, { created_at: fixtures.instant(1), revoked_at: fixtures.instant(2) })
+          const middle = fixtures.apiKey(org.id, { created_at: fixtures.instant(2), expires_at: fixtures.instant(60) })
+          for (const key of [newest, fixtures.apiKey(other.id), oldest, middle]) yield* organizations.insertApiKey(key)
+          expect(yield* organizations.listApiKeys(org.id)).toEqual([oldest, middle, newest])
+          expect(yield* organizations.listApiKeys(fixtures.organization().id)).toEqual([])
+        })
+      ))
+
+    it.effect("rotates a key in one step: the old key gets its expiry, the new key is stored and found by its hash; an expired key is still found", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          yield* organizations.insert(org)
+          const old = fixtures.apiKey(org.id)
+          yield* organizations.insertApiKey(old)
+          const successor = fixtures.apiKey(org.id)
+          const expiresAt = fixtures.instant(1440)
+          const rotated = yield* organizations.rotateApiKey(old.id, successor, expiresAt)
+          expect(rotated).toEqual(Option.some({ ...old, expires_at: expiresAt }))
+          expect(yield* organizations.findApiKeyById(old.id)).toEqual(Option.some({ ...old, expires_at: expiresAt }))
+          expect(yield* organizations.findApiKeyById(successor.id)).toEqual(Option.some(successor))
+          // Stores never filter on the expiry: core compares it with its clock.
+          expect(yield* organizations.findCredentialByHash(old.hash)).toEqual(
+            Option.some({ api_key: { ...old, expires_at: expiresAt }, organization: org })
+          )
+          expect(yield* organizations.findCredentialByHash(successor.hash)).toEqual(
+            Option.some({ api_key: successor, organization: org })
+          )
+        })
+      ))
+
+    it.effect("a rotation keeps an earlier expiry, takes a later one's place, and refuses a revoked, unknown or other organization's key, writing nothing", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const org = fixtures.organization()
+          const other = fixtures.organization()
+          yield* organizations.insert(org)
+          yield* organizations.insert(other)
+          const expiring = fixtures.apiKey(org.id, { expires_at: fixtures.instant(10) })
+          yield* organizations.insertApiKey(expiring)
+          // Later than its expiry: the earlier one is kept.
+          const first = fixtures.apiKey(org.id)
+          expect(yield* organizations.rotateApiKey(expiring.id, first, fixtures.instant(20))).toEqual(Option.some(expiring))
+          // Earlier: it replaces it.
+          const second = fixtures.apiKey(org.id)
+          expect(yield* organizations.rotateApiKey(expiring.id, second, fixtures.instant(5))).toEqual(
+            Option.some({ ...expiring, expires_at: fixtures.instant(5) })
+          )
+
+          const revoked = fixtures.apiKey(org.id, { revoked_at: fixtures.instant(1) })
+          yield* organizations.insertApiKey(revoked)
+          const refused = [fixtures.apiKey(org.id), fixtures.apiKey(org.id), fixtures.apiKey(other.id)]
+          expect(yield* organizations.rotateApiKey(revoked.id, refused[0]!, fixtures.instant(30))).toEqual(Option.none())
+          expect(yield* organizations.rotateApiKey(fixtures.apiKey(org.id).id, refused[1]!, fixtures.instant(30))).toEqual(Option.none())
+          expect(yield* organizations.rotateApiKey(first.id, refused[2]!, fixtures.instant(30))).toEqual(Option.none())
+          for (const key of refused) {
+            expect(yield* organizations.findApiKeyById(key.id)).toEqual(Option.none())
+            expect(yield* organizations.findCredentialByHash(key.hash)).toEqual(Option.none())
+          }
+          expect(yield* organizations.findApiKeyById(revoked.id)).toEqual(Option.some(revoked))
+          expect(yield* organizations.findApiKeyById(first.id)).toEqual(Option.some(first))
+          expect((yield* organizations.listApiKeys(org.id)).map((key) => key.id).sort()).toEqual(
+            [expiring.id, first.id, second.id, revoked.id].sort()
+          )
+        })
+      ))
+
     it.effect("starts empty: each test gets a fresh store", () =>
       run(
         Effect.gen(function* () {

@@ -6,7 +6,7 @@ import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
 import { deliveryTables, scheduledSendsChanges, transportKindColumns } from "./schema/delivery.js"
 import { mediaTables } from "./schema/media.js"
-import { organizationTables } from "./schema/organizations.js"
+import { apiKeyExpiryChanges, organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
 import { recordTables } from "./schema/records.js"
 import { repliesAndReactionsChanges } from "./schema/repliesAndReactions.js"
@@ -73,6 +73,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // their targets, and chats whose last message was a reaction given their newest other
     // message (schema/repliesAndReactions.ts).
     sql: repliesAndReactionsChanges
+  },
+  {
+    version: 8,
+    name: "api key expiry",
+    // api_keys.expires_at, the instant a rotated key stops working (schema/organizations.ts).
+    // Version 7 is another change's.
+    sql: apiKeyExpiryChanges
   }
 ]
 

@@ -137,7 +137,7 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
       const q = `"${schema}"`
       const transportMigration = migrations.find((migration) => migration.name === "transport kind")!
       // Back to the version before: what a store migrated before the transport kind holds.
-      // Migrations 5 (scheduled sends) and 6 (replies and reactions) undone first.
+      // Migrations 5 (scheduled sends), 6 (replies and reactions) and 8 (API key expiry) undone first.
       yield* Effect.promise(() =>
         pool.query(`DROP INDEX ${q}.messages_send_queue_scheduled; ALTER TABLE ${q}.messages DROP COLUMN scheduled_at;
           ALTER TABLE ${q}.messages DROP CONSTRAINT messages_status_check;
@@ -145,6 +145,7 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
             CHECK (status IN ('queued', 'sending', 'sent', 'delivered', 'read', 'failed'));
           ALTER TABLE ${q}.messages DROP COLUMN transport; ALTER TABLE ${q}.broadcasts DROP COLUMN transport;
           ALTER TABLE ${q}.messages DROP COLUMN reply_to, DROP COLUMN reactions;
+          ALTER TABLE ${q}.api_keys DROP COLUMN expires_at;
           DELETE FROM ${q}.schema_migrations WHERE version >= ${transportMigration.version}`)
       )
       const org = fixtures.organization()

@@ -352,6 +352,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // their targets, and chats whose last message was a reaction given their newest other
     // message (schema/chats.ts).
     up: REPLIES_AND_REACTIONS_MIGRATION
+  },
+  {
+    version: 25,
+    name: "api_key_expiry",
+    // api_keys.expires_at: the instant a rotated key stops working (NULL: never). Version 24
+    // is another change's; versions need not be contiguous (each is applied when missing).
+    up: "ALTER TABLE api_keys ADD COLUMN expires_at TEXT;"
   }
 ]
 

@@ -2,8 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { afterAll } from "vitest"
 import Sqlite from "better-sqlite3"
 import { join } from "node:path"
-import { Config, ConfigError, ConfigProvider, Effect, Fiber, Layer, Option } from "effect"
-import { Storage, type StorageError } from "@switchboard/core"
+import { createHash } from "node:crypto"
+import { Config, ConfigError, ConfigProvider, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Core, Organizations, Storage, type StorageError } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { statementsOf, transaction } from "../src/internal/sql.js"
@@ -12,6 +13,9 @@ import { countExecutions, tempFiles } from "./helpers.js"
 
 const files = tempFiles()
 afterAll(files.cleanup)
+
+/** The stored form of a plain key: its SHA-256, lowercase hex. */
+const hashOf = (apiKey: string): string => createHash("sha256").update(apiKey).digest("hex")
 
 const driverCode = (error: StorageError): unknown => (error.cause as { code?: unknown }).code
 
@@ -245,6 +249,34 @@ describe("the exact credential cache of findCredentialByHash", () => {
       yield* elsewhere.organizations.insertApiKey(late)
       expect(Option.isSome(yield* first.organizations.findCredentialByHash(late.hash))).toBe(true)
       other.close()
+      db.close()
+    }))
+
+  it.effect("cannot serve an expired key: a key expiring between two requests, its credential cached, is refused on the second", () =>
+    Effect.gen(function* () {
+      const db = new Sqlite(files.file())
+      const layer = Core.layer.pipe(Layer.provideMerge(SqliteStorage.layerFromClient(db)))
+      yield* Effect.gen(function* () {
+        const organizations = yield* Organizations
+        const { organizations: repository } = yield* Storage
+        yield* TestClock.setTime(Date.UTC(2026, 10, 29, 12))
+        const org = yield* organizations.create({ name: "Acme" })
+        const old = yield* organizations.issueApiKey(org.id)
+        const { issued } = yield* organizations.rotateApiKey(old.key_id, { expiresInSeconds: 90 })
+        const lookUps = countExecutions(db, (sql) => sql.includes("WHERE k.hash = ?"))
+        // The first request caches the credential, the next ones are answered from the cache.
+        expect((yield* organizations.authenticate(old.api_key)).api_key_id).toBe(old.key_id)
+        yield* TestClock.adjust("89 seconds")
+        expect((yield* organizations.authenticate(old.api_key)).api_key_id).toBe(old.key_id)
+        yield* TestClock.adjust("1 second")
+        expect((yield* Effect.flip(organizations.authenticate(old.api_key)))._tag).toBe("ApiKeyInvalid")
+        expect((yield* organizations.authenticate(issued.api_key)).api_key_id).toBe(issued.key_id)
+        expect(lookUps.count()).toBe(2)
+        // The store still finds it, with its expiry: only core decides it is refused.
+        expect(Option.map(yield* repository.findCredentialByHash(hashOf(old.api_key)), (found) => found.api_key.expires_at)).toEqual(
+          Option.some("2026-11-29T12:01:30.000Z")
+        )
+      }).pipe(Effect.provide(layer))
       db.close()
     }))
 

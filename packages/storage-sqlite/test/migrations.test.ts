@@ -710,6 +710,31 @@ describe("migrations", () => {
       ])
     }))
 
+  it.effect("migration 25 gives every existing API key expires_at NULL: it keeps working and can be rotated", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(25)
+      const key = fixtures.apiKey(org.id)
+      db.prepare("INSERT INTO api_keys (id, organization_id, prefix, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, NULL)").run(
+        key.id,
+        org.id,
+        key.prefix,
+        key.hash,
+        key.created_at
+      )
+      db.close()
+      const read = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const before = yield* organizations.findCredentialByHash(key.hash)
+          const rotated = yield* organizations.rotateApiKey(key.id, fixtures.apiKey(org.id), fixtures.instant(1))
+          return { before: Option.map(before, (found) => found.api_key), rotated }
+        })
+      )
+      expect(read.before).toEqual(Option.some(key))
+      expect(read.rotated).toEqual(Option.some({ ...key, expires_at: fixtures.instant(1) }))
+    }))
+
   it.effect("migration 20 rebuilds templates keeping every row (FLAGGED and REINSTATED become APPROVED), keyed by account; one sync record per channel account, due within 6 hours", () =>
     Effect.gen(function* () {
       const { filename, db, org } = fileBefore(20)

@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import type { ApiKey } from "../model/organizations.js"
 import type { MemoryState } from "./state.js"
 import type { OrganizationRepository } from "../storage/OrganizationRepository.js"
 
@@ -31,6 +32,26 @@ export const organizationRepository = (state: MemoryState): OrganizationReposito
       const revoked = apiKey.revoked_at === null ? { ...apiKey, revoked_at: revokedAt } : apiKey
       state.apiKeys.set(id, revoked)
       return Option.some(revoked)
+    }),
+  listApiKeys: (organizationId) =>
+    Effect.sync(() =>
+      [...state.apiKeys.values()]
+        .filter((apiKey) => apiKey.organization_id === organizationId)
+        .sort((a, b) => (a.created_at === b.created_at ? a.id.localeCompare(b.id) : a.created_at.localeCompare(b.created_at)))
+    ),
+  rotateApiKey: (previousId, newKey, expiresAt) =>
+    Effect.sync(() => {
+      const previous = state.apiKeys.get(previousId)
+      if (previous === undefined || previous.organization_id !== newKey.organization_id || previous.revoked_at !== null) {
+        return Option.none()
+      }
+      // A rotation never lengthens a key's life: an earlier expiry is kept.
+      const expiring: ApiKey =
+        previous.expires_at !== null && previous.expires_at <= expiresAt ? previous : { ...previous, expires_at: expiresAt }
+      state.apiKeys.set(previousId, expiring)
+      state.apiKeys.set(newKey.id, newKey)
+      state.apiKeyIdsByHash.set(newKey.hash, newKey.id)
+      return Option.some(expiring)
     }),
   findCredentialByHash: (hash) =>
     Effect.sync(() => {

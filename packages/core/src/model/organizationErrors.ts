@@ -28,7 +28,23 @@ export class ApiKeyNotFound extends Schema.TaggedError<ApiKeyNotFound>()("ApiKey
 }
 
 /**
- * The presented API key is unknown or revoked (docs/http-adapter.md "Authentication", HTTP 401 `invalid_api_key`).
+ * A rotation was asked of a key that no longer works: revoked (`reason: "revoked"`), or
+ * already past its `expires_at` (`reason: "expired"`). Nothing was written; issue a new key
+ * instead (docs/standalone-server.md "Rotating an API key").
+ *
+ * @category errors
+ */
+export class ApiKeyNotRotatable extends Schema.TaggedError<ApiKeyNotRotatable>()("ApiKeyNotRotatable", {
+  id: Schema.String,
+  reason: Schema.Literal("revoked", "expired")
+}) {
+  override get message(): string {
+    return `API key ${this.id} is ${this.reason}: it cannot be rotated; issue a new key instead`
+  }
+}
+
+/**
+ * The presented API key is unknown, revoked or expired (docs/http-adapter.md "Authentication", HTTP 401 `invalid_api_key`).
  *
  * @category errors
  */

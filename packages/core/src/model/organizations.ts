@@ -73,7 +73,9 @@ export type Organization = typeof Organization.Type
 /**
  * A stored API key. Only the SHA-256 hash (lowercase hex, 64 characters) of the key is
  * kept; `prefix` is the key's first characters, shown to tell keys apart. `revoked_at` is
- * an ISO 8601 UTC string once the key is revoked, else `null`.
+ * an ISO 8601 UTC string once the key is revoked, else `null`. `expires_at` is the ISO 8601
+ * UTC instant from which the key is refused like a revoked one (set when the key is rotated,
+ * docs/standalone-server.md "Rotating an API key"), else `null`: it never expires.
  *
  * @category models
  */
@@ -83,10 +85,35 @@ export const ApiKey = Schema.Struct({
   prefix: Schema.String,
   hash: Schema.String,
   created_at: Schema.String,
-  revoked_at: Schema.NullOr(Schema.String)
+  revoked_at: Schema.NullOr(Schema.String),
+  expires_at: Schema.NullOr(Schema.String)
 })
 /** @category models */
 export type ApiKey = typeof ApiKey.Type
+
+/**
+ * Whether `apiKey` is expired at `nowMs` (epoch milliseconds): it has an `expires_at` and
+ * that instant is not after `nowMs`. An expired key is refused exactly as a revoked one.
+ *
+ * @category models
+ */
+export const apiKeyExpiredAt = (apiKey: ApiKey, nowMs: number): boolean =>
+  apiKey.expires_at !== null && Date.parse(apiKey.expires_at) <= nowMs
+
+/**
+ * The longest overlap a rotation may give the old key: 7 days, in seconds (the longest a
+ * webhook endpoint's previous secret is honoured too).
+ *
+ * @category models
+ */
+export const MAX_ROTATION_OVERLAP_SECONDS = 604_800
+
+/**
+ * The overlap a rotation gives the old key when none is asked: 24 hours, in seconds.
+ *
+ * @category models
+ */
+export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400
 
 /**
  * A freshly issued API key. `api_key` is the plain key: it is returned once, here, and
@@ -99,6 +126,17 @@ export interface IssuedApiKey {
   readonly organization_id: OrganizationId
   readonly prefix: string
   readonly api_key: string
+}
+
+/**
+ * The outcome of a rotation (`Organizations.rotateApiKey`): the new key, shown once like
+ * {@link IssuedApiKey}, and the old key as stored afterwards, with its `expires_at`.
+ *
+ * @category models
+ */
+export interface RotatedApiKey {
+  readonly issued: IssuedApiKey
+  readonly previous: ApiKey
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { InvalidInput, type InputIssue } from "../model/commonErrors.js"
 import { formatApiKey, hashApiKey, hashesEqual, API_KEY_BYTES, VISIBLE_PREFIX_LENGTH } from "../internal/apiKeys.js"
 import { nowIso } from "../internal/time.js"
@@ -10,19 +10,24 @@ import {
   ApiAccessNotAllowed,
   ApiKeyInvalid,
   ApiKeyNotFound,
+  ApiKeyNotRotatable,
   OrganizationNotFound,
   SubscriptionInactive
 } from "../model/organizationErrors.js"
-import type {
-  ApiKey,
-  ApiKeyId,
-  AuthenticatedOrganization,
-  CreateOrganizationInput,
-  IssuedApiKey,
-  Organization,
-  OrganizationId,
-  Plan,
-  UpdateOrganizationInput
+import {
+  apiKeyExpiredAt,
+  DEFAULT_ROTATION_OVERLAP_SECONDS,
+  MAX_ROTATION_OVERLAP_SECONDS,
+  type ApiKey,
+  type ApiKeyId,
+  type AuthenticatedOrganization,
+  type CreateOrganizationInput,
+  type IssuedApiKey,
+  type Organization,
+  type OrganizationId,
+  type Plan,
+  type RotatedApiKey,
+  type UpdateOrganizationInput
 } from "../model/organizations.js"
 
 /**
@@ -56,8 +61,31 @@ export interface OrganizationsService {
   /** Revokes a key; revoking a revoked key is a no-op that returns it as it is. */
   readonly revokeApiKey: (id: ApiKeyId) => Effect.Effect<ApiKey, ApiKeyNotFound | StorageError>
   /**
+   * Rotates a key with an overlap (docs/standalone-server.md "Rotating an API key"): issues
+   * a new key for the key's organization (shown once, like `issueApiKey`) and gives the old
+   * key an `expires_at` `expiresInSeconds` from now (default 86 400, 24 h; 0 to 604 800,
+   * whole seconds), both in one atomic step. From that instant the old key is refused like
+   * a revoked one, in every process. A key that already expires earlier keeps its earlier
+   * `expires_at` (a rotation never lengthens a key's life). Fails with `InvalidInput`
+   * (field `expires_in`) for an overlap out of range, `ApiKeyNotFound` for an unknown key and
+   * `ApiKeyNotRotatable` for a revoked or already expired one; nothing is written then.
+   */
+  readonly rotateApiKey: (
+    id: ApiKeyId,
+    options?: { readonly expiresInSeconds?: number }
+  ) => Effect.Effect<RotatedApiKey, InvalidInput | ApiKeyNotFound | ApiKeyNotRotatable | StorageError>
+  /**
+   * Every key of the organization (its hash and prefix, `created_at`, `revoked_at`,
+   * `expires_at`; never the key itself), oldest first. Fails with `OrganizationNotFound`.
+   */
+  readonly listApiKeys: (
+    organizationId: OrganizationId
+  ) => Effect.Effect<ReadonlyArray<ApiKey>, OrganizationNotFound | StorageError>
+  /**
    * Resolves a plain API key to its organization, comparing hashes in constant time, then
-   * checks access in the order of docs/http-adapter.md "Authentication": unknown or revoked key → `ApiKeyInvalid`;
+   * checks access in the order of docs/http-adapter.md "Authentication": unknown, revoked
+   * or expired key (its `expires_at` not after the clock's now, read on every call) →
+   * `ApiKeyInvalid`;
    * inactive subscription → `SubscriptionInactive`; plan without API access →
    * `ApiAccessNotAllowed`.
    */
@@ -136,8 +164,8 @@ const make = Effect.gen(function* () {
     return updated
   })
 
-  const issueApiKey = Effect.fn("Organizations.issueApiKey")(function* (organizationId: OrganizationId) {
-    yield* get(organizationId)
+  /** A new key of the organization: its record (hash only) and the plain key, shown once. */
+  const newApiKey = Effect.fn("Organizations.newApiKey")(function* (organizationId: OrganizationId) {
     const apiKey = formatApiKey(yield* random.bytes(API_KEY_BYTES))
     const record: ApiKey = {
       id: (yield* random.uuid()) as ApiKeyId,
@@ -145,16 +173,61 @@ const make = Effect.gen(function* () {
       prefix: apiKey.slice(0, VISIBLE_PREFIX_LENGTH),
       hash: hashApiKey(apiKey),
       created_at: yield* nowIso,
-      revoked_at: null
+      revoked_at: null,
+      expires_at: null
     }
-    yield* organizations.insertApiKey(record)
     const issued: IssuedApiKey = {
       key_id: record.id,
       organization_id: organizationId,
       prefix: record.prefix,
       api_key: apiKey
     }
+    return { record, issued }
+  })
+
+  const issueApiKey = Effect.fn("Organizations.issueApiKey")(function* (organizationId: OrganizationId) {
+    yield* get(organizationId)
+    const { issued, record } = yield* newApiKey(organizationId)
+    yield* organizations.insertApiKey(record)
     return issued
+  })
+
+  const rotateApiKey = Effect.fn("Organizations.rotateApiKey")(function* (
+    id: ApiKeyId,
+    options: { readonly expiresInSeconds?: number } = {}
+  ) {
+    const expiresInSeconds = options.expiresInSeconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS
+    if (!Number.isSafeInteger(expiresInSeconds) || expiresInSeconds < 0 || expiresInSeconds > MAX_ROTATION_OVERLAP_SECONDS) {
+      return yield* new InvalidInput({
+        issues: [
+          {
+            code: "out_of_range",
+            field: "expires_in",
+            message: `expires_in must be a whole number of seconds from 0 to ${MAX_ROTATION_OVERLAP_SECONDS} (7 days)`
+          }
+        ]
+      })
+    }
+    const found = yield* organizations.findApiKeyById(id)
+    if (Option.isNone(found)) return yield* new ApiKeyNotFound({ id })
+    const nowMs = yield* Clock.currentTimeMillis
+    if (found.value.revoked_at !== null) return yield* new ApiKeyNotRotatable({ id, reason: "revoked" })
+    if (apiKeyExpiredAt(found.value, nowMs)) return yield* new ApiKeyNotRotatable({ id, reason: "expired" })
+    const { issued, record } = yield* newApiKey(found.value.organization_id)
+    const expiresAt = new Date(nowMs + expiresInSeconds * 1000).toISOString()
+    const previous = yield* organizations.rotateApiKey(id, record, expiresAt)
+    if (Option.isSome(previous)) {
+      const rotated: RotatedApiKey = { issued, previous: previous.value }
+      return rotated
+    }
+    // Revoked (or gone) between the read and the rotation: nothing was written.
+    const now = yield* organizations.findApiKeyById(id)
+    return yield* Option.isSome(now) ? new ApiKeyNotRotatable({ id, reason: "revoked" }) : new ApiKeyNotFound({ id })
+  })
+
+  const listApiKeys = Effect.fn("Organizations.listApiKeys")(function* (organizationId: OrganizationId) {
+    yield* get(organizationId)
+    return yield* organizations.listApiKeys(organizationId)
   })
 
   const revokeApiKey = Effect.fn("Organizations.revokeApiKey")(function* (id: ApiKeyId) {
@@ -172,14 +245,14 @@ const make = Effect.gen(function* () {
       if (Option.isNone(found)) return Effect.fail(new ApiKeyInvalid())
       const { api_key: stored, organization } = found.value
       if (!hashesEqual(stored.hash, hash) || stored.revoked_at !== null) return Effect.fail(new ApiKeyInvalid())
-      if (organization.subscription !== "active") {
-        return Effect.fail(new SubscriptionInactive({ organization_id: organization.id }))
+      // An expiring key is compared with the clock now, on every request: never by a store
+      // (the SQLite credential cache may hold the key since before it expired).
+      if (stored.expires_at !== null) {
+        return Effect.flatMap(Clock.currentTimeMillis, (nowMs) =>
+          apiKeyExpiredAt(stored, nowMs) ? Effect.fail(new ApiKeyInvalid()) : access(stored, organization)
+        )
       }
-      if (!organization.plan.api_access) {
-        return Effect.fail(new ApiAccessNotAllowed({ organization_id: organization.id }))
-      }
-      const authenticated: AuthenticatedOrganization = { organization, api_key_id: stored.id }
-      return Effect.succeed(authenticated)
+      return access(stored, organization)
     })
   }
 
@@ -190,10 +263,24 @@ const make = Effect.gen(function* () {
     list: () => organizations.list(),
     issueApiKey,
     revokeApiKey,
+    rotateApiKey,
+    listApiKeys,
     authenticate
   }
   return service
 })
+
+/** The access checks after the key: subscription, then the plan's API access. */
+const access = (stored: ApiKey, organization: Organization): AuthenticationResult => {
+  if (organization.subscription !== "active") {
+    return Effect.fail(new SubscriptionInactive({ organization_id: organization.id }))
+  }
+  if (!organization.plan.api_access) {
+    return Effect.fail(new ApiAccessNotAllowed({ organization_id: organization.id }))
+  }
+  const authenticated: AuthenticatedOrganization = { organization, api_key_id: stored.id }
+  return Effect.succeed(authenticated)
+}
 
 const validPlan = (plan: Plan): Effect.Effect<Plan, InvalidInput> => {
   const issues: Array<InputIssue> = []

@@ -41,8 +41,27 @@ export interface OrganizationRepository {
     revokedAt: string
   ) => Effect.Effect<Option.Option<ApiKey>, StorageError>
   /**
-   * The key whose SHA-256 hash (lowercase hex) is `hash`, revoked or not, with its
-   * organization: one look-up for every authenticated request.
+   * Every API key of the organization, revoked and expired ones too, oldest first
+   * (`created_at`, then `id`); none for an unknown organization.
+   */
+  readonly listApiKeys: (organizationId: OrganizationId) => Effect.Effect<ReadonlyArray<ApiKey>, StorageError>
+  /**
+   * Rotates the key `previousId` to `newKey`, in one atomic step: when the previous key
+   * exists, belongs to `newKey.organization_id` and is not revoked, it gets `expires_at`
+   * (unless it already expires earlier: a rotation never lengthens a key's life) and
+   * `newKey` is inserted; the previous key is returned as stored afterwards. Otherwise
+   * nothing is written and the answer is `None`. Whether the previous key has already
+   * expired is the caller's check (core compares with its clock).
+   */
+  readonly rotateApiKey: (
+    previousId: ApiKeyId,
+    newKey: ApiKey,
+    expiresAt: string
+  ) => Effect.Effect<Option.Option<ApiKey>, StorageError>
+  /**
+   * The key whose SHA-256 hash (lowercase hex) is `hash`, revoked or expired or not, with
+   * its organization: one look-up for every authenticated request. A store never filters
+   * on `expires_at`: core compares it with its clock on every request.
    */
   readonly findCredentialByHash: (
     hash: string

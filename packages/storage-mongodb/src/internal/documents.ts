@@ -39,6 +39,8 @@ export interface ApiKeyDocument {
   readonly hash: string
   readonly created_at: string
   readonly revoked_at: string | null
+  /** Since key rotation; a document written before has none (read as `null`). */
+  readonly expires_at?: string | null
 }
 
 /**

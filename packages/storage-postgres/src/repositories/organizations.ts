@@ -6,13 +6,15 @@ import { attempt, type RepositoryFactory } from "../internal/sql.js"
 
 /**
  * `Storage.organizations` on PostgreSQL: tables `organizations` and `api_keys`
- * (src/schema/organizations.ts). Each method is one statement, so each is atomic;
+ * (src/schema/organizations.ts). Each method is one statement, so each is atomic, but
+ * `rotateApiKey`: the old key's expiry and the new key's insert are one transaction;
  * `revokeApiKey` keeps the first revocation time (`COALESCE`) and answers the key as
  * stored afterwards (`RETURNING`).
  *
  * `findCredentialByHash` is one exact join through the unique index on `api_keys.hash`,
  * asked on every call: nothing is cached, so a key revoked or an organization deactivated
  * by another process (the admin CLI, another server) is refused on the very next request.
+ * It never filters on `expires_at`: core compares it with its clock on every request.
  *
  * @category repositories
  */
@@ -46,6 +48,19 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
     revokeApiKey: (id, revokedAt) =>
       attempt("organizations.revokeApiKey", async () =>
         Option.map(Option.fromNullable(await db.sql.row<ApiKeyRow>(SQL.revokeApiKey, [revokedAt, id])), codec.apiKey)
+      ),
+    listApiKeys: (organizationId) =>
+      attempt("organizations.listApiKeys", async () =>
+        (await db.sql.rows<ApiKeyRow>(SQL.listApiKeys, [organizationId])).map(codec.apiKey)
+      ),
+    rotateApiKey: (previousId, newKey, expiresAt) =>
+      attempt("organizations.rotateApiKey", () =>
+        db.transaction(async (sql) => {
+          const previous = await sql.row<ApiKeyRow>(SQL.expireRotatedApiKey, [expiresAt, expiresAt, previousId, newKey.organization_id])
+          if (previous === undefined) return Option.none()
+          await sql.run(SQL.insertApiKey, apiKeyValues(newKey))
+          return Option.some(codec.apiKey(previous))
+        })
       ),
     findCredentialByHash: (hash) =>
       attempt("organizations.findCredentialByHash", async () =>

@@ -30,3 +30,12 @@ CREATE TABLE ${schema}.api_keys (
 CREATE UNIQUE INDEX api_keys_hash ON ${schema}.api_keys (hash);
 CREATE INDEX api_keys_organization_id ON ${schema}.api_keys (organization_id);
 `
+
+/**
+ * API key expiry (SQLite migration 25 translated): `api_keys.expires_at`, the instant a
+ * rotated key stops working (`NULL`: never). Core compares it with its clock on every
+ * request; no statement filters on it, so it needs no index.
+ */
+export const apiKeyExpiryChanges: SchemaArea = ({ schema }) => `
+ALTER TABLE ${schema}.api_keys ADD COLUMN expires_at timestamptz;
+`

@@ -36,6 +36,7 @@ export interface ApiKeyRow {
   readonly hash: string
   readonly created_at: string
   readonly revoked_at: string | null
+  readonly expires_at: string | null
 }
 
 /**
@@ -50,6 +51,7 @@ export interface CredentialRow extends OrganizationRow {
   readonly key_hash: string
   readonly key_created_at: string
   readonly key_revoked_at: string | null
+  readonly key_expires_at: string | null
 }
 
 /**
@@ -65,7 +67,7 @@ export const ORGANIZATION_COLUMNS = "id, name, contacts_limit, label_limit, medi
  *
  * @category statements
  */
-export const API_KEY_COLUMNS = "id, organization_id, prefix, hash, created_at, revoked_at"
+export const API_KEY_COLUMNS = "id, organization_id, prefix, hash, created_at, revoked_at, expires_at"
 
 /**
  * The parameters of an API key's insert ({@link API_KEY_COLUMNS}).
@@ -78,7 +80,8 @@ export const apiKeyValues = (apiKey: ApiKey): Array<unknown> => [
   apiKey.prefix,
   apiKey.hash,
   apiKey.created_at,
-  apiKey.revoked_at
+  apiKey.revoked_at,
+  apiKey.expires_at
 ]
 
 /**
@@ -119,7 +122,8 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
     prefix: row.prefix,
     hash: row.hash,
     created_at: row.created_at,
-    revoked_at: row.revoked_at
+    revoked_at: row.revoked_at,
+    expires_at: row.expires_at
   })
   return {
     values: (value) => [
@@ -142,7 +146,8 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
         prefix: row.key_prefix,
         hash: row.key_hash,
         created_at: row.key_created_at,
-        revoked_at: row.key_revoked_at
+        revoked_at: row.key_revoked_at,
+        expires_at: row.key_expires_at
       }),
       organization: organization(row)
     })
@@ -152,7 +157,11 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
 /**
  * The statements of the organizations repository, written once and compiled for
  * `dialect`: `replace` binds {@link OrganizationCodec.values} without the id, then the id;
- * `revokeApiKey` binds `(revoked_at, id)` and keeps the first revocation time.
+ * `revokeApiKey` binds `(revoked_at, id)` and keeps the first revocation time;
+ * `listApiKeys` binds `(organization_id)`; `expireRotatedApiKey` binds `(expires_at,
+ * expires_at, id, organization_id)`, sets the expiry of a key not revoked unless it already
+ * expires no later, and returns the row as stored afterwards (none when the key is missing,
+ * of another organization or revoked).
  *
  * @category statements
  */
@@ -167,13 +176,19 @@ export const organizationStatementsOf = (dialect: SqlDialect) => {
       WHERE id = ?`),
     findById: compile(`SELECT ${ORGANIZATION_COLUMNS} FROM ${organizations} WHERE id = ?`),
     list: compile(`SELECT ${ORGANIZATION_COLUMNS} FROM ${organizations} ORDER BY created_at, id`),
-    insertApiKey: compile(`INSERT INTO ${apiKeys} (${API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`),
+    insertApiKey: compile(`INSERT INTO ${apiKeys} (${API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    listApiKeys: compile(`SELECT ${API_KEY_COLUMNS} FROM ${apiKeys} WHERE organization_id = ? ORDER BY created_at, id`),
+    // A rotation never lengthens a key's life: an earlier expiry is kept.
+    expireRotatedApiKey: compile(`UPDATE ${apiKeys}
+      SET expires_at = CASE WHEN expires_at IS NOT NULL AND expires_at <= ? THEN expires_at ELSE ? END
+      WHERE id = ? AND organization_id = ? AND revoked_at IS NULL
+      RETURNING ${API_KEY_COLUMNS}`),
     findApiKeyById: compile(`SELECT ${API_KEY_COLUMNS} FROM ${apiKeys} WHERE id = ?`),
     // COALESCE keeps the first revocation time; RETURNING gives the row as stored afterwards.
     revokeApiKey: compile(`UPDATE ${apiKeys} SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?
       RETURNING ${API_KEY_COLUMNS}`),
     findCredentialByHash: compile(`SELECT k.id AS key_id, k.organization_id AS key_organization_id, k.prefix AS key_prefix,
-        k.hash AS key_hash, k.created_at AS key_created_at, k.revoked_at AS key_revoked_at,
+        k.hash AS key_hash, k.created_at AS key_created_at, k.revoked_at AS key_revoked_at, k.expires_at AS key_expires_at,
         o.id, o.name, o.contacts_limit, o.label_limit, o.media_bytes_limit, o.api_access, o.subscription, o.created_at, o.updated_at
       FROM ${apiKeys} AS k JOIN ${organizations} AS o ON o.id = k.organization_id
       WHERE k.hash = ?`)

@@ -1,9 +1,9 @@
 import { Option } from "effect"
 import type { OrganizationRepository } from "@switchboard/core"
-import { apiKeyValues, type CredentialRow, organizationStatementsOf, type OrganizationRow } from "@switchboard/storage-sql"
+import { type ApiKeyRow, apiKeyValues, type CredentialRow, organizationStatementsOf, type OrganizationRow } from "@switchboard/storage-sql"
 import { decoders, sqliteDialect } from "../dialect.js"
 import { exactCacheOf } from "../internal/exactCache.js"
-import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
 
 /** Most credentials the cache of {@link organizationRepository} holds before it starts over. */
 const CREDENTIAL_CACHE_SIZE = 10_000
@@ -12,8 +12,10 @@ const CREDENTIAL_CACHE_SIZE = 10_000
 const CREDENTIALS = "credentials"
 
 /**
- * `Storage.organizations` on SQLite: tables `organizations` and `api_keys` (migration 1).
- * Each method is one statement, so each is atomic; `findCredentialByHash` is one join.
+ * `Storage.organizations` on SQLite: tables `organizations` and `api_keys` (migration 1;
+ * `expires_at` since migration 25). Each method is one statement, so each is atomic, but
+ * `rotateApiKey`: its expiry and insert run in one transaction; `findCredentialByHash` is
+ * one join.
  *
  * `findCredentialByHash` keeps the credentials it found in an exact cache (docs/benchmarks.md).
  * Its look-ups are answered at the end of the event loop's turn in which they were asked,
@@ -24,7 +26,9 @@ const CREDENTIALS = "credentials"
  * requests was read: a commit made before a request arrived is always seen. This
  * connection's own writes to organizations and keys start the cache over directly (they do
  * not change `data_version`). A key not found is never cached. So a revoked key or a
- * deactivated organization is refused on the very next request.
+ * deactivated organization is refused on the very next request. A key's `expires_at` is
+ * cached as any column: core compares it with its clock on every request, so a cached key
+ * is refused from the instant it expires.
  *
  * @category repositories
  */
@@ -79,6 +83,20 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
     findApiKeyById: (id) => attempt("organizations.findApiKeyById", () => one(SQL.findApiKeyById, [id], codec.apiKey)),
     revokeApiKey: (id, revokedAt) =>
       attempt("organizations.revokeApiKey", () => writing(() => one(SQL.revokeApiKey, [revokedAt, id], codec.apiKey))),
+    listApiKeys: (organizationId) =>
+      attempt("organizations.listApiKeys", () =>
+        statements.prepare<ApiKeyRow>(SQL.listApiKeys).all(organizationId).map(codec.apiKey)
+      ),
+    rotateApiKey: (previousId, newKey, expiresAt) =>
+      attempt("organizations.rotateApiKey", () =>
+        writing(() =>
+          transaction(db, () => {
+            const previous = one(SQL.expireRotatedApiKey, [expiresAt, expiresAt, previousId, newKey.organization_id], codec.apiKey)
+            if (Option.isSome(previous)) statements.prepare(SQL.insertApiKey).run(...apiKeyValues(newKey))
+            return previous
+          })
+        )
+      ),
     findCredentialByHash: cache.lookUp
   }
 }
