@@ -30,7 +30,8 @@ type PathArguments<Id extends OperationId> = Strings<(typeof OPERATIONS)[Id]["pa
 
 type QueryOf<O> = O extends { parameters: { query?: infer Q } } ? ([Q] extends [undefined] ? never : Exclude<Q, undefined>) : never
 
-type ContentOf<B> = B extends { content: infer C } ? C[keyof C] : never
+/** A multipart body is sent as `FormData`; any other as its JSON value. */
+type ContentOf<B> = B extends { content: infer C } ? (C extends { "multipart/form-data": unknown } ? FormData : C[keyof C]) : never
 
 type BodyOf<O> = O extends { requestBody: infer B } ? ContentOf<B> : O extends { requestBody?: infer B } ? ContentOf<Exclude<B, undefined>> : never
 
