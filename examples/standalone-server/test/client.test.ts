@@ -12,6 +12,8 @@ import { connect, createServer as createTcpServer, type AddressInfo, type Server
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiError, createClient, METHODS, NotFoundError, OPERATIONS, verifyWebhook, type Client, type OperationId } from "@switchboard/client"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { readFileSync } from "node:fs"
+import { generatedFiles } from "../../../packages/client/scripts/generate.mjs"
 import { assertBuilt, killServers, organizationWithChannel, pdfBytes, removeTemporaryDirectories, startServer, until, type RunningServer } from "./helpers.js"
 
 const TOKEN = "EAAGclientToken4Rt7Yu1Io3Pa5Sd"
@@ -105,6 +107,16 @@ const orderUpdate = { name: "order_update", language: { code: "en_US" }, compone
 const phone = (n: number) => `+3162${String(n).padStart(7, "0")}`
 
 describe("@switchboard/client against the standalone server", () => {
+  it("its committed generated types are those of the running server's /openapi.json", async () => {
+    const served = await (await fetch(`${server.baseUrl}/openapi.json`)).json()
+    const files = await generatedFiles(served)
+    for (const name of ["openapi.ts", "operations.ts"] as const) {
+      expect(files[name], `packages/client/src/generated/${name}: run npm run generate -w @switchboard/client`).toBe(
+        readFileSync(new URL(`../../../packages/client/src/generated/${name}`, import.meta.url), "utf8")
+      )
+    }
+  }, 60_000)
+
   it("verifies the key, and a 404 is a NotFoundError with its code and the answer's request id", async () => {
     const verified = await client.auth.verify()
     expect(verified.organization.name).toBe("Acme")
