@@ -262,6 +262,10 @@ describe("@switchboard/client against the standalone server", () => {
     const chats = []
     for await (const chat of client.chats.list({ limit: 2 })) chats.push(chat)
     expect(new Set(chats.map((chat) => chat.uuid)).size).toBe(chats.length)
+    const modes = []
+    for await (const page of client.chats.list({ limit: 2 }).pages()) modes.push(page.pagination.mode)
+    expect(modes.length).toBe(Math.ceil(chats.length / 2))
+    expect(new Set(modes)).toEqual(new Set(["cursor"]))
     await client.chats.get(chats[0]!.uuid)
     await client.chats.update(chats[0]!.uuid, { status: "resolved" })
     await refusal(client.chats.markRead(chats[0]!.uuid))
