@@ -5,7 +5,11 @@ import { METHODS, type Methods } from "./methods.js"
 import { makeList, type List } from "./paging.js"
 import { request, sleep, type Answer, type RequestOptions, type Transport } from "./request.js"
 
-/** The options of {@link createClient}. */
+/**
+ * The options of {@link createClient}.
+ *
+ * @category client
+ */
 export interface ClientOptions {
   /** The API base as served, e.g. `http://localhost:3000/api/v1/api`. */
   readonly baseUrl: string
@@ -19,7 +23,11 @@ export interface ClientOptions {
   readonly timeoutMs?: number
 }
 
-/** A result with the `X-Request-Id` of the answer that carried it, as a non-enumerable `requestId`. */
+/**
+ * A result with the `X-Request-Id` of the answer that carried it, as a non-enumerable `requestId`.
+ *
+ * @category client
+ */
 export type WithRequestId<T> = T extends object ? T & { readonly requestId: string | undefined } : T
 
 type Operation<Id extends OperationId> = operations[Id]
@@ -41,23 +49,39 @@ type InputArguments<Id extends OperationId> = (typeof OPERATIONS)[Id]["body"] ex
   : (typeof OPERATIONS)[Id]["query"] extends true ? [query?: QueryOf<Operation<Id>>]
   : []
 
-/** The `data` of an operation's success; a `Response` for an operation whose success is not the envelope (a file's bytes). */
+/**
+ * The `data` of an operation's success; a `Response` for an operation whose success is not the envelope (a file's bytes).
+ *
+ * @category client
+ */
 export type DataOf<Id extends OperationId> = Operation<Id> extends { responses: { 200: { content: { "application/json": { data: infer D } } } } }
   ? D
   : Response
 
-/** The arguments of a method: its path parameters in path order, its body or query, then {@link RequestOptions}. */
+/**
+ * The arguments of a method: its path parameters in path order, its body or query, then {@link RequestOptions}.
+ *
+ * @category client
+ */
 export type ArgumentsOf<Id extends OperationId> = [...PathArguments<Id>, ...InputArguments<Id>, options?: RequestOptions]
 
 type ItemOf<Data, Key extends string> = Data extends { readonly [K in Key]: ReadonlyArray<infer Item> } ? Item : never
 
-/** One method of the client, as the table defines it. */
+/**
+ * One method of the client, as the table defines it.
+ *
+ * @category client
+ */
 export type MethodOf<Definition> = Definition extends { readonly operationId: infer Id extends OperationId; readonly items: infer Key extends string }
   ? (...args: ArgumentsOf<Id>) => List<ItemOf<DataOf<Id>, Key>, WithRequestId<DataOf<Id>>>
   : Definition extends { readonly operationId: infer Id extends OperationId } ? (...args: ArgumentsOf<Id>) => Promise<WithRequestId<DataOf<Id>>>
   : never
 
-/** The client: one object per resource, one method per operation (docs/client.md "Methods"). */
+/**
+ * The client: one object per resource, one method per operation (docs/client.md "Methods").
+ *
+ * @category client
+ */
 export type Client = {
   readonly [Resource in keyof Methods]: { readonly [Method in keyof Methods[Resource]]: MethodOf<Methods[Resource][Method]> }
 }
@@ -84,6 +108,8 @@ const withRequestId = (answer: Answer): unknown => {
  * @example
  * const client = createClient({ baseUrl: "http://localhost:3000/api/v1/api", apiKey: process.env.SWITCHBOARD_API_KEY! })
  * for await (const contact of client.contacts.list({ per_page: 100 })) console.log(contact.phone)
+ *
+ * @category client
  */
 export const createClient = (options: ClientOptions): Client => {
   if (typeof options.baseUrl !== "string" || options.baseUrl === "") throw new TypeError("createClient: baseUrl is required")

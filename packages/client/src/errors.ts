@@ -5,14 +5,22 @@
  * `verifyWebhook`.
  */
 
-/** One entry of the envelope's `errors` list: a stable snake_case `code`, a message, the offending field's JSON path. */
+/**
+ * One entry of the envelope's `errors` list: a stable snake_case `code`, a message, the offending field's JSON path.
+ *
+ * @category errors
+ */
 export interface ApiErrorItem {
   readonly code: string
   readonly message: string
   readonly field?: string
 }
 
-/** What every {@link ApiError} is built from. */
+/**
+ * What every {@link ApiError} is built from.
+ *
+ * @category errors
+ */
 export interface ApiErrorInit {
   /** The HTTP status of the answer. */
   readonly status: number
@@ -34,6 +42,8 @@ export interface ApiErrorInit {
  * {@link PermissionError} (403), {@link NotFoundError} (404), {@link ConflictError} (409),
  * {@link ValidationError} (400, 422), {@link RateLimitError} (429); any other status is an
  * `ApiError` itself.
+ *
+ * @category errors
  */
 export class ApiError extends Error {
   override readonly name: string = "ApiError"
@@ -53,27 +63,47 @@ export class ApiError extends Error {
   }
 }
 
-/** 401: the API key is missing, malformed, revoked or expired. */
+/**
+ * 401: the API key is missing, malformed, revoked or expired.
+ *
+ * @category errors
+ */
 export class AuthenticationError extends ApiError {
   override readonly name: string = "AuthenticationError"
 }
 
-/** 403: the key is valid but the organization may not do this (a suspended organization, a plan limit). */
+/**
+ * 403: the key is valid but the organization may not do this (a suspended organization, a plan limit).
+ *
+ * @category errors
+ */
 export class PermissionError extends ApiError {
   override readonly name: string = "PermissionError"
 }
 
-/** 404: the record (or route) does not exist for this organization. */
+/**
+ * 404: the record (or route) does not exist for this organization.
+ *
+ * @category errors
+ */
 export class NotFoundError extends ApiError {
   override readonly name: string = "NotFoundError"
 }
 
-/** 409: the record is not in a state that allows the action, or a request with the same `Idempotency-Key` is still running. */
+/**
+ * 409: the record is not in a state that allows the action, or a request with the same `Idempotency-Key` is still running.
+ *
+ * @category errors
+ */
 export class ConflictError extends ApiError {
   override readonly name: string = "ConflictError"
 }
 
-/** 400 or 422: the request was refused as it is; `errors` lists every problem with its `field`. */
+/**
+ * 400 or 422: the request was refused as it is; `errors` lists every problem with its `field`.
+ *
+ * @category errors
+ */
 export class ValidationError extends ApiError {
   override readonly name: string = "ValidationError"
 }
@@ -81,6 +111,8 @@ export class ValidationError extends ApiError {
 /**
  * 429: the organization's rate limit is spent. `retryAfter` is the server's `Retry-After`
  * in seconds (`undefined` when absent). Thrown once the client's retries are used up.
+ *
+ * @category errors
  */
 export class RateLimitError extends ApiError {
   override readonly name: string = "RateLimitError"
@@ -98,6 +130,8 @@ export class RateLimitError extends ApiError {
  * No answer came from the server: the connection was refused or broken, or DNS failed.
  * `cause` is what `fetch` threw. Thrown once the client's retries are used up (or at once
  * when the request may not be retried, see docs/client.md "Retries").
+ *
+ * @category errors
  */
 export class ConnectionError extends Error {
   override readonly name: string = "ConnectionError"
@@ -107,17 +141,29 @@ export class ConnectionError extends Error {
   }
 }
 
-/** No answer within the call's `timeoutMs`. */
+/**
+ * No answer within the call's `timeoutMs`.
+ *
+ * @category errors
+ */
 export class TimeoutError extends ConnectionError {
   override readonly name: string = "TimeoutError"
 }
 
-/** `verifyWebhook` refused a delivery: a header missing, no matching signature, a timestamp out of tolerance, a body that is not JSON. */
+/**
+ * `verifyWebhook` refused a delivery: a header missing, no matching signature, a timestamp out of tolerance, a body that is not JSON.
+ *
+ * @category errors
+ */
 export class WebhookVerificationError extends Error {
   override readonly name: string = "WebhookVerificationError"
 }
 
-/** The {@link ApiError} subclass of an answer with `init.status`. */
+/**
+ * The {@link ApiError} subclass of an answer with `init.status`.
+ *
+ * @category errors
+ */
 export const apiErrorOf = (init: ApiErrorInit): ApiError => {
   switch (init.status) {
     case 400:

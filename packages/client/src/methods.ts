@@ -6,13 +6,21 @@
  */
 import type { OperationId } from "./generated/operations.js"
 
-/** One method of the table: the operation it calls; `items` marks a list and names its items' key. */
+/**
+ * One method of the table: the operation it calls; `items` marks a list and names its items' key.
+ *
+ * @category client
+ */
 export interface MethodDefinition {
   readonly operationId: OperationId
   readonly items?: string
 }
 
-/** Every method of the client, by resource then method name. */
+/**
+ * Every method of the client, by resource then method name.
+ *
+ * @category client
+ */
 export const METHODS = {
   auth: {
     verify: { operationId: "getVerify" }
@@ -105,5 +113,9 @@ export const METHODS = {
   }
 } as const satisfies Record<string, Record<string, MethodDefinition>>
 
-/** The table's type. */
+/**
+ * The table's type.
+ *
+ * @category client
+ */
 export type Methods = typeof METHODS

@@ -16,6 +16,8 @@ interface Pagination {
  * The query of the page after the one whose data is `data` and whose query was `query`:
  * the next `cursor` when the list pages by cursor and has more, the next `page` when it pages
  * by offset and is not on the last; `undefined` on the last page (or a list that does not page).
+ *
+ * @category paging
  */
 export const nextPageQuery = (
   data: unknown,
@@ -37,13 +39,19 @@ export const nextPageQuery = (
  * What a list method answers: an async iterable of the items of every page, fetched a page
  * at a time as the loop asks for them; `pages()` iterates the pages' data themselves (each
  * with its `requestId`).
+ *
+ * @category paging
  */
 export interface List<Item, Page> extends AsyncIterable<Item> {
   /** Every page's data, first to last. */
   readonly pages: () => AsyncIterableIterator<Page>
 }
 
-/** A {@link List} fetching each page with `fetchPage(query)` and taking its items from `data[itemsKey]`. */
+/**
+ * A {@link List} fetching each page with `fetchPage(query)` and taking its items from `data[itemsKey]`.
+ *
+ * @category paging
+ */
 export const makeList = <Item, Page>(
   fetchPage: (query: Record<string, unknown> | undefined) => Promise<Page>,
   itemsKey: string,

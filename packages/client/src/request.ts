@@ -2,7 +2,11 @@
 import { ApiError, apiErrorOf, type ApiErrorItem, ConnectionError, TimeoutError } from "./errors.js"
 import { backoffDelayMs, isRetryable, serverDelayMs, type AttemptOutcome } from "./retry.js"
 
-/** Options of one call; each overrides the client's own for that call. */
+/**
+ * Options of one call; each overrides the client's own for that call.
+ *
+ * @category requests
+ */
 export interface RequestOptions {
   /** Aborts the call (its retries included); the call rejects with the signal's reason. */
   readonly signal?: AbortSignal
@@ -16,7 +20,11 @@ export interface RequestOptions {
   readonly headers?: Record<string, string>
 }
 
-/** The client's settings that every call uses. */
+/**
+ * The client's settings that every call uses.
+ *
+ * @category requests
+ */
 export interface Transport {
   readonly baseUrl: string
   readonly apiKey: string
@@ -27,7 +35,11 @@ export interface Transport {
   readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>
 }
 
-/** What a call sends. */
+/**
+ * What a call sends.
+ *
+ * @category requests
+ */
 export interface Call {
   readonly method: string
   /** The path under `baseUrl` with its parameters filled in, e.g. `/contacts/…`. */
@@ -40,14 +52,22 @@ export interface Call {
   readonly json: boolean
 }
 
-/** A call's success: the envelope's `data` (or the raw `Response`), the answer's `X-Request-Id` and headers. */
+/**
+ * A call's success: the envelope's `data` (or the raw `Response`), the answer's `X-Request-Id` and headers.
+ *
+ * @category requests
+ */
 export interface Answer {
   readonly data: unknown
   readonly requestId: string | undefined
   readonly response: Response
 }
 
-/** Waits `ms` milliseconds; rejects with the signal's reason when it aborts first. */
+/**
+ * Waits `ms` milliseconds; rejects with the signal's reason when it aborts first.
+ *
+ * @category requests
+ */
 export const sleep = (ms: number, signal: AbortSignal | undefined): Promise<void> =>
   new Promise((resolve, reject) => {
     if (signal?.aborted === true) return reject(signal.reason)
@@ -116,6 +136,8 @@ const failureOf = async (response: Response): Promise<ApiError> => {
  * on 429 and 503, else after {@link backoffDelayMs}. A POST that takes an `Idempotency-Key`
  * sends the same key on every attempt. Rejects with an {@link ApiError} subclass,
  * a {@link ConnectionError} or {@link TimeoutError}, or the signal's reason when aborted.
+ *
+ * @category requests
  */
 export const request = async (transport: Transport, call: Call, options: RequestOptions = {}): Promise<Answer> => {
   const maxRetries = options.maxRetries ?? transport.maxRetries
@@ -134,46 +156,59 @@ export const request = async (transport: Transport, call: Call, options: Request
     }
   }
   const url = `${transport.baseUrl.replace(/\/+$/, "")}${call.path}${queryString(call.query)}`
+  const label = `${method} ${call.path}`
   for (let attempt = 0; ; attempt++) {
-    const retriesLeft = attempt < maxRetries
-    if (options.signal?.aborted === true) throw options.signal.reason
-    const controller = new AbortController()
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      controller.abort()
-    }, timeoutMs)
-    const onAbort = () => controller.abort(options.signal!.reason)
-    options.signal?.addEventListener("abort", onAbort, { once: true })
-    let response: Response
-    let outcome: AttemptOutcome
-    let failure: Error
-    let delayMs: number | undefined
-    try {
-      response = await transport.fetch(url, { method, headers, body: body ?? null, signal: controller.signal })
-      if (response.ok) {
-        if (!call.json) return { data: response, requestId: response.headers.get("x-request-id") ?? undefined, response }
-        const envelope = (await response.json()) as { data?: unknown }
-        return { data: envelope.data, requestId: response.headers.get("x-request-id") ?? undefined, response }
-      }
-      const error = await failureOf(response)
-      outcome = { _tag: "Answer", status: response.status, code: error.errors[0]?.code }
-      failure = error
-      if (response.status === 429 || response.status === 503) delayMs = serverDelayMs(response.headers)
-    } catch (error) {
-      if (isAborted(options.signal)) throw options.signal!.reason
-      if (timedOut) {
-        outcome = { _tag: "Unknown" }
-        failure = new TimeoutError(`${method} ${call.path}: no answer within ${timeoutMs} ms`)
-      } else {
-        outcome = neverSent(error) ? { _tag: "NotSent" } : { _tag: "Unknown" }
-        failure = new ConnectionError(`${method} ${call.path}: ${(error as Error)?.message ?? String(error)}`, { cause: error })
-      }
-    } finally {
-      clearTimeout(timer)
-      options.signal?.removeEventListener("abort", onAbort)
+    if (isAborted(options.signal)) throw options.signal!.reason
+    const result = await attemptOnce(transport, url, { method, headers, body: body ?? null }, call.json, label, timeoutMs, options.signal)
+    if (result._tag === "Success") return result.answer
+    if (attempt >= maxRetries || !isRetryable(result.outcome, replayable)) throw result.failure
+    await transport.sleep(result.delayMs ?? backoffDelayMs(attempt + 1), options.signal)
+  }
+}
+
+/** One attempt's result: the success, or the failure with what retrying needs to know. */
+type AttemptResult =
+  | { readonly _tag: "Success"; readonly answer: Answer }
+  | { readonly _tag: "Failure"; readonly outcome: AttemptOutcome; readonly failure: Error; readonly delayMs: number | undefined }
+
+/**
+ * Sends one attempt, abandoned after `timeoutMs` or when `signal` aborts (then it rejects
+ * with the signal's reason); never rejects otherwise.
+ */
+const attemptOnce = async (
+  transport: Transport,
+  url: string,
+  init: { readonly method: string; readonly headers: Record<string, string>; readonly body: RequestInit["body"] },
+  json: boolean,
+  label: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined
+): Promise<AttemptResult> => {
+  const controller = new AbortController()
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    controller.abort()
+  }, timeoutMs)
+  const onAbort = () => controller.abort(signal!.reason)
+  signal?.addEventListener("abort", onAbort, { once: true })
+  try {
+    const response = await transport.fetch(url, { ...init, signal: controller.signal })
+    const requestId = response.headers.get("x-request-id") ?? undefined
+    if (response.ok) {
+      const data = json ? ((await response.json()) as { data?: unknown }).data : response
+      return { _tag: "Success", answer: { data, requestId, response } }
     }
-    if (!retriesLeft || !isRetryable(outcome, replayable)) throw failure
-    await transport.sleep(delayMs ?? backoffDelayMs(attempt + 1), options.signal)
+    const failure = await failureOf(response)
+    const delayMs = response.status === 429 || response.status === 503 ? serverDelayMs(response.headers) : undefined
+    return { _tag: "Failure", outcome: { _tag: "Answer", status: response.status, code: failure.errors[0]?.code }, failure, delayMs }
+  } catch (error) {
+    if (isAborted(signal)) throw signal!.reason
+    if (timedOut) return { _tag: "Failure", outcome: { _tag: "Unknown" }, failure: new TimeoutError(`${label}: no answer within ${timeoutMs} ms`), delayMs: undefined }
+    const failure = new ConnectionError(`${label}: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+    return { _tag: "Failure", outcome: neverSent(error) ? { _tag: "NotSent" } : { _tag: "Unknown" }, failure, delayMs: undefined }
+  } finally {
+    clearTimeout(timer)
+    signal?.removeEventListener("abort", onAbort)
   }
 }

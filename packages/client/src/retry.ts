@@ -1,13 +1,23 @@
 /** The retry rules of the client (docs/client.md "Retries"). */
 
-/** The first backoff delay, in milliseconds; it doubles at each retry. */
+/**
+ * The first backoff delay, in milliseconds; it doubles at each retry.
+ *
+ * @category retries
+ */
 export const BACKOFF_BASE_MS = 500
-/** The longest backoff delay, in milliseconds (before jitter). */
+/**
+ * The longest backoff delay, in milliseconds (before jitter).
+ *
+ * @category retries
+ */
 export const BACKOFF_CAP_MS = 8_000
 
 /**
  * The backoff delay before retry number `retry` (1 for the first), in milliseconds:
  * `min(500 · 2^(retry-1), 8000)` times a jitter factor in [0.5, 1) from `random`.
+ *
+ * @category retries
  */
 export const backoffDelayMs = (retry: number, random: () => number = Math.random): number =>
   Math.min(BACKOFF_BASE_MS * 2 ** (retry - 1), BACKOFF_CAP_MS) * (0.5 + random() / 2)
@@ -15,6 +25,8 @@ export const backoffDelayMs = (retry: number, random: () => number = Math.random
 /**
  * The delay an answer asks for, in milliseconds: `Retry-After` (seconds, or an HTTP date),
  * else `RateLimit-Reset` (seconds); `undefined` when neither is a usable value.
+ *
+ * @category retries
  */
 export const serverDelayMs = (headers: Headers, now: number = Date.now()): number | undefined => {
   const retryAfter = headers.get("retry-after")
@@ -32,7 +44,11 @@ export const serverDelayMs = (headers: Headers, now: number = Date.now()): numbe
   return undefined
 }
 
-/** What happened to one attempt, as far as retrying is concerned. */
+/**
+ * What happened to one attempt, as far as retrying is concerned.
+ *
+ * @category retries
+ */
 export type AttemptOutcome =
   | { readonly _tag: "Answer"; readonly status: number; readonly code: string | undefined }
   /** `fetch` threw before the request reached the server (connection refused). */
@@ -45,6 +61,8 @@ export type AttemptOutcome =
  * `idempotency_key_in_progress`; a request that never reached the server (connection
  * refused) for every request; any other 5xx, a broken connection or a timeout only for
  * `GET`, `PUT`, `DELETE` and a `POST` carrying an `Idempotency-Key` (`replayable`).
+ *
+ * @category retries
  */
 export const isRetryable = (outcome: AttemptOutcome, replayable: boolean): boolean => {
   switch (outcome._tag) {

@@ -1,7 +1,11 @@
 /** Verifying Switchboard's signed webhook deliveries (docs/client.md "Verifying webhooks"). */
 import { WebhookVerificationError } from "./errors.js"
 
-/** How far a delivery's `webhook-timestamp` may be from now, either way: 5 minutes, in seconds. */
+/**
+ * How far a delivery's `webhook-timestamp` may be from now, either way: 5 minutes, in seconds.
+ *
+ * @category webhooks
+ */
 export const WEBHOOK_TOLERANCE_SECONDS = 300
 
 const base64ToBytes = (text: string): Uint8Array => {
@@ -52,6 +56,12 @@ const keyBytesOf = (secret: string): Uint8Array => {
  *
  * Rejects with {@link WebhookVerificationError} (never naming a secret) when a header is
  * missing, no signature matches, the timestamp is out of tolerance or the body is not JSON.
+ *
+ * @category webhooks
+ * @example
+ * // In a handler given the raw body and the request's headers:
+ * const event = await verifyWebhook<{ type: string }>(rawBody, request.headers, process.env.WEBHOOK_SECRET!)
+ * console.log(event.type)
  */
 export const verifyWebhook = async <Event = unknown>(
   rawBody: string | Uint8Array,
