@@ -89,4 +89,23 @@ describe("wakeOnEnqueue: the broadcasts' completion check", () => {
       expect(calls.completeFinished).toBeLessThanOrEqual(4)
     }).pipe(Effect.provide(layer))
   })
+
+  it.effect("the broadcasts' loop, idle for ten passes, passes every 5 s; a wake brings the poll interval back", () => {
+    const { calls, layer } = countingLayer([])
+    return Effect.gen(function*() {
+      const passesIn = (ms: number) =>
+        Effect.gen(function*() {
+          const before = calls.completeFinished
+          for (let step = 0; step < ms / 100; step++) yield* TestClock.adjust(100)
+          return calls.completeFinished - before
+        })
+      const loop = yield* Effect.fork(runBroadcastStarter({ pollIntervalMs: 1_000 }))
+      // Passes at 0, 1 000, …, 9 000 ms, then every 5 s.
+      expect(yield* passesIn(9_500)).toBe(10)
+      expect(yield* passesIn(15_000)).toBe(3)
+      yield* (yield* DispatchWake).wake
+      expect(yield* passesIn(3_000)).toBeGreaterThanOrEqual(3)
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(layer))
+  })
 })

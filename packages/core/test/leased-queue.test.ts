@@ -186,6 +186,44 @@ describe("runLeasedQueue", () => {
       yield* Fiber.interrupt(fiber)
     }))
 
+  it.effect("after ten idle passes an unwoken loop polls every 5 s; a wake, or a pass that claims work, brings the poll interval back", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue()
+      const wake = makeDispatchWake()
+      const fiber = yield* Effect.fork(
+        runLeasedQueue(fake.queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: 1_000, wake })
+      )
+      const claimsIn = (ms: number) =>
+        Effect.gen(function*() {
+          const before = fake.claims.length
+          for (let step = 0; step < ms / 100; step++) {
+            yield* TestClock.adjust(100)
+            yield* settle
+          }
+          return fake.claims.length - before
+        })
+      yield* settle
+      // Passes at 0, 1 000, …, 9 000 ms: ten idle in a row; the next at 14 000.
+      expect(yield* claimsIn(9_000)).toBe(9)
+      expect(yield* claimsIn(4_900)).toBe(0)
+      expect(yield* claimsIn(100)).toBe(1)
+      expect(yield* claimsIn(10_000)).toBe(2)
+      // Work another process created, not announced here: found by the 5 s poll.
+      fake.add("elsewhere")
+      expect(yield* claimsIn(4_900)).toBe(0)
+      yield* claimsIn(100)
+      expect(fake.rows.get("elsewhere")!.done).toBe(true)
+      // That pass found work: the poll interval is 1 s again for ten idle passes.
+      expect(yield* claimsIn(3_000)).toBe(3)
+      expect(yield* claimsIn(10_000)).toBeLessThanOrEqual(9)
+      // A wake claims at once and brings the poll interval back too.
+      yield* claimsIn(10_000)
+      yield* wake.wake
+      yield* settle
+      expect(yield* claimsIn(3_000)).toBe(3)
+      yield* Fiber.interrupt(fiber)
+    }))
+
   it.effect("sleeps until the next due time the queue tells when it comes before the poll interval", () =>
     Effect.gen(function*() {
       const fake = makeFakeQueue({ nextDueAt: true })

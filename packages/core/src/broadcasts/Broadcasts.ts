@@ -6,7 +6,7 @@ import { readCursorPageParams } from "../common/listParams.js"
 import { type InputIssue, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import type { Contact, ContactId } from "../model/contacts.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
-import { sleepUntilDueMs, sleepUntilWoken } from "../dispatch/LeasedQueue.js"
+import { makeIdleBackoff, sleepUntilDueMs, sleepUntilWoken } from "../dispatch/LeasedQueue.js"
 import type { GroupId } from "../model/groups.js"
 import { nowIso, readSendAt } from "../internal/time.js"
 import { IssueCollector, isRecord, UUID_PATTERN } from "../internal/validation.js"
@@ -541,7 +541,10 @@ export interface BroadcastStarterOptions {
  * then a sleep until the earliest of the next due start (`BroadcastRepository.nextStartDueAt`,
  * read after each pass: a scheduled broadcast starts at its `send_at`, a start whose holder
  * died when its lease ends), `pollIntervalMs`, and a wake of the process's
- * {@link DispatchWake} (a broadcast created, a recipient settled). Two passes begin at least
+ * {@link DispatchWake} (a broadcast created, a recipient settled); after
+ * `IDLE_PASSES_BEFORE_BACKOFF` passes in a row with no start due and no wake, the poll
+ * interval becomes `IDLE_POLL_INTERVAL_MS` until a wake or a due start (dispatch/LeasedQueue.ts
+ * `makeIdleBackoff`). Two passes begin at least
  * 200 ms apart, also when a start is already due (no busy loop). Runs until interrupted;
  * a failed pass is logged and the next one runs after `pollIntervalMs` (or a wake), as
  * after a failed read of the next due start.
@@ -555,7 +558,7 @@ export const runBroadcastStarter = (
     Effect.gen(function*() {
       const storage = yield* Storage
       const wake = yield* DispatchWake
-      const pollIntervalMs = options.pollIntervalMs ?? 1_000
+      const backoff = makeIdleBackoff(options.pollIntervalMs ?? 1_000)
       // A wake during a pass is kept (one), so the next sleep ends at once.
       const mailbox = yield* Queue.sliding<void>(1)
       const unsubscribe = wake.subscribe(() => void mailbox.unsafeOffer(undefined))
@@ -570,11 +573,18 @@ export const runBroadcastStarter = (
         // and a pass (and its warning) would follow every MIN_PASS_GAP_MS.
         const dueAt = passed ? yield* Effect.orElseSucceed(storage.broadcasts.nextStartDueAt(), () => null) : null
         const now = yield* Clock.currentTimeMillis
-        const until = now + sleepUntilDueMs(now, pollIntervalMs, dueAt)
+        if (dueAt === null) backoff.idle()
+        else backoff.busy()
+        const until = now + sleepUntilDueMs(now, backoff.pollMs(), dueAt)
         // A timer may fire a little before its time by the clock (Node's timers count from
         // the event loop's cached time): sleep the rest, else the pass finds nothing due
         // and the start waits MIN_PASS_GAP_MS more.
-        for (let left = until - now; !(yield* sleepUntilWoken(mailbox, left));) {
+        for (let left = until - now; ;) {
+          if (yield* sleepUntilWoken(mailbox, left)) {
+            // A wake starts the idle count again.
+            backoff.busy()
+            break
+          }
           left = until - (yield* Clock.currentTimeMillis)
           if (left <= 0) break
         }

@@ -80,9 +80,47 @@ export type LeasedJobEnd<O> =
   | { readonly _tag: "Failed" }
 
 /**
+ * After this many passes in a row that found nothing to do and were not woken, an idle loop
+ * sleeps {@link IDLE_POLL_INTERVAL_MS} between passes instead of its poll interval
+ * (docs/deployment.md "An idle server").
+ *
+ * @category dispatch
+ */
+export const IDLE_PASSES_BEFORE_BACKOFF = 10
+
+/**
+ * The poll interval of a loop idle for {@link IDLE_PASSES_BEFORE_BACKOFF} passes, in ms (a
+ * loop whose own interval is longer keeps it). A wake of the process, a job's end and a
+ * known due time end the sleep at once, as before; only work another process created and
+ * did not announce here waits up to this long (far inside the health check's 30 s).
+ *
+ * @category dispatch
+ */
+export const IDLE_POLL_INTERVAL_MS = 5_000
+
+/**
+ * The idle back-off of a polling loop: `pollMs()` is `pollIntervalMs` until
+ * {@link IDLE_PASSES_BEFORE_BACKOFF} idle passes in a row were noted (`idle()`), then
+ * {@link IDLE_POLL_INTERVAL_MS} (or `pollIntervalMs` when longer), until `busy()` (a pass
+ * that found work, or a wake) starts the count again. Shared by the leased loops and the
+ * broadcasts' starter.
+ *
+ * @internal
+ */
+export const makeIdleBackoff = (pollIntervalMs: number) => {
+  let idlePasses = 0
+  return {
+    idle: (): void => void idlePasses++,
+    busy: (): void => void (idlePasses = 0),
+    pollMs: (): number => (idlePasses >= IDLE_PASSES_BEFORE_BACKOFF ? Math.max(pollIntervalMs, IDLE_POLL_INTERVAL_MS) : pollIntervalMs)
+  }
+}
+
+/**
  * Options of {@link runLeasedQueue}: `leaseMs`, how long a claim holds a job (ms, longer
  * than the longest run); `concurrency`, the most jobs in flight at once (≥ 1);
- * `pollIntervalMs`, the longest sleep when nothing is known to be due (ms); `wake`, the
+ * `pollIntervalMs`, the longest sleep when nothing is known to be due (ms; after
+ * {@link IDLE_PASSES_BEFORE_BACKOFF} idle passes, {@link IDLE_POLL_INTERVAL_MS}); `wake`, the
  * in-process signal that ends a sleep at once; `status`, where the loop writes when it
  * last ended a pass; `claimIntervalMs`, the least time between two claims (ms, default 0):
  * a job's end or a wake that comes sooner waits for it, so a busy queue claims in batches
@@ -252,7 +290,10 @@ export const runLeasedPass = <J, O, E, R>(
  * It keeps at most `concurrency` jobs in flight and claims again as each job ends (no
  * waiting for a whole round); when nothing more is due it sleeps until the earliest of
  * the poll interval, a wake of `options.wake`, the end of a job, and the next due time it
- * knows (`queue.nextDueAt`, or a recorded outcome's `dueAgainAt`). Time is Effect's
+ * knows (`queue.nextDueAt`, or a recorded outcome's `dueAgainAt`); after
+ * {@link IDLE_PASSES_BEFORE_BACKOFF} passes in a row that claimed nothing, with nothing in
+ * flight and no wake, the poll interval becomes {@link IDLE_POLL_INTERVAL_MS} until a pass
+ * claims something or a wake comes ({@link makeIdleBackoff}). Time is Effect's
  * `Clock` (so `TestClock` drives it). A failed claim is logged and retried after the poll
  * interval. Interrupting it (graceful shutdown) claims nothing more at once and waits for
  * the jobs in flight to end their attempt and record its outcome, for at most
@@ -308,6 +349,7 @@ export const runLeasedQueue = <J, O, E, R>(
             }))
           )
         )
+      const backoff = makeIdleBackoff(options.pollIntervalMs)
       // One pass, uninterruptible so that what it claims is forked: whether every free slot filled.
       const pass = (now: number) =>
         Effect.uninterruptible(Effect.gen(function*() {
@@ -317,6 +359,8 @@ export const runLeasedQueue = <J, O, E, R>(
           const jobs = yield* claimSurviving(queue, now, options.leaseMs, free)
           known.running += jobs.length
           for (const job of jobs) yield* start(job)
+          if (known.running === 0) backoff.idle()
+          else backoff.busy()
           if (jobs.length === free) return true
           if (queue.nextDueAt !== undefined) noteDue(yield* nextDueSurviving(queue, now))
           return false
@@ -330,7 +374,8 @@ export const runLeasedQueue = <J, O, E, R>(
         lastPassAt = now
         const full = yield* pass(now)
         if (options.status !== undefined) yield* Ref.set(options.status.lastPassEndedAt, yield* Clock.currentTimeMillis)
-        yield* full ? Queue.take(mailbox) : sleepUntilWoken(mailbox, sleepUntilDueMs(now, options.pollIntervalMs, known.dueAt))
+        if (full) yield* Queue.take(mailbox)
+        else if (yield* sleepUntilWoken(mailbox, sleepUntilDueMs(now, backoff.pollMs(), known.dueAt))) backoff.busy()
       }
     })
   )
