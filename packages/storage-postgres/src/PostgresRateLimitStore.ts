@@ -1,7 +1,7 @@
 import type Pg from "pg"
 import { Effect, Layer, type Scope } from "effect"
 import { RateLimitStore, type RateLimitIncrement, type RateLimitStoreService, type StorageError } from "@switchboard/core"
-import { acquirePool } from "./internal/connection.js"
+import { acquirePool, DEFAULT_POOL_SIZE, openConnections } from "./internal/connection.js"
 import { attempt, databaseOf } from "./internal/sql.js"
 import { checkCurrent, migrate } from "./migrations.js"
 import { DEFAULT_SCHEMA, type PostgresStorageOptions } from "./PostgresStorage.js"
@@ -20,6 +20,14 @@ export type PostgresRateLimitStoreOptions = PostgresStorageOptions & { readonly 
 const DEFAULT_PRUNE_INTERVAL_MS = 60_000
 
 /**
+ * Connections of the store's pool opened at start and kept open while idle (at most the
+ * pool's size): every request increments a counter, so none should wait for a connection
+ * to be made — on the first request, or after a quiet spell (pg closes idle connections
+ * after 10 s).
+ */
+export const RATE_LIMIT_CONNECTIONS_KEPT_OPEN = 2
+
+/**
  * Opens (or takes) the pool, migrates the schema like `PostgresStorage.make` (the counters
  * live in the `UNLOGGED` table `rate_buckets`) and returns the {@link RateLimitStoreService}
  * (docs/rate-limits.md "Stores"). Each increment is one statement, `INSERT … ON CONFLICT
@@ -27,8 +35,11 @@ const DEFAULT_PRUNE_INTERVAL_MS = 60_000
  * the update, so N concurrent increments of every process on the database get 1..N, each
  * once. Rows of ended windows are deleted at most once per `pruneIntervalMs` (by the
  * requests' `now`); a failed pruning is logged, never failing a request. Fails with
- * `StorageError` (operation `"migrate"`), then each increment only with `StorageError`
- * (`"rateLimits.increment"`).
+ * `StorageError` (operation `"migrate"`, or `"rateLimits.open"` when the pool's first
+ * connections cannot be opened), then each increment only with `StorageError`
+ * (`"rateLimits.increment"`). The pool is open before the first request:
+ * {@link RATE_LIMIT_CONNECTIONS_KEPT_OPEN} connections are opened at start, and a pool the
+ * store opened itself keeps them open however long it is idle.
  *
  * @category constructors
  */
@@ -36,9 +47,11 @@ export const make = (
   options: PostgresRateLimitStoreOptions
 ): Effect.Effect<RateLimitStoreService, StorageError, Scope.Scope> =>
   Effect.gen(function* () {
-    const pool = yield* acquirePool(options)
+    const keepOpen = Math.min(RATE_LIMIT_CONNECTIONS_KEPT_OPEN, options.poolSize ?? DEFAULT_POOL_SIZE)
+    const pool = yield* acquirePool({ ...options, keepOpen })
     const schema = options.schema ?? DEFAULT_SCHEMA
     yield* options.migrate === false ? checkCurrent(pool, schema) : migrate(pool, schema)
+    yield* openConnections(pool, keepOpen, "rateLimits.open")
     return fromPool(pool, schema, options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS)
   })
 

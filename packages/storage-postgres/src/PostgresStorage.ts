@@ -44,8 +44,10 @@ export const DEFAULT_SCHEMA = "switchboard"
  *   (migrate out of band with {@link migrate}).
  * - `applicationName` (default `"switchboard"`), `statementTimeoutMs` (default 30 000 ms),
  *   `connectTimeoutMs` (default 5 000 ms: the longest a query waits to open a connection or
- *   for a free one, then fails with `StorageError`) and `poolSize` (default 10
- *   connections): settings of a pool opened from `connectionString`; ignored with `pool`.
+ *   for a free one, then fails with `StorageError`), `poolSize` (default 10
+ *   connections) and `idleTimeoutMs` (default 10 000 ms: how long an idle connection
+ *   stays open, beyond those a store keeps open): settings of a pool opened from
+ *   `connectionString`; ignored with `pool`.
  *
  * @category models
  */
@@ -59,6 +61,7 @@ export type PostgresStorageOptions = (
   readonly statementTimeoutMs?: number
   readonly connectTimeoutMs?: number
   readonly poolSize?: number
+  readonly idleTimeoutMs?: number
 }
 
 /**

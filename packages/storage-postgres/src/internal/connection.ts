@@ -1,5 +1,6 @@
 import Pg from "pg"
 import { Effect, type Scope } from "effect"
+import { StorageError } from "@switchboard/core"
 
 /** Default `application_name` of the pools this package opens (seen in `pg_stat_activity`). */
 export const DEFAULT_APPLICATION_NAME = "switchboard"
@@ -62,6 +63,10 @@ export interface PoolSettings {
   readonly statementTimeoutMs?: number
   readonly connectTimeoutMs?: number
   readonly poolSize?: number
+  /** Connections kept open however long they are idle (pg's `min`; default 0). */
+  readonly keepOpen?: number
+  /** How long a connection above `keepOpen` may stay idle before it is closed, in ms (pg's default: 10 000). */
+  readonly idleTimeoutMs?: number
 }
 
 /**
@@ -83,6 +88,8 @@ export const openPool = (settings: PoolSettings): Pg.Pool => {
     idle_in_transaction_session_timeout: statementTimeout * 2,
     connectionTimeoutMillis: settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     max: settings.poolSize ?? DEFAULT_POOL_SIZE,
+    min: settings.keepOpen ?? 0,
+    ...(settings.idleTimeoutMs === undefined ? {} : { idleTimeoutMillis: settings.idleTimeoutMs }),
     types: typeParsers
   })
   // An idle client that loses its connection (a server restart) emits `error` on the pool;
@@ -104,6 +111,8 @@ export const acquirePool = (options: {
   readonly statementTimeoutMs?: number | undefined
   readonly connectTimeoutMs?: number | undefined
   readonly poolSize?: number | undefined
+  readonly keepOpen?: number | undefined
+  readonly idleTimeoutMs?: number | undefined
 }): Effect.Effect<Pg.Pool, never, Scope.Scope> =>
   options.pool !== undefined
     ? Effect.succeed(options.pool)
@@ -114,7 +123,9 @@ export const acquirePool = (options: {
             applicationName: options.applicationName,
             statementTimeoutMs: options.statementTimeoutMs,
             connectTimeoutMs: options.connectTimeoutMs,
-            poolSize: options.poolSize
+            poolSize: options.poolSize,
+            keepOpen: options.keepOpen,
+            idleTimeoutMs: options.idleTimeoutMs
           })
         ),
         (pool) =>
@@ -122,4 +133,20 @@ export const acquirePool = (options: {
             Effect.catchAll((cause) => Effect.logWarning("Closing the PostgreSQL pool failed", cause))
           )
       )
+
+/**
+ * Opens `count` connections of `pool` at once and returns them to it idle: a pool opened
+ * before its first request, so that request does not wait for a connection to be made.
+ * Fails with `StorageError` (operation `operation`) when a connection cannot be opened.
+ */
+export const openConnections = (pool: Pg.Pool, count: number, operation: string): Effect.Effect<void, StorageError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const clients = await Promise.allSettled(Array.from({ length: count }, () => pool.connect()))
+      for (const client of clients) if (client.status === "fulfilled") client.value.release()
+      const failed = clients.find((client) => client.status === "rejected")
+      if (failed !== undefined) throw failed.reason
+    },
+    catch: (cause) => new StorageError({ operation, cause })
+  })
 
