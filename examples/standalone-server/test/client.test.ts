@@ -4,14 +4,18 @@
  * test compares the operations the server saw with the table), a send whose connection is
  * dropped before the answer is retried with the same Idempotency-Key and sent once, 250
  * contacts iterate 100 a page each once, a 404 is a NotFoundError with its code and request
- * id, and a real signed delivery passes `verifyWebhook`. One server (and one WhatsApp
- * simulator) for the file; the tests run in order and share what they create.
+ * id, and a real signed delivery passes `verifyWebhook`. The calls succeed where that is
+ * cheap to arrange: a customer's message (posted by the simulator, signed as Meta signs it)
+ * opens the customer service window for the free-form sends, the reaction and the read
+ * receipt; a send the simulator refuses for good fails, so it can be retried; a delivered
+ * webhook delivery is sent again. One server (and one WhatsApp simulator) for the file; the
+ * tests run in order and share what they create.
  */
 import { createServer, type Server } from "node:http"
 import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiError, createClient, METHODS, NotFoundError, OPERATIONS, verifyWebhook, type Client, type OperationId } from "@switchboard/client"
-import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { readFileSync } from "node:fs"
 import { generatedFiles } from "../../../packages/client/scripts/generate.mjs"
 import { assertBuilt, killServers, organizationWithChannel, pdfBytes, removeTemporaryDirectories, startServer, until, type RunningServer } from "./helpers.js"
@@ -21,6 +25,8 @@ const PHONE_NUMBER_ID = "106540352280011"
 const SECOND_PHONE_NUMBER_ID = "106540352280012"
 const SECOND_TOKEN = "EAAGclientSecondToken9Xc2Vb4Nm"
 const WABA_ID = "102290129340398"
+/** The app secret Meta (here the simulator) signs its webhooks with, and the server checks. */
+const APP_SECRET = "client-test-app-secret-5d1f"
 
 let simulator: WhatsAppSimulator
 let server: RunningServer
@@ -45,7 +51,7 @@ const recordingFetch: typeof fetch = (input, init) => {
   return fetch(input, init)
 }
 
-/** An ApiError's code, for calls whose refusal is the expected answer (the call still reached its operation). */
+/** A call's outcome: "ok", or its ApiError's code (so a failed expectation names the refusal). */
 const refusal = (promise: Promise<unknown>): Promise<string> =>
   promise.then(
     () => "ok",
@@ -68,7 +74,8 @@ beforeAll(async () => {
       { phone_number_id: SECOND_PHONE_NUMBER_ID, display_phone_number: "+31 6 1234 5602", waba_id: WABA_ID, access_token: SECOND_TOKEN }
     ],
     statuses: [],
-    delayMs: 0
+    delayMs: 0,
+    appSecret: APP_SECRET
   })
   receiver = createServer((request, response) => {
     const chunks: Array<Buffer> = []
@@ -87,10 +94,11 @@ beforeAll(async () => {
     throughputMps: 80,
     contactsLimit: 5000,
     templates: [{ name: "order_update", language: "en_US", category: "UTILITY", status: "APPROVED", components: [{ type: "BODY", text: "Hi {{1}}, your order shipped." }] }],
-    extraEnv: { SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE: "1", DEVELOPER_API_SEND_RATE_LIMIT_MAX: "100000", DEVELOPER_API_RATE_LIMIT_MAX: "100000" }
+    extraEnv: { WHATSAPP_APP_SECRET: APP_SECRET, SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE: "1", DEVELOPER_API_SEND_RATE_LIMIT_MAX: "100000", DEVELOPER_API_RATE_LIMIT_MAX: "100000" }
   })
   apiKey = setup.apiKey
   server = await startServer(setup.env)
+  simulator.configure({ webhookUrl: `${server.baseUrl}/webhooks/whatsapp` })
   client = createClient({ baseUrl: server.baseUrl, apiKey, fetch: recordingFetch, timeoutMs: 20_000 })
 }, 60_000)
 
@@ -206,17 +214,34 @@ describe("@switchboard/client against the standalone server", () => {
 
   it("calls every other operation of the table through the client", async () => {
     // Sends and messages.
-    // Free-form sends need the customer's message in the last 24 hours: refused here, still called.
-    expect(await refusal(client.send.text({ phone: phone(1), message: "Hello" }))).toBe("outside_customer_service_window")
+    // The customer writes first (Meta's signed webhook, from the simulator): the customer
+    // service window is open for the free-form sends, the reaction and the read receipt.
+    const customer = phone(1)
+    await simulator.postInbound({ from: customer, profile_name: "Ann", message: textMessage("Is my order on its way?") })
+    let customerChat: { uuid: string } | undefined
+    await until(async () => {
+      for await (const chat of client.chats.list({ search: customer })) customerChat = chat
+      return customerChat !== undefined
+    }, "the customer's chat", 20_000, 50)
+    const inbound = []
+    for await (const each of client.chats.messages(customerChat!.uuid, { limit: 10 })) inbound.push(each)
+    expect(inbound).toMatchObject([{ direction: "inbound", text: "Is my order on its way?" }])
+    expect(await refusal(client.send.text({ phone: customer, message: "Hello" }))).toBe("ok")
     const text = await client.send.template({ phone: phone(2), template: orderUpdate })
-    await refusal(client.send.media({ phone: phone(3), media: { type: "image", url: "https://example.com/a.png" } }))
-    await refusal(client.send.interactive({ phone: phone(4), interactive: { type: "button", body: { text: "Pick" }, action: { buttons: [{ type: "reply", reply: { id: "yes", title: "Yes" } }] } } }))
+    expect(await refusal(client.send.media({ phone: customer, media: { type: "image", url: "https://example.com/a.png" } }))).toBe("ok")
+    const interactive = { type: "button" as const, body: { text: "Pick" }, action: { buttons: [{ type: "reply" as const, reply: { id: "yes", title: "Yes" } }] } }
+    expect(await refusal(client.send.interactive({ phone: customer, interactive }))).toBe("ok")
     const message = await client.messages.get(text.message_id)
     expect(message.uuid).toBe(text.message_id)
-    await refusal(client.messages.retry(text.message_id))
+    expect(await refusal(client.messages.react(inbound[0]!.uuid, { emoji: "👍" }))).toBe("ok")
+    // Meta refuses every send to this recipient for good (131026): the message fails, and a
+    // failed message may be retried.
+    simulator.script.refuseRecipient(phone(6), { code: 131026 })
+    const refused = await client.send.template({ phone: phone(6), template: orderUpdate })
+    await until(async () => (await client.messages.get(refused.message_id)).status === "failed", "the refused send to fail", 20_000, 50)
+    expect(await refusal(client.messages.retry(refused.message_id))).toBe("ok")
     const later = await client.send.template({ phone: phone(5), template: orderUpdate, send_at: new Date(Date.now() + 3_600_000).toISOString() })
     expect(await refusal(client.messages.cancel(later.message_id))).toBe("ok")
-    await refusal(client.messages.react(text.message_id, { emoji: "👍" }))
 
     // Contacts, groups, labels, basic replies.
     let first: { uuid: string } | undefined
@@ -252,9 +277,9 @@ describe("@switchboard/client against the standalone server", () => {
     for await (const channel of client.channels.list()) channels.push(channel)
     const channel = await client.channels.get(channels[0]!.uuid)
     await client.channels.update(channel.uuid, { throughput_mps: 80 })
-    await refusal(client.channels.resume(channel.uuid))
-    await refusal(client.channels.syncTemplates(channel.uuid))
-    await refusal(client.templates.create({ channel_uuid: channel.uuid, name: "client_made", language: "en_US", category: "UTILITY", components: [{ type: "BODY", text: "Made by the client" }] }))
+    expect(await refusal(client.channels.resume(channel.uuid))).toBe("ok")
+    expect(await refusal(client.channels.syncTemplates(channel.uuid))).toBe("ok")
+    expect(await refusal(client.templates.create({ channel_uuid: channel.uuid, name: "client_made", language: "en_US", category: "UTILITY", components: [{ type: "BODY", text: "Made by the client" }] }))).toBe("ok")
     const second = await client.channels.create({ phone_number_id: SECOND_PHONE_NUMBER_ID, waba_id: WABA_ID, access_token: SECOND_TOKEN })
     await client.channels.delete(second.uuid)
 
@@ -268,7 +293,7 @@ describe("@switchboard/client against the standalone server", () => {
     expect(new Set(modes)).toEqual(new Set(["cursor"]))
     await client.chats.get(chats[0]!.uuid)
     await client.chats.update(chats[0]!.uuid, { status: "resolved" })
-    await refusal(client.chats.markRead(chats[0]!.uuid))
+    expect(await refusal(client.chats.markRead(customerChat!.uuid))).toBe("ok")
 
     // Media.
     const form = new FormData()
@@ -295,7 +320,7 @@ describe("@switchboard/client against the standalone server", () => {
     await client.broadcasts.get(broadcast.uuid)
     for await (const each of client.broadcasts.list()) expect(each.uuid).toMatch(/\S/)
     for await (const each of client.broadcasts.recipients(broadcast.uuid, { limit: 100 })) expect(each).toBeDefined()
-    await refusal(client.broadcasts.cancel(broadcast.uuid))
+    expect(await refusal(client.broadcasts.cancel(broadcast.uuid))).toBe("ok")
 
     // Webhook endpoints.
     const endpoints = []
@@ -306,9 +331,10 @@ describe("@switchboard/client against the standalone server", () => {
     const deliveries = []
     for await (const delivery of client.webhookEndpoints.deliveries(endpoint.uuid, { limit: 50 })) deliveries.push(delivery)
     expect(deliveries.length).toBeGreaterThan(0)
-    await refusal(client.webhookEndpoints.retryDelivery(endpoint.uuid, String(deliveries[0]!.id)))
+    // A delivered delivery may be sent again (by its delivery_id; each row is one attempt).
+    expect(await refusal(client.webhookEndpoints.retryDelivery(endpoint.uuid, deliveries[0]!.delivery_id))).toBe("ok")
     await client.webhookEndpoints.delete(endpoint.uuid)
-    await refusal(client.templates.delete(template.uuid))
+    expect(await refusal(client.templates.delete(template.uuid))).toBe("ok")
   }, 120_000)
 
   it("called every operation of the method table", () => {

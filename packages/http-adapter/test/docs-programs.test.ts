@@ -8,7 +8,10 @@
  *   by its kind (programs.ts): a server of the API gets a free `PORT`, answers
  *   `GET /api/v1/api/verify` with the API key it prints with 200, and exits 0 on SIGTERM; a
  *   `webhook-receiver` answers a signed delivery 204 and a forged one 400, and exits 0 on
- *   SIGTERM; a `script` exits 0 with nothing on stderr;
+ *   SIGTERM; a `script` exits 0 with nothing on stderr; a `client` program runs to its end
+ *   against docs/getting-started.md's server (started beside it, stopped after) with the
+ *   server's API base and key in `SWITCHBOARD_BASE_URL` and `SWITCHBOARD_API_KEY`, and exits
+ *   0 with nothing on stderr (docs/client.md's prints what `CLIENT_EXAMPLE_OUTPUT` says);
  * - a ts/js block that starts a server (`.listen(`) is marked, so a program cannot leave
  *   the check by losing its mark; option examples and other fragments stay unmarked;
  * - the README walkthrough writes its files under `./data`.
@@ -23,7 +26,7 @@ import { fileURLToPath } from "node:url"
 import { transform } from "esbuild"
 import { Webhook } from "standardwebhooks"
 import { afterAll, describe, expect, it } from "vitest"
-import { type DocProgram, type Probe, runnableBlocksOf, runProgram, runScript, verifyProbe } from "./programs.js"
+import { CLIENT_EXAMPLE_OUTPUT, clientProbe, type DocProgram, type Probe, runnableBlocksOf, runProgram, runScript, verifyProbe } from "./programs.js"
 
 const root = fileURLToPath(new URL("../../../", import.meta.url))
 
@@ -59,6 +62,7 @@ describe("the documentation's programs", () => {
   const servers = programs.filter(({ kind }) => kind === "server")
   const receivers = programs.filter(({ kind }) => kind === "webhook-receiver")
   const scripts = programs.filter(({ kind }) => kind === "script")
+  const clients = programs.filter(({ kind }) => kind === "client")
 
   it.each(servers)("$file:$line answers GET /verify with the key it prints, and stops on SIGTERM", async (program) => {
     const run = await runProgram("program.mjs", await writeProgram(program), childEnvironment, verifyProbe)
@@ -82,7 +86,32 @@ describe("the documentation's programs", () => {
 
     expect(run, run.stderr).toMatchObject({ code: 0, stderr: "" })
   }, 60_000)
+
+  it("include docs/client.md's whole program, a `client` one", () => {
+    expect(clients.filter(({ file, source }) => file === "docs/client.md" && source.startsWith("// example.ts"))).toHaveLength(1)
+  })
+
+  it.each(clients)("$file:$line (a client program) runs to its end against the getting-started server", async (program) => {
+    const directory = await writeProgram(program)
+    const server = programs.find(({ file, source }) => file === "docs/getting-started.md" && source.startsWith("// server.mjs"))
+    if (server === undefined) throw new Error("docs/getting-started.md has no `js run` block starting with `// server.mjs`")
+    writeFileSync(join(directory, "server.mjs"), server.source)
+    const { result } = await runProgram("server.mjs", directory, childEnvironment, clientProbe("program.mjs", directory, childEnvironment))
+
+    expect(result.verify.status).toBe(200)
+    expect(result.run, result.run.stderr).toMatchObject({ code: 0, stderr: "" })
+    if (program.file === "docs/client.md" && program.source.startsWith("// example.ts")) {
+      expectLines(result.run.stdout, CLIENT_EXAMPLE_OUTPUT)
+    }
+  }, 60_000)
 })
+
+/** Each line of `output` matches the pattern of its place, and there are as many lines as patterns. */
+const expectLines = (output: string, patterns: ReadonlyArray<RegExp>) => {
+  const lines = output.trimEnd().split("\n")
+  expect(lines, output).toHaveLength(patterns.length)
+  lines.forEach((line, index) => expect(line).toMatch(patterns[index]!))
+}
 
 /** Transpiles a block into `program.mjs` of its own scratch folder; returns the folder. */
 const writeProgram = async ({ file, line, language, source }: DocProgram) => {

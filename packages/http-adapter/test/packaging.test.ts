@@ -12,7 +12,10 @@
  *   line taken from that page (core, http-adapter, storage-sqlite and the storage-sql it
  *   depends on, with `effect@^3.22`): exactly those packages, and the page's server program
  *   (`server.mjs`) then answers GET /verify with the key it prints and stops on SIGTERM
- *   (programs.ts). Then every other tarball is installed too (`packs/*.tgz`), and
+ *   (programs.ts). While that server runs, a second empty project (`my-client/`) that
+ *   installs only the client's tarball (it has no dependencies) runs docs/client.md's
+ *   whole program (its `ts run client` block, transpiled to ESM) against it, as a reader
+ *   would, and prints what the page says. Then every other tarball is installed too (`packs/*.tgz`), and
  *   `verify.mjs` / `verify.cjs` load each runtime package by `import` and by `require` and
  *   answer GET /verify through the Node and the Fetch handler, on memory storage and on a
  *   SQLite file;
@@ -36,8 +39,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { transform } from "esbuild"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ProgramRun, runnableBlocks, runProgram, type VerifyAnswer, verifyProbe } from "./programs.js"
+import { CLIENT_EXAMPLE_OUTPUT, type ClientRun, clientProbe, type ProgramRun, runnableBlocks, runProgram } from "./programs.js"
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL("../../../", import.meta.url))
@@ -260,7 +264,10 @@ describe("changesets: `changeset version` produces versions and CHANGELOGs", () 
 describe("pack and consume: the tarballs installed into a new project as docs/getting-started.md says", () => {
   const runtimePackages = packages.filter(({ manifest }) => !isEsmOnly(manifest)).map(({ manifest }) => manifest.name)
   const consumer = join(workDirectory, "my-app")
+  /** The project of an application that only calls the API: the client's tarball alone. */
+  const clientProject = join(workDirectory, "my-client")
   const gettingStarted = readFileSync(join(root, "docs", "getting-started.md"), "utf8")
+  const clientPage = readFileSync(join(root, "docs", "client.md"), "utf8")
 
   beforeAll(async () => {
     mkdirSync(consumer, { recursive: true })
@@ -277,11 +284,20 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
     const server = runnableBlocks("docs/getting-started.md", gettingStarted).find(({ source }) => source.startsWith("// server.mjs"))
     if (server === undefined) throw new Error("docs/getting-started.md has no `js run` block starting with `// server.mjs`")
     writeFileSync(join(consumer, "server.mjs"), server.source)
+    const example = runnableBlocks("docs/client.md", clientPage).find(({ kind, source }) => kind === "client" && source.startsWith("// example.ts"))
+    if (example === undefined) throw new Error("docs/client.md has no `ts run client` block starting with `// example.ts`")
+    mkdirSync(clientProject, { recursive: true })
+    writeFileSync(join(clientProject, "package.json"), JSON.stringify({ name: "my-client", version: "1.0.0", private: true }, null, 2))
+    const { code } = await transform(example.source, { loader: example.language, format: "esm", target: "node20", sourcefile: "docs/client.md" })
+    writeFileSync(join(clientProject, "example.mjs"), code)
     const quietly = "--prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error"
     try {
+      const installingClient = runTool("sh", ["-c", `npm install ../switchboard/packs/switchboard-client-*.tgz ${quietly}`], clientProject)
       await runTool("sh", ["-c", `${installLine} ${quietly}`], consumer)
+      await installingClient
       installedByThePage = readdirSync(join(consumer, "node_modules", "@switchboard")).map((name) => `@switchboard/${name}`).sort()
-      gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, verifyProbe)
+      installedByTheClient = readdirSync(join(clientProject, "node_modules"))
+      gettingStartedRun = await runProgram("server.mjs", consumer, childEnvironment, clientProbe("example.mjs", clientProject, childEnvironment))
       await runTool("sh", ["-c", `npm install ../switchboard/packs/*.tgz ${quietly}`], consumer)
     } catch (error) {
       // Without the npm registry (and nothing in npm's cache) the consumer cannot be set up:
@@ -299,9 +315,10 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
 
   let registryUnreachable: string | undefined
   let installedByThePage: ReadonlyArray<string>
+  let installedByTheClient: ReadonlyArray<string>
   let esm: ConsumerResult
   let cjs: ConsumerResult
-  let gettingStartedRun: ProgramRun<VerifyAnswer>
+  let gettingStartedRun: ProgramRun<ClientRun>
   /** Skips the test (with the reason printed in beforeAll) when the registry was unreachable. */
   const requireInstall = (context: { skip: (note?: string) => void }) => {
     if (registryUnreachable !== undefined) context.skip(`npm registry unreachable: ${registryUnreachable}`)
@@ -349,8 +366,19 @@ describe("pack and consume: the tarballs installed into a new project as docs/ge
 
   it("runs the page's server on those packages alone: GET /verify with the key it prints answers 200, SIGTERM stops it cleanly", (context) => {
     requireInstall(context)
-    expect(gettingStartedRun.result).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
+    expect(gettingStartedRun.result.verify).toMatchObject({ status: 200, body: { success: true, data: { organization: { name: "Acme" } } } })
     expect(gettingStartedRun.exit, `${gettingStartedRun.stdout}\n${gettingStartedRun.stderr}`).toEqual({ code: 0, signal: null })
+  })
+
+  it("runs docs/client.md's whole program, by import, in a project with the client's tarball alone, against that server", (context) => {
+    requireInstall(context)
+    expect(installedByTheClient.filter((name) => !name.startsWith("."))).toEqual(["@switchboard"])
+    expect(readdirSync(join(clientProject, "node_modules", "@switchboard"))).toEqual(["client"])
+    const { run } = gettingStartedRun.result
+    expect(run, run.stderr).toMatchObject({ code: 0, stderr: "" })
+    const lines = run.stdout.trimEnd().split("\n")
+    expect(lines, run.stdout).toHaveLength(CLIENT_EXAMPLE_OUTPUT.length)
+    lines.forEach((line, index) => expect(line).toMatch(CLIENT_EXAMPLE_OUTPUT[index]!))
   })
 
   it("by import (verify.mjs): the ESM builds answer GET /verify on memory and SQLite storage, and serve /docs", (context) => {

@@ -7,7 +7,11 @@
  *   stdout) until it answers ({@link verifyProbe}), then SIGTERM, which must end it;
  * - `webhook-receiver`: a server receiving the API's signed webhooks on `POST /switchboard`
  *   with the secret in `SWITCHBOARD_WEBHOOK_SECRET` (docs/webhooks.md);
- * - `script`: a program that does its work and exits.
+ * - `script`: a program that does its work and exits;
+ * - `client`: a program calling the API with `@switchboard/client` (docs/client.md), run to
+ *   its end against a running server of the API (the getting-started page's) with the base
+ *   URL in `SWITCHBOARD_BASE_URL` and the key the server printed in `SWITCHBOARD_API_KEY`
+ *   ({@link clientProbe}).
  * A server still running 20 s after SIGTERM is killed with SIGKILL, which its run reports.
  */
 import { execFile, spawn } from "node:child_process"
@@ -40,7 +44,7 @@ export interface DocProgram {
   readonly file: string
   readonly line: number
   readonly language: "ts" | "js"
-  readonly kind: "server" | "webhook-receiver" | "script"
+  readonly kind: "server" | "webhook-receiver" | "script" | "client"
   readonly source: string
 }
 
@@ -57,7 +61,7 @@ export const runnableBlocks = (file: string, markdown: string): Array<DocProgram
   const blocks: Array<DocProgram> = []
   const lines = markdown.split("\n")
   for (let index = 0; index < lines.length; index++) {
-    const opening = /^```(ts|js) run(?: (webhook-receiver|script))?\s*$/.exec(lines[index]!)
+    const opening = /^```(ts|js) run(?: (webhook-receiver|script|client))?\s*$/.exec(lines[index]!)
     if (opening === null) continue
     const end = lines.indexOf("```", index + 1)
     if (end === -1) throw new Error(`${file}:${index + 1}: a code block that never closes`)
@@ -121,9 +125,52 @@ export const runProgram = async <A>(file: string, cwd: string, env: NodeJS.Proce
   }
 }
 
+/** What a program run to its end gave: its exit code and output. */
+export interface ScriptRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** What a `client` program gave: the server's `/verify` answer first, then the program's run against the server. */
+export interface ClientRun {
+  readonly verify: VerifyAnswer
+  readonly run: ScriptRun
+}
+
+/**
+ * A probe of a server program (docs/getting-started.md's) that, once `/verify` answers with
+ * the key it printed, runs the `client` program `node <file>` in `cwd` to its end with
+ * `SWITCHBOARD_BASE_URL` (the server's API base) and `SWITCHBOARD_API_KEY` (that key).
+ */
+export const clientProbe =
+  (file: string, cwd: string, env: NodeJS.ProcessEnv): Probe<ClientRun> =>
+  (port, stdout) => {
+    const verifying = verifyProbe(port, stdout)
+    if (verifying === undefined) return undefined
+    return verifying.then(async (verify) => {
+      const apiKey = API_KEY.exec(stdout)![0]
+      const baseUrl = `http://127.0.0.1:${port}/api/v1/api`
+      return { verify, run: await runScript(file, cwd, { ...env, SWITCHBOARD_BASE_URL: baseUrl, SWITCHBOARD_API_KEY: apiKey }) }
+    })
+  }
+
+/**
+ * What docs/client.md's whole program (the `client` block starting `// example.ts`) prints,
+ * line by line, as docs-programs.test.ts and packaging.test.ts check it.
+ */
+export const CLIENT_EXAMPLE_OUTPUT: ReadonlyArray<RegExp> = [
+  /^organization: Acme$/,
+  /^imported: 1 created, 0 updated$/,
+  /^contact: Ada \+14155550100$/,
+  /^not found: not_found \(request \S+\)$/,
+  /^webhook verified: contact\.created \+14155550100$/,
+  /^webhook refused: No webhook signature matches$/
+]
+
 /** Runs `node <file>` in `cwd` to its end: its exit code and output. */
 export const runScript = (file: string, cwd: string, env: NodeJS.ProcessEnv) =>
-  new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) =>
+  new Promise<ScriptRun>((resolve) =>
     execFile(process.execPath, [file], { cwd, env }, (error, stdout, stderr) =>
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
     )
