@@ -1,16 +1,10 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, it } from "vitest"
-import { assertBuilt, removeTemporaryDirectories, runCli, runCliJson, temporaryDatabaseUrl, temporaryDirectory } from "./helpers.js"
+import { assertBuilt, removeTemporaryDirectories, runCli, runCliJson, temporaryDatabaseUrl, temporaryDirectory, type OrgCreated } from "./helpers.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const MISSING_ID = "0190a4d0-0000-7000-8000-000000000000"
-
-interface Created {
-  readonly org_id: string
-  readonly key_id: string
-  readonly api_key: string
-}
 
 /** The environment of one test: a fresh SQLite file (tests run concurrently). */
 const freshDatabase = (): Record<string, string> => ({ DATABASE_URL: temporaryDatabaseUrl() })
@@ -24,7 +18,7 @@ describe.concurrent("org create", () => {
     await runCliJson(["org", "list"], env)
     const result = await runCli(["org", "create", "--name", "Acme"], env)
     expect(result).toMatchObject({ code: 0, stderr: `Database: ${env.DATABASE_URL}\n` })
-    const created = JSON.parse(result.stdout) as Created
+    const created = JSON.parse(result.stdout) as OrgCreated
     expect(Object.keys(created)).toEqual(["org_id", "key_id", "api_key"])
     expect(created.org_id).toMatch(UUID)
     expect(created.key_id).toMatch(UUID)
@@ -108,7 +102,7 @@ describe.concurrent("bad arguments", () => {
 describe.concurrent("org update and org list", () => {
   it("updates the given fields only and prints {org_id, name, plan, subscription}", async ({ expect }) => {
     const env = freshDatabase()
-    const { org_id } = await runCliJson<Created>(["org", "create", "--name", "Acme", "--label-limit", "5"], env)
+    const { org_id } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme", "--label-limit", "5"], env)
     const updated = await runCliJson(
       ["org", "update", "--id", org_id, "--name", "Acme Ltd", "--contacts-limit", "100", "--media-bytes-limit", "5000000", "--no-api-access", "--inactive"],
       env
@@ -140,8 +134,8 @@ describe.concurrent("org update and org list", () => {
 
   it("lists every organization oldest first, never their keys", async ({ expect }) => {
     const env = freshDatabase()
-    const first = await runCliJson<Created>(["org", "create", "--name", "First"], env)
-    const second = await runCliJson<Created>(["org", "create", "--name", "Second", "--inactive"], env)
+    const first = await runCliJson<OrgCreated>(["org", "create", "--name", "First"], env)
+    const second = await runCliJson<OrgCreated>(["org", "create", "--name", "Second", "--inactive"], env)
     const result = await runCli(["org", "list"], env)
     expect(result.code).toBe(0)
     expect(JSON.parse(result.stdout)).toEqual([
@@ -167,7 +161,7 @@ describe.concurrent("org update and org list", () => {
 describe.concurrent("key create and key revoke", () => {
   it("issues a new key for an organization", async ({ expect }) => {
     const env = freshDatabase()
-    const { org_id, api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { org_id, api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const issued = await runCliJson<Record<string, string>>(["key", "create", "--org", org_id], env)
     expect(Object.keys(issued)).toEqual(["key_id", "api_key"])
     expect(issued["key_id"]).toMatch(UUID)
@@ -177,7 +171,7 @@ describe.concurrent("key create and key revoke", () => {
 
   it("revokes a key and prints {key_id, revoked_at}; revoking again keeps the first time", async ({ expect }) => {
     const env = freshDatabase()
-    const { key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { key_id } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const revoked = await runCliJson<Record<string, string>>(["key", "revoke", "--key", key_id], env)
     expect(revoked).toEqual({ key_id, revoked_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) })
     expect(await runCliJson(["key", "revoke", "--key", key_id], env)).toEqual(revoked)
@@ -198,7 +192,7 @@ describe.concurrent("key rotate and key list", () => {
 
   it("rotates with a 24 h overlap by default and prints the new key and the old key's expires_at, never on stderr", async ({ expect }) => {
     const env = freshDatabase()
-    const { org_id, key_id, api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { org_id, key_id, api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const before = Date.now()
     const result = await runCli(["key", "rotate", "--key", key_id], env)
     const after = Date.now()
@@ -225,7 +219,7 @@ describe.concurrent("key rotate and key list", () => {
 
   it("takes --expires-in in s, m, h or d; a second rotation of the old key keeps its earlier expiry", async ({ expect }) => {
     const env = freshDatabase()
-    const { org_id, key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { org_id, key_id } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const before = Date.now()
     const first = await runCliJson<Record<string, string>>(["key", "rotate", "--key", key_id, "--expires-in", "15m"], env)
     const expiresAt = Date.parse(first["previous_expires_at"]!)
@@ -239,7 +233,7 @@ describe.concurrent("key rotate and key list", () => {
 
   it("refuses a revoked or unknown key with exit code 1 and writes nothing", async ({ expect }) => {
     const env = freshDatabase()
-    const { org_id, key_id } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { org_id, key_id } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     await runCliJson(["key", "revoke", "--key", key_id], env)
     const revoked = await runCli(["key", "rotate", "--key", key_id, "--expires-in", "90s"], env)
     expect(revoked).toMatchObject({

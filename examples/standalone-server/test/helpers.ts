@@ -88,6 +88,13 @@ export const dropTemporarySchemas = async (): Promise<void> => {
   }
 }
 
+/** What `org create` prints (JSON): the organization's id, its first key's id and the key. */
+export interface OrgCreated {
+  readonly org_id: string
+  readonly key_id: string
+  readonly api_key: string
+}
+
 /** What a finished command printed and its exit code. */
 export interface CommandResult {
   readonly code: number | null

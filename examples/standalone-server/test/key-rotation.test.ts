@@ -10,18 +10,13 @@ import {
   startServer,
   temporaryDatabaseEnv,
   until,
-  type RunningServer
+  type RunningServer,
+  type OrgCreated
 } from "./helpers.js"
 
 // `key rotate` with an overlap (docs/standalone-server.md "Rotating an API key"): the old key
 // works until its `expires_at` and is refused (401, as a revoked key) from that instant by
 // every server process on the store; the new key works throughout.
-
-interface Created {
-  readonly org_id: string
-  readonly key_id: string
-  readonly api_key: string
-}
 
 interface Rotated {
   readonly key_id: string
@@ -49,7 +44,7 @@ afterAll(async () => {
 describe.each(databases())("key rotate on two server processes (%s)", (store) => {
   it("the old key answers 200 until its expires_at and 401 from then on in both processes, exactly as a revoked key; the new key 200 throughout", { timeout: 90_000 }, async () => {
     const env = temporaryDatabaseEnv(store)
-    const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const acme = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const revoked = await runCliJson<{ key_id: string; api_key: string }>(["key", "create", "--org", acme.org_id], env)
     await runCliJson(["key", "revoke", "--key", revoked.key_id], env)
     const servers = [await startServer(env), await startServer(env)]

@@ -8,14 +8,9 @@ import {
   dropTemporarySchemas,
   startServer,
   temporaryDatabaseEnv,
-  type RunningServer
+  type RunningServer,
+  type OrgCreated
 } from "./helpers.js"
-
-interface Created {
-  readonly org_id: string
-  readonly key_id: string
-  readonly api_key: string
-}
 
 interface Reply {
   readonly status: number
@@ -51,7 +46,7 @@ const statusCounts = (replies: ReadonlyArray<Reply>) =>
 describe.each(databases())("plan limits across two server processes on one %s database (docs/storage.md 'What each guarantees')", (store) => {
   it("never stores more than contacts_limit or label_limit, whichever process answers", async () => {
     const env = temporaryDatabaseEnv(store)
-    const org = await runCliJson<Created>(
+    const org = await runCliJson<OrgCreated>(
       ["org", "create", "--name", "Limited", "--contacts-limit", "50", "--label-limit", "5"],
       env
     )
@@ -86,7 +81,7 @@ describe.each(databases())("plan limits across two server processes on one %s da
 
   it("one new label name created at both processes at once is stored once", async () => {
     const env = temporaryDatabaseEnv(store)
-    const org = await runCliJson<Created>(["org", "create", "--name", "Names"], env)
+    const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Names"], env)
     const servers = await Promise.all([startServer(env), startServer(env)])
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, n) => call(servers[n % 2] as RunningServer, org.api_key, "POST", "/labels", { name: n % 2 ? "Same" : "SAME " }))

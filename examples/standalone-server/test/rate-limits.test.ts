@@ -11,7 +11,8 @@ import {
   startServer,
   temporaryDatabaseEnv,
   temporaryDatabaseUrl,
-  type RunningServer
+  type RunningServer,
+  type OrgCreated
 } from "./helpers.js"
 
 // Proofs with real processes and real stores (issue 5, item 4): servers started from the
@@ -19,11 +20,6 @@ import {
 
 const redisUrl = process.env["REDIS_URL"] ?? ""
 if (redisUrl === "") console.warn("skipped: REDIS_URL is not set, so the two-process Redis rate-limit proofs do not run")
-
-interface Created {
-  readonly org_id: string
-  readonly api_key: string
-}
 
 beforeAll(assertBuilt)
 afterEach(killServers)
@@ -72,7 +68,7 @@ const awaitRoomInWindow = async (windowMs: number, marginMs: number): Promise<vo
  */
 const twoServers = async ({ STORE, ...env }: Record<string, string>) => {
   const shared = { ...temporaryDatabaseEnv(STORE === "postgres" ? "postgres" : "sqlite"), ...env }
-  const org = await runCliJson<Created>(["org", "create", "--name", "Acme"], shared)
+  const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], shared)
   const servers = [await startServer(shared), await startServer(shared)]
   return { org, servers, shared }
 }
@@ -86,7 +82,7 @@ const twoServers = async ({ STORE, ...env }: Record<string, string>) => {
  * fast a pool opens. A PostgreSQL pool keeps an idle connection 10 s.
  */
 const openStoreConnections = async (servers: ReadonlyArray<RunningServer>, env: Record<string, string>) => {
-  const warmUp = await runCliJson<Created>(["org", "create", "--name", "Warm-up"], env)
+  const warmUp = await runCliJson<OrgCreated>(["org", "create", "--name", "Warm-up"], env)
   const statuses = await burst(servers, warmUp.api_key, 40)
   expect(statuses.every((status) => status === 200 || status === 429)).toBe(true)
 }
@@ -143,7 +139,7 @@ describe("two server processes sharing one SQLite file (store sqlite)", () => {
     const databaseUrl = temporaryDatabaseUrl()
     const filename = databaseUrl.slice("sqlite:".length)
     const env = { DATABASE_URL: databaseUrl, REDIS_URL: "" }
-    const org = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     expect((await verify(server, org.api_key)).status).toBe(200)
     const buckets = (file: string) => {
@@ -184,7 +180,7 @@ describe("store selection", () => {
   it("memory: without Redis keeps limits in the process", async () => {
     const server = await startServer({ DATABASE_URL: "memory:", REDIS_URL: "", DEVELOPER_API_RATE_LIMIT_MAX: "2" })
     expect(server.output().stderr).toContain("store memory")
-    const demo = JSON.parse(server.output().stdout) as Created
+    const demo = JSON.parse(server.output().stdout) as OrgCreated
     expect((await burst([server], demo.api_key, 3)).sort()).toEqual([200, 200, 429])
   }, 30_000)
 
@@ -195,7 +191,7 @@ describe("store selection", () => {
       REDIS_URL: `redis://127.0.0.1:${port}`,
       DEVELOPER_API_RATE_LIMIT_MAX: "1"
     })
-    const demo = JSON.parse(server.output().stdout) as Created
+    const demo = JSON.parse(server.output().stdout) as OrgCreated
     const results = await Promise.all([1, 2, 3].map(() => verify(server, demo.api_key)))
     expect(results.map((result) => [result.status, result.limit])).toEqual([
       [200, null],

@@ -11,14 +11,9 @@ import {
   startServer,
   temporaryDatabaseEnv,
   temporaryDatabaseUrl,
-  type RunningServer
+  type RunningServer,
+  type OrgCreated
 } from "./helpers.js"
-
-interface Created {
-  readonly org_id: string
-  readonly key_id: string
-  readonly api_key: string
-}
 
 const verify = async (server: RunningServer, apiKey: string) => {
   const response = await fetch(`${server.baseUrl}/verify`, { headers: { authorization: `Bearer ${apiKey}` } })
@@ -44,7 +39,7 @@ afterAll(async () => {
 describe("standalone server end to end", () => {
   it.each(databases())("serves keys made by the CLI (%s): 200, then 401 once revoked, 403 when inactive or without API access", async (store) => {
     const env = temporaryDatabaseEnv(store)
-    const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const acme = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     expect(server.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/v1\/api$/)
 
@@ -62,14 +57,14 @@ describe("standalone server end to end", () => {
     expect(revoked.status).toBe(401)
     expect(revoked.body).toMatchObject({ status: 401, success: false, data: null, errors: [{ code: "invalid_api_key" }] })
 
-    const inactive = await runCliJson<Created>(["org", "create", "--name", "Dormant", "--inactive"], env)
+    const inactive = await runCliJson<OrgCreated>(["org", "create", "--name", "Dormant", "--inactive"], env)
     expect((await verify(server, inactive.api_key)).body).toMatchObject({
       status: 403,
       success: false,
       errors: [{ code: "subscription_inactive" }]
     })
 
-    const noApi = await runCliJson<Created>(["org", "create", "--name", "Offline", "--no-api-access"], env)
+    const noApi = await runCliJson<OrgCreated>(["org", "create", "--name", "Offline", "--no-api-access"], env)
     const denied = await verify(server, noApi.api_key)
     expect(denied.status).toBe(403)
     expect(denied.body).toMatchObject({ status: 403, errors: [{ code: "api_access_not_allowed" }] })
@@ -81,7 +76,7 @@ describe("standalone server end to end", () => {
 
   it("writes one JSON line per request on stderr, all before 'Switchboard stopped', none holding a key", async () => {
     const env = { DATABASE_URL: temporaryDatabaseUrl() }
-    const acme = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const acme = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     const statuses = []
     for (const apiKey of [acme.api_key, acme.api_key, `${acme.api_key}x`]) statuses.push((await verify(server, apiKey)).status)
@@ -104,7 +99,7 @@ describe("standalone server end to end", () => {
     const first = await startServer(env)
     const lines = first.output().stdout.trim().split("\n")
     expect(lines).toHaveLength(1)
-    const demo = JSON.parse(lines[0] ?? "") as Created
+    const demo = JSON.parse(lines[0] ?? "") as OrgCreated
     expect(Object.keys(demo)).toEqual(["org_id", "key_id", "api_key"])
     expect((await verify(first, demo.api_key)).body).toMatchObject({
       status: 200,
@@ -125,7 +120,7 @@ describe("standalone server end to end", () => {
 
   it("finishes an in-flight request before exiting on SIGTERM", async () => {
     const server = await startServer({ DATABASE_URL: temporaryDatabaseUrl() })
-    const demo = JSON.parse(server.output().stdout) as Created
+    const demo = JSON.parse(server.output().stdout) as OrgCreated
     const requests = Array.from({ length: 20 }, () => verify(server, demo.api_key))
     server.child.kill("SIGTERM")
     const settled = await Promise.allSettled(requests)
@@ -138,7 +133,7 @@ describe("standalone server end to end", () => {
 
   it("keeps answering when its stderr's reader goes away, and still exits 0 on SIGTERM", async () => {
     const server = await startServer({ DATABASE_URL: temporaryDatabaseUrl() })
-    const demo = JSON.parse(server.output().stdout) as Created
+    const demo = JSON.parse(server.output().stdout) as OrgCreated
     // The pipe's reading end closes: every later write to stderr fails with EPIPE.
     server.child.stderr?.destroy()
     const statuses = []
@@ -158,7 +153,7 @@ describe("standalone server end to end", () => {
 
   it("runs on memory: too, and answers HTTP that Node's parser refuses with the envelope", async () => {
     const server = await startServer({ DATABASE_URL: "memory:" })
-    const demo = JSON.parse(server.output().stdout) as Created
+    const demo = JSON.parse(server.output().stdout) as OrgCreated
     expect((await verify(server, demo.api_key)).status).toBe(200)
     const { hostname, port } = new URL(server.baseUrl)
     const raw = await new Promise<string>((resolve, reject) => {

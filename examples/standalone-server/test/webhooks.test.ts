@@ -13,7 +13,8 @@ import {
   dropTemporarySchemas,
   temporaryDatabaseEnv,
   type TestStore,
-  type RunningServer
+  type RunningServer,
+  type OrgCreated
 } from "./helpers.js"
 
 // Outgoing webhooks of the real server process on SQLite (docs/webhooks.md "Delivery and
@@ -22,12 +23,6 @@ import {
 // standardwebhooks; deliveries pending when the server is SIGKILLed are delivered after a
 // restart; two processes on one file deliver 20 events with no duplicate webhook-id; the
 // endpoint secret appears in no log line.
-
-interface Created {
-  readonly org_id: string
-  readonly key_id: string
-  readonly api_key: string
-}
 
 interface Delivery {
   readonly id: string
@@ -140,7 +135,7 @@ const environment = (extra: Record<string, string> = {}, store: TestStore = "sql
 describe("standalone server: outgoing webhooks", () => {
   it("delivers a contact.created event of POST /contacts/bulk, verified with standardwebhooks", async () => {
     const env = environment()
-    const { api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     await createEndpoint(server, api_key)
     await importContacts(server, api_key, 1, 1)
@@ -153,7 +148,7 @@ describe("standalone server: outgoing webhooks", () => {
 
   it("seed writes no webhook events (synthetic data); the API's import of the same organization does", async () => {
     const env = environment()
-    const { org_id, api_key } = await runCliJson<Created & { org_id: string }>(["org", "create", "--name", "Acme"], env)
+    const { org_id, api_key } = await runCliJson<OrgCreated & { org_id: string }>(["org", "create", "--name", "Acme"], env)
     const server = await startServer(env)
     await createEndpoint(server, api_key)
     await runCliJson(["seed", "--org", org_id, "--contacts", "20", "--chats", "10", "--seed", "7"], env)
@@ -175,7 +170,7 @@ describe("standalone server: outgoing webhooks", () => {
 
   it("delivers after a restart what was pending when the server was killed (SIGKILL)", async () => {
     const env = environment({ SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS: "2000,2000" })
-    const { api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const first = await startServer(env)
     const endpoint = await createEndpoint(first, api_key)
     answerStatus = 503
@@ -202,7 +197,7 @@ describe("standalone server: outgoing webhooks", () => {
 describe.each(databases())("standalone server: outgoing webhooks from two processes (%s)", (store) => {
   it(`two server processes on one ${store} database deliver 20 events with no duplicate webhook-id`, async () => {
     const env = environment({}, store)
-    const { api_key } = await runCliJson<Created>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
     const [one, two] = await Promise.all([startServer(env), startServer(env)])
     await createEndpoint(one!, api_key)
     answerDelayMs = 50
