@@ -39,6 +39,7 @@ import type { TemplateSyncFailed, TemplateSyncInProgress } from "./model/templat
 import type {
   WebhookEndpointDisabled,
   WebhookEndpointLimitReached,
+  WebhookRotationInProgress,
   WebhookUrlRefused
 } from "./model/webhookErrors.js"
 
@@ -79,6 +80,7 @@ export type DomainError =
   | WebhookUrlRefused
   | WebhookEndpointLimitReached
   | WebhookEndpointDisabled
+  | WebhookRotationInProgress
   | MessageNotRetryable
   | MessageNotCancellable
   | MessageNotReactable

@@ -4,7 +4,7 @@ import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
-import { deliveryTables, scheduledSendsChanges, transportKindColumns } from "./schema/delivery.js"
+import { deliveryTables, scheduledSendsChanges, transportKindColumns, webhookSecretRotationColumns } from "./schema/delivery.js"
 import { mediaTables } from "./schema/media.js"
 import { organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
@@ -73,6 +73,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // their targets, and chats whose last message was a reaction given their newest other
     // message (schema/repliesAndReactions.ts).
     sql: repliesAndReactionsChanges
+  },
+  {
+    version: 7,
+    name: "webhook secret rotation",
+    // webhook_endpoints.previous_secret_sealed and previous_secret_expires_at: a rotated-out
+    // signing secret keeps signing beside the new one until then (schema/delivery.ts).
+    sql: webhookSecretRotationColumns
   }
 ]
 

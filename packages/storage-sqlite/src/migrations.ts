@@ -22,6 +22,7 @@ import {
   SCHEDULED_SENDS_MIGRATION,
   SEND_QUEUE_MIGRATION,
   TRANSPORT_KIND_MIGRATION,
+  WEBHOOK_SECRET_ROTATION_MIGRATION,
   WEBHOOKS_MIGRATION
 } from "./schema/delivery.js"
 import { MEDIA_MIGRATION } from "./schema/media.js"
@@ -352,6 +353,13 @@ export const migrations: ReadonlyArray<Migration> = [
     // their targets, and chats whose last message was a reaction given their newest other
     // message (schema/chats.ts).
     up: REPLIES_AND_REACTIONS_MIGRATION
+  },
+  {
+    version: 24,
+    name: "webhook_secret_rotation",
+    // webhook_endpoints.previous_secret_sealed and previous_secret_expires_at: a rotated-out
+    // signing secret keeps signing beside the new one until then (schema/delivery.ts).
+    up: WEBHOOK_SECRET_ROTATION_MIGRATION
   }
 ]
 
