@@ -56,7 +56,7 @@ export const runAdminCommand = async <A, E>(
   if (Option.isSome(secret) && secret.value.note !== undefined) process.stderr.write(`${secret.value.note}\n`)
   const existed = location.value._tag !== "Sqlite" || existsSync(location.value.filename)
   const channelContext = Layer.merge(
-    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ key }) => SecretKey.layer(key) }),
+    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ keys }) => SecretKey.layer(keys) }),
     channelVerifierFor(graphApi)
   )
   const runtime = ManagedRuntime.make(
