@@ -61,7 +61,8 @@ export const runAdminCommand = async <A, E>(
   )
   const runtime = ManagedRuntime.make(
     Core.layer.pipe(
-      Layer.provide(channelContext),
+      // Merged too: `secret-key rotate` reads the configured keys.
+      Layer.provideMerge(channelContext),
       Layer.provideMerge(storageLayerFor(location.value)),
       // `templates sync` reads Meta's templates at the same Graph API.
       Layer.merge(MetaTemplateApi.graph(graphApi))
