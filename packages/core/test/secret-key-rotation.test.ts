@@ -17,6 +17,7 @@ import {
   rotateSecretKey,
   sealSecret,
   type OrganizationId,
+  StorageError,
   type StorageService
 } from "@switchboard/core"
 import { failureOf } from "./failure.js"
@@ -163,5 +164,35 @@ describe("rotateSecretKey", () => {
       })
       // The report carries counts only, never a secret.
       for (const value of [...TOKENS, ...seeded.secrets.map((each) => each.secret)]) expect(JSON.stringify(report)).not.toContain(value)
+    }))
+
+  it.effect("a run that fails part-way (the store lost after a few writes) leaves every channel usable with both keys; run again, it finishes", () =>
+    Effect.gen(function* () {
+      const storage = MemoryStorage.make()
+      const seeded = yield* seed(storage)
+      // A store that fails every write after the second: a crash in the middle of the run.
+      let writes = 0
+      const failing = (operation: string) => Effect.fail(new StorageError({ operation, cause: new Error("connection lost") }))
+      const crashing: StorageService = {
+        ...storage,
+        channels: {
+          ...storage.channels,
+          resealToken: (...args) => (++writes > 2 ? failing("channels.resealToken") : storage.channels.resealToken(...args))
+        },
+        webhooks: {
+          ...storage.webhooks,
+          resealSecret: (...args) => (++writes > 2 ? failing("webhooks.resealSecret") : storage.webhooks.resealSecret(...args))
+        }
+      }
+      const runOn = (store: StorageService) => rotateSecretKey.pipe(Effect.provide(Layer.merge(SecretKey.layer([NEW, OLD]), Layer.succeed(Storage, store))))
+      expect((yield* failureOf(runOn(crashing)))._tag).toBe("StorageError")
+      const resealed = (yield* storage.channels.listSealedTokens(null, 100)).filter((row) => isSealedUnder(NEW, row.access_token_sealed))
+      expect(resealed).toHaveLength(2)
+      // Half-rotated: both keys serve every channel and endpoint; the check value is still the old key's.
+      yield* expectUsable(storage, seeded, [NEW, OLD])
+      expect(Exit.isFailure(yield* Effect.exit(Effect.provide(Effect.void, coreWith(storage, [NEW]))))).toBe(true)
+      const report = yield* runOn(storage)
+      expect(report).toMatchObject({ channel_tokens_resealed: 1, webhook_secrets_resealed: 3, already_current: 2, unreadable: 0, key_check: "resealed" })
+      yield* expectUsable(storage, seeded, [NEW], NEW)
     }))
 })
