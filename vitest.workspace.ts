@@ -6,7 +6,8 @@ import { project } from "./vitest.shared.js"
  * `http-adapter-sqlite` runs the endpoint suites of the http-adapter again on SQLite files
  * (helpers.ts `makeSharedStorage`), so every HTTP rule is checked on memory and on SQLite;
  * `http-adapter-postgres` runs a subset on PostgreSQL schemas (hostile input, sends,
- * scheduled sends, read receipts, broadcasts, plan limits, tenant isolation, provider
+ * scheduled sends, read receipts, broadcasts, plan limits, tenant isolation, webhook
+ * secret rotation, provider
  * webhooks) when `POSTGRES_URL` is set,
  * and is skipped, saying why, when it is not.
  */
@@ -43,6 +44,7 @@ export default defineWorkspace([
         "test/storage-under-test.test.ts",
         "test/tenant-isolation.test.ts",
         "test/webhook-endpoints.test.ts",
+        "test/webhook-secret-rotation.test.ts",
         "test/webhooks-dispatch.test.ts",
         "test/whatsapp-webhook.test.ts"
       ]
@@ -71,6 +73,7 @@ export default defineWorkspace([
               "test/scheduled-sends.test.ts",
               "test/storage-under-test.test.ts",
               "test/tenant-isolation.test.ts",
+              "test/webhook-secret-rotation.test.ts",
               "test/whatsapp-webhook.test.ts"
             ]
           }),

@@ -15,6 +15,7 @@ import { registerChannelCommands } from "./commands/channel.js"
 import { registerImportCommand } from "./commands/import.js"
 import { registerKeyCommands } from "./commands/key.js"
 import { registerOrganizationCommands } from "./commands/org.js"
+import { registerSecretKeyCommands } from "./commands/secretKey.js"
 import { registerSeedCommand } from "./commands/seed.js"
 import { registerTemplateCommands } from "./commands/templates.js"
 import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
@@ -27,7 +28,7 @@ import { registerWebhookRejectCommands } from "./commands/webhookRejects.js"
  */
 const createProgram = (): Command => {
   const program = new Command("switchboard")
-    .description("Switchboard admin CLI: organizations, API keys (create, rotate with an overlap, list, revoke), channels, template sync, data import, refused webhook parts and SQLite backups. Prints JSON on stdout.")
+    .description("Switchboard admin CLI: organizations, API keys (create, rotate with an overlap, list, revoke), channels, template sync, data import, refused webhook parts, SQLite backups and the secret key's rotation. Prints JSON on stdout.")
     .exitOverride()
     .showHelpAfterError("(add --help for usage)")
   registerOrganizationCommands(program)
@@ -38,6 +39,7 @@ const createProgram = (): Command => {
   registerSeedCommand(program)
   registerWebhookRejectCommands(program)
   registerBackupCommand(program)
+  registerSecretKeyCommands(program)
   return program
 }
 

@@ -74,7 +74,7 @@ const main = async (): Promise<void> => {
   // `runtime.dispose()` closes it.
   // With the key, building Core checks it against the store's check value first.
   const runtime = ManagedRuntime.make(
-    Core.layer.pipe(Layer.provide(SecretKey.layer(secretKey.key)), Layer.provideMerge(storageLayerFor(config.value.database)))
+    Core.layer.pipe(Layer.provide(SecretKey.layer(secretKey.keys)), Layer.provideMerge(storageLayerFor(config.value.database)))
   )
   const bootstrap = await runtime.runPromiseExit(Effect.zip(Storage, ensureDemoOrganization))
   if (Exit.isFailure(bootstrap)) {
@@ -103,7 +103,7 @@ const main = async (): Promise<void> => {
       rateLimit: rateLimitOptionsFor(rateLimits.value, rateLimitStore),
       // WhatsApp's webhook secrets (docs/whatsapp-webhooks.md); unset: its requests are refused.
       whatsapp,
-      secretKey: secretKey.key,
+      secretKey: secretKey.keys,
       // Channel verification and channel sends reach the Graph API here (docs/channels.md).
       graphApi: graphApi.value,
       // Outgoing webhooks: the handler runs the dispatcher; dispose() stops it after the

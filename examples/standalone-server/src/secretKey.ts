@@ -1,23 +1,27 @@
 import { randomUUID } from "node:crypto"
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { encodeSecretKey, generateSecretKey, parseSecretKey } from "@switchboard/core"
+import { encodeSecretKey, generateSecretKey, parseSecretKeys } from "@switchboard/core"
 import { Config, Effect, Either, Option } from "effect"
 import { type DatabaseLocation, InvalidConfiguration } from "./config.js"
 
 /**
- * The key channel access tokens are encrypted under, and what to tell the operator about
- * where it came from (a line for stderr, or none).
+ * The key channel access tokens and webhook signing secrets are encrypted under (`key`),
+ * every key that decrypts (`keys`, `key` first: several while the key is rotated,
+ * docs/deployment.md "Rotating the secret key"), and what to tell the operator about where
+ * they came from (a line for stderr, or none).
  *
  * @category models
  */
 export interface LoadedSecretKey {
   readonly key: Uint8Array
+  readonly keys: ReadonlyArray<Uint8Array>
   readonly note: string | undefined
 }
 
 /**
- * The environment variable holding the secret key (32 bytes as base64 or hex).
+ * The environment variable holding the secret key (32 bytes as base64 or hex), or several
+ * separated by commas (the first encrypts, every one decrypts).
  *
  * @category config
  */
@@ -33,7 +37,8 @@ export const secretKeyFileOf = (sqliteFilename: string): string => join(dirname(
 /**
  * Finds the secret key (docs/channels.md "The secret key"), the same way for the server
  * and the admin CLI so both encrypt and decrypt alike:
- * 1. `SWITCHBOARD_SECRET_KEY` when set (malformed → {@link InvalidConfiguration} naming it);
+ * 1. `SWITCHBOARD_SECRET_KEY` when set: one key, or several separated by commas (malformed →
+ *    {@link InvalidConfiguration} naming it and the entry's position);
  * 2. with `mongodb://` or `postgres://`: none; the server (`create`) fails naming the variable, since
  *    every instance sharing the database must share the key;
  * 3. with SQLite: `<data dir>/secret.key` when it exists (malformed → an error naming the
@@ -53,7 +58,7 @@ export const loadSecretKey = (
     Effect.orDie(Config.option(Config.string(SECRET_KEY_VARIABLE))),
     (variable): Effect.Effect<Option.Option<LoadedSecretKey>, InvalidConfiguration> => {
       const text = Option.filter(Option.map(variable, (value) => value.trim()), (value) => value !== "")
-      if (Option.isSome(text)) return Effect.map(parsed(text.value, SECRET_KEY_VARIABLE), (key) => Option.some({ key, note: undefined }))
+      if (Option.isSome(text)) return Effect.map(parsed(text.value, SECRET_KEY_VARIABLE), (keys) => Option.some(loaded(keys, undefined)))
       switch (database._tag) {
         case "MongoDb":
         case "Postgres":
@@ -67,10 +72,12 @@ export const loadSecretKey = (
         case "Memory":
           return Effect.succeed(
             options.create
-              ? Option.some({
-                  key: generateSecretKey(),
-                  note: `${SECRET_KEY_VARIABLE} is unset: channel access tokens are encrypted under a key that lives only in this process (memory: storage)`
-                })
+              ? Option.some(
+                  loaded(
+                    [generateSecretKey()],
+                    `${SECRET_KEY_VARIABLE} is unset: channel access tokens are encrypted under a key that lives only in this process (memory: storage)`
+                  )
+                )
               : Option.none()
           )
         case "Sqlite":
@@ -84,7 +91,7 @@ const keyFile = (path: string, create: boolean): Effect.Effect<Option.Option<Loa
   Effect.suspend(() => {
     const existing = readIfExists(path)
     if (existing instanceof InvalidConfiguration) return Effect.fail(existing)
-    if (existing !== undefined) return Effect.map(parsed(existing, path), (key) => Option.some({ key, note: undefined }))
+    if (existing !== undefined) return Effect.map(parsed(existing, path), (keys) => Option.some(loaded(keys, undefined)))
     if (!create) return Effect.succeedNone
     const key = generateSecretKey()
     // Written whole to a file of this process's own, then linked to `path`: another process
@@ -102,10 +109,12 @@ const keyFile = (path: string, create: boolean): Effect.Effect<Option.Option<Loa
       rmSync(whole, { force: true })
     }
     return Effect.succeed(
-      Option.some({
-        key,
-        note: `${SECRET_KEY_VARIABLE} is unset: created ${path} (mode 0600), the key that encrypts channel access tokens; keep it with the database`
-      })
+      Option.some(
+        loaded(
+          [key],
+          `${SECRET_KEY_VARIABLE} is unset: created ${path} (mode 0600), the key that encrypts channel access tokens; keep it with the database`
+        )
+      )
     )
   })
 
@@ -118,8 +127,10 @@ const readIfExists = (path: string): string | undefined | InvalidConfiguration =
   }
 }
 
-const parsed = (text: string, source: string): Effect.Effect<Uint8Array, InvalidConfiguration> =>
-  Either.match(parseSecretKey(text), {
+const loaded = (keys: ReadonlyArray<Uint8Array>, note: string | undefined): LoadedSecretKey => ({ key: keys[0]!, keys, note })
+
+const parsed = (text: string, source: string): Effect.Effect<ReadonlyArray<Uint8Array>, InvalidConfiguration> =>
+  Either.match(parseSecretKeys(text), {
     onLeft: (problem) => Effect.fail(new InvalidConfiguration({ message: `${source} ${problem}` })),
     onRight: Effect.succeed
   })

@@ -40,6 +40,7 @@ import type { TemplateSyncFailed, TemplateSyncInProgress } from "./model/templat
 import type {
   WebhookEndpointDisabled,
   WebhookEndpointLimitReached,
+  WebhookRotationInProgress,
   WebhookUrlRefused
 } from "./model/webhookErrors.js"
 
@@ -81,6 +82,7 @@ export type DomainError =
   | WebhookUrlRefused
   | WebhookEndpointLimitReached
   | WebhookEndpointDisabled
+  | WebhookRotationInProgress
   | MessageNotRetryable
   | MessageNotCancellable
   | MessageNotReactable

@@ -85,6 +85,7 @@ export * from "./metrics/MetricsRecorder.js"
 export * from "./common/jsonInput.js"
 export * from "./common/secretBox.js"
 export * from "./common/SecretKey.js"
+export * from "./common/secretKeyRotation.js"
 export * from "./common/Settings.js"
 
 // The services

@@ -27,7 +27,7 @@ import {
 import { type HandlerMediaOptions, mediaLayerOf } from "./mediaOptions.js"
 import { type HealthPhase, type HealthReport, makeHealthCheck, maxPassAgeOf } from "./health.js"
 import type { HandlerTracing } from "./handlerTracing.js"
-import { channelLayerOf, transportLayerOf } from "./internal/channelOptions.js"
+import { channelLayerOf, type SecretKeyOption, transportLayerOf } from "./internal/channelOptions.js"
 import { tracingLayerOf, withTracing } from "./internal/tracing.js"
 import { attachOutboxReader, type HandlerMetrics, meteredStorageLayerOf, metricsRecorderLayerOf } from "./handlerMetrics.js"
 import { effectLogLevelOf, type HandlerLogLevel } from "./logLevel.js"
@@ -351,7 +351,7 @@ const hostClock: Clock.Clock = (() => {
  */
 export interface RunDispatchersOptions {
   readonly storage: Layer.Layer<Storage, unknown>
-  readonly secretKey?: string | Uint8Array
+  readonly secretKey?: SecretKeyOption
   readonly dispatch?: DispatchSwitches
   readonly webhooks?: WebhookHandlerOptions
   readonly sendQueue?: SendQueueHandlerOptions

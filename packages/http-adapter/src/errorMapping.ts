@@ -86,6 +86,7 @@ export const domainErrorResponses: {
     ]),
   WebhookEndpointLimitReached: (error) => failureResponse(400, "webhook_endpoint_limit_reached", error.message),
   WebhookEndpointDisabled: (error) => failureResponse(409, "webhook_endpoint_disabled", error.message),
+  WebhookRotationInProgress: (error) => failureResponse(409, "rotation_in_progress", error.message),
   MessageNotRetryable: (error) => failureResponse(409, "message_not_retryable", error.message),
   MessageNotCancellable: (error) => failureResponse(409, "message_not_cancellable", error.message),
   MessageNotReactable: (error) =>

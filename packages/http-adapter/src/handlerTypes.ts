@@ -13,6 +13,7 @@ import type { RateLimitHandlerOptions } from "./rateLimiting.js"
 import type { RouteDefinition } from "./routes/route.js"
 import type { WhatsAppWebhookOptions } from "./settings.js"
 import type { WebhookHandlerOptions } from "./webhooks.js"
+import type { SecretKeyOption } from "./internal/channelOptions.js"
 
 // The handler's options and the types of one exchange (a request and its answer as the
 // handler core sees them, whatever the host). Types only: the handler (handler.ts), the
@@ -93,11 +94,14 @@ export interface HandlerOptions {
    */
   readonly graphApi?: GraphApiOptions
   /**
-   * The 32-byte key (base64, hex or bytes) encrypting channel access tokens; without it the
-   * channel routes answer 503. Malformed → throws here; not the store's key → `ready`
-   * rejects. docs/channels.md "The secret key".
+   * The 32-byte key (base64, hex or bytes) encrypting channel access tokens and webhook
+   * signing secrets; without it the channel routes answer 503. Several keys (a
+   * comma-separated string `"new,old"`, or a list) while rotating the key: the first
+   * encrypts, every one decrypts (docs/deployment.md "Rotating the secret key").
+   * Malformed → throws here; none of them the store's key → `ready` rejects.
+   * docs/channels.md "The secret key".
    */
-  readonly secretKey?: string | Uint8Array
+  readonly secretKey?: SecretKeyOption
   /** How `POST /channels` verifies tokens. Default Meta's Graph API; docs/channels.md "Verification". */
   readonly channelVerifier?: Layer.Layer<ChannelVerifier>
   /**

@@ -7,6 +7,7 @@
  */
 export { createHandler, DEFAULT_BASE_PATH, requestLogEntryOf, type SwitchboardHandler } from "./handler.js"
 export type { HandlerOptions, RequestLogLine } from "./handlerTypes.js"
+export type { SecretKeyOption } from "./internal/channelOptions.js"
 export { answerClientError } from "./clientError.js"
 export type { HandlerTracing } from "./handlerTracing.js"
 export { HANDLER_LOG_LEVELS, type HandlerLogLevel } from "./logLevel.js"

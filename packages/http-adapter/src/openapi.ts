@@ -85,6 +85,7 @@ export const ERROR_CODE_STATUSES: Readonly<Record<string, 400 | 401 | 403 | 404 
   webhook_url_refused: 400,
   webhook_endpoint_limit_reached: 400,
   webhook_endpoint_disabled: 409,
+  rotation_in_progress: 409,
   message_not_retryable: 409,
   message_not_cancellable: 409,
   message_not_reactable: 409,

@@ -1,6 +1,7 @@
 import type { Layer, Logger } from "effect"
 import { type Storage, WebhookSettings } from "@switchboard/core"
 import type { HandlerLogLevel } from "./logLevel.js"
+import type { SecretKeyOption } from "./internal/channelOptions.js"
 
 /**
  * Outgoing webhooks of a handler (docs/webhooks.md "Delivery and the dispatcher",
@@ -61,7 +62,7 @@ export const webhookSettingsLayerOf = (options: WebhookHandlerOptions | undefine
  */
 export interface DispatchWebhooksOptions {
   readonly storage: Layer.Layer<Storage, unknown>
-  readonly secretKey?: string | Uint8Array
+  readonly secretKey?: SecretKeyOption
   readonly webhooks?: WebhookHandlerOptions
   readonly logger?: Logger.Logger<unknown, unknown> | false
   /** The least severe line written, as `createHandler`'s `logLevel` (default `"info"`). */

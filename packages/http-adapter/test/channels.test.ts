@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Cause, Effect, HashMap, Layer, Logger, Scope } from "effect"
-import { ChannelVerifier, MAX_CHANNELS_PER_ORGANIZATION, Storage } from "@switchboard/core"
+import { ChannelVerifier, Channels, Core, MAX_CHANNELS_PER_ORGANIZATION, type OrganizationId, SecretKey, Storage } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { bearer, makeHandler, makeSharedStorage, makeTenant, request, UNKNOWN_UUID } from "./helpers.js"
@@ -407,6 +407,35 @@ describe("the secret key", () => {
     const same = makeHandler(storage, { secretKey: Buffer.alloc(32, 7).toString("hex") })
     await expect(same.ready).resolves.toBeUndefined()
     await same.dispose()
+  })
+
+  it("several keys (a comma-separated string or a list): the first seals, every one opens, the key check passes under any", async () => {
+    const { api, storage, handler, organization } = await setup()
+    const channel = (await api.post("/channels", body())).data
+    await handler.dispose()
+    const oldKey = Buffer.alloc(32, 7).toString("hex")
+    const newKey = Buffer.alloc(32, 3).toString("base64")
+    for (const secretKey of [`${newKey},${oldKey}`, [newKey, oldKey], [Buffer.alloc(32, 3), Buffer.alloc(32, 7)]]) {
+      const rotating = makeHandler(storage, { secretKey, channelVerifier: verifier() })
+      await expect(rotating.ready).resolves.toBeUndefined()
+      // The old token opens (a send through the channel would use it); the stored text is unchanged.
+      const opened = await Effect.runPromise(
+        Effect.flatMap(Channels, (channels) => channels.getWithToken(organization.id as OrganizationId, channel.uuid)).pipe(
+          Effect.provide(Core.layer.pipe(Layer.provide(SecretKey.layer([Buffer.alloc(32, 3), Buffer.alloc(32, 7)])), Layer.provideMerge(storage)))
+        )
+      )
+      expect(opened.access_token).toBe(GOOD_TOKEN)
+      await rotating.dispose()
+    }
+    // Neither of two keys the store's: ready rejects.
+    const neither = makeHandler(storage, { secretKey: `${newKey},${Buffer.alloc(32, 4).toString("hex")}` })
+    await expect(neither.ready).rejects.toThrow(/SWITCHBOARD_SECRET_KEY/)
+    await neither.dispose().catch(() => undefined)
+    // A malformed entry throws naming its position, never its value; an empty list throws.
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: `${newKey},not-a-key-at-all` })).toThrow(/key 2 of 2 \(comma-separated\) must be 32 bytes/)
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: `${newKey},not-a-key-at-all` })).not.toThrow(/not-a-key-at-all/)
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: [newKey, Buffer.alloc(5)] })).toThrow(/secretKey\[1\] must be 32 bytes/)
+    expect(() => makeHandler(makeSharedStorage(), { secretKey: [] })).toThrow(/at least one key/)
   })
 })
 

@@ -110,7 +110,8 @@ const validBodies: Record<string, () => Record<string, unknown>> = {
     events: ["chat.updated"],
     description: "Hostile",
     enabled: true
-  })
+  }),
+  "POST /webhook-endpoints/:uuid/rotate-secret": () => ({ previous_secret_expires_in: 3600, force: true })
 }
 
 const bodyRoutes = defaultRoutes.filter((route) => route.body !== undefined)

@@ -171,6 +171,32 @@ describe("tenant isolation (docs/contacts.md 'Rules')", () => {
     }
   })
 
+  it("another organization's key cannot read, change, rotate or remove a webhook endpoint: 404, the endpoint and its secret unchanged", async () => {
+    // Endpoints need a secret key (their signing secrets are sealed); no dispatcher, no DNS.
+    const hookStorage = makeSharedStorage()
+    const hookHandler = makeHandler(hookStorage, {
+      secretKey: Buffer.alloc(32, 5).toString("base64"),
+      webhooks: { dispatch: false, allowPrivateNetworks: true }
+    })
+    try {
+      const owner = (await makeTenant(hookStorage, hookHandler, { name: "Owner" })).api
+      const intruder = (await makeTenant(hookStorage, hookHandler, { name: "Intruder" })).api
+      const { secret: _secret, ...endpoint } = (await owner.post("/webhook-endpoints", { url: "https://hooks.example.com/owner" })).data
+      expectNotFound(await intruder.get(`/webhook-endpoints/${endpoint.uuid}`))
+      expectNotFound(await intruder.put(`/webhook-endpoints/${endpoint.uuid}`, { enabled: false }))
+      expectNotFound(await intruder.post(`/webhook-endpoints/${endpoint.uuid}/rotate-secret`, {}))
+      expectNotFound(await intruder.post(`/webhook-endpoints/${endpoint.uuid}/rotate-secret`, { previous_secret_expires_in: 0, force: true }))
+      expectNotFound(await intruder.get(`/webhook-endpoints/${endpoint.uuid}/deliveries`))
+      expectNotFound(await intruder.delete(`/webhook-endpoints/${endpoint.uuid}`))
+      expect((await intruder.get("/webhook-endpoints")).data.webhook_endpoints).toEqual([])
+      expect((await owner.get(`/webhook-endpoints/${endpoint.uuid}`)).data).toEqual(endpoint)
+      // The owner's own rotation is not in progress: the intruder's attempts rotated nothing.
+      expect((await owner.post(`/webhook-endpoints/${endpoint.uuid}/rotate-secret`, {})).status).toBe(200)
+    } finally {
+      await hookHandler.dispose()
+    }
+  })
+
   it("another organization's key cannot read the owner's chat: 404, the chat still unread", async () => {
     const owner = await makeTenant(storage, handler, { name: "Owner" })
     const intruder = (await makeTenant(storage, handler, { name: "Intruder" })).api

@@ -226,6 +226,88 @@ describe("PUT, DELETE and rotate-secret", () => {
   })
 })
 
+describe("rotate-secret with an overlap (docs/webhooks.md 'The secret')", () => {
+  const HOUR_MS = 3_600_000
+  /** Expects `at` to be `seconds` after an instant between `before` and `after` (epoch ms). */
+  const expectExpiry = (at: unknown, before: number, after: number, seconds: number) => {
+    expect(typeof at).toBe("string")
+    const ms = Date.parse(at as string)
+    expect(ms).toBeGreaterThanOrEqual(before + seconds * 1000 - 1000)
+    expect(ms).toBeLessThanOrEqual(after + seconds * 1000 + 1000)
+  }
+
+  it("answers previous_secret_expires_at (24 h by default); a second rotation inside the window is 409 rotation_in_progress unless force", async () => {
+    const { api, handler } = await setup()
+    const created = await api.post("/webhook-endpoints", { url: URL_A })
+    const uuid: string = created.data.uuid
+    const path = `/webhook-endpoints/${uuid}/rotate-secret`
+
+    const before = Date.now()
+    const first = await api.post(path, undefined)
+    const after = Date.now()
+    expect(first.status).toBe(200)
+    expect(first.message).toBe("Webhook secret rotated")
+    expect(first.data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    expect(first.data.secret).not.toBe(created.data.secret)
+    expectExpiry(first.data.previous_secret_expires_at, before, after, 86_400)
+    const { secret: _first, previous_secret_expires_at: _expiry, ...record } = first.data
+    expect((await api.get(`/webhook-endpoints/${uuid}`)).data).toEqual(record)
+
+    // Inside the window: refused, nothing changed (updated_at kept).
+    for (const body of [{}, { force: false }, { previous_secret_expires_in: 0 }]) {
+      const refused = await api.post(path, body)
+      expect(refused.status, JSON.stringify(body)).toBe(409)
+      expect(refused.errors.map((error: { code: string }) => error.code)).toEqual(["rotation_in_progress"])
+      expect(refused.errors[0]?.message).toContain(first.data.previous_secret_expires_at)
+      for (const secret of [created.data.secret, first.data.secret]) expect(JSON.stringify(refused)).not.toContain(secret)
+    }
+    expect((await api.get(`/webhook-endpoints/${uuid}`)).data).toEqual(record)
+
+    // force: rotates again; an hour's overlap.
+    const forcedBefore = Date.now()
+    const forced = await api.post(path, { force: true, previous_secret_expires_in: 3600 })
+    expect(forced.status).toBe(200)
+    expect(forced.data.secret).not.toBe(first.data.secret)
+    expectExpiry(forced.data.previous_secret_expires_at, forcedBefore, Date.now(), 3600)
+    expect(Date.parse(forced.data.previous_secret_expires_at)).toBeLessThan(Date.parse(first.data.previous_secret_expires_at) - 20 * HOUR_MS)
+
+    // 0: the old secret stops at once, so the next rotation is not refused.
+    const now = await api.post(path, { force: true, previous_secret_expires_in: 0 })
+    expect(now.status).toBe(200)
+    expect(now.data.previous_secret_expires_at).toBeNull()
+    const next = await api.post(path, { previous_secret_expires_in: 604_800 })
+    expect(next.status).toBe(200)
+    expectExpiry(next.data.previous_secret_expires_at, before, Date.now(), 604_800)
+    await handler.dispose()
+  })
+
+  it("answers 400 naming the bad field (out of range, not a whole number, wrong types) and changes nothing", async () => {
+    const { api, handler } = await setup()
+    const created = await api.post("/webhook-endpoints", { url: URL_A })
+    const uuid: string = created.data.uuid
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [{ previous_secret_expires_in: -1 }, "previous_secret_expires_in"],
+      [{ previous_secret_expires_in: 604_801 }, "previous_secret_expires_in"],
+      [{ previous_secret_expires_in: 1.5 }, "previous_secret_expires_in"],
+      [{ previous_secret_expires_in: "60" }, "previous_secret_expires_in"],
+      [{ previous_secret_expires_in: true }, "previous_secret_expires_in"],
+      [{ previous_secret_expires_in: [60] }, "previous_secret_expires_in"],
+      [{ force: "yes" }, "force"],
+      [{ force: 1 }, "force"]
+    ]
+    for (const [body, field] of cases) {
+      const result = await api.post(`/webhook-endpoints/${uuid}/rotate-secret`, body)
+      expect(result.status, JSON.stringify(body)).toBe(400)
+      expect(result.errors.map((error: { field?: string }) => error.field), JSON.stringify(body)).toContain(field)
+    }
+    const { secret: _secret, ...record } = created.data
+    expect((await api.get(`/webhook-endpoints/${uuid}`)).data).toEqual(record)
+    // Nothing was rotated: a rotation now is not refused as in progress.
+    expect((await api.post(`/webhook-endpoints/${uuid}/rotate-secret`, {})).status).toBe(200)
+    await handler.dispose()
+  })
+})
+
 describe("unknown and foreign endpoints", () => {
   it("answer 404 not_found on every route, and a malformed uuid 400 naming uuid", async () => {
     const { api, handler } = await setup()
@@ -342,13 +424,15 @@ describe("the signing secret never leaves the server but in the create and rotat
     const created = await api.post("/webhook-endpoints", { url: URL_A })
     const uuid: string = created.data.uuid
     const rotated = await api.post(`/webhook-endpoints/${uuid}/rotate-secret`, undefined)
+    await api.post(`/webhook-endpoints/${uuid}/rotate-secret`, undefined)
+    const forced = await api.post(`/webhook-endpoints/${uuid}/rotate-secret`, { force: true })
     await api.get("/webhook-endpoints")
     await api.get(`/webhook-endpoints/${uuid}`)
     await api.put(`/webhook-endpoints/${uuid}`, { description: "x" })
     await request(handler, { method: "GET", url: `/api/v1/api/webhook-endpoints/${uuid}/deliveries`, headers: bearer(apiKey) })
     await handler.dispose()
     expect(lines.length).toBeGreaterThanOrEqual(6)
-    const secrets = [created.data.secret as string, rotated.data.secret as string]
+    const secrets = [created.data.secret as string, rotated.data.secret as string, forced.data.secret as string]
     for (const line of lines) {
       for (const secret of secrets) {
         expect(line).not.toContain(secret)

@@ -216,5 +216,54 @@ export const channelsContract = (options: StorageContractOptions): void => {
           expect(yield* channels.secretKeyCheck()).toEqual(Option.some("first"))
         })
       ))
+
+    it.effect("resealSecretKeyCheck replaces the check value only while it is the expected one", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          expect(yield* channels.resealSecretKeyCheck("first", "second")).toBe(false)
+          expect(yield* channels.secretKeyCheck()).toEqual(Option.none())
+          yield* channels.claimSecretKeyCheck("first")
+          expect(yield* channels.resealSecretKeyCheck("other", "second")).toBe(false)
+          expect(yield* channels.resealSecretKeyCheck("first", "second")).toBe(true)
+          expect(yield* channels.secretKeyCheck()).toEqual(Option.some("second"))
+          expect(yield* channels.resealSecretKeyCheck("first", "third")).toBe(false)
+          expect(yield* channels.claimSecretKeyCheck("fourth")).toBe("second")
+        })
+      ))
+
+    it.effect("listSealedTokens pages every organization's channels by uuid; resealToken is a compare-and-set, the rest of the channel kept", () =>
+      run(
+        Effect.gen(function* () {
+          const { channels } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const a = yield* insertChannel(org.id, { uuid: "00000000-0000-4000-8000-00000000000a" as ChannelId }, "sealed-a")
+          const b = yield* insertChannel(other.id, { uuid: "00000000-0000-4000-8000-00000000000b" as ChannelId }, "sealed-b")
+          const c = yield* insertChannel(org.id, { uuid: "00000000-0000-4000-8000-00000000000c" as ChannelId }, "sealed-c")
+          expect(yield* channels.listSealedTokens(null, 2)).toEqual([
+            { uuid: a.uuid, access_token_sealed: "sealed-a" },
+            { uuid: b.uuid, access_token_sealed: "sealed-b" }
+          ])
+          expect(yield* channels.listSealedTokens(b.uuid, 2)).toEqual([{ uuid: c.uuid, access_token_sealed: "sealed-c" }])
+          expect(yield* channels.listSealedTokens(c.uuid, 2)).toEqual([])
+          // Read by phone number first (a store caching that look-up now holds the old text).
+          expect(Option.map(yield* channels.findByPhoneNumberId(b.phone_number_id), (stored) => stored.access_token_sealed)).toEqual(
+            Option.some("sealed-b")
+          )
+          expect(yield* channels.resealToken(b.uuid, "stale", "x")).toBe(false)
+          expect(yield* channels.resealToken(b.uuid, "sealed-b", "resealed-b")).toBe(true)
+          expect(yield* channels.resealToken(b.uuid, "sealed-b", "again")).toBe(false)
+          expect(yield* channels.resealToken(fixtures.uuid() as ChannelId, "sealed-a", "x")).toBe(false)
+          expect(yield* channels.findById(other.id, b.uuid)).toEqual(
+            Option.some({ organization_id: other.id, channel: b, access_token_sealed: "resealed-b" })
+          )
+          // A look-up by phone number (cached by some stores) sees the new sealed token at once.
+          expect(Option.map(yield* channels.findByPhoneNumberId(b.phone_number_id), (stored) => stored.access_token_sealed)).toEqual(
+            Option.some("resealed-b")
+          )
+          expect(yield* channels.findById(org.id, a.uuid)).toEqual(Option.some({ organization_id: org.id, channel: a, access_token_sealed: "sealed-a" }))
+        })
+      ))
   })
 }

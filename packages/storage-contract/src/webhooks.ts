@@ -22,6 +22,14 @@ import { LATER, LATER_LEASE, addEndpoint, claim, endpointRecord, onlyEvent, outb
 
 const { instant, phone } = fixtures
 
+/** What rotateSecret writes: the expected sealed secret, the new one, the previous one and its expiry. */
+const rotation = (expected: string, sealed: string, previous: string | null, expiresAt: string | null) => ({
+  expected_secret_sealed: expected,
+  secret_sealed: sealed,
+  previous_secret_sealed: previous,
+  previous_secret_expires_at: expiresAt
+})
+
 /** One attempt's outcome: `delivered` with status 200 at `attemptedAt` unless `overrides` say otherwise. */
 const attemptRecord = (attemptedAt: string, overrides: Partial<AttemptRecord> = {}): AttemptRecord => ({
   attempt_id: fixtures.uuid(),
@@ -81,7 +89,13 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           const third = yield* addEndpoint(org.id, { uuid: b!, created_at: instant(2), updated_at: instant(2), enabled: false })
           expect(yield* webhooks.listEndpoints(org.id)).toEqual([third, second, first])
           expect(yield* webhooks.findEndpoint(org.id, second.uuid)).toEqual(
-            Option.some({ organization_id: org.id, endpoint: second, secret_sealed: "sealed-2" })
+            Option.some({
+              organization_id: org.id,
+              endpoint: second,
+              secret_sealed: "sealed-2",
+              previous_secret_sealed: null,
+              previous_secret_expires_at: null
+            })
           )
           expect(yield* webhooks.findEndpoint(org.id, fixtures.uuid() as WebhookEndpointId)).toEqual(Option.none())
         })
@@ -143,7 +157,7 @@ export const webhooksContract = (options: StorageContractOptions): void => {
         })
       ))
 
-    it.effect("rotateSecret replaces the sealed secret and updated_at; pending deliveries are claimed with the new one; None when missing", () =>
+    it.effect("rotateSecret replaces the sealed secret, the previous one and its expiry, and updated_at; pending deliveries are claimed with them; NotFound when missing", () =>
       run(
         Effect.gen(function* () {
           const { webhooks } = yield* Storage
@@ -151,12 +165,93 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           const endpoint = yield* addEndpoint(org.id, {}, "old")
           yield* importEvent(org.id, 1, instant(1))
           const rotated = { ...endpoint, updated_at: instant(2) }
-          expect(yield* webhooks.rotateSecret(org.id, endpoint.uuid, "new", instant(2))).toEqual(Option.some(rotated))
+          expect(yield* webhooks.rotateSecret(org.id, endpoint.uuid, rotation("old", "new", "old", instant(50)), instant(2))).toEqual({
+            _tag: "Rotated",
+            endpoint: rotated
+          })
           expect(yield* webhooks.findEndpoint(org.id, endpoint.uuid)).toEqual(
-            Option.some({ organization_id: org.id, endpoint: rotated, secret_sealed: "new" })
+            Option.some({
+              organization_id: org.id,
+              endpoint: rotated,
+              secret_sealed: "new",
+              previous_secret_sealed: "old",
+              previous_secret_expires_at: instant(50)
+            })
           )
-          expect((yield* claimOne(LATER, LATER_LEASE)).secret_sealed).toBe("new")
-          expect(yield* webhooks.rotateSecret(org.id, fixtures.uuid() as WebhookEndpointId, "x", instant(3))).toEqual(Option.none())
+          const claimed = yield* claimOne(LATER, LATER_LEASE)
+          expect([claimed.secret_sealed, claimed.previous_secret_sealed, claimed.previous_secret_expires_at]).toEqual(["new", "old", instant(50)])
+          // No overlap: both previous fields cleared.
+          expect((yield* webhooks.rotateSecret(org.id, endpoint.uuid, rotation("new", "newer", null, null), instant(3)))._tag).toBe("Rotated")
+          expect(Option.map(yield* webhooks.findEndpoint(org.id, endpoint.uuid), (stored) => [stored.secret_sealed, stored.previous_secret_sealed, stored.previous_secret_expires_at])).toEqual(
+            Option.some(["newer", null, null])
+          )
+          expect(yield* webhooks.rotateSecret(org.id, fixtures.uuid() as WebhookEndpointId, rotation("x", "y", null, null), instant(3))).toEqual({
+            _tag: "NotFound"
+          })
+        })
+      ))
+
+    it.effect("rotateSecret is a compare-and-set on the sealed secret: SecretChanged, nothing written, when it is no longer the expected one", () =>
+      run(
+        Effect.gen(function* () {
+          const { webhooks } = yield* Storage
+          const org = yield* insertOrganization()
+          const endpoint = yield* addEndpoint(org.id, {}, "current")
+          expect(yield* webhooks.rotateSecret(org.id, endpoint.uuid, rotation("stale", "new", "stale", instant(50)), instant(2))).toEqual({
+            _tag: "SecretChanged"
+          })
+          expect(yield* webhooks.findEndpoint(org.id, endpoint.uuid)).toEqual(
+            Option.some({ organization_id: org.id, endpoint, secret_sealed: "current", previous_secret_sealed: null, previous_secret_expires_at: null })
+          )
+          // Two rotations that read the same secret: one wins, the other changes nothing.
+          const outcomes = yield* Effect.all(
+            ["a", "b"].map((sealed) => webhooks.rotateSecret(org.id, endpoint.uuid, rotation("current", sealed, "current", instant(50)), instant(3))),
+            { concurrency: "unbounded" }
+          )
+          expect(outcomes.map((outcome) => outcome._tag).sort()).toEqual(["Rotated", "SecretChanged"])
+          const winner = outcomes[0]!._tag === "Rotated" ? "a" : "b"
+          expect(Option.map(yield* webhooks.findEndpoint(org.id, endpoint.uuid), (stored) => [stored.secret_sealed, stored.previous_secret_sealed])).toEqual(
+            Option.some([winner, "current"])
+          )
+        })
+      ))
+
+    it.effect("listSealedSecrets pages every organization's endpoints by uuid; resealSecret is a compare-and-set on one sealed column, updated_at kept", () =>
+      run(
+        Effect.gen(function* () {
+          const { webhooks } = yield* Storage
+          const org = yield* insertOrganization()
+          const other = yield* insertOrganization()
+          const a = yield* addEndpoint(org.id, { uuid: "00000000-0000-4000-8000-00000000000a" as WebhookEndpointId }, "sealed-a")
+          const b = yield* addEndpoint(other.id, { uuid: "00000000-0000-4000-8000-00000000000b" as WebhookEndpointId }, "sealed-b")
+          const c = yield* addEndpoint(org.id, { uuid: "00000000-0000-4000-8000-00000000000c" as WebhookEndpointId }, "sealed-c")
+          yield* webhooks.rotateSecret(org.id, c.uuid, rotation("sealed-c", "sealed-c2", "sealed-c", instant(50)), instant(1))
+          expect(yield* webhooks.listSealedSecrets(null, 2)).toEqual([
+            { uuid: a.uuid, secret_sealed: "sealed-a", previous_secret_sealed: null },
+            { uuid: b.uuid, secret_sealed: "sealed-b", previous_secret_sealed: null }
+          ])
+          expect(yield* webhooks.listSealedSecrets(b.uuid, 2)).toEqual([
+            { uuid: c.uuid, secret_sealed: "sealed-c2", previous_secret_sealed: "sealed-c" }
+          ])
+          expect(yield* webhooks.listSealedSecrets(c.uuid, 2)).toEqual([])
+          expect(yield* webhooks.resealSecret(b.uuid, "secret", "stale", "x")).toBe(false)
+          expect(yield* webhooks.resealSecret(b.uuid, "secret", "sealed-b", "resealed-b")).toBe(true)
+          expect(yield* webhooks.resealSecret(b.uuid, "secret", "sealed-b", "again")).toBe(false)
+          expect(yield* webhooks.resealSecret(a.uuid, "previous_secret", "sealed-a", "x")).toBe(false)
+          expect(yield* webhooks.resealSecret(c.uuid, "previous_secret", "sealed-c", "resealed-c")).toBe(true)
+          expect(yield* webhooks.resealSecret(fixtures.uuid() as WebhookEndpointId, "secret", "sealed-a", "x")).toBe(false)
+          expect(yield* webhooks.findEndpoint(other.id, b.uuid)).toEqual(
+            Option.some({ organization_id: other.id, endpoint: b, secret_sealed: "resealed-b", previous_secret_sealed: null, previous_secret_expires_at: null })
+          )
+          expect(yield* webhooks.findEndpoint(org.id, c.uuid)).toEqual(
+            Option.some({
+              organization_id: org.id,
+              endpoint: { ...c, updated_at: instant(1) },
+              secret_sealed: "sealed-c2",
+              previous_secret_sealed: "resealed-c",
+              previous_secret_expires_at: instant(50)
+            })
+          )
         })
       ))
 
@@ -196,12 +291,20 @@ export const webhooksContract = (options: StorageContractOptions): void => {
           expect(yield* webhooks.listEndpoints(other.id)).toEqual([])
           expect(yield* webhooks.findEndpoint(other.id, endpoint.uuid)).toEqual(Option.none())
           expect(yield* webhooks.updateEndpoint(other.id, endpoint.uuid, { enabled: false }, instant(2))).toEqual(Option.none())
-          expect(yield* webhooks.rotateSecret(other.id, endpoint.uuid, "x", instant(2))).toEqual(Option.none())
+          expect(yield* webhooks.rotateSecret(other.id, endpoint.uuid, rotation("sealed-1", "x", null, null), instant(2))).toEqual({
+            _tag: "NotFound"
+          })
           expect(yield* webhooks.listAttempts(other.id, endpoint.uuid, null, 10)).toEqual(Option.none())
           expect(yield* webhooks.retryDelivery(other.id, endpoint.uuid, delivery.delivery_id, instant(2))).toBe(false)
           expect(yield* webhooks.deleteEndpoint(other.id, endpoint.uuid)).toBe(false)
           expect(yield* webhooks.findEndpoint(org.id, endpoint.uuid)).toEqual(
-            Option.some({ organization_id: org.id, endpoint, secret_sealed: "sealed-1" })
+            Option.some({
+              organization_id: org.id,
+              endpoint,
+              secret_sealed: "sealed-1",
+              previous_secret_sealed: null,
+              previous_secret_expires_at: null
+            })
           )
           expect(yield* claim()).toEqual([])
         })
@@ -458,6 +561,8 @@ export const webhooksContract = (options: StorageContractOptions): void => {
             endpoint_uuid: endpoint.uuid,
             url: endpoint.url,
             secret_sealed: "sealed-x",
+            previous_secret_sealed: null,
+            previous_secret_expires_at: null,
             event: { id: delivery.event.id, type: "contact.created", created_at: instant(1), data: yield* contactOf(org.id, ids[1]!) },
             attempt: 1
           })

@@ -4,7 +4,7 @@ import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
-import { deliveryTables, scheduledSendsChanges, transportKindColumns } from "./schema/delivery.js"
+import { deliveryTables, scheduledSendsChanges, transportKindColumns, webhookSecretRotationColumns } from "./schema/delivery.js"
 import { mediaTables } from "./schema/media.js"
 import { apiKeyExpiryChanges, organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
@@ -75,10 +75,16 @@ export const migrations: ReadonlyArray<Migration> = [
     sql: repliesAndReactionsChanges
   },
   {
+    version: 7,
+    name: "webhook secret rotation",
+    // webhook_endpoints.previous_secret_sealed and previous_secret_expires_at: a rotated-out
+    // signing secret keeps signing beside the new one until then (schema/delivery.ts).
+    sql: webhookSecretRotationColumns
+  },
+  {
     version: 8,
     name: "api key expiry",
     // api_keys.expires_at, the instant a rotated key stops working (schema/organizations.ts).
-    // Version 7 is another change's.
     sql: apiKeyExpiryChanges
   }
 ]

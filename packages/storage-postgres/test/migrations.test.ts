@@ -137,7 +137,8 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
       const q = `"${schema}"`
       const transportMigration = migrations.find((migration) => migration.name === "transport kind")!
       // Back to the version before: what a store migrated before the transport kind holds.
-      // Migrations 5 (scheduled sends), 6 (replies and reactions) and 8 (API key expiry) undone first.
+      // Migrations 5 (scheduled sends), 6 (replies and reactions), 7 (webhook secret
+      // rotation) and 8 (API key expiry) undone first.
       yield* Effect.promise(() =>
         pool.query(`DROP INDEX ${q}.messages_send_queue_scheduled; ALTER TABLE ${q}.messages DROP COLUMN scheduled_at;
           ALTER TABLE ${q}.messages DROP CONSTRAINT messages_status_check;
@@ -146,6 +147,7 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
           ALTER TABLE ${q}.messages DROP COLUMN transport; ALTER TABLE ${q}.broadcasts DROP COLUMN transport;
           ALTER TABLE ${q}.messages DROP COLUMN reply_to, DROP COLUMN reactions;
           ALTER TABLE ${q}.api_keys DROP COLUMN expires_at;
+          ALTER TABLE ${q}.webhook_endpoints DROP COLUMN previous_secret_sealed, DROP COLUMN previous_secret_expires_at;
           DELETE FROM ${q}.schema_migrations WHERE version >= ${transportMigration.version}`)
       )
       const org = fixtures.organization()
@@ -354,6 +356,30 @@ describe.skipIf(skipWithoutPostgres)("migrations on the PostgreSQL server at POS
       expect(yield* storage.templates.findByIdentity(org.id, "order_update", "en_US", "111")).toMatchObject({ value: { uuid: "n1", status: "ARCHIVED" } })
       const due = new Date(endedAt + 21_600_000).toISOString()
       expect(yield* storage.templateSyncs.claim({ now: due, lease: "l", leaseUntil: due, limit: 10 })).toHaveLength(3)
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("migration 7 keeps every webhook endpoint with no previous secret; a rotation then stores one", () =>
+    Effect.gen(function* () {
+      const { schema, pool } = yield* schemaAt(6)
+      const q = `"${schema}"`
+      const org = fixtures.organization()
+      yield* Effect.promise(async () => {
+        await pool.query(`INSERT INTO ${q}.organizations (id, name, api_access, subscription, created_at, updated_at) VALUES ($1, 'Org', true, 'active', now(), now())`, [org.id])
+        await pool.query(
+          `INSERT INTO ${q}.webhook_endpoints (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
+            VALUES ('e1', $1, 'https://hooks.example.com/a', NULL, NULL, true, 'sealed-1', $2, $2)`,
+          [org.id, fixtures.instant(0)]
+        )
+      })
+      expect(yield* PostgresStorage.migrate(pool, schema)).toBe(LATEST_VERSION)
+      const storage = yield* Effect.scoped(PostgresStorage.make({ pool, schema, migrate: false }))
+      const found = Option.getOrThrow(yield* storage.webhooks.findEndpoint(org.id, "e1" as never))
+      expect([found.secret_sealed, found.previous_secret_sealed, found.previous_secret_expires_at]).toEqual(["sealed-1", null, null])
+      const rotation = { expected_secret_sealed: "sealed-1", secret_sealed: "sealed-2", previous_secret_sealed: "sealed-1", previous_secret_expires_at: fixtures.instant(9) }
+      expect((yield* storage.webhooks.rotateSecret(org.id, "e1" as never, rotation, fixtures.instant(1)))._tag).toBe("Rotated")
+      const rotated = Option.getOrThrow(yield* storage.webhooks.findEndpoint(org.id, "e1" as never))
+      expect([rotated.secret_sealed, rotated.previous_secret_sealed, rotated.previous_secret_expires_at]).toEqual(["sealed-2", "sealed-1", fixtures.instant(9)])
     }).pipe(Effect.scoped)
   )
 

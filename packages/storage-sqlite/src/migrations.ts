@@ -22,6 +22,7 @@ import {
   SCHEDULED_SENDS_MIGRATION,
   SEND_QUEUE_MIGRATION,
   TRANSPORT_KIND_MIGRATION,
+  WEBHOOK_SECRET_ROTATION_MIGRATION,
   WEBHOOKS_MIGRATION
 } from "./schema/delivery.js"
 import { MEDIA_MIGRATION } from "./schema/media.js"
@@ -354,10 +355,16 @@ export const migrations: ReadonlyArray<Migration> = [
     up: REPLIES_AND_REACTIONS_MIGRATION
   },
   {
+    version: 24,
+    name: "webhook_secret_rotation",
+    // webhook_endpoints.previous_secret_sealed and previous_secret_expires_at: a rotated-out
+    // signing secret keeps signing beside the new one until then (schema/delivery.ts).
+    up: WEBHOOK_SECRET_ROTATION_MIGRATION
+  },
+  {
     version: 25,
     name: "api_key_expiry",
-    // api_keys.expires_at: the instant a rotated key stops working (NULL: never). Version 24
-    // is another change's; versions need not be contiguous (each is applied when missing).
+    // api_keys.expires_at: the instant a rotated key stops working (NULL: never).
     up: "ALTER TABLE api_keys ADD COLUMN expires_at TEXT;"
   }
 ]

@@ -400,6 +400,29 @@ describe("migrations", () => {
       expect(appliedRows(filename).map((row) => (row as { version: number }).version)).toContain(11)
     }))
 
+  it.effect("migration 24 keeps every webhook endpoint with no previous secret; a rotation then stores one", () =>
+    Effect.gen(function* () {
+      const { filename, db, org } = fileBefore(24)
+      db.prepare(
+        `INSERT INTO webhook_endpoints (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
+          VALUES ('e1', ?, 'https://hooks.example.com/a', NULL, NULL, 1, 'sealed-1', ?, ?)`
+      ).run(org.id, fixtures.instant(0), fixtures.instant(0))
+      db.close()
+      const [found, rotated] = yield* withStorage(
+        filename,
+        Effect.gen(function* () {
+          const { webhooks } = yield* Storage
+          const before = Option.getOrThrow(yield* webhooks.findEndpoint(org.id, "e1" as never))
+          const rotation = { expected_secret_sealed: "sealed-1", secret_sealed: "sealed-2", previous_secret_sealed: "sealed-1", previous_secret_expires_at: fixtures.instant(9) }
+          expect((yield* webhooks.rotateSecret(org.id, "e1" as never, rotation, fixtures.instant(1)))._tag).toBe("Rotated")
+          return [before, Option.getOrThrow(yield* webhooks.findEndpoint(org.id, "e1" as never))] as const
+        })
+      )
+      expect([found.secret_sealed, found.previous_secret_sealed, found.previous_secret_expires_at]).toEqual(["sealed-1", null, null])
+      expect([rotated.secret_sealed, rotated.previous_secret_sealed, rotated.previous_secret_expires_at]).toEqual(["sealed-2", "sealed-1", fixtures.instant(9)])
+      expect(appliedRows(filename).map((row) => (row as { version: number }).version)).toContain(24)
+    }))
+
   it.effect("migration 14 keeps every channel, each with throughput_mps 50; the column refuses a value outside 1–1 000", () =>
     Effect.gen(function* () {
       const filename = files.file()

@@ -56,12 +56,13 @@ export const runAdminCommand = async <A, E>(
   if (Option.isSome(secret) && secret.value.note !== undefined) process.stderr.write(`${secret.value.note}\n`)
   const existed = location.value._tag !== "Sqlite" || existsSync(location.value.filename)
   const channelContext = Layer.merge(
-    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ key }) => SecretKey.layer(key) }),
+    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ keys }) => SecretKey.layer(keys) }),
     channelVerifierFor(graphApi)
   )
   const runtime = ManagedRuntime.make(
     Core.layer.pipe(
-      Layer.provide(channelContext),
+      // Merged too: `secret-key rotate` reads the configured keys.
+      Layer.provideMerge(channelContext),
       Layer.provideMerge(storageLayerFor(location.value)),
       // `templates sync` reads Meta's templates at the same Graph API.
       Layer.merge(MetaTemplateApi.graph(graphApi))

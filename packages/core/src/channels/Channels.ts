@@ -27,7 +27,7 @@ import {
 import { displayNumberOf, readChannelInput, readChannelUpdate } from "./readChannelInput.js"
 import { openSecret, sealSecret } from "../common/secretBox.js"
 import { checkStoredKey, claimKeyCheck } from "../common/secretKeyCheck.js"
-import { SecretKey } from "../common/SecretKey.js"
+import { decryptionKeysOf, SecretKey } from "../common/SecretKey.js"
 
 /**
  * Channels: each organization's own WhatsApp numbers (docs/channels.md). Managing them
@@ -163,9 +163,12 @@ const notFound = (id: string) => new RecordNotFound({ missing: [{ resource: "cha
 const make = Effect.gen(function* () {
   const storage = yield* Storage
   const random = yield* SecureRandom
-  const { key } = yield* SecretKey
+  const secretKeyValue = yield* SecretKey
+  const { key } = secretKeyValue
+  // Every configured key opens a token (the first seals): docs/deployment.md "Rotating the secret key".
+  const keys = decryptionKeysOf(secretKeyValue)
   const verifier = yield* ChannelVerifier
-  if (key !== undefined) yield* checkStoredKey(storage, key)
+  if (key !== undefined) yield* checkStoredKey(storage, keys)
   const requireKey: Effect.Effect<Uint8Array, SecretKeyMissing> =
     key === undefined ? Effect.fail(new SecretKeyMissing()) : Effect.succeed(key)
 
@@ -181,7 +184,7 @@ const make = Effect.gen(function* () {
       })
     }
     // The first channel stores the key's check value; a different key claimed it first → mismatch.
-    yield* claimKeyCheck(storage, secretKey)
+    yield* claimKeyCheck(storage, keys)
     const now = yield* nowIso
     const channel: Channel = {
       uuid: (yield* random.uuid()) as ChannelId,
@@ -224,10 +227,10 @@ const make = Effect.gen(function* () {
   // per message, and AES-GCM per message was a measurable part of dispatch
   // (docs/benchmarks.md "Outbound dispatch"). Bounded; emptied when full.
   const openedTokens = new Map<string, string>()
-  const openToken = (secretKey: Uint8Array, sealed: string): Option.Option<string> => {
+  const openToken = (sealed: string): Option.Option<string> => {
     const known = openedTokens.get(sealed)
     if (known !== undefined) return Option.some(known)
-    const token = openSecret(secretKey, sealed)
+    const token = openSecret(keys, sealed)
     if (Option.isSome(token)) {
       if (openedTokens.size >= OPENED_TOKENS_CACHE_SIZE) openedTokens.clear()
       openedTokens.set(sealed, token.value)
@@ -239,10 +242,10 @@ const make = Effect.gen(function* () {
   // `Effect.fn`'s span and stack capture cost 27–29 µs of CPU per call alone, more on the
   // dispatcher's busy heap (docs/benchmarks.md "Outbound dispatch").
   const getWithToken = Effect.fnUntraced(function* (organizationId: OrganizationId, id: ChannelId) {
-    const secretKey = yield* requireKey
+    yield* requireKey
     const stored = yield* storage.channels.findById(organizationId, id)
     if (Option.isNone(stored)) return yield* notFound(id)
-    const token = openToken(secretKey, stored.value.access_token_sealed)
+    const token = openToken(stored.value.access_token_sealed)
     if (Option.isNone(token)) return yield* new SecretKeyMismatch()
     const result: ChannelWithToken = { organization_id: organizationId, channel: stored.value.channel, access_token: token.value }
     return result

@@ -42,6 +42,33 @@ export const parseSecretKey = (text: string): Either.Either<Uint8Array, string> 
 }
 
 /**
+ * Reads one or several secret keys separated by commas (`SWITCHBOARD_SECRET_KEY="new,old"`),
+ * each as {@link parseSecretKey} reads one; blanks around a key are ignored. The first
+ * encrypts, every one decrypts, tried in this order (docs/deployment.md "Rotating the
+ * secret key"). An empty entry, a malformed key or the same key twice is `Left` with a
+ * message naming the entry's position, never its value.
+ *
+ * @category secrets
+ * @example
+ * import { parseSecretKeys } from "@switchboard/core"
+ * const keys = parseSecretKeys(process.env.SWITCHBOARD_SECRET_KEY ?? "")
+ */
+export const parseSecretKeys = (text: string): Either.Either<ReadonlyArray<Uint8Array>, string> => {
+  const parts = text.split(",")
+  if (parts.length === 1) return Either.map(parseSecretKey(text), (key) => [key])
+  const keys: Array<Uint8Array> = []
+  for (const [index, part] of parts.entries()) {
+    const parsed = parseSecretKey(part)
+    if (Either.isLeft(parsed)) return Either.left(`key ${index + 1} of ${parts.length} (comma-separated) ${parsed.left}`)
+    if (keys.some((key) => Buffer.from(key).equals(parsed.right))) {
+      return Either.left(`key ${index + 1} of ${parts.length} (comma-separated) repeats an earlier key`)
+    }
+    keys.push(parsed.right)
+  }
+  return Either.right(keys)
+}
+
+/**
  * A new random secret key (32 bytes from `node:crypto`).
  *
  * @category secrets
@@ -71,13 +98,30 @@ export const sealSecret = (key: Uint8Array, plaintext: string): string => {
 }
 
 /**
- * Decrypts a text made by {@link sealSecret}. `None` when it was sealed under another
- * key, was altered, or is not a sealed text at all: GCM's tag check means a wrong key
- * never yields a garbled plaintext.
+ * Decrypts a text made by {@link sealSecret} under `key`, or under any of several keys,
+ * tried in order. `None` when it was sealed under another key, was altered, or is not a
+ * sealed text at all: GCM's tag check means a wrong key never yields a garbled plaintext.
  *
  * @category secrets
  */
-export const openSecret = (key: Uint8Array, sealed: string): Option.Option<string> => {
+export const openSecret = (key: Uint8Array | ReadonlyArray<Uint8Array>, sealed: string): Option.Option<string> => {
+  if (key instanceof Uint8Array) return openUnder(key, sealed)
+  for (const each of key) {
+    const opened = openUnder(each, sealed)
+    if (Option.isSome(opened)) return opened
+  }
+  return Option.none()
+}
+
+/**
+ * Whether `sealed` opens under `key` (the encrypting key): `false` for a text sealed under
+ * another key, which `secret-key rotate` seals again.
+ *
+ * @category secrets
+ */
+export const isSealedUnder = (key: Uint8Array, sealed: string): boolean => Option.isSome(openUnder(key, sealed))
+
+const openUnder = (key: Uint8Array, sealed: string): Option.Option<string> => {
   const parts = sealed.split(".")
   if (parts.length !== 4 || parts[0] !== VERSION) return Option.none()
   const [iv, tag, ciphertext] = parts.slice(1).map((part) => Buffer.from(part, "base64url"))

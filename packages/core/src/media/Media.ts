@@ -1,6 +1,6 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { SecretKey } from "../common/SecretKey.js"
+import { decryptionKeysOf, SecretKey } from "../common/SecretKey.js"
 import { IssueCollector } from "../internal/validation.js"
 import { SecretKeyMissing } from "../model/channelErrors.js"
 import { InvalidInput, PlanLimitExceeded, RecordNotFound } from "../model/commonErrors.js"
@@ -378,10 +378,16 @@ const makeMedia = (
 
   const openLink: MediaServiceShape["openLink"] = (uuid, expires, signature) =>
     Effect.gen(function*() {
-      const key = yield* linkKey
-      const expected = Buffer.from(signatureOf(key, uuid.toLowerCase(), expires))
+      yield* linkKey
+      // Signed under any configured secret key (the first signs new links): a link made
+      // before the keys were rotated stays good until it expires.
+      const linkKeys = decryptionKeysOf(yield* SecretKey).map(linkKeyOf)
       const given = Buffer.from(signature)
-      if (!/^\d{1,12}$/.test(expires) || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      const signedByAny = linkKeys.some((each) => {
+        const expected = Buffer.from(signatureOf(each, uuid.toLowerCase(), expires))
+        return given.length === expected.length && timingSafeEqual(given, expected)
+      })
+      if (!/^\d{1,12}$/.test(expires) || !signedByAny) {
         return yield* new MediaLinkRefused({ code: "invalid_signature" })
       }
       if (Number(expires) * 1000 <= (yield* Clock.currentTimeMillis)) return yield* new MediaLinkRefused({ code: "link_expired" })

@@ -62,6 +62,27 @@ export const channelRepository = (state: MemoryState): ChannelRepository => {
       Effect.sync(() => {
         state.secretKeyCheck ??= value
         return state.secretKeyCheck
+      }),
+    resealSecretKeyCheck: (expected, value) =>
+      Effect.sync(() => {
+        if (state.secretKeyCheck !== expected) return false
+        state.secretKeyCheck = value
+        return true
+      }),
+    listSealedTokens: (after, limit) =>
+      Effect.sync(() =>
+        [...rows.values()]
+          .filter((row) => after === null || row.channel.uuid > after)
+          .sort((a, b) => (a.channel.uuid < b.channel.uuid ? -1 : a.channel.uuid > b.channel.uuid ? 1 : 0))
+          .slice(0, Math.max(0, limit))
+          .map((row) => ({ uuid: row.channel.uuid, access_token_sealed: row.access_token_sealed }))
+      ),
+    resealToken: (id, expected, sealed) =>
+      Effect.sync(() => {
+        const row = rows.get(id)
+        if (row === undefined || row.access_token_sealed !== expected) return false
+        rows.set(id, { ...row, access_token_sealed: sealed })
+        return true
       })
   }
 }

@@ -156,7 +156,13 @@ export const webhookRepository = (state: MemoryState): WebhookRepository => {
         const endpoints = endpointsOf(organizationId)
         if (endpoints.size >= limit) return { _tag: "LimitReached", limit } as const
         const endpoint = copyEndpoint(stored.endpoint)
-        endpoints.set(endpoint.uuid, { organization_id: organizationId, endpoint, secret_sealed: stored.secret_sealed })
+        endpoints.set(endpoint.uuid, {
+          organization_id: organizationId,
+          endpoint,
+          secret_sealed: stored.secret_sealed,
+          previous_secret_sealed: null,
+          previous_secret_expires_at: null
+        })
         return { _tag: "Inserted", endpoint: copyEndpoint(endpoint) } as const
       }),
     listEndpoints: (organizationId) =>
@@ -187,13 +193,45 @@ export const webhookRepository = (state: MemoryState): WebhookRepository => {
         }
         return Option.some(copyEndpoint(endpoint))
       }),
-    rotateSecret: (organizationId, id, secretSealed, now) =>
+    rotateSecret: (organizationId, id, rotation, now) =>
       Effect.sync(() => {
         const stored = webhooks.endpoints.get(organizationId)?.get(id)
-        if (stored === undefined) return Option.none()
+        if (stored === undefined) return { _tag: "NotFound" } as const
+        if (stored.secret_sealed !== rotation.expected_secret_sealed) return { _tag: "SecretChanged" } as const
         const endpoint = { ...stored.endpoint, updated_at: now }
-        endpointsOf(organizationId).set(id, { ...stored, endpoint, secret_sealed: secretSealed })
-        return Option.some(copyEndpoint(endpoint))
+        endpointsOf(organizationId).set(id, {
+          ...stored,
+          endpoint,
+          secret_sealed: rotation.secret_sealed,
+          previous_secret_sealed: rotation.previous_secret_sealed,
+          previous_secret_expires_at: rotation.previous_secret_expires_at
+        })
+        return { _tag: "Rotated", endpoint: copyEndpoint(endpoint) } as const
+      }),
+    listSealedSecrets: (after, limit) =>
+      Effect.sync(() =>
+        [...webhooks.endpoints.values()]
+          .flatMap((endpoints) => [...endpoints.values()])
+          .filter((stored) => after === null || stored.endpoint.uuid > after)
+          .sort((a, b) => (a.endpoint.uuid < b.endpoint.uuid ? -1 : a.endpoint.uuid > b.endpoint.uuid ? 1 : 0))
+          .slice(0, Math.max(0, limit))
+          .map((stored) => ({
+            uuid: stored.endpoint.uuid,
+            secret_sealed: stored.secret_sealed,
+            previous_secret_sealed: stored.previous_secret_sealed
+          }))
+      ),
+    resealSecret: (id, field, expected, sealed) =>
+      Effect.sync(() => {
+        for (const [organizationId, endpoints] of webhooks.endpoints) {
+          const stored = endpoints.get(id)
+          if (stored === undefined) continue
+          const column = field === "secret" ? "secret_sealed" : "previous_secret_sealed"
+          if (stored[column] !== expected) return false
+          endpointsOf(organizationId).set(id, { ...stored, [column]: sealed })
+          return true
+        }
+        return false
       }),
     deleteEndpoint: (organizationId, id) =>
       Effect.sync(() => {
@@ -239,6 +277,8 @@ export const webhookRepository = (state: MemoryState): WebhookRepository => {
             endpoint_uuid: delivery.endpoint_uuid,
             url: stored.endpoint.url,
             secret_sealed: stored.secret_sealed,
+            previous_secret_sealed: stored.previous_secret_sealed,
+            previous_secret_expires_at: stored.previous_secret_expires_at,
             event: { id: event.id, type: event.type, created_at: event.created_at, data: structuredClone(event.data) },
             attempt: delivery.attempts + 1
           })

@@ -72,3 +72,19 @@ export class SecretKeyMismatch extends Schema.TaggedError<SecretKeyMismatch>()("
     return "SWITCHBOARD_SECRET_KEY (the secret key) is not the key this database's channel access tokens and webhook signing secrets were encrypted with; set the key used before"
   }
 }
+
+/**
+ * `secret-key rotate` needs at least two keys configured (`SWITCHBOARD_SECRET_KEY="new,old"`:
+ * the new key first, which every value is sealed under again, then the old one that opens
+ * them); nothing was changed (docs/deployment.md "Rotating the secret key").
+ *
+ * @category errors
+ */
+export class SecretKeyRotationNeedsTwoKeys extends Schema.TaggedError<SecretKeyRotationNeedsTwoKeys>()(
+  "SecretKeyRotationNeedsTwoKeys",
+  { configured: Schema.Int }
+) {
+  override get message(): string {
+    return `Rotating the secret key needs at least two keys in SWITCHBOARD_SECRET_KEY, separated by commas: the new key first, then the old one (${this.configured} configured); nothing was changed`
+  }
+}

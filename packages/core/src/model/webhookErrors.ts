@@ -48,3 +48,21 @@ export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()("
     return `The webhook URL is refused: ${this.reason}`
   }
 }
+
+/**
+ * The endpoint's previous signing secret is still in its overlap (it signs deliveries
+ * until `previous_secret_expires_at`): a second rotation now would stop it at once, so
+ * nothing was changed. Rotate again with `force: true` to drop that older secret now
+ * (at most two secrets ever sign), or after it expires. HTTP 409 `rotation_in_progress`
+ * (docs/webhooks.md "The secret").
+ *
+ * @category errors
+ */
+export class WebhookRotationInProgress extends Schema.TaggedError<WebhookRotationInProgress>()(
+  "WebhookRotationInProgress",
+  { uuid: Schema.String, previous_secret_expires_at: Schema.String }
+) {
+  override get message(): string {
+    return `Webhook endpoint ${this.uuid} is rotating its secret: the previous secret signs until ${this.previous_secret_expires_at}; rotate with force: true to drop it now`
+  }
+}

@@ -123,6 +123,22 @@ export type WebhookDeliveryAttempt = typeof WebhookDeliveryAttempt.Type
 export const MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION = 10
 
 /**
+ * How long, in seconds, a rotated-out signing secret keeps signing deliveries beside the
+ * new one by default: 86 400 (24 h; docs/webhooks.md "The secret").
+ */
+export const DEFAULT_PREVIOUS_SECRET_EXPIRES_IN_SECONDS = 86_400
+
+/** The longest overlap a rotation may ask for, in seconds: 604 800 (7 days). */
+export const MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS = 604_800
+
+/**
+ * Whether a previous signing secret still signs at `now` (ISO 8601 instants compared as
+ * instants): its expiry is set and later than `now`.
+ */
+export const previousSecretSigns = (previousSecretExpiresAt: string | null, now: string): boolean =>
+  previousSecretExpiresAt !== null && Date.parse(previousSecretExpiresAt) > Date.parse(now)
+
+/**
  * The retry schedule, in milliseconds after the previous attempt (docs/webhooks.md
  * "Retries"): about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h; each delay gets up to 10%
  * random jitter. After the last, the delivery is `failed`.

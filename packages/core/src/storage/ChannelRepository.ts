@@ -93,4 +93,34 @@ export interface ChannelRepository {
    * insert-if-absent), and returns the value stored afterwards: `value` or the earlier one.
    */
   readonly claimSecretKeyCheck: (value: string) => Effect.Effect<string, StorageError>
+  /**
+   * Replaces the secret-key check value with `value` only while it is `expected` (a
+   * compare-and-set): `true` when written; `false` when none is stored or another value is.
+   */
+  readonly resealSecretKeyCheck: (expected: string, value: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * Up to `limit` channels of every organization with their sealed tokens, by `uuid`
+   * ascending, strictly after `after` (from the first when `null`): `secret-key rotate`
+   * reads them in pages.
+   */
+  readonly listSealedTokens: (
+    after: ChannelId | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<SealedChannelToken>, StorageError>
+  /**
+   * Sets the channel's sealed token to `sealed` only while it is still `expected` (a
+   * compare-and-set; `updated_at` and the token's last 4 unchanged): `true` when written,
+   * `false` (nothing written) when the channel is gone or its token changed meanwhile.
+   */
+  readonly resealToken: (id: ChannelId, expected: string, sealed: string) => Effect.Effect<boolean, StorageError>
+}
+
+/**
+ * A channel's sealed access token, as `secret-key rotate` reads them.
+ *
+ * @category storage
+ */
+export interface SealedChannelToken {
+  readonly uuid: ChannelId
+  readonly access_token_sealed: string
 }

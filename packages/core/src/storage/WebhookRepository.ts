@@ -30,7 +30,9 @@ import type { StorageError } from "./errors.js"
 
 /**
  * A webhook endpoint as stored: the record, its organization, and its signing secret
- * sealed by `sealSecret` (never the plaintext).
+ * sealed by `sealSecret` (never the plaintext); after a rotation with an overlap, the
+ * previous secret (sealed too) and the instant it stops signing (ISO 8601), else both
+ * `null` (docs/webhooks.md "The secret").
  *
  * @category storage
  */
@@ -38,6 +40,46 @@ export interface StoredWebhookEndpoint {
   readonly organization_id: OrganizationId
   readonly endpoint: WebhookEndpoint
   readonly secret_sealed: string
+  readonly previous_secret_sealed: string | null
+  readonly previous_secret_expires_at: string | null
+}
+
+/**
+ * What {@link WebhookRepository.rotateSecret} writes, only while the endpoint's sealed
+ * secret is still `expected_secret_sealed` (a compare-and-set): the new sealed secret,
+ * and the previous one with its expiry (both `null`: no overlap).
+ *
+ * @category storage
+ */
+export interface WebhookSecretRotation {
+  readonly expected_secret_sealed: string
+  readonly secret_sealed: string
+  readonly previous_secret_sealed: string | null
+  readonly previous_secret_expires_at: string | null
+}
+
+/**
+ * Outcome of {@link WebhookRepository.rotateSecret}: `Rotated` with the endpoint;
+ * `NotFound`; `SecretChanged` when the sealed secret was no longer the expected one
+ * (another rotation or a re-seal came first), nothing written.
+ *
+ * @category storage
+ */
+export type WebhookSecretRotationOutcome =
+  | { readonly _tag: "Rotated"; readonly endpoint: WebhookEndpoint }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "SecretChanged" }
+
+/**
+ * An endpoint's sealed secrets, as `secret-key rotate` reads them (every organization's,
+ * by `uuid`): the current one and the previous one (`null`: none).
+ *
+ * @category storage
+ */
+export interface SealedWebhookSecrets {
+  readonly uuid: WebhookEndpointId
+  readonly secret_sealed: string
+  readonly previous_secret_sealed: string | null
 }
 
 /**
@@ -53,6 +95,9 @@ export interface ClaimedDelivery {
   readonly endpoint_uuid: WebhookEndpointId
   readonly url: string
   readonly secret_sealed: string
+  /** The previous secret while an overlap may run: signs too until `previous_secret_expires_at` (core compares). */
+  readonly previous_secret_sealed: string | null
+  readonly previous_secret_expires_at: string | null
   readonly event: WebhookEvent
   /** The number of this attempt, from 1. */
   readonly attempt: number
@@ -128,13 +173,37 @@ export interface WebhookRepository {
     patch: WebhookEndpointPatch,
     now: string
   ) => Effect.Effect<Option.Option<WebhookEndpoint>, StorageError>
-  /** Replaces the sealed secret (and `updated_at`); later attempts, retries included, use it. `None` when not found. */
+  /**
+   * Replaces the sealed secret, the previous secret and its expiry (and `updated_at`) in
+   * one compare-and-set on the sealed secret (`SecretChanged`, nothing written, when it is
+   * no longer `rotation.expected_secret_sealed`); later attempts, retries included, use them.
+   */
   readonly rotateSecret: (
     organizationId: OrganizationId,
     id: WebhookEndpointId,
-    secretSealed: string,
+    rotation: WebhookSecretRotation,
     now: string
-  ) => Effect.Effect<Option.Option<WebhookEndpoint>, StorageError>
+  ) => Effect.Effect<WebhookSecretRotationOutcome, StorageError>
+  /**
+   * Up to `limit` endpoints of every organization with their sealed secrets, by `uuid`
+   * ascending, strictly after `after` (from the first when `null`): `secret-key rotate`
+   * reads them in pages.
+   */
+  readonly listSealedSecrets: (
+    after: WebhookEndpointId | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<SealedWebhookSecrets>, StorageError>
+  /**
+   * Sets the endpoint's sealed `secret` or `previous_secret` to `sealed` only while it is
+   * still `expected` (a compare-and-set; `updated_at` unchanged): `true` when written,
+   * `false` (nothing written) when the endpoint is gone or the value changed meanwhile.
+   */
+  readonly resealSecret: (
+    id: WebhookEndpointId,
+    field: "secret" | "previous_secret",
+    expected: string,
+    sealed: string
+  ) => Effect.Effect<boolean, StorageError>
   /** Deletes the endpoint with its deliveries and attempts; `false` when not found. */
   readonly deleteEndpoint: (organizationId: OrganizationId, id: WebhookEndpointId) => Effect.Effect<boolean, StorageError>
   /**

@@ -1,5 +1,5 @@
 import { Clock, Effect, Either, Option, Random } from "effect"
-import { SecretKey } from "../common/SecretKey.js"
+import { decryptionKeysOf, SecretKey } from "../common/SecretKey.js"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "../dispatch/DispatchWake.js"
 import {
@@ -15,7 +15,7 @@ import { SecureRandom } from "../random/SecureRandom.js"
 import type { StorageError } from "../storage/errors.js"
 import { Storage } from "../storage/Storage.js"
 import type { AttemptRecord, ClaimedDelivery } from "../storage/WebhookRepository.js"
-import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS, DELIVERY_TIMEOUT_MS } from "../model/webhooks.js"
+import { DELIVERY_LEASE_MS, DELIVERY_RETENTION_MS, DELIVERY_TIMEOUT_MS, previousSecretSigns } from "../model/webhooks.js"
 import { WebhookSender, type WebhookSendOutcome } from "./WebhookSender.js"
 import { WebhookSettings } from "./WebhookSettings.js"
 
@@ -113,16 +113,25 @@ export const nextDeliveryState = (
 }
 
 /**
- * The plaintext secret of a claimed delivery under `key`, or the attempt error saying why
- * there is none (never the secret itself).
+ * The plaintext secrets of a claimed delivery under the configured keys (any of them
+ * opens): the current one, and the previous one while it still signs at `now` (its
+ * overlap after a rotation); or the attempt error saying why there is none (never a
+ * secret itself). A previous secret that cannot be opened is left out: the current one signs.
  */
-const endpointSecret = (key: Uint8Array | undefined, delivery: ClaimedDelivery) =>
-  key === undefined
-    ? Either.left("no secret key is configured, so the endpoint secret cannot be opened")
-    : Option.match(openSecret(key, delivery.secret_sealed), {
-      onNone: () => Either.left("the endpoint secret cannot be opened with the configured secret key"),
-      onSome: (secret) => Either.right(secret)
-    })
+const endpointSecrets = (
+  keys: ReadonlyArray<Uint8Array>,
+  delivery: ClaimedDelivery,
+  now: string
+): Either.Either<{ readonly secret: string; readonly previous_secret: string | undefined }, string> => {
+  if (keys.length === 0) return Either.left("no secret key is configured, so the endpoint secret cannot be opened")
+  const secret = openSecret(keys, delivery.secret_sealed)
+  if (Option.isNone(secret)) return Either.left("the endpoint secret cannot be opened with the configured secret key")
+  const previous =
+    delivery.previous_secret_sealed !== null && previousSecretSigns(delivery.previous_secret_expires_at, now)
+      ? Option.getOrUndefined(openSecret(keys, delivery.previous_secret_sealed))
+      : undefined
+  return Either.right({ secret: secret.value, previous_secret: previous })
+}
 
 /**
  * What one attempt of a claimed delivery produced: the sender's `outcome`, when it began
@@ -142,11 +151,15 @@ const attemptDelivery = (delivery: ClaimedDelivery): Effect.Effect<DeliveryAttem
     const settings = yield* WebhookSettings
     const sender = yield* WebhookSender
     const attemptedAtMs = yield* Clock.currentTimeMillis
-    const { key } = yield* SecretKey
-    const secret = endpointSecret(key, delivery)
-    const outcome: WebhookSendOutcome = Either.isRight(secret)
-      ? yield* sender.send({ url: delivery.url, secret: secret.right, event: delivery.event })
-      : { delivered: false, status: null, error: secret.left, duration_ms: 0, response_body: null }
+    const secrets = endpointSecrets(decryptionKeysOf(yield* SecretKey), delivery, new Date(attemptedAtMs).toISOString())
+    const outcome: WebhookSendOutcome = Either.isRight(secrets)
+      ? yield* sender.send({
+        url: delivery.url,
+        secret: secrets.right.secret,
+        ...(secrets.right.previous_secret === undefined ? {} : { previous_secret: secrets.right.previous_secret }),
+        event: delivery.event
+      })
+      : { delivered: false, status: null, error: secrets.left, duration_ms: 0, response_body: null }
     const jitter = (yield* Random.next) * 0.1
     const next = nextDeliveryState(outcome, delivery.attempt, attemptedAtMs, settings.retryDelaysMs, jitter)
     return { outcome, attemptedAtMs, next }

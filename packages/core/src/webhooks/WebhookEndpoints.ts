@@ -1,6 +1,6 @@
 import { Context, Effect, Encoding, Layer, Option } from "effect"
 import { SecretKeyMismatch, SecretKeyMissing } from "../model/channelErrors.js"
-import { SecretKey } from "../common/SecretKey.js"
+import { decryptionKeysOf, SecretKey } from "../common/SecretKey.js"
 import { sealSecret } from "../common/secretBox.js"
 import { checkStoredKey, claimKeyCheck } from "../common/secretKeyCheck.js"
 import { cursorPage, encodeCursor, recordListCursorBinding } from "../common/cursor.js"
@@ -17,10 +17,14 @@ import { checkWebhookUrl } from "./addressSafety.js"
 import {
   WebhookEndpointDisabled,
   WebhookEndpointLimitReached,
+  WebhookRotationInProgress,
   type WebhookUrlRefused
 } from "../model/webhookErrors.js"
 import {
+  DEFAULT_PREVIOUS_SECRET_EXPIRES_IN_SECONDS,
+  MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS,
   MAX_WEBHOOK_ENDPOINTS_PER_ORGANIZATION,
+  previousSecretSigns,
   WEBHOOK_EVENT_TYPES,
   type WebhookDeliveryAttempt,
   type WebhookEndpoint,
@@ -76,6 +80,31 @@ export interface WebhookEndpointUpdate {
 export interface WebhookEndpointWithSecret {
   readonly endpoint: WebhookEndpoint
   readonly secret: string
+}
+
+/**
+ * What `WebhookEndpoints.rotateSecret` takes (docs/webhooks.md "The secret"):
+ * `previous_secret_expires_in`, how many seconds the old secret keeps signing beside the
+ * new one (a whole number 0–604 800; default 86 400; 0: it stops at once), and `force`
+ * (default `false`): rotate even while an earlier rotation's previous secret still signs,
+ * dropping that older secret at once. Values of other types are reported as issues.
+ *
+ * @category webhooks
+ */
+export interface WebhookSecretRotationInput {
+  readonly previous_secret_expires_in?: number | undefined
+  readonly force?: boolean | undefined
+}
+
+/**
+ * The answer of `rotateSecret`: the endpoint, its new `secret` (shown only here) and
+ * `previous_secret_expires_at`, the instant (ISO 8601) the old secret stops signing, or
+ * `null` when it stopped at once.
+ *
+ * @category webhooks
+ */
+export interface WebhookSecretRotated extends WebhookEndpointWithSecret {
+  readonly previous_secret_expires_at: string | null
 }
 
 /**
@@ -148,13 +177,21 @@ export interface WebhookEndpointsService {
     id: WebhookEndpointId
   ) => Effect.Effect<void, RecordNotFound | SecretKeyMissing | StorageError>
   /**
-   * Replaces the signing secret with a new one, in force at once: every later attempt,
-   * retries of earlier events included, is signed with it. The new secret is shown only here.
+   * Issues a new signing secret (shown only here). The old one keeps signing beside it for
+   * `previous_secret_expires_in` seconds (default 86 400; 0: not at all): until then every
+   * attempt, retries of earlier events included, carries both signatures; afterwards only
+   * the new one. While an earlier rotation's previous secret still signs →
+   * `WebhookRotationInProgress`, nothing changed, unless `force` (that older secret is then
+   * dropped at once: at most two secrets ever sign). A bad option → `InvalidInput`.
    */
   readonly rotateSecret: (
     organizationId: OrganizationId,
-    id: WebhookEndpointId
-  ) => Effect.Effect<WebhookEndpointWithSecret, RecordNotFound | SecretKeyMissing | SecretKeyMismatch | StorageError>
+    id: WebhookEndpointId,
+    input?: WebhookSecretRotationInput
+  ) => Effect.Effect<
+    WebhookSecretRotated,
+    InvalidInput | RecordNotFound | WebhookRotationInProgress | SecretKeyMissing | SecretKeyMismatch | StorageError
+  >
   /**
    * One cursor page of the endpoint's delivery attempts, newest first (`attempted_at desc,
    * id desc`): `limit` 1–100 (default 20), `cursor` the `next_cursor` of the previous page.
@@ -213,12 +250,46 @@ const endpointNotFound = (id: string) => new RecordNotFound({ missing: [{ resour
 
 const DELIVERIES_SCOPE = "webhook_deliveries"
 
+/** How often a rotation reads again when its compare-and-set lost to another write. */
+const MAX_ROTATION_ROUNDS = 20
+
+/** The checked options of a rotation, or `InvalidInput` with every issue. */
+const readRotation = (
+  input: unknown
+): Effect.Effect<{ readonly expiresInSeconds: number; readonly force: boolean }, InvalidInput> => {
+  const collector = new IssueCollector()
+  if (input !== undefined && input !== null && !isRecord(input)) collector.add("invalid_type", "body", "the input must be an object")
+  const record = isRecord(input) ? input : {}
+  let expiresInSeconds = DEFAULT_PREVIOUS_SECRET_EXPIRES_IN_SECONDS
+  const given = record.previous_secret_expires_in
+  if (given !== undefined && given !== null) {
+    if (typeof given !== "number" || !Number.isInteger(given) || given < 0 || given > MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS) {
+      collector.add(
+        typeof given === "number" ? "invalid_format" : "invalid_type",
+        "previous_secret_expires_in",
+        `previous_secret_expires_in must be a whole number of seconds from 0 to ${MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS}`
+      )
+    } else expiresInSeconds = given
+  }
+  let force = false
+  if (record.force !== undefined && record.force !== null) {
+    if (typeof record.force === "boolean") force = record.force
+    else collector.add("invalid_type", "force", "force must be true or false")
+  }
+  return collector.issues.length === 0
+    ? Effect.succeed({ expiresInSeconds, force })
+    : Effect.fail(new InvalidInput({ issues: collector.issues }))
+}
+
 const make = Effect.gen(function* () {
   const storage = yield* Storage
   const random = yield* SecureRandom
-  const { key } = yield* SecretKey
+  const secretKeyValue = yield* SecretKey
+  const { key } = secretKeyValue
+  // Every configured key passes the key check (the first seals): docs/deployment.md "Rotating the secret key".
+  const keys = decryptionKeysOf(secretKeyValue)
   const layerSettings = yield* WebhookSettings
-  if (key !== undefined) yield* checkStoredKey(storage, key)
+  if (key !== undefined) yield* checkStoredKey(storage, keys)
   const requireKey: Effect.Effect<Uint8Array, SecretKeyMissing> =
     key === undefined ? Effect.fail(new SecretKeyMissing()) : Effect.succeed(key)
   // Settings provided to the call (a handler's runtime) win over those the Layer was built with.
@@ -239,7 +310,7 @@ const make = Effect.gen(function* () {
     const url = fields.url ?? ""
     yield* checkUrl(url)
     // The first sealed value stores the key's check value; a different key claimed it first → mismatch.
-    yield* claimKeyCheck(storage, secretKey)
+    yield* claimKeyCheck(storage, keys)
     const now = yield* nowIso
     const endpoint: WebhookEndpoint = {
       uuid: (yield* random.uuid()) as WebhookEndpointId,
@@ -276,15 +347,47 @@ const make = Effect.gen(function* () {
     return yield* Option.match(updated, { onNone: () => Effect.fail(endpointNotFound(id)), onSome: Effect.succeed })
   })
 
-  const rotateSecret = Effect.fn("WebhookEndpoints.rotateSecret")(function* (organizationId: OrganizationId, id: WebhookEndpointId) {
+  const rotateSecret = Effect.fn("WebhookEndpoints.rotateSecret")(function* (
+    organizationId: OrganizationId,
+    id: WebhookEndpointId,
+    input?: WebhookSecretRotationInput
+  ) {
     const secretKey = yield* requireKey
-    yield* claimKeyCheck(storage, secretKey)
+    const { expiresInSeconds, force } = yield* readRotation(input)
+    yield* claimKeyCheck(storage, keys)
     const secret = yield* newSecret
-    const now = yield* nowIso
-    const rotated = yield* storage.webhooks.rotateSecret(organizationId, id, sealSecret(secretKey, secret), now)
-    if (Option.isNone(rotated)) return yield* endpointNotFound(id)
-    const result: WebhookEndpointWithSecret = { endpoint: rotated.value, secret }
-    return result
+    const secretSealed = sealSecret(secretKey, secret)
+    // A compare-and-set on the sealed secret read: when another rotation (or a re-seal by
+    // `secret-key rotate`) wrote first, read again and decide again.
+    for (let round = 0; ; round++) {
+      const stored = yield* found(organizationId, id)
+      const now = yield* nowIso
+      if (!force && stored.previous_secret_expires_at !== null && previousSecretSigns(stored.previous_secret_expires_at, now)) {
+        return yield* new WebhookRotationInProgress({ uuid: id, previous_secret_expires_at: stored.previous_secret_expires_at })
+      }
+      const expiresAt = expiresInSeconds === 0 ? null : new Date(Date.parse(now) + expiresInSeconds * 1000).toISOString()
+      const outcome = yield* storage.webhooks.rotateSecret(
+        organizationId,
+        id,
+        {
+          expected_secret_sealed: stored.secret_sealed,
+          secret_sealed: secretSealed,
+          previous_secret_sealed: expiresAt === null ? null : stored.secret_sealed,
+          previous_secret_expires_at: expiresAt
+        },
+        now
+      )
+      switch (outcome._tag) {
+        case "NotFound":
+          return yield* endpointNotFound(id)
+        case "Rotated": {
+          const result: WebhookSecretRotated = { endpoint: outcome.endpoint, secret, previous_secret_expires_at: expiresAt }
+          return result
+        }
+        case "SecretChanged":
+          if (round >= MAX_ROTATION_ROUNDS) return yield* Effect.die(new Error("webhook secret rotation: the secret kept changing"))
+      }
+    }
   })
 
   const deliveries = Effect.fn("WebhookEndpoints.deliveries")(function* (

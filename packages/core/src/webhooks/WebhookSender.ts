@@ -13,7 +13,10 @@ import { WebhookSettings } from "./WebhookSettings.js"
  * `content-type: application/json`, `webhook-id` (the event's id, the same on every
  * attempt), `webhook-timestamp` (seconds since the epoch) and `webhook-signature`, made
  * by the `standardwebhooks` package with the endpoint's secret (`v1,<base64 HMAC-SHA256>`),
- * so a receiver verifies a delivery with `new Webhook(secret).verify(body, headers)`.
+ * so a receiver verifies a delivery with `new Webhook(secret).verify(body, headers)`. During
+ * a secret's overlap after a rotation the request also carries the `previous_secret`: then
+ * `webhook-signature` holds two `v1,` entries, space-separated (the new secret's first), made
+ * over the same id, timestamp and body, so a receiver holding either secret verifies it.
  *
  * The host is resolved and checked by `resolveWebhookAddress` at each attempt, and the
  * connection goes to that checked address (never resolved again; TLS still verifies the
@@ -40,13 +43,15 @@ export interface WebhookSendOutcome {
 
 /**
  * One delivery to send: the endpoint's `url`, its signing `secret` in plaintext (a
- * `whsec_…` Standard Webhooks secret), and the `event`.
+ * `whsec_…` Standard Webhooks secret), the `previous_secret` while a rotation's overlap
+ * runs (absent otherwise: it signs too), and the `event`.
  *
  * @category webhooks
  */
 export interface WebhookSendRequest {
   readonly url: string
   readonly secret: string
+  readonly previous_secret?: string | undefined
   readonly event: WebhookEvent
 }
 
@@ -83,8 +88,10 @@ export const webhookPayload = (event: WebhookEvent): string =>
 
 /**
  * The headers of a delivery signed with `secret` at `timestamp`: `content-type`,
- * `webhook-id`, `webhook-timestamp` (seconds) and `webhook-signature`. Throws when `secret`
- * is not a Standard Webhooks secret (base64, optionally prefixed `whsec_`).
+ * `webhook-id`, `webhook-timestamp` (seconds) and `webhook-signature`; with a
+ * `previousSecret`, the signature header is two `v1,` entries, space-separated, the
+ * `secret`'s first. Throws when a secret is not a Standard Webhooks secret (base64,
+ * optionally prefixed `whsec_`).
  *
  * @category webhooks
  */
@@ -92,12 +99,15 @@ export const signWebhook = (
   secret: string,
   event: WebhookEvent,
   payload: string,
-  timestamp: Date
+  timestamp: Date,
+  previousSecret?: string
 ): Record<string, string> => ({
   "content-type": "application/json",
   "webhook-id": event.id,
   "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
-  "webhook-signature": new Webhook(secret).sign(event.id, timestamp, payload)
+  "webhook-signature": [secret, ...(previousSecret === undefined ? [] : [previousSecret])]
+    .map((each) => new Webhook(each).sign(event.id, timestamp, payload))
+    .join(" ")
 })
 
 /** The first bytes of `bytes`, at most `limit`, cut at a character boundary, as UTF-8 text. */
@@ -215,7 +225,7 @@ const post = (
 export const makeHttpWebhookSender = (options: HttpWebhookSenderOptions = {}): WebhookSenderValue => {
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS
   return {
-    send: ({ event, secret, url }) =>
+    send: ({ event, previous_secret, secret, url }) =>
       Effect.gen(function*() {
         const started = yield* Clock.currentTimeMillis
         const settings = yield* WebhookSettings
@@ -244,7 +254,7 @@ export const makeHttpWebhookSender = (options: HttpWebhookSenderOptions = {}): W
         const payload = webhookPayload(event)
         let headers: Record<string, string>
         try {
-          headers = signWebhook(secret, event, payload, new Date(yield* Clock.currentTimeMillis))
+          headers = signWebhook(secret, event, payload, new Date(yield* Clock.currentTimeMillis), previous_secret)
         } catch {
           return yield* outcome({ error: "the endpoint secret is not a usable signing secret" })
         }

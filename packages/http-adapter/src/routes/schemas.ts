@@ -315,14 +315,31 @@ export const WebhookEndpointRecord = WebhookEndpoint.annotations({
 })
 
 /**
- * Data of `POST /webhook-endpoints` and `POST /webhook-endpoints/{uuid}/rotate-secret`:
- * the endpoint and its signing `secret` (`whsec_` and base64), shown only in these answers.
+ * Data of `POST /webhook-endpoints`: the endpoint and its signing `secret` (`whsec_` and
+ * base64), shown only there and, with the rotation's expiry, by rotate-secret.
  *
  * @category schemas
  */
 export const WebhookEndpointWithSecretData = Schema.Struct({ ...WebhookEndpoint.fields, secret: Schema.String }).annotations({
   identifier: "WebhookEndpointWithSecret",
   description: "A webhook endpoint with its signing secret, shown once: store it now"
+})
+
+/**
+ * Data of `POST /webhook-endpoints/{uuid}/rotate-secret`: the endpoint, its new signing
+ * `secret` (shown only here) and `previous_secret_expires_at`, when the old secret stops
+ * signing (`null`: it stopped at once).
+ *
+ * @category schemas
+ */
+export const WebhookSecretRotatedData = Schema.Struct({
+  ...WebhookEndpoint.fields,
+  secret: Schema.String,
+  previous_secret_expires_at: Schema.NullOr(Schema.String)
+}).annotations({
+  identifier: "WebhookSecretRotated",
+  description:
+    "A webhook endpoint with its new signing secret, shown once: store it now. The old secret signs beside it until previous_secret_expires_at (null: not at all)"
 })
 
 /**

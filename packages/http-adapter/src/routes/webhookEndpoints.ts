@@ -1,11 +1,13 @@
 import { Effect } from "effect"
 import {
+  MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS,
   WEBHOOK_EVENT_TYPES,
   WebhookEndpoints,
   type WebhookEndpointId,
   type WebhookEndpointInput,
   type WebhookEndpointUpdate,
-  type WebhookEndpointWithSecret
+  type WebhookEndpointWithSecret,
+  type WebhookSecretRotationInput
 } from "@switchboard/core"
 import { defineRoute } from "./route.js"
 import {
@@ -14,7 +16,8 @@ import {
   WebhookDeliveryRetryData,
   WebhookEndpointListData,
   WebhookEndpointRecord,
-  WebhookEndpointWithSecretData
+  WebhookEndpointWithSecretData,
+  WebhookSecretRotatedData
 } from "./schemas.js"
 import { pageSize, uuidOf, uuidParams } from "./shared.js"
 
@@ -142,22 +145,54 @@ export const deleteWebhookEndpointRoute = defineRoute({
     )
 })
 
-/** `POST /webhook-endpoints/{uuid}/rotate-secret`: a new signing secret, in force at once; data is the endpoint with it. */
+/**
+ * `POST /webhook-endpoints/{uuid}/rotate-secret` `{previous_secret_expires_in?, force?}`: a
+ * new signing secret; the old one keeps signing beside it for `previous_secret_expires_in`
+ * seconds (default 86 400, at most 604 800, 0: stops at once). Data is the endpoint with the
+ * new `secret` and `previous_secret_expires_at`. 409 `rotation_in_progress` while an earlier
+ * overlap runs, unless `force`.
+ */
 export const rotateWebhookSecretRoute = defineRoute({
   method: "POST",
   path: "/webhook-endpoints/:uuid/rotate-secret",
   tag: TAG,
-  summary: "Replace a webhook endpoint's signing secret",
+  summary: "Rotate a webhook endpoint's signing secret, with an overlap",
   description:
-    "The new `secret` is shown only in this answer and signs every later attempt at once, retries of earlier events " +
-    "included; the old one stops working.",
-  data: WebhookEndpointWithSecretData,
-  errors: [NEEDS_KEY],
+    "Issues a new signing `secret`, shown only in this answer. The old secret keeps signing beside it for " +
+    "`previous_secret_expires_in` seconds (default 86400 = 24 h, at most 604800 = 7 days; 0: it stops at once): until " +
+    "`previous_secret_expires_at` every delivery, retries of earlier events included, carries both signatures in " +
+    "`webhook-signature` (two `v1,` entries, space-separated), so a receiver holding either secret verifies it; " +
+    "afterwards only the new one signs. A second rotation while the old secret still signs is 409 " +
+    "`rotation_in_progress` unless `force: true`, which drops that older secret at once (at most two secrets ever sign).",
+  data: WebhookSecretRotatedData,
+  errors: ["invalid_input", "rotation_in_progress", NEEDS_KEY],
   params: uuidParams,
-  handle: ({ auth, params }) =>
+  body: {
+    previous_secret_expires_in: {
+      type: "number",
+      integer: true,
+      min: 0,
+      max: MAX_PREVIOUS_SECRET_EXPIRES_IN_SECONDS,
+      optional: true
+    },
+    force: { type: "boolean", optional: true }
+  },
+  // A request without a body (as before the overlap existed) rotates with the defaults.
+  bodyOptional: true,
+  bodyExamples: {
+    default: { summary: "The old secret signs beside the new one for 24 hours", value: {} },
+    oneHour: { summary: "An overlap of one hour", value: { previous_secret_expires_in: 3600 } },
+    now: { summary: "The old secret stops at once (a leaked secret)", value: { previous_secret_expires_in: 0, force: true } }
+  },
+  handle: ({ auth, params, body }) =>
     Effect.map(
-      Effect.flatMap(WebhookEndpoints, (endpoints) => endpoints.rotateSecret(auth.organization.id, endpointIdOf(params))),
-      (result) => ({ message: "Webhook secret rotated", data: withSecret(result) })
+      Effect.flatMap(WebhookEndpoints, (endpoints) =>
+        endpoints.rotateSecret(auth.organization.id, endpointIdOf(params), (body ?? {}) as WebhookSecretRotationInput)
+      ),
+      (result) => ({
+        message: "Webhook secret rotated",
+        data: { ...withSecret(result), previous_secret_expires_at: result.previous_secret_expires_at }
+      })
     )
 })
 

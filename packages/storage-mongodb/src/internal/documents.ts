@@ -475,6 +475,9 @@ export interface WebhookEndpointDocument {
   readonly enabled: boolean
   readonly enabled_since: string | null
   readonly secret_sealed: string
+  /** After a rotation with an overlap: the rotated-out secret (sealed) and when it stops signing; absent on older documents (none). */
+  readonly previous_secret_sealed?: string | null
+  readonly previous_secret_expires_at?: string | null
   readonly created_at: string
   readonly updated_at: string
 }

@@ -1,5 +1,5 @@
 import { Option } from "effect"
-import type { Channel, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
+import type { Channel, ChannelId, ChannelInsertOutcome, ChannelRepository, OrganizationId, StoredChannel } from "@switchboard/core"
 import type { ChannelDocument } from "../internal/documents.js"
 import { attempt, isDuplicateKey, onDuplicateKey } from "../internal/driver.js"
 import { byId, eq, ofOrganization, owned } from "../internal/queries.js"
@@ -95,6 +95,30 @@ export const channelRepository = (collections: Collections, usage: Usage): Chann
       const stored = await collections.settings.findOne(byId(SECRET_KEY_CHECK))
       if (stored === null) throw new Error("the secret-key check value vanished after it was stored")
       return stored.value
+    }),
+  resealSecretKeyCheck: (expected, value) =>
+    attempt("channels.resealSecretKeyCheck", async () => {
+      const { modifiedCount } = await collections.settings.updateOne(
+        { _id: eq(SECRET_KEY_CHECK), value: eq(expected) },
+        { $set: { value } }
+      )
+      return modifiedCount > 0
+    }),
+  listSealedTokens: (after, limit) =>
+    attempt("channels.listSealedTokens", async () =>
+      (
+        await collections.channels
+          .find(after === null ? {} : { _id: { $gt: after } }, { sort: { _id: 1 }, limit, projection: { _id: 1, access_token_sealed: 1 } })
+          .toArray()
+      ).map((d) => ({ uuid: d._id as ChannelId, access_token_sealed: d.access_token_sealed }))
+    ),
+  resealToken: (id, expected, sealed) =>
+    attempt("channels.resealToken", async () => {
+      const { modifiedCount } = await collections.channels.updateOne(
+        { _id: eq(id), access_token_sealed: eq(expected) },
+        { $set: { access_token_sealed: sealed } }
+      )
+      return modifiedCount > 0
     })
 })
 

@@ -9,6 +9,7 @@ import type {
   WebhookEndpointId,
   WebhookEndpointInsertOutcome,
   WebhookEventType,
+  WebhookSecretRotationOutcome,
   WebhookRepository
 } from "@switchboard/core"
 import type {
@@ -251,7 +252,9 @@ export const webhookRepository = (collections: Collections): WebhookRepository =
         Option.map(Option.fromNullable(await endpoints.findOne(owned(organizationId, id))), (d) => ({
           organization_id: organizationId,
           endpoint: endpointRecord(d),
-          secret_sealed: d.secret_sealed
+          secret_sealed: d.secret_sealed,
+          previous_secret_sealed: d.previous_secret_sealed ?? null,
+          previous_secret_expires_at: d.previous_secret_expires_at ?? null
         }))
       ),
     updateEndpoint: (organizationId, id, patch, now) =>
@@ -277,14 +280,47 @@ export const webhookRepository = (collections: Collections): WebhookRepository =
         }
         return Option.some(next)
       }),
-    rotateSecret: (organizationId, id, secretSealed, now) =>
-      attempt("webhooks.rotateSecret", async () => {
+    rotateSecret: (organizationId, id, rotation, now) =>
+      attempt("webhooks.rotateSecret", async (): Promise<WebhookSecretRotationOutcome> => {
+        // A compare-and-set on the sealed secret the rotation read: one document update.
         const document = await endpoints.findOneAndUpdate(
-          owned(organizationId, id),
-          { $set: { secret_sealed: secretSealed, updated_at: now } },
+          { ...owned(organizationId, id), secret_sealed: eq(rotation.expected_secret_sealed) },
+          {
+            $set: {
+              secret_sealed: rotation.secret_sealed,
+              previous_secret_sealed: rotation.previous_secret_sealed,
+              previous_secret_expires_at: rotation.previous_secret_expires_at,
+              updated_at: now
+            }
+          },
           { returnDocument: "after" }
         )
-        return Option.map(Option.fromNullable(document), endpointRecord)
+        if (document !== null) return { _tag: "Rotated", endpoint: endpointRecord(document) }
+        return (await endpoints.findOne(owned(organizationId, id), { projection: { _id: 1 } })) === null
+          ? { _tag: "NotFound" }
+          : { _tag: "SecretChanged" }
+      }),
+    listSealedSecrets: (after, limit) =>
+      attempt("webhooks.listSealedSecrets", async () =>
+        (
+          await endpoints
+            .find(after === null ? {} : { _id: { $gt: after } }, {
+              sort: { _id: 1 },
+              limit,
+              projection: { _id: 1, secret_sealed: 1, previous_secret_sealed: 1 }
+            })
+            .toArray()
+        ).map((d) => ({
+          uuid: d._id as WebhookEndpointId,
+          secret_sealed: d.secret_sealed,
+          previous_secret_sealed: d.previous_secret_sealed ?? null
+        }))
+      ),
+    resealSecret: (id, field, expected, sealed) =>
+      attempt("webhooks.resealSecret", async () => {
+        const column = field === "secret" ? "secret_sealed" : "previous_secret_sealed"
+        const { modifiedCount } = await endpoints.updateOne({ _id: eq(id), [column]: eq(expected) }, { $set: { [column]: sealed } })
+        return modifiedCount > 0
       }),
     deleteEndpoint: (organizationId, id) =>
       attempt("webhooks.deleteEndpoint", async () => {
@@ -341,6 +377,8 @@ export const webhookRepository = (collections: Collections): WebhookRepository =
             endpoint_uuid: delivery.endpoint_uuid as WebhookEndpointId,
             url: endpoint.url,
             secret_sealed: endpoint.secret_sealed,
+            previous_secret_sealed: endpoint.previous_secret_sealed ?? null,
+            previous_secret_expires_at: endpoint.previous_secret_expires_at ?? null,
             event: { id: event._id, type: event.type as WebhookEventType, created_at: event.created_at, data: JSON.parse(event.data) },
             attempt: delivery.attempts + 1
           })

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option } from "effect"
-import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
-import { decoders } from "../dialect.js"
+import type { ChannelId, ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
+import { type SealedTokenRow, sealedValueStatementsOf } from "@switchboard/storage-sql"
+import { decoders, postgresDialect } from "../dialect.js"
 import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
 import { failChannelMessages } from "./outboxInsert.js"
@@ -97,7 +98,18 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db) => {
         const inserted = await db.sql.row<{ value: string }>(SQL.claimSetting, [SECRET_KEY_CHECK, value])
         if (inserted !== undefined) return inserted.value
         return (await db.sql.row<{ value: string }>(SQL.setting, [SECRET_KEY_CHECK]))!.value
-      })
+      }),
+    resealSecretKeyCheck: (expected, value) =>
+      attempt("channels.resealSecretKeyCheck", async () => (await db.sql.run(SQL.resealSetting, [value, SECRET_KEY_CHECK, expected])) > 0),
+    listSealedTokens: (after, limit) =>
+      attempt("channels.listSealedTokens", async () =>
+        (after === null
+          ? await db.sql.rows<SealedTokenRow>(SQL.tokensFirst, [limit])
+          : await db.sql.rows<SealedTokenRow>(SQL.tokensAfter, [after, limit])
+        ).map((row) => ({ ...row, uuid: row.uuid as ChannelId }))
+      ),
+    resealToken: (id, expected, sealed) =>
+      attempt("channels.resealToken", async () => (await db.sql.run(SQL.resealToken, [sealed, id, expected])) > 0)
   }
 }
 
@@ -126,5 +138,7 @@ const statements = (schema: string) =>
     findByPhoneNumberIds: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE phone_number_id = ANY($1::text[])`,
     findByWabaId: `SELECT ${CHANNEL_COLUMNS} FROM ${schema}.channels WHERE waba_id = $1 ${OLDEST_FIRST}`,
     setting: `SELECT value FROM ${schema}.settings WHERE key = $1`,
-    claimSetting: `INSERT INTO ${schema}.settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value`
+    claimSetting: `INSERT INTO ${schema}.settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value`,
+    resealSetting: `UPDATE ${schema}.settings SET value = $1 WHERE key = $2 AND value = $3`,
+    ...sealedValueStatementsOf(postgresDialect(schema))
   }) as const

@@ -3,8 +3,10 @@ import { applyEndpointPatch } from "@switchboard/core"
 import type {
   OrganizationId,
   StoredWebhookEndpoint,
+  WebhookEndpointId,
   WebhookEndpointInsertOutcome,
-  WebhookRepository
+  WebhookRepository,
+  WebhookSecretRotationOutcome
 } from "@switchboard/core"
 import {
   ATTEMPT_COLUMNS,
@@ -13,13 +15,17 @@ import {
   decodeAttempt,
   ENDPOINT_COLUMNS,
   type EndpointRow,
-  eventsText
+  eventsText,
+  type SealedSecretsRow,
+  sealedValueStatementsOf,
+  storedEndpointOf
 } from "@switchboard/storage-sql"
-import { decoders } from "../dialect.js"
+import { decoders, postgresDialect } from "../dialect.js"
 import { attempt, type RepositoryFactory, type Sql } from "../internal/sql.js"
 
 /** The statements of this repository, for a schema (already quoted). */
 const statementsOf = (s: string) => ({
+  ...sealedValueStatementsOf(postgresDialect(s)),
   countEndpoints: `SELECT COUNT(*) AS count FROM ${s}.webhook_endpoints WHERE organization_id = $1`,
   insertEndpoint: `INSERT INTO ${s}.webhook_endpoints
       (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
@@ -31,7 +37,10 @@ const statementsOf = (s: string) => ({
     WHERE organization_id = $6 AND uuid = $7`,
   cancelPending: `UPDATE ${s}.webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, lease = NULL, lease_until = NULL
     WHERE endpoint_uuid = $1 AND status = 'pending'`,
-  rotateSecret: `UPDATE ${s}.webhook_endpoints SET secret_sealed = $1, updated_at = $2 WHERE organization_id = $3 AND uuid = $4
+  // A compare-and-set on the sealed secret the rotation read.
+  rotateSecret: `UPDATE ${s}.webhook_endpoints SET secret_sealed = $1, previous_secret_sealed = $2, previous_secret_expires_at = $3,
+      updated_at = $4
+    WHERE organization_id = $5 AND uuid = $6 AND secret_sealed = $7
     RETURNING ${ENDPOINT_COLUMNS}`,
   deleteEndpointAttempts: `DELETE FROM ${s}.webhook_attempts WHERE endpoint_uuid = $1`,
   // The endpoint's deliveries, then the events they referenced that no other endpoint's
@@ -63,6 +72,7 @@ const statementsOf = (s: string) => ({
       RETURNING d.id, d.lease, d.organization_id, d.endpoint_uuid, d.event_id, d.attempts, due.next_attempt_at, due.seq
     )
     SELECT l.id, l.lease, l.organization_id, l.endpoint_uuid, l.attempts, e.url, e.secret_sealed,
+      e.previous_secret_sealed, e.previous_secret_expires_at,
       v.id AS event_id, v.type AS event_type, v.created_at AS event_created_at, v.data AS event_data
     FROM leased AS l
       JOIN ${s}.webhook_endpoints AS e ON e.uuid = l.endpoint_uuid
@@ -141,7 +151,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
       attempt("webhooks.findEndpoint", async () =>
         Option.map(
           Option.fromNullable(await findRow(db.sql, organizationId, id)),
-          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decoders.webhooks.endpoint(row), secret_sealed: row.secret_sealed })
+          (row): StoredWebhookEndpoint => storedEndpointOf(organizationId, decoders.webhooks.endpoint(row), row)
         )
       ),
     updateEndpoint: (organizationId, id, patch, now) =>
@@ -157,11 +167,32 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db) => {
           return Option.some(next)
         }, { lockOrganization: organizationId })
       ),
-    rotateSecret: (organizationId, id, secretSealed, now) =>
-      attempt("webhooks.rotateSecret", async () => {
-        const row = await db.sql.row<EndpointRow>(SQL.rotateSecret, [secretSealed, now, organizationId, id])
-        return row === undefined ? Option.none() : Option.some(decoders.webhooks.endpoint(row))
+    rotateSecret: (organizationId, id, rotation, now) =>
+      attempt("webhooks.rotateSecret", async (): Promise<WebhookSecretRotationOutcome> => {
+        const row = await db.sql.row<EndpointRow>(SQL.rotateSecret, [
+          rotation.secret_sealed,
+          rotation.previous_secret_sealed,
+          rotation.previous_secret_expires_at,
+          now,
+          organizationId,
+          id,
+          rotation.expected_secret_sealed
+        ])
+        if (row !== undefined) return { _tag: "Rotated", endpoint: decoders.webhooks.endpoint(row) }
+        // Nothing written: no such endpoint, or its secret changed since the rotation read it.
+        return (await findRow(db.sql, organizationId, id)) === undefined ? { _tag: "NotFound" } : { _tag: "SecretChanged" }
       }),
+    listSealedSecrets: (after, limit) =>
+      attempt("webhooks.listSealedSecrets", async () =>
+        (after === null
+          ? await db.sql.rows<SealedSecretsRow>(SQL.secretsFirst, [limit])
+          : await db.sql.rows<SealedSecretsRow>(SQL.secretsAfter, [after, limit])
+        ).map((row) => ({ ...row, uuid: row.uuid as WebhookEndpointId }))
+      ),
+    resealSecret: (id, field, expected, sealed) =>
+      attempt("webhooks.resealSecret", async () =>
+        (await db.sql.run(field === "secret" ? SQL.resealSecret : SQL.resealPreviousSecret, [sealed, id, expected])) > 0
+      ),
     deleteEndpoint: (organizationId, id) =>
       attempt("webhooks.deleteEndpoint", () =>
         db.transaction(async (sql) => {

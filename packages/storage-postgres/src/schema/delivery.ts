@@ -219,3 +219,13 @@ ALTER TABLE ${schema}.messages ADD CONSTRAINT messages_status_check
 ALTER TABLE ${schema}.messages ADD COLUMN scheduled_at timestamptz;
 CREATE INDEX messages_send_queue_scheduled ON ${schema}.messages (next_attempt_at) WHERE status = 'scheduled';
 `
+
+/**
+ * Migration 7: webhook secret rotation with an overlap (docs/webhooks.md "The secret"), as
+ * SQLite's migration 24: `webhook_endpoints.previous_secret_sealed` and
+ * `previous_secret_expires_at`, both `NULL` on existing rows.
+ */
+export const webhookSecretRotationColumns: SchemaArea = ({ schema }) => `
+ALTER TABLE ${schema}.webhook_endpoints ADD COLUMN previous_secret_sealed text;
+ALTER TABLE ${schema}.webhook_endpoints ADD COLUMN previous_secret_expires_at timestamptz;
+`

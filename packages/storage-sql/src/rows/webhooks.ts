@@ -1,6 +1,7 @@
 import type {
   ClaimedDelivery,
   OrganizationId,
+  StoredWebhookEndpoint,
   WebhookDeliveryAttempt,
   WebhookDeliveryStatus,
   WebhookEndpoint,
@@ -27,6 +28,9 @@ export interface EndpointRow {
   readonly description: string | null
   readonly enabled: SqlBoolean
   readonly secret_sealed: string
+  /** The rotated-out secret while (or after) an overlap, sealed; `null`: none. */
+  readonly previous_secret_sealed: string | null
+  readonly previous_secret_expires_at: string | null
   readonly created_at: string
   readonly updated_at: string
 }
@@ -36,7 +40,25 @@ export interface EndpointRow {
  *
  * @category statements
  */
-export const ENDPOINT_COLUMNS = "uuid, url, events, description, enabled, secret_sealed, created_at, updated_at"
+export const ENDPOINT_COLUMNS =
+  "uuid, url, events, description, enabled, secret_sealed, previous_secret_sealed, previous_secret_expires_at, created_at, updated_at"
+
+/**
+ * The stored endpoint of a row: the record, its organization, and the sealed secrets.
+ *
+ * @category decoders
+ */
+export const storedEndpointOf = (
+  organizationId: OrganizationId,
+  endpoint: WebhookEndpoint,
+  row: EndpointRow
+): StoredWebhookEndpoint => ({
+  organization_id: organizationId,
+  endpoint,
+  secret_sealed: row.secret_sealed,
+  previous_secret_sealed: row.previous_secret_sealed,
+  previous_secret_expires_at: row.previous_secret_expires_at
+})
 
 /**
  * A due delivery as a claim reads it, with its lease.
@@ -51,6 +73,8 @@ export interface ClaimedRow {
   readonly attempts: number
   readonly url: string
   readonly secret_sealed: string
+  readonly previous_secret_sealed: string | null
+  readonly previous_secret_expires_at: string | null
   readonly event_id: string
   readonly event_type: WebhookEventType
   readonly event_created_at: string
@@ -154,6 +178,8 @@ export const webhookDecodersOf = ({ readBoolean, readJson }: SqlValues): Webhook
     endpoint_uuid: row.endpoint_uuid as WebhookEndpointId,
     url: row.url,
     secret_sealed: row.secret_sealed,
+    previous_secret_sealed: row.previous_secret_sealed,
+    previous_secret_expires_at: row.previous_secret_expires_at,
     event: { id: row.event_id, type: row.event_type, created_at: row.event_created_at, data: readJson(row.event_data) },
     attempt: row.attempts + 1
   }),

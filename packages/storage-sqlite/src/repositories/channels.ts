@@ -1,5 +1,7 @@
 import { Clock, Effect, Option } from "effect"
-import type { ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
+import type { ChannelId, ChannelInsertOutcome, ChannelRepository } from "@switchboard/core"
+import { type SealedTokenRow, sealedValueStatementsOf } from "@switchboard/storage-sql"
+import { sqliteDialect } from "../dialect.js"
 import { attempt, type RepositoryFactory, transaction } from "../internal/sql.js"
 import { findChannelByPhoneNumberId, forgetChannels, storedChannelOf as stored } from "./channelCache.js"
 import { CHANNEL_COLUMNS, type ChannelRow, channelChangeValues, channelValues, decodeChannel } from "./channelRows.js"
@@ -81,9 +83,25 @@ export const channelRepository: RepositoryFactory<ChannelRepository> = (db, stat
           statements.prepare(SQL.claimSetting).run(SECRET_KEY_CHECK, value)
           return statements.prepare<{ value: string }>(SQL.setting).get(SECRET_KEY_CHECK)!.value
         })
+      ),
+    resealSecretKeyCheck: (expected, value) =>
+      attempt("channels.resealSecretKeyCheck", () => statements.prepare(SQL.resealSetting).run(value, SECRET_KEY_CHECK, expected).changes > 0),
+    listSealedTokens: (after, limit) =>
+      attempt("channels.listSealedTokens", () =>
+        (after === null
+          ? statements.prepare<SealedTokenRow>(SEALED.tokensFirst).all(limit)
+          : statements.prepare<SealedTokenRow>(SEALED.tokensAfter).all(after, limit)
+        ).map((row) => ({ ...row, uuid: row.uuid as ChannelId }))
+      ),
+    resealToken: (id, expected, sealed) =>
+      attempt("channels.resealToken", () =>
+        writing(() => statements.prepare(SEALED.resealToken).run(sealed, id, expected).changes > 0)
       )
   }
 }
+
+/** The statements of `secret-key rotate` (shared with PostgreSQL). */
+const SEALED = sealedValueStatementsOf(sqliteDialect)
 
 /** The `settings` key of the secret-key check value. */
 const SECRET_KEY_CHECK = "secret_key_check"
@@ -105,5 +123,6 @@ const SQL = {
   delete: "DELETE FROM channels WHERE organization_id = ? AND uuid = ?",
   findByWabaId: `SELECT ${CHANNEL_COLUMNS} FROM channels WHERE waba_id = ? ${OLDEST_FIRST}`,
   setting: "SELECT value FROM settings WHERE key = ?",
-  claimSetting: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
+  claimSetting: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+  resealSetting: "UPDATE settings SET value = ? WHERE key = ? AND value = ?"
 } as const

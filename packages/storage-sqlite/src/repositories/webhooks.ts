@@ -5,18 +5,24 @@ import type {
   ClaimedDelivery,
   OrganizationId,
   StoredWebhookEndpoint,
+  WebhookEndpointId,
   WebhookEndpointInsertOutcome,
-  WebhookRepository
+  WebhookRepository,
+  WebhookSecretRotationOutcome
 } from "@switchboard/core"
 import {
   ATTEMPT_COLUMNS,
   type AttemptRow,
   type ClaimedRow,
   decodeAttempt,
+  ENDPOINT_COLUMNS,
   type EndpointRow,
-  eventsText
+  eventsText,
+  type SealedSecretsRow,
+  sealedValueStatementsOf,
+  storedEndpointOf
 } from "@switchboard/storage-sql"
-import { decoders } from "../dialect.js"
+import { decoders, sqliteDialect } from "../dialect.js"
 import { attempt, type RepositoryFactory, snapshot, transaction } from "../internal/sql.js"
 import { EVENT_SQL, recordWebhookEvents } from "./webhookEvents.js"
 import { jsonArray } from "./rows.js"
@@ -28,15 +34,17 @@ export const SQL = {
   insertEndpoint: `INSERT INTO webhook_endpoints
       (uuid, organization_id, url, events, description, enabled, secret_sealed, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  listEndpoints: `SELECT uuid, url, events, description, enabled, secret_sealed, created_at, updated_at
+  listEndpoints: `SELECT ${ENDPOINT_COLUMNS}
     FROM webhook_endpoints WHERE organization_id = ? ORDER BY created_at DESC, uuid DESC`,
-  findEndpoint: `SELECT uuid, url, events, description, enabled, secret_sealed, created_at, updated_at
+  findEndpoint: `SELECT ${ENDPOINT_COLUMNS}
     FROM webhook_endpoints WHERE organization_id = ? AND uuid = ?`,
   updateEndpoint: `UPDATE webhook_endpoints SET url = ?, events = ?, description = ?, enabled = ?, updated_at = ?
     WHERE organization_id = ? AND uuid = ?`,
   cancelPending: `UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, lease = NULL, lease_until = NULL
     WHERE endpoint_uuid = ? AND status = 'pending'`,
-  rotateSecret: "UPDATE webhook_endpoints SET secret_sealed = ?, updated_at = ? WHERE organization_id = ? AND uuid = ?",
+  // A compare-and-set on the sealed secret the rotation read.
+  rotateSecret: `UPDATE webhook_endpoints SET secret_sealed = ?, previous_secret_sealed = ?, previous_secret_expires_at = ?, updated_at = ?
+    WHERE organization_id = ? AND uuid = ? AND secret_sealed = ?`,
   eventsOfEndpoint: "SELECT DISTINCT event_id FROM webhook_deliveries WHERE endpoint_uuid = ?",
   deleteEndpointAttempts: "DELETE FROM webhook_attempts WHERE endpoint_uuid = ?",
   deleteEndpointDeliveries: "DELETE FROM webhook_deliveries WHERE endpoint_uuid = ?",
@@ -52,6 +60,7 @@ export const SQL = {
   // its order (deliveries due at the same instant: in the index's rowid order, first inserted
   // first), stopping at the limit: no sort.
   due: `SELECT d.id, d.organization_id, d.endpoint_uuid, d.attempts, e.url, e.secret_sealed,
+      e.previous_secret_sealed, e.previous_secret_expires_at,
       v.id AS event_id, v.type AS event_type, v.created_at AS event_created_at, v.data AS event_data
     FROM webhook_deliveries AS d
       JOIN webhook_endpoints AS e ON e.uuid = d.endpoint_uuid
@@ -79,6 +88,9 @@ export const SQL = {
   deleteAttemptsOf: "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT value FROM json_each(?))",
   deleteDeliveriesOf: "DELETE FROM webhook_deliveries WHERE id IN (SELECT value FROM json_each(?))"
 } as const
+
+/** The statements of `secret-key rotate` (shared with PostgreSQL). */
+const SEALED = sealedValueStatementsOf(sqliteDialect)
 
 /**
  * `Storage.webhooks` on SQLite: tables `webhook_endpoints`, `webhook_events`,
@@ -127,7 +139,7 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
       attempt("webhooks.findEndpoint", () =>
         Option.map(
           Option.fromNullable(findRow(organizationId, id)),
-          (row): StoredWebhookEndpoint => ({ organization_id: organizationId, endpoint: decoders.webhooks.endpoint(row), secret_sealed: row.secret_sealed })
+          (row): StoredWebhookEndpoint => storedEndpointOf(organizationId, decoders.webhooks.endpoint(row), row)
         )
       ),
     updateEndpoint: (organizationId, id, patch, now) =>
@@ -145,14 +157,36 @@ export const webhookRepository: RepositoryFactory<WebhookRepository> = (db, stat
           return Option.some(next)
         })
       ),
-    rotateSecret: (organizationId, id, secretSealed, now) =>
+    rotateSecret: (organizationId, id, rotation, now) =>
       attempt("webhooks.rotateSecret", () =>
-        transaction(db, () => {
+        transaction(db, (): WebhookSecretRotationOutcome => {
           const row = findRow(organizationId, id)
-          if (row === undefined) return Option.none()
-          statements.prepare(SQL.rotateSecret).run(secretSealed, now, organizationId, id)
-          return Option.some({ ...decoders.webhooks.endpoint(row), updated_at: now })
+          if (row === undefined) return { _tag: "NotFound" }
+          const { changes } = statements
+            .prepare(SQL.rotateSecret)
+            .run(
+              rotation.secret_sealed,
+              rotation.previous_secret_sealed,
+              rotation.previous_secret_expires_at,
+              now,
+              organizationId,
+              id,
+              rotation.expected_secret_sealed
+            )
+          if (changes === 0) return { _tag: "SecretChanged" }
+          return { _tag: "Rotated", endpoint: { ...decoders.webhooks.endpoint(row), updated_at: now } }
         })
+      ),
+    listSealedSecrets: (after, limit) =>
+      attempt("webhooks.listSealedSecrets", () =>
+        (after === null
+          ? statements.prepare<SealedSecretsRow>(SEALED.secretsFirst).all(limit)
+          : statements.prepare<SealedSecretsRow>(SEALED.secretsAfter).all(after, limit)
+        ).map((row) => ({ ...row, uuid: row.uuid as WebhookEndpointId }))
+      ),
+    resealSecret: (id, field, expected, sealed) =>
+      attempt("webhooks.resealSecret", () =>
+        statements.prepare(field === "secret" ? SEALED.resealSecret : SEALED.resealPreviousSecret).run(sealed, id, expected).changes > 0
       ),
     deleteEndpoint: (organizationId, id) =>
       attempt("webhooks.deleteEndpoint", () =>

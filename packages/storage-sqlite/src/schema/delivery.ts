@@ -359,3 +359,14 @@ export const SCHEDULED_SENDS_MIGRATION = `
         AND send_class = new.send_class AND recipient IS NOT NULL AND status IN ('queued', 'sending');
   END;
 `
+
+/**
+ * Migration 24: webhook secret rotation with an overlap (docs/webhooks.md "The secret").
+ * `webhook_endpoints.previous_secret_sealed`, the rotated-out signing secret (sealed like
+ * `secret_sealed`), and `previous_secret_expires_at`, the instant it stops signing; both
+ * `NULL` on existing rows (no overlap). No index or trigger reads them.
+ */
+export const WEBHOOK_SECRET_ROTATION_MIGRATION = `
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_sealed TEXT;
+  ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at TEXT;
+`
