@@ -14,7 +14,7 @@
 import { createServer, type Server } from "node:http"
 import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiError, createClient, METHODS, NotFoundError, OPERATIONS, verifyWebhook, type Client, type OperationId } from "@switchboard/client"
+import { ApiError, ConflictError, createClient, METHODS, NotFoundError, OPERATIONS, verifyWebhook, type Client, type OperationId } from "@switchboard/client"
 import { startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { readFileSync } from "node:fs"
 import { generatedFiles } from "../../../packages/client/scripts/generate.mjs"
@@ -327,7 +327,13 @@ describe("@switchboard/client against the standalone server", () => {
     for await (const endpoint of client.webhookEndpoints.list()) endpoints.push(endpoint)
     const endpoint = await client.webhookEndpoints.get(endpoints[0]!.uuid)
     await client.webhookEndpoints.update(endpoint.uuid, { description: "the test receiver" })
-    await refusal(client.webhookEndpoints.rotateSecret(endpoint.uuid, {}))
+    // A new secret, the old one signing beside it for 60 s; a second rotation inside that window is refused.
+    const rotated = await client.webhookEndpoints.rotateSecret(endpoint.uuid, { previous_secret_expires_in: 60 })
+    expect(rotated.secret).toMatch(/^whsec_/)
+    expect(rotated.previous_secret_expires_at).toEqual(expect.any(String))
+    const again = await client.webhookEndpoints.rotateSecret(endpoint.uuid, {}).catch((error: unknown) => error)
+    expect(again).toBeInstanceOf(ConflictError)
+    expect(again).toMatchObject({ status: 409, code: "rotation_in_progress", requestId: expect.any(String) })
     const deliveries = []
     for await (const delivery of client.webhookEndpoints.deliveries(endpoint.uuid, { limit: 50 })) deliveries.push(delivery)
     expect(deliveries.length).toBeGreaterThan(0)

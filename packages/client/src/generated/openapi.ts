@@ -941,8 +941,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace a webhook endpoint's signing secret
-         * @description The new `secret` is shown only in this answer and signs every later attempt at once, retries of earlier events included; the old one stops working.
+         * Rotate a webhook endpoint's signing secret, with an overlap
+         * @description Issues a new signing `secret`, shown only in this answer. The old secret keeps signing beside it for `previous_secret_expires_in` seconds (default 86400 = 24 h, at most 604800 = 7 days; 0: it stops at once): until `previous_secret_expires_at` every delivery, retries of earlier events included, carries both signatures in `webhook-signature` (two `v1,` entries, space-separated), so a receiver holding either secret verifies it; afterwards only the new one signs. A second rotation while the old secret still signs is 409 `rotation_in_progress` unless `force: true`, which drops that older secret at once (at most two secrets ever sign).
          */
         post: operations["postWebhookEndpointsByUuidRotateSecret"];
         delete?: never;
@@ -1763,6 +1763,22 @@ export interface components {
             enabled: boolean;
             created_at: string;
             updated_at: string;
+        };
+        /** @description A webhook endpoint with its new signing secret, shown once: store it now. The old secret signs beside it until previous_secret_expires_at (null: not at all) */
+        WebhookSecretRotated: {
+            /**
+             * Format: uuid
+             * @description a Universally Unique Identifier
+             */
+            uuid: string;
+            url: string;
+            events: ("message.received" | "message.status_updated" | "message.media_updated" | "message.reactions_updated" | "chat.updated" | "contact.created" | "template.status_updated" | "template.category_updated" | "channel.paused" | "channel.resumed" | "broadcast.completed")[] | null;
+            description: string | null;
+            enabled: boolean;
+            created_at: string;
+            updated_at: string;
+            secret: string;
+            previous_secret_expires_at: string | null;
         };
         /** @description One attempt to deliver an event: the receiver's HTTP status or the error, and the delivery's state after it */
         WebhookDeliveryAttempt: {
@@ -9093,7 +9109,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    previous_secret_expires_in?: number;
+                    force?: boolean;
+                };
+            };
+        };
         responses: {
             /** @description Success: the envelope with `data`. */
             200: {
@@ -9111,12 +9134,12 @@ export interface operations {
                         /** @constant */
                         success: true;
                         message: string;
-                        data: components["schemas"]["WebhookEndpointWithSecret"];
+                        data: components["schemas"]["WebhookSecretRotated"];
                         errors: components["schemas"]["ErrorItem"][];
                     };
                 };
             };
-            /** @description Invalid input or a business rule violated. `errors[].code`: `required`, `invalid_type`, `invalid_format`, `out_of_range`, `too_long`. */
+            /** @description Invalid input or a business rule violated. `errors[].code`: `required`, `invalid_type`, `invalid_format`, `out_of_range`, `too_long`, `invalid_json`, `invalid_input`. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9148,6 +9171,36 @@ export interface operations {
             };
             /** @description A record the request names does not exist in the organization. `errors[].code`: `not_found`. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description A request with the same `Idempotency-Key` is still being processed (retry later), or the record is not in a state that allows the action. `errors[].code`: `rotation_in_progress`. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request body over the size limit (1 MiB by default). `errors[].code`: `payload_too_large`. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Request body is not of the route's media type (JSON, or multipart/form-data for an upload). `errors[].code`: `unsupported_media_type`. */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;

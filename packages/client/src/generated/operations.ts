@@ -617,7 +617,7 @@ export const OPERATIONS = {
       "uuid"
     ],
     "query": false,
-    "body": "none",
+    "body": "optional",
     "idempotencyKey": false,
     "json": true
   },
