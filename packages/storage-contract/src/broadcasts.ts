@@ -4,6 +4,7 @@ import {
   BROADCAST_CANCELLED_FAILURE,
   type BroadcastAudience,
   type BroadcastId,
+  type BroadcastRecipient,
   type BroadcastRecipientWrite,
   type ChatId,
   type Contact,
@@ -18,13 +19,16 @@ import {
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import { T0, at, claimAt, writtenEvents } from "./outbox-support.js"
-import { addEndpoint } from "./webhook-support.js"
+import { addEndpoint, claim as claimDeliveries } from "./webhook-support.js"
 import { assignLabel, createGroup, createLabel, importContacts, insertChannel, insertOrganization, runner, sharedRunner } from "./support.js"
 
 const template = { name: "order_update", language: { code: "en_US" }, components: [] }
 const STOPPED: MessageFailure = { code: "132015", title: "Template paused" }
 const OPTED_OUT: MessageFailure = { code: "opted_out", title: "Opted out" }
 const START_LEASE_MS = 30_000
+/** Claims of the webhook outbox far after every event (every delivery due). */
+const EVENTS_AT = "2999-01-01T00:00:00.000Z"
+const EVENTS_LEASE_UNTIL = "2999-01-01T00:00:01.000Z"
 
 /** A new broadcast of the organization to `audience`, `sending` (or `scheduled` at `sendAt`) created at `at(0)`. */
 const createBroadcast = (
@@ -448,6 +452,69 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
           expect(yield* broadcasts.completeFinished(at(40))).toEqual([])
         })
       ))
+
+    // More recipients than one batch of the stores that fail them in batches (SQLite and
+    // PostgreSQL 1 000, MongoDB 1 000): every one failed, each announced exactly once.
+    it.effect("cancel and channels.delete of 2 500 waiting recipients (more than one batch): every one failed, one event each", () =>
+      run(
+        Effect.gen(function* () {
+          const { broadcasts, channels } = yield* Storage
+          const size = 2_500
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id)
+          const ids = yield* contacts(org.id, size)
+          yield* addEndpoint(org.id, { events: ["message.status_updated"] })
+          const cancelled = yield* createBroadcast(org.id, { contact_uuids: ids })
+          const viaChannel = yield* createBroadcast(org.id, { contact_uuids: ids }, { channelUuid: channel.uuid })
+          for (let started = 0; started < 2; started++) {
+            const start = Option.getOrThrow(yield* claimStartAt(1))
+            const broadcast = start.broadcast
+            let cursor: ContactId | null = null
+            for (;;) {
+              const page: ReadonlyArray<Contact> = yield* broadcasts.audiencePage(org.id, broadcast.audience, cursor, 1_000)
+              const finished = page.length < 1_000
+              const written = yield* broadcasts.writeRecipients(org.id, broadcast.uuid, start.lease, {
+                recipients: page.map((contact) => {
+                  const write = recipientOf(broadcast.uuid, contact)
+                  return { ...write, message: { ...write.message, channel_uuid: broadcast.channel_uuid } }
+                }),
+                cursor: page[page.length - 1]?.uuid ?? cursor,
+                finished,
+                leaseUntil: T0 + 1 + START_LEASE_MS,
+                now: at(1)
+              })
+              expect(written).toBe(true)
+              if (finished) break
+              cursor = page[page.length - 1]!.uuid
+            }
+          }
+          const announced = () =>
+            Effect.map(claimDeliveries(EVENTS_AT, EVENTS_LEASE_UNTIL, 3 * size), (deliveries) =>
+              deliveries.map(({ event }) => [event.type, (event.data as { readonly uuid: string }).uuid] as const)
+            )
+          const failedOf = (broadcast: { readonly uuid: BroadcastId }) =>
+            Effect.gen(function* () {
+              const failed: Array<string> = []
+              let after: ContactId | null = null
+              for (;;) {
+                const page: ReadonlyArray<BroadcastRecipient> = yield* broadcasts.recipients(org.id, broadcast.uuid, { status: "failed", limit: 1_000, after })
+                failed.push(...page.map((recipient) => recipient.message_uuid))
+                if (page.length < 1_000) return failed.sort()
+                after = page[page.length - 1]!.contact_uuid
+              }
+            })
+          expect((yield* broadcasts.cancel(org.id, cancelled.uuid, BROADCAST_CANCELLED_FAILURE, at(20)))._tag).toBe("Done")
+          expect((yield* countsOf(org.id, cancelled.uuid)).failed).toBe(size)
+          const cancelEvents = yield* announced()
+          expect(cancelEvents.every(([type]) => type === "message.status_updated")).toBe(true)
+          expect(cancelEvents.map(([, uuid]) => uuid).sort()).toEqual(yield* failedOf(cancelled))
+          expect(yield* channels.delete(org.id, channel.uuid)).toBe(true)
+          expect((yield* countsOf(org.id, viaChannel.uuid)).failed).toBe(size)
+          const deleteEvents = yield* announced()
+          expect(deleteEvents.every(([type]) => type === "message.status_updated")).toBe(true)
+          expect(deleteEvents.map(([, uuid]) => uuid).sort()).toEqual(yield* failedOf(viaChannel))
+        })
+      ), 120_000)
 
     it.effect("cancel of a scheduled broadcast: never started", () =>
       run(

@@ -727,12 +727,12 @@ describe("the send queue's statements use their indexes", () => {
       }
       expect(planOf(db, SQL.expiredDue, "c", "t", "t", 0)).toMatch(/SEARCH m USING INDEX messages_send_queue_expiry \(channel_uuid=\? AND expires_at<\?\)/)
       expect(planOf(db, SQL.laneWaits, "o", "c", "+1", "single")).toMatch(/USING (COVERING )?INDEX messages_send_queue_lanes \(organization_id=\? AND channel_uuid=\? AND recipient=\? AND send_class=\?\)/)
-      for (const plan of [planOf(db, SQL.channelQueue, "c", "o", "c", "o"), planOf(db, SQL.failChannel, "f", "t", "c", "o")]) {
+      for (const plan of [planOf(db, SQL.channelQueue, "c", "o", "c", "o"), planOf(db, SQL.failChannel, "f", "t", "c", "o"), planOf(db, SQL.failChannelBatch, "f", "t", "c", "o")]) {
         expect(plan).toMatch(/SEARCH messages USING INDEX messages_send_queue_(due|lanes) \((organization_id=\? AND )?channel_uuid=\?/)
         expect(plan).not.toMatch(/SCAN messages/)
       }
       // The scheduled messages of a channel (migration 22): one range of their own index.
-      for (const plan of [planOf(db, SQL.channelQueue, "c", "o", "c", "o"), planOf(db, SQL.failChannelScheduled, "f", "t", "c", "o")]) {
+      for (const plan of [planOf(db, SQL.channelQueue, "c", "o", "c", "o"), planOf(db, SQL.failChannelScheduled, "f", "t", "c", "o"), planOf(db, SQL.failChannelScheduledBatch, "f", "t", "c", "o")]) {
         expect(plan).toMatch(/SEARCH messages USING (COVERING )?INDEX messages_send_queue_scheduled_by_channel \(channel_uuid=\? AND organization_id=\?\)/)
       }
       for (const sql of [SQL.scheduledDue, SQL.anyScheduledDue]) {

@@ -160,8 +160,12 @@ export const placeInOutbox = (state: MemoryState, created: MessageRow, placement
  */
 export const failChannelMessages = (state: MemoryState, organizationId: OrganizationId, channelId: ChannelId, now: string): void => {
   state.pacing.delete(channelId)
-  for (const { row, dispatch } of [...waitingEntries(state), ...scheduledEntries(state)]) {
-    if (row.organization_id !== organizationId || row.channel_uuid !== channelId) continue
+  // One pass over the send queue, collecting nothing (a channel may hold 100 000 waiting
+  // messages); replacing an entry's value while iterating its map visits no entry twice.
+  for (const [id, dispatch] of state.dispatch) {
+    const row = state.messages.get(id)
+    if (row === undefined || row.organization_id !== organizationId || row.channel_uuid !== channelId) continue
+    if (!(waiting(row) || row.status === "scheduled") || !live(state, row)) continue
     const failed: MessageRow = { ...row, status: "failed", failure: CHANNEL_REMOVED_FAILURE, next_attempt_at: null, updated_at: now }
     state.messages.set(row.uuid, failed)
     state.dispatch.set(row.uuid, released(dispatch))

@@ -195,8 +195,8 @@ export const failChannelMessages = (collections: Collections, organizationId: st
  * messages of the organization: it carries {@link WAITING} and their statuses) with
  * `failure` at `now` (ISO 8601), their dispatch state ended as `cancel` ends it, each with
  * its `message.status_updated` event: one `updateMany` when the organization has no
- * subscriber; else one `findOneAndUpdate` guarded by `filter` per message, then its event
- * (a crash between loses that event).
+ * subscriber; else, batch after batch of {@link FAIL_BATCH} ids read, one `findOneAndUpdate`
+ * guarded by `filter` per message, then its event (a crash between loses that event).
  */
 export const failWaitingMessages = async (collections: Collections, organizationId: string, filter: Document, failure: MessageFailure, now: string) => {
   const failed = failedUpdate(failure, now)
@@ -204,12 +204,22 @@ export const failWaitingMessages = async (collections: Collections, organization
     await collections.messages.updateMany(filter, failed)
     return
   }
-  const waiting = await collections.messages.find(filter, { projection: { _id: 1 } }).toArray()
-  for (const { _id } of waiting) {
-    const document = await collections.messages.findOneAndUpdate({ ...filter, _id: eq(_id) }, failed, { returnDocument: "after" })
-    if (document !== null) await pushStatusEvent(collections, document, now)
+  // Batches of FAIL_BATCH ids: a failed message leaves `filter`, so each read finds the next
+  // ones, and memory holds one batch however many wait (a cancel of 100 000 recipients read
+  // every id at once). One that left `filter` meanwhile (claimed, sent) is neither failed
+  // nor read again; the loop ends on an empty read.
+  for (;;) {
+    const waiting = await collections.messages.find(filter, { projection: { _id: 1 }, limit: FAIL_BATCH }).toArray()
+    if (waiting.length === 0) return
+    for (const { _id } of waiting) {
+      const document = await collections.messages.findOneAndUpdate({ ...filter, _id: eq(_id) }, failed, { returnDocument: "after" })
+      if (document !== null) await pushStatusEvent(collections, document, now)
+    }
   }
 }
+
+/** How many waiting messages {@link failWaitingMessages} reads at a time when each needs its event. */
+const FAIL_BATCH = 1_000
 
 /** One channel's turn in a claim: its due heads in claim order and its pacing (none without a channel row). */
 interface ChannelTurn {

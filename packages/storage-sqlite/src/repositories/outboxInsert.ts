@@ -2,8 +2,8 @@ import { CHANNEL_REMOVED_FAILURE, listedMessageType, type Message, type MessageF
 import { placedMessage, queuedInsertValues } from "@switchboard/storage-sql"
 import type { Statements } from "../internal/sql.js"
 import { decodeMessage, type MessageRow } from "./chatRows.js"
-import { type PacingRow, SQL } from "./outboxRows.js"
-import { recordWebhookEvents } from "./webhookEvents.js"
+import { FAIL_BATCH, type PacingRow, SQL } from "./outboxRows.js"
+import { hasSubscriber, recordWebhookEvents } from "./webhookEvents.js"
 
 // How messages enter the send queue and how the store fails waiting ones itself (a deleted
 // channel, an ended broadcast), inside the transactions of the writes that cause them.
@@ -53,8 +53,8 @@ export const failChannelMessages = (
   channelId: string,
   now: string
 ): void => {
-  failMessages(statements, organizationId, SQL.failChannel, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
-  failMessages(statements, organizationId, SQL.failChannelScheduled, CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+  failMessages(statements, organizationId, "failChannel", CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
+  failMessages(statements, organizationId, "failChannelScheduled", CHANNEL_REMOVED_FAILURE, now, channelId, organizationId)
 }
 
 /**
@@ -69,26 +69,38 @@ export const failQueuedBroadcastMessages = (
   broadcastId: string,
   failure: MessageFailure,
   now: string
-): void => failMessages(statements, organizationId, SQL.failBroadcastQueued, failure, now, broadcastId, organizationId)
+): void => failMessages(statements, organizationId, "failBroadcastQueued", failure, now, broadcastId, organizationId)
 
 /**
- * Runs `sql`, an `UPDATE … SET ${FAILED_BY_STORE} … RETURNING` of messages, with the failure,
- * `now` and then `where`, and writes one `message.status_updated` event per message it
- * failed, but a reaction row.
+ * Fails the messages of one of the store's failure ranges (`statement`: the key of its
+ * plain `UPDATE` in outboxRows.ts `SQL`, whose `…Batch` twin reads rows back) with the
+ * failure, `now` and then `where`, each with its `message.status_updated` event (none for
+ * a reaction row). Without an endpoint subscribed to that event, one statement that reads
+ * nothing back; with one, batches of {@link FAIL_BATCH} read back and announced until a
+ * batch comes back short, so memory stays bounded however many messages wait (a cancel of
+ * 100 000 recipients held every row and its decoded message at once). All inside the
+ * caller's transaction, so the failures and their events commit together.
  */
 const failMessages = (
   statements: Statements,
   organizationId: OrganizationId,
-  sql: string,
+  statement: "failChannel" | "failChannelScheduled" | "failBroadcastQueued",
   failure: MessageFailure,
   now: string,
   ...where: ReadonlyArray<string>
 ): void => {
-  const rows = statements.prepare<MessageRow>(sql).all(JSON.stringify(failure), now, ...where)
-  if (rows.length > 0) {
+  const parameters = [JSON.stringify(failure), now, ...where]
+  if (!hasSubscriber(statements, organizationId, "message.status_updated")) {
+    statements.prepare(SQL[statement]).run(...parameters)
+    return
+  }
+  const batch = statements.prepare<MessageRow>(SQL[`${statement}Batch`])
+  for (;;) {
+    const rows = batch.all(...parameters)
     // A reaction row is never announced (core's listedMessageType).
     recordWebhookEvents(statements, organizationId, "message.status_updated", now, () =>
       rows.map(decodeMessage).filter((message) => listedMessageType(message.type))
     )
+    if (rows.length < FAIL_BATCH) return
   }
 }

@@ -42,6 +42,24 @@ const HEAD = "head = 1"
 const FAILED_BY_STORE =
   "status = 'failed', failure = ?, next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL, lease_until = NULL, updated_at = ?"
 
+/**
+ * How many messages one `fail…Batch` statement fails and reads back for their events, so a
+ * cancel of 100 000 recipients or a channel deleted under 100 000 waiting messages holds
+ * one batch of rows at a time (docs/benchmarks.md "Memory").
+ */
+export const FAIL_BATCH = 1_000
+
+// The ranges the store fails itself; parameters: the channel or broadcast, then the organization.
+const FAIL_CHANNEL = `channel_uuid = ? AND organization_id = ? AND ${WAITING}`
+const FAIL_CHANNEL_SCHEDULED = "channel_uuid = ? AND organization_id = ? AND status = 'scheduled'"
+const FAIL_BROADCAST_QUEUED = "broadcast_uuid = ? AND status = 'queued' AND organization_id = ? AND recipient IS NOT NULL"
+
+/** Fails the first {@link FAIL_BATCH} messages `where` selects, returning them (a failed message leaves the range). */
+const failBatchSql = (where: string): string =>
+  `UPDATE messages SET ${FAILED_BY_STORE}
+    WHERE uuid IN (SELECT uuid FROM messages WHERE ${where} LIMIT ${FAIL_BATCH})
+    RETURNING ${MESSAGE_COLUMNS}`
+
 /** The statements of this repository (exported for the query-plan test). */
 export const SQL = {
   nextSequence: `INSERT INTO settings (key, value) VALUES ('send_queue_sequence', '1')
@@ -133,16 +151,18 @@ export const SQL = {
     UNION ALL
     SELECT c.uuid, c.status, 0, 0 FROM channels AS c
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`,
-  failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE channel_uuid = ? AND organization_id = ? AND ${WAITING}
-    RETURNING ${MESSAGE_COLUMNS}`,
+  // The store's own failures (outboxInsert.ts `failMessages`): each `fail…` statement fails
+  // every message of its range and reads nothing back (no subscriber to tell); its
+  // `fail…Batch` twin fails the first FAIL_BATCH of the same range and returns them for
+  // their events, run again until a batch comes back short.
+  failChannel: `UPDATE messages SET ${FAILED_BY_STORE} WHERE ${FAIL_CHANNEL}`,
+  failChannelBatch: failBatchSql(FAIL_CHANNEL),
   // One range of messages_send_queue_scheduled_by_channel (migration 22).
-  failChannelScheduled: `UPDATE messages SET ${FAILED_BY_STORE}
-    WHERE channel_uuid = ? AND organization_id = ? AND status = 'scheduled'
-    RETURNING ${MESSAGE_COLUMNS}`,
+  failChannelScheduled: `UPDATE messages SET ${FAILED_BY_STORE} WHERE ${FAIL_CHANNEL_SCHEDULED}`,
+  failChannelScheduledBatch: failBatchSql(FAIL_CHANNEL_SCHEDULED),
   // One range of messages_broadcast_statuses (migration 18): the broadcast's queued recipients.
-  failBroadcastQueued: `UPDATE messages SET ${FAILED_BY_STORE}
-    WHERE broadcast_uuid = ? AND status = 'queued' AND organization_id = ? AND recipient IS NOT NULL
-    RETURNING ${MESSAGE_COLUMNS}`
+  failBroadcastQueued: `UPDATE messages SET ${FAILED_BY_STORE} WHERE ${FAIL_BROADCAST_QUEUED}`,
+  failBroadcastQueuedBatch: failBatchSql(FAIL_BROADCAST_QUEUED)
 } as const
 
 /**

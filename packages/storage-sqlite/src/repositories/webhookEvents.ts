@@ -44,6 +44,10 @@ export const recordWebhookEvents = (
   }
 }
 
+/** Whether the organization has an enabled endpoint subscribed to `type` (the probe {@link recordWebhookEvents} starts with). */
+export const hasSubscriber = (statements: Statements, organizationId: OrganizationId, type: WebhookEventType): boolean =>
+  statements.prepare(EVENT_SQL.subscribers).get(organizationId, type) !== undefined
+
 /** {@link recordWebhookEvents} of one record. */
 export const recordWebhookEvent = (
   statements: Statements,
