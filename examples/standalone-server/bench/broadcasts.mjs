@@ -4,8 +4,10 @@
 // 1. Creating: `POST /broadcasts` to a group of BENCH_BROADCAST_AUDIENCE (default 100 000)
 //    contacts: the time to the answer (target ≤ 5 s: the answer counts the audience, the
 //    recipients are written afterwards) and the server's RSS growth from before the request
-//    until every recipient is written (target ≤ 50 MB: the start reads and writes 500 at a
-//    time). The broadcast is then cancelled.
+//    until every recipient is written (target ≤ 50 MB: the start reads and writes 100 at a
+//    time). The broadcast is then cancelled on a fresh server over the same file, an
+//    endpoint subscribed to its recipients' events: the RSS growth until the answer
+//    (target ≤ 50 MB: the store fails the recipients 1 000 at a time).
 // 2. Sending: a broadcast to BENCH_BROADCAST_RECIPIENTS (default 10 000) contacts through
 //    one channel of throughput_mps 50: the time from `POST /broadcasts` to `completed`
 //    (target ≤ 220 s; pacing alone needs 10 000 / 47.5 = 211 s) and the busiest sliding
@@ -27,6 +29,7 @@ import {
   expectStatus,
   processMemory,
   recordTarget,
+  resetPeakMemory,
   runIfMain,
   startServer,
   startSimulatorProcess,
@@ -144,16 +147,53 @@ const creating = async (simulator) => {
     const written = await broadcastWhen(server.url, apiKey, created.uuid, (b) => b.counts.total >= AUDIENCE, 500)
     const startSeconds = (performance.now() - asked) / 1000
     const after = memoryOf(server.pid)
-    await expectStatus(`${server.url}/broadcasts/${created.uuid}/cancel`, json(apiKey, {}))
     await server.stop()
     const growth = after.peak - before.rss
+    const cancel = await cancelling(simulator, filename, directory, apiKey, created.uuid)
     return [
       `Broadcasts: creating one to a group of ${AUDIENCE} contacts (SQLite, standalone server defaults)`,
       `  ${recordTarget(`POST /broadcasts to ${AUDIENCE} contacts, answer (≤ 5 s)`, answerSeconds * 1000, "most", 5000, "ms")} answered in ${(answerSeconds * 1000).toFixed(0)} ms (${created.status})`,
       `  all ${written.counts.total} recipients written ${startSeconds.toFixed(1)} s after the request`,
       `  ${recordTarget("broadcast start: server RSS growth (≤ 50 MB)", growth, "most", 50, "MB")} server RSS ${before.rss.toFixed(0)} MB before, ` +
-        `peak ${after.peak.toFixed(0)} MB while writing: +${growth.toFixed(0)} MB`
+        `peak ${after.peak.toFixed(0)} MB while writing: +${growth.toFixed(0)} MB`,
+      `  cancelling it (server restarted; an endpoint subscribed to message.status_updated, so each of the ${cancel.failed} queued recipients is failed with its event):`,
+      `  ${recordTarget(`broadcast cancel of ${AUDIENCE}: server RSS growth (≤ 50 MB)`, cancel.growth, "most", 50, "MB")} answered in ${cancel.seconds.toFixed(1)} s; ` +
+        `server RSS ${cancel.before.toFixed(0)} MB before, peak ${cancel.peak.toFixed(0)} MB until the answer: +${cancel.growth.toFixed(0)} MB`
     ].join("\n")
+  } catch (error) {
+    await server.stop().catch(() => undefined)
+    throw error
+  }
+}
+
+/**
+ * Part 1's cancel, on a fresh server over the same file (so its RSS starts from an idle
+ * server's, not from the start's peak): an endpoint subscribed to `message.status_updated`
+ * (private addresses allowed; nothing listens there, the bench stops the server before its
+ * deliveries matter), then `POST /broadcasts/{uuid}/cancel`, which fails every queued
+ * recipient with its event in one transaction. The peak RSS (VmHWM, reset just before)
+ * until the answer, against the RSS before; `{before, peak, growth, seconds, failed}` (MB, s).
+ */
+const cancelling = async (simulator, filename, directory, apiKey, uuid) => {
+  const server = await startServer("switchboard", filename, directory, {
+    SWITCHBOARD_SECRET_KEY: SECRET_KEY,
+    WHATSAPP_API_BASE_URL: simulator.url,
+    SWITCHBOARD_WEBHOOKS_ALLOW_PRIVATE: "1"
+  })
+  try {
+    await expectStatus(`${server.url}/verify`, json(apiKey))
+    await expectStatus(`${server.url}/webhook-endpoints`, json(apiKey, { url: "http://127.0.0.1:9/switchboard-bench", events: ["message.status_updated"] }))
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    const before = memoryOf(server.pid).rss
+    const reset = resetPeakMemory(server.pid)
+    const asked = performance.now()
+    const cancelled = JSON.parse(await expectStatus(`${server.url}/broadcasts/${uuid}/cancel`, json(apiKey, {}))).data
+    const seconds = (performance.now() - asked) / 1000
+    const peak = memoryOf(server.pid).peak
+    await server.stop()
+    if (!reset) throw new Error("the kernel's peak RSS could not be reset (/proc/<pid>/clear_refs)")
+    if (cancelled.status !== "cancelled") throw new Error(`expected cancelled, got ${JSON.stringify(cancelled)}`)
+    return { before, peak, growth: peak - before, seconds, failed: cancelled.counts.failed }
   } catch (error) {
     await server.stop().catch(() => undefined)
     throw error
