@@ -7,7 +7,7 @@
 //    until every recipient is written (target ≤ 50 MB: the start reads and writes 100 at a
 //    time). The broadcast is then cancelled on a fresh server over the same file, an
 //    endpoint subscribed to its recipients' events: the RSS growth until the answer
-//    (target ≤ 50 MB: the store fails the recipients 1 000 at a time).
+//    (target ≤ 50 MB: the store fails the recipients in batches, SQLite 100 at a time).
 // 2. Sending: a broadcast to BENCH_BROADCAST_RECIPIENTS (default 10 000) contacts through
 //    one channel of throughput_mps 50: the time from `POST /broadcasts` to `completed`
 //    (target ≤ 220 s; pacing alone needs 10 000 / 47.5 = 211 s) and the busiest sliding

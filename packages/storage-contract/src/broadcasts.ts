@@ -453,8 +453,8 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
         })
       ))
 
-    // More recipients than one batch of the stores that fail them in batches (SQLite and
-    // PostgreSQL 1 000, MongoDB 1 000): every one failed, each announced exactly once.
+    // More recipients than one batch of the stores that fail them in batches (SQLite 100,
+    // PostgreSQL and MongoDB 1 000): every one failed, each announced exactly once.
     it.effect("cancel and channels.delete of 2 500 waiting recipients (more than one batch): every one failed, one event each", () =>
       run(
         Effect.gen(function* () {
