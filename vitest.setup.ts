@@ -1,8 +1,13 @@
 import { appendFileSync } from "node:fs"
 import { addEqualityTesters } from "@effect/vitest"
 import { afterAll, beforeEach } from "vitest"
+import { runAfterFile } from "./vitest.after-file.js"
 
 addEqualityTesters()
+
+// Registered first, so it runs after the test file's own afterAll hooks (after hooks run
+// newest first): closes what shared helpers opened for this file (vitest.after-file.ts).
+afterAll(runAfterFile)
 
 // A trace of the run, for CI's watchdog (.ci/run): with SWITCHBOARD_TEST_TRACE naming a
 // file, each test file appends a line when it starts (before its module is imported, so a

@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url"
-import { defineProject, type UserWorkspaceConfig } from "vitest/config"
+import { configDefaults, defineProject, type UserWorkspaceConfig } from "vitest/config"
 
 const root = fileURLToPath(new URL(".", import.meta.url))
 
@@ -17,8 +17,25 @@ const alias = Object.fromEntries([
 ])
 
 /**
+ * Test files that must run in a process of their own (each `vi.mock`s a module other files
+ * load), by project: the project leaves them out and `project-isolated` runs them
+ * (vitest.workspace.ts).
+ */
+export const isolatedFiles: Record<string, ReadonlyArray<string>> = {
+  core: ["test/whatsapp-transport-fetch.test.ts"]
+}
+
+/**
  * The vitest project of one package or example: its `test/**\/*.test.ts`, the shared
  * aliases and the setup file that registers Effect's equality testers.
+ *
+ * The files of a project share their worker processes (`isolate: false`): a fresh process
+ * per file loaded effect, the packages' sources and the drivers again each time, about
+ * 0.8 s of start-up per file (docs/benchmarks.md "The test suite's time"). Files that
+ * cannot share a process (`vi.mock` of a module others load) run in a project of their
+ * own with `isolate: true` (vitest.workspace.ts). Environment variables stubbed with
+ * `vi.stubEnv` are restored after each test; a shared helper closes what it opened for a
+ * file through `afterFile` (vitest.after-file.ts), not with a top-level `afterAll`.
  */
 export const project = (name: string, overrides: UserWorkspaceConfig["test"] = {}) =>
   defineProject({
@@ -26,7 +43,11 @@ export const project = (name: string, overrides: UserWorkspaceConfig["test"] = {
     test: {
       name,
       include: ["test/**/*.test.ts"],
+      exclude: [...configDefaults.exclude, ...(isolatedFiles[name] ?? [])],
       setupFiles: [`${root}vitest.setup.ts`],
+      isolate: false,
+      unstubEnvs: true,
+      unstubGlobals: true,
       ...overrides
     }
   })

@@ -1,5 +1,5 @@
 import { defineWorkspace } from "vitest/config"
-import { project } from "./vitest.shared.js"
+import { isolatedFiles, project } from "./vitest.shared.js"
 
 /**
  * One test project per package and example; each has its own vitest.config.ts.
@@ -9,7 +9,8 @@ import { project } from "./vitest.shared.js"
  * scheduled sends, read receipts, broadcasts, plan limits, tenant isolation, webhook
  * secret rotation, provider
  * webhooks) when `POSTGRES_URL` is set,
- * and is skipped, saying why, when it is not.
+ * and is skipped, saying why, when it is not. The files of vitest.shared.ts `isolatedFiles`
+ * run in `<project>-isolated`, each in a fresh process.
  */
 const postgres = process.env.POSTGRES_URL !== undefined && process.env.POSTGRES_URL !== ""
 if (!postgres) console.warn("http-adapter-postgres: POSTGRES_URL is not set; the HTTP suites on PostgreSQL are skipped")
@@ -17,6 +18,10 @@ if (!postgres) console.warn("http-adapter-postgres: POSTGRES_URL is not set; the
 export default defineWorkspace([
   "packages/*",
   "examples/*",
+  ...Object.entries(isolatedFiles).map(([name, include]) => ({
+    ...project(`${name}-isolated`, { include: [...include], isolate: true }),
+    root: `./packages/${name}`
+  })),
   {
     ...project("http-adapter-sqlite", {
       env: { SWITCHBOARD_TEST_STORAGE: "sqlite" },

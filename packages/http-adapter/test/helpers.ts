@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, expect } from "vitest"
+import { expect } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import inject from "light-my-request"
 import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput, type StorageService } from "@switchboard/core"
@@ -12,6 +12,7 @@ import { createHandler, defineRoute, type HandlerOptions, type SwitchboardHandle
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { PostgresStorage } from "@switchboard/storage-postgres"
 import Pg from "pg"
+import { afterFile } from "../../../vitest.after-file.js"
 
 /**
  * A store shared by the handler under test and the test's own set-up calls: memory, a new
@@ -39,29 +40,38 @@ let sqlite: { readonly directory: string; readonly scope: Scope.CloseableScope }
 /** The SQLite files {@link makeSharedStorage} opened in this test file, oldest first. */
 export const openedSqliteFiles: Array<string> = []
 
-// Registered when a test file imports this module, so it runs after that file's last test
-// (a process "exit" handler does not run in vitest's workers: the directories stayed).
-afterAll(async () => {
+/**
+ * Closes this test file's SQLite connections and removes their directory. Run after the
+ * file's last test (`afterFile`: test files share a worker, so this module's own top-level
+ * `afterAll` would run after the first file only; a process "exit" handler does not run in
+ * vitest's workers: the directories stayed).
+ */
+const closeSqliteFiles = async () => {
   if (sqlite === undefined) return
   const { directory, scope } = sqlite
   sqlite = undefined
+  openedSqliteFiles.length = 0
   await Effect.runPromise(Scope.close(scope, Exit.void))
   rmSync(directory, { recursive: true, force: true })
-})
+}
 
 /** A migrated SQLite storage on a new file in this test file's temporary directory. */
 const openSqliteStorage = () => {
-  sqlite ??= { directory: mkdtempSync(join(tmpdir(), "switchboard-http-sqlite-")), scope: Effect.runSync(Scope.make()) }
+  if (sqlite === undefined) {
+    sqlite = { directory: mkdtempSync(join(tmpdir(), "switchboard-http-sqlite-")), scope: Effect.runSync(Scope.make()) }
+    afterFile(closeSqliteFiles)
+  }
   const filename = join(sqlite.directory, `${randomUUID()}.db`)
   openedSqliteFiles.push(filename)
-  // The connection lives until the file's last test (the afterAll above closes the scope).
+  // The connection lives until the file's last test (closeSqliteFiles closes the scope).
   return Effect.runSync(Scope.extend(SqliteStorage.make({ filename }), sqlite.scope))
 }
 
 /** The schemas {@link makeSharedStorage} created in this test file, and the scope of their pools. */
 let postgres: { readonly schemas: Array<string>; readonly scope: Scope.CloseableScope } | undefined
 
-afterAll(async () => {
+/** Closes this test file's PostgreSQL pools and drops its schemas, after its last test (`afterFile`). */
+const dropPostgresSchemas = async () => {
   if (postgres === undefined) return
   const { schemas, scope } = postgres
   postgres = undefined
@@ -72,7 +82,7 @@ afterAll(async () => {
   } finally {
     await pool.end()
   }
-})
+}
 
 /**
  * A migrated PostgreSQL storage on a new schema. The store opens asynchronously (pool,
@@ -82,7 +92,10 @@ afterAll(async () => {
 const openPostgresStorage = (): StorageService => {
   const url = process.env.POSTGRES_URL
   if (url === undefined || url === "") throw new Error("SWITCHBOARD_TEST_STORAGE=postgres needs POSTGRES_URL")
-  postgres ??= { schemas: [], scope: Effect.runSync(Scope.make()) }
+  if (postgres === undefined) {
+    postgres = { schemas: [], scope: Effect.runSync(Scope.make()) }
+    afterFile(dropPostgresSchemas)
+  }
   const schema = `switchboard_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`
   postgres.schemas.push(schema)
   const opened = Effect.runPromise(

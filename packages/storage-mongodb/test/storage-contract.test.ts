@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto"
 import { MongoClient } from "mongodb"
 import { it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, describe, vi } from "vitest"
+import { afterAll, describe } from "vitest"
 import { runRateLimitStoreContract, runStorageContract } from "@switchboard/storage-contract"
 import { MongoRateLimitStore, MongoStorage } from "@switchboard/storage-mongodb"
 import { limitsHoldAcrossInstances } from "./support/twoInstances.js"
@@ -16,8 +16,8 @@ if (url === undefined || url === "") {
   console.warn("storage-mongodb: MONGODB_URL is not set; the storage contract against a MongoDB server is skipped")
 }
 
-// A fresh database per test creates its indexes first: allow a real server's round trips.
-vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
+// A fresh database per test creates its indexes first: the project allows a real server's
+// round trips (60 s, vitest.config.ts).
 
 const databases: Array<string> = []
 

@@ -1,6 +1,6 @@
 import { it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, describe, expect, vi } from "vitest"
+import { afterAll, describe, expect } from "vitest"
 import type { IdempotencyClaimOutcome, IdempotencyClaimRequest, StorageService } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
@@ -10,8 +10,6 @@ import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 // as two servers sharing a database have them. One statement decides each claim, so of any
 // number of concurrent claims of one key exactly one holds it, whichever pool sends it.
 const schemas = testSchemas()
-
-vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
 const { instant } = fixtures
 
