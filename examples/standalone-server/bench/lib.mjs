@@ -210,6 +210,14 @@ export const SERVERS = {
     env: () => ({}),
     requestLine: null
   },
+  // The outbound dispatch (dispatch.mjs): a hand-written dispatcher on a copy of the backlog's
+  // SQLite file; SWITCHBOARD_SECRET_KEY and WHATSAPP_API_BASE_URL come from startServer's extraEnv.
+  dispatchBaseline: {
+    label: "hand-written dispatcher: node + better-sqlite3 + undici",
+    args: (filename) => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), join(BENCH_DIRECTORY, "servers/dispatch-baseline.mjs"), filename],
+    env: () => ({}),
+    requestLine: null
+  },
   // The media download (media.mjs): the `filename` argument is the file it answers every GET with.
   mediaBaseline: {
     label: "bare node:http + fs.createReadStream(file).pipe(res)",
