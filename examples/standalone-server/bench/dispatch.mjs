@@ -16,7 +16,7 @@
 // Checks, of both: every message arrived exactly once, and the file ends with every message `sent`.
 import { fork } from "node:child_process"
 import { once } from "node:events"
-import { copyFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
@@ -179,7 +179,14 @@ const statusesOf = (filename) => {
  */
 const dispatchOnce = async (name, filename, directory, simulator) => {
   await simulator.client.reset()
-  const server = await startServer(name, filename, directory, { SWITCHBOARD_SECRET_KEY: SECRET_KEY, WHATSAPP_API_BASE_URL: simulator.url })
+  // BENCH_DISPATCH_COUNT_LATE=1: the server logs at debug level, and the bench counts the
+  // messages it handed back late for their pacing slot (the log costs CPU: not for figures).
+  const countLate = process.env.BENCH_DISPATCH_COUNT_LATE === "1"
+  const server = await startServer(name, filename, directory, {
+    SWITCHBOARD_SECRET_KEY: SECRET_KEY,
+    WHATSAPP_API_BASE_URL: simulator.url,
+    ...(countLate ? { LOG_LEVEL: "debug" } : {})
+  })
   const startedAt = Date.now()
   const cpuAtStart = processCpuSeconds(server.pid)
   let cpuSeconds
@@ -191,6 +198,12 @@ const dispatchOnce = async (name, filename, directory, simulator) => {
     await waitUntil(() => statusesOf(filename).every((row) => row.status === "sent"), `${name}: every message recorded sent`, 60_000)
   } finally {
     await server.stop()
+  }
+  if (process.env.BENCH_KEEP_LOG_TMP) copyFileSync(server.logFile, `/tmp/dispatch-${name}.log`)
+  if (countLate) {
+    const log = readFileSync(server.logFile, "utf8")
+    const late = /(\d+) messages handed back late/.exec(log)?.[1] ?? log.split("late for its pacing slot").length - 1
+    console.log(`  ${name}: ${late} messages handed back late for their slot`)
   }
   const sends = await simulator.client.received({ route: "messages" })
   const ids = sends.map((each) => each.body?.biz_opaque_callback_data)
@@ -247,10 +260,16 @@ export const run = async () => {
   // The simulator in its own process (answering every send after 20 ms, no status
   // notifications): its work and its garbage collector stay out of the figures' process.
   const simulator = await startSimulatorProcess(directory, ["--numbers-file", numbersFile, "--delay-ms", "20", "--statuses", "none"])
+  // BENCH_OTHER_BUILD_MAIN: another build of the server (its dist/main.js) dispatches a third
+  // copy of the backlog between the two, for an A/B of a change in the same run.
+  const otherFilename = join(directory, "dispatch-other.db")
+  if (process.env.BENCH_OTHER_BUILD_MAIN) copyDatabase(filename, otherFilename)
   let baseline
   let switchboard
+  let other
   try {
     baseline = await dispatchOnce("dispatchBaseline", baselineFilename, directory, simulator)
+    if (process.env.BENCH_OTHER_BUILD_MAIN) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
     switchboard = await dispatchOnce("switchboard", filename, directory, simulator)
   } finally {
     await simulator.close()
@@ -270,7 +289,13 @@ export const run = async () => {
     ...(process.env.BENCH_DISPATCH_SHOW_WINDOW ? [`    gaps (ms) in Switchboard's busiest second: ${switchboard.gaps}`, `    gaps (ms) in the baseline's busiest second: ${baseline.gaps}`] : []),
     `  ${recordTarget("dispatch: lowest channel share of throughput_mps", switchboard.lowestShare, "least", 0.9)} ` +
       `lowest share of throughput_mps a channel reached with a backlog ${(switchboard.lowestShare * 100).toFixed(1)}% ` +
-      `(baseline ${(baseline.lowestShare * 100).toFixed(1)}%, ${(switchboard.lowestShare / baseline.lowestShare).toFixed(2)}×)`
+      `(baseline ${(baseline.lowestShare * 100).toFixed(1)}%, ${(switchboard.lowestShare / baseline.lowestShare).toFixed(2)}×)`,
+    ...(other === undefined
+      ? []
+      : [
+        `  the other build (${process.env.BENCH_OTHER_BUILD_MAIN}): rate ${other.rate.toFixed(0)} messages/s, CPU ${other.cpuMicrosPerMessage.toFixed(0)} µs per message ` +
+          `(${(other.cpuMicrosPerMessage / baseline.cpuMicrosPerMessage).toFixed(2)}× the baseline's), busiest second ${other.worstWindow}, lowest share ${(other.lowestShare * 100).toFixed(1)}%`
+      ])
   ].join("\n")
 }
 

@@ -135,8 +135,12 @@ const bodyOf = (message) =>
   })
 
 /** One attempt at the message's slot: the POST, its outcome recorded. */
+let late = 0
 const attempt = async (message) => {
-  if (Date.now() - message.slot > LATENESS_MS) return record(message, "late", iso(Date.now()))
+  if (Date.now() - message.slot > LATENESS_MS) {
+    late += 1
+    return record(message, "late", iso(Date.now()))
+  }
   try {
     const { statusCode, body } = await request(message.channel.url, {
       method: "POST",
@@ -165,5 +169,8 @@ const dispatch = () => {
 setInterval(dispatch, CLAIM_INTERVAL_MS)
 
 await listen("Dispatch baseline", createServer((req, res) => res.end(JSON.stringify({ in_flight: inFlight }))))
-process.once("SIGTERM", () => outcomes.length > 0 && flush())
+process.once("SIGTERM", () => {
+  if (outcomes.length > 0) flush()
+  process.stderr.write(`dispatch baseline: ${late} messages handed back late for their slot\n`)
+})
 dispatch()
