@@ -261,7 +261,7 @@ export const run = async () => {
   // notifications): its work and its garbage collector stay out of the figures' process.
   const simulator = await startSimulatorProcess(directory, ["--numbers-file", numbersFile, "--delay-ms", "20", "--statuses", "none"])
   // BENCH_OTHER_BUILD_MAIN: another build of the server (its dist/main.js) dispatches a third
-  // copy of the backlog between the two, for an A/B of a change in the same run.
+  // copy of the backlog between the two (or last), for an A/B of a change in the same run.
   const otherFilename = join(directory, "dispatch-other.db")
   if (process.env.BENCH_OTHER_BUILD_MAIN) copyDatabase(filename, otherFilename)
   let baseline
@@ -269,8 +269,11 @@ export const run = async () => {
   let other
   try {
     baseline = await dispatchOnce("dispatchBaseline", baselineFilename, directory, simulator)
-    if (process.env.BENCH_OTHER_BUILD_MAIN) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
+    // BENCH_OTHER_BUILD_LAST=1: the other build after this one (alternate the order between runs).
+    const otherLast = process.env.BENCH_OTHER_BUILD_LAST === "1"
+    if (process.env.BENCH_OTHER_BUILD_MAIN && !otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
     switchboard = await dispatchOnce("switchboard", filename, directory, simulator)
+    if (process.env.BENCH_OTHER_BUILD_MAIN && otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
   } finally {
     await simulator.close()
   }
