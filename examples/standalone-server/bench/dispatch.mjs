@@ -20,6 +20,7 @@ import { copyFileSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
+import Pg from "pg"
 import { Effect, Layer } from "effect"
 import { Channels, ChannelVerifier, Core, SecretKey, Storage } from "@switchboard/core"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
@@ -52,7 +53,10 @@ const phoneOf = (n) => `+1415${String(3000000 + n).padStart(7, "0")}`
  * (docs/messaging.md "The customer service window").
  */
 const writeBacklog = async (filename) => {
-  const storage = SqliteStorage.layer({ filename })
+  // `postgres:<schema>`: a fresh schema in the database of POSTGRES_URL (migrated by the store).
+  const storage = filename.startsWith("postgres:")
+    ? (await import("@switchboard/storage-postgres")).PostgresStorage.layer({ connectionString: process.env.POSTGRES_URL, schema: filename.slice("postgres:".length) })
+    : SqliteStorage.layer({ filename })
   const { organizationId } = await createOrganization(storage)
   const services = Core.layer.pipe(
     Layer.provide(
@@ -177,27 +181,29 @@ const statusesOf = (filename) => {
  * message arrived exactly once and that the file ends with every message `sent`. Resolves
  * `{rate, cpuMicrosPerMessage, worstWindow, lowestShare, elapsedSeconds, gaps}`.
  */
-const dispatchOnce = async (name, filename, directory, simulator) => {
+const dispatchOnce = async (name, filename, directory, simulator, options = {}) => {
+  // options.processes: how many servers share the backlog (PostgreSQL); options.statuses: reads the rows' statuses.
+  const processes = options.processes ?? 1
+  const readStatuses = options.statuses ?? (() => statusesOf(filename))
   await simulator.client.reset()
   // BENCH_DISPATCH_COUNT_LATE=1: the server logs at debug level, and the bench counts the
   // messages it handed back late for their pacing slot (the log costs CPU: not for figures).
   const countLate = process.env.BENCH_DISPATCH_COUNT_LATE === "1"
-  const server = await startServer(name, filename, directory, {
-    SWITCHBOARD_SECRET_KEY: SECRET_KEY,
-    WHATSAPP_API_BASE_URL: simulator.url,
-    ...(countLate ? { LOG_LEVEL: "debug" } : {})
-  })
+  const env = { SWITCHBOARD_SECRET_KEY: SECRET_KEY, WHATSAPP_API_BASE_URL: simulator.url, ...(countLate ? { LOG_LEVEL: "debug" } : {}) }
+  const servers = await Promise.all(Array.from({ length: processes }, () => startServer(name, filename, directory, env)))
+  const server = servers[0]
   const startedAt = Date.now()
-  const cpuAtStart = processCpuSeconds(server.pid)
+  const cpuOfServers = () => servers.reduce((sum, each) => sum + processCpuSeconds(each.pid), 0)
+  const cpuAtStart = cpuOfServers()
   let cpuSeconds
   try {
     // A count, not the list: the simulator answers it without copying 20 000 records.
     await waitUntil(async () => (await simulator.client.receivedCount({ route: "messages" })).count >= MESSAGES, `${name}: the whole backlog at the simulator`, 600_000)
-    cpuSeconds = processCpuSeconds(server.pid) - cpuAtStart
+    cpuSeconds = cpuOfServers() - cpuAtStart
     await waitUntil(async () => (await simulator.client.receivedCount({ route: "messages" })).answered >= MESSAGES, `${name}: every send answered`, 60_000)
-    await waitUntil(() => statusesOf(filename).every((row) => row.status === "sent"), `${name}: every message recorded sent`, 60_000)
+    await waitUntil(async () => (await readStatuses()).every((row) => row.status === "sent"), `${name}: every message recorded sent`, 60_000)
   } finally {
-    await server.stop()
+    for (const each of servers) await each.stop()
   }
   if (process.env.BENCH_KEEP_LOG_TMP) copyFileSync(server.logFile, `/tmp/dispatch-${name}.log`)
   if (countLate) {
@@ -208,7 +214,7 @@ const dispatchOnce = async (name, filename, directory, simulator) => {
   const sends = await simulator.client.received({ route: "messages" })
   const ids = sends.map((each) => each.body?.biz_opaque_callback_data)
   if (ids.length !== MESSAGES || new Set(ids).size !== MESSAGES) throw new Error(`${name}: expected ${MESSAGES} distinct messages at the simulator, got ${ids.length} (${new Set(ids).size} distinct)`)
-  const statuses = statusesOf(filename)
+  const statuses = await readStatuses()
   if (statuses.length !== 1 || statuses[0].status !== "sent") throw new Error(`${name}: expected every message sent, got ${JSON.stringify(statuses)}`)
 
   const elapsedSeconds = (sends.reduce((latest, each) => Math.max(latest, each.at_ms), 0) - startedAt) / 1000
@@ -277,6 +283,31 @@ export const run = async () => {
   } finally {
     await simulator.close()
   }
+  // BENCH_DISPATCH_POSTGRES=1: the same backlog in a fresh PostgreSQL schema (POSTGRES_URL),
+  // dispatched by BENCH_DISPATCH_POSTGRES_PROCESSES (default 2) standalone servers sharing it;
+  // CPU is the servers' (not PostgreSQL's). Not part of `npm run bench` yet: on 2026-11-29 it
+  // dispatched 1–8 messages/s (docs/benchmarks.md "Outbound dispatch").
+  let postgres
+  if (process.env.BENCH_DISPATCH_POSTGRES === "1") {
+    const schema = `switchboard_bench_dispatch_${process.pid}`
+    const pool = new Pg.Pool({ connectionString: process.env.POSTGRES_URL, max: 1 })
+    try {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await writeBacklogInChildProcess(`postgres:${schema}`)
+      const pgSimulator = await startSimulatorProcess(directory, ["--numbers-file", numbersFile, "--delay-ms", "20", "--statuses", "none"])
+      try {
+        postgres = await dispatchOnce("switchboardPostgres", schema, directory, pgSimulator, {
+          processes: Number(process.env.BENCH_DISPATCH_POSTGRES_PROCESSES ?? 2),
+          statuses: async () => (await pool.query(`SELECT status, COUNT(*)::int AS count FROM "${schema}".messages GROUP BY status`)).rows
+        })
+      } finally {
+        await pgSimulator.close()
+      }
+    } finally {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+      await pool.end()
+    }
+  }
   const beside = (value, base, digits = 0) => `${value.toFixed(digits)} (baseline ${base.toFixed(digits)}, ${(value / base).toFixed(2)}×)`
   const cpuRatio = switchboard.cpuMicrosPerMessage / baseline.cpuMicrosPerMessage
   return [
@@ -293,6 +324,15 @@ export const run = async () => {
     `  ${recordTarget("dispatch: lowest channel share of throughput_mps", switchboard.lowestShare, "least", 0.9)} ` +
       `lowest share of throughput_mps a channel reached with a backlog ${(switchboard.lowestShare * 100).toFixed(1)}% ` +
       `(baseline ${(baseline.lowestShare * 100).toFixed(1)}%, ${(switchboard.lowestShare / baseline.lowestShare).toFixed(2)}×)`,
+    ...(postgres === undefined
+      ? []
+      : [
+        `  PostgreSQL, two servers sharing the backlog: rate ${postgres.rate.toFixed(0)} messages/s, every message sent once`,
+        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: CPU per message against SQLite's (≤ 2×)", postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage, "most", 2)} ` +
+          `CPU per message (both servers) ${postgres.cpuMicrosPerMessage.toFixed(0)} µs, ${(postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage).toFixed(2)}× SQLite's`,
+        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: busiest 1 s window of any channel", postgres.worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding second of any channel across both ${postgres.worstWindow}`,
+        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: lowest channel share", postgres.lowestShare, "least", 0.9)} lowest channel share ${(postgres.lowestShare * 100).toFixed(1)}%`
+      ]),
     ...(other === undefined
       ? []
       : [
