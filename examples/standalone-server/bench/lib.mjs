@@ -210,6 +210,22 @@ export const SERVERS = {
     env: () => ({}),
     requestLine: null
   },
+  // Another build of the standalone server (BENCH_OTHER_BUILD_MAIN: its dist/main.js, inside
+  // this repository so that it finds node_modules), for an A/B in one run (dispatch.mjs).
+  switchboardOtherBuild: {
+    label: "Switchboard (BENCH_OTHER_BUILD_MAIN, defaults)",
+    args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), process.env.BENCH_OTHER_BUILD_MAIN],
+    env: standaloneEnv,
+    requestLine: '"message":"request"'
+  },
+  // The outbound dispatch (dispatch.mjs): a hand-written dispatcher on a copy of the backlog's
+  // SQLite file; SWITCHBOARD_SECRET_KEY and WHATSAPP_API_BASE_URL come from startServer's extraEnv.
+  dispatchBaseline: {
+    label: "hand-written dispatcher: node + better-sqlite3 + undici",
+    args: (filename) => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), join(BENCH_DIRECTORY, "servers/dispatch-baseline.mjs"), filename],
+    env: () => ({}),
+    requestLine: null
+  },
   // The media download (media.mjs): the `filename` argument is the file it answers every GET with.
   mediaBaseline: {
     label: "bare node:http + fs.createReadStream(file).pipe(res)",

@@ -308,6 +308,29 @@ describe("runLeasedQueue", () => {
       yield* settle
       expect(fake.rows.get("stuck")!.done).toBe(false)
     }))
+
+  it.effect("with startAt, a claimed job's run starts at its time, not at the claim; the jobs still waiting start at once when the loop is interrupted, and are drained", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeQueue()
+      fake.add("now")
+      fake.add("later")
+      fake.add("much-later")
+      const startAt: Record<string, number | null> = { now: null, later: 500, "much-later": 5_000 }
+      const queue: LeasedQueue<FakeJob, string> = { ...fake.queue, startAt: (job) => startAt[job.id]! }
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: 10_000 }))
+      yield* settle
+      // The first claim leased all three; only the job without a start time ran.
+      expect(fake.claims[0]!.ids).toEqual(["now", "later", "much-later"])
+      expect([...fake.rows].filter(([, row]) => row.done).map(([id]) => id)).toEqual(["now"])
+      yield* TestClock.adjust(499)
+      expect(fake.rows.get("later")!.done).toBe(false)
+      yield* TestClock.adjust(1)
+      expect(fake.rows.get("later")).toMatchObject({ done: true, outcome: "ran later under lease-2" })
+      expect(fake.rows.get("much-later")!.done).toBe(false)
+      // A shutdown before its time: it runs and is recorded before the loop ends.
+      yield* Fiber.interrupt(fiber)
+      expect(fake.rows.get("much-later")).toMatchObject({ done: true, outcome: "ran much-later under lease-3" })
+    }))
 })
 
 describe("runLeasedJob", () => {

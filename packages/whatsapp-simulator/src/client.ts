@@ -16,6 +16,11 @@ import type { WebhookDelivery } from "./webhook.js"
 export interface SimulatorClient {
   readonly url: string
   readonly received: (filter?: { readonly route?: Route; readonly phone_number_id?: string }) => Promise<ReadonlyArray<Received>>
+  /**
+   * How many requests (of one route and/or number) arrived, and how many of them were
+   * answered (`GET /_simulator/received/count`): one small answer, however many arrived.
+   */
+  readonly receivedCount: (filter?: { readonly route?: Route; readonly phone_number_id?: string }) => Promise<{ readonly count: number; readonly answered: number }>
   readonly notifications: () => Promise<ReadonlyArray<Notification>>
   /** The read receipts received (`GET /_simulator/read-receipts`), optionally of one number. */
   readonly readReceipts: (phoneNumberId?: string) => Promise<ReadonlyArray<ReadReceiptCall>>
@@ -92,6 +97,12 @@ export const connectSimulator = (url: string): SimulatorClient => {
       const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined))
       const text = query.toString()
       return (await call<{ received: ReadonlyArray<Received> }>("GET", `/received${text === "" ? "" : `?${text}`}`)).received
+    },
+    receivedCount: async (filter = {}) => {
+      const query = new URLSearchParams(Object.entries(filter).filter((entry): entry is [string, string] => entry[1] !== undefined))
+      const text = query.toString()
+      const { count, answered } = await call<{ count: number; answered: number }>("GET", `/received/count${text === "" ? "" : `?${text}`}`)
+      return { count, answered }
     },
     notifications: async () => (await call<{ notifications: ReadonlyArray<Notification> }>("GET", "/notifications")).notifications,
     readReceipts: async (phoneNumberId) =>

@@ -16,6 +16,9 @@ import type { WebhookDelivery } from "./webhook.js"
  *
  * - `GET /_simulator/received?route=&phone_number_id=` → `{received: Received[]}`, each
  *   `authorization` cut to its scheme and last four characters (`"Bearer …0001"`)
+ * - `GET /_simulator/received/count?route=&phone_number_id=` → `{count, answered}`: how many
+ *   of those requests arrived and how many of them were answered, without copying them (a
+ *   load generator polls it while thousands arrive)
  * - `GET /_simulator/read-receipts?phone_number_id=` → `{read_receipts: ReadReceiptCall[]}`
  * - `GET /_simulator/notifications` → `{notifications: Notification[]}`
  * - `GET /_simulator/numbers` → `{numbers}` (tokens shown as `access_token_last4`);
@@ -116,6 +119,15 @@ const route = async (simulator: ControlledSimulator, request: GraphRequest): Pro
           })
           .map((entry) => ({ ...entry, authorization: redacted(entry.authorization) }))
       }
+    case "GET /received/count": {
+      const matching = simulator.received({
+        ...(query.get("route") === null ? {} : { route: query.get("route") as Route }),
+        ...(query.get("phone_number_id") === null ? {} : { phone_number_id: query.get("phone_number_id")! })
+      })
+      let answered = 0
+      for (const entry of matching) if (entry.answer !== null) answered += 1
+      return { count: matching.length, answered }
+    }
     case "GET /read-receipts":
       return { read_receipts: simulator.readReceipts(query.get("phone_number_id") ?? undefined) }
     case "GET /notifications":

@@ -24,6 +24,11 @@ import type { DispatchWakeService } from "./DispatchWake.js"
  *   recorded, the job ends `LeaseEnded`) as soon as a renewal answers `false` or fails;
  * - `nextDueAt(now)` (optional): the earliest due time of the queue's waiting work
  *   (epoch milliseconds) or `null` when nothing waits, for a queue that can tell;
+ * - `startAt(job)` (optional): when the loop starts a claimed job's run (epoch
+ *   milliseconds), or `null` for at once: until then the job waits as plain data, without
+ *   a fiber of its own (the send queue starts each message shortly before its pacing
+ *   slot, so that the hundreds it holds ahead of their slots do not each keep a fiber
+ *   alive through the garbage collector's scavenges: docs/benchmarks.md "Outbound dispatch");
  * - `name`: the queue's name in log lines;
  * - `span` (optional): the name and attributes of the root span each job runs in when
  *   {@link LeasedJobSpans} is on (tracing, docs/http-adapter.md "Tracing"); absent, the
@@ -39,6 +44,7 @@ export interface LeasedQueue<J, O, E = never, R = never> {
   readonly dueAgainAt?: (outcome: O) => number | null
   readonly renew?: (job: J, leaseUntil: number) => Effect.Effect<boolean, E, R>
   readonly nextDueAt?: (now: number) => Effect.Effect<number | null, E, R>
+  readonly startAt?: (job: J) => number | null
   readonly span?: {
     readonly name: string
     readonly attributes: (job: J) => Readonly<Record<string, string | number>>
@@ -349,6 +355,27 @@ export const runLeasedQueue = <J, O, E, R>(
             }))
           )
         )
+      // The claimed jobs whose run starts later (`queue.startAt`), soonest first, and the
+      // one fiber that starts each at its time (woken when an earlier one arrives).
+      const waiting: Array<{ readonly at: number; readonly job: J }> = []
+      const starterMailbox = yield* Queue.sliding<void>(1)
+      // Added after the drain, so run before it: on a shutdown the waiting jobs start at once
+      // (each then waits for its time in its own fiber) and are drained like the others.
+      yield* Effect.addFinalizer(() => Effect.forEach(waiting.splice(0), ({ job }) => start(job), { discard: true }))
+      const startDue = Effect.uninterruptible(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        while (waiting.length > 0 && waiting[0]!.at <= now) yield* start(waiting.shift()!.job)
+        return waiting.length === 0 ? null : waiting[0]!.at - now
+      }))
+      // Forked after the finalizer above, so interrupted before it runs.
+      yield* Effect.forkScoped(Effect.forever(Effect.flatMap(startDue, (untilNext) =>
+        untilNext === null ? Queue.take(starterMailbox) : sleepUntilWoken(starterMailbox, untilNext))))
+      const startOrWait = (job: J, now: number) => {
+        const at = queue.startAt?.(job) ?? null
+        if (at === null || at <= now) return start(job)
+        waiting.push({ at, job })
+        return Effect.void
+      }
       const backoff = makeIdleBackoff(options.pollIntervalMs)
       // One pass, uninterruptible so that what it claims is forked: whether every free slot filled.
       const pass = (now: number) =>
@@ -358,7 +385,12 @@ export const runLeasedQueue = <J, O, E, R>(
           if (known.dueAt !== null && known.dueAt <= now) known.dueAt = null
           const jobs = yield* claimSurviving(queue, now, options.leaseMs, free)
           known.running += jobs.length
-          for (const job of jobs) yield* start(job)
+          const waitingBefore = waiting.length
+          for (const job of jobs) yield* startOrWait(job, now)
+          if (waiting.length > waitingBefore) {
+            waiting.sort((a, b) => a.at - b.at)
+            starterMailbox.unsafeOffer(undefined)
+          }
           if (known.running === 0) backoff.idle()
           else backoff.busy()
           if (jobs.length === free) return true

@@ -113,6 +113,21 @@ export const PACING_HORIZON_MS = 500
 export const PACING_LATENESS_MS = 25
 
 /**
+ * How long before its pacing slot the dispatcher starts a claimed message's attempt, in ms
+ * (`LeasedQueue.startAt`): until then the message waits as plain data, not in a fiber of
+ * its own. A claim holds up to {@link PACING_HORIZON_MS} of slots ahead (hundreds of
+ * messages on a busy server); each started at once kept its fiber alive through the
+ * garbage collector's scavenges, which then copied them all, paused the process long enough
+ * to make messages late for their slots, and cost CPU (docs/benchmarks.md "Outbound
+ * dispatch"). The lead leaves time for what an attempt does before its slot (the window
+ * and the channel, read from the store on a cache miss). A message sent by a stored file
+ * starts at once (its upload comes before its slot).
+ *
+ * @category messaging
+ */
+export const SEND_START_LEAD_MS = 50
+
+/**
  * The least time between two claims of the send queue's dispatcher, in ms: a busy queue
  * claims the due messages of every channel in one step about ten times a second (each claim
  * reserves pacing slots up to {@link PACING_HORIZON_MS} ahead), instead of once per message.
@@ -792,6 +807,7 @@ export const sendQueue: LeasedQueue<
   dueAgainAt: (outcome) =>
     outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null,
   nextDueAt: () => Effect.flatMap(Storage, (storage) => storage.outbox.nextDueAt()),
+  startAt: (claimed) => (storedMediaUuidOf(claimed.message) === undefined ? claimed.not_before - SEND_START_LEAD_MS : null),
   span: {
     name: "SendQueue.attempt",
     attributes: (claimed) => ({
