@@ -24,4 +24,11 @@ export interface StorageContractOptions {
    * together on both stores and a creation on one seen by the other (`outbox.ts`).
    */
   readonly makeSharedLayers?: () => readonly [Layer.Layer<Storage, unknown>, Layer.Layer<Storage, unknown>]
+  /**
+   * Optional: how many recipients the case of a cancel and a channel removal larger than
+   * the stores' batches writes (default 2 500: more than one batch of every store). A store
+   * that evaluates every filter over every document (the MongoDB driver's stand-in, with no
+   * indexes) passes fewer, which keeps its case to seconds.
+   */
+  readonly largeCaseSize?: number
 }
