@@ -2,34 +2,26 @@ import { describe, expect, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import { Readable } from "node:stream"
 import { Clock, Effect, Layer } from "effect"
-import { afterAll, afterEach, beforeAll } from "vitest"
 import {
-  Channels,
-  ChannelVerifier,
   Contacts,
-  Core,
-  generateSecretKey,
   type InteractiveContent,
   Media,
-  MemoryBlobStore,
-  MemoryStorage,
   Messaging,
-  type MessageId,
   MessageTransport,
   type OrganizationId,
   Organizations,
   type OutboundMessage,
   recordingTransport,
   runLeasedPass,
-  SecretKey,
   sendQueue,
   sendsType,
   Storage,
   WhatsAppCloudTransport,
   WhatsAppWebhooks
 } from "@switchboard/core"
-import { inboundMessagePayload, startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { inboundMessagePayload, textMessage } from "@switchboard/whatsapp-simulator"
 import { failureOf } from "./failure.js"
+import { useSimulatorSends } from "./simulatorSends.js"
 
 // Interactive sends (docs/messaging.md "Interactive messages") through the send steps: the
 // window applies as for text, the record keeps the object, a header's stored file is
@@ -39,26 +31,8 @@ const TOKEN = "EAAGsimulator-interactive-send-0001"
 const NUMBER = { phone_number_id: "106540352242977", display_phone_number: "+1 555-078-3877", waba_id: "102290129340377", access_token: TOKEN }
 const CUSTOMER = "+16505551234"
 
-let simulator: WhatsAppSimulator
-beforeAll(async () => {
-  simulator = await startSimulator({ numbers: [NUMBER] })
-})
-afterEach(() => simulator.reset())
-afterAll(() => simulator.close())
-
-const acceptingVerifier = Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: NUMBER.display_phone_number }) })
-
-/** Runs `body` on a fresh memory store with `transport` (default: the simulator for channels, else the recording transport). */
-const run = <A, E>(body: Effect.Effect<A, E, any>, transport?: Layer.Layer<MessageTransport>) =>
-  Effect.suspend(() => {
-    const chosen = transport ?? Layer.succeed(MessageTransport, WhatsAppCloudTransport.withChannels({ baseUrl: simulator.url }, recordingTransport))
-    const core = Core.layerWithTransport(chosen).pipe(
-      Layer.provideMerge(Layer.mergeAll(SecretKey.layer(generateSecretKey()), acceptingVerifier)),
-      Layer.provideMerge(MemoryStorage.layer)
-    )
-    const layer = Media.layer.pipe(Layer.provideMerge(core), Layer.provideMerge(MemoryBlobStore.layer))
-    return body.pipe(Effect.provide(layer)) as Effect.Effect<A, E>
-  })
+const fixture = useSimulatorSends(NUMBER)
+const { run, addChannel, findMessage } = fixture
 
 const createOrganization = Effect.map(Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Acme" })), (org) => org.id)
 
@@ -66,7 +40,7 @@ const createOrganization = Effect.map(Effect.flatMap(Organizations, (organizatio
 const withChannel = (wrote: boolean) =>
   Effect.gen(function* () {
     const organizationId = yield* createOrganization
-    yield* Effect.flatMap(Channels, (channels) => channels.add(organizationId, { phone_number_id: NUMBER.phone_number_id, waba_id: NUMBER.waba_id, access_token: TOKEN }))
+    yield* addChannel(organizationId)
     if (wrote) {
       const payload = inboundMessagePayload({ number: NUMBER, from: CUSTOMER, profile_name: "Sheena", message: textMessage("Which day?") })
       yield* Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(payload))
@@ -81,10 +55,6 @@ const buttonMessage = (header?: InteractiveContent["header"]): InteractiveConten
   footer: { text: "Reply below" },
   action: { buttons: [{ type: "reply", reply: { id: "yes", title: "Yes" } }, { type: "reply", reply: { id: "no", title: "Another day" } }] }
 } as InteractiveContent)
-
-const findMessage = (organizationId: OrganizationId, id: MessageId) =>
-  Effect.map(Effect.flatMap(Storage, (storage) => storage.chats.findMessage(organizationId, id)), (found) =>
-    found._tag === "Some" ? found.value : expect.fail(`message ${id} not found`))
 
 /** What the organization has written: its contacts and the messages in the send queue's figures. */
 const written = (organizationId: OrganizationId) =>
@@ -103,7 +73,7 @@ describe("sendInteractive through a channel", () => {
       const interactive = buttonMessage({ type: "text", text: "Delivery" })
       const result = yield* Effect.flatMap(Messaging, (messaging) => messaging.sendInteractive(organizationId, { phone: CUSTOMER, interactive }))
       expect([result.status, result.transport]).toEqual(["sent", "whatsapp"])
-      const [sent] = simulator.sends(NUMBER.phone_number_id)
+      const [sent] = fixture.simulator.sends(NUMBER.phone_number_id)
       expect(sent!.body).toEqual({
         messaging_product: "whatsapp",
         recipient_type: "individual",
@@ -123,7 +93,7 @@ describe("sendInteractive through a channel", () => {
       const refused = yield* failureOf(Effect.flatMap(Messaging, (messaging) => messaging.sendInteractive(organizationId, { phone: CUSTOMER, interactive: buttonMessage() })))
       expect(refused).toMatchObject({ _tag: "OutsideCustomerServiceWindow", window_expires_at: null })
       expect(yield* written(organizationId)).toEqual({ contacts: 0, queued: 0 })
-      expect(simulator.sends()).toEqual([])
+      expect(fixture.simulator.sends()).toEqual([])
     })))
 
   it.live("a document header by media_uuid is queued, uploaded through the channel, and sent by Meta's id", () =>
@@ -142,10 +112,10 @@ describe("sendInteractive through a channel", () => {
         yield* Effect.sleep("20 millis")
       }
       expect((yield* findMessage(organizationId, result.message_id)).status).toBe("sent")
-      expect(simulator.received({ route: "media_upload" }).length).toBe(1)
-      const body = simulator.sends(NUMBER.phone_number_id).at(-1)!.body as { interactive: { header: { document: { id: string; filename: string } } } }
+      expect(fixture.simulator.received({ route: "media_upload" }).length).toBe(1)
+      const body = fixture.simulator.sends(NUMBER.phone_number_id).at(-1)!.body as { interactive: { header: { document: { id: string; filename: string } } } }
       expect(body.interactive.header).toEqual({ type: "document", document: { id: expect.any(String), filename: "menu.pdf" } })
-      expect((yield* Effect.promise(() => simulator.media.bytes(body.interactive.header.document.id))).equals(bytes)).toBe(true)
+      expect((yield* Effect.promise(() => fixture.simulator.media.bytes(body.interactive.header.document.id))).equals(bytes)).toBe(true)
       // The record keeps the stored file's uuid, never Meta's id.
       expect((yield* findMessage(organizationId, result.message_id)).content).toEqual({ interactive })
       // An image header naming the stored PDF is refused, nothing written.

@@ -1,30 +1,20 @@
 import { describe, expect, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import { Readable } from "node:stream"
-import { Clock, Effect, Layer } from "effect"
-import { afterAll, afterEach, beforeAll } from "vitest"
+import { Clock, Effect } from "effect"
 import {
-  Channels,
-  ChannelVerifier,
-  Core,
-  generateSecretKey,
   Media,
-  MemoryBlobStore,
-  MemoryStorage,
   Messaging,
-  MessageTransport,
   type OrganizationId,
   Organizations,
-  recordingTransport,
   runLeasedPass,
-  SecretKey,
   sendQueue,
   Storage,
-  WhatsAppCloudTransport,
   WhatsAppWebhooks
 } from "@switchboard/core"
-import { inboundMessagePayload, startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { inboundMessagePayload, textMessage } from "@switchboard/whatsapp-simulator"
 import { failureOf } from "./failure.js"
+import { useSimulatorSends } from "./simulatorSends.js"
 
 // Sending a stored file by `media_uuid` (docs/media.md "Sending a stored file"): the send
 // is queued (never sent in the request), the dispatcher uploads the file to Meta through
@@ -34,25 +24,8 @@ import { failureOf } from "./failure.js"
 const TOKEN = "EAAGsimulator-media-send-0001"
 const NUMBER = { phone_number_id: "106540352242922", display_phone_number: "+1 555-078-3881", waba_id: "102290129340398", access_token: TOKEN }
 
-let simulator: WhatsAppSimulator
-beforeAll(async () => {
-  simulator = await startSimulator({ numbers: [NUMBER] })
-})
-afterEach(() => simulator.reset())
-afterAll(() => simulator.close())
-
-const acceptingVerifier = Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: NUMBER.display_phone_number }) })
-
-const run = <A, E>(body: Effect.Effect<A, E, any>) =>
-  Effect.suspend(() => {
-    const transport = Layer.succeed(MessageTransport, WhatsAppCloudTransport.withChannels({ baseUrl: simulator.url }, recordingTransport))
-    const core = Core.layerWithTransport(transport).pipe(
-      Layer.provideMerge(Layer.mergeAll(SecretKey.layer(generateSecretKey()), acceptingVerifier)),
-      Layer.provideMerge(MemoryStorage.layer)
-    )
-    const layer = Media.layer.pipe(Layer.provideMerge(core), Layer.provideMerge(MemoryBlobStore.layer))
-    return body.pipe(Effect.provide(layer)) as Effect.Effect<A, E>
-  })
+const fixture = useSimulatorSends(NUMBER)
+const { run, addChannel } = fixture
 
 /** A PDF's first bytes, then `size` random ones. */
 const pdf = (size: number) => Buffer.concat([Buffer.from("%PDF-1.7\n"), randomBytes(size)])
@@ -60,7 +33,7 @@ const pdf = (size: number) => Buffer.concat([Buffer.from("%PDF-1.7\n"), randomBy
 /** An organization with the simulator's number as its channel, and a customer who wrote (the window is open). */
 const setUp = Effect.gen(function* () {
   const org = yield* Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Acme" }))
-  yield* Effect.flatMap(Channels, (channels) => channels.add(org.id, { phone_number_id: NUMBER.phone_number_id, waba_id: NUMBER.waba_id, access_token: TOKEN }))
+  yield* addChannel(org.id)
   for (const from of ["16505551234", "16505551299"]) {
     const payload = inboundMessagePayload({ number: NUMBER, from, profile_name: "Sheena", message: textMessage("Send me the offer") })
     yield* Effect.flatMap(WhatsAppWebhooks, (webhooks) => webhooks.receive(payload))
@@ -99,17 +72,17 @@ describe("sending a stored file", () => {
       // The upload outlasts the message's pacing slot: the attempt after it takes a new one
       // (the upload is kept, not made again).
       yield* untilSent(organizationId, sent.message_id)
-      const uploads = simulator.received({ route: "media_upload" })
+      const uploads = fixture.simulator.received({ route: "media_upload" })
       expect(uploads.length).toBe(1)
-      const messages = simulator.received({ route: "messages" })
+      const messages = fixture.simulator.received({ route: "messages" })
       const body = messages.at(-1)!.body as { type: string; document: { id: string; caption: string; filename: string } }
       expect(body.type).toBe("document")
       expect(body.document).toMatchObject({ caption: "Your offer", filename: "offer.pdf" })
-      expect((yield* Effect.promise(() => simulator.media.bytes(body.document.id))).equals(bytes)).toBe(true)
+      expect((yield* Effect.promise(() => fixture.simulator.media.bytes(body.document.id))).equals(bytes)).toBe(true)
       const again = yield* messaging.sendMedia(organizationId, { phone: "+16505551234", media: { media_uuid: file.uuid } as never })
       yield* untilSent(organizationId, again.message_id)
-      expect(simulator.received({ route: "media_upload" }).length).toBe(1)
-      const second = simulator.received({ route: "messages" }).at(-1)!.body as { document: { id: string } }
+      expect(fixture.simulator.received({ route: "media_upload" }).length).toBe(1)
+      const second = fixture.simulator.received({ route: "messages" }).at(-1)!.body as { document: { id: string } }
       expect(second.document.id).toBe(body.document.id)
       const stored = yield* Effect.flatMap(Storage, (storage) => storage.chats.findMessage(organizationId, again.message_id))
       expect(stored._tag === "Some" && stored.value).toMatchObject({ status: "sent", media: { media_uuid: file.uuid, type: "document", mime_type: "application/pdf" } })
@@ -139,7 +112,7 @@ describe("sending a stored file", () => {
       const organizationId = yield* setUp
       const file = yield* uploadFile(organizationId, pdf(100))
       const messaging = yield* Messaging
-      simulator.script.enqueue([{ http_status: 503 }, { code: 131053 }], "media_upload")
+      fixture.simulator.script.enqueue([{ http_status: 503 }, { code: 131053 }], "media_upload")
       const retried = yield* messaging.sendMedia(organizationId, { phone: "+16505551234", media: { media_uuid: file.uuid } as never })
       yield* dispatchOnce
       const afterFirst = yield* Effect.flatMap(Storage, (storage) => storage.chats.findMessage(organizationId, retried.message_id))

@@ -1,27 +1,17 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Layer, Option, TestClock } from "effect"
-import { afterAll, afterEach, beforeAll } from "vitest"
+import { Clock, Effect, Option, TestClock } from "effect"
 import {
-  Channels,
-  ChannelVerifier,
   Chats,
-  Core,
-  generateSecretKey,
-  MemoryStorage,
   Messaging,
   type MessageId,
-  MessageTransport,
   type OrganizationId,
   Organizations,
-  recordingTransport,
   runLeasedPass,
-  SecretKey,
   sendQueue,
-  Storage,
-  WhatsAppCloudTransport
+  Storage
 } from "@switchboard/core"
-import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { failureOf } from "./failure.js"
+import { useSimulatorSends } from "./simulatorSends.js"
 
 // The business's reaction (docs/messaging.md "Reactions"): Messaging.react refuses what it
 // cannot send with nothing written, sends Meta's reaction through the target's channel, and
@@ -31,35 +21,10 @@ const TOKEN = "EAAGsimulator-reaction-send-0001"
 const NUMBER = { phone_number_id: "106540352242988", display_phone_number: "+1 555-078-3888", waba_id: "102290129340388", access_token: TOKEN }
 const CUSTOMER = "+16505551234"
 
-let simulator: WhatsAppSimulator
-beforeAll(async () => {
-  simulator = await startSimulator({ numbers: [NUMBER] })
-})
-afterEach(() => simulator.reset())
-afterAll(() => simulator.close())
-
-const acceptingVerifier = Layer.succeed(ChannelVerifier, { verify: () => Effect.succeed({ display_phone_number: NUMBER.display_phone_number }) })
-
-/** Runs `body` on a fresh memory store, sending through the simulator for channels, else the recording transport. */
-const run = <A, E>(body: Effect.Effect<A, E, any>) =>
-  Effect.suspend(() => {
-    const transport = Layer.succeed(MessageTransport, WhatsAppCloudTransport.withChannels({ baseUrl: simulator.url }, recordingTransport))
-    const layer = Core.layerWithTransport(transport).pipe(
-      Layer.provideMerge(Layer.mergeAll(SecretKey.layer(generateSecretKey()), acceptingVerifier)),
-      Layer.provideMerge(MemoryStorage.layer)
-    )
-    return body.pipe(Effect.provide(layer)) as Effect.Effect<A, E>
-  })
+const fixture = useSimulatorSends(NUMBER)
+const { run, addChannel, findMessage } = fixture
 
 const createOrganization = Effect.map(Effect.flatMap(Organizations, (organizations) => organizations.create({ name: "Acme" })), (org) => org.id)
-
-const addChannel = (organizationId: OrganizationId) =>
-  Effect.flatMap(Channels, (channels) =>
-    channels.add(organizationId, { phone_number_id: NUMBER.phone_number_id, waba_id: NUMBER.waba_id, access_token: TOKEN }))
-
-const findMessage = (organizationId: OrganizationId, id: MessageId) =>
-  Effect.map(Effect.flatMap(Storage, (storage) => storage.chats.findMessage(organizationId, id)), (found) =>
-    Option.isSome(found) ? found.value : expect.fail(`message ${id} not found`))
 
 /** The reaction's settled outcome: `react`, then, when its attempt in the request was
  * handed back late for its pacing slot (a busy machine: docs/messaging.md "The send
@@ -114,7 +79,7 @@ describe("Messaging.react through a channel and the simulator", () => {
       expect([result.reaction.status, result.reaction.transport]).toEqual(["sent", "whatsapp"])
       expect(result.message.uuid).toBe(target.uuid)
       expect(result.message.reactions).toEqual([{ emoji: "👍", by: "business", at: expect.any(String) }])
-      const [sent] = simulator.sends(NUMBER.phone_number_id)
+      const [sent] = fixture.simulator.sends(NUMBER.phone_number_id)
       expect(sent!.body).toMatchObject({ to: "16505551234", type: "reaction", reaction: { message_id: target.provider_message_id, emoji: "👍" } })
       // The reaction row is kept in the send queue but never listed.
       const row = yield* findMessage(organizationId, result.reaction.message_id)
@@ -127,7 +92,7 @@ describe("Messaging.react through a channel and the simulator", () => {
       const removed = yield* reactSettled(organizationId, target.uuid, "")
       expect(removed.reaction.status).toBe("sent")
       expect(removed.message.reactions).toEqual([])
-      expect(simulator.sends(NUMBER.phone_number_id).at(-1)!.body).toMatchObject({ type: "reaction", reaction: { message_id: target.provider_message_id, emoji: "" } })
+      expect(fixture.simulator.sends(NUMBER.phone_number_id).at(-1)!.body).toMatchObject({ type: "reaction", reaction: { message_id: target.provider_message_id, emoji: "" } })
       expect((yield* storage.chats.findMessage(organizationId, target.uuid)).pipe(Option.map((message) => message.reactions))).toEqual(Option.some([]))
     })))
 })
@@ -189,7 +154,7 @@ describe("Messaging.react refusals: no reaction row written, the target unchange
       yield* TestClock.adjust("25 hours")
       const refused = yield* refusal(organizationId, target.uuid, "👍")
       expect(refused).toMatchObject({ _tag: "OutsideCustomerServiceWindow", channel_uuid: channel.uuid })
-      expect(simulator.sends()).toEqual([])
+      expect(fixture.simulator.sends()).toEqual([])
       expect((yield* findMessage(organizationId, target.uuid)).reactions).toEqual([])
     })))
 })
