@@ -11,14 +11,13 @@
  * webhook delivery is sent again. One server (and one WhatsApp simulator) for the file; the
  * tests run in order and share what they create.
  */
-import { createServer, type Server } from "node:http"
 import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiError, ConflictError, createClient, METHODS, NotFoundError, OPERATIONS, verifyWebhook, type Client, type OperationId } from "@switchboard/client"
 import { startSimulator, textMessage, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 import { readFileSync } from "node:fs"
 import { generatedFiles } from "../../../packages/client/scripts/generate.mjs"
-import { assertBuilt, killServers, organizationWithChannel, pdfBytes, removeTemporaryDirectories, startServer, until, type RunningServer } from "./helpers.js"
+import { assertBuilt, killServers, organizationWithChannel, pdfBytes, removeTemporaryDirectories, startServer, until, type RunningServer, type ReceivedDelivery, startWebhookReceiver } from "./helpers.js"
 
 const TOKEN = "EAAGclientToken4Rt7Yu1Io3Pa5Sd"
 const PHONE_NUMBER_ID = "106540352280011"
@@ -62,8 +61,8 @@ const refusal = (promise: Promise<unknown>): Promise<string> =>
   )
 
 /** Deliveries received by the local webhook receiver: raw body and headers. */
-const received: Array<{ readonly body: string; readonly headers: Record<string, string> }> = []
-let receiver: Server
+const received: Array<ReceivedDelivery> = []
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>> | undefined
 let receiverUrl: string
 
 beforeAll(async () => {
@@ -77,16 +76,8 @@ beforeAll(async () => {
     delayMs: 0,
     appSecret: APP_SECRET
   })
-  receiver = createServer((request, response) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => {
-      received.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers as Record<string, string> })
-      response.writeHead(204).end()
-    })
-  })
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+  receiver = await startWebhookReceiver(received)
+  receiverUrl = receiver.url
   const setup = await organizationWithChannel({
     simulatorUrl: simulator.url,
     phoneNumberId: PHONE_NUMBER_ID,
@@ -106,8 +97,7 @@ afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
   await simulator?.close()
-  receiver?.closeAllConnections()
-  await new Promise((resolve) => receiver?.close(resolve))
+  await receiver?.close()
 })
 
 const orderUpdate = { name: "order_update", language: { code: "en_US" }, components: [{ type: "body", parameters: [{ type: "text", text: "Ann" }] }] }

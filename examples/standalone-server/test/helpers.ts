@@ -2,6 +2,8 @@
 import { spawn, type ChildProcess } from "node:child_process"
 import { createHash, randomBytes, randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -382,3 +384,34 @@ export const startOneNumberSimulator = (options: { readonly phoneNumberId: strin
     appSecret: options.appSecret,
     statuses: []
   })
+
+/** One delivery a {@link startWebhookReceiver} got: the raw body and the headers. */
+export interface ReceivedDelivery {
+  readonly body: string
+  readonly headers: Record<string, string>
+}
+
+/**
+ * A local webhook receiver on 127.0.0.1 answering 204 to every request: its `url`
+ * (`http://127.0.0.1:<port>/hooks`), each delivery pushed to `received` in arrival order,
+ * and `close()`.
+ */
+export const startWebhookReceiver = async (received: Array<ReceivedDelivery> = []) => {
+  const server = createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      received.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers as Record<string, string> })
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    received,
+    close: async (): Promise<void> => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  }
+}

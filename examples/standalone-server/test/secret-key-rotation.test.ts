@@ -1,7 +1,5 @@
 import Database from "better-sqlite3"
 import { randomBytes } from "node:crypto"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { Option } from "effect"
 import { Webhook } from "standardwebhooks"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -18,7 +16,9 @@ import {
   runServerToExit,
   settledSend,
   startServer,
-  type RunningServer
+  type RunningServer,
+  type ReceivedDelivery,
+  startWebhookReceiver
 } from "./helpers.js"
 
 // Rotating SWITCHBOARD_SECRET_KEY (docs/deployment.md "Rotating the secret key") with the
@@ -41,8 +41,8 @@ const keyOf = (text: string): Uint8Array => {
 
 let simulator: WhatsAppSimulator
 /** What the receiver got: the raw body and headers, verified afterwards. */
-const received: Array<{ readonly body: string; readonly headers: Record<string, string> }> = []
-let receiver: Server
+const received: Array<ReceivedDelivery> = []
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>> | undefined
 let receiverUrl: string
 
 beforeAll(async () => {
@@ -51,24 +51,15 @@ beforeAll(async () => {
     numbers: [{ phone_number_id: PHONE_NUMBER_ID, display_phone_number: "+31 6 1234 5678", waba_id: "102290129340398", access_token: TOKEN }],
     statuses: []
   })
-  receiver = createServer((request, response) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => {
-      received.push({ body: Buffer.concat(chunks).toString("utf8"), headers: request.headers as Record<string, string> })
-      response.writeHead(204).end()
-    })
-  })
-  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+  receiver = await startWebhookReceiver(received)
+  receiverUrl = receiver.url
 })
 afterEach(killServers)
 afterAll(async () => {
   killServers()
   removeTemporaryDirectories()
   await simulator.close()
-  receiver.closeAllConnections()
-  await new Promise((resolve) => receiver.close(resolve))
+  await receiver?.close()
 })
 
 const waitFor = async (condition: () => boolean, timeoutMs: number, what: string) => {
