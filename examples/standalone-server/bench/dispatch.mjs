@@ -283,12 +283,12 @@ export const run = async () => {
   } finally {
     await simulator.close()
   }
-  // BENCH_DISPATCH_POSTGRES=1: the same backlog in a fresh PostgreSQL schema (POSTGRES_URL),
-  // dispatched by BENCH_DISPATCH_POSTGRES_PROCESSES (default 2) standalone servers sharing it;
-  // CPU is the servers' (not PostgreSQL's). Not part of `npm run bench` yet: on 2026-11-29 it
-  // dispatched 1–8 messages/s (docs/benchmarks.md "Outbound dispatch").
+  // With POSTGRES_URL (BENCH_DISPATCH_POSTGRES=0 leaves it out): the same backlog in a fresh
+  // PostgreSQL schema, dispatched by BENCH_DISPATCH_POSTGRES_PROCESSES (default 2) standalone
+  // servers sharing it; CPU is the servers' (not PostgreSQL's).
   let postgres
-  if (process.env.BENCH_DISPATCH_POSTGRES === "1") {
+  const postgresSkipped = process.env.POSTGRES_URL === undefined ? "POSTGRES_URL is not set" : process.env.BENCH_DISPATCH_POSTGRES === "0" ? "BENCH_DISPATCH_POSTGRES=0" : null
+  if (postgresSkipped === null) {
     const schema = `switchboard_bench_dispatch_${process.pid}`
     const pool = new Pg.Pool({ connectionString: process.env.POSTGRES_URL, max: 1 })
     try {
@@ -325,7 +325,7 @@ export const run = async () => {
       `lowest share of throughput_mps a channel reached with a backlog ${(switchboard.lowestShare * 100).toFixed(1)}% ` +
       `(baseline ${(baseline.lowestShare * 100).toFixed(1)}%, ${(switchboard.lowestShare / baseline.lowestShare).toFixed(2)}×)`,
     ...(postgres === undefined
-      ? []
+      ? [`  PostgreSQL, two servers sharing the backlog: skipped (${postgresSkipped})`]
       : [
         `  PostgreSQL, two servers sharing the backlog: rate ${postgres.rate.toFixed(0)} messages/s, every message sent once`,
         `  ${recordTarget("dispatch on PostgreSQL, 2 servers: CPU per message against SQLite's (≤ 2×)", postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage, "most", 2)} ` +

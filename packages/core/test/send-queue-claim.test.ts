@@ -5,10 +5,10 @@ import { Core, MemoryStorage, sendQueue, Storage, type OutboxClaimRequest } from
 // A claim reserves its pacing slots from when it is expected to have returned (docs/messaging.md
 // "The send queue"): the `now` it passes the store is the dispatcher's `now` plus a moving
 // average of how long that store's claims took (0.3 of the last one, 0.7 of the average so
-// far), at most 250 ms. Without it, a slow store's claim handed its first messages back
+// far), at most 400 ms. Without it, a slow store's claim handed its first messages back
 // to the queue as late for their slots.
 describe("sendQueue.claim: slots start after the claim's expected duration", () => {
-  it.effect("the store sees now + the moving average of its claims' durations, capped at 250 ms", () => {
+  it.effect("the store sees now + the moving average of its claims' durations, capped at 400 ms", () => {
     const seen: Array<number> = []
     const memory = MemoryStorage.make()
     let durationMs = 40
@@ -31,7 +31,7 @@ describe("sendQueue.claim: slots start after the claim's expected duration", () 
       durationMs = 5_000
       for (let index = 0; index < 12; index++) yield* claim(10_000)
       expect(seen.slice(0, 3)).toEqual([1_000, 2_000 + 12, 3_000 + 20])
-      expect(seen.at(-1)).toBe(10_000 + 250)
+      expect(seen.at(-1)).toBe(10_000 + 400)
     }).pipe(Effect.provide(Core.layer.pipe(Layer.provideMerge(Layer.succeed(Storage, storage)))))
   })
 })

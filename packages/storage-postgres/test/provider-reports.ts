@@ -69,6 +69,34 @@ export const sentMessages = (store: StorageService, count: number, options: { re
     return { org: org.id, ids, endpoint }
   })
 
+/**
+ * A new organization and `count` outbound messages in the send queue, one per contact,
+ * each claimed at its append under `lease` (due again long after `instant(0)`); resolves
+ * the organization and the messages' uuids.
+ */
+export const leasedMessages = (store: StorageService, count: number, lease: string) =>
+  Effect.gen(function* () {
+    const org = fixtures.organization()
+    yield* store.organizations.insert(org)
+    const imported = yield* store.contacts.importBulk(
+      org.id,
+      fixtures.importRequest(Array.from({ length: count }, (_, i) => importRow(phone(i))))
+    )
+    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+    const ids: Array<MessageId> = []
+    for (const [i, contact] of imported.result.contacts.entries()) {
+      const id = fixtures.uuid() as MessageId
+      const now = Date.parse(instant(0))
+      const appended = yield* store.chats.appendMessage(org.id, {
+        ...outboundText(contact.uuid, id),
+        outbox: { to: phone(i), class: "single", expires_at: instant(10_000), claim: { lease, leaseUntil: now + 60_000, settleMs: 60_000, bypass: false } }
+      })
+      expect(appended._tag).toBe("Appended")
+      ids.push(id)
+    }
+    return { org: org.id, ids }
+  })
+
 /** The request appending a queued outbound text `id` to the contact's chat at `instant(0)`. */
 const outboundText = (contactId: ContactId, id: MessageId) => ({
   contact: { _tag: "ById" as const, uuid: contactId },

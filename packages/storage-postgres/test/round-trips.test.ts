@@ -12,7 +12,7 @@ import {
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { eventStatuses as eventStatusesOf, inboundText, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
+import { eventStatuses as eventStatusesOf, inboundText, leasedMessages, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 
 const { instant } = fixtures
@@ -86,6 +86,31 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         expect(read.outcome).toMatchObject({ _tag: "Updated", changed: true, message: { status: "read" } })
         expect(read.sent).toHaveLength(1)
         expect(yield* eventStatuses(id)).toEqual([])
+      })
+    ))
+
+  it.effect("the send queue's outcomes recorded together share one transaction, each under its own lease", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const { org, ids } = yield* leasedMessages(store, 3, "lease-1")
+        statements.length = 0
+        const outcomes = yield* Effect.all(
+          ids.map((id, index) =>
+            store.outbox.record(id, index === 1 ? "another-lease" : "lease-1", { _tag: "Sent", provider_message_id: `wamid.${index}`, attempts: 1 }, instant(1))
+          ),
+          { concurrency: "unbounded" }
+        )
+        // The message whose lease the record does not hold is left as it was; the others are sent.
+        expect(outcomes.map((outcome) => Option.map(outcome, (message) => message.status))).toEqual([
+          Option.some("sent"),
+          Option.none(),
+          Option.some("sent")
+        ])
+        expect(statements.filter(isBegin)).toHaveLength(1)
+        expect(statements.filter((text) => text === "COMMIT")).toHaveLength(1)
+        const second = yield* store.chats.findMessage(org, ids[1]!)
+        expect(Option.map(second, (message) => message.status)).toEqual(Option.some("sending"))
       })
     ))
 

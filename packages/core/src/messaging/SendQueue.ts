@@ -1,5 +1,5 @@
 import { reactToOutboundFailure } from "../chats/failureReactions.js"
-import { Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
+import { Cache, Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
 import { Channels, type ChannelsService } from "../channels/Channels.js"
 import type { ChannelId } from "../model/channels.js"
 import { CUSTOMER_SERVICE_WINDOW_MS } from "../model/window.js"
@@ -143,6 +143,18 @@ export const SEND_CLAIM_INTERVAL_MS = 100
  * @category messaging
  */
 export const SEND_DISPATCH_CONCURRENCY = 512
+
+/**
+ * The most messages one claim of the send queue takes. A claim's write grows with what it
+ * takes (on PostgreSQL ~0.1 ms a message, every index of `messages` updated), and its
+ * pacing slots start where it is expected to return: a claim of a whole horizon (500
+ * messages for 20 channels of 50/s) took 0.3–0.9 s on a loaded machine, returned after its
+ * first slots and handed those back. Claims come every {@link SEND_CLAIM_INTERVAL_MS}, so
+ * 128 a claim still allows 1 280 messages a second per dispatcher.
+ *
+ * @category messaging
+ */
+export const SEND_CLAIM_LIMIT = 128
 
 /**
  * How long a message waits after a pair-rate refusal (Meta's 131056: too many messages to
@@ -740,7 +752,7 @@ const SEND_OUTCOME_LOG_LINES: { readonly [T in Exclude<OutboxOutcome["_tag"], "S
 }
 
 /** The longest a claim is expected to take, in ms: the cap of the estimate the send queue's claims start their slots after. */
-const MAX_CLAIM_LATENCY_MS = 250
+const MAX_CLAIM_LATENCY_MS = 400
 
 /**
  * How long the claims of each store have taken lately (ms, a moving average of the last
@@ -750,10 +762,45 @@ const MAX_CLAIM_LATENCY_MS = 250
 const claimLatencies = new WeakMap<object, number>()
 
 /**
+ * How long the dispatcher keeps a channel it opened (with its token), in ms. The messages
+ * of one claim go out through a few channels within half a second: each opened once,
+ * instead of once a message (on a networked store, a look-up each that queued for the
+ * pool's connections while the messages' pacing slots passed). A token replaced, or a
+ * channel paused or removed, reaches the dispatcher at most this much later; a removed
+ * channel's waiting messages are failed by its removal (docs/messaging.md "The send queue").
+ */
+export const DISPATCH_CHANNEL_TTL_MS = 1_000
+
+/** The channels of one dispatcher (one `ChannelsService`), each `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS}. */
+const dispatchChannelsOf = new WeakMap<ChannelsService, ChannelsService>()
+
+/** `channels` with `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS} per organization and channel. */
+const dispatchChannels = (channels: ChannelsService): Effect.Effect<ChannelsService> =>
+  Effect.suspend(() => {
+    const known = dispatchChannelsOf.get(channels)
+    if (known !== undefined) return Effect.succeed(known)
+    return Effect.map(
+      Cache.make({
+        capacity: 1_000,
+        timeToLive: Duration.millis(DISPATCH_CHANNEL_TTL_MS),
+        lookup: (key: string) => {
+          const [organizationId, id] = key.split(" ") as [OrganizationId, ChannelId]
+          return channels.getWithToken(organizationId, id)
+        }
+      }),
+      (cache) => {
+        const cached: ChannelsService = { ...channels, getWithToken: (organizationId, id) => cache.get(`${organizationId} ${id}`) }
+        dispatchChannelsOf.set(channels, cached)
+        return cached
+      }
+    )
+  })
+
+/**
  * The send queue as a {@link LeasedQueue}: `claim` is `OutboxRepository.claim` (pacing
  * slots reserved up to {@link PACING_HORIZON_MS} ahead, starting when the claim is expected
  * to have returned: `now` + a moving average of how long the store's claims took, at most
- * 250 ms), `run` one attempt
+ * 400 ms; at most {@link SEND_CLAIM_LIMIT} messages), `run` one attempt
  * ({@link attemptClaimedMessage}), `record` {@link recordSendOutcome}; a requeued or
  * unknown message is due again at its `next_attempt_at`.
  *
@@ -782,7 +829,7 @@ export const sendQueue: LeasedQueue<
         lease,
         leaseUntil,
         settleMs: settings.settleMs,
-        limit,
+        limit: Math.min(limit, SEND_CLAIM_LIMIT),
         horizonMs: PACING_HORIZON_MS
       })
       const took = (yield* Clock.currentTimeMillis) - started
@@ -797,7 +844,7 @@ export const sendQueue: LeasedQueue<
       const blobs = yield* Effect.serviceOption(BlobStore)
       return yield* attemptClaimedMessage({
         transport,
-        channels,
+        channels: yield* dispatchChannels(channels),
         lastInboundAt: storage.chats.lastInboundAt,
         findTemplate: storage.templates.findByIdentity,
         media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }

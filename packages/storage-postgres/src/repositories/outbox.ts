@@ -1,6 +1,16 @@
-import { Option } from "effect"
-import type { ChannelQueueFigures, OrganizationId, OutboxMoveOutcome, OutboxRepository, OutboxSummaryRow } from "@switchboard/core"
-import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { Effect, Option } from "effect"
+import {
+  type ChannelQueueFigures,
+  groupedQueue,
+  type Message,
+  type OrganizationId,
+  type OutboxMoveOutcome,
+  type OutboxOutcome,
+  type OutboxRepository,
+  type OutboxSummaryRow,
+  type StorageError
+} from "@switchboard/core"
+import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue } from "./outboxClaim.js"
 import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outboxRecord.js"
@@ -21,7 +31,8 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * heads `FOR UPDATE SKIP LOCKED`, so claims running together in any number of processes
  * get disjoint messages. Pacing runs on the claim's `now` (the interface's clock). Every
  * other write locks the organization first, then the message `FOR UPDATE`, and is guarded
- * by the lease token and the status; its events (`message.status_updated`,
+ * by the lease token and the status (the `record`s asked for within a few ms share one
+ * transaction, {@link recordGroup}); its events (`message.status_updated`,
  * `channel.paused`, `channel.resumed`) are written in the same transaction
  * (webhookEvents.ts).
  *
@@ -29,24 +40,16 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  */
 export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
   const s = db.schema
-  const organizationOf = async (id: string) =>
-    (await db.sql.row<{ organization_id: string }>(`SELECT organization_id FROM ${s}.messages WHERE uuid = $1`, [id]))
-      ?.organization_id
+  // The outcomes recorded within RECORD_GROUP_WINDOW_MS of each other share one transaction
+  // (docs/benchmarks.md "Outbound dispatch"); each is still guarded by its own lease.
+  const recordGrouped = groupedQueue(recordGroup(db), { windowMs: RECORD_GROUP_WINDOW_MS, maxSize: RECORD_GROUP_SIZE })
   return {
     claim: (request) =>
       attempt("outbox.claim", async () => {
         if (request.limit < 1 || !(await anyDue(db, request.now))) return []
         return db.transaction((sql) => claimDue(sql, s, request))
       }),
-    record: (id, lease, outcome, now) =>
-      attempt("outbox.record", async () => {
-        const organizationId = await organizationOf(id)
-        if (organizationId === undefined) return Option.none()
-        return db.transaction(async (sql) => {
-          const row = await leasedRow(sql, s, id, lease)
-          return row === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, row, outcome, now))
-        }, { lockOrganization: organizationId })
-      }),
+    record: (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         db.transaction(async (sql) => {
@@ -150,3 +153,63 @@ export const summarySql = (s: string): string =>
     UNION ALL
     SELECT c.uuid, c.status, 0, 0 FROM ${s}.channels AS c
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`
+
+/**
+ * How long a `record` waits for others to share its transaction, in ms, and how many share
+ * one at most. Outcomes arrive one by one as Meta answers; alone, each paid a transaction of
+ * its own (a connection, `BEGIN`, the organization's lock, `COMMIT`): with a few hundred
+ * outcomes a second they queued for the pool's connections and for the organization's
+ * lock, attempts waiting behind them missed their pacing slots, and dispatch fell to a few
+ * messages a second (docs/benchmarks.md "Outbound dispatch"). A send answered in the
+ * request waits up to this long more for its answer.
+ */
+const RECORD_GROUP_WINDOW_MS = 10
+const RECORD_GROUP_SIZE = 64
+
+/** One `record` call: the message, its lease, the outcome and the time (ISO 8601). */
+interface RecordRequest {
+  readonly id: string
+  readonly lease: string
+  readonly outcome: OutboxOutcome
+  readonly now: string
+}
+
+/**
+ * The `record`s of one group: one read of their organizations, then ONE transaction that
+ * locks those organizations (in order, as every write of an organization locks it first)
+ * and records each outcome its lease still holds, in the order asked. When that
+ * transaction fails, each is recorded again in a transaction of its own, so a failure
+ * reaches only its own caller.
+ */
+const recordGroup = (db: Database) => (requests: ReadonlyArray<RecordRequest>): ReadonlyArray<Effect.Effect<Option.Option<Message>, StorageError>> => {
+  const s = db.schema
+  const recordAll = async (group: ReadonlyArray<RecordRequest>): Promise<Array<Option.Option<Message>>> => {
+    const owners = await db.sql.rows<{ uuid: string; organization_id: string }>(
+      `SELECT uuid, organization_id FROM ${s}.messages WHERE uuid = ANY($1::text[])`,
+      [group.map((request) => request.id)]
+    )
+    if (owners.length === 0) return group.map(() => Option.none())
+    const organizations = [...new Set(owners.map((owner) => owner.organization_id))].sort()
+    return db.transaction(async (sql) => {
+      // The first organization is locked by the transaction itself; the others here, in order.
+      for (const organizationId of organizations.slice(1)) {
+        await sql.run(`SELECT 1 FROM ${s}.organizations WHERE id = $1 FOR NO KEY UPDATE`, [organizationId])
+      }
+      const recorded: Array<Option.Option<Message>> = []
+      for (const { id, lease, outcome, now } of group) {
+        const row = await leasedRow(sql, s, id, lease)
+        recorded.push(row === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, row, outcome, now)))
+      }
+      return recorded
+    }, { lockOrganization: organizations[0]! })
+  }
+  const together = recordAll(requests)
+  // Each caller gets its answer through its own wait below; none is left unhandled.
+  together.catch(() => undefined)
+  return requests.map((request, index) =>
+    Effect.catchAll(
+      attempt("outbox.record", () => together.then((all) => all[index]!)),
+      (error) => (requests.length === 1 ? Effect.fail(error) : attempt("outbox.record", async () => (await recordAll([request]))[0]!))
+    )
+  )
+}
