@@ -40,11 +40,12 @@ const createBroadcast = (
     readonly name?: string
     readonly channelUuid?: ChannelId | null
     readonly transport?: TransportKind
+    readonly uuid?: BroadcastId
   } = {}
 ) =>
   Effect.flatMap(Storage, ({ broadcasts }) =>
     broadcasts.create(organizationId, {
-      uuid: fixtures.uuid() as BroadcastId,
+      uuid: options.uuid ?? (fixtures.uuid() as BroadcastId),
       name: options.name ?? "Spring sale",
       status: options.sendAt === undefined ? "sending" : "scheduled",
       template,
@@ -172,6 +173,21 @@ export const broadcastsContract = (options: StorageContractOptions): void => {
           expect(yield* broadcasts.findById(other.id, created.uuid)).toEqual(Option.none())
           const scheduled = yield* createBroadcast(org.id, { contact_uuids: [contact!] }, { sendAt: at(60_000) })
           expect(scheduled).toMatchObject({ status: "scheduled", send_at: at(60_000), started_at: null })
+        })
+      ))
+
+    it.effect("create of a uuid the organization has answers that broadcast as stored, writing nothing", () =>
+      run(
+        Effect.gen(function* () {
+          const { broadcasts } = yield* Storage
+          const org = yield* insertOrganization()
+          const [contact] = yield* contacts(org.id, 1)
+          // The first writer of a held uuid (an Idempotency-Key's), then the second.
+          const first = yield* createBroadcast(org.id, { contact_uuids: [contact!] })
+          const again = yield* createBroadcast(org.id, { contact_uuids: [] }, { uuid: first.uuid, name: "Second", sendAt: at(60_000), now: at(5) })
+          expect(again).toEqual(first)
+          expect(yield* broadcasts.findById(org.id, first.uuid)).toEqual(Option.some(first))
+          expect(yield* broadcasts.list(org.id, { limit: 10, after: null })).toEqual([first])
         })
       ))
 

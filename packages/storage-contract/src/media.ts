@@ -129,6 +129,22 @@ export const mediaContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("insert of a uuid the organization has is Duplicate with that record, before the limit, writing nothing", () =>
+      run(
+        Effect.gen(function* () {
+          const { media } = yield* Storage
+          const org = yield* insertOrganization()
+          // The first writer of a held uuid (an Idempotency-Key's), then the second, at the limit.
+          const first = yield* insertUpload(org.id, upload(1, { size: 600 }))
+          const again = upload(2, { uuid: first.uuid, blob_key: first.blob_key, size: 600 })
+          expect(yield* media.insert(org.id, again, 1_000)).toEqual({ _tag: "Duplicate", media: first })
+          expect(yield* media.insert(org.id, again, null)).toEqual({ _tag: "Duplicate", media: first })
+          expect(yield* media.get(org.id, first.uuid)).toEqual(Option.some(first))
+          expect(yield* media.bytesUsed(org.id)).toBe(600)
+          expect((yield* media.list(org.id, {}, { per_page: 10 })).items).toEqual([first])
+        })
+      ))
+
     it.effect("list: newest first (created_at desc, uuid desc), after a cursor, filtered by source and status, one organization's", () =>
       run(
         Effect.gen(function* () {

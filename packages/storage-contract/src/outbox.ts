@@ -12,7 +12,7 @@ import {
   nextCooldownMs,
   pacingIntervalMs
 } from "@switchboard/core"
-import { append, outboundRequest } from "./chat-support.js"
+import { append, inboundRequest, outboundRequest } from "./chat-support.js"
 import type { StorageContractOptions } from "./options.js"
 import * as fixtures from "./fixtures.js"
 import {
@@ -31,6 +31,7 @@ import {
   idsOf,
   messageOf,
   pauseChannel,
+  placement,
   recipient,
   recordAt,
   recorded,
@@ -39,6 +40,7 @@ import {
   writtenEvents
 } from "./outbox-support.js"
 import { insertChannel, insertOrganization, runner, sharedRunner } from "./support.js"
+import { addEndpoint } from "./webhook-support.js"
 
 /** `next_attempt_at` of a message claimed at `ms`: its lease end plus the settle time. */
 const settledAfterClaim = (ms: number) => at(ms + LEASE_MS + SETTLE_MS)
@@ -139,6 +141,40 @@ export const outboxContract = (options: StorageContractOptions): void => {
           expect(yield* claimAt(later, { horizonMs: 0 })).toEqual([])
           const claimed = yield* claimAt(2 * later, { horizonMs: 0 })
           expect(claimed.map((c) => [c.message.uuid, c.not_before])).toEqual([[second.uuid, T0 + 2 * later]])
+        })
+      ))
+
+    it.effect("a message whose uuid the organization has is Duplicate with the stored message: no contact, chat, placement, pacing slot or event written", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats, contacts } = yield* Storage
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, { throughput_mps: 1 })
+          const interval = Math.ceil(pacingIntervalMs(1))
+          const to = yield* recipient(org.id, 1)
+          yield* addEndpoint(org.id, { events: ["message.received", "message.status_updated", "chat.updated", "contact.created"] })
+          // The first writer of a held uuid (an Idempotency-Key's), claimed at once.
+          const first = yield* enqueue(org.id, to, { channel, claim: "lease-1" })
+          const chat = (yield* chats.findById(org.id, first.chat_uuid)).pipe(Option.getOrThrow)
+          yield* writtenEvents()
+          // The second writer of that uuid, once the pacing slot is free again: another text, claimed at once too.
+          const request = outboundRequest(to.id, { now: at(interval), channelUuid: channel.uuid, text: "the second writer" })
+          const again = { ...request, message: { ...request.message, uuid: first.uuid }, outbox: placement(to, { at: interval, claim: "lease-2" }) }
+          expect(yield* chats.appendMessage(org.id, again)).toEqual({ _tag: "Duplicate", chat, message: first })
+          // By phone, a phone without a contact: neither is created.
+          const byPhone = inboundRequest(fixtures.phone(2), { now: at(interval) })
+          expect(yield* chats.appendMessage(org.id, { ...byPhone, message: { ...byPhone.message, uuid: first.uuid } })).toEqual({
+            _tag: "Duplicate",
+            chat,
+            message: first
+          })
+          expect(yield* contacts.findByPhone(org.id, fixtures.phone(2))).toEqual(Option.none())
+          expect(yield* chats.findMessage(org.id, first.uuid)).toEqual(Option.some(first))
+          expect(yield* chats.findById(org.id, chat.uuid)).toEqual(Option.some(chat))
+          expect(Option.map(yield* chats.listMessages(org.id, chat.uuid, { page: 1, per_page: 10 }), (page) => page.total)).toEqual(Option.some(1))
+          expect(yield* writtenEvents()).toEqual([])
+          // The channel's slot at `interval` was not taken: a message of another lane gets it.
+          expect((yield* enqueue(org.id, yield* recipient(org.id, 3), { channel, at: interval, claim: "lease-3" })).status).toBe("sending")
         })
       ))
 

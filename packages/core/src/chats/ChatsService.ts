@@ -53,8 +53,10 @@ export interface ChatsService {
    * With `outbox`, the message enters the send queue in the same atomic step (claimed
    * at once, status `sending`, when `outbox.claim` allows: `OutboxPlacement`): the
    * Messaging service then makes its first attempt. The message's uuid is `input.uuid`
-   * when given (it must be new: a send under an Idempotency-Key), else a fresh one. An
-   * unknown contact → `RecordNotFound`.
+   * when given (a send under an Idempotency-Key), else a fresh one; when a message with
+   * `input.uuid` is stored already (another attempt of that send wrote it first), it is
+   * answered as stored with `duplicate: true`, nothing written. An unknown contact →
+   * `RecordNotFound`.
    */
   readonly appendOutbound: (
     organizationId: OrganizationId,

@@ -158,11 +158,14 @@ export const makeMessageOperations = (
     }))
     switch (outcome._tag) {
       case "Appended": {
-        const result: OutboundAppend = { chat: outcome.chat, message: outcome.message, chat_created: outcome.chatCreated }
+        const result: OutboundAppend = { chat: outcome.chat, message: outcome.message, chat_created: outcome.chatCreated, duplicate: false }
         return result
       }
-      case "Duplicate":
-        return yield* Effect.dieMessage("appendMessage answered Duplicate without dedupe")
+      case "Duplicate": {
+        // Without dedupe, only a message with `input.uuid`: another attempt of the same send wrote it first.
+        const result: OutboundAppend = { chat: outcome.chat, message: outcome.message, chat_created: false, duplicate: true }
+        return result
+      }
       case "ContactNotFound":
         return yield* new RecordNotFound({ missing: [{ resource: "contact", uuid: contactId }] })
     }

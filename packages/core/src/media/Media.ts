@@ -120,7 +120,12 @@ export interface MediaServiceShape {
     organizationId: OrganizationId,
     input: MediaUploadInput
   ) => Effect.Effect<StagedMedia, InvalidInput | UnsupportedMediaType | MediaTooLarge | PlanLimitExceeded | StorageError>
-  /** Moves a staged upload into place and writes its record `stored`, the plan limit checked in that step (`PlanLimitExceeded`, the blob removed). */
+  /**
+   * Moves a staged upload into place and writes its record `stored`, the plan limit checked
+   * in that step (`PlanLimitExceeded`, the blob removed). When a record with the staged
+   * uuid is stored already (the same upload under an Idempotency-Key taken over, written
+   * first by the other attempt), answers that record.
+   */
   readonly commit: (organizationId: OrganizationId, staged: StagedMedia) => Effect.Effect<MediaRecord, PlanLimitExceeded | StorageError>
   /** Removes a staged upload's blob. */
   readonly discard: (staged: StagedMedia) => Effect.Effect<void>
@@ -306,6 +311,8 @@ const makeMedia = (
         yield* Effect.ignore(blobs.delete(key))
         return yield* limitExceeded(outcome.limit, outcome.used, staged.size)
       }
+      // Duplicate: another attempt of this upload (same Idempotency-Key, so the same bytes,
+      // just moved to the same key) stored the record first; it is the answer.
       return mediaRecordOf(outcome.media)
     })
 

@@ -100,6 +100,9 @@ const waiting = (state: MemoryState, id: BroadcastId): boolean => {
 export const broadcastRepository = (state: MemoryState): BroadcastRepository => ({
   create: (organizationId, broadcast) =>
     Effect.sync(() => {
+      // A held uuid (an Idempotency-Key's) whose other writer stored first: that broadcast.
+      const stored = owned(state, organizationId, broadcast.uuid)
+      if (stored !== undefined) return recordOf(state, stored)
       const { now, ...fields } = broadcast
       const row: BroadcastRow = {
         ...fields,

@@ -279,7 +279,7 @@ const newChatRow = (
 
 const emptyDetails = Object.fromEntries(CONTACT_DETAIL_FIELDS.map((field) => [field, null]))
 
-/** Checks first (duplicate, contact), then writes; synchronous, so atomic. */
+/** Checks first (duplicate by uuid or provider id, contact), then writes; synchronous, so atomic. */
 export const appendMessage = (
   state: MemoryState,
   organizationId: OrganizationId,
@@ -289,7 +289,8 @@ export const appendMessage = (
   const { message } = request
   const key = message.provider_message_id === null ? undefined : providerKey(organizationId, message.direction, message.provider_message_id)
   const earlier = key === undefined || !request.dedupe ? undefined : state.providerIds.get(key)
-  const duplicate = earlier === undefined ? undefined : view.ownedMessage(organizationId, earlier)
+  // A held uuid (an Idempotency-Key's) already written by the other writer, else a redelivery.
+  const duplicate = view.ownedMessage(organizationId, message.uuid) ?? (earlier === undefined ? undefined : view.ownedMessage(organizationId, earlier))
   if (duplicate !== undefined) {
     return { _tag: "Duplicate", chat: view.chatOf(view.owned(organizationId, duplicate.chat_uuid)!), message: withoutOrganization(duplicate) }
   }

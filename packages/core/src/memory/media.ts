@@ -126,6 +126,9 @@ export const mediaRepository = (state: MemoryState): MediaRepository => {
   return {
     insert: (organizationId, media, bytesLimit) =>
       Effect.sync(() => {
+        // A held uuid (an Idempotency-Key's) whose other writer stored first: that record.
+        const stored = owned(organizationId, media.uuid)
+        if (stored !== undefined) return { _tag: "Duplicate", media: stored } as const
         if (bytesLimit !== null && media.size !== null) {
           const used = bytesUsedOf(state, organizationId)
           if (used + media.size > bytesLimit) return { _tag: "LimitReached", used, limit: bytesLimit } as const

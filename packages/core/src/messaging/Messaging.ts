@@ -433,7 +433,8 @@ type TemplateSendContent = Extract<SendContent, { readonly type: "template" }>
  * `settleContent` (step 2 for templates, given the account of the channel the message
  * will go through): the recipient, the channel, the window, the contact, the placement
  * and the inline attempt; with `options.messageUuid`, an existing message with that uuid
- * is answered instead of steps 2–6.
+ * is answered instead of steps 2–6 (and instead of step 6 when another attempt of the
+ * send stores it meanwhile: `deliver`).
  */
 const send = <C extends SendContent, E, R, E2 = never, R2 = never>(
   services: SendServices,

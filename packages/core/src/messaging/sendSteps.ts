@@ -234,22 +234,29 @@ export interface Delivery {
 
 /**
  * Steps 5–6: {@link placeMessage}, then, when it was claimed, {@link attemptInline}; the
- * send's result either way. Uninterruptible: a client that goes away never abandons an
- * attempt.
+ * send's result either way. A message another attempt of the send stored first under the
+ * same `messageUuid` (an Idempotency-Key taken over) is answered as stored, never
+ * attempted here: that attempt owns it. Uninterruptible: a client that goes away never
+ * abandons an attempt.
  */
 export const deliver = (services: SendServices, delivery: Delivery) =>
   Effect.gen(function* () {
     const placed = yield* placeMessage(services, delivery)
-    if (placed.message.status !== "sending") return sendResultOf(placed.chatId, placed.message)
+    if (placed.duplicate || placed.message.status !== "sending") return sendResultOf(placed.chatId, placed.message)
     return yield* attemptInline(services, delivery, placed)
   }).pipe(Effect.uninterruptible)
 
-/** A message appended to its chat and the send queue, with the placement and lease it was stored under. */
+/**
+ * A message appended to its chat and the send queue, with the placement and lease it was
+ * stored under; `duplicate`: the message another attempt stored first with that uuid, as
+ * stored (neither that placement nor that lease is its).
+ */
 interface Placed {
   readonly chatId: ChatId
   readonly message: Message
   readonly placement: OutboxPlacement
   readonly lease: string
+  readonly duplicate: boolean
 }
 
 /**
@@ -290,8 +297,8 @@ const placeMessage = (services: SendServices, delivery: Delivery) =>
       transport: transportKindOf(services.transport, { channel }),
       uuid: delivery.messageUuid
     }
-    const { chat, message } = yield* services.chats.appendOutbound(delivery.organizationId, delivery.contactId, record, placement)
-    const placed: Placed = { chatId: chat.uuid, message, placement, lease }
+    const { chat, message, duplicate } = yield* services.chats.appendOutbound(delivery.organizationId, delivery.contactId, record, placement)
+    const placed: Placed = { chatId: chat.uuid, message, placement, lease, duplicate }
     return placed
   })
 

@@ -297,7 +297,10 @@ export interface InboundReceipt {
 
 /**
  * Result of `Chats.appendOutbound`: the chat after the message, the message
- * (status `queued`) and whether the chat was created.
+ * (status `queued`) and whether the chat was created. `duplicate`: a message with the
+ * caller's `uuid` was stored already (a send under an Idempotency-Key whose claim was
+ * taken over, the other attempt writing first: docs/messaging.md "Idempotency-Key"); then
+ * `message` is that message and `chat` its chat, as stored, and nothing was written.
  *
  * @category models
  */
@@ -305,6 +308,7 @@ export interface OutboundAppend {
   readonly chat: Chat
   readonly message: Message
   readonly chat_created: boolean
+  readonly duplicate: boolean
 }
 
 /**

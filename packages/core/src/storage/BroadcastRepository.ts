@@ -108,7 +108,12 @@ export type BroadcastCancelOutcome =
  * @category storage
  */
 export interface BroadcastRepository {
-  /** Inserts a broadcast (counts all 0) and answers it as stored. */
+  /**
+   * Inserts a broadcast (counts all 0) and answers it as stored. When the organization
+   * has a broadcast with that uuid already (a create under an Idempotency-Key whose claim
+   * was taken over, the other attempt writing first: docs/messaging.md "Idempotency-Key"),
+   * answers that one as stored, writing nothing.
+   */
   readonly create: (organizationId: OrganizationId, broadcast: NewBroadcast) => Effect.Effect<Broadcast, StorageError>
   /** The broadcast with this uuid, with its counts. */
   readonly findById: (organizationId: OrganizationId, id: BroadcastId) => Effect.Effect<Option.Option<Broadcast>, StorageError>

@@ -43,6 +43,10 @@ export type NewMessage = Omit<Message, "chat_uuid" | "contact_uuid">
 /**
  * Input of {@link ChatRepository.appendMessage}. Core decides every rule; the store applies
  * them in one atomic step:
+ * - the organization already has a message with `message.uuid` (a send under an
+ *   Idempotency-Key whose claim was taken over, writing second: docs/messaging.md
+ *   "Idempotency-Key") → `Duplicate` with that message, nothing written (no contact, chat,
+ *   send-queue placement, pacing slot, media or event), whatever `dedupe` says;
  * - `dedupe`: when `message.provider_message_id` is set and the organization already has a
  *   message with that id and direction → `Duplicate`, nothing written;
  * - the contact per `contact`; the chat of the contact, created as `newChat` when missing;
@@ -107,8 +111,9 @@ export interface InboundReaction {
 }
 
 /**
- * Outcome of {@link ChatRepository.appendMessage}. `Duplicate` and `ContactNotFound` wrote
- * nothing.
+ * Outcome of {@link ChatRepository.appendMessage}. `Duplicate` (a message with that uuid,
+ * or with that provider id under `dedupe`, is stored: it and its chat) and
+ * `ContactNotFound` wrote nothing.
  *
  * @category storage
  */

@@ -138,14 +138,16 @@ export type MediaFetchRecorded =
   | { readonly _tag: "Settled"; readonly media: StoredMedia; readonly message: Message | null }
 
 /**
- * Outcome of {@link MediaRepository.insert}: `Inserted`, or `LimitReached` when the new
- * media's `size` would take the organization's stored bytes past `bytesLimit` (nothing
- * written): `used` bytes stored now and the `limit`.
+ * Outcome of {@link MediaRepository.insert}: `Inserted`; `Duplicate` with the record the
+ * organization already has under that uuid (nothing written); or `LimitReached` when the
+ * new media's `size` would take the organization's stored bytes past `bytesLimit`
+ * (nothing written): `used` bytes stored now and the `limit`.
  *
  * @category storage
  */
 export type MediaInsertOutcome =
   | { readonly _tag: "Inserted"; readonly media: StoredMedia }
+  | { readonly _tag: "Duplicate"; readonly media: StoredMedia }
   | { readonly _tag: "LimitReached"; readonly used: number; readonly limit: number }
 
 /**
@@ -179,7 +181,10 @@ export interface MediaRepository {
   /**
    * Writes an uploaded media record (`NewMedia.fetch` null), refusing it with
    * `LimitReached` when its `size` plus the organization's stored bytes would pass
-   * `bytesLimit` (`null`: no limit). Inbound media are written by
+   * `bytesLimit` (`null`: no limit). When the organization has a record with that uuid
+   * already (an upload under an Idempotency-Key whose claim was taken over, the other
+   * attempt writing first: docs/messaging.md "Idempotency-Key") → `Duplicate` with that
+   * record, checked before the limit, nothing written. Inbound media are written by
    * `ChatRepository.appendMessage` with their message (`ChatAppendRequest.media`).
    */
   readonly insert: (

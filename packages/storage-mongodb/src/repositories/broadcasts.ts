@@ -240,8 +240,17 @@ export const broadcastRepository = (collections: Collections, usage: Usage): Bro
           start_lease: null,
           start_lease_until: null
         }
-        await broadcasts.insertOne(document)
-        return broadcastRecord(document, NO_RECIPIENTS)
+        // A held uuid (an Idempotency-Key's) whose other writer stored first: that broadcast.
+        const stored = await onDuplicateKey(
+          async () => {
+            await broadcasts.insertOne(document)
+            return undefined
+          },
+          () => broadcasts.findOne(owned(organizationId, broadcast.uuid))
+        )
+        if (stored === undefined) return broadcastRecord(document, NO_RECIPIENTS)
+        if (stored === null) throw new Error(`broadcasts.create: uuid ${broadcast.uuid} is another organization's`)
+        return record(organizationId, stored)
       }),
     findById: (organizationId, id) =>
       attempt("broadcasts.findById", async () => {

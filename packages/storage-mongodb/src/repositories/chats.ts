@@ -130,14 +130,25 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
   const findChat = (organizationId: string, chatId: string) =>
     collections.contacts.findOne(chatById(organizationId, chatId), { projection: CHAT_PROJECTION }) as Promise<ContactDocument | null>
 
+  /**
+   * The `Duplicate` outcome of the stored message with the request message's uuid (a held
+   * uuid, an Idempotency-Key's, the other writer stored first) or, under `dedupe`, with its
+   * direction and provider id; one look-up either way.
+   */
   const duplicateOf = async (organizationId: string, request: ChatAppendRequest): Promise<ChatAppendOutcome | undefined> => {
     const { message } = request
-    if (!request.dedupe || message.provider_message_id === null) return undefined
-    const found = await collections.messages.findOne({
-      ...ofOrganization(organizationId),
-      direction: eq(message.direction),
-      provider_message_id: eq(message.provider_message_id)
-    })
+    // Each branch whole, so each is one index probe (`_id`, messages_by_provider_id).
+    const held = owned(organizationId, message.uuid)
+    const found = await collections.messages.findOne(
+      !request.dedupe || message.provider_message_id === null
+        ? held
+        : {
+            $or: [
+              held,
+              { ...ofOrganization(organizationId), direction: eq(message.direction), provider_message_id: eq(message.provider_message_id) }
+            ]
+          }
+    )
     const chat = found === null ? null : await findChat(organizationId, found.chat_uuid)
     return found === null || chat === null ? undefined : { _tag: "Duplicate", chat: await record(organizationId, chat), message: messageRecord(found) }
   }
@@ -269,10 +280,13 @@ export const messageAppender = (collections: Collections, usage: Usage) => {
  * the message's chat still exists (a crash between deleting a contact and its messages
  * leaves messages nobody can read).
  *
- * `appendMessage` runs, without a transaction: the dedupe look-up; the contact (created by
+ * `appendMessage` runs, without a transaction: the duplicate look-up (a message with the
+ * request's uuid, a held uuid whose other writer stored first; under `dedupe`, one with its
+ * provider id); the contact (created by
  * phone with its chat, counted in usage first: inbound messages are never refused); the
  * chat (created with a conditional `$set`); the message insert (a unique partial index on
- * `dedupe_key` stores one of two concurrent deliveries, the other answers `Duplicate`);
+ * `dedupe_key` stores one of two concurrent deliveries, `_id` one of two concurrent writers
+ * of one uuid; the other answers `Duplicate`, having possibly taken a pacing slot);
  * then one pipeline update of the chat (unread count, reopening, last message,
  * `updated_at`, and with `inboundAt` the customer service window: the contact's
  * `last_inbound_at.<channel>` and the chat's latest one, in the same document); then, for

@@ -11,7 +11,7 @@ import {
   type StoredMedia
 } from "@switchboard/core"
 import type { MediaDocument, MediaMessageUpdate } from "../internal/documents.js"
-import { attempt, onDuplicateKey } from "../internal/driver.js"
+import { attempt, isDuplicateKey, onDuplicateKey } from "../internal/driver.js"
 import {
   byId,
   dueFetchFilter,
@@ -289,6 +289,13 @@ export const mediaRepository = (collections: Collections, usage: Usage): MediaRe
   return {
     insert: (organizationId, record, bytesLimit) =>
       attempt("media.insert", async (): Promise<MediaInsertOutcome> => {
+        // A held uuid (an Idempotency-Key's) whose other writer stored first: that record.
+        const stored = async () => {
+          const found = await media.findOne(owned(organizationId, record.uuid))
+          return found === null ? undefined : ({ _tag: "Duplicate", media: storedMediaOf(found) } as const)
+        }
+        const duplicate = await stored()
+        if (duplicate !== undefined) return duplicate
         const document = newMediaDocument(organizationId, record)
         const counted = record.status === "stored" && record.size !== null ? record.size : null
         if (counted !== null) {
@@ -307,7 +314,10 @@ export const mediaRepository = (collections: Collections, usage: Usage): MediaRe
           await media.insertOne(document)
         } catch (error) {
           if (counted !== null && counted !== 0) await usage.add(organizationId, "media_bytes", -counted)
-          throw error
+          if (!isDuplicateKey(error)) throw error
+          const winner = await stored()
+          if (winner === undefined) throw error
+          return winner
         }
         return { _tag: "Inserted", media: storedMediaOf(document) }
       }),

@@ -15,6 +15,15 @@ export const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Eff
   Effect.tryPromise({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
 
 /**
+ * Whether `error` is PostgreSQL's unique_violation (SQLSTATE 23505), of the constraint
+ * `constraint` when given (for example `messages_pkey`).
+ */
+export const isUniqueViolation = (error: unknown, constraint?: string): boolean => {
+  const { code, constraint: violated } = (error ?? {}) as { readonly code?: unknown; readonly constraint?: unknown }
+  return code === "23505" && (constraint === undefined || violated === constraint)
+}
+
+/**
  * The calls of one event-loop turn answered by one query (`endOfTurnQueue` of
  * @switchboard/core): at the turn's end, after every one of them was asked, `query` gets
  * them in the order they were asked and resolves one answer per call, in that order. One

@@ -141,7 +141,8 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
     create: (organizationId, broadcast) =>
       attempt("broadcasts.create", async () => {
         const startedAt = broadcast.status === "sending" ? broadcast.now : null
-        const row = await db.sql.row<BroadcastRow>(`${SQL.insert} RETURNING ${BROADCAST_COLUMNS}`, [
+        // ON CONFLICT: a held uuid (an Idempotency-Key's) whose other writer stored first.
+        const row = await db.sql.row<BroadcastRow>(`${SQL.insert} ON CONFLICT (uuid) DO NOTHING RETURNING ${BROADCAST_COLUMNS}`, [
           organizationId,
           broadcast.uuid,
           broadcast.name,
@@ -154,7 +155,10 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db) 
           startedAt,
           broadcast.transport
         ])
-        return decodeBroadcast(row!, ZERO_COUNTS)
+        if (row !== undefined) return decodeBroadcast(row, ZERO_COUNTS)
+        const stored = await db.sql.row<BroadcastRow>(SQL.find, [organizationId, broadcast.uuid])
+        if (stored === undefined) throw new Error(`broadcasts.create: uuid ${broadcast.uuid} is another organization's`)
+        return recordOf(db.sql, s, stored)
       }),
     findById: (organizationId, id) =>
       attempt("broadcasts.findById", () =>

@@ -11,7 +11,7 @@ import type {
   OrganizationId
 } from "@switchboard/core"
 import { listedMessageType } from "@switchboard/core"
-import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { attempt, isUniqueViolation, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { chatListPlannerOf } from "@switchboard/storage-sql"
 import { recordWebhookEvent } from "./chatHooks.js"
 import { runChatList } from "./chatList.js"
@@ -57,7 +57,10 @@ import { updateStatusByProviderId } from "./providerStatus.js"
  * message's row when the message exists, the organization's row otherwise
  * (`providerStatus.ts`); `appendMessage` of an inbound message by phone locks only the
  * sender's chat row when the sender has a contact and a chat (`appendToLockedChat`), so
- * different senders' messages are stored in parallel. Their webhook events (`message.received`,
+ * different senders' messages are stored in parallel. A message whose uuid is stored
+ * already (a held uuid, whose other writer committed first) fails its insert on
+ * `messages_pkey`, rolling its transaction back; the stored message is then answered as
+ * `Duplicate` (no look-up on the common path). Their webhook events (`message.received`,
  * `message.status_updated`, `chat.updated`) are written inside those transactions. The
  * list's query plans are in `chatList.ts`. A broadcast's recipients are appended with the
  * same effect, a batch at a time (broadcastWrite.ts).
@@ -70,36 +73,48 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
   const planner = chatListPlannerOf(db.dialect)
   const locked = <A>(organizationId: OrganizationId, fn: (sql: Sql) => Promise<A>) =>
     db.transaction(fn, { lockOrganization: organizationId })
+  /** `appendMessage`'s paths (below); a message whose uuid is stored fails its insert with `messages_pkey`'s violation. */
+  const appendOnce = async (organizationId: OrganizationId, request: ChatAppendRequest): Promise<ChatAppendOutcome> => {
+    const phone = senderPhone(request)
+    if (phone === undefined) return locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))
+    // The common case first: one autocommit statement (appendInboundAlone).
+    // A reply or a reaction reads another message in the append's step: the transaction's path.
+    if (request.dedupe && request.message.provider_message_id !== null && request.replyTo === undefined && request.reaction === undefined) {
+      const alone = await appendInboundAlone(db.sql, s, organizationId, request, phone)
+      if (alone === "Stored") {
+        const duplicate = await storedDuplicate(db.sql, s, organizationId, request)
+        if (duplicate !== undefined) return duplicate
+      } else if (alone !== undefined) {
+        return { _tag: "Appended", chat: alone.chat, message: alone.message, contactCreated: false, chatCreated: false }
+      }
+    }
+    // A sender with a chat: only the chat's row is locked. Otherwise (a new sender, or
+    // a contact without a chat) the organization's lock, under which the chat is
+    // locked again when it exists by then, else created.
+    const appended = await db.transaction((sql) => appendToLockedChat(sql, s, organizationId, request, phone))
+    return (
+      appended ??
+      locked(
+        organizationId,
+        async (sql) =>
+          (await appendToLockedChat(sql, s, organizationId, request, phone)) ??
+          appendMessage(sql, s, organizationId, request)
+      )
+    )
+  }
   return {
     appendMessage: (organizationId, request) =>
-      attempt("chats.appendMessage", async () => {
-        const phone = senderPhone(request)
-        if (phone === undefined) return locked(organizationId, (sql) => appendMessage(sql, s, organizationId, request))
-        // The common case first: one autocommit statement (appendInboundAlone).
-        // A reply or a reaction reads another message in the append's step: the transaction's path.
-        if (request.dedupe && request.message.provider_message_id !== null && request.replyTo === undefined && request.reaction === undefined) {
-          const alone = await appendInboundAlone(db.sql, s, organizationId, request, phone)
-          if (alone === "Stored") {
-            const duplicate = await storedDuplicate(db.sql, s, organizationId, request)
-            if (duplicate !== undefined) return duplicate
-          } else if (alone !== undefined) {
-            return { _tag: "Appended", chat: alone.chat, message: alone.message, contactCreated: false, chatCreated: false }
-          }
-        }
-        // A sender with a chat: only the chat's row is locked. Otherwise (a new sender, or
-        // a contact without a chat) the organization's lock, under which the chat is
-        // locked again when it exists by then, else created.
-        const appended = await db.transaction((sql) => appendToLockedChat(sql, s, organizationId, request, phone))
-        return (
-          appended ??
-          locked(
-            organizationId,
-            async (sql) =>
-              (await appendToLockedChat(sql, s, organizationId, request, phone)) ??
-              appendMessage(sql, s, organizationId, request)
-          )
-        )
-      }),
+      attempt("chats.appendMessage", () =>
+        appendOnce(organizationId, request).catch(async (error: unknown) => {
+          // The message's uuid is stored already (a held uuid, an Idempotency-Key's, the other
+          // writer committed first): the transaction rolled back, nothing of this one written.
+          if (!isUniqueViolation(error, "messages_pkey")) throw error
+          const row = await db.sql.row<MessageRow>(SQL.message, [organizationId, request.message.uuid])
+          const duplicate = row === undefined ? undefined : await duplicateOf(db.sql, s, organizationId, row)
+          if (duplicate === undefined) throw error
+          return duplicate
+        })
+      ),
     ensure: (organizationId, contactId, newChat, now) =>
       attempt("chats.ensure", () =>
         locked(organizationId, async (sql): Promise<ChatEnsureOutcome> => {

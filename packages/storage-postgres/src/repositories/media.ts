@@ -13,7 +13,7 @@ import {
 } from "@switchboard/core"
 import { MEDIA_INSERT_COLUMNS, MEDIA_VALUE_TYPES, type MediaJobRow, type MediaRow, mediaStatementsOf } from "@switchboard/storage-sql"
 import { decoders, postgresDialect } from "../dialect.js"
-import { attempt, perSchema, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { attempt, isUniqueViolation, perSchema, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { decodeMessage, type MessageRow } from "./chatRows.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
 
@@ -42,10 +42,25 @@ export const mediaRepository: RepositoryFactory<MediaRepository> = (db) => {
     insert: (organizationId, media, bytesLimit) =>
       attempt("media.insert", async (): Promise<MediaInsertOutcome> => {
         const inserted = async (sql: Sql) => ({ _tag: "Inserted", media: (await one(sql, SQL.insert, codec.values(organizationId, media)))! }) as const
+        // A held uuid (an Idempotency-Key's) whose other writer stored first: that record.
+        const stored = async (sql: Sql) => {
+          const found = await one(sql, SQL.find, [organizationId, media.uuid])
+          return found === undefined ? undefined : ({ _tag: "Duplicate", media: found } as const)
+        }
         const size = media.size
-        if (bytesLimit === null || size === null) return inserted(db.sql)
+        if (bytesLimit === null || size === null) {
+          return inserted(db.sql).catch(async (error: unknown) => {
+            if (!isUniqueViolation(error, "media_pkey")) throw error
+            const duplicate = await stored(db.sql)
+            if (duplicate === undefined) throw error
+            return duplicate
+          })
+        }
+        // Under the organization's lock the record, if stored, is seen before the limit counts it.
         return db.transaction(
           async (sql): Promise<MediaInsertOutcome> => {
+            const duplicate = await stored(sql)
+            if (duplicate !== undefined) return duplicate
             const used = await bytesUsedOf(sql, s, organizationId)
             return used + size > bytesLimit ? { _tag: "LimitReached", used, limit: bytesLimit } : inserted(sql)
           },

@@ -8,7 +8,7 @@ import {
 } from "@switchboard/core"
 import { TEMPLATE_COLUMNS, templateContentValues, type TemplateRow, writtenTemplate } from "@switchboard/storage-sql"
 import { decoders } from "../dialect.js"
-import { attempt, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { attempt, isUniqueViolation, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
@@ -57,7 +57,7 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
           )
           // A `create` (which takes no lock) committed the same identity after the check.
           .catch((error: unknown): TemplateWriteOutcome => {
-            if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) return { _tag: "NameTaken" }
+            if (isUniqueViolation(error)) return { _tag: "NameTaken" }
             throw error
           })
       ),
@@ -101,9 +101,6 @@ export const templateRepository: RepositoryFactory<TemplateRepository> = (db) =>
       )
   }
 }
-
-/** SQLSTATE unique_violation. */
-const UNIQUE_VIOLATION = "23505"
 
 const COLUMNS = TEMPLATE_COLUMNS
 

@@ -81,7 +81,10 @@ export { SQL } from "./broadcastRows.js"
  */
 export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db, statements) => ({
   create: (organizationId, broadcast) =>
-    attempt("broadcasts.create", () => {
+    attempt("broadcasts.create", () => transaction(db, () => {
+      // A held uuid (an Idempotency-Key's) whose other writer stored first: that broadcast.
+      const stored = statements.prepare<BroadcastRow>(SQL.find).get(organizationId, broadcast.uuid)
+      if (stored !== undefined) return recordOf(statements, stored)
       const row: BroadcastRow = {
         organization_id: organizationId,
         uuid: broadcast.uuid,
@@ -103,7 +106,7 @@ export const broadcastRepository: RepositoryFactory<BroadcastRepository> = (db, 
       }
       statements.prepare(SQL.insert).run(row)
       return decoders.broadcasts.broadcast(row, ZERO_COUNTS)
-    }),
+    })),
   findById: (organizationId, id) =>
     attempt("broadcasts.findById", () =>
       snapshot(db, () => {

@@ -41,7 +41,8 @@ import { recordWebhookEvent } from "./webhookEvents.js"
  * `Storage.chats` on SQLite: tables `chats`, `messages` and the FTS5 index `chat_search`
  * (migration 4, `schema/chats.ts`), and the provider's status reports waiting for their
  * message in `pending_message_statuses` (migration 10), and the customer service windows
- * in `customer_service_windows` (migration 16). `appendMessage` (contact, chat, message,
+ * in `customer_service_windows` (migration 16). `appendMessage` (a message whose uuid is
+ * stored already answered as `Duplicate` first; contact, chat, message,
  * the chat's counters and, with `inboundAt`, the window; with `outbox`, the message placed in the send queue and
  * possibly claimed, `outboxInsert.ts`; with `media`, the media record and its fetch job,
  * `media.ts`), `update`, `updateMessageStatus` (with the pending
@@ -262,21 +263,23 @@ const chatWhere = (statements: Statements, sql: string, organizationId: Organiza
   return Option.fromNullable(row === undefined ? undefined : chatsByIds(statements, [row.id])[0])
 }
 
-/** The body of `appendMessage`, inside its transaction: checks, then writes. */
+/** The body of `appendMessage`, inside its transaction: checks (a message with that uuid, a redelivery under `dedupe`), then writes. */
 const appendMessage = (
   statements: Statements,
   organizationId: OrganizationId,
   request: ChatAppendRequest
 ): ChatAppendOutcome => {
   const { message, now } = request
-  if (request.dedupe && message.provider_message_id !== null) {
-    const found = statements
-      .prepare<MessageRow>(SQL.duplicate)
-      .get(organizationId, message.direction, message.provider_message_id)
-    if (found !== undefined) {
-      const chat = chatWhere(statements, SQL.idByUuid, organizationId, found.chat_uuid)
-      if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
-    }
+  // A held uuid (an Idempotency-Key's) the other writer stored first: one probe of the primary key.
+  const held = statements.prepare<MessageRow>(SQL.message).get(organizationId, message.uuid)
+  const found =
+    held ??
+    (request.dedupe && message.provider_message_id !== null
+      ? statements.prepare<MessageRow>(SQL.duplicate).get(organizationId, message.direction, message.provider_message_id)
+      : undefined)
+  if (found !== undefined) {
+    const chat = chatWhere(statements, SQL.idByUuid, organizationId, found.chat_uuid)
+    if (Option.isSome(chat)) return { _tag: "Duplicate", chat: chat.value, message: decodeMessage(found) }
   }
   const replyTo =
     request.replyTo === undefined ? message.reply_to : (byProviderId(statements, organizationId, request.replyTo)?.uuid ?? null)

@@ -42,6 +42,9 @@ export const mediaRepository: RepositoryFactory<MediaRepository> = (db, statemen
     insert: (organizationId, media, bytesLimit) =>
       attempt("media.insert", () =>
         transaction(db, (): MediaInsertOutcome => {
+          // A held uuid (an Idempotency-Key's) whose other writer stored first: that record.
+          const stored = one(SQL.find, organizationId, media.uuid)
+          if (stored !== undefined) return { _tag: "Duplicate", media: stored }
           if (bytesLimit !== null && media.size !== null) {
             const used = bytesUsedOf(statements, organizationId)
             if (used + media.size > bytesLimit) return { _tag: "LimitReached", used, limit: bytesLimit }
