@@ -12,6 +12,8 @@
 //    one channel of throughput_mps 50: the time from `POST /broadcasts` to `completed`
 //    (target ≤ 220 s; pacing alone needs 10 000 / 47.5 = 211 s) and the busiest sliding
 //    one-second window at the simulator (target ≤ 50).
+// BENCH_BROADCAST_CANCEL=0 leaves out (1)'s cancel, BENCH_BROADCAST_RECIPIENTS=0 all of (2):
+// with both, the run is the start alone (~2 minutes on a 2-core machine).
 // Checks: every recipient of (2) arrived exactly once and the broadcast counts them `sent`.
 // The simulator runs in a process of its own (its CLI), so the arrival times it stamps
 // are not delayed by this process's work: in the bench's own process, stamps came in
@@ -38,6 +40,8 @@ import {
 
 const AUDIENCE = Number(process.env.BENCH_BROADCAST_AUDIENCE ?? 100_000)
 const RECIPIENTS = Number(process.env.BENCH_BROADCAST_RECIPIENTS ?? 10_000)
+// BENCH_BROADCAST_CANCEL=0: part 1 without its cancel (with BENCH_BROADCAST_RECIPIENTS=0, the start alone).
+const CANCEL = process.env.BENCH_BROADCAST_CANCEL !== "0"
 const THROUGHPUT_MPS = 50
 const TOKEN = "EAAGbroadcastBenchToken000000001"
 const SECRET_KEY = Buffer.alloc(32, 5).toString("base64")
@@ -149,22 +153,27 @@ const creating = async (simulator) => {
     const after = memoryOf(server.pid)
     await server.stop()
     const growth = after.peak - before.rss
-    const cancel = await cancelling(simulator, filename, directory, apiKey, created.uuid)
+    const cancel = CANCEL ? await cancelling(simulator, filename, directory, apiKey, created.uuid) : null
     return [
       `Broadcasts: creating one to a group of ${AUDIENCE} contacts (SQLite, standalone server defaults)`,
       `  ${recordTarget(`POST /broadcasts to ${AUDIENCE} contacts, answer (≤ 5 s)`, answerSeconds * 1000, "most", 5000, "ms")} answered in ${(answerSeconds * 1000).toFixed(0)} ms (${created.status})`,
       `  all ${written.counts.total} recipients written ${startSeconds.toFixed(1)} s after the request`,
       `  ${recordTarget("broadcast start: server RSS growth (≤ 50 MB)", growth, "most", 50, "MB")} server RSS ${before.rss.toFixed(0)} MB before, ` +
         `peak ${after.peak.toFixed(0)} MB while writing: +${growth.toFixed(0)} MB`,
-      `  cancelling it (server restarted; an endpoint subscribed to message.status_updated, so each of the ${cancel.failed} queued recipients is failed with its event):`,
-      `  ${recordTarget(`broadcast cancel of ${AUDIENCE}: server RSS growth (≤ 50 MB)`, cancel.growth, "most", 50, "MB")} answered in ${cancel.seconds.toFixed(1)} s; ` +
-        `server RSS ${cancel.before.toFixed(0)} MB before, peak ${cancel.peak.toFixed(0)} MB until the answer: +${cancel.growth.toFixed(0)} MB`
+      ...(cancel === null ? [] : cancelLines(cancel))
     ].join("\n")
   } catch (error) {
     await server.stop().catch(() => undefined)
     throw error
   }
 }
+
+/** The lines of part 1's cancel. */
+const cancelLines = (cancel) => [
+  `  cancelling it (server restarted; an endpoint subscribed to message.status_updated, so each of the ${cancel.failed} queued recipients is failed with its event):`,
+  `  ${recordTarget(`broadcast cancel of ${AUDIENCE}: server RSS growth (≤ 50 MB)`, cancel.growth, "most", 50, "MB")} answered in ${cancel.seconds.toFixed(1)} s; ` +
+    `server RSS ${cancel.before.toFixed(0)} MB before, peak ${cancel.peak.toFixed(0)} MB until the answer: +${cancel.growth.toFixed(0)} MB`
+]
 
 /**
  * Part 1's cancel, on a fresh server over the same file (so its RSS starts from an idle

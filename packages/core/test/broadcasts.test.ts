@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import type { Channel, ChannelId } from "@switchboard/core"
+import { shareOneHiddenClass } from "../../../vitest.hidden-class.js"
 import {
   BROADCAST_START_BATCH,
   BROADCAST_START_LEASE_MS,
@@ -263,6 +264,27 @@ describe("the starter", () => {
       expect(message.template?.components).toEqual([{ type: "body", parameters: [{ type: "text", text: contact.first_name }] }])
       expect(message.text).toBe(`Hi ${contact.first_name}, sale on.`)
       expect(yield* startDueBroadcasts).toBe(0)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("the recipients' messages of a start share one hidden class (no per-recipient spread adding keys)", () => {
+    const messages: Array<object> = []
+    const { layer } = layerOf((storage) => ({
+      ...storage,
+      broadcasts: {
+        ...storage.broadcasts,
+        writeRecipients: (organizationId, id, lease, batch) => {
+          for (const recipient of batch.recipients) messages.push(recipient.message)
+          return storage.broadcasts.writeRecipients(organizationId, id, lease, batch)
+        }
+      }
+    }))
+    return Effect.gen(function* () {
+      const { organizationId, groupUuid } = yield* tenant(300)
+      yield* (yield* Broadcasts).create(organizationId, { name: "Shape", template: sale("{{contact.first_name}}"), audience: { group_uuids: [groupUuid] } })
+      yield* startDueBroadcasts
+      expect(messages).toHaveLength(300)
+      expect(shareOneHiddenClass(messages)).toBe(true)
     }).pipe(Effect.provide(layer))
   })
 

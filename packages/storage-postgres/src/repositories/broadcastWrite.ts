@@ -1,6 +1,6 @@
 import type { BroadcastId, BroadcastRecipientWrite, Message, OrganizationId } from "@switchboard/core"
 import type { Sql } from "../internal/sql.js"
-import { MESSAGE_VALUE_TYPES } from "@switchboard/storage-sql"
+import { MESSAGE_VALUE_TYPES, messageInChat } from "@switchboard/storage-sql"
 import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 import { insertOutboxMessage } from "./outboxInsert.js"
 
@@ -85,13 +85,12 @@ export const writeRecipientBatch = async (
   const messages = batch.map((recipient) => {
     const chat = chatOf.get(recipient.contact_uuid)!
     const queued = recipient.message.status === "queued"
+    // Keys messageInChat already has, replaced (a spread adding keys costs a hidden class per object).
     const message: Message = {
-      ...recipient.message,
+      ...messageInChat(recipient.message, chat.uuid, recipient.contact_uuid),
       broadcast_uuid: broadcastId as BroadcastId,
-      chat_uuid: chat.uuid as Message["chat_uuid"],
-      contact_uuid: recipient.contact_uuid,
-      ...(queued ? { next_attempt_at: now } : {})
-    } as Message
+      next_attempt_at: queued ? now : recipient.message.next_attempt_at
+    }
     return { recipient, chat, message, queued }
   })
   const queued = messages.filter((each) => each.queued)

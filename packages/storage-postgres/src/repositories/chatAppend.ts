@@ -1,5 +1,5 @@
 import { type ChatAppendRequest, type ChatStatus, listedMessageType, type Message, type OrganizationId, type WebhookEventType } from "@switchboard/core"
-import { MESSAGE_VALUE_COUNT } from "@switchboard/storage-sql"
+import { MESSAGE_VALUE_COUNT, messageInChat } from "@switchboard/storage-sql"
 import type { Sql } from "../internal/sql.js"
 import { insertOutboxMessage } from "./chatHooks.js"
 import {
@@ -191,7 +191,7 @@ export const appendInboundAlone = async (
     if (!row.fresh) continue
     if (!row.stored) return "Stored"
     const { chat } = chatAndSubscribersOf(row, 0)
-    return { chat, message: { ...message, chat_uuid: chat.uuid, contact_uuid: chat.contact.uuid } }
+    return { chat, message: messageInChat(message, chat.uuid, chat.contact.uuid) }
   }
   return undefined
 }
@@ -239,7 +239,7 @@ export const writeAppendedMessage = async (
       : contact.chat === null
         ? await insertChat(sql, s, organizationId, contact.uuid, request.newChat, now)
         : { ...contact.chat, created: false }
-  const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
+  const given = messageInChat(message, chat.uuid, contact.uuid)
   const stored =
     request.outbox === undefined ? given : await insertOutboxMessage(sql, s, organizationId, given, request.outbox, now)
   if (request.outbox === undefined) {
@@ -270,7 +270,7 @@ export const writeInboundUnlessStored = async (
   contact: string,
   chat: ChatOfContact
 ): Promise<{ readonly written: AppendedMessage; readonly record: ChatAndSubscribers } | undefined> => {
-  const stored: Message = { ...request.message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact as Message["contact_uuid"] }
+  const stored = messageInChat(request.message, chat.uuid, contact)
   const window = windowValues(request, contact)
   const media = request.media === undefined ? [] : inboundMediaValues(organizationId, request.media, stored.uuid, contact)
   const statement = sqlOf(s).insertUnlessStored(window !== undefined, request.media !== undefined)

@@ -7,7 +7,7 @@ import { groupsAndLabelsOf } from "./rows.js"
 // The statements of chats and messages several repositories share, on SQLite; their rows,
 // decoders and insert parameters are @switchboard/storage-sql's (dialect.ts `decoders`).
 
-export { MESSAGE_COLUMNS, type MessageRow, messageValues } from "@switchboard/storage-sql"
+export { MESSAGE_COLUMNS, messageInChat, type MessageRow, messageValues } from "@switchboard/storage-sql"
 
 /** A message record from its row. */
 export const decodeMessage = decoders.message

@@ -24,6 +24,7 @@ import {
   INSERT_MESSAGE_SQL,
   MESSAGE_COLUMNS,
   MESSAGE_PAGE_SQL,
+  messageInChat,
   type MessageRow,
   messageValues
 } from "./chatRows.js"
@@ -357,7 +358,7 @@ export const writeAppendedMessage = (
   const contact = resolveContact(statements, organizationId, request)
   if (contact === undefined) return undefined
   const chat = chatOfContact(statements, organizationId, contact.uuid, request.newChat, now)
-  const given: Message = { ...message, chat_uuid: chat.uuid as Message["chat_uuid"], contact_uuid: contact.uuid as Message["contact_uuid"] }
+  const given = messageInChat(message, chat.uuid, contact.uuid)
   const stored =
     request.outbox === undefined
       ? given
