@@ -108,12 +108,16 @@ const service = (directory: string, partials: string): BlobStoreService => {
           const partial = join(partials, `${hostTag()}~${process.pid}~${randomUUID()}`)
           const measured = measuredSource(source, options?.maxBytes)
           writing.add(partial)
+          const file = createWriteStream(partial, { flags: "wx", flush: true })
           try {
-            await pipeline(measured.bytes, createWriteStream(partial, { flags: "wx", flush: true }))
+            await pipeline(measured.bytes, file)
             const target = pathOf(key)
             await mkdir(dirname(target), { recursive: true })
             await rename(partial, target)
           } catch (cause) {
+            // A source that fails before the file is open still lets the stream open (create)
+            // it: removed only once the stream has closed, it cannot appear after the removal.
+            if (!file.closed) await new Promise<void>((resolve) => file.once("close", () => resolve()))
             await rm(partial, { force: true })
             throw cause
           } finally {
