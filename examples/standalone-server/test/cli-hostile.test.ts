@@ -82,6 +82,10 @@ const hostileFiles: ReadonlyArray<readonly [string, string | Buffer, string]> = 
   ]
 ]
 
+// Each case runs the built CLI once per hostile input, one process after another (~0.8 s
+// each alone): under the whole suite's load on two cores that passed the project's 30 s.
+const SEQUENCE_TIMEOUT_MS = 120_000
+
 describe.concurrent("the admin CLI with hostile input", () => {
   it("import: every hostile file exits 1 with a clear message and writes nothing", async ({ expect }) => {
     const { env, org, rowCounts } = await setUp()
@@ -93,7 +97,7 @@ describe.concurrent("the admin CLI with hostile input", () => {
     }
     expect(failures).toEqual([])
     expect(rowCounts()).toEqual(before)
-  })
+  }, SEQUENCE_TIMEOUT_MS)
 
   it("org create: hostile --contacts-limit values and names are refused, nothing written", async ({ expect }) => {
     const { env, rowCounts } = await setUp()
@@ -113,5 +117,5 @@ describe.concurrent("the admin CLI with hostile input", () => {
     }
     expect(failures).toEqual([])
     expect(rowCounts()).toEqual(before)
-  })
+  }, SEQUENCE_TIMEOUT_MS)
 })
