@@ -10,6 +10,7 @@ const root = fileURLToPath(new URL(".", import.meta.url))
 const alias = Object.fromEntries([
   ["@switchboard/http-adapter/tracing", `${root}packages/http-adapter/src/tracing/index.ts`],
   ["@switchboard/http-adapter/metrics", `${root}packages/http-adapter/src/metrics/index.ts`],
+  ["@switchboard/blob-s3/url", `${root}packages/blob-s3/src/url.ts`],
   ...["core", "storage-contract", "storage-sql", "storage-sqlite", "storage-mongodb", "storage-postgres", "rate-limit-redis", "blob-s3", "http-adapter", "whatsapp-simulator", "client"].map((name) => [
     `@switchboard/${name}`,
     `${root}packages/${name}/src/index.ts`

@@ -39,5 +39,12 @@ export default defineConfig({
   target: "node20",
   // `@effect/opentelemetry` too: it imports `effect`, and one copy of `effect` must serve all.
   noExternal: [/^effect(\/|$)/, /^@switchboard\//, /^@effect\/opentelemetry(\/|$)/],
-  external: external()
+  external: external(),
+  // The workspace packages from their TypeScript sources (the `@switchboard/source` export
+  // condition), not their built files: esbuild then splits them module by module, so a
+  // module only the server reaches (the HTTP adapter, the S3 store) stays out of the CLI's
+  // chunks and a driver imported on demand stays in a chunk of its own.
+  esbuildOptions(options) {
+    options.conditions = ["@switchboard/source"]
+  }
 })

@@ -7,10 +7,10 @@ import {
   databaseConfig,
   loadConfig,
   parseDatabaseUrl,
-  serverConfig,
   storageLayerFromUrl,
   type DatabaseLocation
 } from "../src/config.js"
+import { serverConfig } from "../src/serverConfig.js"
 import { removeTemporaryDirectories, temporaryDirectory } from "./helpers.js"
 
 const withEnvironment = (variables: Record<string, string>) =>

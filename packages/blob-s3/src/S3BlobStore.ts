@@ -18,17 +18,10 @@ import {
   measuredSource,
   putFailure
 } from "@switchboard/core"
+import { parseS3Url, type S3Location } from "./url.js"
 
-/**
- * Where the blobs go: a bucket, and a prefix every key is put under (`""`, or ending in
- * `/`).
- *
- * @category options
- */
-export interface S3Location {
-  readonly bucket: string
-  readonly prefix: string
-}
+export { parseS3Url, type S3Location }
+
 
 /**
  * Options of {@link layer} and {@link make}:
@@ -53,18 +46,6 @@ export interface S3BlobStoreOptions {
 const MIN_PART_BYTES = 5 * 1024 * 1024
 const DEFAULT_PART_BYTES = 8 * 1024 * 1024
 
-/**
- * Reads `s3://bucket/prefix` into a {@link S3Location}; throws a `TypeError` naming the
- * problem for anything else (a bucket name must be 3–63 lowercase letters, digits, `.`, `-`).
- *
- * @category options
- */
-export const parseS3Url = (url: string): S3Location => {
-  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(url)
-  if (match === null) throw new TypeError(`MEDIA_URL must be s3://bucket or s3://bucket/prefix, with a valid bucket name (got ${JSON.stringify(url)})`)
-  const prefix = (match[2] ?? "").replace(/^\/+|\/+$/g, "")
-  return { bucket: match[1]!, prefix: prefix === "" ? "" : `${prefix}/` }
-}
 
 /**
  * The client configuration {@link make} uses: `region` from `AWS_REGION` or `us-east-1`,
