@@ -4,8 +4,9 @@
  *   types (`storage-contract` ESM-only: vitest cannot be `require`d); `effect` a peer
  *   dependency (`^3.22`) of every package whose declarations import it, never a
  *   dependency, so a project shares one Effect 3 with them;
- * - `publint --strict` and `@arethetypeswrong/cli` pass on the packed tarball (attw with
- *   `--profile esm-only` for the ESM-only package);
+ * - `publint --strict` and `@arethetypeswrong/cli`'s check pass on the packed tarball (both
+ *   called in this process through their functions, `publint` and `@arethetypeswrong/core`'s
+ *   `checkPackage`; the esm-only profile's resolutions ignored for the ESM-only package);
  * - pack and consume, as docs/getting-started.md "Install" says: `npm run pack` (run once)
  *   writes every tarball into `switchboard/packs/` of a scratch folder, and an empty
  *   project beside it (`my-app/`) installs the tarballs the page names with the install
@@ -39,13 +40,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { checkPackage, createPackageFromTarballData } from "@arethetypeswrong/core"
 import { transform } from "esbuild"
+import { publint } from "publint"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CLIENT_EXAMPLE_OUTPUT, type ClientRun, clientProbe, type ProgramRun, runnableBlocks, runProgram } from "./programs.js"
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL("../../../", import.meta.url))
-const bin = (name: string) => join(root, "node_modules", ".bin", name)
 
 /** Runs a command; a failure carries the command's stdout and stderr in its message. */
 const runTool = (command: string, args: ReadonlyArray<string>, cwd: string) =>
@@ -180,21 +182,20 @@ describe.each(packages)("$manifest.name", ({ directory, path, manifest }) => {
   })
 
   it("passes publint --strict", async () => {
-    const { stdout } = await runTool(bin("publint"), ["--strict", path], root)
-    expect(stdout).toContain("All good!")
+    // publint's own function, as its CLI runs it (`publint --strict` prints "All good!" for no message).
+    const { messages } = await publint({ pkgDir: path, strict: true })
+    expect(messages).toEqual([])
   }, 60_000)
 
   it("passes @arethetypeswrong/cli on its tarball", async () => {
-    const profile = isEsmOnly(manifest) ? ["--profile", "esm-only"] : []
-    const { stdout } = await runTool(bin("attw"), [tarballs.get(manifest.name)!, ...profile, "--format", "json"], root)
-    // attw exits non-zero on a problem its profile counts (runTool then throws); the JSON
-    // lists every problem, so drop the resolutions the esm-only profile ignores (node10 and
-    // require from node16: an ESM-only package cannot be required).
-    const report = JSON.parse(stdout) as {
-      analysis: { problems: ReadonlyArray<{ kind: string; resolutionKind?: string }> }
-    }
+    // The check the attw CLI runs on a tarball (`attw <tarball>`), called in this process:
+    // TypeScript is loaded once for every package instead of once per attw process. Every
+    // problem counts, but the resolutions the esm-only profile ignores (node10 and require
+    // from node16: an ESM-only package cannot be required).
+    const analysis = await checkPackage(createPackageFromTarballData(new Uint8Array(readFileSync(tarballs.get(manifest.name)!))))
+    if (analysis.types === false) throw new Error(`${manifest.name}: the tarball carries no types`)
     const ignored = isEsmOnly(manifest) ? ["node10", "node16-cjs"] : []
-    const problems = report.analysis.problems.filter((problem) => !ignored.includes(problem.resolutionKind ?? ""))
+    const problems = analysis.problems.filter((problem) => !ignored.includes(("resolutionKind" in problem ? problem.resolutionKind : undefined) ?? ""))
     expect(problems).toEqual([])
   }, 60_000)
 })
