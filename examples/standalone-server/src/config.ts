@@ -57,16 +57,18 @@ export const baseDirectoryConfig: Config.Config<string> = Config.option(Config.s
 
 /**
  * `DATABASE_URL` (default {@link DEFAULT_DATABASE_URL}) parsed by {@link parseDatabaseUrl}
- * against {@link baseDirectoryConfig}.
+ * against {@link baseDirectoryConfig}, with `DATABASE_SCHEMA` (default
+ * {@link DEFAULT_DATABASE_SCHEMA}) for PostgreSQL, both read from the `ConfigProvider`.
  *
  * @category config
  */
 export const databaseConfig: Config.Config<DatabaseLocation> = Config.all([
   Config.string("DATABASE_URL").pipe(Config.withDefault(DEFAULT_DATABASE_URL)),
-  baseDirectoryConfig
+  baseDirectoryConfig,
+  Config.string("DATABASE_SCHEMA").pipe(Config.withDefault(""))
 ]).pipe(
-  Config.mapOrFail(([url, baseDirectory]) =>
-    Either.mapLeft(parseDatabaseUrl(url, baseDirectory), (error) =>
+  Config.mapOrFail(([url, baseDirectory, schema]) =>
+    Either.mapLeft(parseDatabaseUrl(url, baseDirectory, schema.trim() || DEFAULT_DATABASE_SCHEMA), (error) =>
       ConfigError.InvalidData(["DATABASE_URL"], error.message)
     )
   )

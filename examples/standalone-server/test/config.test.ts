@@ -77,6 +77,14 @@ describe("parseDatabaseUrl", () => {
     vi.unstubAllEnvs()
   })
 
+  it("databaseConfig reads DATABASE_SCHEMA from the ConfigProvider it runs under, as DATABASE_URL", async () => {
+    vi.stubEnv("DATABASE_SCHEMA", "from_process_env")
+    const location = await load(databaseConfig, { DATABASE_URL: "postgres://db/app", DATABASE_SCHEMA: " tenant_c " })
+    expect(Either.getOrThrow(location)).toMatchObject({ _tag: "Postgres", schema: "tenant_c" })
+    expect(Either.getOrThrow(await load(databaseConfig, { DATABASE_URL: "postgres://db/app" }))).toMatchObject({ schema: "switchboard" })
+    vi.unstubAllEnvs()
+  })
+
   it("rejects other values with a message naming the accepted forms, never echoing credentials", () => {
     expect(parseError("")).toMatch(/DATABASE_URL must be sqlite:PATH, memory:, postgres:\/\/… or mongodb:\/\/… \(got an empty value\)/)
     expect(parseError("sqlite:")).toMatch(/needs a file path/)

@@ -1,14 +1,17 @@
 /// <reference path="../../../packages/blob-s3/test/s3rver.d.ts" />
 import { spawn, type ChildProcess } from "node:child_process"
 import { createHash, randomBytes, randomUUID } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
+import { Channels, Imports, Organizations } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
+import { ConfigProvider, Effect, ManagedRuntime } from "effect"
+import { adminLayer, type AdminServices, loadAdminSetup } from "../src/commands/admin.js"
 
 /** The built admin CLI and server: the tests run what users run. */
 export const CLI_PATH = fileURLToPath(new URL("../dist/cli.js", import.meta.url))
@@ -109,6 +112,36 @@ export const childEnvironment = (env: Record<string, string>): NodeJS.ProcessEnv
   const { HOST: _host, PORT: _port, DATABASE_URL: _databaseUrl, DATABASE_SCHEMA: _schema, ...inherited } = process.env
   return { ...inherited, ...env }
 }
+
+/**
+ * Runs an admin `program` in this process on the store `env` names, through the CLI's own
+ * set-up (`loadAdminSetup`, `adminLayer`: the same store, secret key and Graph API a CLI
+ * command with `env` would use, creating the secret key file as `channel add` does), and
+ * answers its result; fails with the program's error. For tests whose subject is not the
+ * CLI: each CLI process costs ~0.8 s of CPU to start, and the CLI's own tests run it.
+ */
+export const runAdmin = async <A, E>(env: Record<string, string>, program: Effect.Effect<A, E, AdminServices>): Promise<A> => {
+  const provider = ConfigProvider.fromMap(new Map(Object.entries(childEnvironment(env)).filter((entry): entry is [string, string] => entry[1] !== undefined)))
+  const setup = await Effect.runPromise(loadAdminSetup({ createSecretKey: true }).pipe(Effect.withConfigProvider(provider)))
+  const runtime = ManagedRuntime.make(adminLayer(setup))
+  try {
+    return await runtime.runPromise(program)
+  } finally {
+    await runtime.dispose()
+  }
+}
+
+/**
+ * What `org create --name <name>` writes and prints, done in this process ({@link runAdmin}):
+ * an active organization with the default plan and its first API key.
+ */
+export const createOrganization = (env: Record<string, string>, name: string): Promise<OrgCreated> =>
+  runAdmin(env, Effect.gen(function* () {
+    const organizations = yield* Organizations
+    const organization = yield* organizations.create({ name, plan: {}, subscription: "active" })
+    const issued = yield* organizations.issueApiKey(organization.id)
+    return { org_id: organization.id, key_id: issued.key_id, api_key: issued.api_key }
+  }))
 
 /** Runs the admin CLI with `args` and waits for it to exit. */
 export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>): Promise<CommandResult> =>
@@ -222,8 +255,10 @@ export interface ChannelSetup {
  * A fresh store (`store`, default a SQLite file; `postgres`: a new schema, see
  * {@link temporaryDatabaseEnv}) for the tests that play Meta with the WhatsApp simulator at
  * `simulatorUrl`: one organization (`contactsLimit` when given), its API key, one channel
- * (`phoneNumberId`, `token`, `throughputMps`) and the approved `templates`, all written with
- * the admin CLI. `env` is the server's and the CLI's environment (`extraEnv` added);
+ * (`phoneNumberId`, `token`, `throughputMps`) and the approved `templates`, all written
+ * through the admin CLI's set-up in this process ({@link runAdmin}: what `org create`,
+ * `channel add` and `import` do, without three CLI processes). `env` is the server's and the
+ * CLI's environment (`extraEnv` added);
  * `filename` the SQLite file (none on PostgreSQL).
  */
 export async function organizationWithChannel(options: ChannelSetup & { readonly store?: "sqlite" }): Promise<{ env: Record<string, string>; apiKey: string; filename: string }>
@@ -233,19 +268,25 @@ export async function organizationWithChannel(
 ): Promise<{ env: Record<string, string>; apiKey: string; filename: string | undefined }> {
   const database = temporaryDatabaseEnv(options.store ?? "sqlite")
   const env = { ...database, WHATSAPP_API_BASE_URL: options.simulatorUrl, ...options.extraEnv }
-  const limit = options.contactsLimit === undefined ? [] : ["--contacts-limit", String(options.contactsLimit)]
-  const { org_id, api_key } = await runCliJson<{ org_id: string; api_key: string }>(["org", "create", "--name", "Acme", ...limit], env)
-  const tokenFile = join(temporaryDirectory(), "token.txt")
-  writeFileSync(tokenFile, `${options.token}\n`)
-  await runCliJson([
-    "channel", "add", "--org", org_id, "--phone-number-id", options.phoneNumberId, "--waba-id", "102290129340398",
-    "--access-token-file", tokenFile, "--throughput-mps", String(options.throughputMps)
-  ], env)
-  if (options.templates !== undefined && options.templates.length > 0) {
-    const templatesFile = join(temporaryDirectory(), "templates.json")
-    writeFileSync(templatesFile, JSON.stringify({ templates: options.templates }))
-    await runCliJson(["import", "--org", org_id, "--file", templatesFile], env)
-  }
+  const { api_key } = await runAdmin(env, Effect.gen(function* () {
+    const organizations = yield* Organizations
+    const organization = yield* organizations.create({
+      name: "Acme",
+      plan: options.contactsLimit === undefined ? {} : { contacts_limit: options.contactsLimit },
+      subscription: "active"
+    })
+    const issued = yield* organizations.issueApiKey(organization.id)
+    yield* (yield* Channels).add(organization.id, {
+      phone_number_id: options.phoneNumberId,
+      waba_id: "102290129340398",
+      access_token: options.token,
+      throughput_mps: options.throughputMps
+    })
+    if (options.templates !== undefined && options.templates.length > 0) {
+      yield* (yield* Imports).importDocument(organization.id, { templates: options.templates })
+    }
+    return issued
+  }))
   const databaseUrl = database.DATABASE_URL!
   return { env, apiKey: api_key, filename: databaseUrl.startsWith("sqlite:") ? databaseUrl.slice("sqlite:".length) : undefined }
 }

@@ -3,6 +3,7 @@ import {
   assertBuilt,
   killServers,
   removeTemporaryDirectories,
+  createOrganization,
   runCliJson,
   databases,
   dropTemporarySchemas,
@@ -81,7 +82,7 @@ describe.each(databases())("plan limits across two server processes on one %s da
 
   it("one new label name created at both processes at once is stored once", async () => {
     const env = temporaryDatabaseEnv(store)
-    const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Names"], env)
+    const org = await createOrganization(env, "Names")
     const servers = await Promise.all([startServer(env), startServer(env)])
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, n) => call(servers[n % 2] as RunningServer, org.api_key, "POST", "/labels", { name: n % 2 ? "Same" : "SAME " }))

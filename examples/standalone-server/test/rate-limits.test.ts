@@ -5,7 +5,7 @@ import {
   assertBuilt,
   killServers,
   removeTemporaryDirectories,
-  runCliJson,
+  createOrganization,
   dropTemporarySchemas,
   postgresUrl,
   startServer,
@@ -64,11 +64,11 @@ const awaitRoomInWindow = async (windowMs: number, marginMs: number): Promise<vo
 
 /**
  * Two servers with `env` on one SQLite file (or, when `env.STORE` is `postgres`, one
- * PostgreSQL schema), and an organization made by the CLI on it.
+ * PostgreSQL schema), and an organization written on it in this process (`createOrganization`).
  */
 const twoServers = async ({ STORE, ...env }: Record<string, string>) => {
   const shared = { ...temporaryDatabaseEnv(STORE === "postgres" ? "postgres" : "sqlite"), ...env }
-  const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], shared)
+  const org = await createOrganization(shared, "Acme")
   const servers = [await startServer(shared), await startServer(shared)]
   return { org, servers, shared }
 }
@@ -82,7 +82,7 @@ const twoServers = async ({ STORE, ...env }: Record<string, string>) => {
  * fast a pool opens. A PostgreSQL pool keeps an idle connection 10 s.
  */
 const openStoreConnections = async (servers: ReadonlyArray<RunningServer>, env: Record<string, string>) => {
-  const warmUp = await runCliJson<OrgCreated>(["org", "create", "--name", "Warm-up"], env)
+  const warmUp = await createOrganization(env, "Warm-up")
   const statuses = await burst(servers, warmUp.api_key, 40)
   expect(statuses.every((status) => status === 200 || status === 429)).toBe(true)
 }
@@ -139,7 +139,7 @@ describe("two server processes sharing one SQLite file (store sqlite)", () => {
     const databaseUrl = temporaryDatabaseUrl()
     const filename = databaseUrl.slice("sqlite:".length)
     const env = { DATABASE_URL: databaseUrl, REDIS_URL: "" }
-    const org = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
+    const org = await createOrganization(env, "Acme")
     const server = await startServer(env)
     expect((await verify(server, org.api_key)).status).toBe(200)
     const buckets = (file: string) => {

@@ -7,6 +7,7 @@ import {
   assertBuilt,
   killServers,
   removeTemporaryDirectories,
+  createOrganization,
   runCliJson,
   startServer,
   databases,
@@ -135,7 +136,7 @@ const environment = (extra: Record<string, string> = {}, store: TestStore = "sql
 describe("standalone server: outgoing webhooks", () => {
   it("delivers a contact.created event of POST /contacts/bulk, verified with standardwebhooks", async () => {
     const env = environment()
-    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await createOrganization(env, "Acme")
     const server = await startServer(env)
     await createEndpoint(server, api_key)
     await importContacts(server, api_key, 1, 1)
@@ -170,7 +171,7 @@ describe("standalone server: outgoing webhooks", () => {
 
   it("delivers after a restart what was pending when the server was killed (SIGKILL)", async () => {
     const env = environment({ SWITCHBOARD_WEBHOOKS_RETRY_DELAYS_MS: "2000,2000" })
-    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await createOrganization(env, "Acme")
     const first = await startServer(env)
     const endpoint = await createEndpoint(first, api_key)
     answerStatus = 503
@@ -197,7 +198,7 @@ describe("standalone server: outgoing webhooks", () => {
 describe.each(databases())("standalone server: outgoing webhooks from two processes (%s)", (store) => {
   it(`two server processes on one ${store} database deliver 20 events with no duplicate webhook-id`, async () => {
     const env = environment({}, store)
-    const { api_key } = await runCliJson<OrgCreated>(["org", "create", "--name", "Acme"], env)
+    const { api_key } = await createOrganization(env, "Acme")
     const [one, two] = await Promise.all([startServer(env), startServer(env)])
     await createEndpoint(one!, api_key)
     answerDelayMs = 50

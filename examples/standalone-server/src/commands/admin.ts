@@ -16,6 +16,55 @@ import { channelVerifierFor, graphApiConfig } from "../transport.js"
 export type AdminServices = Layer.Layer.Success<typeof Core.layer> | Storage
 
 /**
+ * What every admin command reads from the configuration (the environment by default) before
+ * it opens the store: the store's location (`DATABASE_URL`; `memory:` is refused, that store
+ * lives only inside a server process), the secret key found like the server finds it
+ * (`SWITCHBOARD_SECRET_KEY`, else the SQLite key file; see `secretKey.ts`; created only with
+ * `createSecretKey`) and the Graph API options (`WHATSAPP_API_BASE_URL`,
+ * `WHATSAPP_API_VERSION`). Fails with {@link InvalidConfiguration} naming the problem.
+ *
+ * @category cli
+ */
+export const loadAdminSetup = (options: { readonly createSecretKey?: boolean } = {}) =>
+  Effect.gen(function* () {
+    const location = yield* loadConfig(databaseConfig).pipe(
+      Effect.filterOrFail(
+        (database) => database._tag !== "Memory",
+        () =>
+          new InvalidConfiguration({
+            message: "memory: storage lives only inside a server process; use sqlite:PATH, postgres://… or mongodb://… for the admin CLI"
+          })
+      )
+    )
+    const [secret, graphApi] = yield* Effect.all([loadSecretKey(location, { create: options.createSecretKey ?? false }), loadConfig(graphApiConfig)])
+    return { location, secret, graphApi }
+  })
+
+/** What {@link loadAdminSetup} reads. */
+export type AdminSetup = Effect.Effect.Success<ReturnType<typeof loadAdminSetup>>
+
+/**
+ * The services an admin command runs on, for {@link AdminSetup}: `Core.layer` over the
+ * store, the secret key (when one is configured), the channel verifier and Meta's template
+ * API at the configured Graph API. Building it opens the store (and migrates it).
+ *
+ * @category cli
+ */
+export const adminLayer = ({ graphApi, location, secret }: AdminSetup) =>
+  Core.layer.pipe(
+    // Merged too: `secret-key rotate` reads the configured keys.
+    Layer.provideMerge(
+      Layer.merge(
+        Option.match(secret, { onNone: () => Layer.empty, onSome: ({ keys }) => SecretKey.layer(keys) }),
+        channelVerifierFor(graphApi)
+      )
+    ),
+    Layer.provideMerge(storageLayerFor(location)),
+    // `templates sync` reads Meta's templates at the same Graph API.
+    Layer.merge(MetaTemplateApi.graph(graphApi))
+  )
+
+/**
  * Runs one admin command against the store named by `DATABASE_URL` and prints its
  * result as JSON (2-space indented, one trailing newline) on stdout.
  *
@@ -36,40 +85,14 @@ export const runAdminCommand = async <A, E>(
   program: Effect.Effect<A, E, AdminServices>,
   options: { readonly createSecretKey?: boolean } = {}
 ): Promise<void> => {
-  const location = await Effect.runPromiseExit(
-    loadConfig(databaseConfig).pipe(
-      Effect.filterOrFail(
-        (database) => database._tag !== "Memory",
-        () =>
-          new InvalidConfiguration({
-            message: "memory: storage lives only inside a server process; use sqlite:PATH, postgres://… or mongodb://… for the admin CLI"
-          })
-      )
-    )
-  )
-  if (Exit.isFailure(location)) return reportFailure(location.cause)
-  const setup = await Effect.runPromiseExit(
-    Effect.all([loadSecretKey(location.value, { create: options.createSecretKey ?? false }), loadConfig(graphApiConfig)])
-  )
+  const setup = await Effect.runPromiseExit(loadAdminSetup(options))
   if (Exit.isFailure(setup)) return reportFailure(setup.cause)
-  const [secret, graphApi] = setup.value
+  const { location, secret } = setup.value
   if (Option.isSome(secret) && secret.value.note !== undefined) process.stderr.write(`${secret.value.note}\n`)
-  const existed = location.value._tag !== "Sqlite" || existsSync(location.value.filename)
-  const channelContext = Layer.merge(
-    Option.match(secret, { onNone: () => Layer.empty, onSome: ({ keys }) => SecretKey.layer(keys) }),
-    channelVerifierFor(graphApi)
-  )
-  const runtime = ManagedRuntime.make(
-    Core.layer.pipe(
-      // Merged too: `secret-key rotate` reads the configured keys.
-      Layer.provideMerge(channelContext),
-      Layer.provideMerge(storageLayerFor(location.value)),
-      // `templates sync` reads Meta's templates at the same Graph API.
-      Layer.merge(MetaTemplateApi.graph(graphApi))
-    )
-  )
+  const existed = location._tag !== "Sqlite" || existsSync(location.filename)
+  const runtime = ManagedRuntime.make(adminLayer(setup.value))
   const opened = await runtime.runPromiseExit(Effect.void)
-  if (Exit.isSuccess(opened)) process.stderr.write(await describeOpenedDatabase(location.value, existed))
+  if (Exit.isSuccess(opened)) process.stderr.write(await describeOpenedDatabase(location, existed))
   const result = await runtime.runPromiseExit(program)
   await runtime.dispose()
   if (Exit.isFailure(result)) return reportFailure(result.cause)
