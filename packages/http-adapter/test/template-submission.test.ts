@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { Effect, type Layer } from "effect"
-import { Storage, type OrganizationId, type TemplateId } from "@switchboard/core"
-import { listen, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
+import { Deferred, Effect, Layer } from "effect"
+import { IDEMPOTENCY_LOCK_MS, type IdempotencyClaimRequest, Storage, type OrganizationId, type StorageService, type TemplateId } from "@switchboard/core"
+import { listen, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
 import { useSendQueueSetup } from "./send-queue-helpers.js"
 
 // POST /templates and DELETE /templates/{uuid} (docs/templates-and-replies.md "Submitting
@@ -232,6 +232,75 @@ describe("POST /templates", () => {
     expect([first.statusCode, second.statusCode]).toEqual([200, 200])
     expect(second.headers["idempotent-replayed"]).toBe("true")
     expect(JSON.parse(second.body)).toEqual(JSON.parse(first.body))
+    expect(templateCalls().filter((each) => each.route === "templates_create" && (each.body as { name?: string }).name === name)).toHaveLength(1)
+  })
+})
+
+/**
+ * A store over {@link makeSharedStorage} for a slow first request under an Idempotency-Key:
+ * while `slow`, a claim is dated one lock earlier (a retry may take it over at once), and
+ * the next call of `templates[held]` (the look-up by name, or the write) waits for the gate
+ * `hold` before it reaches the store.
+ */
+const slowTemplateStorage = (held: "findByIdentity" | "create") => {
+  const inner = Effect.runSync(Effect.provide(Storage, makeSharedStorage()))
+  const state = { slow: false, hold: undefined as Deferred.Deferred<void> | undefined, held: 0 }
+  const earlier = (claim: IdempotencyClaimRequest): IdempotencyClaimRequest => {
+    const shift = (instant: string) => new Date(Date.parse(instant) - IDEMPOTENCY_LOCK_MS - 1_000).toISOString()
+    return { ...claim, now: shift(claim.now), lockedUntil: shift(claim.lockedUntil), expiresAt: shift(claim.expiresAt) }
+  }
+  const service: StorageService = {
+    ...inner,
+    idempotency: {
+      ...inner.idempotency,
+      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.slow ? earlier(claim) : claim)
+    },
+    templates: {
+      ...inner.templates,
+      [held]: (...args: Array<never>) =>
+        Effect.suspend(() => {
+          const call = () => (inner.templates[held] as (...args: Array<never>) => Effect.Effect<unknown, unknown>)(...args)
+          const gate = state.hold
+          if (gate === undefined) return call()
+          state.hold = undefined
+          state.held++
+          return Effect.zipRight(Deferred.await(gate), call())
+        })
+    }
+  }
+  return { layer: Layer.succeed(Storage, service), state }
+}
+
+describe("a slow submission whose Idempotency-Key a retry took over", () => {
+  it.each([
+    ["looks its name up", "findByIdentity"],
+    ["writes its row", "create"]
+  ] as const)("meeting the retry's template (its own uuid) when it %s answers it, 200, not 400 template_name_taken; Meta called once", async (_, held) => {
+    const storage = slowTemplateStorage(held)
+    const { apiKey, channelId, handler } = await setup({ storage: storage.layer })
+    const name = freshName()
+    const post = () =>
+      request(handler, {
+        method: "POST",
+        url: "/api/v1/api/templates",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "idempotency-key": `submit-${name}` },
+        payload: JSON.stringify(submission(channelId, name))
+      })
+    // The first request: its claim dated a lock earlier, held before the call `held`.
+    const gate = Effect.runSync(Deferred.make<void>())
+    storage.state.slow = true
+    storage.state.hold = gate
+    const first = Promise.resolve(post())
+    await expect.poll(() => storage.state.held).toBe(1)
+    storage.state.slow = false
+    // The retry takes the claim over with the first's template uuid and submits it.
+    const retry = await post()
+    expect(retry.statusCode).toBe(200)
+    const retried = JSON.parse(retry.body).data
+    Effect.runSync(Deferred.succeed(gate, undefined))
+    const answered = await first
+    expect(answered.statusCode).toBe(200)
+    expect(JSON.parse(answered.body).data).toEqual(retried)
     expect(templateCalls().filter((each) => each.route === "templates_create" && (each.body as { name?: string }).name === name)).toHaveLength(1)
   })
 })

@@ -47,7 +47,9 @@ export interface TemplateSubmissionInput {
 /**
  * Options of {@link TemplateSubmissionsService.submit}: `templateUuid`, the uuid the
  * template gets (an Idempotency-Key's claim chose it); when the organization already has a
- * template with it that Meta gave an id, that template is answered as it now stands.
+ * template with it that Meta gave an id, that template is answered as it now stands, and so
+ * is one the key's other request wrote under it while this one ran (met by its name or by
+ * the write), never `TemplateNameTaken` (docs/messaging.md "Idempotency-Key").
  *
  * @category models
  */
@@ -216,12 +218,20 @@ const make = Effect.gen(function* () {
       const held = yield* storage.templates.findByIdentity(organizationId, content.name, content.language, content.waba_id)
       const holder = Option.getOrUndefined(held)
       if (holder !== undefined && holder.waba_id === content.waba_id) {
+        // Written under this uuid by the Idempotency-Key's other request (a retry that took a
+        // slow first one over, or the first one meeting the retry's write): the same template.
+        if (holder.uuid === options?.templateUuid) return holder
         if (holder.status !== "DELETED") return yield* new TemplateNameTaken({ name: content.name, language: content.language })
         revived = holder
       } else {
         const uuid = options?.templateUuid ?? ((yield* random.uuid()) as TemplateId)
         const created = yield* storage.templates.create(organizationId, { uuid, content, now: yield* nowIso })
-        if (created._tag !== "Written") return yield* new TemplateNameTaken({ name: content.name, language: content.language })
+        if (created._tag !== "Written") {
+          // The key's other request wrote this uuid between the look-ups and this write.
+          const other = options?.templateUuid === undefined ? Option.none() : yield* storage.templates.findById(organizationId, uuid)
+          if (Option.isSome(other)) return other.value
+          return yield* new TemplateNameTaken({ name: content.name, language: content.language })
+        }
         local = created.template
       }
     }
