@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { expect } from "vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import inject from "light-my-request"
-import { Core, MemoryStorage, Organizations, Storage, type CreateOrganizationInput, type StorageService } from "@switchboard/core"
+import { Core, IDEMPOTENCY_LOCK_MS, type IdempotencyClaimRequest, MemoryStorage, Organizations, Storage, type CreateOrganizationInput, type StorageService } from "@switchboard/core"
 import { createHandler, defineRoute, type HandlerOptions, type SwitchboardHandler } from "@switchboard/http-adapter"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
 import { PostgresStorage } from "@switchboard/storage-postgres"
@@ -160,6 +160,16 @@ export const revokeKey = (storage: Layer.Layer<Storage>, keyId: Parameters<Organ
       Effect.provide(storage)
     )
   )
+
+/**
+ * `claim` as if it had been made one Idempotency-Key lock (60 s) and a second earlier: its
+ * lock has lapsed, so a retry takes the key over at once, as after a crash or a slow first
+ * request (docs/messaging.md "Idempotency-Key"). For stores wrapped in tests.
+ */
+export const claimedLockAgo = (claim: IdempotencyClaimRequest): IdempotencyClaimRequest => {
+  const shift = (instant: string) => new Date(Date.parse(instant) - IDEMPOTENCY_LOCK_MS - 1_000).toISOString()
+  return { ...claim, now: shift(claim.now), lockedUntil: shift(claim.lockedUntil), expiresAt: shift(claim.expiresAt) }
+}
 
 /** A handler on `storage` with request logs silenced unless a logger is given. */
 export const makeHandler = (

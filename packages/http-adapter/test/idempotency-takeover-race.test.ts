@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { Deferred, Effect, Layer } from "effect"
-import { IDEMPOTENCY_LOCK_MS, type IdempotencyClaimRequest, MessageTransport, type OutboundMessage, Storage, type StorageService } from "@switchboard/core"
-import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
+import { MessageTransport, type OutboundMessage, Storage, type StorageService } from "@switchboard/core"
+import { bearer, claimedLockAgo, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, phone, request } from "./helpers.js"
 
 // An Idempotency-Key whose first request is slow, not dead (docs/messaging.md
 // "Idempotency-Key"): past the 60 s lock a retry takes the claim over with the first
@@ -17,15 +17,11 @@ import { bearer, expectEnvelope, makeHandler, makeSharedStorage, makeTenant, pho
 const slowStorage = () => {
   const inner = Effect.runSync(Effect.provide(Storage, makeSharedStorage()))
   const state = { slow: false, hold: undefined as Deferred.Deferred<void> | undefined, appendsHeld: 0 }
-  const earlier = (claim: IdempotencyClaimRequest): IdempotencyClaimRequest => {
-    const shift = (instant: string) => new Date(Date.parse(instant) - IDEMPOTENCY_LOCK_MS - 1_000).toISOString()
-    return { ...claim, now: shift(claim.now), lockedUntil: shift(claim.lockedUntil), expiresAt: shift(claim.expiresAt) }
-  }
   const service: StorageService = {
     ...inner,
     idempotency: {
       ...inner.idempotency,
-      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.slow ? earlier(claim) : claim)
+      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.slow ? claimedLockAgo(claim) : claim)
     },
     chats: {
       ...inner.chats,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { Effect, Layer } from "effect"
-import { IDEMPOTENCY_LOCK_MS, type IdempotencyClaimRequest, Storage, type StorageService } from "@switchboard/core"
+import { Storage, type StorageService } from "@switchboard/core"
 import { statusPayload } from "@switchboard/whatsapp-simulator"
-import { bearer, expectEnvelope, makeSharedStorage, phone, request, settledSend } from "./helpers.js"
+import { bearer, claimedLockAgo, expectEnvelope, makeSharedStorage, phone, request, settledSend } from "./helpers.js"
 import { template, useSendQueueSetup } from "./send-queue-helpers.js"
 
 // An Idempotency-Key whose first request's process died after sending (docs/messaging.md
@@ -26,15 +26,11 @@ const { setup, postWebhook, requestsFor, simulator } = useSendQueueSetup({
 const crashableStorage = () => {
   const inner = Effect.runSync(Effect.provide(Storage, makeSharedStorage()))
   const state = { crashing: false }
-  const earlier = (claim: IdempotencyClaimRequest): IdempotencyClaimRequest => {
-    const shift = (instant: string) => new Date(Date.parse(instant) - IDEMPOTENCY_LOCK_MS - 1_000).toISOString()
-    return { ...claim, now: shift(claim.now), lockedUntil: shift(claim.lockedUntil), expiresAt: shift(claim.expiresAt) }
-  }
   const service: StorageService = {
     ...inner,
     idempotency: {
       ...inner.idempotency,
-      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.crashing ? earlier(claim) : claim),
+      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.crashing ? claimedLockAgo(claim) : claim),
       complete: (organizationId, key, response) => (state.crashing ? Effect.void : inner.idempotency.complete(organizationId, key, response)),
       release: (organizationId, key) => (state.crashing ? Effect.void : inner.idempotency.release(organizationId, key))
     }

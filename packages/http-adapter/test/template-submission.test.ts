@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { Deferred, Effect, Layer } from "effect"
-import { IDEMPOTENCY_LOCK_MS, type IdempotencyClaimRequest, Storage, type OrganizationId, type StorageService, type TemplateId } from "@switchboard/core"
-import { listen, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
+import { Storage, type OrganizationId, type StorageService, type TemplateId } from "@switchboard/core"
+import { claimedLockAgo, listen, makeSharedStorage, makeTenant, phone, request, UNKNOWN_UUID } from "./helpers.js"
 import { useSendQueueSetup } from "./send-queue-helpers.js"
 
 // POST /templates and DELETE /templates/{uuid} (docs/templates-and-replies.md "Submitting
@@ -52,6 +52,15 @@ const rawCall = async (handler: Parameters<typeof request>[0], apiKey: string, m
   expect(envelope.status).toBe(response.statusCode)
   return { status: response.statusCode, code: envelope.errors[0]?.code, message: envelope.message }
 }
+
+/** `POST /templates` of {@link submission} of `name` under the Idempotency-Key `submit-<name>`. */
+const postUnderKey = (handler: Parameters<typeof request>[0], apiKey: string, channelId: string, name: string) =>
+  request(handler, {
+    method: "POST",
+    url: "/api/v1/api/templates",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "idempotency-key": `submit-${name}` },
+    payload: JSON.stringify(submission(channelId, name))
+  })
 
 /** The template calls the simulator received (list, submit, delete). */
 const templateCalls = () => simulator().received().filter((call) => String(call.route).startsWith("templates_"))
@@ -220,13 +229,7 @@ describe("POST /templates", () => {
   it("honours Idempotency-Key: a retry replays the answer, Meta called once", async () => {
     const { apiKey, channelId, handler } = await setup()
     const name = freshName()
-    const post = () =>
-      request(handler, {
-        method: "POST",
-        url: "/api/v1/api/templates",
-        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "idempotency-key": `submit-${name}` },
-        payload: JSON.stringify(submission(channelId, name))
-      })
+    const post = () => postUnderKey(handler, apiKey, channelId, name)
     const first = await post()
     const second = await post()
     expect([first.statusCode, second.statusCode]).toEqual([200, 200])
@@ -245,15 +248,11 @@ describe("POST /templates", () => {
 const slowTemplateStorage = (held: "findByIdentity" | "create") => {
   const inner = Effect.runSync(Effect.provide(Storage, makeSharedStorage()))
   const state = { slow: false, hold: undefined as Deferred.Deferred<void> | undefined, held: 0 }
-  const earlier = (claim: IdempotencyClaimRequest): IdempotencyClaimRequest => {
-    const shift = (instant: string) => new Date(Date.parse(instant) - IDEMPOTENCY_LOCK_MS - 1_000).toISOString()
-    return { ...claim, now: shift(claim.now), lockedUntil: shift(claim.lockedUntil), expiresAt: shift(claim.expiresAt) }
-  }
   const service: StorageService = {
     ...inner,
     idempotency: {
       ...inner.idempotency,
-      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.slow ? earlier(claim) : claim)
+      claim: (organizationId, claim) => inner.idempotency.claim(organizationId, state.slow ? claimedLockAgo(claim) : claim)
     },
     templates: {
       ...inner.templates,
@@ -279,13 +278,7 @@ describe("a slow submission whose Idempotency-Key a retry took over", () => {
     const storage = slowTemplateStorage(held)
     const { apiKey, channelId, handler } = await setup({ storage: storage.layer })
     const name = freshName()
-    const post = () =>
-      request(handler, {
-        method: "POST",
-        url: "/api/v1/api/templates",
-        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "idempotency-key": `submit-${name}` },
-        payload: JSON.stringify(submission(channelId, name))
-      })
+    const post = () => postUnderKey(handler, apiKey, channelId, name)
     // The first request: its claim dated a lock earlier, held before the call `held`.
     const gate = Effect.runSync(Deferred.make<void>())
     storage.state.slow = true
