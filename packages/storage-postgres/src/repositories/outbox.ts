@@ -5,11 +5,11 @@ import {
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
-  type OutboxOutcome,
   type OutboxRepository,
   type OutboxSummaryRow,
   type StorageError
 } from "@switchboard/core"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
 import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue } from "./outboxClaim.js"
@@ -153,26 +153,6 @@ export const summarySql = (s: string): string =>
     UNION ALL
     SELECT c.uuid, c.status, 0, 0 FROM ${s}.channels AS c
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`
-
-/**
- * How long a `record` waits for others to share its transaction, in ms, and how many share
- * one at most. Outcomes arrive one by one as Meta answers; alone, each paid a transaction of
- * its own (a connection, `BEGIN`, the organization's lock, `COMMIT`): with a few hundred
- * outcomes a second they queued for the pool's connections and for the organization's
- * lock, attempts waiting behind them missed their pacing slots, and dispatch fell to a few
- * messages a second (docs/benchmarks.md "Outbound dispatch"). A send answered in the
- * request waits up to this long more for its answer.
- */
-const RECORD_GROUP_WINDOW_MS = 10
-const RECORD_GROUP_SIZE = 64
-
-/** One `record` call: the message, its lease, the outcome and the time (ISO 8601). */
-interface RecordRequest {
-  readonly id: string
-  readonly lease: string
-  readonly outcome: OutboxOutcome
-  readonly now: string
-}
 
 /**
  * The `record`s of one group: one read of their organizations, then ONE transaction that
