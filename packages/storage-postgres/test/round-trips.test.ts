@@ -146,6 +146,23 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       })
     ))
 
+  it.effect("a store records one group's transaction at a time: groups never overlap, however many outcomes come at once", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        // 150 outcomes asked in one turn: three groups (64, 64, 22), with two pool connections free.
+        const { ids } = yield* leasedMessages(store, 150, "lease-1")
+        statements.length = 0
+        const outcomes = yield* Effect.all(
+          ids.map((id, index) => store.outbox.record(id, "lease-1", { _tag: "Sent", provider_message_id: `wamid.${index}`, attempts: 1 }, instant(1))),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter(Option.isSome)).toHaveLength(150)
+        const bounds = statements.filter((text) => isBegin(text) || text === "COMMIT").map((text) => (isBegin(text) ? "BEGIN" : "COMMIT"))
+        expect(bounds).toEqual(["BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"])
+      })
+    ))
+
   it.effect("a claim is a fixed number of statements, however many channels have due heads", () =>
     Effect.scoped(
       Effect.gen(function* () {
