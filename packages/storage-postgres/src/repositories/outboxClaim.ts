@@ -21,6 +21,27 @@ const CANDIDATE_COLUMNS =
 /** The terms of a due head ($1: now ISO, $2: now epoch ms). */
 const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_until <= $2)"
 
+/**
+ * The CTEs `lanes` and `w` ($1: now ISO, $2: now epoch ms): `w` the channels with a due head
+ * (`NULL` for the messages without a channel). The channels with heads are walked along
+ * messages_send_queue_expiry (a loose index scan: one probe per channel, recursively), and
+ * each is probed for ONE due head along messages_send_queue_due (`LIMIT 1`): a claim reads
+ * a few rows per channel, where `SELECT DISTINCT channel_uuid … WHERE <due>` read every
+ * head (one per lane: 20 000 for a backlog of 20 000 recipients, ~80 ms a claim).
+ */
+const WAITING_CHANNELS = (schema: string) =>
+  `WITH RECURSIVE lanes (channel_uuid) AS (
+        (SELECT channel_uuid FROM ${schema}.messages WHERE head AND channel_uuid IS NOT NULL ORDER BY channel_uuid LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.channel_uuid FROM ${schema}.messages AS m WHERE m.head AND m.channel_uuid > lanes.channel_uuid
+            ORDER BY m.channel_uuid LIMIT 1)
+          FROM lanes WHERE lanes.channel_uuid IS NOT NULL),
+      w AS (
+        SELECT lanes.channel_uuid FROM lanes CROSS JOIN LATERAL (
+            SELECT 1 FROM ${schema}.messages WHERE channel_uuid = lanes.channel_uuid AND ${DUE} LIMIT 1) AS due
+        UNION ALL
+        SELECT NULL WHERE EXISTS (SELECT 1 FROM ${schema}.messages WHERE channel_uuid IS NULL AND ${DUE}))`
+
 /** One channel's part of a claim: its pacing (none for no channel or an unknown one), its next slot and its candidates. */
 interface ChannelTurn {
   readonly channelUuid: string | null
@@ -178,7 +199,7 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
     throughput_mps: number | null
     pacing_tat: number | null
   }>(
-    `WITH w AS (SELECT DISTINCT channel_uuid FROM ${schema}.messages WHERE ${DUE}),
+    `${WAITING_CHANNELS(schema)},
       l AS (SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels
         WHERE uuid IN (SELECT channel_uuid FROM w) AND status = 'active' ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED)
     SELECT w.channel_uuid, c.uuid IS NOT NULL AS known, l.uuid IS NOT NULL AS locked, l.throughput_mps, l.pacing_tat
