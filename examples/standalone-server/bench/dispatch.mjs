@@ -259,29 +259,35 @@ export const run = async () => {
       }))
     )
   )
-  const written = performance.now()
-  await writeBacklogInChildProcess(filename)
-  copyDatabase(filename, baselineFilename)
-  const writeSeconds = (performance.now() - written) / 1000
-  // The simulator in its own process (answering every send after 20 ms, no status
-  // notifications): its work and its garbage collector stay out of the figures' process.
-  const simulator = await startSimulatorProcess(directory, ["--numbers-file", numbersFile, "--delay-ms", "20", "--statuses", "none"])
-  // BENCH_OTHER_BUILD_MAIN: another build of the server (its dist/main.js) dispatches a third
-  // copy of the backlog between the two (or last), for an A/B of a change in the same run.
-  const otherFilename = join(directory, "dispatch-other.db")
-  if (process.env.BENCH_OTHER_BUILD_MAIN) copyDatabase(filename, otherFilename)
+  // BENCH_DISPATCH_SQLITE=0 leaves out the SQLite part (the baseline, Switchboard on SQLite
+  // and the other build): only the PostgreSQL part runs, its CPU then given without SQLite's beside it.
+  const sqlite = process.env.BENCH_DISPATCH_SQLITE !== "0"
+  let writeSeconds = 0
   let baseline
   let switchboard
   let other
-  try {
-    baseline = await dispatchOnce("dispatchBaseline", baselineFilename, directory, simulator)
-    // BENCH_OTHER_BUILD_LAST=1: the other build after this one (alternate the order between runs).
-    const otherLast = process.env.BENCH_OTHER_BUILD_LAST === "1"
-    if (process.env.BENCH_OTHER_BUILD_MAIN && !otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
-    switchboard = await dispatchOnce("switchboard", filename, directory, simulator)
-    if (process.env.BENCH_OTHER_BUILD_MAIN && otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
-  } finally {
-    await simulator.close()
+  if (sqlite) {
+    const written = performance.now()
+    await writeBacklogInChildProcess(filename)
+    copyDatabase(filename, baselineFilename)
+    writeSeconds = (performance.now() - written) / 1000
+    // The simulator in its own process (answering every send after 20 ms, no status
+    // notifications): its work and its garbage collector stay out of the figures' process.
+    const simulator = await startSimulatorProcess(directory, ["--numbers-file", numbersFile, "--delay-ms", "20", "--statuses", "none"])
+    // BENCH_OTHER_BUILD_MAIN: another build of the server (its dist/main.js) dispatches a third
+    // copy of the backlog between the two (or last), for an A/B of a change in the same run.
+    const otherFilename = join(directory, "dispatch-other.db")
+    if (process.env.BENCH_OTHER_BUILD_MAIN) copyDatabase(filename, otherFilename)
+    try {
+      baseline = await dispatchOnce("dispatchBaseline", baselineFilename, directory, simulator)
+      // BENCH_OTHER_BUILD_LAST=1: the other build after this one (alternate the order between runs).
+      const otherLast = process.env.BENCH_OTHER_BUILD_LAST === "1"
+      if (process.env.BENCH_OTHER_BUILD_MAIN && !otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
+      switchboard = await dispatchOnce("switchboard", filename, directory, simulator)
+      if (process.env.BENCH_OTHER_BUILD_MAIN && otherLast) other = await dispatchOnce("switchboardOtherBuild", otherFilename, directory, simulator)
+    } finally {
+      await simulator.close()
+    }
   }
   // With POSTGRES_URL (BENCH_DISPATCH_POSTGRES=0 leaves it out): the same backlog in a fresh
   // PostgreSQL schema, dispatched by BENCH_DISPATCH_POSTGRES_PROCESSES (default 2) standalone
@@ -309,6 +315,24 @@ export const run = async () => {
     }
   }
   const beside = (value, base, digits = 0) => `${value.toFixed(digits)} (baseline ${base.toFixed(digits)}, ${(value / base).toFixed(2)}×)`
+  const postgresLines = postgres === undefined
+    ? [`  PostgreSQL, two servers sharing the backlog: skipped (${postgresSkipped})`]
+    : [
+      `  PostgreSQL, two servers sharing the backlog: rate ${postgres.rate.toFixed(0)} messages/s, every message sent once`,
+      switchboard === undefined
+        ? `  CPU per message (both servers) ${postgres.cpuMicrosPerMessage.toFixed(0)} µs (SQLite's not measured: BENCH_DISPATCH_SQLITE=0)`
+        : `  ${recordTarget("dispatch on PostgreSQL, 2 servers: CPU per message against SQLite's (≤ 2×)", postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage, "most", 2)} ` +
+          `CPU per message (both servers) ${postgres.cpuMicrosPerMessage.toFixed(0)} µs, ${(postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage).toFixed(2)}× SQLite's`,
+      `  ${recordTarget("dispatch on PostgreSQL, 2 servers: busiest 1 s window of any channel", postgres.worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding second of any channel across both ${postgres.worstWindow}`,
+      `  ${recordTarget("dispatch on PostgreSQL, 2 servers: lowest channel share", postgres.lowestShare, "least", 0.9)} lowest channel share ${(postgres.lowestShare * 100).toFixed(1)}%`
+    ]
+  if (!sqlite) {
+    return [
+      `Outbound dispatch: ${MESSAGES} queued messages, ${CHANNELS} channels × ${THROUGHPUT_MPS} messages/s, the simulator in its own process answering every send in 20 ms;`,
+      `  SQLite part skipped (BENCH_DISPATCH_SQLITE=0)${postgres === undefined ? "" : `; dispatched in ${postgres.elapsedSeconds.toFixed(1)} s (pacing allows at most ${PACING_CEILING.toFixed(0)} messages/s)`}`,
+      ...postgresLines
+    ].join("\n")
+  }
   const cpuRatio = switchboard.cpuMicrosPerMessage / baseline.cpuMicrosPerMessage
   return [
     `Outbound dispatch: ${MESSAGES} queued messages, ${CHANNELS} channels × ${THROUGHPUT_MPS} messages/s, the simulator in its own process answering every send in 20 ms;`,
@@ -324,15 +348,7 @@ export const run = async () => {
     `  ${recordTarget("dispatch: lowest channel share of throughput_mps", switchboard.lowestShare, "least", 0.9)} ` +
       `lowest share of throughput_mps a channel reached with a backlog ${(switchboard.lowestShare * 100).toFixed(1)}% ` +
       `(baseline ${(baseline.lowestShare * 100).toFixed(1)}%, ${(switchboard.lowestShare / baseline.lowestShare).toFixed(2)}×)`,
-    ...(postgres === undefined
-      ? [`  PostgreSQL, two servers sharing the backlog: skipped (${postgresSkipped})`]
-      : [
-        `  PostgreSQL, two servers sharing the backlog: rate ${postgres.rate.toFixed(0)} messages/s, every message sent once`,
-        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: CPU per message against SQLite's (≤ 2×)", postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage, "most", 2)} ` +
-          `CPU per message (both servers) ${postgres.cpuMicrosPerMessage.toFixed(0)} µs, ${(postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage).toFixed(2)}× SQLite's`,
-        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: busiest 1 s window of any channel", postgres.worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding second of any channel across both ${postgres.worstWindow}`,
-        `  ${recordTarget("dispatch on PostgreSQL, 2 servers: lowest channel share", postgres.lowestShare, "least", 0.9)} lowest channel share ${(postgres.lowestShare * 100).toFixed(1)}%`
-      ]),
+    ...postgresLines,
     ...(other === undefined
       ? []
       : [

@@ -182,7 +182,11 @@ export const SERVERS = {
   // On PostgreSQL the `filename` argument of startServer is the schema's name (in the database of POSTGRES_URL).
   switchboardPostgres: {
     label: "Switchboard (standalone server, defaults, DATABASE_URL=postgres://…)",
-    args: () => [...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []), STANDALONE_MAIN],
+    // BENCH_DISPATCH_POSTGRES_MAIN: another build's dist/main.js (inside the repository) for the PostgreSQL part, for an A/B across runs.
+    args: () => [
+      ...(process.env.BENCH_CPU_PROFILE_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`] : []),
+      process.env.BENCH_DISPATCH_POSTGRES_MAIN ?? STANDALONE_MAIN
+    ],
     env: (schema) => ({
       ...standaloneEnv(""),
       DATABASE_URL: process.env.POSTGRES_URL,

@@ -97,6 +97,38 @@ export const leasedMessages = (store: StorageService, count: number, lease: stri
     return { org: org.id, ids }
   })
 
+/**
+ * A new organization with `channels` channels (`throughput_mps` 50) and `perChannel`
+ * outbound texts queued on each, one per contact, never claimed, due at `instant(0)`;
+ * resolves the organization.
+ */
+export const queuedOnChannels = (store: StorageService, channels: number, perChannel: number) =>
+  Effect.gen(function* () {
+    const org = fixtures.organization()
+    yield* store.organizations.insert(org)
+    const channelIds: Array<string> = []
+    for (let index = 0; index < channels; index++) {
+      const channel = fixtures.channelRecord()
+      expect((yield* store.channels.insert(org.id, { channel, access_token_sealed: "sealed" }, 100))._tag).toBe("Inserted")
+      channelIds.push(channel.uuid)
+    }
+    const imported = yield* store.contacts.importBulk(
+      org.id,
+      fixtures.importRequest(Array.from({ length: channels * perChannel }, (_, i) => importRow(phone(i))))
+    )
+    if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+    for (const [i, contact] of imported.result.contacts.entries()) {
+      const request = outboundText(contact.uuid, fixtures.uuid() as MessageId)
+      const appended = yield* store.chats.appendMessage(org.id, {
+        ...request,
+        message: { ...request.message, channel_uuid: channelIds[i % channels]!, transport: "whatsapp" as const },
+        outbox: { to: phone(i), class: "single", expires_at: instant(10_000), claim: null }
+      })
+      expect(appended._tag).toBe("Appended")
+    }
+    return org.id
+  })
+
 /** The request appending a queued outbound text `id` to the contact's chat at `instant(0)`. */
 const outboundText = (contactId: ContactId, id: MessageId) => ({
   contact: { _tag: "ById" as const, uuid: contactId },

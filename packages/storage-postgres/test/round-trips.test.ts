@@ -12,7 +12,15 @@ import {
 } from "@switchboard/core"
 import { fixtures } from "@switchboard/storage-contract"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { eventStatuses as eventStatusesOf, inboundText, leasedMessages, providerReport, sentMessages, subscribedEndpoint } from "./provider-reports.js"
+import {
+  eventStatuses as eventStatusesOf,
+  inboundText,
+  leasedMessages,
+  providerReport,
+  queuedOnChannels,
+  sentMessages,
+  subscribedEndpoint
+} from "./provider-reports.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
 
 const { instant } = fixtures
@@ -111,6 +119,69 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         expect(statements.filter((text) => text === "COMMIT")).toHaveLength(1)
         const second = yield* store.chats.findMessage(org, ids[1]!)
         expect(Option.map(second, (message) => message.status)).toEqual(Option.some("sending"))
+      })
+    ))
+
+  it.effect("the Sent outcomes of a group are recorded in a fixed number of statements, however many they are", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        // The statements of one group of `count` Sent outcomes (the group's transaction and the read before it).
+        const groupOf = (count: number) =>
+          Effect.gen(function* () {
+            const { ids } = yield* leasedMessages(store, count, "lease-1")
+            statements.length = 0
+            const outcomes = yield* Effect.all(
+              ids.map((id, index) => store.outbox.record(id, "lease-1", { _tag: "Sent", provider_message_id: `wamid.${count}.${index}`, attempts: 1 }, instant(1))),
+              { concurrency: "unbounded" }
+            )
+            expect(outcomes.every((outcome) => Option.isSome(outcome) && outcome.value.status === "sent")).toBe(true)
+            return statements.splice(0)
+          })
+        const two = yield* groupOf(2)
+        const twelve = yield* groupOf(12)
+        expect(two.filter(isBegin)).toHaveLength(1)
+        expect(twelve.filter(isBegin)).toHaveLength(1)
+        expect(twelve).toHaveLength(two.length)
+      })
+    ))
+
+  it.effect("a store records one group's transaction at a time: groups never overlap, however many outcomes come at once", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        // 150 outcomes asked in one turn: three groups (64, 64, 22), with two pool connections free.
+        const { ids } = yield* leasedMessages(store, 150, "lease-1")
+        statements.length = 0
+        const outcomes = yield* Effect.all(
+          ids.map((id, index) => store.outbox.record(id, "lease-1", { _tag: "Sent", provider_message_id: `wamid.${index}`, attempts: 1 }, instant(1))),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter(Option.isSome)).toHaveLength(150)
+        const bounds = statements.filter((text) => isBegin(text) || text === "COMMIT").map((text) => (isBegin(text) ? "BEGIN" : "COMMIT"))
+        expect(bounds).toEqual(["BEGIN", "COMMIT", "BEGIN", "COMMIT", "BEGIN", "COMMIT"])
+      })
+    ))
+
+  it.effect("a claim is a fixed number of statements, however many channels have due heads", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const claim = (ms: number) =>
+          Effect.gen(function* () {
+            statements.length = 0
+            const now = Date.parse(instant(0)) + ms
+            const claimed = yield* store.outbox.claim({ now, lease: fixtures.uuid(), leaseUntil: now + 30_000, settleMs: 60_000, limit: 100, horizonMs: 1_000 })
+            return { claimed, sent: statements.splice(0) }
+          })
+        yield* queuedOnChannels(store, 1, 3)
+        const one = yield* claim(0)
+        expect(one.claimed).toHaveLength(3)
+        yield* queuedOnChannels(store, 5, 3)
+        const five = yield* claim(1)
+        expect(five.claimed).toHaveLength(15)
+        expect(new Set(five.claimed.map((claimed) => claimed.message.channel_uuid)).size).toBe(5)
+        expect(five.sent).toHaveLength(one.sent.length)
       })
     ))
 

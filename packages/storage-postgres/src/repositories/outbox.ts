@@ -5,15 +5,27 @@ import {
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
-  type OutboxOutcome,
   type OutboxRepository,
   type OutboxSummaryRow,
   type StorageError
 } from "@switchboard/core"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
 import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue } from "./outboxClaim.js"
-import { ENDED, leasedRow, queuedRow, recordOutcome, settleMessage, writeRow } from "./outboxRecord.js"
+import {
+  ENDED,
+  type LeasedSent,
+  leasedRow,
+  leasedRows,
+  queuedRow,
+  recordableTogether,
+  recordOutcome,
+  recordSentTogether,
+  settleMessage,
+  withPendingReports,
+  writeRow
+} from "./outboxRecord.js"
 import { retried } from "./outboxRows.js"
 import { decodeMessage } from "./chatRows.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
@@ -155,33 +167,22 @@ export const summarySql = (s: string): string =>
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`
 
 /**
- * How long a `record` waits for others to share its transaction, in ms, and how many share
- * one at most. Outcomes arrive one by one as Meta answers; alone, each paid a transaction of
- * its own (a connection, `BEGIN`, the organization's lock, `COMMIT`): with a few hundred
- * outcomes a second they queued for the pool's connections and for the organization's
- * lock, attempts waiting behind them missed their pacing slots, and dispatch fell to a few
- * messages a second (docs/benchmarks.md "Outbound dispatch"). A send answered in the
- * request waits up to this long more for its answer.
- */
-const RECORD_GROUP_WINDOW_MS = 10
-const RECORD_GROUP_SIZE = 64
-
-/** One `record` call: the message, its lease, the outcome and the time (ISO 8601). */
-interface RecordRequest {
-  readonly id: string
-  readonly lease: string
-  readonly outcome: OutboxOutcome
-  readonly now: string
-}
-
-/**
  * The `record`s of one group: one read of their organizations, then ONE transaction that
- * locks those organizations (in order, as every write of an organization locks it first)
- * and records each outcome its lease still holds, in the order asked. When that
+ * locks those organizations (in order, as every write of an organization locks it first),
+ * reads and locks the group's `sending` messages with one statement, and records each
+ * outcome its lease still holds (an outcome whose lease no longer holds changes nothing and
+ * answers none). The `Sent` outcomes are recorded set-based, in a fixed number of
+ * statements (outboxRecord.ts `recordSentTogether`: the organization's lock is held for a
+ * few round trips, not a few per outcome); the others, a `Sent` with a pending status
+ * report or a reaction, and a message asked for twice, one by one, in the order asked.
+ * A store runs one such transaction at a time: the groups that come meanwhile wait and are
+ * recorded together (at most RECORD_GROUP_SIZE outcomes a transaction), so the outcomes wait
+ * on one connection, not on one each holding the pool's connections while they queue for
+ * the organization's lock (claims and attempts then found none free). When that
  * transaction fails, each is recorded again in a transaction of its own, so a failure
  * reaches only its own caller.
  */
-const recordGroup = (db: Database) => (requests: ReadonlyArray<RecordRequest>): ReadonlyArray<Effect.Effect<Option.Option<Message>, StorageError>> => {
+const recordGroup = (db: Database): ((requests: ReadonlyArray<RecordRequest>) => ReadonlyArray<Effect.Effect<Option.Option<Message>, StorageError>>) => {
   const s = db.schema
   const recordAll = async (group: ReadonlyArray<RecordRequest>): Promise<Array<Option.Option<Message>>> => {
     const owners = await db.sql.rows<{ uuid: string; organization_id: string }>(
@@ -195,21 +196,71 @@ const recordGroup = (db: Database) => (requests: ReadonlyArray<RecordRequest>): 
       for (const organizationId of organizations.slice(1)) {
         await sql.run(`SELECT 1 FROM ${s}.organizations WHERE id = $1 FOR NO KEY UPDATE`, [organizationId])
       }
+      // The group's messages read and locked with one statement; each outcome still needs its own lease.
+      const rows = new Map((await leasedRows(sql, s, group.map((request) => request.id))).map((row) => [row.uuid, row]))
+      const asked = new Set<string>()
+      const plan = group.map((request) => {
+        // A message asked for twice in one group: the second reads its row again, after the first's write.
+        const again = asked.has(request.id)
+        asked.add(request.id)
+        const row = rows.get(request.id)
+        return { request, again, row: row !== undefined && row.lease === request.lease ? row : undefined }
+      })
+      const sent: Array<LeasedSent> = plan.flatMap(({ again, request, row }) =>
+        !again && row !== undefined && request.outcome._tag === "Sent" ? [{ row, outcome: request.outcome, now: request.now }] : []
+      )
+      const pending = await withPendingReports(sql, s, sent)
+      const together = sent.filter((each) => recordableTogether(each, pending))
+      const messages = new Map<string, Message>()
+      for (const [index, message] of (await recordSentTogether(sql, s, together)).entries()) messages.set(together[index]!.row.uuid, message)
+      // The others one by one, in the order asked (a Sent message recorded above answers from its result).
       const recorded: Array<Option.Option<Message>> = []
-      for (const { id, lease, outcome, now } of group) {
-        const row = await leasedRow(sql, s, id, lease)
-        recorded.push(row === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, row, outcome, now)))
+      for (const { again, request, row } of plan) {
+        const done = again ? undefined : messages.get(request.id)
+        if (done !== undefined && row !== undefined) {
+          recorded.push(Option.some(done))
+          continue
+        }
+        const current = again ? await leasedRow(sql, s, request.id, request.lease) : row
+        recorded.push(current === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, current, request.outcome, request.now)))
       }
       return recorded
     }, { lockOrganization: organizations[0]! })
   }
-  const together = recordAll(requests)
-  // Each caller gets its answer through its own wait below; none is left unhandled.
-  together.catch(() => undefined)
-  return requests.map((request, index) =>
-    Effect.catchAll(
-      attempt("outbox.record", () => together.then((all) => all[index]!)),
-      (error) => (requests.length === 1 ? Effect.fail(error) : attempt("outbox.record", async () => (await recordAll([request]))[0]!))
+  // One transaction at a time per store: a group that comes while one runs waits, and joins
+  // the waiting one while it has room (at most RECORD_GROUP_SIZE together).
+  let next: Batch | undefined
+  let tail: Promise<unknown> = Promise.resolve()
+  const enqueue = (requests: ReadonlyArray<RecordRequest>): { readonly batch: Batch; readonly offset: number } => {
+    if (next !== undefined && next.requests.length + requests.length <= RECORD_GROUP_SIZE) {
+      const offset = next.requests.length
+      next.requests.push(...requests)
+      return { batch: next, offset }
+    }
+    const batch: Batch = { requests: [...requests], result: undefined! }
+    batch.result = tail.then(() => {
+      // Started: nothing joins it any more.
+      if (next === batch) next = undefined
+      return recordAll(batch.requests)
+    })
+    // Each caller gets its answer through its own wait below; none is left unhandled.
+    tail = batch.result.catch(() => undefined)
+    next = batch
+    return { batch, offset: 0 }
+  }
+  return (requests) => {
+    const { batch, offset } = enqueue(requests)
+    return requests.map((request, index) =>
+      Effect.catchAll(
+        attempt("outbox.record", () => batch.result.then((all) => all[offset + index]!)),
+        (error) => (batch.requests.length === 1 ? Effect.fail(error) : attempt("outbox.record", async () => (await recordAll([request]))[0]!))
+      )
     )
-  )
+  }
+}
+
+/** The `record`s recorded in one transaction of {@link recordGroup}, and their answers in the same order. */
+interface Batch {
+  readonly requests: Array<RecordRequest>
+  result: Promise<Array<Option.Option<Message>>>
 }

@@ -18,7 +18,7 @@ import { decodeMessage } from "./chatRows.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
 import { QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
 import { foldReaction } from "./reactions.js"
-import { recordWebhookEvent } from "./webhookEvents.js"
+import { insertWebhookEventsAt, recordWebhookEvent, subscribedEndpoints } from "./webhookEvents.js"
 
 export { ENDED } from "./outboxRows.js"
 
@@ -166,4 +166,85 @@ export const settleMessage = async (
     await recordWebhookEvent(sql, schema, organizationId, "message.status_updated", settlement.now, () => message)
   }
   return { message, changed: written.changed || final.changed }
+}
+
+/** A `Sent` outcome of a group for a message its lease still holds: the row as read (locked), the outcome and its time. */
+export interface LeasedSent {
+  readonly row: QueuedRow
+  readonly outcome: Extract<OutboxOutcome, { _tag: "Sent" }>
+  readonly now: string
+}
+
+/**
+ * The messages of the group `ids` that are `sending` (any lease: the caller compares each
+ * with its request's), locked `FOR UPDATE` in uuid order, in one statement.
+ */
+export const leasedRows = (sql: Sql, schema: string, ids: ReadonlyArray<string>): Promise<Array<QueuedRow>> =>
+  sql.rows<QueuedRow>(
+    `SELECT ${QUEUED_COLUMNS} FROM ${schema}.messages WHERE uuid = ANY($1::text[]) AND status = 'sending'
+      AND recipient IS NOT NULL ORDER BY uuid FOR UPDATE`,
+    [ids]
+  )
+
+/**
+ * The provider message ids among `sent` that have pending status reports (a report that
+ * arrived before the send's answer): those are recorded one by one ({@link recordOutcome}
+ * applies the reports), the others by {@link recordSentTogether}. One statement.
+ */
+export const withPendingReports = async (sql: Sql, schema: string, sent: ReadonlyArray<LeasedSent>): Promise<Set<string>> => {
+  const probed = sent.filter((each) => each.outcome.provider_message_id !== null)
+  if (probed.length === 0) return new Set()
+  const rows = await sql.rows<{ organization_id: string; provider_message_id: string }>(
+    `SELECT DISTINCT p.organization_id, p.provider_message_id FROM ${schema}.pending_message_statuses AS p
+      JOIN unnest($1::text[], $2::text[]) AS r (organization_id, provider_message_id)
+        ON p.organization_id = r.organization_id AND p.provider_message_id = r.provider_message_id`,
+    [probed.map((each) => each.row.organization_id), probed.map((each) => each.outcome.provider_message_id)]
+  )
+  return new Set(rows.map((row) => `${row.organization_id}\n${row.provider_message_id}`))
+}
+
+/** Whether {@link recordSentTogether} may record `each`: no pending status report, no reaction (a reaction is folded into its target, one by one). */
+export const recordableTogether = (each: LeasedSent, pending: ReadonlySet<string>): boolean =>
+  !(each.outcome.provider_message_id !== null && pending.has(`${each.row.organization_id}\n${each.outcome.provider_message_id}`)) &&
+  outboundReactionOf(decodeMessage(outcomeRow(each.row, each.outcome, each.now))) === undefined
+
+/**
+ * `Sent` outcomes of a group recorded together, each for a message its lease holds (read and
+ * locked by {@link leasedRows}), none with a pending status report or a reaction
+ * ({@link recordableTogether}): what {@link recordOutcome} does for each, in a fixed number
+ * of statements however many they are — the rows written with one `UPDATE … FROM unnest`,
+ * the channels' cool-downs reset with one `UPDATE`, and per organization its subscribed
+ * endpoints read once and the `message.status_updated` events (each at its outcome's time,
+ * in the order given) inserted with one statement. Resolves the messages, in `sent`'s order.
+ */
+export const recordSentTogether = async (sql: Sql, schema: string, sent: ReadonlyArray<LeasedSent>): Promise<Array<Message>> => {
+  if (sent.length === 0) return []
+  const written = sent.map((each) => outcomeRow(each.row, each.outcome, each.now))
+  const values = written.map((row) => queuedRowValues(row, jsonOrNull(row.failure)))
+  const column = (index: number) => values.map((each) => each[index])
+  await sql.run(
+    `UPDATE ${schema}.messages AS m SET status = w.status, provider_message_id = w.provider_message_id,
+        failure = w.failure::json, attempts = w.attempts, next_attempt_at = w.next_attempt_at, expires_at = w.expires_at,
+        pair_rate_waits = w.pair_rate_waits, lease = w.lease, lease_until = w.lease_until, updated_at = w.updated_at
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[],
+          $8::text[], $9::bigint[], $10::timestamptz[], $11::text[])
+        AS w (status, provider_message_id, failure, attempts, next_attempt_at, expires_at, pair_rate_waits, lease, lease_until,
+          updated_at, uuid)
+      WHERE m.uuid = w.uuid`,
+    Array.from({ length: 11 }, (_, index) => column(index))
+  )
+  const channels = [...new Set(sent.flatMap((each) => (each.row.channel_uuid === null ? [] : [each.row.channel_uuid])))]
+  if (channels.length > 0) {
+    await sql.run(`UPDATE ${schema}.channels SET cooldown_ms = 0 WHERE uuid = ANY($1::text[]) AND cooldown_ms <> 0`, [channels])
+  }
+  const messages = written.map((row) => decodeMessage(row))
+  // A reaction row is never announced (its target's message.reactions_updated is); none is here.
+  const announced = messages.flatMap((message, index) => (listedMessageType(message.type) ? [{ message, at: sent[index]!.now, organizationId: sent[index]!.row.organization_id }] : []))
+  for (const organizationId of [...new Set(announced.map((each) => each.organizationId))]) {
+    const endpoints = await subscribedEndpoints(sql, schema, organizationId, "message.status_updated")
+    if (endpoints.length === 0) continue
+    const records = announced.filter((each) => each.organizationId === organizationId).map((each) => ({ at: each.at, data: each.message }))
+    await insertWebhookEventsAt(sql, schema, organizationId, "message.status_updated", endpoints, records)
+  }
+  return messages
 }

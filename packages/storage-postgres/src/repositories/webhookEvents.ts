@@ -39,7 +39,7 @@ export const subscribedEndpoints = async (
  * whatever the number of records (the deliveries' foreign keys are checked at its end,
  * when the events it inserted are there).
  */
-export const insertWebhookEvents = async (
+export const insertWebhookEvents = (
   sql: Sql,
   schema: string,
   organizationId: OrganizationId | string,
@@ -47,29 +47,56 @@ export const insertWebhookEvents = async (
   now: string,
   endpoints: ReadonlyArray<string>,
   records: ReadonlyArray<unknown>
+): Promise<void> => insertWebhookEventsAt(sql, schema, organizationId, type, endpoints, records.map((data) => ({ at: now, data })))
+
+/**
+ * {@link insertWebhookEvents} with a time per record: one event per record (`data` as JSON,
+ * `created_at` = its `at`, ISO 8601), in the order given, and one `pending` delivery per
+ * event and endpoint, due at its event's time. One statement whatever the number of records.
+ */
+export const insertWebhookEventsAt = async (
+  sql: Sql,
+  schema: string,
+  organizationId: OrganizationId | string,
+  type: WebhookEventType,
+  endpoints: ReadonlyArray<string>,
+  records: ReadonlyArray<{ readonly at: string; readonly data: unknown }>
 ): Promise<void> => {
   if (endpoints.length === 0 || records.length === 0) return
   const ids = records.map(() => randomUUID())
   const deliveries: Array<string> = []
   const events: Array<string> = []
   const targets: Array<string> = []
-  for (const eventId of ids) {
+  const due: Array<string> = []
+  for (const [index, eventId] of ids.entries()) {
     for (const endpoint of endpoints) {
       deliveries.push(randomUUID())
       events.push(eventId)
       targets.push(endpoint)
+      due.push(records[index]!.at)
     }
   }
   await sql.run(
     `WITH inserted AS (
         INSERT INTO ${schema}.webhook_events (id, organization_id, type, data, created_at)
-        SELECT e.id, $1, $2, e.data::json, $3 FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS e (id, data, n) ORDER BY e.n
+        SELECT e.id, $1, $2, e.data::json, e.at FROM unnest($3::text[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS e (id, data, at, n)
+          ORDER BY e.n
       )
       INSERT INTO ${schema}.webhook_deliveries
         (id, organization_id, endpoint_uuid, event_id, status, attempts, next_attempt_at, lease, lease_until, created_at)
-      SELECT d.id, $1, d.endpoint, d.event, 'pending', 0, $3, NULL, NULL, $3
-      FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS d (id, event, endpoint, n) ORDER BY d.n`,
-    [organizationId, type, now, ids, records.map((record) => JSON.stringify(record)), deliveries, events, targets]
+      SELECT d.id, $1, d.endpoint, d.event, 'pending', 0, d.at, NULL, NULL, d.at
+      FROM unnest($6::text[], $7::text[], $8::text[], $9::timestamptz[]) WITH ORDINALITY AS d (id, event, endpoint, at, n) ORDER BY d.n`,
+    [
+      organizationId,
+      type,
+      ids,
+      records.map((record) => JSON.stringify(record.data)),
+      records.map((record) => record.at),
+      deliveries,
+      events,
+      targets,
+      due
+    ]
   )
 }
 

@@ -1,4 +1,4 @@
-import type { Message, OutboxPlacement, SendClass } from "@switchboard/core"
+import type { Message, OutboxOutcome, OutboxPlacement, SendClass } from "@switchboard/core"
 import { type MessageRow, messageValues } from "./messages.js"
 import { iso } from "./values.js"
 
@@ -154,3 +154,37 @@ export const queuedInsertValues = (
   placement.notBefore ?? null,
   head
 ]
+
+/**
+ * How long a `record` waits for others to share its transaction, in ms (with
+ * {@link RECORD_GROUP_SIZE}, the most that share one). Outcomes arrive one by one as Meta
+ * answers; alone, each paid a whole transaction: on SQLite ~150 µs of CPU, most of it the
+ * commit (grouped, about 40 µs); on PostgreSQL a connection, `BEGIN`, the organization's
+ * lock and `COMMIT`, and with a few hundred outcomes a second they queued for the pool's
+ * connections and the organization's lock, attempts waiting behind them missed their
+ * pacing slots, and dispatch fell to a few messages a second (docs/benchmarks.md "Outbound
+ * dispatch"). A send answered in the request waits up to this long more for its answer.
+ *
+ * @category send queue
+ */
+export const RECORD_GROUP_WINDOW_MS = 10
+
+/**
+ * The most `record`s that share one transaction (see {@link RECORD_GROUP_WINDOW_MS}).
+ *
+ * @category send queue
+ */
+export const RECORD_GROUP_SIZE = 64
+
+/**
+ * One `record` call of the send queue, as a store groups them: the message's id, its lease
+ * token, the outcome and the time (ISO 8601).
+ *
+ * @category send queue
+ */
+export interface RecordRequest {
+  readonly id: string
+  readonly lease: string
+  readonly outcome: OutboxOutcome
+  readonly now: string
+}

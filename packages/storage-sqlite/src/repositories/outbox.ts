@@ -5,10 +5,10 @@ import {
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
-  type OutboxOutcome,
   type OutboxRepository,
   type OutboxSummaryRow
 } from "@switchboard/core"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
 import { attempt, type RepositoryFactory, snapshot, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channelCache.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
@@ -116,22 +116,4 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
         })
       )
   }
-}
-
-/**
- * How long a `record` waits for others to share its transaction, in ms, and how many share
- * one at most. Outcomes arrive one by one as Meta answers; alone, each paid a whole
- * transaction (~150 µs of CPU, most of it the commit); grouped, about 40 µs
- * (docs/benchmarks.md "Outbound dispatch"). A send answered in the request waits up to this
- * long more for its answer.
- */
-const RECORD_GROUP_WINDOW_MS = 10
-const RECORD_GROUP_SIZE = 64
-
-/** One `record` call: the message, its lease, the outcome and the time (ISO 8601). */
-interface RecordRequest {
-  readonly id: string
-  readonly lease: string
-  readonly outcome: OutboxOutcome
-  readonly now: string
 }
