@@ -13,7 +13,7 @@ import {
 // The send queue across real processes (docs/messaging.md "The send queue"): the built
 // server on a temporary SQLite file, Meta's Graph API played by the WhatsApp simulator.
 // - SIGKILL during a backlog of 1 000 messages (written while the channel is paused, then
-//   resumed), then a restart: every message reaches the simulator, none twice but those in
+//   resumed; the kill 300 sends after the resume), then a restart: every message reaches the simulator, none twice but those in
 //   flight at the kill, none left queued or sending;
 // - two server processes on one file sharing one channel: the channel's pace holds across
 //   both (no one-second window above its throughput_mps).
@@ -140,11 +140,13 @@ describe("the send queue across processes", () => {
     const sent = await pool(Array.from({ length: 1000 }, (_, index) => index), 25, (index) => send(first, apiKey, phone(index), `Message ${index}`))
     const ids = sent.map((each) => each.message_id)
     expect(new Set(ids).size).toBe(1000)
-    // The refused attempt, and at most the few handed over before the pause was recorded.
-    expect(simulator.sends(PHONE_NUMBER_ID).length).toBeLessThan(20)
+    // The refused attempt, and those claimed before the pause reached the dispatcher (a
+    // channel it opened is kept up to 1 s: docs/messaging.md "The send queue"), have gone.
+    const beforeResume = simulator.sends(PHONE_NUMBER_ID).length
+    expect(beforeResume).toBeLessThan(700)
     await resumeOnlyChannel(first, apiKey)
-    // Mid-backlog: a third of them handed to Meta, the rest waiting.
-    await simulator.waitFor(() => simulator.sends(PHONE_NUMBER_ID).length >= 331, "a third of the backlog sent", 30_000)
+    // Mid-backlog: another 300 handed to Meta, the rest waiting.
+    await simulator.waitFor(() => simulator.sends(PHONE_NUMBER_ID).length >= beforeResume + 300, "300 more of the backlog sent", 30_000)
     first.child.kill("SIGKILL")
     await first.exited
     // Requests the killed process had written reach the simulator after its exit: the count
