@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Effect, FiberSet, Option, Queue, Ref } from "effect"
+import { Cause, Clock, Context, Effect, Exit, FiberSet, Option, Queue, Ref } from "effect"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "./DispatchWake.js"
 
@@ -182,53 +182,64 @@ export const runLeasedJob = <J, O, E, R>(
   job: J,
   leaseMs?: number
 ): Effect.Effect<LeasedJobEnd<O>, never, R> =>
-  Effect.uninterruptible(leasedJob(queue, job, false, leaseMs)) as Effect.Effect<LeasedJobEnd<O>, never, R>
+  Effect.uninterruptible(
+    Effect.flatMap(LeasedJobSpans, (spans) => leasedJob(queue, job, false, leaseMs, spans))
+  ) as Effect.Effect<LeasedJobEnd<O>, never, R>
 
 /**
  * A job of the loop: {@link runLeasedJob}, except that its attempt (`run`) can be
  * interrupted — by the loop's drain only, once its time has passed: the job then ends
- * `Abandoned`, nothing recorded. Its record is never interrupted.
+ * `Abandoned`, nothing recorded. Its record is never interrupted. `spans`: the loop's
+ * {@link LeasedJobSpans}, read once for all its jobs.
  */
 const runDrainableJob = <J, O, E, R>(
   queue: LeasedQueue<J, O, E, R>,
   job: J,
-  leaseMs: number
-): Effect.Effect<DrainableJobEnd<O>, never, R> => Effect.uninterruptible(leasedJob(queue, job, true, leaseMs))
+  leaseMs: number,
+  spans: boolean
+): Effect.Effect<DrainableJobEnd<O>, never, R> => Effect.uninterruptible(leasedJob(queue, job, true, leaseMs, spans))
 
 /** How a job of the loop ended: as {@link LeasedJobEnd}, or interrupted by the drain before its record. */
 type DrainableJobEnd<O> = LeasedJobEnd<O> | { readonly _tag: "Abandoned" }
 
+const LEASE_ENDED_END: LeasedJobEnd<never> = { _tag: "LeaseEnded" }
+const FAILED_END: LeasedJobEnd<never> = { _tag: "Failed" }
+const ABANDONED_END: DrainableJobEnd<never> = { _tag: "Abandoned" }
+
 /**
- * Runs and records one job, in a root span of its own when {@link LeasedJobSpans} is on;
- * `interruptibleRun`: whether its `run` may be interrupted (answered `Abandoned`).
+ * Runs and records one job, in a root span of its own when `spans` ({@link LeasedJobSpans})
+ * is on; `interruptibleRun`: whether its `run` may be interrupted (answered `Abandoned`).
+ * Written as a few combinators rather than a generator: the send queue runs one job per
+ * message, and each step of the runtime is CPU time and garbage on that path
+ * (docs/benchmarks.md "Outbound dispatch").
  */
 const leasedJob = <J, O, E, R>(
   queue: LeasedQueue<J, O, E, R>,
   job: J,
   interruptibleRun: boolean,
-  leaseMs: number | undefined
+  leaseMs: number | undefined,
+  spans: boolean
 ): Effect.Effect<DrainableJobEnd<O>, never, R> => {
-  const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.gen(function*() {
-    // Built here, as `queue.run(job)` always was: inside the job's span and its error handling.
-    const attempt = withRenewal(queue, job, leaseMs)
-    const outcome = yield* interruptibleRun ? Effect.interruptible(attempt) : attempt
-    if (outcome instanceof LeaseEndedMarker) {
-      yield* Effect.logWarning(`${queue.name}: a job's lease could not be renewed; its run was stopped and nothing recorded`)
-      return { _tag: "LeaseEnded" } as const
-    }
-    const recorded = yield* queue.record(job, outcome)
-    return recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const
-  })
-  return Effect.flatMap(LeasedJobSpans, (spans) => (spans ? inJobSpan(queue, job, body) : body)).pipe(
-    Effect.catchAllCause((cause): Effect.Effect<DrainableJobEnd<O>> =>
-      interruptibleRun && Cause.isInterruptedOnly(cause)
-        ? Effect.succeed({ _tag: "Abandoned" } as const)
-        : Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
-          Effect.annotateLogs({ error: describeCause(cause) }),
-          Effect.as({ _tag: "Failed" } as const)
+  // Built inside `suspend`, as `queue.run(job)` always was: inside the job's span and its error handling.
+  const attempt = Effect.suspend(() => withRenewal(queue, job, leaseMs))
+  const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.flatMap(
+    interruptibleRun ? Effect.interruptible(attempt) : attempt,
+    (outcome): Effect.Effect<LeasedJobEnd<O>, E, R> =>
+      outcome instanceof LeaseEndedMarker
+        ? Effect.as(
+          Effect.logWarning(`${queue.name}: a job's lease could not be renewed; its run was stopped and nothing recorded`),
+          LEASE_ENDED_END
         )
-    )
+        : Effect.map(queue.record(job, outcome), (recorded) =>
+          recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const)
   )
+  return Effect.catchAllCause(spans ? inJobSpan(queue, job, body) : body, (cause): Effect.Effect<DrainableJobEnd<O>> =>
+    interruptibleRun && Cause.isInterruptedOnly(cause)
+      ? Effect.succeed(ABANDONED_END)
+      : Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
+        Effect.annotateLogs({ error: describeCause(cause) }),
+        Effect.as(FAILED_END)
+      ))
 }
 
 /** What a run stopped for its lease answers instead of an outcome. */
@@ -342,29 +353,26 @@ export const runLeasedQueue = <J, O, E, R>(
       const noteDue = (dueAt: number | null | undefined) => {
         if (dueAt != null && (known.dueAt === null || dueAt < known.dueAt)) known.dueAt = dueAt
       }
-      const start = (job: J) =>
-        FiberSet.run(
-          inFlight,
-          runDrainableJob(queue, job, options.leaseMs).pipe(
-            Effect.tap((end) => {
-              if (end._tag === "Recorded") noteDue(queue.dueAgainAt?.(end.outcome))
-            }),
-            Effect.ensuring(Effect.sync(() => {
-              known.running--
-              poke()
-            }))
-          )
-        )
+      // Each job is forked into the set from plain code (the set's runtime, captured once) and
+      // its end is counted by an observer of its fiber: no combinator per job for either.
+      const spans = yield* LeasedJobSpans
+      const fork = yield* FiberSet.runtime(inFlight)<R>()
+      const jobEnded = (exit: Exit.Exit<DrainableJobEnd<O>>): void => {
+        known.running--
+        if (Exit.isSuccess(exit) && exit.value._tag === "Recorded") noteDue(queue.dueAgainAt?.(exit.value.outcome))
+        poke()
+      }
+      const start = (job: J): void => fork(runDrainableJob(queue, job, options.leaseMs, spans)).addObserver(jobEnded)
       // The claimed jobs whose run starts later (`queue.startAt`), soonest first, and the
       // one fiber that starts each at its time (woken when an earlier one arrives).
       const waiting: Array<{ readonly at: number; readonly job: J }> = []
       const starterMailbox = yield* Queue.sliding<void>(1)
       // Added after the drain, so run before it: on a shutdown the waiting jobs start at once
       // (each then waits for its time in its own fiber) and are drained like the others.
-      yield* Effect.addFinalizer(() => Effect.forEach(waiting.splice(0), ({ job }) => start(job), { discard: true }))
+      yield* Effect.addFinalizer(() => Effect.sync(() => waiting.splice(0).forEach(({ job }) => start(job))))
       const startDue = Effect.uninterruptible(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        while (waiting.length > 0 && waiting[0]!.at <= now) yield* start(waiting.shift()!.job)
+        while (waiting.length > 0 && waiting[0]!.at <= now) start(waiting.shift()!.job)
         return waiting.length === 0 ? null : waiting[0]!.at - now
       }))
       // Forked after the finalizer above, so interrupted before it runs.
@@ -372,9 +380,8 @@ export const runLeasedQueue = <J, O, E, R>(
         untilNext === null ? Queue.take(starterMailbox) : sleepUntilWoken(starterMailbox, untilNext))))
       const startOrWait = (job: J, now: number) => {
         const at = queue.startAt?.(job) ?? null
-        if (at === null || at <= now) return start(job)
-        waiting.push({ at, job })
-        return Effect.void
+        if (at === null || at <= now) start(job)
+        else waiting.push({ at, job })
       }
       const backoff = makeIdleBackoff(options.pollIntervalMs)
       // One pass, uninterruptible so that what it claims is forked: whether every free slot filled.
@@ -386,7 +393,7 @@ export const runLeasedQueue = <J, O, E, R>(
           const jobs = yield* claimSurviving(queue, now, options.leaseMs, free)
           known.running += jobs.length
           const waitingBefore = waiting.length
-          for (const job of jobs) yield* startOrWait(job, now)
+          for (const job of jobs) startOrWait(job, now)
           if (waiting.length > waitingBefore) {
             waiting.sort((a, b) => a.at - b.at)
             starterMailbox.unsafeOffer(undefined)

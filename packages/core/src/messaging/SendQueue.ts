@@ -1,7 +1,7 @@
 import { reactToOutboundFailure } from "../chats/failureReactions.js"
 import { Cache, Cause, Clock, Context, Duration, Effect, Either, Exit, FiberId, Layer, Option, Random } from "effect"
 import { Channels, type ChannelsService } from "../channels/Channels.js"
-import type { ChannelId } from "../model/channels.js"
+import type { ChannelId, ChannelWithToken } from "../model/channels.js"
 import { CUSTOMER_SERVICE_WINDOW_MS } from "../model/window.js"
 import type { ContactId } from "../model/contacts.js"
 import {
@@ -19,7 +19,7 @@ import { BlobStore, type BlobStoreService } from "../storage/BlobStore.js"
 import type { MediaRepository } from "../storage/MediaRepository.js"
 import type { TemplateRepository } from "../storage/TemplateRepository.js"
 import type { ClaimedMessage, OutboxOutcome } from "../storage/OutboxRepository.js"
-import { Storage } from "../storage/Storage.js"
+import { Storage, type StorageService } from "../storage/Storage.js"
 import { classifyFailure } from "../model/failureClasses.js"
 import {
   MessageTransport,
@@ -347,80 +347,113 @@ export const attemptClaimedMessage = (
   claimed: ClaimedMessage,
   opened?: OutboundChannel | null
 ): Effect.Effect<OutboxOutcome, never, never> =>
-  Effect.gen(function*() {
-    const settings = yield* SendQueueSettings
-    const { message } = claimed
-    const startedAt = yield* Clock.currentTimeMillis
-    const closed = yield* windowClosed(services, claimed, startedAt)
-    if (Option.isSome(closed)) return closed.value
+  Effect.flatMap(SendQueueSettings, (settings) => Effect.clockWith((clock) => attemptWith(services, settings, clock, claimed, opened)))
+
+/**
+ * {@link attemptClaimedMessage} with its settings and clock given. Written as plain steps,
+ * each an Effect only where it waits for something (a store read, the slot, the
+ * transport): the dispatcher runs it once per message, and every step of Effect's runtime is
+ * CPU time and garbage on that path (docs/benchmarks.md "Outbound dispatch").
+ */
+const attemptWith = (
+  services: AttemptServices,
+  settings: SendQueueSettingsValue,
+  clock: Clock.Clock,
+  claimed: ClaimedMessage,
+  opened: OutboundChannel | null | undefined
+): Effect.Effect<OutboxOutcome> => {
+  const { message } = claimed
+  const startedAt = clock.unsafeCurrentTimeMillis()
+  // After the window: expiry, the spent schedule of a reclaimed message, then the channel.
+  const afterWindow = (): Effect.Effect<OutboxOutcome> => {
     if (Date.parse(claimed.expires_at) <= startedAt) {
-      return { _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 } as const
+      return Effect.succeed({ _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 })
     }
     // A reclaimed message had an attempt of unknown outcome: it counts toward the schedule.
-    const spent = message.attempts >= settings.retryDelaysMs.length + 1
-    if (claimed.reclaimed && spent) {
-      return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 } as const
+    if (claimed.reclaimed && message.attempts >= settings.retryDelaysMs.length + 1) {
+      return Effect.succeed({ _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 })
     }
     // A send in the request has opened its channel already; the dispatcher opens it here,
     // before waiting for the slot: a store's round trip between the slot and the hand-over
     // would count as lateness (on a networked store, enough to miss the slot).
-    const channel = opened === undefined ? yield* openChannel(services.channels, claimed) : Either.right(opened)
-    if (Either.isLeft(channel)) return channel.left
+    if (opened !== undefined) return withChannel(opened)
+    return Effect.flatMap(openChannel(services.channels, claimed), (channel) =>
+      Either.isLeft(channel) ? Effect.succeed(channel.left) : withChannel(channel.right))
+  }
+  const withChannel = (channel: OutboundChannel | null): Effect.Effect<OutboxOutcome> => {
     // A type the transport does not send (a custom transport written before it): failed for good.
-    if (!sendsType(services.transport, message.type, { channel: channel.right })) {
-      return { _tag: "Failed", failure: unsupportedTypeFailure(message.type), attempts: 0 } as const
+    if (!sendsType(services.transport, message.type, { channel })) {
+      return Effect.succeed({ _tag: "Failed", failure: unsupportedTypeFailure(message.type), attempts: 0 })
     }
     // A scheduled template message: its template's approval is checked again as it leaves.
     if (claimed.scheduled_at !== null && message.type === "template") {
-      const refused = yield* templateRefused(services, claimed)
-      if (Option.isSome(refused)) return refused.value
+      return Effect.flatMap(templateRefused(services, claimed), (refused) =>
+        Option.isSome(refused) ? Effect.succeed(refused.value) : withMedia(channel))
     }
-    // A stored file goes out by the provider's media id: uploaded through the channel first
-    // when it has none there yet (its own step, not paced: docs/media.md).
+    return withMedia(channel)
+  }
+  // A stored file goes out by the provider's media id: uploaded through the channel first
+  // when it has none there yet (its own step, not paced: docs/media.md).
+  const withMedia = (channel: OutboundChannel | null): Effect.Effect<OutboxOutcome> => {
     const mediaUuid = storedMediaUuidOf(message)
-    let providerMediaId: string | undefined
-    if (mediaUuid !== undefined) {
-      const uploaded = yield* storedMediaId(services, claimed, mediaUuid, channel.right)
-      if (uploaded._tag === "Outcome") return uploaded.outcome
-      if (uploaded._tag === "Refused") return yield* failureOutcome(claimed, uploaded.error)
-      providerMediaId = uploaded.id
-    }
-    const beforeSlot = yield* Clock.currentTimeMillis
-    if (claimed.not_before > beforeSlot) yield* Effect.sleep(Duration.millis(claimed.not_before - beforeSlot))
-    // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
-    // does not reach it), interrupted by its timeout only: a client that goes away, or a
-    // shutdown, never abandons a request to Meta, while the timeout still can. Its first step
-    // checks the pacing slot, as close to the request as the transport allows: a busy event
-    // loop delays a fiber's start, and that delay counts as lateness too.
-    const paced = channel.right !== null
-    const outbound = outboundOfRecord(message, claimed.to, channel.right, providerMediaId)
-    const handOff = Effect.flatMap(Clock.currentTimeMillis, (handedAt) =>
-      paced && handedAt - claimed.not_before > PACING_LATENESS_MS
-        ? Effect.succeed(Option.none<TransportReceipt>())
-        : Effect.map(services.transport.send(outbound), Option.some))
-    const answered = yield* awaitWithin(handOff, settings.timeoutMs)
-    const sent = Option.getOrElse(answered, () =>
-      Exit.fail(new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })))
-    if (Exit.isSuccess(sent) && Option.isNone(sent.value)) {
-      // Too late for its pacing slot: a new one, no attempt made.
-      return {
-        _tag: "Requeued",
-        next_attempt_at: new Date(yield* Clock.currentTimeMillis).toISOString(),
-        failure: message.failure,
-        attempts: 0,
-        throttled: false,
-        pairRate: false
-      } as const
-    }
-    const endedAt = yield* Clock.currentTimeMillis
-    if (Exit.isSuccess(sent)) {
-      return { _tag: "Sent", provider_message_id: usableProviderId(Option.getOrThrow(sent.value).provider_message_id), attempts: 1 } as const
-    }
-    const failed = Cause.failureOrCause(sent.cause)
-    // A defect of the transport (a bug) or an interruption: an attempt of unknown outcome.
-    if (Either.isRight(failed)) return yield* Effect.failCause(failed.right)
-    return yield* failureOutcome(claimed, failed.left)
-  })
+    if (mediaUuid === undefined) return atSlot(channel, undefined)
+    return Effect.flatMap(storedMediaId(services, claimed, mediaUuid, channel), (uploaded) => {
+      if (uploaded._tag === "Outcome") return Effect.succeed(uploaded.outcome)
+      if (uploaded._tag === "Refused") return failureOutcome(claimed, uploaded.error)
+      return atSlot(channel, uploaded.id)
+    })
+  }
+  const atSlot = (channel: OutboundChannel | null, providerMediaId: string | undefined): Effect.Effect<OutboxOutcome> => {
+    const untilSlot = claimed.not_before - clock.unsafeCurrentTimeMillis()
+    const handedOver = handOver(channel, providerMediaId)
+    return untilSlot > 0 ? Effect.zipRight(clock.sleep(Duration.millis(untilSlot)), handedOver) : handedOver
+  }
+  // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
+  // does not reach it), interrupted by its timeout only: a client that goes away, or a
+  // shutdown, never abandons a request to Meta, while the timeout still can. Its first step
+  // checks the pacing slot, as close to the request as the transport allows: a busy event
+  // loop delays a fiber's start, and that delay counts as lateness too.
+  const handOver = (channel: OutboundChannel | null, providerMediaId: string | undefined): Effect.Effect<OutboxOutcome> => {
+    const paced = channel !== null
+    const outbound = outboundOfRecord(message, claimed.to, channel, providerMediaId)
+    const request = Effect.suspend((): Effect.Effect<TransportReceipt | typeof TOO_LATE, TransportFailed> =>
+      paced && clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS
+        ? Effect.succeed(TOO_LATE)
+        : services.transport.send(outbound))
+    return Effect.flatMap(awaitWithin(request, settings.timeoutMs, clock), (answered): Effect.Effect<OutboxOutcome> => {
+      if (Option.isNone(answered)) {
+        return failureOutcome(claimed, new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" }))
+      }
+      const sent = answered.value
+      if (Exit.isSuccess(sent)) {
+        // Too late for its pacing slot: a new one, no attempt made.
+        if (isTooLate(sent.value)) {
+          return Effect.succeed({
+            _tag: "Requeued",
+            next_attempt_at: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+            failure: message.failure,
+            attempts: 0,
+            throttled: false,
+            pairRate: false
+          })
+        }
+        return Effect.succeed({ _tag: "Sent", provider_message_id: usableProviderId(sent.value.provider_message_id), attempts: 1 })
+      }
+      const failed = Cause.failureOrCause(sent.cause)
+      // A defect of the transport (a bug) or an interruption: an attempt of unknown outcome.
+      if (Either.isRight(failed)) return Effect.failCause(failed.right)
+      return failureOutcome(claimed, failed.left)
+    })
+  }
+  if (message.channel_uuid === null || !isFreeForm(message.type)) return afterWindow()
+  return Effect.flatMap(windowClosed(services, claimed, startedAt), (closed) =>
+    Option.isSome(closed) ? Effect.succeed(closed.value) : afterWindow())
+}
+
+/** What the hand-over answers instead of a receipt when it came too late for the message's pacing slot. */
+const TOO_LATE = { tooLate: true } as const
+
+const isTooLate = (answer: TransportReceipt | typeof TOO_LATE): answer is typeof TOO_LATE => answer === TOO_LATE
 
 /**
  * The outcome of an attempt the transport refused with `error` (a send, or the upload
@@ -541,10 +574,13 @@ const storedMediaId = (
  * request fiber with a sleeping one ~130, and the timer saves one of the two
  * (docs/benchmarks.md "Outbound dispatch").
  */
-const awaitWithin = <A, E>(effect: Effect.Effect<A, E>, timeoutMs: number): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
-  Effect.flatMap(Effect.clock, (clock) =>
-    Effect.flatMap(Effect.forkDaemon(effect), (fiber) =>
-      isLiveClock(clock)
+const awaitWithin = <A, E>(
+  effect: Effect.Effect<A, E>,
+  timeoutMs: number,
+  clock: Clock.Clock
+): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
+  Effect.flatMap(Effect.forkDaemon(effect), (fiber) =>
+    isLiveClock(clock)
         ? Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
           // Whichever comes first answers: the request's exit (the timer cleared) or the
           // timer (the request interrupted, its exit, which follows, ignored).
@@ -576,7 +612,7 @@ const awaitWithin = <A, E>(effect: Effect.Effect<A, E>, timeoutMs: number): Effe
               fiber.unsafeInterruptAsFork(timer.id())
               resume(Effect.succeed(Option.none()))
             })
-          }))))
+          })))
 
 /** The class of Effect's live clock (`Clock.make()`), told apart from a test clock by it. */
 const LIVE_CLOCK_CLASS = Clock.make().constructor
@@ -712,10 +748,33 @@ export const recordSendOutcome = (
   claimed: ClaimedMessage,
   outcome: OutboxOutcome
 ): Effect.Effect<Option.Option<Message>, StorageError, Storage> =>
+  Effect.flatMap(Storage, (storage) => Effect.clockWith((clock) => recordWith(storage, clock, claimed, outcome)))
+
+/**
+ * {@link recordSendOutcome} with its store and clock given: a `Sent` outcome recorded takes
+ * two steps of Effect's runtime (the dispatcher records one per message); the others
+ * react to their failure and log.
+ */
+const recordWith = (
+  storage: StorageService,
+  clock: Clock.Clock,
+  claimed: ClaimedMessage,
+  outcome: OutboxOutcome
+): Effect.Effect<Option.Option<Message>, StorageError> => {
+  const now = new Date(clock.unsafeCurrentTimeMillis()).toISOString()
+  return Effect.flatMap(storage.outbox.record(claimed.message.uuid, claimed.lease, outcome, now), (recorded) =>
+    outcome._tag === "Sent" && Option.isSome(recorded) ? Effect.succeed(recorded) : afterRecord(storage, claimed, outcome, recorded, now))
+}
+
+/** What follows a record other than a `Sent` one recorded: the failure's reactions, and the log line. */
+const afterRecord = (
+  storage: StorageService,
+  claimed: ClaimedMessage,
+  outcome: OutboxOutcome,
+  recorded: Option.Option<Message>,
+  now: string
+): Effect.Effect<Option.Option<Message>, StorageError> =>
   Effect.gen(function*() {
-    const storage = yield* Storage
-    const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const recorded = yield* storage.outbox.record(claimed.message.uuid, claimed.lease, outcome, now)
     const failure = outcome._tag === "Failed" ? outcome.failure : outcome._tag === "Paused" ? outcome.reason : null
     if (Option.isSome(recorded) && failure !== null) {
       yield* reactToOutboundFailure(storage, claimed.organization_id, recorded.value, failure, now)
@@ -774,8 +833,13 @@ export const DISPATCH_CHANNEL_TTL_MS = 1_000
 /** The channels of one dispatcher (one `ChannelsService`), each `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS}. */
 const dispatchChannelsOf = new WeakMap<ChannelsService, ChannelsService>()
 
-/** `channels` with `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS} per organization and channel. */
-const dispatchChannels = (channels: ChannelsService): Effect.Effect<ChannelsService> =>
+/**
+ * `channels` with `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS} per organization and
+ * channel (by `clock`): an Effect `Cache` (one look-up for concurrent misses), and in front of
+ * it a plain map of the channels it answered, so that a hit — almost every message — is one
+ * `Effect.succeed`, not the cache's own steps.
+ */
+const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect.Effect<ChannelsService> =>
   Effect.suspend(() => {
     const known = dispatchChannelsOf.get(channels)
     if (known !== undefined) return Effect.succeed(known)
@@ -789,7 +853,17 @@ const dispatchChannels = (channels: ChannelsService): Effect.Effect<ChannelsServ
         }
       }),
       (cache) => {
-        const cached: ChannelsService = { ...channels, getWithToken: (organizationId, id) => cache.get(`${organizationId} ${id}`) }
+        const answered = new Map<string, { readonly value: ChannelWithToken; readonly until: number }>()
+        const getWithToken: ChannelsService["getWithToken"] = (organizationId, id) => {
+          const key = `${organizationId} ${id}`
+          const hit = answered.get(key)
+          if (hit !== undefined && hit.until > clock.unsafeCurrentTimeMillis()) return Effect.succeed(hit.value)
+          return Effect.tap(cache.get(key), (value) => {
+            if (answered.size >= 1_000) answered.clear()
+            answered.set(key, { value, until: clock.unsafeCurrentTimeMillis() + DISPATCH_CHANNEL_TTL_MS })
+          })
+        }
+        const cached: ChannelsService = { ...channels, getWithToken }
         dispatchChannelsOf.set(channels, cached)
         return cached
       }
@@ -813,48 +887,12 @@ export const sendQueue: LeasedQueue<
   Storage | SecureRandom | MessageTransport | Channels
 > = {
   name: "send queue",
-  claim: (now, leaseUntil, limit) =>
-    Effect.gen(function*() {
-      const storage = yield* Storage
-      const random = yield* SecureRandom
-      const settings = yield* SendQueueSettings
-      // Slots are reserved from when the claim is expected to have returned, not from when
-      // it was asked for: a claim that takes 30 ms on a networked store would otherwise hand
-      // its first messages 30 ms late, past PACING_LATENESS_MS, and back to the queue.
-      const latency = claimLatencies.get(storage) ?? 0
-      const lease = yield* random.uuid()
-      const started = yield* Clock.currentTimeMillis
-      const claimed = yield* storage.outbox.claim({
-        now: now + latency,
-        lease,
-        leaseUntil,
-        settleMs: settings.settleMs,
-        limit: Math.min(limit, SEND_CLAIM_LIMIT),
-        horizonMs: PACING_HORIZON_MS
-      })
-      const took = (yield* Clock.currentTimeMillis) - started
-      claimLatencies.set(storage, Math.min(MAX_CLAIM_LATENCY_MS, Math.round(latency * 0.7 + took * 0.3)))
-      return claimed
-    }),
-  run: (claimed) =>
-    Effect.gen(function*() {
-      const transport = yield* MessageTransport
-      const channels = yield* Channels
-      const storage = yield* Storage
-      const blobs = yield* Effect.serviceOption(BlobStore)
-      return yield* attemptClaimedMessage({
-        transport,
-        channels: yield* dispatchChannels(channels),
-        lastInboundAt: storage.chats.lastInboundAt,
-        findTemplate: storage.templates.findByIdentity,
-        media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
-      }, claimed)
-    }),
-  record: (claimed, outcome) => Effect.map(recordSendOutcome(claimed, outcome), Option.isSome),
-  dueAgainAt: (outcome) =>
-    outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null,
-  nextDueAt: () => Effect.flatMap(Storage, (storage) => storage.outbox.nextDueAt()),
-  startAt: (claimed) => (storedMediaUuidOf(claimed.message) === undefined ? claimed.not_before - SEND_START_LEAD_MS : null),
+  claim: (now, leaseUntil, limit) => Effect.flatMap(sendQueueServices, (queue) => queue.claim(now, leaseUntil, limit)),
+  run: (claimed) => Effect.flatMap(sendQueueServices, (queue) => queue.run(claimed)),
+  record: (claimed, outcome) => Effect.flatMap(sendQueueServices, (queue) => queue.record(claimed, outcome)),
+  dueAgainAt: (outcome) => dueAgainAt(outcome),
+  nextDueAt: (now) => Effect.flatMap(sendQueueServices, (queue) => queue.nextDueAt(now)),
+  startAt: (claimed) => startAt(claimed),
   span: {
     name: "SendQueue.attempt",
     attributes: (claimed) => ({
@@ -864,6 +902,67 @@ export const sendQueue: LeasedQueue<
     })
   }
 }
+
+/** When a requeued or unknown message is due again (epoch ms); `null` for a settled one. */
+const dueAgainAt = (outcome: OutboxOutcome): number | null =>
+  outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null
+
+/** When the dispatcher starts a claimed message's attempt: {@link SEND_START_LEAD_MS} before its slot, or at once for a stored file. */
+const startAt = (claimed: ClaimedMessage): number | null =>
+  storedMediaUuidOf(claimed.message) === undefined ? claimed.not_before - SEND_START_LEAD_MS : null
+
+/**
+ * {@link sendQueue} with its services read once (the dispatcher's loop reads them when it
+ * starts, not once per message: docs/benchmarks.md "Outbound dispatch"). Its methods need
+ * nothing more.
+ */
+const sendQueueServices: Effect.Effect<
+  Required<Pick<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>, "claim" | "run" | "record" | "nextDueAt">>,
+  never,
+  Storage | SecureRandom | MessageTransport | Channels
+> = Effect.gen(function*() {
+  const storage = yield* Storage
+  const random = yield* SecureRandom
+  const settings = yield* SendQueueSettings
+  const clock = yield* Effect.clock
+  const blobs = yield* Effect.serviceOption(BlobStore)
+  const services: AttemptServices = {
+    transport: yield* MessageTransport,
+    channels: yield* dispatchChannels(yield* Channels, clock),
+    lastInboundAt: storage.chats.lastInboundAt,
+    findTemplate: storage.templates.findByIdentity,
+    media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
+  }
+  return {
+    claim: (now, leaseUntil, limit) =>
+      Effect.suspend(() => {
+        // Slots are reserved from when the claim is expected to have returned, not from when
+        // it was asked for: a claim that takes 30 ms on a networked store would otherwise hand
+        // its first messages 30 ms late, past PACING_LATENESS_MS, and back to the queue.
+        const latency = claimLatencies.get(storage) ?? 0
+        return Effect.flatMap(random.uuid(), (lease) => {
+          const started = clock.unsafeCurrentTimeMillis()
+          return Effect.tap(
+            storage.outbox.claim({
+              now: now + latency,
+              lease,
+              leaseUntil,
+              settleMs: settings.settleMs,
+              limit: Math.min(limit, SEND_CLAIM_LIMIT),
+              horizonMs: PACING_HORIZON_MS
+            }),
+            () => {
+              const took = clock.unsafeCurrentTimeMillis() - started
+              claimLatencies.set(storage, Math.min(MAX_CLAIM_LATENCY_MS, Math.round(latency * 0.7 + took * 0.3)))
+            }
+          )
+        })
+      }),
+    run: (claimed) => attemptWith(services, settings, clock, claimed, undefined),
+    record: (claimed, outcome) => Effect.map(recordWith(storage, clock, claimed, outcome), Option.isSome),
+    nextDueAt: () => storage.outbox.nextDueAt()
+  }
+})
 
 /**
  * Options of {@link runSendDispatcher}: `concurrency`, the most messages held at once
@@ -893,8 +992,8 @@ export interface SendDispatcherOptions {
 export const runSendDispatcher = (
   options: SendDispatcherOptions = {}
 ): Effect.Effect<never, never, Storage | SecureRandom | MessageTransport | Channels> =>
-  Effect.flatMap(SendQueueSettings, (settings) =>
-    runLeasedQueue(sendQueue, {
+  Effect.flatMap(Effect.zip(SendQueueSettings, sendQueueServices), ([settings, services]) =>
+    runLeasedQueue({ ...sendQueue, ...services }, {
       leaseMs: settings.leaseMs,
       concurrency: options.concurrency ?? SEND_DISPATCH_CONCURRENCY,
       claimIntervalMs: SEND_CLAIM_INTERVAL_MS,
