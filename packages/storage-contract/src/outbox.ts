@@ -874,6 +874,20 @@ export const outboxContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("nextDueAt: a sending head whose lease ends after its next_attempt_at does not hide another head of its range due before that end", () =>
+      run(
+        Effect.gen(function* () {
+          const { outbox } = yield* Storage
+          const org = yield* insertOrganization()
+          const head = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
+          yield* recorded(9_001, { message: head, lease: "lease-1" }, { _tag: "Unknown", next_attempt_at: at(8_000), attempts: 0 })
+          expect(yield* outbox.nextDueAt()).toBe(T0 + 9_001)
+          // First by next_attempt_at is the sending head (8 000), due at its lease's end (9 001); this one is due sooner.
+          yield* enqueue(org.id, yield* recipient(org.id, 2), { at: 8_500 })
+          expect(yield* outbox.nextDueAt()).toBe(T0 + 8_500)
+        })
+      ))
+
     it.effect("channelQueue: the channel's queued and sending messages and its oldest queued created_at; only that channel's, the organization's", () =>
       run(
         Effect.gen(function* () {
