@@ -228,6 +228,25 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(0)
     }))
 
+  it.effect("a channel paused by the time the message's turn comes hands it back unattempted (its failure kept)", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      const paused = {
+        getWithToken: (organizationId: OrganizationId, id: ChannelId) =>
+          Effect.succeed({ organization_id: organizationId, access_token: "token", channel: { uuid: id, phone_number_id: "106540352242922", status: "paused" } })
+      } as unknown as ChannelsService
+      const failure = { code: "131048", title: "Spam rate limit hit" }
+      expect(yield* attempt(transport, claimed({}, { channel_uuid: CHANNEL_ID, failure }), paused)).toEqual({
+        _tag: "Requeued",
+        next_attempt_at: at(NOW),
+        failure,
+        attempts: 0,
+        throttled: false,
+        pairRate: false
+      })
+      expect(calls).toHaveLength(0)
+    }))
+
   it.effect("a channel the caller opened already is used as given (not read again)", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))

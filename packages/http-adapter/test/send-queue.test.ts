@@ -256,6 +256,25 @@ describe("account errors pause the channel (docs/channels.md \"Pause and resume\
   })
 })
 
+describe("a pause and the messages already claimed (docs/messaging.md \"The send queue\")", () => {
+  it("the dispatcher that recorded a pause sends none of the messages it had claimed for the channel; they wait for the resume", async () => {
+    // 5 messages/s: slots 210 ms apart, and each claim holds the next 500 ms of them, so the
+    // messages after the refused one were claimed before the pause was recorded.
+    const setupOf = await setup({ throughputMps: 5 })
+    simulator().script.enqueue([{}, { code: 131031 }])
+    const sends = []
+    for (let index = 0; index < 5; index++) sends.push(await sendTemplate(setupOf.api, phone(40 + index), `#${index}`))
+    await pausedChannel(setupOf)
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    expect(sends.map((each) => requestsFor(setupOf, each.data.message_id).length)).toEqual([1, 1, 0, 0, 0])
+    expect((await setupOf.api.get(`/channels/${setupOf.channelId}`)).data.queue).toMatchObject({ queued: 4, sending: 0 })
+    await setupOf.api.post(`/channels/${setupOf.channelId}/resume`, {})
+    for (const each of sends.slice(1)) {
+      expect(await messageWhen(setupOf.api, each.data.message_id, (message) => message.status === "sent")).toMatchObject({ attempts: 1 })
+    }
+  })
+})
+
 describe("resuming with a new token, and dispatching elsewhere", () => {
   it("PUT /channels/{uuid} with a new access_token (verified with Meta) resumes a paused channel; its messages go", async () => {
     const setupOf = await setup()

@@ -377,7 +377,7 @@ const attemptWith = (
     // before waiting for the slot: a store's round trip between the slot and the hand-over
     // would count as lateness (on a networked store, enough to miss the slot).
     if (opened !== undefined) return withChannel(opened)
-    return Effect.flatMap(openChannel(services.channels, claimed), (channel) =>
+    return Effect.flatMap(openChannel(services.channels, claimed, startedAt), (channel) =>
       Either.isLeft(channel) ? Effect.succeed(channel.left) : withChannel(channel.right))
   }
   const withChannel = (channel: OutboundChannel | null): Effect.Effect<OutboxOutcome> => {
@@ -403,9 +403,15 @@ const attemptWith = (
       return atSlot(channel, uploaded.id)
     })
   }
+  // At the slot, a channel the dispatcher opened is read again (kept, that is a plain map's
+  // answer): a pause this dispatcher recorded meanwhile (or one older than the channel's
+  // 1 s in its cache) hands the message back instead of sending it into a paused account.
   const atSlot = (channel: OutboundChannel | null, providerMediaId: string | undefined): Effect.Effect<OutboxOutcome> => {
     const untilSlot = claimed.not_before - clock.unsafeCurrentTimeMillis()
-    const handedOver = handOver(channel, providerMediaId)
+    const handedOver = channel === null || opened !== undefined
+      ? handOver(channel, providerMediaId)
+      : Effect.flatMap(openChannel(services.channels, claimed, claimed.not_before), (again) =>
+        Either.isLeft(again) ? Effect.succeed(again.left) : handOver(again.right, providerMediaId))
     return untilSlot > 0 ? Effect.zipRight(clock.sleep(Duration.millis(untilSlot)), handedOver) : handedOver
   }
   // The request runs in a fiber of its own (a daemon: an interruption of the attempt's fiber
@@ -427,16 +433,7 @@ const attemptWith = (
       const sent = answered.value
       if (Exit.isSuccess(sent)) {
         // Too late for its pacing slot: a new one, no attempt made.
-        if (isTooLate(sent.value)) {
-          return Effect.succeed({
-            _tag: "Requeued",
-            next_attempt_at: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
-            failure: message.failure,
-            attempts: 0,
-            throttled: false,
-            pairRate: false
-          })
-        }
+        if (isTooLate(sent.value)) return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
         return Effect.succeed({ _tag: "Sent", provider_message_id: usableProviderId(sent.value.provider_message_id), attempts: 1 })
       }
       const failed = Cause.failureOrCause(sent.cause)
@@ -715,18 +712,23 @@ const retryLater = (claimed: ClaimedMessage, failure: MessageFailure): Effect.Ef
 
 /**
  * The claimed message's channel with its token, or the outcome that ends the attempt: a
- * removed channel fails the message `channel_removed`; a token that cannot be opened
- * (no or another secret key) requeues it as a transient failure.
+ * removed channel fails the message `channel_removed`; a paused one hands it back to the
+ * queue unattempted (it waits there until the channel is resumed: the claims skip paused
+ * channels); a token that cannot be opened (no or another secret key) requeues it as a
+ * transient failure.
  */
 const openChannel = (
   channels: ChannelsService,
-  claimed: ClaimedMessage
+  claimed: ClaimedMessage,
+  now: number
 ): Effect.Effect<Either.Either<OutboundChannel | null, OutboxOutcome>> => {
   const id = claimed.message.channel_uuid
   if (id === null) return Effect.succeed(Either.right(null))
   return channels.getWithToken(claimed.organization_id, id as ChannelId).pipe(
     Effect.map(({ access_token, channel }): Either.Either<OutboundChannel | null, OutboxOutcome> =>
-      Either.right({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
+      channel.status === "paused"
+        ? Either.left(handedBack(claimed, now))
+        : Either.right({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
     ),
     Effect.catchTag("RecordNotFound", () =>
       Effect.succeed(Either.left<OutboxOutcome>({ _tag: "Failed", failure: CHANNEL_REMOVED_FAILURE, attempts: 0 }))),
@@ -735,6 +737,16 @@ const openChannel = (
     )
   )
 }
+
+/** A claimed message given back to the queue at `now` (epoch ms) unattempted: no attempt counted, its failure kept. */
+const handedBack = (claimed: ClaimedMessage, now: number): OutboxOutcome => ({
+  _tag: "Requeued",
+  next_attempt_at: new Date(now).toISOString(),
+  failure: claimed.message.failure,
+  attempts: 0,
+  throttled: false,
+  pairRate: false
+})
 
 /**
  * Records `outcome` for a claimed message under its lease (`OutboxRepository.record`),
@@ -830,16 +842,27 @@ const claimLatencies = new WeakMap<object, number>()
  */
 export const DISPATCH_CHANNEL_TTL_MS = 1_000
 
-/** The channels of one dispatcher (one `ChannelsService`), each `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS}. */
-const dispatchChannelsOf = new WeakMap<ChannelsService, ChannelsService>()
+/**
+ * The channels of one dispatcher (one `ChannelsService`): `channels`, whose `getWithToken`
+ * is kept {@link DISPATCH_CHANNEL_TTL_MS}, and `forget`, which drops one channel kept.
+ */
+interface DispatchChannels {
+  readonly channels: ChannelsService
+  readonly forget: (organizationId: OrganizationId, id: string) => Effect.Effect<void>
+}
+
+/** The {@link DispatchChannels} of each `ChannelsService`. */
+const dispatchChannelsOf = new WeakMap<ChannelsService, DispatchChannels>()
 
 /**
  * `channels` with `getWithToken` kept {@link DISPATCH_CHANNEL_TTL_MS} per organization and
  * channel (by `clock`): an Effect `Cache` (one look-up for concurrent misses), and in front of
  * it a plain map of the channels it answered, so that a hit — almost every message — is one
- * `Effect.succeed`, not the cache's own steps.
+ * `Effect.succeed`, not the cache's own steps. A channel this dispatcher saw paused is
+ * forgotten at once (`forget`), so that its messages claimed before the pause read it again
+ * and go back to the queue.
  */
-const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect.Effect<ChannelsService> =>
+const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect.Effect<DispatchChannels> =>
   Effect.suspend(() => {
     const known = dispatchChannelsOf.get(channels)
     if (known !== undefined) return Effect.succeed(known)
@@ -863,9 +886,17 @@ const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect
             answered.set(key, { value, until: clock.unsafeCurrentTimeMillis() + DISPATCH_CHANNEL_TTL_MS })
           })
         }
-        const cached: ChannelsService = { ...channels, getWithToken }
-        dispatchChannelsOf.set(channels, cached)
-        return cached
+        const dispatch: DispatchChannels = {
+          channels: { ...channels, getWithToken },
+          forget: (organizationId, id) =>
+            Effect.suspend(() => {
+              const key = `${organizationId} ${id}`
+              answered.delete(key)
+              return cache.invalidate(key)
+            })
+        }
+        dispatchChannelsOf.set(channels, dispatch)
+        return dispatch
       }
     )
   })
@@ -926,9 +957,10 @@ const sendQueueServices: Effect.Effect<
   const settings = yield* SendQueueSettings
   const clock = yield* Effect.clock
   const blobs = yield* Effect.serviceOption(BlobStore)
+  const dispatch = yield* dispatchChannels(yield* Channels, clock)
   const services: AttemptServices = {
     transport: yield* MessageTransport,
-    channels: yield* dispatchChannels(yield* Channels, clock),
+    channels: dispatch.channels,
     lastInboundAt: storage.chats.lastInboundAt,
     findTemplate: storage.templates.findByIdentity,
     media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
@@ -959,7 +991,14 @@ const sendQueueServices: Effect.Effect<
         })
       }),
     run: (claimed) => attemptWith(services, settings, clock, claimed, undefined),
-    record: (claimed, outcome) => Effect.map(recordWith(storage, clock, claimed, outcome), Option.isSome),
+    record: (claimed, outcome) => {
+      const recorded = Effect.map(recordWith(storage, clock, claimed, outcome), Option.isSome)
+      const channelId = claimed.message.channel_uuid
+      // A pause this dispatcher recorded reaches its own later attempts at once (DISPATCH_CHANNEL_TTL_MS for others).
+      return outcome._tag === "Paused" && channelId !== null
+        ? Effect.tap(recorded, () => dispatch.forget(claimed.organization_id, channelId))
+        : recorded
+    },
     nextDueAt: () => storage.outbox.nextDueAt()
   }
 })
