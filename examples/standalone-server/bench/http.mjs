@@ -18,7 +18,8 @@
 // answer must be 2xx; Switchboard's and Express's logs must hold a line per request.
 // BENCH_HTTP_SECONDS (default 8 per figure), BENCH_HTTP_CONNECTIONS (default 50),
 // BENCH_HTTP_ROUNDS (default 3) and BENCH_HTTP_CONTACTS (default 100 000);
-// BENCH_HTTP_ONLY=metrics measures only the metrics figure (on and off, no seeding).
+// BENCH_HTTP_ONLY=metrics measures only the metrics figure (on and off, no seeding);
+// BENCH_HTTP_ONLY=postgres only the PostgreSQL part (POSTGRES_URL must be set).
 import { join } from "node:path"
 import autocannon from "autocannon"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
@@ -143,7 +144,9 @@ const STORES = {
 
 export const run = async () => {
   if (process.env.BENCH_HTTP_ONLY === "metrics") return measureMetrics()
-  const sections = [await measure(STORES.sqlite), await measureMetrics()]
+  const postgresOnly = process.env.BENCH_HTTP_ONLY === "postgres"
+  if (postgresOnly && !process.env.POSTGRES_URL) throw new Error("BENCH_HTTP_ONLY=postgres needs POSTGRES_URL")
+  const sections = postgresOnly ? [] : [await measure(STORES.sqlite), await measureMetrics()]
   if (process.env.POSTGRES_URL) {
     try {
       sections.push(await measure(STORES.postgres))
