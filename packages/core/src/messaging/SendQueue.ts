@@ -329,7 +329,9 @@ export interface AttemptServices {
  * so a window extended while it waited counts) fails `outside_customer_service_window`
  * without an attempt — or `expired` when its `expires_at` came before the window closed;
  * an expired message fails `expired` without an attempt; otherwise it waits for its
- * pacing slot, opens its channel (a removed channel: `failed` `channel_removed`), goes back
+ * pacing slot, opens its channel (a removed channel: `failed` `channel_removed`; one opened by
+ * the dispatcher is read again at the slot, and a paused one hands the message back to the
+ * queue unattempted), goes back
  * to the queue unattempted when it is more than {@link PACING_LATENESS_MS} past its slot,
  * hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
@@ -901,6 +903,14 @@ const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect
     )
   })
 
+/** When a requeued or unknown message is due again (epoch ms); `null` for a settled one. */
+const dueAgainAt = (outcome: OutboxOutcome): number | null =>
+  outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null
+
+/** When the dispatcher starts a claimed message's attempt: {@link SEND_START_LEAD_MS} before its slot, or at once for a stored file. */
+const startAt = (claimed: ClaimedMessage): number | null =>
+  storedMediaUuidOf(claimed.message) === undefined ? claimed.not_before - SEND_START_LEAD_MS : null
+
 /**
  * The send queue as a {@link LeasedQueue}: `claim` is `OutboxRepository.claim` (pacing
  * slots reserved up to {@link PACING_HORIZON_MS} ahead, starting when the claim is expected
@@ -921,9 +931,9 @@ export const sendQueue: LeasedQueue<
   claim: (now, leaseUntil, limit) => Effect.flatMap(sendQueueServices, (queue) => queue.claim(now, leaseUntil, limit)),
   run: (claimed) => Effect.flatMap(sendQueueServices, (queue) => queue.run(claimed)),
   record: (claimed, outcome) => Effect.flatMap(sendQueueServices, (queue) => queue.record(claimed, outcome)),
-  dueAgainAt: (outcome) => dueAgainAt(outcome),
+  dueAgainAt,
   nextDueAt: (now) => Effect.flatMap(sendQueueServices, (queue) => queue.nextDueAt(now)),
-  startAt: (claimed) => startAt(claimed),
+  startAt,
   span: {
     name: "SendQueue.attempt",
     attributes: (claimed) => ({
@@ -933,14 +943,6 @@ export const sendQueue: LeasedQueue<
     })
   }
 }
-
-/** When a requeued or unknown message is due again (epoch ms); `null` for a settled one. */
-const dueAgainAt = (outcome: OutboxOutcome): number | null =>
-  outcome._tag === "Requeued" || outcome._tag === "Unknown" ? Date.parse(outcome.next_attempt_at) : null
-
-/** When the dispatcher starts a claimed message's attempt: {@link SEND_START_LEAD_MS} before its slot, or at once for a stored file. */
-const startAt = (claimed: ClaimedMessage): number | null =>
-  storedMediaUuidOf(claimed.message) === undefined ? claimed.not_before - SEND_START_LEAD_MS : null
 
 /**
  * {@link sendQueue} with its services read once (the dispatcher's loop reads them when it

@@ -12,7 +12,7 @@ import {
 import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
 import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
-import { anyDue, claimDue } from "./outboxClaim.js"
+import { anyDue, claimDue, LANES } from "./outboxClaim.js"
 import {
   ENDED,
   type LeasedSent,
@@ -282,12 +282,7 @@ const nextDueSql = (s: string): string => {
       FROM firsts AS h JOIN ${s}.messages AS e ON e.head AND e.channel_uuid ${channel} AND e.send_class = h.send_class
         AND e.next_attempt_at < to_timestamp(h.lease_until / 1000.0)
       WHERE h.status = 'sending' AND h.lease_until > h.next_ms AND h.channel_uuid IS ${channel === "IS NULL" ? "" : "NOT "}NULL`
-  return `WITH RECURSIVE lanes (channel_uuid) AS (
-        (SELECT channel_uuid FROM ${s}.messages WHERE head AND channel_uuid IS NOT NULL ORDER BY channel_uuid LIMIT 1)
-        UNION ALL
-        SELECT (SELECT m.channel_uuid FROM ${s}.messages AS m WHERE m.head AND m.channel_uuid > lanes.channel_uuid
-            ORDER BY m.channel_uuid LIMIT 1)
-          FROM lanes WHERE lanes.channel_uuid IS NOT NULL),
+  return `WITH RECURSIVE ${LANES(s)},
       classes (send_class) AS (VALUES ('single'), ('broadcast')),
       firsts AS MATERIALIZED (
         SELECT lanes.channel_uuid, classes.send_class, f.* FROM lanes LEFT JOIN ${s}.channels AS c ON c.uuid = lanes.channel_uuid

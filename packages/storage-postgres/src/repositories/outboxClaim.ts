@@ -22,6 +22,19 @@ const CANDIDATE_COLUMNS =
 const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_until <= $2)"
 
 /**
+ * The recursive CTE `lanes` (after `WITH RECURSIVE`): the channels with a waiting head, by a
+ * loose index scan along messages_send_queue_expiry (one `LIMIT 1` probe per channel), ending
+ * with one `NULL` row. Shared by the claim and `outbox.nextDueAt`.
+ */
+export const LANES = (schema: string): string =>
+  `lanes (channel_uuid) AS (
+        (SELECT channel_uuid FROM ${schema}.messages WHERE head AND channel_uuid IS NOT NULL ORDER BY channel_uuid LIMIT 1)
+        UNION ALL
+        SELECT (SELECT m.channel_uuid FROM ${schema}.messages AS m WHERE m.head AND m.channel_uuid > lanes.channel_uuid
+            ORDER BY m.channel_uuid LIMIT 1)
+          FROM lanes WHERE lanes.channel_uuid IS NOT NULL)`
+
+/**
  * The CTEs `lanes` and `w` ($1: now ISO, $2: now epoch ms): `w` the channels with a due head
  * (`NULL` for the messages without a channel). The channels with heads are walked along
  * messages_send_queue_expiry (a loose index scan: one probe per channel, recursively), and
@@ -30,12 +43,7 @@ const DUE = "head AND next_attempt_at <= $1 AND (status = 'queued' OR lease_unti
  * head (one per lane: 20 000 for a backlog of 20 000 recipients, ~80 ms a claim).
  */
 const WAITING_CHANNELS = (schema: string) =>
-  `WITH RECURSIVE lanes (channel_uuid) AS (
-        (SELECT channel_uuid FROM ${schema}.messages WHERE head AND channel_uuid IS NOT NULL ORDER BY channel_uuid LIMIT 1)
-        UNION ALL
-        SELECT (SELECT m.channel_uuid FROM ${schema}.messages AS m WHERE m.head AND m.channel_uuid > lanes.channel_uuid
-            ORDER BY m.channel_uuid LIMIT 1)
-          FROM lanes WHERE lanes.channel_uuid IS NOT NULL),
+  `WITH RECURSIVE ${LANES(schema)},
       w AS (
         SELECT lanes.channel_uuid FROM lanes CROSS JOIN LATERAL (
             SELECT 1 FROM ${schema}.messages WHERE channel_uuid = lanes.channel_uuid AND ${DUE} LIMIT 1) AS due
