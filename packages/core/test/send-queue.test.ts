@@ -247,6 +247,29 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(0)
     }))
 
+  it.effect("a channel active when the attempt opened it but paused by its slot: read again there, the message handed back unattempted", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      let reads = 0
+      const pausedBySlot = {
+        getWithToken: (organizationId: OrganizationId, id: ChannelId) =>
+          Effect.sync(() => ({
+            organization_id: organizationId,
+            access_token: "token",
+            channel: { uuid: id, phone_number_id: "106540352242922", status: reads++ === 0 ? "active" : "paused" }
+          }))
+      } as unknown as ChannelsService
+      yield* TestClock.setTime(NOW)
+      const fiber = yield* Effect.fork(attemptClaimedMessage(
+        { transport, channels: pausedBySlot, lastInboundAt: openWindow },
+        claimed({ not_before: NOW + 40 }, { channel_uuid: CHANNEL_ID, type: "template", template: { name: "t", language: { code: "en" }, components: [] } })
+      ))
+      yield* TestClock.adjust(40)
+      expect(yield* Fiber.join(fiber)).toMatchObject({ _tag: "Requeued", attempts: 0, throttled: false, pairRate: false })
+      expect(reads).toBe(2)
+      expect(calls).toHaveLength(0)
+    }))
+
   it.effect("a channel the caller opened already is used as given (not read again)", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
