@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Fiber, HashMap, Layer, Logger, Option, TestClock } from "effect"
+import { Effect, Either, Exit, Fiber, HashMap, Layer, Logger, Option, TestClock } from "effect"
 import {
   DEFAULT_RATE_LIMITS,
   MemoryRateLimitStore,
@@ -225,4 +225,77 @@ describe("RateLimiter when the store fails (onStoreError)", () => {
         )
       )
     ))
+
+  describe("a store with incrementPromise, on the live clock: one plain timer, no fibers", () => {
+    /** A limiter on a store counting its calls; `answer` is its incrementPromise's promise. */
+    const promisedLimiter = (options: RateLimitOptions, answer: () => Promise<number>) => {
+      const calls = { increment: 0, incrementPromise: 0 }
+      const layer = RateLimiter.layer(options).pipe(
+        Layer.provide(
+          Layer.succeed(RateLimitStore, {
+            increment: () => Effect.sync(() => ++calls.increment),
+            incrementPromise: () => {
+              calls.incrementPromise++
+              return answer()
+            }
+          })
+        )
+      )
+      return { calls, layer }
+    }
+
+    it.live("counts through incrementPromise, not increment", () => {
+      let count = 0
+      const { calls, layer } = promisedLimiter({}, async () => ++count)
+      return Effect.gen(function* () {
+        const decisions = yield* consumeMany(3)
+        expect(decisions.map((decision) => decision.remaining)).toEqual([4999, 4998, 4997])
+        expect(calls).toEqual({ increment: 0, incrementPromise: 3 })
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.live("bounds a promise that never settles by storeTimeoutMs of real time (fail-closed: the timeout as the cause)", () => {
+      const { layer } = promisedLimiter({ storeTimeoutMs: 30, onStoreError: "fail-closed" }, () => new Promise<number>(() => {}))
+      return Effect.gen(function* () {
+        const started = Date.now()
+        const error = yield* refusal()
+        expect(Date.now() - started).toBeGreaterThanOrEqual(25)
+        expect(error._tag).toBe("RateLimitUnavailable")
+        expect(String((error as { cause: StorageError }).cause.cause)).toMatch(/did not answer within 30 ms/)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.live("reports a rejection as the StorageError of rateLimits.increment (fail-open: allowed uncounted)", () => {
+      const { layer } = promisedLimiter({}, () => Promise.reject(new Error("connection reset")))
+      return Effect.gen(function* () {
+        const limiter = yield* RateLimiter
+        expect(yield* limiter.consume("general", acme)).toEqual(Option.none())
+        const closed = promisedLimiter({ onStoreError: "fail-closed" }, () => Promise.reject(new Error("connection reset")))
+        const error = yield* Effect.provide(refusal(), closed.layer)
+        const cause = (error as { cause: StorageError }).cause
+        expect(cause).toBeInstanceOf(StorageError)
+        expect(cause.operation).toBe("rateLimits.increment")
+        expect(String(cause.cause)).toMatch(/connection reset/)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.live("a wait interrupted before its timer ends interrupted", () => {
+      const { layer } = promisedLimiter({ storeTimeoutMs: 1_000 }, () => new Promise<number>(() => {}))
+      return Effect.gen(function* () {
+        const limiter = yield* RateLimiter
+        const fiber = yield* Effect.fork(limiter.consume("general", acme))
+        yield* Effect.sleep("5 millis")
+        yield* Fiber.interrupt(fiber)
+        expect(Exit.isInterrupted(yield* Fiber.await(fiber))).toBe(true)
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.effect("uses increment and Effect's timer under a TestClock", () => {
+      const { calls, layer } = promisedLimiter({}, async () => 1)
+      return Effect.gen(function* () {
+        yield* consumeMany(2)
+        expect(calls).toEqual({ increment: 2, incrementPromise: 0 })
+      }).pipe(Effect.provide(layer))
+    })
+  })
 })

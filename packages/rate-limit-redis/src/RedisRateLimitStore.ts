@@ -100,19 +100,20 @@ export const layerFromClient = (
  * Redis runs a script atomically, so concurrent increments from every instance get
  * distinct counts, and the key gets its expiry in the same step it is created, so no key
  * can be left without one. The expiry is the rest of the window (`expiresAt - now`, at
- * least 1 ms). Failures are `StorageError` (operation `"rateLimits.increment"`).
+ * least 1 ms). Failures are `StorageError` (operation `"rateLimits.increment"`);
+ * `incrementPromise` is the same round trip as a plain promise (the limiter's path).
  *
  * @category constructors
  */
 export const fromClient = (client: Redis, options: { readonly keyPrefix?: string } = {}): RateLimitStoreService => {
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX
+  const count = (request: RateLimitIncrement) =>
+    runScript(client, `${prefix}${request.key}:${request.windowStart}`, Math.max(1, request.expiresAt - request.now))
   return {
     increment: (request: RateLimitIncrement) =>
-      Effect.tryPromise({
-        try: () =>
-          runScript(client, `${prefix}${request.key}:${request.windowStart}`, Math.max(1, request.expiresAt - request.now)),
-        catch: (cause) => new StorageError({ operation: "rateLimits.increment", cause })
-      })
+      Effect.tryPromise({ try: () => count(request), catch: (cause) => new StorageError({ operation: "rateLimits.increment", cause }) }),
+    // The limiter's path on the live clock: the same round trip, bounded by one timer.
+    incrementPromise: count
   }
 }
 

@@ -24,7 +24,8 @@ export interface RateLimitStoreContractOptions {
  * Registers the contract every rate-limit store must pass (a rate-limit
  * increment is one atomic store operation: docs/extending.md "Writing a rate-limit store") with vitest: counting from 1 per key and
  * window, keys and windows kept apart, and N concurrent increments of one counter
- * answering 1..N, each exactly once.
+ * answering 1..N, each exactly once (`incrementPromise` too, mixed with `increment`, when
+ * the store has it).
  *
  * @category contract
  * @example
@@ -71,6 +72,27 @@ export const runRateLimitStoreContract = (options: RateLimitStoreContractOptions
             { concurrency: "unbounded" }
           )
           expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, index) => index + 1))
+        })
+      ))
+
+    it.effect("counts incrementPromise (when the store has one) on the same counters as increment: N mixed concurrent calls answer 1..N", (context) =>
+      run(
+        Effect.gen(function* () {
+          const store = yield* RateLimitStore
+          // A store without one (memory, SQLite) has nothing to check here: skipped, not passed.
+          if (store.incrementPromise === undefined) return context.skip()
+          const promised = store.incrementPromise
+          const total = options.concurrency ?? 200
+          const request = incrementOf(freshKey(), 0)
+          expect(yield* Effect.promise(() => promised(request))).toBe(1)
+          const counts = yield* Effect.all(
+            Array.from({ length: total - 1 }, (_, index) =>
+              index % 2 === 0 ? Effect.promise(() => promised(request)) : store.increment(request)
+            ),
+            { concurrency: "unbounded" }
+          )
+          expect([...counts].sort((a, b) => a - b)).toEqual(Array.from({ length: total - 1 }, (_, index) => index + 2))
+          expect(yield* Effect.promise(() => promised({ ...request, key: `${request.key}:other` }))).toBe(1)
         })
       ))
   })

@@ -18,3 +18,53 @@ export const readSendAt = (collector: IssueCollector, value: unknown): number | 
   }
   return ms
 }
+
+/** The class of Effect's live clock (`Clock.make()`), told apart from a test clock by it. */
+const LIVE_CLOCK_CLASS = Clock.make().constructor
+
+/**
+ * Whether `clock` is Effect's live clock, whose sleeps are `setTimeout` of real
+ * milliseconds (and not a `TestClock`, whose time moves only when a test moves it).
+ */
+export const isLiveClock = (clock: Clock.Clock): boolean => clock.constructor === LIVE_CLOCK_CLASS
+
+/**
+ * Runs `run` and waits for its promise for at most `timeoutMs` (ms, a plain `setTimeout`):
+ * its value; `onRejected(cause)` when it rejects (or throws); `onTimeout()` when the time
+ * passes first, the promise's late answer then ignored. No fiber is forked: one timer per
+ * call, where `Effect.timeoutFail` races two fibers (~100 µs of CPU a call,
+ * docs/benchmarks.md "PostgreSQL `GET /verify`: the rate-limit store's time limit"). An
+ * interruption clears the timer and ignores the answer. Only for the live clock
+ * ({@link isLiveClock}): the timer does not follow a `TestClock`.
+ */
+export const promiseWithin = <A, E>(
+  run: () => Promise<A>,
+  timeoutMs: number,
+  onRejected: (cause: unknown) => E,
+  onTimeout: () => E
+): Effect.Effect<A, E> =>
+  Effect.async<A, E>((resume) => {
+    let settled = false
+    const settle = (effect: Effect.Effect<A, E>) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resume(effect)
+    }
+    const timer = setTimeout(() => settle(Effect.fail(onTimeout())), timeoutMs)
+    let answer: Promise<A>
+    try {
+      answer = run()
+    } catch (cause) {
+      settle(Effect.fail(onRejected(cause)))
+      return
+    }
+    answer.then(
+      (value) => settle(Effect.succeed(value)),
+      (cause) => settle(Effect.fail(onRejected(cause)))
+    )
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(timer)
+    })
+  })

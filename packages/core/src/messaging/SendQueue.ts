@@ -32,6 +32,7 @@ import {
 } from "./MessageTransport.js"
 import { MAX_NAME_LENGTH } from "../model/names.js"
 import { isRecord } from "../internal/validation.js"
+import { isLiveClock } from "../internal/time.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
@@ -613,11 +614,6 @@ const awaitWithin = <A, E>(
             })
           })))
 
-/** The class of Effect's live clock (`Clock.make()`), told apart from a test clock by it. */
-const LIVE_CLOCK_CLASS = Clock.make().constructor
-
-/** Whether `clock` is Effect's live clock, whose sleeps are `setTimeout` of real milliseconds. */
-const isLiveClock = (clock: Clock.Clock): boolean => clock.constructor === LIVE_CLOCK_CLASS
 
 /** The failure of a message whose every attempt had an unknown outcome. */
 const UNKNOWN_OUTCOME_FAILURE: MessageFailure = {

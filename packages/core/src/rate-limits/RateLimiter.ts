@@ -12,7 +12,8 @@ import {
   type RateLimitSettings,
   type RateLimitSubject
 } from "../model/rateLimits.js"
-import { RateLimitStore } from "../storage/RateLimitStore.js"
+import { type RateLimitIncrement, RateLimitStore } from "../storage/RateLimitStore.js"
+import { isLiveClock, promiseWithin } from "../internal/time.js"
 
 /**
  * The rate buckets of the domain (docs/rate-limits.md): fixed windows aligned to `floor(now / windowMs)` on Effect's `Clock`, one
@@ -81,30 +82,31 @@ const makeLimiter = (
     const store = yield* RateLimitStore
     const timeout = Duration.millis(settings.storeTimeoutMs)
     const warnings = makeWarningThrottle()
+    const timedOut = () =>
+      new StorageError({
+        operation: "rateLimits.increment",
+        cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
+      })
 
     // A plain function returning one Effect, no generator and no span: it runs on every
     // request (docs/benchmarks.md: a traced `Effect.fn` costs ~15–20 µs per call).
     const consume: RateLimiterService["consume"] = (bucket, subject) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
         const limit = settings[bucket]
         const window = rateLimitWindowAt(now, limit.windowMs)
-        const increment = store.increment({
+        const request: RateLimitIncrement = {
           key: keyOf(bucket, subject),
           windowStart: window.start,
           expiresAt: window.end,
           now
-        })
+        }
         const counted =
           store.synchronous === true
-            ? increment
-            : Effect.timeoutFail(increment, {
-                duration: timeout,
-                onTimeout: () =>
-                  new StorageError({
-                    operation: "rateLimits.increment",
-                    cause: new Error(`the rate-limit store did not answer within ${settings.storeTimeoutMs} ms`)
-                  })
-              })
+            ? store.increment(request)
+            : store.incrementPromise !== undefined && isLiveClock(clock)
+              ? promiseWithin(() => store.incrementPromise!(request), settings.storeTimeoutMs, incrementFailed, timedOut)
+              : Effect.timeoutFail(store.increment(request), { duration: timeout, onTimeout: timedOut })
         return Effect.matchEffect(counted, {
           onFailure: (error): Effect.Effect<Option.Option<RateLimitDecision>, RateLimitUnavailable> =>
             settings.onStoreError === "fail-closed"
@@ -135,6 +137,10 @@ const makeLimiter = (
  * The store key of a subject's bucket: `<bucket>:org:<organization id>` or
  * `<bucket>:ip:<address>`, so buckets and subject kinds never share a counter.
  */
+/** A rejection of a store's `incrementPromise`, as the `StorageError` `increment` fails with. */
+const incrementFailed = (cause: unknown): StorageError =>
+  cause instanceof StorageError ? cause : new StorageError({ operation: "rateLimits.increment", cause })
+
 const keyOf = (bucket: RateLimitBucket, subject: RateLimitSubject): string =>
   `${bucket}:${subject.kind === "organization" ? "org" : "ip"}:${subject.id}`
 

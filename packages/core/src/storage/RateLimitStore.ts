@@ -47,6 +47,18 @@ export interface RateLimitStoreService {
    * a request.
    */
   readonly synchronous?: boolean
+  /**
+   * The same increment as a plain promise, for a store that waits on a network (the
+   * PostgreSQL and Redis stores have one): it must count exactly as `increment` does (one
+   * counter, 1..N for N calls of either), resolve with the new count, and may reject with
+   * anything (the limiter reports it as a `StorageError` of operation
+   * `"rateLimits.increment"`). When present, the limiter calls it instead of `increment` and
+   * bounds it by `storeTimeoutMs` with one plain timer: racing `increment` against Effect's
+   * timer forks two fibers, ~100 µs of CPU a request (docs/benchmarks.md "PostgreSQL
+   * `GET /verify`: the rate-limit store's time limit"). Under a `TestClock` the limiter uses
+   * `increment`.
+   */
+  readonly incrementPromise?: (request: RateLimitIncrement) => Promise<number>
 }
 
 /**
