@@ -136,7 +136,7 @@ const STORES = {
         storageLayer: PostgresStorage.layer({ connectionString: process.env.POSTGRES_URL, schema })
       }
     },
-    describe: "node dist/main.js with DATABASE_URL=postgres://… (a pool of 10, rate-limit counters in the schema's UNLOGGED rate_buckets, a JSON log line per request to a file)",
+    describe: "node dist/main.js with DATABASE_URL=postgres://… (a pool of 10, rate-limit counters in the schema's UNLOGGED rate_buckets, the key look-ups and the counters of one event-loop turn one statement each, a JSON log line per request to a file)",
     verifyBaseline: "node:http + pg, key look-up + rate-limit upsert",
     contactsBaseline: "node:http + pg, key look-up + rate-limit upsert + same queries"
   }

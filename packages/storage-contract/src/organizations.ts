@@ -95,6 +95,29 @@ export const organizationsContract = ({ makeLayer }: StorageContractOptions): vo
         })
       ))
 
+    it.effect("answers concurrent look-ups of credentials each with its own: several keys, the same key twice, a missing hash", () =>
+      run(
+        Effect.gen(function* () {
+          const { organizations } = yield* Storage
+          const orgs = [fixtures.organization(), fixtures.organization()]
+          const keys = [fixtures.apiKey(orgs[0]!.id), fixtures.apiKey(orgs[1]!.id), fixtures.apiKey(orgs[0]!.id)]
+          for (const org of orgs) yield* organizations.insert(org)
+          for (const key of keys) yield* organizations.insertApiKey(key)
+          const hashes = [keys[0]!.hash, "e".repeat(64), keys[1]!.hash, keys[0]!.hash, keys[2]!.hash]
+          const found = yield* Effect.all(
+            hashes.map((hash) => organizations.findCredentialByHash(hash)),
+            { concurrency: "unbounded" }
+          )
+          expect(found).toEqual([
+            Option.some({ api_key: keys[0], organization: orgs[0] }),
+            Option.none(),
+            Option.some({ api_key: keys[1], organization: orgs[1] }),
+            Option.some({ api_key: keys[0], organization: orgs[0] }),
+            Option.some({ api_key: keys[2], organization: orgs[0] })
+          ])
+        })
+      ))
+
     it.effect("revokes a key once: a second revocation keeps the first time", () =>
       run(
         Effect.gen(function* () {

@@ -30,11 +30,14 @@ export const RATE_LIMIT_CONNECTIONS_KEPT_OPEN = 2
 /**
  * Opens (or takes) the pool, migrates the schema like `PostgresStorage.make` (the counters
  * live in the `UNLOGGED` table `rate_buckets`) and returns the {@link RateLimitStoreService}
- * (docs/rate-limits.md "Stores"). Each increment is one statement, `INSERT … ON CONFLICT
- * DO UPDATE SET count = count + 1 RETURNING count`: PostgreSQL locks the window's row for
- * the update, so N concurrent increments of every process on the database get 1..N, each
- * once; `incrementPromise` runs the same statement as a plain promise (the limiter's path,
- * bounded by one timer). Rows of ended windows are deleted at most once per `pruneIntervalMs` (by the
+ * (docs/rate-limits.md "Stores"). The increments asked for in one event-loop turn are one
+ * statement, `INSERT … SELECT … FROM unnest(…) ON CONFLICT DO UPDATE SET count = count +
+ * added RETURNING count`, one row per counter added to by how many of the turn's requests
+ * count in it (the rows locked in key order, so concurrent groups never deadlock):
+ * PostgreSQL locks each window's row for the update, and the store answers a counter's
+ * requests `count - added + 1` … `count`, so N concurrent increments of every process on
+ * the database get 1..N, each once. `incrementPromise` is the same as a plain promise (the
+ * limiter's path, bounded by one timer). Rows of ended windows are deleted at most once per `pruneIntervalMs` (by the
  * requests' `now`); a failed pruning is logged, never failing a request. Fails with
  * `StorageError` (operation `"migrate"`, or `"rateLimits.open"` when the pool's first
  * connections cannot be opened), then each increment only with `StorageError`
@@ -80,10 +83,14 @@ const fromPool = (
   runtime: Runtime.Runtime<never>
 ): RateLimitStoreService => {
   const { schema, sql } = databaseOf(pool, schemaName)
-  const increment = `INSERT INTO ${schema}.rate_buckets AS bucket (key, window_start, count, expires_at)
-    VALUES ($1, $2, 1, $3)
-    ON CONFLICT (key, window_start) DO UPDATE SET count = bucket.count + 1
-    RETURNING count`
+  // One statement for the increments of one event-loop turn: one row per counter, added
+  // to by how many of the turn's requests count in it. The rows are locked in one order
+  // (ORDER BY) in every statement of every process, so two groups never deadlock.
+  const increments = `INSERT INTO ${schema}.rate_buckets AS bucket (key, window_start, count, expires_at)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bigint[]) AS added (key, window_start, count, expires_at)
+    ORDER BY key, window_start
+    ON CONFLICT (key, window_start) DO UPDATE SET count = bucket.count + EXCLUDED.count
+    RETURNING key, window_start, count`
   const prune = `DELETE FROM ${schema}.rate_buckets WHERE expires_at <= $1`
   let nextPruneAt = Number.NEGATIVE_INFINITY
   const pruneIfDue = (now: number): Effect.Effect<void> => {
@@ -94,8 +101,15 @@ const fromPool = (
       Effect.catchAll((error) => Effect.logWarning("Pruning rate-limit windows failed", error.cause))
     )
   }
-  const count = async (request: RateLimitIncrement) =>
-    (await sql.row<{ count: number }>(increment, [request.key, request.windowStart, request.expiresAt]))!.count
+  const count = incrementsPerTurn(async (counters) => {
+    const rows = await sql.rows<{ key: string; window_start: number; count: number }>(increments, [
+      counters.map((counter) => counter.key),
+      counters.map((counter) => counter.windowStart),
+      counters.map((counter) => counter.added),
+      counters.map((counter) => counter.expiresAt)
+    ])
+    return rows.map((row) => ({ key: row.key, windowStart: Number(row.window_start), count: row.count }))
+  })
   return {
     increment: (request: RateLimitIncrement) => {
       const counted = attempt("rateLimits.increment", () => count(request))
@@ -110,4 +124,65 @@ const fromPool = (
     },
     synchronous: false
   }
+}
+
+/** One counter of a turn's group: its key and window, its expiry and how many of the group count in it. */
+interface GroupedCounter {
+  readonly key: string
+  readonly windowStart: number
+  readonly expiresAt: number
+  added: number
+}
+
+/**
+ * The increments asked for during one turn of the event loop, answered together at its end
+ * (`setImmediate`) by one call of `countAll`: it gets each counter once, with how many of
+ * the turn's increments count in it (`added`), adds them in one atomic step and resolves
+ * with each counter's new count. The increments of one counter are then answered
+ * `count - added + 1` … `count`, in the order they were asked, so N increments of one
+ * counter, of one group or many, get 1..N, each once. A rejection (or a counter missing
+ * from the answer) rejects every increment of the group.
+ */
+const incrementsPerTurn = (
+  countAll: (
+    counters: ReadonlyArray<GroupedCounter>
+  ) => Promise<ReadonlyArray<{ readonly key: string; readonly windowStart: number; readonly count: number }>>
+): ((request: RateLimitIncrement) => Promise<number>) => {
+  let waiting: Array<{ readonly request: RateLimitIncrement; readonly resolve: (count: number) => void; readonly reject: (cause: unknown) => void }> = []
+  const answer = (): void => {
+    const group = waiting
+    waiting = []
+    const counters = new Map<string, GroupedCounter>()
+    for (const { request } of group) {
+      const name = `${request.windowStart}:${request.key}`
+      const counter = counters.get(name)
+      if (counter === undefined) counters.set(name, { key: request.key, windowStart: request.windowStart, expiresAt: request.expiresAt, added: 1 })
+      else counter.added++
+    }
+    countAll([...counters.values()]).then(
+      (rows) => {
+        const next = new Map<string, number>()
+        for (const row of rows) {
+          const name = `${row.windowStart}:${row.key}`
+          next.set(name, row.count - counters.get(name)!.added + 1)
+        }
+        for (const { request, resolve, reject } of group) {
+          const name = `${request.windowStart}:${request.key}`
+          const count = next.get(name)
+          if (count === undefined) reject(new Error(`the counter ${request.key} was not answered`))
+          else {
+            resolve(count)
+            next.set(name, count + 1)
+          }
+        }
+      },
+      (cause) => {
+        for (const { reject } of group) reject(cause)
+      }
+    )
+  }
+  return (request) =>
+    new Promise<number>((resolve, reject) => {
+      if (waiting.push({ request, resolve, reject }) === 1) setImmediate(answer)
+    })
 }

@@ -27,6 +27,21 @@ describe("parseTimestamp (type parser of timestamptz)", () => {
     expect(parseTimestamp("2026-11-27 06:39:11.123456+02")).toBe("2026-11-27T04:39:11.123Z")
     expect(parseTimestamp("2026-11-26 23:09:11-05:30")).toBe("2026-11-27T04:39:11.000Z")
     expect(parseTimestamp("2026-11-27 04:39:11.1+00")).toBe("2026-11-27T04:39:11.100Z")
+    expect(parseTimestamp("2026-11-27 04:39:11+00")).toBe("2026-11-27T04:39:11.000Z")
+    expect(parseTimestamp("2026-11-27 04:39:11.12+00:00")).toBe("2026-11-27T04:39:11.120Z")
+    expect(parseTimestamp("0999-01-02 03:04:05.999999+00")).toBe("0999-01-02T03:04:05.999Z")
+  })
+
+  it("answers as Date would for every shape of UTC text (the text-only path against the Date path)", () => {
+    for (let index = 0; index < 2_000; index++) {
+      const instant = new Date(Date.UTC(1970, 0, 1) + Math.floor(Math.random() * 4_000_000_000_000))
+      const iso = instant.toISOString()
+      const digits = index % 7
+      const micro = String(Math.floor(Math.random() * 1_000_000)).padStart(6, "0").slice(0, digits)
+      const text = `${iso.slice(0, 10)} ${iso.slice(11, 19)}${digits === 0 ? "" : `.${micro}`}+00`
+      const expected = new Date(`${iso.slice(0, 19)}${digits === 0 ? "" : `.${micro.padEnd(3, "0").slice(0, 3)}`}Z`).toISOString()
+      expect(parseTimestamp(text)).toBe(expected)
+    }
   })
 })
 

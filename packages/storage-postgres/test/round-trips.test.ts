@@ -87,6 +87,25 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
     await schemas.drop()
   })
 
+  it.effect("the credential look-ups of one event-loop turn are one statement", () =>
+    Effect.gen(function* () {
+      const store = yield* recordedStore
+      const org = fixtures.organization()
+      const keys = [fixtures.apiKey(org.id), fixtures.apiKey(org.id), fixtures.apiKey(org.id)]
+      yield* store.organizations.insert(org)
+      for (const key of keys) yield* store.organizations.insertApiKey(key)
+      statements.length = 0
+      const found = yield* Effect.all(
+        [...keys.map((key) => key.hash), "d".repeat(64)].map((hash) => store.organizations.findCredentialByHash(hash)),
+        { concurrency: "unbounded" }
+      )
+      expect(found.map((credential) => Option.map(credential, (each) => each.api_key.id))).toEqual([
+        ...keys.map((key) => Option.some(key.id)),
+        Option.none()
+      ])
+      expect(statements.filter((text) => text.includes("api_keys"))).toHaveLength(1)
+    }).pipe(Effect.scoped))
+
   it.effect("with no subscribed endpoint, a report is one statement and no transaction", () =>
     Effect.scoped(
       Effect.gen(function* () {

@@ -2,7 +2,7 @@ import { Option } from "effect"
 import type { OrganizationRepository } from "@switchboard/core"
 import { type ApiKeyRow, apiKeyValues, type CredentialRow, organizationStatementsOf, type OrganizationRow } from "@switchboard/storage-sql"
 import { decoders } from "../dialect.js"
-import { attempt, type RepositoryFactory } from "../internal/sql.js"
+import { attempt, oneQueryPerTurn, type RepositoryFactory } from "../internal/sql.js"
 
 /**
  * `Storage.organizations` on PostgreSQL: tables `organizations` and `api_keys`
@@ -12,7 +12,8 @@ import { attempt, type RepositoryFactory } from "../internal/sql.js"
  * stored afterwards (`RETURNING`).
  *
  * `findCredentialByHash` is one exact join through the unique index on `api_keys.hash`,
- * asked on every call: nothing is cached, so a key revoked or an organization deactivated
+ * asked on every call, the calls of one event-loop turn in one statement
+ * (`hash = ANY(…)`, `oneQueryPerTurn`): nothing is cached, so a key revoked or an organization deactivated
  * by another process (the admin CLI, another server) is refused on the very next request.
  * It never filters on `expires_at`: core compares it with its clock on every request.
  *
@@ -21,6 +22,12 @@ import { attempt, type RepositoryFactory } from "../internal/sql.js"
 export const organizationRepository: RepositoryFactory<OrganizationRepository> = (db) => {
   const SQL = organizationStatementsOf(db.dialect)
   const codec = decoders.organizations
+  // Every request asks this: the look-ups of one event-loop turn share one statement.
+  const findAtEndOfTurn = oneQueryPerTurn("organizations.findCredentialByHash", async (hashes: ReadonlyArray<string>) => {
+    const rows = await db.sql.rows<CredentialRow>(SQL.findCredentialsByHashes, [db.dialect.list([...new Set(hashes)])])
+    const byHash = new Map(rows.map((row) => [row.key_hash, row]))
+    return hashes.map((hash) => Option.map(Option.fromNullable(byHash.get(hash)), codec.credential))
+  })
   return {
     insert: (organization) =>
       attempt("organizations.insert", async () => {
@@ -62,9 +69,6 @@ export const organizationRepository: RepositoryFactory<OrganizationRepository> =
           return Option.some(codec.apiKey(previous))
         })
       ),
-    findCredentialByHash: (hash) =>
-      attempt("organizations.findCredentialByHash", async () =>
-        Option.map(Option.fromNullable(await db.sql.row<CredentialRow>(SQL.findCredentialByHash, [hash])), codec.credential)
-      )
+    findCredentialByHash: findAtEndOfTurn
   }
 }

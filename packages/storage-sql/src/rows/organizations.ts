@@ -161,7 +161,8 @@ export const organizationCodecOf = ({ boolean, readBoolean }: SqlValues): Organi
  * `listApiKeys` binds `(organization_id)`; `expireRotatedApiKey` binds `(expires_at,
  * expires_at, id, organization_id)`, sets the expiry of a key not revoked unless it already
  * expires no later, and returns the row as stored afterwards (none when the key is missing,
- * of another organization or revoked).
+ * of another organization or revoked); `findCredentialsByHashes` binds one list of hashes
+ * (`dialect.list`).
  *
  * @category statements
  */
@@ -169,6 +170,10 @@ export const organizationStatementsOf = (dialect: SqlDialect) => {
   const compile = compilerOf(dialect)
   const organizations = dialect.table("organizations")
   const apiKeys = dialect.table("api_keys")
+  const credentials = `SELECT k.id AS key_id, k.organization_id AS key_organization_id, k.prefix AS key_prefix,
+        k.hash AS key_hash, k.created_at AS key_created_at, k.revoked_at AS key_revoked_at, k.expires_at AS key_expires_at,
+        o.id, o.name, o.contacts_limit, o.label_limit, o.media_bytes_limit, o.api_access, o.subscription, o.created_at, o.updated_at
+      FROM ${apiKeys} AS k JOIN ${organizations} AS o ON o.id = k.organization_id`
   return {
     insert: compile(`INSERT INTO ${organizations} (${ORGANIZATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     replace: compile(`UPDATE ${organizations} SET name = ?, contacts_limit = ?, label_limit = ?, media_bytes_limit = ?, api_access = ?,
@@ -187,10 +192,8 @@ export const organizationStatementsOf = (dialect: SqlDialect) => {
     // COALESCE keeps the first revocation time; RETURNING gives the row as stored afterwards.
     revokeApiKey: compile(`UPDATE ${apiKeys} SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?
       RETURNING ${API_KEY_COLUMNS}`),
-    findCredentialByHash: compile(`SELECT k.id AS key_id, k.organization_id AS key_organization_id, k.prefix AS key_prefix,
-        k.hash AS key_hash, k.created_at AS key_created_at, k.revoked_at AS key_revoked_at, k.expires_at AS key_expires_at,
-        o.id, o.name, o.contacts_limit, o.label_limit, o.media_bytes_limit, o.api_access, o.subscription, o.created_at, o.updated_at
-      FROM ${apiKeys} AS k JOIN ${organizations} AS o ON o.id = k.organization_id
-      WHERE k.hash = ?`)
+    findCredentialByHash: compile(`${credentials} WHERE k.hash = ?`),
+    // The same for a list of hashes (bound with the dialect's `list`), one row per hash found.
+    findCredentialsByHashes: compile(`${credentials} WHERE ${dialect.inList("k.hash")}`)
   } as const
 }
