@@ -43,6 +43,7 @@ export * from "./model/window.js"
 
 // Helpers over the model
 export * from "./random/SecureRandom.js"
+export { hostClock, isLiveClock } from "./internal/time.js"
 
 // The storage port
 export * from "./storage/BasicReplyRepository.js"

@@ -1,10 +1,11 @@
-import { Clock, Duration, Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } from "effect"
+import { Effect, Fiber, Layer, Logger, ManagedRuntime, Ref } from "effect"
 import {
   Channels,
   DEFAULT_SEND_QUEUE_SETTINGS,
   DELIVERY_TIMEOUT_MS,
   DispatchWake,
   DRAIN_MARGIN_MS,
+  hostClock,
   type GraphApiOptions,
   type LeasedLoopStatus,
   makeLeasedLoopStatus,
@@ -320,23 +321,6 @@ export const settleWithin = (promise: Promise<void>, ms: number): Promise<void> 
   return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
-/** Effect's default clock, with sleeps on timers that do not keep the process alive. */
-const hostClock: Clock.Clock = (() => {
-  const base = Clock.make()
-  return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis(),
-    currentTimeMillis: base.currentTimeMillis,
-    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
-    currentTimeNanos: base.currentTimeNanos,
-    sleep: (duration) =>
-      Effect.async<void>((resume) => {
-        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
-        timer.unref()
-        return Effect.sync(() => clearTimeout(timer))
-      })
-  }
-})()
 
 /**
  * Options of {@link runDispatchers}: the `storage` Layer (the same store as the handlers'),

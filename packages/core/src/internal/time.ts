@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import type { IssueCollector } from "./validation.js"
 
 /** The current time from Effect's `Clock`, as an ISO 8601 UTC string. */
@@ -23,10 +23,39 @@ export const readSendAt = (collector: IssueCollector, value: unknown): number | 
 const LIVE_CLOCK_CLASS = Clock.make().constructor
 
 /**
- * Whether `clock` is Effect's live clock, whose sleeps are `setTimeout` of real
- * milliseconds (and not a `TestClock`, whose time moves only when a test moves it).
+ * Effect's live clock with its sleeps on timers that do not keep the process alive
+ * (`unref`): the clock of the loops a host runs beside its own server (the dispatchers of
+ * `@switchboard/http-adapter`), so that a host's process can end while they sleep. Its
+ * time is the wall clock's; {@link isLiveClock} counts it as live.
+ *
+ * @category time
  */
-export const isLiveClock = (clock: Clock.Clock): boolean => clock.constructor === LIVE_CLOCK_CLASS
+export const hostClock: Clock.Clock = (() => {
+  const base = Clock.make()
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis(),
+    currentTimeMillis: base.currentTimeMillis,
+    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
+    currentTimeNanos: base.currentTimeNanos,
+    sleep: (duration) =>
+      Effect.async<void>((resume) => {
+        const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
+        timer.unref()
+        return Effect.sync(() => clearTimeout(timer))
+      })
+  }
+})()
+
+/**
+ * Whether `clock` runs on real time: Effect's live clock or {@link hostClock}, whose
+ * sleeps are `setTimeout` of real milliseconds (and not a `TestClock`, whose time moves
+ * only when a test moves it). Where it is, a time limit can be one plain timer instead of a
+ * sleeping fiber ({@link promiseWithin}, the send queue's wait for Meta's answer).
+ *
+ * @category time
+ */
+export const isLiveClock = (clock: Clock.Clock): boolean => clock === hostClock || clock.constructor === LIVE_CLOCK_CLASS
 
 /**
  * Runs `run` and waits for its promise for at most `timeoutMs` (ms, a plain `setTimeout`):
