@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { hostClock, isLiveClock } from "@switchboard/core"
 
 // Which clocks run on real time (src/internal/time.ts): where one does, the send queue's
@@ -23,7 +23,7 @@ describe("isLiveClock and hostClock", () => {
     Effect.gen(function* () {
       expect(Math.abs(hostClock.unsafeCurrentTimeMillis() - Date.now())).toBeLessThan(5)
       const started = Date.now()
-      yield* hostClock.sleep("30 millis")
+      yield* hostClock.sleep(Duration.millis(30))
       expect(Date.now() - started).toBeGreaterThanOrEqual(25)
     }))
 })

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { RateLimitStore } from "@switchboard/core"
 import { runRateLimitStoreContract } from "@switchboard/storage-contract"
 import { PostgresRateLimitStore } from "@switchboard/storage-postgres"
-import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+import { postgresUrl, recordingClient, skipWithoutPostgres, testSchemas } from "./support.js"
 
 // The rate-limit store contract against the real server: one schema for the file (every
 // test uses fresh keys), 200 concurrent increments of one counter answering 1..200. Then
@@ -22,14 +22,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL", () => 
 
   it("answers the increments of one event-loop turn with one statement: each counter's requests 1..N, each once", async () => {
     const texts: Array<string> = []
-    class RecordingClient extends Pg.Client {
-      override query(...args: Array<unknown>): never {
-        const first = args[0] as string | { text?: string } | undefined
-        texts.push(typeof first === "string" ? first : (first?.text ?? ""))
-        return (super.query as (...a: Array<unknown>) => never)(...args)
-      }
-    }
-    const pool = new Pg.Pool({ connectionString: postgresUrl!, max: 4, Client: RecordingClient })
+    const pool = new Pg.Pool({ connectionString: postgresUrl!, max: 4, Client: recordingClient(texts) })
     const scope = Effect.runSync(Scope.make())
     try {
       const store = await Effect.runPromise(

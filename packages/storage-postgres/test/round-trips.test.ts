@@ -21,7 +21,7 @@ import {
   sentMessages,
   subscribedEndpoint
 } from "./provider-reports.js"
-import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
+import { postgresUrl, recordingClient, skipWithoutPostgres, testSchemas } from "./support.js"
 
 const { instant } = fixtures
 
@@ -47,20 +47,13 @@ interface PlanNode {
 /** The text of every statement sent through {@link pool}, in order. */
 const statements: Array<string> = []
 
-class RecordingClient extends Pg.Client {
-  override query(...args: Array<unknown>): never {
-    const first = args[0] as string | { text?: string } | undefined
-    statements.push(typeof first === "string" ? first : (first?.text ?? ""))
-    return (super.query as (...a: Array<unknown>) => never)(...args)
-  }
-}
 
 let pool: Pg.Pool | undefined
 
 /** A store on the file's schema (emptied first) over the recording pool; released with the test's scope. */
 const recordedStore = Effect.gen(function* () {
   yield* Effect.promise(() => schemas.empty(schema))
-  pool ??= new Pg.Pool({ connectionString: postgresUrl!, max: 2, Client: RecordingClient })
+  pool ??= new Pg.Pool({ connectionString: postgresUrl!, max: 2, Client: recordingClient(statements) })
   return yield* PostgresStorage.make({ pool, schema })
 })
 

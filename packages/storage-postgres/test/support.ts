@@ -111,3 +111,16 @@ export const organizationLockHolder = (schemas: ReturnType<typeof testSchemas>, 
     return { letGo: Effect.promise(() => holder.query("ROLLBACK")) }
   })
 
+
+/**
+ * A pg `Client` class that appends the text of every statement it sends to `texts` (pass
+ * it as a pool's `Client`): the round-trips tests count a store's statements with it.
+ */
+export const recordingClient = (texts: Array<string>): typeof Pg.Client =>
+  class RecordingClient extends Pg.Client {
+    override query(...args: Array<unknown>): never {
+      const first = args[0] as string | { text?: string } | undefined
+      texts.push(typeof first === "string" ? first : (first?.text ?? ""))
+      return (super.query as (...a: Array<unknown>) => never)(...args)
+    }
+  }
