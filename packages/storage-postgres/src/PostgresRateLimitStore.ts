@@ -108,7 +108,8 @@ const fromPool = (
       counters.map((counter) => counter.added),
       counters.map((counter) => counter.expiresAt)
     ])
-    return rows.map((row) => ({ key: row.key, windowStart: Number(row.window_start), count: row.count }))
+    // `bigint` columns come back as numbers (the pool's type parsers).
+    return rows.map((row) => ({ key: row.key, windowStart: row.window_start, count: row.count }))
   })
   return {
     increment: (request: RateLimitIncrement) => {
@@ -134,6 +135,9 @@ interface GroupedCounter {
   added: number
 }
 
+/** A counter's name within one group: its window and its key. */
+const counterName = ({ key, windowStart }: { readonly key: string; readonly windowStart: number }): string => `${windowStart}:${key}`
+
 /**
  * The increments asked for during one turn of the event loop, answered together at its end
  * (`setImmediate`) by one call of `countAll`: it gets each counter once, with how many of
@@ -154,7 +158,7 @@ const incrementsPerTurn = (
     waiting = []
     const counters = new Map<string, GroupedCounter>()
     for (const { request } of group) {
-      const name = `${request.windowStart}:${request.key}`
+      const name = counterName(request)
       const counter = counters.get(name)
       if (counter === undefined) counters.set(name, { key: request.key, windowStart: request.windowStart, expiresAt: request.expiresAt, added: 1 })
       else counter.added++
@@ -163,11 +167,11 @@ const incrementsPerTurn = (
       (rows) => {
         const next = new Map<string, number>()
         for (const row of rows) {
-          const name = `${row.windowStart}:${row.key}`
+          const name = counterName(row)
           next.set(name, row.count - counters.get(name)!.added + 1)
         }
         for (const { request, resolve, reject } of group) {
-          const name = `${request.windowStart}:${request.key}`
+          const name = counterName(request)
           const count = next.get(name)
           if (count === undefined) reject(new Error(`the counter ${request.key} was not answered`))
           else {
