@@ -23,7 +23,7 @@ const alias = Object.fromEntries([
  * (vitest.workspace.ts).
  */
 export const isolatedFiles: Record<string, ReadonlyArray<string>> = {
-  core: ["test/whatsapp-transport-fetch.test.ts"]
+  core: ["test/whatsapp-transport-fetch.test.ts", "test/whatsapp-transport-ready.test.ts"]
 }
 
 /**

@@ -131,14 +131,15 @@ const writeBacklogInChildProcess = async (filename) => {
 const WRITE_BACKLOG = "--write-dispatch-backlog"
 
 /**
- * The gaps between the arrivals of the first sliding second of sorted `times` that holds
- * `count` of them (BENCH_DISPATCH_SHOW_WINDOW=1 prints them: bursts show as runs of small gaps).
+ * Where the first sliding second of sorted `times` that holds `count` of them starts (ms after
+ * the channel's first arrival, of its whole span) and the gaps between its arrivals
+ * (BENCH_DISPATCH_SHOW_WINDOW=1 prints them: bursts show as runs of small gaps).
  */
 const gapsOfWindow = (times, count) => {
   let start = 0
   for (let end = 0; end < times.length; end++) {
     while (times[end] - times[start] >= 1000) start++
-    if (end - start + 1 === count) return times.slice(start + 1, end + 1).map((time, index) => Math.round(time - times[start + index])).join(" ")
+    if (end - start + 1 === count) return `at +${Math.round(times[start] - times[0])} ms of ${Math.round(times[times.length - 1] - times[0])}: ` + times.slice(start + 1, end + 1).map((time, index) => Math.round(time - times[start + index])).join(" ")
   }
   return ""
 }

@@ -824,6 +824,17 @@ const SEND_OUTCOME_LOG_LINES: { readonly [T in Exclude<OutboxOutcome["_tag"], "S
 const MAX_CLAIM_LATENCY_MS = 400
 
 /**
+ * What a store's first claim is expected to take, in ms, before any claim was timed: a
+ * process's first claim runs cold (code not yet compiled, statements prepared, every
+ * channel opened for the first time, the first connections to Meta made). Reserved from
+ * `now`, its first messages were handed over up to 25 ms late, each with the ones after
+ * it, and Meta received a channel's first three within 2 ms: 51 in the sliding second that
+ * followed (docs/benchmarks.md "The first second of a dispatch"). On a live clock only: a
+ * `TestClock` stands still while code runs, so no claim takes time there.
+ */
+const FIRST_CLAIM_LATENCY_MS = 100
+
+/**
  * How long the claims of each store have taken lately (ms, a moving average of the last
  * few): a claim reserves its pacing slots from `now` + this, so its first messages are not
  * late by the claim's own duration.
@@ -969,7 +980,7 @@ const sendQueueServices: Effect.Effect<
         // Slots are reserved from when the claim is expected to have returned, not from when
         // it was asked for: a claim that takes 30 ms on a networked store would otherwise hand
         // its first messages 30 ms late, past PACING_LATENESS_MS, and back to the queue.
-        const latency = claimLatencies.get(storage) ?? 0
+        const latency = claimLatencies.get(storage) ?? (isLiveClock(clock) ? FIRST_CLAIM_LATENCY_MS : 0)
         return Effect.flatMap(random.uuid(), (lease) => {
           const started = clock.unsafeCurrentTimeMillis()
           return Effect.tap(

@@ -56,16 +56,25 @@ export interface WhatsAppCloudOptions extends GraphApiOptions {
  * const transport = WhatsAppCloudTransport.layer({ phoneNumberId: "1234", accessToken: process.env.WA_TOKEN! })
  */
 export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTransport> =>
-  Layer.sync(MessageTransport, () => {
-    preloadUndici()
-    return {
+  Layer.effect(
+    MessageTransport,
+    Effect.as(httpClientSettled, {
       send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
       uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload),
       markRead: (channel, providerMessageId, readOptions) => markRead(channelOptions(options, channel), providerMessageId, readOptions),
       kind: "whatsapp" as const,
       messageTypes: WHATSAPP_MESSAGE_TYPES
-    }
-  })
+    } satisfies MessageTransportService)
+  )
+
+/**
+ * {@link withChannels} as a Layer, built once the transport's HTTP client is settled (as
+ * {@link layer} is): the handler's default transport (docs/messaging.md "Transports").
+ *
+ * @category messaging
+ */
+export const withChannelsLayer = (options: GraphApiOptions, fallback: MessageTransportService): Layer.Layer<MessageTransport> =>
+  Layer.effect(MessageTransport, Effect.as(httpClientSettled, withChannels(options, fallback)))
 
 /**
  * A transport that sends the messages with a `channel` through the Graph API with that
@@ -227,14 +236,24 @@ const preloadUndici = (): void => void loadUndici()
 
 /**
  * Resolves once the transport's HTTP client is settled: `"undici"` (its `request` loaded)
- * or `"fetch"` (undici does not load here). Sends made before use `fetch`; a host (or a
- * test) that wants every send through undici from the first awaits this before serving
- * (docs/messaging.md "WhatsApp Cloud API").
+ * or `"fetch"` (undici does not load here). The Layers ({@link layer},
+ * {@link withChannelsLayer}) are built after it; a transport made with {@link withChannels}
+ * sends through `fetch` until then, and a host using it that wants every send through
+ * undici from the first awaits this before serving (docs/messaging.md "WhatsApp Cloud API").
  *
  * @category messaging
  */
 export const httpClientReady = (): Promise<"undici" | "fetch"> =>
   loadUndici().then((request) => (request === null ? "fetch" : "undici"))
+
+/**
+ * Waits until undici's import has ended (loaded or not), starting it if need be. The
+ * transport's Layers are built after it: the import's 200–300 ms of CPU then run before
+ * the first send instead of beside a dispatcher's first sends, where it held hand-overs
+ * that had passed their pacing check, and Meta received them together (docs/benchmarks.md
+ * "The first second of a dispatch").
+ */
+const httpClientSettled: Effect.Effect<void> = Effect.asVoid(Effect.promise(() => loadUndici()))
 
 /** Imports undici's `request` once; `null` where it does not load. */
 const loadUndici = (): Promise<UndiciRequest | null> =>

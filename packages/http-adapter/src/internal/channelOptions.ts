@@ -48,7 +48,7 @@ export const transportLayerOf = (options: {
   readonly transport?: Layer.Layer<MessageTransport> | undefined
   readonly graphApi?: GraphApiOptions | undefined
 }): Layer.Layer<MessageTransport> =>
-  options.transport ?? Layer.succeed(MessageTransport, WhatsAppCloudTransport.withChannels(options.graphApi ?? {}, recordingTransport))
+  options.transport ?? WhatsAppCloudTransport.withChannelsLayer(options.graphApi ?? {}, recordingTransport)
 
 /**
  * The `secretKey` option: one key (32 bytes, or base64 / hex text), several keys in one
