@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestClock } from "effect"
+import { Cause, Effect, Fiber, Option, TestClock } from "effect"
 import {
   attemptClaimedMessage,
   type AttemptServices,
@@ -11,14 +11,17 @@ import {
   type MessageId,
   type MessageTransportService,
   isFreeForm,
+  type OutboundMessage,
   type OrganizationId,
   outboundOfRecord,
   PACING_LATENESS_MS,
   pairRateWaitMs,
   RecordNotFound,
   SendQueueSettings,
+  sendWithPromise,
   StorageError,
-  TransportFailed
+  TransportFailed,
+  type TransportReceipt
 } from "@switchboard/core"
 
 // One attempt of the send queue (docs/messaging.md "Classes of failure"): what each answer
@@ -350,6 +353,75 @@ describe("attemptClaimedMessage: before the transport", () => {
       )
       expect(outcome).toEqual({ _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 })
       expect(calls).toHaveLength(1)
+    }))
+})
+
+// A transport whose `send` carries `promise` (sendWithPromise): on the live clock the attempt
+// awaits the promise inside one timer, no fiber of the request's own (docs/extending.md
+// "A transport of your own"); the outcomes are those of `send`.
+describe("attemptClaimedMessage: a send with a promise, on the live clock", () => {
+  /** A transport whose `send.promise` answers `answer` (counted); its Effect `send` is counted apart. */
+  const promiseTransport = (answer: () => Promise<TransportReceipt>) => {
+    const promiseCalls: Array<OutboundMessage> = []
+    const effectCalls: Array<OutboundMessage> = []
+    const transport: MessageTransportService = {
+      send: sendWithPromise(
+        (outbound) => Effect.sync(() => { effectCalls.push(outbound) }).pipe(Effect.zipRight(Effect.never)),
+        (outbound) => {
+          promiseCalls.push(outbound)
+          return answer()
+        }
+      )
+    }
+    return { transport, promiseCalls, effectCalls }
+  }
+  const live = (overrides: Partial<ClaimedMessage> = {}, messageOverrides: Partial<Message> = {}) =>
+    claimed({ not_before: Date.now(), expires_at: new Date(Date.now() + 3_600_000).toISOString(), ...overrides }, messageOverrides)
+  const attemptLive = (transport: MessageTransportService, claim: ClaimedMessage, timeoutMs = 1_000) =>
+    attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: windowOpenedAt(new Date(Date.now() - 60_000).toISOString()) }, claim).pipe(
+      Effect.provideService(SendQueueSettings, { ...DEFAULT_SEND_QUEUE_SETTINGS, timeoutMs, settleMs: 5_000 })
+    )
+
+  it.live("an accepted promise is Sent; the Effect send is never called", () =>
+    Effect.gen(function*() {
+      const { transport, promiseCalls, effectCalls } = promiseTransport(() => Promise.resolve({ provider_message_id: "wamid.p", status: "sent" }))
+      expect(yield* attemptLive(transport, live())).toEqual({ _tag: "Sent", provider_message_id: "wamid.p", attempts: 1 })
+      expect([promiseCalls.length, effectCalls.length]).toEqual([1, 0])
+    }))
+
+  it.live("a rejection with TransportFailed is classified as send's failure is (throttle: Requeued, permanent: Failed)", () =>
+    Effect.gen(function*() {
+      const throttled = promiseTransport(() => Promise.reject(new TransportFailed({ reason: "Too many", provider_code: "130429", http_status: 429 })))
+      expect(yield* attemptLive(throttled.transport, live())).toMatchObject({ _tag: "Requeued", throttled: true, attempts: 0 })
+      const refused = promiseTransport(() => Promise.reject(new TransportFailed({ reason: "Bad number", provider_code: "131026", http_status: 400 })))
+      expect(yield* attemptLive(refused.transport, live())).toMatchObject({ _tag: "Failed", attempts: 1 })
+    }))
+
+  it.live("no answer within the timeout is Unknown", () =>
+    Effect.gen(function*() {
+      const { transport } = promiseTransport(() => new Promise(() => undefined))
+      const startedAt = Date.now()
+      expect(yield* attemptLive(transport, live(), 50)).toMatchObject({ _tag: "Unknown", attempts: 1 })
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(45)
+    }))
+
+  it.live("any other rejection is a defect of the transport, as a send that dies: an outcome unknown, nothing made up", () =>
+    Effect.gen(function*() {
+      const { transport } = promiseTransport(() => Promise.reject(new TypeError("a bug in the transport")))
+      const exit = yield* Effect.exit(attemptLive(transport, live()))
+      expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+    }))
+
+  it.live("a message past PACING_LATENESS_MS goes back for a new slot with no call; a wrapper that replaces send drops the promise", () =>
+    Effect.gen(function*() {
+      const { transport, promiseCalls, effectCalls } = promiseTransport(() => Promise.resolve({ provider_message_id: "wamid.p", status: "sent" }))
+      const late = yield* attemptLive(transport, live({ not_before: Date.now() - PACING_LATENESS_MS - 50 }, { channel_uuid: CHANNEL_ID }))
+      expect(late).toMatchObject({ _tag: "Requeued", attempts: 0, failure: null })
+      expect([promiseCalls.length, effectCalls.length]).toEqual([0, 0])
+      const wrapped: MessageTransportService = { ...transport, send: (outbound) => Effect.succeed({ provider_message_id: `wrapped-${outbound.message_id}`, status: "sent" as const }) }
+      expect(wrapped.send.promise).toBeUndefined()
+      expect(yield* attemptLive(wrapped, live())).toMatchObject({ _tag: "Sent", provider_message_id: expect.stringMatching(/^wrapped-/) })
+      expect(promiseCalls).toHaveLength(0)
     }))
 })
 

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { classifyFailure, MessageTransport, recordingTransport, transportKindOf, validReactionEmoji, WhatsAppCloudTransport } from "@switchboard/core"
+import { classifyFailure, MessageTransport, recordingTransport, TransportFailed, transportKindOf, validReactionEmoji, WhatsAppCloudTransport } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
 
 /** The WhatsApp simulator stands in for the Graph API: it records every request and answers as scripted. */
@@ -126,6 +126,20 @@ describe("WhatsApp Cloud API transport", () => {
       ])
     }))
 
+  it.live("withChannels' send.promise: only when the fallback's send has one; channel messages through the Graph API, the others to the fallback's promise", () =>
+    Effect.gen(function* () {
+      const withoutPromise = WhatsAppCloudTransport.withChannels({ baseUrl }, { send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }) })
+      expect(withoutPromise.send.promise).toBeUndefined()
+      const combined = WhatsAppCloudTransport.withChannels({ baseUrl, apiVersion: "v22.0" }, recordingTransport)
+      const channel = { uuid: "0b0c7e0e-9e1b-4f5e-8f8a-2c1d3e4f5a6b", phone_number_id: "5550001", access_token: "token-a" }
+      const viaChannel = yield* Effect.promise(() => combined.send.promise!({ channel, message_id: "m-12", to: "+14155550100", type: "text", text: "Hi" }))
+      const viaFallback = yield* Effect.promise(() => combined.send.promise!({ channel: null, message_id: "m-13", to: "+14155550100", type: "text", text: "Hi" }))
+      expect([viaChannel.provider_message_id, viaFallback.provider_message_id]).toEqual([simulator.sends()[0]!.wamid, null])
+      expect(recorded().map(({ authorization, url }) => ({ authorization, url }))).toEqual([
+        { url: "/v22.0/5550001/messages", authorization: "Bearer token-a" }
+      ])
+    }))
+
   it.live("the recording transport accepts every message without a network call", () =>
     Effect.gen(function* () {
       const receipt = yield* Effect.flatMap(MessageTransport, (t) => t.send({ channel: null, message_id: "m-8", to: "+1", type: "text", text: "x" })).pipe(
@@ -179,6 +193,38 @@ describe("WhatsApp Cloud API transport: what the classes of failure read (docs/m
         { provider_code: null, http_status: null, network_error: "TimeoutError", class: "unknown" }
       ])
       expect(simulator.sends().map((r) => r.body)).toEqual(["c-1", "c-2", "c-3", "c-4"].map((id) => expect.objectContaining({ biz_opaque_callback_data: id })))
+    }))
+
+  // The dispatcher awaits `send.promise` (docs/extending.md "A transport of your own"): it must
+  // answer what `send` answers, field for field.
+  it.live("send.promise: the same receipt, and the same four failures rejected as TransportFailed", () =>
+    Effect.gen(function* () {
+      const promiseOf = (timeoutMs?: number) =>
+        Effect.map(Effect.provide(MessageTransport, transport(timeoutMs)), (service) => service.send.promise!)
+      const sendPromise = yield* promiseOf()
+      const receipt = yield* Effect.promise(() => sendPromise(text("p-0")))
+      expect(receipt).toEqual({ provider_message_id: simulator.sends()[0]!.wamid, status: "sent" })
+      simulator.script.enqueue([{ code: 130429 }, { http_status: 503 }, { drop: "close" }, { drop: "hang" }, { code: 131000, http_status: 200 }])
+      const rejectionOf = (promise: Promise<unknown>) =>
+        Effect.promise(() => promise.then(() => null, (failure: unknown) => failure)).pipe(Effect.map((failure) => {
+          expect(failure).toBeInstanceOf(TransportFailed)
+          const failed = failure as TransportFailed
+          return { provider_code: failed.provider_code, http_status: failed.http_status, network_error: failed.network_error, class: classifyFailure(failed) }
+        }))
+      const failures = [
+        yield* rejectionOf(sendPromise(text("p-1"))),
+        yield* rejectionOf(sendPromise(text("p-2"))),
+        yield* rejectionOf(sendPromise(text("p-3"))),
+        yield* rejectionOf((yield* promiseOf(200))(text("p-4"))),
+        yield* rejectionOf(sendPromise(text("p-5")))
+      ]
+      expect(failures).toEqual([
+        { provider_code: "130429", http_status: 429, network_error: null, class: "throttle" },
+        { provider_code: null, http_status: 503, network_error: null, class: "transient" },
+        { provider_code: null, http_status: null, network_error: expect.stringMatching(/^(UND_ERR_SOCKET|ECONNRESET)$/), class: "unknown" },
+        { provider_code: null, http_status: null, network_error: "TimeoutError", class: "unknown" },
+        { provider_code: "131000", http_status: 200, network_error: null, class: "unknown" }
+      ])
     }))
 
   it.live("Meta's codes of every class, at Meta's usual HTTP status", () =>

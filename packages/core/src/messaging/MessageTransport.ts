@@ -155,12 +155,44 @@ export interface TransportRoute {
 }
 
 /**
+ * A transport's `send`: one message handed to the provider, the receipt or
+ * `TransportFailed`. It may carry `promise`, the same send as a promise that resolves with
+ * the receipt or rejects with `TransportFailed` (any other rejection is a defect, as a
+ * `send` that dies). The send queue's dispatcher calls `promise`, on a live clock, inside
+ * one timer of its own instead of running the send in a fiber of its own beside a timer:
+ * on the path of every message that fiber was CPU time (docs/extending.md "A transport of
+ * your own"). A promise cannot be interrupted, so a request made is never abandoned; the
+ * timer only stops the wait. It lives on the function it mirrors, so a wrapper that
+ * replaces `send` (`{ ...transport, send }`) drops it with it. Made with {@link sendWithPromise}.
+ *
+ * @category messaging
+ */
+export interface SendFunction {
+  (message: OutboundMessage): Effect.Effect<TransportReceipt, TransportFailed>
+  readonly promise?: (message: OutboundMessage) => Promise<TransportReceipt>
+}
+
+/**
+ * A {@link SendFunction} of `send` carrying `promise` (the same send as a promise).
+ *
+ * @category messaging
+ */
+export const sendWithPromise = (
+  send: (message: OutboundMessage) => Effect.Effect<TransportReceipt, TransportFailed>,
+  promise: (message: OutboundMessage) => Promise<TransportReceipt>
+): SendFunction => Object.assign((message: OutboundMessage) => send(message), { promise })
+
+/**
  * Hands outbound messages to a messaging provider (docs/messaging.md "Transports").
  *
  * @category messaging
  */
 export interface MessageTransportService {
-  readonly send: (message: OutboundMessage) => Effect.Effect<TransportReceipt, TransportFailed>
+  /**
+   * Hands one message to the provider. The function may carry `promise` ({@link SendFunction}):
+   * the same send as a promise, which the send queue's dispatcher prefers.
+   */
+  readonly send: SendFunction
   /**
    * Uploads a file for messages to name by the provider's media id (docs/media.md
    * "Sending a stored file"), through `channel` (or the transport's own number when
@@ -244,6 +276,8 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
   static readonly recording: Layer.Layer<MessageTransport> = Layer.suspend(() => Layer.succeed(MessageTransport, recordingTransport))
 }
 
+const RECORDED_RECEIPT: TransportReceipt = { provider_message_id: null, status: "sent" }
+
 /**
  * The recording transport's service: accepts every message without a network call and
  * answers no provider id, so the store records the message as `sent`; an upload is not
@@ -254,7 +288,10 @@ export class MessageTransport extends Context.Tag("@switchboard/core/MessageTran
  * @category messaging
  */
 export const recordingTransport: MessageTransportService = {
-  send: () => Effect.succeed({ provider_message_id: null, status: "sent" as const }),
+  send: sendWithPromise(
+    () => Effect.succeed(RECORDED_RECEIPT),
+    () => Promise.resolve(RECORDED_RECEIPT)
+  ),
   uploadMedia: (_channel, upload) =>
     Effect.sync(() => {
       upload.stream.destroy()

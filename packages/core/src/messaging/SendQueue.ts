@@ -32,7 +32,7 @@ import {
 } from "./MessageTransport.js"
 import { MAX_NAME_LENGTH } from "../model/names.js"
 import { isRecord } from "../internal/validation.js"
-import { isLiveClock } from "../internal/time.js"
+import { isLiveClock, promiseWithin } from "../internal/time.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
@@ -425,19 +425,31 @@ const attemptWith = (
   const handOver = (channel: OutboundChannel | null, providerMediaId: string | undefined): Effect.Effect<OutboxOutcome> => {
     const paced = channel !== null
     const outbound = outboundOfRecord(message, claimed.to, channel, providerMediaId)
+    const sendPromise = services.transport.send.promise
+    if (sendPromise !== undefined && isLiveClock(clock)) {
+      // The transport's promise inside one timer of this fiber: no fiber of its own.
+      return Effect.suspend((): Effect.Effect<OutboxOutcome> => {
+        if (paced && clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS) {
+          return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
+        }
+        return Effect.matchEffect(promiseWithin(() => sendPromise(outbound), settings.timeoutMs, transportRejection, () => noAnswerWithin(settings.timeoutMs)), {
+          onFailure: (error): Effect.Effect<OutboxOutcome> =>
+            error instanceof TransportFailed ? failureOutcome(claimed, error) : Effect.die(error.cause),
+          onSuccess: (receipt) => Effect.succeed(sentOutcome(receipt))
+        })
+      })
+    }
     const request = Effect.suspend((): Effect.Effect<TransportReceipt | typeof TOO_LATE, TransportFailed> =>
       paced && clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS
         ? Effect.succeed(TOO_LATE)
         : services.transport.send(outbound))
     return Effect.flatMap(awaitWithin(request, settings.timeoutMs, clock), (answered): Effect.Effect<OutboxOutcome> => {
-      if (Option.isNone(answered)) {
-        return failureOutcome(claimed, new TransportFailed({ reason: `No answer within ${settings.timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" }))
-      }
+      if (Option.isNone(answered)) return failureOutcome(claimed, noAnswerWithin(settings.timeoutMs))
       const sent = answered.value
       if (Exit.isSuccess(sent)) {
         // Too late for its pacing slot: a new one, no attempt made.
         if (isTooLate(sent.value)) return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
-        return Effect.succeed({ _tag: "Sent", provider_message_id: usableProviderId(sent.value.provider_message_id), attempts: 1 })
+        return Effect.succeed(sentOutcome(sent.value))
       }
       const failed = Cause.failureOrCause(sent.cause)
       // A defect of the transport (a bug) or an interruption: an attempt of unknown outcome.
@@ -449,6 +461,26 @@ const attemptWith = (
   return Effect.flatMap(windowClosed(services, claimed, startedAt), (closed) =>
     Option.isSome(closed) ? Effect.succeed(closed.value) : afterWindow())
 }
+
+/** The failure of a send that got no answer within `timeoutMs` (ms): an unknown outcome. */
+const noAnswerWithin = (timeoutMs: number): TransportFailed =>
+  new TransportFailed({ reason: `No answer within ${timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })
+
+/** The outcome of a send the provider accepted: one attempt. */
+const sentOutcome = (receipt: TransportReceipt): OutboxOutcome => ({
+  _tag: "Sent",
+  provider_message_id: usableProviderId(receipt.provider_message_id),
+  attempts: 1
+})
+
+/** A rejection of a transport's `send.promise` that is not `TransportFailed`: a defect of the transport, as a `send` that dies. */
+class TransportDefect {
+  constructor(readonly cause: unknown) {}
+}
+
+/** A rejection of `send.promise`: `TransportFailed` as it is, anything else a {@link TransportDefect}. */
+const transportRejection = (cause: unknown): TransportFailed | TransportDefect =>
+  cause instanceof TransportFailed ? cause : new TransportDefect(cause)
 
 /** What the hand-over answers instead of a receipt when it came too late for the message's pacing slot. */
 const TOO_LATE = { tooLate: true } as const

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Readable } from "node:stream"
-import { Effect, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import {
   DEFAULT_GRAPH_TIMEOUT_MS,
   graphAnsweredStatus,
@@ -17,6 +17,7 @@ import {
   type MessageTransportService,
   type OutboundChannel,
   sendsType,
+  sendWithPromise,
   TransportFailed,
   transportKindOf,
   type OutboundMessage,
@@ -59,7 +60,10 @@ export const layer = (options: WhatsAppCloudOptions): Layer.Layer<MessageTranspo
   Layer.effect(
     MessageTransport,
     Effect.as(httpClientSettled, {
-      send: (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
+      send: sendWithPromise(
+        (message) => send(message.channel === null ? options : channelOptions(options, message.channel), message),
+        (message) => sendPromise(message.channel === null ? options : channelOptions(options, message.channel), message)
+      ),
       uploadMedia: (channel, upload) => uploadMedia(channel === null ? options : channelOptions(options, channel), upload),
       markRead: (channel, providerMessageId, readOptions) => markRead(channelOptions(options, channel), providerMessageId, readOptions),
       kind: "whatsapp" as const,
@@ -88,8 +92,15 @@ export const withChannelsLayer = (options: GraphApiOptions, fallback: MessageTra
  */
 export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => {
   preloadUndici()
+  const fallbackPromise = fallback.send.promise
   return {
-    send: (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
+    // As a promise too when the fallback's send has one (the recording transport's does).
+    send: fallbackPromise === undefined
+      ? (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message))
+      : sendWithPromise(
+        (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
+        (message) => (message.channel === null ? fallbackPromise(message) : sendPromise(channelOptions(options, message.channel), message))
+      ),
     uploadMedia: (channel, upload) =>
       channel !== null
         ? uploadMedia(channelOptions(options, channel), upload)
@@ -168,6 +179,20 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
   Effect.flatMap(postMessages(options, JSON.stringify(requestBody(message))), (answered) => receiptOf(options, answered))
 
 /**
+ * {@link send} as a promise (`SendFunction.promise`): the receipt, or a
+ * rejection with `TransportFailed`. The same request through undici once it has loaded
+ * (the Layers wait for that), else through {@link send}.
+ */
+const sendPromise = (options: WhatsAppCloudOptions, message: OutboundMessage): Promise<TransportReceipt> => {
+  if (undiciState === undefined || undiciState === null) return Effect.runPromise(Effect.either(send(options, message))).then(Either.getOrThrowWith((failed) => failed))
+  return postViaUndici(undiciState, options, JSON.stringify(requestBody(message))).then((answered) => {
+    const id = answered.body.messages?.[0]?.id
+    if (isOk(answered) && typeof id === "string") return { provider_message_id: id, status: "sent" as const }
+    throw answeredFailure(options, answered)
+  })
+}
+
+/**
  * One `POST …/{phone_number_id}/messages` of `body` (JSON text), as {@link send} describes:
  * the answer's status and JSON body, or `TransportFailed` when no answer came.
  */
@@ -176,13 +201,7 @@ const postMessages = (options: WhatsAppCloudOptions, body: string): Effect.Effec
   const timeoutMs = options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS
   const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
   const viaUndici = (request: UndiciRequest) =>
-    Effect.tryPromise({
-      try: async () => {
-        const response = await request(url, { method: "POST", headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
-        return { status: response.statusCode, ...(await readBody(response.body)) }
-      },
-      catch: (error) => unreachable(options, error)
-    })
+    Effect.tryPromise({ try: () => postViaUndici(request, options, body), catch: (error) => (error instanceof TransportFailed ? error : unreachable(options, error)) })
   const viaFetch = () => Effect.tryPromise({
     try: async (signal) => {
       const response = await fetch(url, { method: "POST", headers, body, signal: graphSignal(options, signal) })
@@ -194,6 +213,24 @@ const postMessages = (options: WhatsAppCloudOptions, body: string): Effect.Effec
   // sends go through fetch: a send never waits for the import.
   if (undiciState === undefined) preloadUndici()
   return undiciState === undefined || undiciState === null ? viaFetch() : viaUndici(undiciState)
+}
+
+/**
+ * One `POST …/{phone_number_id}/messages` of `body` through undici's `request`: the answer's
+ * status and JSON body; rejects with `TransportFailed` when no answer came (undici's own
+ * `headersTimeout` and `bodyTimeout` bound it: it always settles).
+ */
+const postViaUndici = async (request: UndiciRequest, options: WhatsAppCloudOptions, body: string): Promise<GraphAnswer> => {
+  const url = graphUrl(options, options.phoneNumberId, "messages")
+  const timeoutMs = options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS
+  const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
+  let response
+  try {
+    response = await request(url, { method: "POST", headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+  } catch (error) {
+    throw unreachable(options, error)
+  }
+  return { status: response.statusCode, ...(await readBody(response.body)) }
 }
 
 /**
