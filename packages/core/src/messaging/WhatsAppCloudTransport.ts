@@ -186,9 +186,9 @@ const send = (options: WhatsAppCloudOptions, message: OutboundMessage): Effect.E
 const sendPromise = (options: WhatsAppCloudOptions, message: OutboundMessage): Promise<TransportReceipt> => {
   if (undiciState === undefined || undiciState === null) return Effect.runPromise(Effect.either(send(options, message))).then(Either.getOrThrowWith((failed) => failed))
   return postViaUndici(undiciState, options, JSON.stringify(requestBody(message))).then((answered) => {
-    const id = answered.body.messages?.[0]?.id
-    if (isOk(answered) && typeof id === "string") return { provider_message_id: id, status: "sent" as const }
-    throw answeredFailure(options, answered)
+    const receipt = answeredReceipt(options, answered)
+    if (receipt instanceof TransportFailed) throw receipt
+    return receipt
   })
 }
 
@@ -197,9 +197,7 @@ const sendPromise = (options: WhatsAppCloudOptions, message: OutboundMessage): P
  * the answer's status and JSON body, or `TransportFailed` when no answer came.
  */
 const postMessages = (options: WhatsAppCloudOptions, body: string): Effect.Effect<GraphAnswer, TransportFailed> => {
-  const url = graphUrl(options, options.phoneNumberId, "messages")
-  const timeoutMs = options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS
-  const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
+  const { url, headers } = messagesRequest(options)
   const viaUndici = (request: UndiciRequest) =>
     Effect.tryPromise({ try: () => postViaUndici(request, options, body), catch: (error) => (error instanceof TransportFailed ? error : unreachable(options, error)) })
   const viaFetch = () => Effect.tryPromise({
@@ -215,15 +213,20 @@ const postMessages = (options: WhatsAppCloudOptions, body: string): Effect.Effec
   return undiciState === undefined || undiciState === null ? viaFetch() : viaUndici(undiciState)
 }
 
+/** The address, time limit (ms) and headers of a `POST …/{phone_number_id}/messages` of `options`. */
+const messagesRequest = (options: WhatsAppCloudOptions) => ({
+  url: graphUrl(options, options.phoneNumberId, "messages"),
+  timeoutMs: options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS,
+  headers: { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
+})
+
 /**
  * One `POST …/{phone_number_id}/messages` of `body` through undici's `request`: the answer's
  * status and JSON body; rejects with `TransportFailed` when no answer came (undici's own
  * `headersTimeout` and `bodyTimeout` bound it: it always settles).
  */
 const postViaUndici = async (request: UndiciRequest, options: WhatsAppCloudOptions, body: string): Promise<GraphAnswer> => {
-  const url = graphUrl(options, options.phoneNumberId, "messages")
-  const timeoutMs = options.timeoutMs ?? DEFAULT_GRAPH_TIMEOUT_MS
-  const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" }
+  const { url, timeoutMs, headers } = messagesRequest(options)
   let response
   try {
     response = await request(url, { method: "POST", headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
@@ -325,9 +328,15 @@ const parseJsonObject = (text: string): GraphResponse => {
  * The receipt of a 2xx answer with `messages[0].id`; otherwise {@link answeredFailure}.
  */
 const receiptOf = (options: WhatsAppCloudOptions, answer: GraphAnswer): Effect.Effect<TransportReceipt, TransportFailed> => {
+  const receipt = answeredReceipt(options, answer)
+  return receipt instanceof TransportFailed ? Effect.fail(receipt) : Effect.succeed(receipt)
+}
+
+/** {@link receiptOf} as a value: the receipt of a 2xx answer with a message id, else its `TransportFailed`. */
+const answeredReceipt = (options: WhatsAppCloudOptions, answer: GraphAnswer): TransportReceipt | TransportFailed => {
   const id = answer.body.messages?.[0]?.id
-  if (isOk(answer) && typeof id === "string") return Effect.succeed({ provider_message_id: id, status: "sent" as const })
-  return Effect.fail(answeredFailure(options, answer))
+  if (isOk(answer) && typeof id === "string") return { provider_message_id: id, status: "sent" }
+  return answeredFailure(options, answer)
 }
 
 /**
