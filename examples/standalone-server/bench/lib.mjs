@@ -42,10 +42,19 @@ export const medianRound = (rounds) => {
   }
 }
 
-/** A new temporary directory, removed at exit. */
+/** The temporary directories made by {@link temporaryDirectory}, removed by one `exit` listener. */
+const temporaryDirectories = []
+process.once("exit", () => {
+  for (const directory of temporaryDirectories) rmSync(directory, { recursive: true, force: true })
+})
+
+/**
+ * A new temporary directory, removed at exit (one listener for them all: a listener each
+ * passed Node's limit of 10 and printed a MaxListenersExceededWarning in a whole run).
+ */
 export const temporaryDirectory = () => {
   const directory = mkdtempSync(join(tmpdir(), "switchboard-bench-"))
-  process.once("exit", () => rmSync(directory, { recursive: true, force: true }))
+  temporaryDirectories.push(directory)
   return directory
 }
 
