@@ -429,9 +429,7 @@ const attemptWith = (
     if (sendPromise !== undefined && isLiveClock(clock)) {
       // The transport's promise inside one timer of this fiber: no fiber of its own.
       return Effect.suspend((): Effect.Effect<OutboxOutcome> => {
-        if (paced && clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS) {
-          return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
-        }
+        if (paced && pastItsSlot(claimed, clock)) return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
         return Effect.matchEffect(promiseWithin(() => sendPromise(outbound), settings.timeoutMs, transportRejection, () => noAnswerWithin(settings.timeoutMs)), {
           onFailure: (error): Effect.Effect<OutboxOutcome> =>
             error instanceof TransportFailed ? failureOutcome(claimed, error) : Effect.die(error.cause),
@@ -440,7 +438,7 @@ const attemptWith = (
       })
     }
     const request = Effect.suspend((): Effect.Effect<TransportReceipt | typeof TOO_LATE, TransportFailed> =>
-      paced && clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS
+      paced && pastItsSlot(claimed, clock)
         ? Effect.succeed(TOO_LATE)
         : services.transport.send(outbound))
     return Effect.flatMap(awaitWithin(request, settings.timeoutMs, clock), (answered): Effect.Effect<OutboxOutcome> => {
@@ -461,6 +459,10 @@ const attemptWith = (
   return Effect.flatMap(windowClosed(services, claimed, startedAt), (closed) =>
     Option.isSome(closed) ? Effect.succeed(closed.value) : afterWindow())
 }
+
+/** Whether it is now more than {@link PACING_LATENESS_MS} past the claimed message's pacing slot (too late to hand over). */
+const pastItsSlot = (claimed: ClaimedMessage, clock: Clock.Clock): boolean =>
+  clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS
 
 /** The failure of a send that got no answer within `timeoutMs` (ms): an unknown outcome. */
 const noAnswerWithin = (timeoutMs: number): TransportFailed =>
