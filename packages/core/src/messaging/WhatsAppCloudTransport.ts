@@ -93,14 +93,14 @@ export const withChannelsLayer = (options: GraphApiOptions, fallback: MessageTra
 export const withChannels = (options: GraphApiOptions, fallback: MessageTransportService): MessageTransportService => {
   preloadUndici()
   const fallbackPromise = fallback.send.promise
+  const routedSend = (message: OutboundMessage) =>
+    message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)
   return {
     // As a promise too when the fallback's send has one (the recording transport's does).
     send: fallbackPromise === undefined
-      ? (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message))
-      : sendWithPromise(
-        (message) => (message.channel === null ? fallback.send(message) : send(channelOptions(options, message.channel), message)),
-        (message) => (message.channel === null ? fallbackPromise(message) : sendPromise(channelOptions(options, message.channel), message))
-      ),
+      ? routedSend
+      : sendWithPromise(routedSend, (message) =>
+        message.channel === null ? fallbackPromise(message) : sendPromise(channelOptions(options, message.channel), message)),
     uploadMedia: (channel, upload) =>
       channel !== null
         ? uploadMedia(channelOptions(options, channel), upload)
