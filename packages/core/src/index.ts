@@ -44,6 +44,7 @@ export * from "./model/window.js"
 // Helpers over the model
 export * from "./random/SecureRandom.js"
 export { hostClock, isLiveClock } from "./internal/time.js"
+export * from "./internal/promiseForm.js"
 
 // The storage port
 export * from "./storage/BasicReplyRepository.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option } from "effect"
-import { endOfTurnQueue } from "../src/storage/endOfTurn.js"
+import { endOfTurnQueue, groupedQueue } from "../src/storage/endOfTurn.js"
 
 describe("endOfTurnQueue", () => {
   it.effect("answers the requests of one turn with one call, in the order they were asked", () =>
@@ -51,4 +51,36 @@ describe("endOfTurnQueue", () => {
       const working = endOfTurnQueue((requests: ReadonlyArray<number>) => requests.map((request) => Effect.succeed(request)))
       expect(yield* working(5)).toBe(5)
     }))
+})
+
+describe("endOfTurnQueue and groupedQueue: the promise form", () => {
+  it("a promise call joins the same group as the Effect calls of its turn, and resolves with its own answer", async () => {
+    const groups: Array<ReadonlyArray<number>> = []
+    const double = endOfTurnQueue((requests: ReadonlyArray<number>) => {
+      groups.push([...requests])
+      return requests.map((request) => Effect.succeed(request * 2))
+    })
+    const effectAnswer = Effect.runPromise(double(1))
+    const promiseAnswers = Promise.all([double.promise(2), double.promise(3)])
+    expect(await effectAnswer).toBe(2)
+    expect(await promiseAnswers).toEqual([4, 6])
+    expect(groups).toEqual([[1, 2, 3]])
+  })
+
+  it("a failure rejects with the error itself, a defect with the defect; an answer still to run is run first", async () => {
+    const answers = groupedQueue((requests: ReadonlyArray<string>) =>
+      requests.map((request) =>
+        request === "fail" ? Effect.fail(new Error("refused")) : request === "die" ? Effect.die(new TypeError("a bug")) : Effect.delay(Effect.succeed(`later ${request}`), 5)), { windowMs: 1, maxSize: 10 })
+    await expect(answers.promise("fail")).rejects.toThrow("refused")
+    await expect(answers.promise("die")).rejects.toBeInstanceOf(TypeError)
+    await expect(answers.promise("ok")).resolves.toBe("later ok")
+  })
+
+  it("a defect thrown by the group's answer rejects every promise of the group", async () => {
+    const broken = groupedQueue((): ReadonlyArray<Effect.Effect<number>> => {
+      throw new RangeError("the group failed")
+    }, { windowMs: 0, maxSize: 10 })
+    const settled = await Promise.allSettled([broken.promise(1), broken.promise(2)])
+    expect(settled.map((each) => each.status === "rejected" && each.reason instanceof RangeError)).toEqual([true, true])
+  })
 })

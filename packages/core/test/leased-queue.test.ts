@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option, Ref, TestClock } from "effect"
-import { type LeasedQueue, LeasedJobSpans, makeDispatchWake, makeLeasedLoopStatus, runLeasedJob, runLeasedQueue } from "@switchboard/core"
+import { type LeasedQueue, LeasedJobSpans, makeDispatchWake, makeLeasedLoopStatus, makeWakeLatch, type PlainJobHost, runLeasedJob, runLeasedQueue } from "@switchboard/core"
 
 // The leased-dispatch loop (docs/webhooks.md "Delivery and the dispatcher") against a fake
 // queue on Effect's TestClock: the in-flight bound, refill as jobs end, the wake signal,
@@ -451,5 +451,141 @@ describe("lease renewal (a queue with renew)", () => {
       yield* Fiber.interrupt(loop)
       expect(state.recorded).toEqual(["ran a"])
       expect(state.renewals.length).toBeGreaterThanOrEqual(9)
+    }))
+})
+
+describe("runLeasedQueue: jobs begun without a fiber (startPlain)", () => {
+  /** The fake queue with a `startPlain` that takes the jobs `takes` accepts and keeps each with its host. */
+  const plainQueue = (takes: (job: FakeJob) => boolean = () => true) => {
+    const fake = makeFakeQueue()
+    const taken: Array<{ readonly job: FakeJob; readonly host: PlainJobHost<FakeJob, string> }> = []
+    const queue: LeasedQueue<FakeJob, string> = {
+      ...fake.queue,
+      startPlain: (job, host) => {
+        if (!takes(job)) return false
+        taken.push({ job, host })
+        return true
+      }
+    }
+    return { fake, queue, taken }
+  }
+
+  it.effect("a job startPlain takes ends through its host: run is never called, and its end frees the slot for the next claim", () =>
+    Effect.gen(function*() {
+      const { fake, queue, taken } = plainQueue()
+      fake.add("first")
+      fake.add("second")
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 1, pollIntervalMs: 10_000 }))
+      yield* settle
+      expect(taken.map(({ job }) => job.id)).toEqual(["first"])
+      expect(fake.maxRunning).toBe(0)
+      taken[0]!.host.recorded("sent plainly", true)
+      yield* settle
+      expect(taken.map(({ job }) => job.id)).toEqual(["first", "second"])
+      taken[1]!.host.recorded("sent plainly", false)
+      yield* Fiber.interrupt(fiber)
+      expect(fake.maxRunning).toBe(0)
+    }))
+
+  it.effect("a job startPlain declines runs in a fiber as any other", () =>
+    Effect.gen(function*() {
+      const { fake, queue, taken } = plainQueue((job) => job.id !== "declined")
+      fake.add("declined")
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 2, pollIntervalMs: 10_000 }))
+      yield* settle
+      expect(taken).toEqual([])
+      expect(fake.rows.get("declined")).toMatchObject({ done: true, outcome: "ran declined under lease-1" })
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("continueWith records its outcome as a fiber's job; endWith's failure is logged, ends the job and the loop goes on", () =>
+    Effect.gen(function*() {
+      const { fake, queue, taken } = plainQueue()
+      fake.add("continued")
+      fake.add("failing")
+      fake.add("next")
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 2, pollIntervalMs: 10_000 }))
+      yield* settle
+      expect(taken.map(({ job }) => job.id)).toEqual(["continued", "failing"])
+      taken[0]!.host.continueWith(taken[0]!.job, Effect.succeed("answered later"))
+      yield* settle
+      expect(fake.rows.get("continued")).toMatchObject({ done: true, outcome: "answered later" })
+      taken[1]!.host.endWith(Effect.die(new Error("a record that failed")))
+      yield* settle
+      expect(fake.rows.get("failing")!.done).toBe(false)
+      expect(taken.map(({ job }) => job.id)).toEqual(["continued", "failing", "next"])
+      taken[2]!.host.recorded("sent plainly", true)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("the drain waits for plain jobs; past drainMs it gives up: abandoned() turns true, and the job abandons unrecorded", () =>
+    Effect.gen(function*() {
+      const { fake, queue, taken } = plainQueue()
+      fake.add("quick")
+      fake.add("stuck")
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 4, pollIntervalMs: 10, drainMs: 1_000 }))
+      yield* settle
+      const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* settle
+      expect(interrupting.unsafePoll()).toBeNull()
+      const [quick, stuck] = taken
+      quick!.host.continueWith(quick!.job, Effect.succeed("ended in the drain"))
+      yield* TestClock.adjust(10)
+      expect(fake.rows.get("quick")).toMatchObject({ done: true, outcome: "ended in the drain" })
+      expect(stuck!.host.abandoned()).toBe(false)
+      yield* TestClock.adjust(989)
+      expect(interrupting.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(10)
+      yield* Fiber.join(interrupting)
+      expect(stuck!.host.abandoned()).toBe(true)
+      stuck!.host.abandon()
+      expect(fake.rows.get("stuck")).toMatchObject({ done: false, outcome: null, lease: "lease-2" })
+    }))
+
+  it.effect("with LeasedJobSpans on (tracing), startPlain is never called: every job runs in its fiber and span", () =>
+    Effect.gen(function*() {
+      const { fake, queue, taken } = plainQueue()
+      fake.add("traced")
+      const fiber = yield* Effect.fork(runLeasedQueue(queue, { leaseMs: 60_000, concurrency: 1, pollIntervalMs: 10_000 }))
+      yield* settle
+      yield* Fiber.interrupt(fiber)
+      expect(taken).toEqual([])
+      expect(fake.rows.get("traced")).toMatchObject({ done: true, outcome: "ran traced under lease-1" })
+    }).pipe(Effect.provideService(LeasedJobSpans, true)))
+})
+
+describe("makeWakeLatch", () => {
+  it.live("on the live clock: a poke ends a sleep at once (true); a poke while none waits is kept, one; the time running out answers false", () =>
+    Effect.gen(function*() {
+      const latch = yield* makeWakeLatch
+      const sleeping = yield* Effect.fork(latch.sleepUntilWoken(10_000))
+      yield* Effect.sleep(5)
+      latch.poke()
+      expect(yield* Fiber.join(sleeping)).toBe(true)
+      latch.poke()
+      latch.poke()
+      expect(yield* latch.sleepUntilWoken(10_000)).toBe(true)
+      const startedAt = Date.now()
+      expect(yield* latch.sleepUntilWoken(30)).toBe(false)
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(25)
+      const taking = yield* Effect.fork(latch.take)
+      yield* Effect.sleep(5)
+      expect(taking.unsafePoll()).toBeNull()
+      latch.poke()
+      yield* Fiber.join(taking)
+    }))
+
+  it.effect("on the TestClock: the sleep is that clock's; an interrupted wait leaves no waiter behind", () =>
+    Effect.gen(function*() {
+      const latch = yield* makeWakeLatch
+      const sleeping = yield* Effect.fork(latch.sleepUntilWoken(1_000))
+      yield* settle
+      yield* TestClock.adjust(999)
+      expect(sleeping.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(1)
+      expect(yield* Fiber.join(sleeping)).toBe(false)
+      // The poke after it is kept for the next wait, not lost to the interrupted one.
+      latch.poke()
+      expect(yield* latch.sleepUntilWoken(1_000)).toBe(true)
     }))
 })

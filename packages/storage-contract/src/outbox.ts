@@ -510,6 +510,24 @@ export const outboxContract = (options: StorageContractOptions): void => {
         })
       ))
 
+    it.effect("its promise form, where the store has one, writes and answers as the Effect: the message afterwards, then None for a lease no longer held", () =>
+      run(
+        Effect.gen(function* () {
+          const { outbox } = yield* Storage
+          // Every store of this repository has one (the send queue's dispatcher records through it).
+          const recordPromise = outbox.record.promise!
+          expect(recordPromise).toBeDefined()
+          const org = yield* insertOrganization()
+          const to = yield* recipient(org.id, 1)
+          const message = yield* enqueue(org.id, to, { claim: "lease-1" })
+          const written = yield* Effect.promise(() => recordPromise(message.uuid, "lease-1", sent("wamid.p"), at(1)))
+          const expected: Message = { ...message, status: "sent", provider_message_id: "wamid.p", failure: null, attempts: 1, next_attempt_at: null, updated_at: at(1) }
+          expect(written).toEqual(Option.some(expected))
+          expect(yield* messageOf(org.id, message.uuid)).toEqual(expected)
+          expect(yield* Effect.promise(() => recordPromise(message.uuid, "lease-1", sent("wamid.q"), at(2)))).toEqual(Option.none())
+        })
+      ))
+
     it.effect("Sent with a provider id applies the pending provider reports for it; with none it records no id", () =>
       run(
         Effect.gen(function* () {

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Queue } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ChannelId } from "../model/channels.js"
 import type { ChatCursorPagination, ChatId } from "../model/chats.js"
 import { encodeCursor, cursorPage, recordListCursorBinding } from "../common/cursor.js"
@@ -6,7 +6,7 @@ import { readCursorPageParams } from "../common/listParams.js"
 import { type InputIssue, InvalidInput, RecordNotFound } from "../model/commonErrors.js"
 import type { Contact, ContactId } from "../model/contacts.js"
 import { DispatchWake } from "../dispatch/DispatchWake.js"
-import { makeIdleBackoff, sleepUntilDueMs, sleepUntilWoken } from "../dispatch/LeasedQueue.js"
+import { makeIdleBackoff, makeWakeLatch, sleepUntilDueMs } from "../dispatch/LeasedQueue.js"
 import type { GroupId } from "../model/groups.js"
 import { nowIso, readSendAt } from "../internal/time.js"
 import { IssueCollector, isRecord, UUID_PATTERN } from "../internal/validation.js"
@@ -577,8 +577,8 @@ export const runBroadcastStarter = (
       const wake = yield* DispatchWake
       const backoff = makeIdleBackoff(options.pollIntervalMs ?? 1_000)
       // A wake during a pass is kept (one), so the next sleep ends at once.
-      const mailbox = yield* Queue.sliding<void>(1)
-      const unsubscribe = wake.subscribe(() => void mailbox.unsafeOffer(undefined))
+      const mailbox = yield* makeWakeLatch
+      const unsubscribe = wake.subscribe(mailbox.poke)
       yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
       for (;;) {
         const passStartedAt = yield* Clock.currentTimeMillis
@@ -597,7 +597,7 @@ export const runBroadcastStarter = (
         // the event loop's cached time): sleep the rest, else the pass finds nothing due
         // and the start waits MIN_PASS_GAP_MS more.
         for (let left = until - now; ;) {
-          if (yield* sleepUntilWoken(mailbox, left)) {
+          if (yield* mailbox.sleepUntilWoken(left)) {
             // A wake starts the idle count again.
             backoff.busy()
             break

@@ -7,6 +7,8 @@ import { Context, Effect, Layer } from "effect"
  * Work enqueued by another process is found by that process's signal or by the poll.
  *
  * - `wake`: wakes every subscriber (synchronously; never fails, cheap when none listens);
+ * - `unsafeWake` (optional): the same wake as a plain call, for code outside a fiber (the
+ *   promise form of a store's record, docs/benchmarks.md "A message without a fiber");
  * - `subscribe(listener)`: calls `listener` on every later wake until the returned
  *   function is called.
  *
@@ -14,6 +16,7 @@ import { Context, Effect, Layer } from "effect"
  */
 export interface DispatchWakeService {
   readonly wake: Effect.Effect<void>
+  readonly unsafeWake?: () => void
   readonly subscribe: (listener: () => void) => () => void
 }
 
@@ -34,10 +37,12 @@ export class DispatchWake extends Context.Tag("@switchboard/core/DispatchWake")<
  */
 export const makeDispatchWake = (): DispatchWakeService => {
   const listeners = new Set<() => void>()
+  const unsafeWake = (): void => {
+    for (const listener of listeners) listener()
+  }
   return {
-    wake: Effect.sync(() => {
-      for (const listener of listeners) listener()
-    }),
+    wake: Effect.sync(unsafeWake),
+    unsafeWake,
     subscribe: (listener) => {
       const entry = () => listener()
       listeners.add(entry)

@@ -1,4 +1,5 @@
-import { Cause, Clock, Context, Effect, Exit, FiberSet, Option, Queue, Ref } from "effect"
+import { Cause, Clock, Context, Effect, Exit, FiberSet, Option, Ref } from "effect"
+import { hostClock, isLiveClock } from "../internal/time.js"
 import { describeCause } from "../internal/describeCause.js"
 import type { DispatchWakeService } from "./DispatchWake.js"
 
@@ -29,6 +30,11 @@ import type { DispatchWakeService } from "./DispatchWake.js"
  *   a fiber of its own (the send queue starts each message shortly before its pacing
  *   slot, so that the hundreds it holds ahead of their slots do not each keep a fiber
  *   alive through the garbage collector's scavenges: docs/benchmarks.md "Outbound dispatch");
+ * - `startPlain(job, host)` (optional): begins a claimed job without a fiber, when the
+ *   queue can tell it needs none (the send queue's common message, on a live clock:
+ *   docs/benchmarks.md "A message without a fiber"): `true` when it took the job, which then
+ *   ends through `host` ({@link PlainJobHost}); `false` runs it in a fiber as any other.
+ *   Not called while {@link LeasedJobSpans} is on (a span needs the job's fiber);
  * - `name`: the queue's name in log lines;
  * - `span` (optional): the name and attributes of the root span each job runs in when
  *   {@link LeasedJobSpans} is on (tracing, docs/http-adapter.md "Tracing"); absent, the
@@ -45,10 +51,35 @@ export interface LeasedQueue<J, O, E = never, R = never> {
   readonly renew?: (job: J, leaseUntil: number) => Effect.Effect<boolean, E, R>
   readonly nextDueAt?: (now: number) => Effect.Effect<number | null, E, R>
   readonly startAt?: (job: J) => number | null
+  readonly startPlain?: (job: J, host: PlainJobHost<J, O, E, R>) => boolean
   readonly span?: {
     readonly name: string
     readonly attributes: (job: J) => Readonly<Record<string, string | number>>
   }
+}
+
+/**
+ * How a job begun by `LeasedQueue.startPlain` ends, given by the loop that runs it. Each job
+ * calls exactly one of `recorded`, `abandon`, `continueWith` and `endWith`, once:
+ * - `recorded(outcome, held)`: its outcome was recorded (`held`) or not (`false`: the lease
+ *   had ended: `Lost`);
+ * - `abandoned()`: whether the loop's drain gave up on its jobs (a shutdown past
+ *   `drainMs`): a job that has not yet recorded then calls `abandon()` (nothing recorded,
+ *   handed out again when its lease ends, as a fiber's interrupted attempt);
+ * - `continueWith(job, outcome)`: the rest of the job in a fiber of the loop, as a fiber's
+ *   job goes on: `outcome` (interruptible by the drain), then `record`;
+ * - `endWith(rest)`: the rest of the job in a fiber of the loop: `rest` answers its end
+ *   (what follows a record the job made itself); a failure of either is logged and ends
+ *   the job `Failed`, as a fiber's.
+ *
+ * @category dispatch
+ */
+export interface PlainJobHost<J, O, E = never, R = never> {
+  readonly recorded: (outcome: O, held: boolean) => void
+  readonly abandoned: () => boolean
+  readonly abandon: () => void
+  readonly continueWith: (job: J, outcome: Effect.Effect<O, E, R>) => void
+  readonly endWith: (rest: Effect.Effect<LeasedJobEnd<O>, E, R>) => void
 }
 
 /**
@@ -199,6 +230,16 @@ const runDrainableJob = <J, O, E, R>(
   spans: boolean
 ): Effect.Effect<DrainableJobEnd<O>, never, R> => Effect.uninterruptible(leasedJob(queue, job, true, leaseMs, spans))
 
+/**
+ * The rest of a job begun without a fiber (`PlainJobHost.continueWith`): `outcome`
+ * (interruptible by the drain, as a job's run) and its record, as {@link runDrainableJob}.
+ */
+const continuedJob = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  outcome: Effect.Effect<O, E, R>
+): Effect.Effect<DrainableJobEnd<O>, never, R> => Effect.uninterruptible(jobOf(queue, job, true, false, outcome))
+
 /** How a job of the loop ended: as {@link LeasedJobEnd}, or interrupted by the drain before its record. */
 type DrainableJobEnd<O> = LeasedJobEnd<O> | { readonly _tag: "Abandoned" }
 
@@ -219,9 +260,18 @@ const leasedJob = <J, O, E, R>(
   interruptibleRun: boolean,
   leaseMs: number | undefined,
   spans: boolean
-): Effect.Effect<DrainableJobEnd<O>, never, R> => {
+): Effect.Effect<DrainableJobEnd<O>, never, R> =>
   // Built inside `suspend`, as `queue.run(job)` always was: inside the job's span and its error handling.
-  const attempt = Effect.suspend(() => withRenewal(queue, job, leaseMs))
+  jobOf(queue, job, interruptibleRun, spans, Effect.suspend(() => withRenewal(queue, job, leaseMs)))
+
+/** A job whose run is `attempt`: its record, its span and its error handling, as {@link leasedJob}. */
+const jobOf = <J, O, E, R>(
+  queue: LeasedQueue<J, O, E, R>,
+  job: J,
+  interruptibleRun: boolean,
+  spans: boolean,
+  attempt: Effect.Effect<O | LeaseEndedMarker, E, R>
+): Effect.Effect<DrainableJobEnd<O>, never, R> => {
   const body: Effect.Effect<LeasedJobEnd<O>, E, R> = Effect.flatMap(
     interruptibleRun ? Effect.interruptible(attempt) : attempt,
     (outcome): Effect.Effect<LeasedJobEnd<O>, E, R> =>
@@ -233,14 +283,25 @@ const leasedJob = <J, O, E, R>(
         : Effect.map(queue.record(job, outcome), (recorded) =>
           recorded ? { _tag: "Recorded", outcome } as const : { _tag: "Lost", outcome } as const)
   )
-  return Effect.catchAllCause(spans ? inJobSpan(queue, job, body) : body, (cause): Effect.Effect<DrainableJobEnd<O>> =>
+  return endedOrLogged(queue.name, spans ? inJobSpan(queue, job, body) : body, interruptibleRun)
+}
+
+/**
+ * `body`'s end, or, when it fails, `Failed` with the failure logged under the queue's
+ * `name` (`Abandoned` when `interruptibleRun` and the drain interrupted it).
+ */
+const endedOrLogged = <O, E, R>(
+  name: string,
+  body: Effect.Effect<LeasedJobEnd<O>, E, R>,
+  interruptibleRun: boolean
+): Effect.Effect<DrainableJobEnd<O>, never, R> =>
+  Effect.catchAllCause(body, (cause): Effect.Effect<DrainableJobEnd<O>> =>
     interruptibleRun && Cause.isInterruptedOnly(cause)
       ? Effect.succeed(ABANDONED_END)
-      : Effect.logWarning(`${queue.name}: a job could not be run or recorded`).pipe(
+      : Effect.logWarning(`${name}: a job could not be run or recorded`).pipe(
         Effect.annotateLogs({ error: describeCause(cause) }),
         Effect.as(FAILED_END)
       ))
-}
 
 /** What a run stopped for its lease answers instead of an outcome. */
 class LeaseEndedMarker {
@@ -339,16 +400,19 @@ export const runLeasedQueue = <J, O, E, R>(
   Effect.scoped(
     Effect.gen(function*() {
       const concurrency = Math.max(1, Math.floor(options.concurrency))
-      const mailbox = yield* Queue.sliding<void>(1)
-      const poke = () => void mailbox.unsafeOffer(undefined)
+      const mailbox = yield* makeWakeLatch
+      const poke = mailbox.poke
       if (options.wake !== undefined) {
         const unsubscribe = options.wake.subscribe(poke)
         yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
       }
       // Added after the subscription, so closed first: the jobs in flight end before.
+      // Jobs begun without a fiber (`queue.startPlain`): how many have not ended or moved
+      // to a fiber, and whether the drain gave up on them.
+      const plain: PlainJobsInFlight = { running: 0, gaveUp: false }
       const inFlight = yield* FiberSet.make<DrainableJobEnd<O>>()
       // Added after the set, so run before it closes (which interrupts what is left).
-      yield* Effect.addFinalizer(() => drainJobs(queue.name, inFlight, options.drainMs))
+      yield* Effect.addFinalizer(() => drainJobs(queue.name, inFlight, plain, options.drainMs))
       const known = { dueAt: null as number | null, running: 0 }
       const noteDue = (dueAt: number | null | undefined) => {
         if (dueAt != null && (known.dueAt === null || dueAt < known.dueAt)) known.dueAt = dueAt
@@ -362,11 +426,37 @@ export const runLeasedQueue = <J, O, E, R>(
         if (Exit.isSuccess(exit) && exit.value._tag === "Recorded") noteDue(queue.dueAgainAt?.(exit.value.outcome))
         poke()
       }
-      const start = (job: J): void => fork(runDrainableJob(queue, job, options.leaseMs, spans)).addObserver(jobEnded)
+      // One host serves every job begun without a fiber.
+      const plainEnded = (end: DrainableJobEnd<O>): void => {
+        plain.running--
+        jobEnded(Exit.succeed(end))
+      }
+      const inFiber = (job: Effect.Effect<DrainableJobEnd<O>, never, R>): void => {
+        // Forked before the count drops, so that the drain never sees the job in neither.
+        if (plain.gaveUp) return plainEnded(ABANDONED_END)
+        fork(job).addObserver(jobEnded)
+        plain.running--
+      }
+      const host: PlainJobHost<J, O, E, R> = {
+        recorded: (outcome, held) => plainEnded(held ? { _tag: "Recorded", outcome } : { _tag: "Lost", outcome }),
+        abandoned: () => plain.gaveUp,
+        abandon: () => plainEnded(ABANDONED_END),
+        continueWith: (job, outcome) => inFiber(continuedJob(queue, job, outcome)),
+        endWith: (rest) => inFiber(Effect.uninterruptible(endedOrLogged(queue.name, rest, false)))
+      }
+      const startPlain = spans ? undefined : queue.startPlain
+      const start = (job: J): void => {
+        if (startPlain !== undefined) {
+          plain.running++
+          if (startPlain(job, host)) return
+          plain.running--
+        }
+        fork(runDrainableJob(queue, job, options.leaseMs, spans)).addObserver(jobEnded)
+      }
       // The claimed jobs whose run starts later (`queue.startAt`), soonest first, and the
       // one fiber that starts each at its time (woken when an earlier one arrives).
       const waiting: Array<{ readonly at: number; readonly job: J }> = []
-      const starterMailbox = yield* Queue.sliding<void>(1)
+      const starterMailbox = yield* makeWakeLatch
       // Added after the drain, so run before it: on a shutdown the waiting jobs start at once
       // (each then waits for its time in its own fiber) and are drained like the others.
       yield* Effect.addFinalizer(() => Effect.sync(() => waiting.splice(0).forEach(({ job }) => start(job))))
@@ -377,7 +467,7 @@ export const runLeasedQueue = <J, O, E, R>(
       }))
       // Forked after the finalizer above, so interrupted before it runs.
       yield* Effect.forkScoped(Effect.forever(Effect.flatMap(startDue, (untilNext) =>
-        untilNext === null ? Queue.take(starterMailbox) : sleepUntilWoken(starterMailbox, untilNext))))
+        untilNext === null ? starterMailbox.take : starterMailbox.sleepUntilWoken(untilNext))))
       const startOrWait = (job: J, now: number) => {
         const at = queue.startAt?.(job) ?? null
         if (at === null || at <= now) start(job)
@@ -396,7 +486,7 @@ export const runLeasedQueue = <J, O, E, R>(
           for (const job of jobs) startOrWait(job, now)
           if (waiting.length > waitingBefore) {
             waiting.sort((a, b) => a.at - b.at)
-            starterMailbox.unsafeOffer(undefined)
+            starterMailbox.poke()
           }
           if (known.running === 0) backoff.idle()
           else backoff.busy()
@@ -413,27 +503,47 @@ export const runLeasedQueue = <J, O, E, R>(
         lastPassAt = now
         const full = yield* pass(now)
         if (options.status !== undefined) yield* Ref.set(options.status.lastPassEndedAt, yield* Clock.currentTimeMillis)
-        if (full) yield* Queue.take(mailbox)
-        else if (yield* sleepUntilWoken(mailbox, sleepUntilDueMs(now, backoff.pollMs(), known.dueAt))) backoff.busy()
+        if (full) yield* mailbox.take
+        else if (yield* mailbox.sleepUntilWoken(sleepUntilDueMs(now, backoff.pollMs(), known.dueAt))) backoff.busy()
       }
     })
   )
 
+/** The loop's jobs begun without a fiber: how many have not ended nor moved to a fiber, and whether the drain gave up on them. */
+interface PlainJobsInFlight {
+  running: number
+  gaveUp: boolean
+}
+
+/** How often the drain looks again at the jobs begun without a fiber, in ms (only while some run: never on a `TestClock`). */
+const PLAIN_DRAIN_CHECK_MS = 5
+
 /**
- * The loop's drain: waits for the jobs in `inFlight` to end, for at most `drainMs` (none:
- * no limit), and logs how many are still running then (the set's closing interrupts them).
+ * The loop's drain: waits for the jobs in `inFlight` and the `plain` ones to end, for at
+ * most `drainMs` (none: no limit), and logs how many are still running then (the set's
+ * closing interrupts them; the plain ones are told the drain gave up, and abandon their
+ * attempt before recording it).
  */
-const drainJobs = <A>(name: string, inFlight: FiberSet.FiberSet<A>, drainMs: number | undefined): Effect.Effect<void> =>
-  drainMs === undefined
-    ? FiberSet.awaitEmpty(inFlight)
+const drainJobs = <A>(
+  name: string,
+  inFlight: FiberSet.FiberSet<A>,
+  plain: PlainJobsInFlight,
+  drainMs: number | undefined
+): Effect.Effect<void> => {
+  const allEnded: Effect.Effect<void> = Effect.flatMap(FiberSet.awaitEmpty(inFlight), () =>
+    plain.running === 0 ? Effect.void : Effect.zipRight(Effect.sleep(PLAIN_DRAIN_CHECK_MS), allEnded))
+  return drainMs === undefined
+    ? allEnded
     // A finalizer runs uninterruptibly: the wait is made interruptible so that the timeout can end it.
-    : Effect.flatMap(Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(inFlight)), Math.max(0, drainMs)), (ended) =>
-      Option.isSome(ended)
-        ? Effect.void
-        : Effect.flatMap(FiberSet.size(inFlight), (left) =>
-          Effect.logWarning(
-            `${name}: ${left} attempt(s) still running ${drainMs} ms after the shutdown began were interrupted; their work is handed out again when its lease ends`
-          )))
+    : Effect.flatMap(Effect.timeoutOption(Effect.interruptible(allEnded), Math.max(0, drainMs)), (ended) => {
+      if (Option.isSome(ended)) return Effect.void
+      plain.gaveUp = true
+      return Effect.flatMap(FiberSet.size(inFlight), (left) =>
+        Effect.logWarning(
+          `${name}: ${left + plain.running} attempt(s) still running ${drainMs} ms after the shutdown began were interrupted; their work is handed out again when its lease ends`
+        ))
+    })
+}
 
 /** `queue.claim`, with a failure logged and answered as nothing claimed. */
 const claimSurviving = <J, O, E, R>(queue: LeasedQueue<J, O, E, R>, now: number, leaseMs: number, limit: number) =>
@@ -464,11 +574,71 @@ export const sleepUntilDueMs = (now: number, pollIntervalMs: number, dueAt: numb
   dueAt === null ? pollIntervalMs : Math.max(0, Math.min(pollIntervalMs, dueAt - now))
 
 /**
- * Sleeps `ms` on Effect's `Clock`, or less when the mailbox receives a poke (which it
- * takes): `true` when a poke ended it, `false` when the time ran out. Shared by the loops
- * that a `DispatchWake` ends early (the broadcasts' starter).
+ * The wake-ups of one loop, waited for by one fiber at a time: `poke()` wakes it (a poke
+ * while it does not wait is kept, one, so that its next wait ends at once); `take` waits
+ * for a poke; `sleepUntilWoken(ms)` sleeps `ms` on Effect's `Clock`, or less when a poke
+ * comes (which it takes): `true` when a poke ended it, `false` when the time ran out.
+ * Shared by the loops that a `DispatchWake` ends early (the broadcasts' starter).
  *
  * @internal
  */
-export const sleepUntilWoken = (mailbox: Queue.Queue<void>, ms: number): Effect.Effect<boolean> =>
-  Effect.raceFirst(Effect.as(Queue.take(mailbox), true), Effect.as(Effect.sleep(ms), false))
+export interface WakeLatch {
+  readonly poke: () => void
+  readonly take: Effect.Effect<void>
+  readonly sleepUntilWoken: (ms: number) => Effect.Effect<boolean>
+}
+
+/**
+ * A new {@link WakeLatch}, on the caller's `Clock`. On a live clock its sleep is one timer
+ * beside the wait, with no fiber: each record of a sent message wakes the loops, a few
+ * hundred times a second while a dispatcher sends, and a race of two fibers per wake was
+ * CPU time on that path (docs/benchmarks.md "A message without a fiber"). On another clock
+ * (`TestClock`) the sleep is that clock's, raced with the wait.
+ *
+ * @internal
+ */
+export const makeWakeLatch: Effect.Effect<WakeLatch> = Effect.map(Effect.clock, (clock) => {
+  let kept = false
+  let waiter: ((woken: boolean) => void) | undefined
+  const poke = (): void => {
+    const waiting = waiter
+    if (waiting === undefined) kept = true
+    else {
+      waiter = undefined
+      waiting(true)
+    }
+  }
+  // Waits for a poke, or for `ms` on a plain timer (`null`: no limit).
+  const wait = (ms: number | null): Effect.Effect<boolean> =>
+    Effect.async<boolean>((resume) => {
+      if (kept) {
+        kept = false
+        return resume(Effect.succeed(true))
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined
+      waiter = (woken) => {
+        if (timer !== undefined) clearTimeout(timer)
+        resume(Effect.succeed(woken))
+      }
+      if (ms !== null) {
+        timer = setTimeout(() => {
+          waiter = undefined
+          resume(Effect.succeed(false))
+        }, ms)
+        // As the host clock's own sleeps: a host's process may end while its loops sleep.
+        if (clock === hostClock) timer.unref()
+      }
+      return Effect.sync(() => {
+        waiter = undefined
+        if (timer !== undefined) clearTimeout(timer)
+      })
+    })
+  const take = Effect.asVoid(wait(null))
+  return {
+    poke,
+    take,
+    sleepUntilWoken: isLiveClock(clock)
+      ? (ms) => wait(Math.max(0, ms))
+      : (ms) => Effect.raceFirst(Effect.as(take, true), Effect.as(Effect.sleep(ms), false))
+  }
+})

@@ -1,6 +1,7 @@
 import { Effect, Layer } from "effect"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import { DispatchWake } from "./DispatchWake.js"
+import { tappedWithPromise } from "../internal/promiseForm.js"
 
 /**
  * The storage of the runtime, with every write that may enqueue a webhook delivery (the
@@ -19,13 +20,13 @@ export const wakeOnEnqueue: Layer.Layer<Storage, never, Storage | DispatchWake> 
   Storage,
   Effect.gen(function*() {
     const storage = yield* Storage
-    const { wake } = yield* DispatchWake
-    return wakingStorage(storage, wake)
+    const { wake, unsafeWake } = yield* DispatchWake
+    return wakingStorage(storage, wake, unsafeWake ?? (() => Effect.runSync(wake)))
   })
 )
 
-/** `storage` with the enqueuing writes followed by `wake`. */
-const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): StorageService => {
+/** `storage` with the enqueuing writes followed by `wake` (`wakeNow`: the same as a plain call). */
+const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>, wakeNow: () => void): StorageService => {
   const waking = <A extends ReadonlyArray<any>, B, E>(write: (...args: A) => Effect.Effect<B, E>) =>
   (...args: A): Effect.Effect<B, E> => Effect.tap(write(...args), () => wake)
   return {
@@ -43,7 +44,8 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>): Stor
     channels: { ...storage.channels, delete: waking(storage.channels.delete) },
     outbox: {
       ...storage.outbox,
-      record: waking(storage.outbox.record),
+      // Kept with its promise form: the dispatcher records a sent message through it.
+      record: tappedWithPromise(storage.outbox.record, wakeNow),
       settle: waking(storage.outbox.settle),
       retry: waking(storage.outbox.retry),
       cancel: waking(storage.outbox.cancel),

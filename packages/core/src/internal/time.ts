@@ -58,6 +58,43 @@ export const hostClock: Clock.Clock = (() => {
 export const isLiveClock = (clock: Clock.Clock): boolean => clock === hostClock || clock.constructor === LIVE_CLOCK_CLASS
 
 /**
+ * Runs `run` and waits for its promise for at most `timeoutMs` (ms, a plain `setTimeout`),
+ * then calls exactly one of: `onValue(value)`; `onRejected(cause)` when it rejects (or
+ * throws); `onTimeout()` when the time passes first, the promise's late answer then
+ * ignored. Answers a function that stops the wait (the timer cleared, nothing called).
+ * The plain form of {@link promiseWithin}, for code outside a fiber (the send queue's
+ * message without a fiber: docs/benchmarks.md "A message without a fiber").
+ */
+export const callWithin = <A>(
+  run: () => Promise<A>,
+  timeoutMs: number,
+  onValue: (value: A) => void,
+  onRejected: (cause: unknown) => void,
+  onTimeout: () => void
+): (() => void) => {
+  let settled = false
+  const stop = (): boolean => {
+    if (settled) return false
+    settled = true
+    clearTimeout(timer)
+    return true
+  }
+  const timer = setTimeout(() => stop() && onTimeout(), timeoutMs)
+  let answer: Promise<A>
+  try {
+    answer = run()
+  } catch (cause) {
+    if (stop()) onRejected(cause)
+    return stop
+  }
+  answer.then(
+    (value) => stop() && onValue(value),
+    (cause) => stop() && onRejected(cause)
+  )
+  return stop
+}
+
+/**
  * Runs `run` and waits for its promise for at most `timeoutMs` (ms, a plain `setTimeout`):
  * its value; `onRejected(cause)` when it rejects (or throws); `onTimeout()` when the time
  * passes first, the promise's late answer then ignored. No fiber is forked: one timer per
@@ -73,27 +110,12 @@ export const promiseWithin = <A, E>(
   onTimeout: () => E
 ): Effect.Effect<A, E> =>
   Effect.async<A, E>((resume) => {
-    let settled = false
-    const settle = (effect: Effect.Effect<A, E>) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      resume(effect)
-    }
-    const timer = setTimeout(() => settle(Effect.fail(onTimeout())), timeoutMs)
-    let answer: Promise<A>
-    try {
-      answer = run()
-    } catch (cause) {
-      settle(Effect.fail(onRejected(cause)))
-      return
-    }
-    answer.then(
-      (value) => settle(Effect.succeed(value)),
-      (cause) => settle(Effect.fail(onRejected(cause)))
+    const stop = callWithin(
+      run,
+      timeoutMs,
+      (value) => resume(Effect.succeed(value)),
+      (cause) => resume(Effect.fail(onRejected(cause))),
+      () => resume(Effect.fail(onTimeout()))
     )
-    return Effect.sync(() => {
-      settled = true
-      clearTimeout(timer)
-    })
+    return Effect.sync(stop)
   })

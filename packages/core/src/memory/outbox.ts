@@ -9,6 +9,7 @@ import type {
   OutboxPlacement,
   OutboxRepository
 } from "../storage/OutboxRepository.js"
+import { withPromise } from "../internal/promiseForm.js"
 import { foldBusinessReaction, withoutOrganization, writeStatus } from "./messages.js"
 import type { DispatchRow, MemoryState, MessageRow, PacingRow } from "./state.js"
 import { recordWebhookEvent } from "./webhooks.js"
@@ -368,7 +369,10 @@ const move = (
  */
 export const outboxRepository = (state: MemoryState): OutboxRepository => ({
   claim: (request) => Effect.sync(() => claim(state, request)),
-  record: (id, lease, outcome, now) => Effect.sync(() => record(state, id, lease, outcome, now)),
+  record: withPromise(
+    (id, lease, outcome, now) => Effect.sync(() => record(state, id, lease, outcome, now)),
+    (id, lease, outcome, now) => new Promise((resolve) => resolve(record(state, id, lease, outcome, now)))
+  ),
   settle: (organizationId, id, settlement) =>
     Effect.sync(() => {
       const entry = ownedEntry(state, organizationId, id)

@@ -32,7 +32,7 @@ import {
 } from "./MessageTransport.js"
 import { MAX_NAME_LENGTH } from "../model/names.js"
 import { isRecord } from "../internal/validation.js"
-import { isLiveClock, promiseWithin } from "../internal/time.js"
+import { callWithin, hostClock, isLiveClock, promiseWithin } from "../internal/time.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
@@ -369,13 +369,8 @@ const attemptWith = (
   const startedAt = clock.unsafeCurrentTimeMillis()
   // After the window: expiry, the spent schedule of a reclaimed message, then the channel.
   const afterWindow = (): Effect.Effect<OutboxOutcome> => {
-    if (Date.parse(claimed.expires_at) <= startedAt) {
-      return Effect.succeed({ _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 })
-    }
-    // A reclaimed message had an attempt of unknown outcome: it counts toward the schedule.
-    if (claimed.reclaimed && message.attempts >= settings.retryDelaysMs.length + 1) {
-      return Effect.succeed({ _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 })
-    }
+    const ended = endedBeforeAttempt(claimed, settings, startedAt)
+    if (ended !== null) return Effect.succeed(ended)
     // A send in the request has opened its channel already; the dispatcher opens it here,
     // before waiting for the slot: a store's round trip between the slot and the hand-over
     // would count as lateness (on a networked store, enough to miss the slot).
@@ -431,8 +426,7 @@ const attemptWith = (
       return Effect.suspend((): Effect.Effect<OutboxOutcome> => {
         if (paced && pastItsSlot(claimed, clock)) return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
         return Effect.matchEffect(promiseWithin(() => sendPromise(outbound), settings.timeoutMs, transportRejection, () => noAnswerWithin(settings.timeoutMs)), {
-          onFailure: (error): Effect.Effect<OutboxOutcome> =>
-            error instanceof TransportFailed ? failureOutcome(claimed, error) : Effect.die(error.cause),
+          onFailure: (error) => refusedAttempt(claimed, error),
           onSuccess: (receipt) => Effect.succeed(sentOutcome(receipt))
         })
       })
@@ -460,6 +454,20 @@ const attemptWith = (
     Option.isSome(closed) ? Effect.succeed(closed.value) : afterWindow())
 }
 
+/**
+ * The outcome that ends a claimed message at `now` (epoch ms) before any attempt: `expired`
+ * past its `expires_at`; a reclaimed message whose retries are spent (its attempt of
+ * unknown outcome counts toward the schedule) fails with its last failure; else `null`.
+ */
+const endedBeforeAttempt = (claimed: ClaimedMessage, settings: SendQueueSettingsValue, now: number): OutboxOutcome | null => {
+  if (Date.parse(claimed.expires_at) <= now) return { _tag: "Failed", failure: EXPIRED_FAILURE, attempts: 0 }
+  const { message } = claimed
+  if (claimed.reclaimed && message.attempts >= settings.retryDelaysMs.length + 1) {
+    return { _tag: "Failed", failure: message.failure ?? UNKNOWN_OUTCOME_FAILURE, attempts: 0 }
+  }
+  return null
+}
+
 /** Whether it is now more than {@link PACING_LATENESS_MS} past the claimed message's pacing slot (too late to hand over). */
 const pastItsSlot = (claimed: ClaimedMessage, clock: Clock.Clock): boolean =>
   clock.unsafeCurrentTimeMillis() - claimed.not_before > PACING_LATENESS_MS
@@ -483,6 +491,10 @@ class TransportDefect {
 /** A rejection of `send.promise`: `TransportFailed` as it is, anything else a {@link TransportDefect}. */
 const transportRejection = (cause: unknown): TransportFailed | TransportDefect =>
   cause instanceof TransportFailed ? cause : new TransportDefect(cause)
+
+/** The outcome of a send whose promise rejected with `error`: by its class of failure, or a defect of the transport. */
+const refusedAttempt = (claimed: ClaimedMessage, error: TransportFailed | TransportDefect): Effect.Effect<OutboxOutcome> =>
+  error instanceof TransportFailed ? failureOutcome(claimed, error) : Effect.die(error.cause)
 
 /** What the hand-over answers instead of a receipt when it came too late for the message's pacing slot. */
 const TOO_LATE = { tooLate: true } as const
@@ -757,11 +769,7 @@ const openChannel = (
   const id = claimed.message.channel_uuid
   if (id === null) return Effect.succeed(Either.right(null))
   return channels.getWithToken(claimed.organization_id, id as ChannelId).pipe(
-    Effect.map(({ access_token, channel }): Either.Either<OutboundChannel | null, OutboxOutcome> =>
-      channel.status === "paused"
-        ? Either.left(handedBack(claimed, now))
-        : Either.right({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
-    ),
+    Effect.map((opened) => channelOrHandedBack(opened, claimed, now)),
     Effect.catchTag("RecordNotFound", () =>
       Effect.succeed(Either.left<OutboxOutcome>({ _tag: "Failed", failure: CHANNEL_REMOVED_FAILURE, attempts: 0 }))),
     Effect.catchAll((error) =>
@@ -769,6 +777,16 @@ const openChannel = (
     )
   )
 }
+
+/** The channel `opened` to send through, or the claimed message handed back at `now` (epoch ms) when the channel is paused. */
+const channelOrHandedBack = (
+  { access_token, channel }: ChannelWithToken,
+  claimed: ClaimedMessage,
+  now: number
+): Either.Either<OutboundChannel, OutboxOutcome> =>
+  channel.status === "paused"
+    ? Either.left(handedBack(claimed, now))
+    : Either.right({ uuid: channel.uuid, phone_number_id: channel.phone_number_id, access_token })
 
 /** A claimed message given back to the queue at `now` (epoch ms) unattempted: no attempt counted, its failure kept. */
 const handedBack = (claimed: ClaimedMessage, now: number): OutboxOutcome => ({
@@ -887,10 +905,12 @@ export const DISPATCH_CHANNEL_TTL_MS = 1_000
 
 /**
  * The channels of one dispatcher (one `ChannelsService`): `channels`, whose `getWithToken`
- * is kept {@link DISPATCH_CHANNEL_TTL_MS}, and `forget`, which drops one channel kept.
+ * is kept {@link DISPATCH_CHANNEL_TTL_MS}; `kept`, the channel kept now, without a look-up
+ * (`undefined` when none is); and `forget`, which drops one channel kept.
  */
 interface DispatchChannels {
   readonly channels: ChannelsService
+  readonly kept: (organizationId: OrganizationId, id: string) => ChannelWithToken | undefined
   readonly forget: (organizationId: OrganizationId, id: string) => Effect.Effect<void>
 }
 
@@ -920,10 +940,14 @@ const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect
       }),
       (cache) => {
         const answered = new Map<string, { readonly value: ChannelWithToken; readonly until: number }>()
+        const kept = (organizationId: OrganizationId, id: string): ChannelWithToken | undefined => {
+          const hit = answered.get(`${organizationId} ${id}`)
+          return hit !== undefined && hit.until > clock.unsafeCurrentTimeMillis() ? hit.value : undefined
+        }
         const getWithToken: ChannelsService["getWithToken"] = (organizationId, id) => {
+          const hit = kept(organizationId, id)
+          if (hit !== undefined) return Effect.succeed(hit)
           const key = `${organizationId} ${id}`
-          const hit = answered.get(key)
-          if (hit !== undefined && hit.until > clock.unsafeCurrentTimeMillis()) return Effect.succeed(hit.value)
           return Effect.tap(cache.get(key), (value) => {
             if (answered.size >= 1_000) answered.clear()
             answered.set(key, { value, until: clock.unsafeCurrentTimeMillis() + DISPATCH_CHANNEL_TTL_MS })
@@ -931,6 +955,7 @@ const dispatchChannels = (channels: ChannelsService, clock: Clock.Clock): Effect
         }
         const dispatch: DispatchChannels = {
           channels: { ...channels, getWithToken },
+          kept,
           forget: (organizationId, id) =>
             Effect.suspend(() => {
               const key = `${organizationId} ${id}`
@@ -991,7 +1016,8 @@ export const sendQueue: LeasedQueue<
  * nothing more.
  */
 const sendQueueServices: Effect.Effect<
-  Required<Pick<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>, "claim" | "run" | "record" | "nextDueAt">>,
+  & Required<Pick<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>, "claim" | "run" | "record" | "nextDueAt">>
+  & Pick<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>, "startPlain">,
   never,
   Storage | SecureRandom | MessageTransport | Channels
 > = Effect.gen(function*() {
@@ -1008,7 +1034,13 @@ const sendQueueServices: Effect.Effect<
     findTemplate: storage.templates.findByIdentity,
     media: { repository: storage.media, blobs: Option.getOrUndefined(blobs) }
   }
+  const run = (claimed: ClaimedMessage) => attemptWith(services, settings, clock, claimed, undefined)
+  const sendPromise = services.transport.send.promise
+  const recordPromise = storage.outbox.record.promise
   return {
+    startPlain: sendPromise === undefined || recordPromise === undefined || !isLiveClock(clock)
+      ? undefined
+      : plainStarter({ services, settings, clock, dispatch, storage, send: sendPromise, record: recordPromise, run }),
     claim: (now, leaseUntil, limit) =>
       Effect.suspend(() => {
         // Slots are reserved from when the claim is expected to have returned, not from when
@@ -1033,7 +1065,7 @@ const sendQueueServices: Effect.Effect<
           )
         })
       }),
-    run: (claimed) => attemptWith(services, settings, clock, claimed, undefined),
+    run,
     record: (claimed, outcome) => {
       const recorded = Effect.map(recordWith(storage, clock, claimed, outcome), Option.isSome)
       const channelId = claimed.message.channel_uuid
@@ -1045,6 +1077,81 @@ const sendQueueServices: Effect.Effect<
     nextDueAt: () => storage.outbox.nextDueAt()
   }
 })
+
+/**
+ * The send queue's `LeasedQueue.startPlain` (docs/benchmarks.md "A message without a
+ * fiber"): the common message — a template through a channel this dispatcher keeps open
+ * and active, not scheduled, not by a stored file, nothing that ends it before an attempt —
+ * waits for its pacing slot on a timer, is handed over by the transport's promise form
+ * within `timeoutMs` ({@link callWithin}) and, once sent, recorded by the store's promise
+ * form: the same steps as {@link attemptWith} and {@link recordSendOutcome}, without a
+ * fiber or a step of Effect's runtime. Anything else goes on in a fiber, through the same
+ * code as a fiber's job: a message the plain path does not take; a channel no longer kept
+ * at the slot (its attempt from the start); a paused channel or a late slot (handed back);
+ * a failed send (classed by {@link failureOutcome}); a record the lease refused (logged).
+ */
+const plainStarter = (given: {
+  readonly services: AttemptServices
+  readonly settings: SendQueueSettingsValue
+  readonly clock: Clock.Clock
+  readonly dispatch: DispatchChannels
+  readonly storage: StorageService
+  readonly send: (message: OutboundMessage) => Promise<TransportReceipt>
+  readonly record: NonNullable<StorageService["outbox"]["record"]["promise"]>
+  readonly run: (claimed: ClaimedMessage) => Effect.Effect<OutboxOutcome>
+}): NonNullable<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>["startPlain"]> => {
+  const { services, settings, clock, dispatch, storage } = given
+  return (claimed, host) => {
+    const { message } = claimed
+    const channelId = message.channel_uuid
+    if (
+      channelId === null || message.type !== "template" || claimed.scheduled_at !== null ||
+      storedMediaUuidOf(message) !== undefined
+    ) return false
+    const now = clock.unsafeCurrentTimeMillis()
+    if (endedBeforeAttempt(claimed, settings, now) !== null) return false
+    const opened = dispatch.kept(claimed.organization_id, channelId)
+    if (opened === undefined || opened.channel.status === "paused") return false
+    const recordSent = (outcome: OutboxOutcome): void => {
+      if (host.abandoned()) return host.abandon()
+      const at = new Date(clock.unsafeCurrentTimeMillis()).toISOString()
+      given.record(message.uuid, claimed.lease, outcome, at).then(
+        (recorded) =>
+          Option.isSome(recorded)
+            ? host.recorded(outcome, true)
+            : host.endWith(Effect.as(afterRecord(storage, claimed, outcome, recorded, at), { _tag: "Lost", outcome } as const)),
+        (error: StorageError) => host.endWith(Effect.fail(error))
+      )
+    }
+    const atSlot = (): void => {
+      if (host.abandoned()) return host.abandon()
+      // Read again at the slot, as a fiber's attempt does: a pause recorded meanwhile hands it back.
+      const again = dispatch.kept(claimed.organization_id, channelId)
+      if (again === undefined) return host.continueWith(claimed, given.run(claimed))
+      const channel = channelOrHandedBack(again, claimed, claimed.not_before)
+      if (Either.isLeft(channel)) return host.continueWith(claimed, Effect.succeed(channel.left))
+      if (pastItsSlot(claimed, clock)) {
+        return host.continueWith(claimed, Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis())))
+      }
+      const outbound = outboundOfRecord(message, claimed.to, channel.right)
+      callWithin(
+        () => given.send(outbound),
+        settings.timeoutMs,
+        (receipt) => recordSent(sentOutcome(receipt)),
+        (cause) => host.continueWith(claimed, refusedAttempt(claimed, transportRejection(cause))),
+        () => host.continueWith(claimed, failureOutcome(claimed, noAnswerWithin(settings.timeoutMs)))
+      )
+    }
+    const untilSlot = claimed.not_before - now
+    if (untilSlot <= 0) atSlot()
+    else {
+      const timer = setTimeout(atSlot, untilSlot)
+      // As the host clock's sleeps: a host's process may end while a message waits for its slot.
+      if (clock === hostClock) timer.unref()
+    }
+    return true
+  }
+}
 
 /**
  * Options of {@link runSendDispatcher}: `concurrency`, the most messages held at once

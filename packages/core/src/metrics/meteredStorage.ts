@@ -2,6 +2,7 @@ import { Effect, Layer, Option } from "effect"
 import type { Broadcast, BroadcastId } from "../model/broadcasts.js"
 import type { ChannelId } from "../model/channels.js"
 import type { Message } from "../model/messages.js"
+import { tappedWithPromise } from "../internal/promiseForm.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { OutboxOutcome } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
@@ -67,10 +68,9 @@ const meteredStorageOf = (storage: StorageService, recorder: MetricsRecorderServ
     },
     outbox: {
       ...storage.outbox,
-      record: (id, lease, outcome, now) =>
-        Effect.tap(storage.outbox.record(id, lease, outcome, now), (recorded) => {
-          if (Option.isSome(recorded)) recordOutcome(outcome, recorded.value, outbound)
-        }),
+      record: tappedWithPromise(storage.outbox.record, (recorded, _id, _lease, outcome) => {
+        if (Option.isSome(recorded)) recordOutcome(outcome, recorded.value, outbound)
+      }),
       settle: (organizationId, id, settlement) =>
         Effect.tap(storage.outbox.settle(organizationId, id, settlement), (settled) => {
           if (Option.isSome(settled) && settled.value.changed && settled.value.message.status === settlement.status) {

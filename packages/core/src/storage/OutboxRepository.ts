@@ -3,6 +3,7 @@ import type { Channel, ChannelId, ChannelStatus } from "../model/channels.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
+import type { WithPromiseForm } from "../internal/promiseForm.js"
 
 // The send queue (docs/messaging.md "The send queue"). Every outbound message a send,
 // an auto-reply or a broadcast creates is a message row WITH DISPATCH STATE: it is "in
@@ -242,14 +243,11 @@ export interface OutboxRepository {
   /**
    * Writes `outcome` for the message `id` only while `lease` holds it (the token matches,
    * the status is `sending` and the lease was not ended by an `Unknown`): then the message
-   * as stored afterwards; else nothing is written and `None`.
+   * as stored afterwards; else nothing is written and `None`. It may carry `promise`, the
+   * same write as a promise (`WithPromiseForm`): the send queue's dispatcher records a sent
+   * message through it, without a fiber (docs/extending.md "A store of your own").
    */
-  readonly record: (
-    id: MessageId,
-    lease: string,
-    outcome: OutboxOutcome,
-    now: string
-  ) => Effect.Effect<Option.Option<Message>, StorageError>
+  readonly record: WithPromiseForm<[id: MessageId, lease: string, outcome: OutboxOutcome, now: string], Option.Option<Message>, StorageError>
   /**
    * Settles the organization's outbox message `id` from a status notification that named
    * it: when it has no provider id, `provider_message_id` is recorded (and its pending

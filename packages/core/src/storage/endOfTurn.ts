@@ -1,4 +1,5 @@
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
+import { withPromise, type WithPromiseForm } from "../internal/promiseForm.js"
 
 /**
  * For storage adapters: calls asked for during one turn of the Node event loop and answered
@@ -14,13 +15,15 @@ import { Effect } from "effect"
  * caller is left waiting.
  *
  * Each call of the returned function is asynchronous: its answer always comes at the end of
- * the turn it was asked in, never synchronously.
+ * the turn it was asked in, never synchronously. It carries `promise` (`WithPromiseForm`):
+ * the same call, joining the same groups, as a promise (an answer that is an `Exit` settles
+ * it at once; any other answer is run first).
  *
  * @category storage
  */
 export const endOfTurnQueue = <Request, A, E>(
   answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>
-): ((request: Request) => Effect.Effect<A, E>) => groupedQueue(answerAll, { windowMs: 0, maxSize: Number.POSITIVE_INFINITY })
+): GroupedCall<Request, A, E> => groupedQueue(answerAll, { windowMs: 0, maxSize: Number.POSITIVE_INFINITY })
 
 /**
  * {@link endOfTurnQueue} over a longer window: the calls asked for within `windowMs` (ms)
@@ -32,7 +35,7 @@ export const endOfTurnQueue = <Request, A, E>(
 export const groupedQueue = <Request, A, E>(
   answerAll: (requests: ReadonlyArray<Request>) => ReadonlyArray<Effect.Effect<A, E>>,
   options: { readonly windowMs: number; readonly maxSize: number }
-): ((request: Request) => Effect.Effect<A, E>) => {
+): GroupedCall<Request, A, E> => {
   let requests: Array<Request> = []
   let resumers: Array<(answer: Effect.Effect<A, E>) => void> = []
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -56,14 +59,35 @@ export const groupedQueue = <Request, A, E>(
     }
     for (let index = 0; index < resume.length; index++) resume[index]!(answers[index]!)
   }
-  return (request) =>
-    Effect.async<A, E>((resume) => {
-      requests.push(request)
-      const waiting = resumers.push(resume)
-      if (waiting >= options.maxSize) answerQueued()
-      else if (waiting === 1) {
-        if (options.windowMs <= 0) setImmediate(answerQueued)
-        else timer = setTimeout(answerQueued, options.windowMs)
-      }
-    })
+  const enqueue = (request: Request, resume: (answer: Effect.Effect<A, E>) => void): void => {
+    requests.push(request)
+    const waiting = resumers.push(resume)
+    if (waiting >= options.maxSize) answerQueued()
+    else if (waiting === 1) {
+      if (options.windowMs <= 0) setImmediate(answerQueued)
+      else timer = setTimeout(answerQueued, options.windowMs)
+    }
+  }
+  return withPromise(
+    (request: Request) => Effect.async<A, E>((resume) => enqueue(request, resume)),
+    (request: Request) =>
+      new Promise<A>((resolve, reject) =>
+        enqueue(request, (answer) => {
+          const settle = (exit: Exit.Exit<A, E>) =>
+            Exit.isSuccess(exit) ? resolve(exit.value) : reject(Cause.squash(exit.cause))
+          if (Exit.isExit(answer)) settle(answer as Exit.Exit<A, E>)
+          else Effect.runPromiseExit(answer).then(settle)
+        }))
+  )
+}
+
+/**
+ * A call of {@link groupedQueue} or {@link endOfTurnQueue}: the Effect, and the same call
+ * as a promise (`promise`), which resolves with the answer and rejects with its failure
+ * (`Cause.squash`: the error, else the defect).
+ *
+ * @category storage
+ */
+export type GroupedCall<Request, A, E> = WithPromiseForm<[request: Request], A, E> & {
+  readonly promise: (request: Request) => Promise<A>
 }

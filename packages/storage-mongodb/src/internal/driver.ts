@@ -9,6 +9,13 @@ import { StorageError } from "@switchboard/core"
 export const attempt = <A>(operation: string, run: () => Promise<A>): Effect.Effect<A, StorageError> =>
   Effect.tryPromise({ try: run, catch: (cause) => new StorageError({ operation, cause }) })
 
+/**
+ * {@link attempt} as a promise (a store method's promise form, `WithPromiseForm`): `run`'s
+ * value, or a rejection with a `StorageError` naming `operation`.
+ */
+export const attemptPromise = <A>(operation: string, run: () => Promise<A>): Promise<A> =>
+  run().catch((cause: unknown) => Promise.reject(new StorageError({ operation, cause })))
+
 /** MongoDB's duplicate-key error code (a unique index refused a write). */
 export const DUPLICATE_KEY = 11000
 

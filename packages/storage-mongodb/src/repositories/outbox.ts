@@ -21,11 +21,12 @@ import {
   listedMessageType,
   outboundReactionOf,
   pacingIntervalMs,
-  type WebhookEventType
+  type WebhookEventType,
+  withPromise
 } from "@switchboard/core"
 import type { Document } from "mongodb"
 import type { ChannelDocument, MessageDocument } from "../internal/documents.js"
-import { attempt, onDuplicateKey } from "../internal/driver.js"
+import { attempt, attemptPromise, onDuplicateKey } from "../internal/driver.js"
 import { anyOf, eq, ofOrganization, owned } from "../internal/queries.js"
 import { channelOf, messageRecord } from "../internal/records.js"
 import { type Collections, WAITING } from "../internal/schema.js"
@@ -596,7 +597,10 @@ export const outboxRepository = (collections: Collections): OutboxRepository => 
 
   return {
     claim: (request) => attempt("outbox.claim", () => claim(request)),
-    record: (id, lease, outcome, now) => attempt("outbox.record", () => record(id, lease, outcome, now)),
+    record: withPromise(
+      (id, lease, outcome, now) => attempt("outbox.record", () => record(id, lease, outcome, now)),
+      (id, lease, outcome, now) => attemptPromise("outbox.record", () => record(id, lease, outcome, now))
+    ),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", async () => {
         const found = await messages.countDocuments({ ...owned(organizationId, id), to: { $exists: true } }, { limit: 1 })

@@ -2,6 +2,7 @@ import { Effect, Option } from "effect"
 import {
   type ChannelQueueFigures,
   groupedQueue,
+  withPromise,
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
@@ -61,7 +62,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
         if (request.limit < 1 || !(await anyDue(db, request.now))) return []
         return db.transaction((sql) => claimDue(sql, s, request))
       }),
-    record: (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
+    record: withPromise(
+      (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
+      (id, lease, outcome, now) => recordGrouped.promise({ id, lease, outcome, now })
+    ),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         db.transaction(async (sql) => {

@@ -2,6 +2,7 @@ import { Option } from "effect"
 import {
   type ChannelQueueFigures,
   groupedQueue,
+  withPromise,
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
@@ -64,7 +65,10 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
         if (request.limit < 1 || !snapshot(db, () => anyDue(statements, request.now))) return []
         return transaction(db, () => claimDue(statements, request))
       }),
-    record: (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
+    record: withPromise(
+      (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
+      (id, lease, outcome, now) => recordGrouped.promise({ id, lease, outcome, now })
+    ),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         transaction(db, () => {
