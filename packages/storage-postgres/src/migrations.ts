@@ -4,7 +4,7 @@ import { StorageError, type StorageHealth } from "@switchboard/core"
 import { attempt, databaseOf, quoteIdentifier, type Sql, sqlOf } from "./internal/sql.js"
 import { catalogTables } from "./schema/catalog.js"
 import { chatTables } from "./schema/chats.js"
-import { deliveryTables, scheduledSendsChanges, transportKindColumns, webhookSecretRotationColumns } from "./schema/delivery.js"
+import { deliveryTables, scheduledSendsChanges, sendQueueLanesByIndex, transportKindColumns, webhookSecretRotationColumns } from "./schema/delivery.js"
 import { mediaTables } from "./schema/media.js"
 import { apiKeyExpiryChanges, organizationTables } from "./schema/organizations.js"
 import { rateLimitTables } from "./schema/rateLimits.js"
@@ -86,6 +86,13 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "api key expiry",
     // api_keys.expires_at, the instant a rotated key stops working (schema/organizations.ts).
     sql: apiKeyExpiryChanges
+  },
+  {
+    version: 9,
+    name: "send queue lanes by index",
+    // The lane's next head found with every column of the lane an index condition
+    // (schema/delivery.ts): a message leaving the queue no longer scans its organization's lanes.
+    sql: sendQueueLanesByIndex
   }
 ]
 

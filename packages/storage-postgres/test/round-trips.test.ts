@@ -238,6 +238,49 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       })
     ))
 
+  it.effect("a message leaving the queue finds its lane's next head through the lanes index: a few rows, not every lane of its organization", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const organizationId = yield* queuedOnChannels(store, 3, 200)
+        // The plans of the trigger function's own statements (auto_explain, nested, sent to this client).
+        const plans = yield* Effect.promise(async () => {
+          const client = new Pg.Client({ connectionString: postgresUrl! })
+          await client.connect()
+          const logged: Array<string> = []
+          client.on("notice", (notice) => void logged.push(notice.message ?? ""))
+          try {
+            await client.query(`ANALYZE ${schema}.messages`)
+            const { rows } = await client.query(
+              `SELECT channel_uuid, recipient, send_class FROM ${schema}.messages WHERE organization_id = $1 AND head LIMIT 1`,
+              [organizationId]
+            )
+            const lane = rows[0]
+            await client.query("BEGIN")
+            for (const setting of ["LOAD 'auto_explain'", "SET LOCAL auto_explain.log_min_duration = 0", "SET LOCAL auto_explain.log_analyze = on",
+              "SET LOCAL auto_explain.log_nested_statements = on", "SET LOCAL auto_explain.log_format = 'json'", "SET LOCAL client_min_messages = log"]) {
+              await client.query(setting)
+            }
+            await client.query(`SELECT ${schema}.send_queue_next_head($1, $2, $3, $4)`, [organizationId, lane.channel_uuid, lane.recipient, lane.send_class])
+            await client.query(`SELECT ${schema}.send_queue_next_head($1, NULL, $2, $3)`, [organizationId, lane.recipient, lane.send_class])
+            await client.query("ROLLBACK")
+          } finally {
+            await client.end()
+          }
+          // Each nested UPDATE of the function, as JSON after "plan:".
+          return logged.filter((text) => text.includes("SET head = true")).map((text) => JSON.parse(text.slice(text.indexOf("{"))).Plan as PlanNode)
+        })
+        const rowsRead = (node: PlanNode): number =>
+          (node["Relation Name"] === "messages" || node["Index Name"]?.startsWith("messages_")
+            ? (node["Actual Rows"] + (node["Rows Removed by Filter"] ?? 0)) * node["Actual Loops"]
+            : 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0)
+        // With a channel, and without one: 600 waiting on 3 channels, and each look-up reads a
+        // few rows (matching the channel by IS NOT DISTINCT FROM read all 600).
+        expect(plans).toHaveLength(2)
+        for (const plan of plans) expect(rowsRead(plan)).toBeLessThan(10)
+      })
+    ))
+
   it.effect("with no subscribed endpoint, a failure is one statement: the status and the failure together", () =>
     Effect.scoped(
       Effect.gen(function* () {

@@ -229,3 +229,54 @@ export const webhookSecretRotationColumns: SchemaArea = ({ schema }) => `
 ALTER TABLE ${schema}.webhook_endpoints ADD COLUMN previous_secret_sealed text;
 ALTER TABLE ${schema}.webhook_endpoints ADD COLUMN previous_secret_expires_at timestamptz;
 `
+
+/**
+ * Migration 9: a lane's next head found through `messages_send_queue_lanes` with every
+ * column of the lane in the index condition. The functions of migration 2 matched the
+ * channel with `channel_uuid IS NOT DISTINCT FROM p_channel`, which PostgreSQL cannot use
+ * as an index condition: each message leaving the queue scanned the lanes index over every
+ * channel of its organization (~15 ms a message with 20 000 waiting), inside the record's
+ * transaction and under the organization's lock, and two dispatchers' records queued
+ * behind it (docs/benchmarks.md "Dispatch on PostgreSQL: a lane's next head by its index").
+ * Now a message with a channel matches `channel_uuid = p_channel`, one without
+ * `channel_uuid IS NULL`: both index conditions.
+ */
+export const sendQueueLanesByIndex: SchemaArea = ({ schema }) => `
+CREATE OR REPLACE FUNCTION ${schema}.send_queue_next_head(
+  p_organization text, p_channel text, p_recipient text, p_class text
+) RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  IF p_channel IS NULL THEN
+    UPDATE ${schema}.messages SET head = true
+    WHERE uuid = (SELECT uuid FROM ${schema}.messages
+      WHERE organization_id = p_organization AND channel_uuid IS NULL
+        AND recipient = p_recipient AND send_class = p_class
+        AND recipient IS NOT NULL AND status IN ('queued', 'sending')
+      ORDER BY sequence LIMIT 1);
+  ELSE
+    UPDATE ${schema}.messages SET head = true
+    WHERE uuid = (SELECT uuid FROM ${schema}.messages
+      WHERE organization_id = p_organization AND channel_uuid = p_channel
+        AND recipient = p_recipient AND send_class = p_class
+        AND recipient IS NOT NULL AND status IN ('queued', 'sending')
+      ORDER BY sequence LIMIT 1);
+  END IF;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION ${schema}.messages_send_queue_returned() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF NEW.channel_uuid IS NULL THEN
+    UPDATE ${schema}.messages SET head = false
+      WHERE organization_id = NEW.organization_id AND channel_uuid IS NULL
+        AND recipient = NEW.recipient AND send_class = NEW.send_class AND head;
+  ELSE
+    UPDATE ${schema}.messages SET head = false
+      WHERE organization_id = NEW.organization_id AND channel_uuid = NEW.channel_uuid
+        AND recipient = NEW.recipient AND send_class = NEW.send_class AND head;
+  END IF;
+  PERFORM ${schema}.send_queue_next_head(NEW.organization_id, NEW.channel_uuid, NEW.recipient, NEW.send_class);
+  RETURN NULL;
+END
+$fn$;
+`
