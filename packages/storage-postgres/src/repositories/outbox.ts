@@ -2,7 +2,6 @@ import { Effect, Option } from "effect"
 import {
   type ChannelQueueFigures,
   groupedQueue,
-  withPromise,
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
@@ -10,7 +9,7 @@ import {
   type OutboxSummaryRow,
   type StorageError
 } from "@switchboard/core"
-import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
 import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue, LANES } from "./outboxClaim.js"
@@ -62,10 +61,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
         if (request.limit < 1 || !(await anyDue(db, request.now))) return []
         return db.transaction((sql) => claimDue(sql, s, request))
       }),
-    record: withPromise(
-      (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
-      (id, lease, outcome, now) => recordGrouped.promise({ id, lease, outcome, now })
-    ),
+    record: recordThrough(recordGrouped),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         db.transaction(async (sql) => {

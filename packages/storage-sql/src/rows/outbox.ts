@@ -1,4 +1,5 @@
-import type { Message, OutboxOutcome, OutboxPlacement, SendClass } from "@switchboard/core"
+import { type GroupedCall, type Message, type OutboxOutcome, type OutboxPlacement, type OutboxRepository, type SendClass, type StorageError, withPromise } from "@switchboard/core"
+import type { Option } from "effect"
 import { type MessageRow, messageValues } from "./messages.js"
 import { iso } from "./values.js"
 
@@ -188,3 +189,15 @@ export interface RecordRequest {
   readonly outcome: OutboxOutcome
   readonly now: string
 }
+
+/**
+ * `OutboxRepository.record` through a grouped queue of {@link RecordRequest}s
+ * (`groupedQueue`), in both forms: the Effect and its promise form, joining the same groups.
+ *
+ * @category send queue
+ */
+export const recordThrough = (grouped: GroupedCall<RecordRequest, Option.Option<Message>, StorageError>): OutboxRepository["record"] =>
+  withPromise(
+    (id, lease, outcome, now) => grouped({ id, lease, outcome, now }),
+    (id, lease, outcome, now) => grouped.promise({ id, lease, outcome, now })
+  )

@@ -2,14 +2,13 @@ import { Option } from "effect"
 import {
   type ChannelQueueFigures,
   groupedQueue,
-  withPromise,
   type Message,
   type OrganizationId,
   type OutboxMoveOutcome,
   type OutboxRepository,
   type OutboxSummaryRow
 } from "@switchboard/core"
-import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest } from "@switchboard/storage-sql"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
 import { attempt, type RepositoryFactory, snapshot, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channelCache.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
@@ -65,10 +64,7 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
         if (request.limit < 1 || !snapshot(db, () => anyDue(statements, request.now))) return []
         return transaction(db, () => claimDue(statements, request))
       }),
-    record: withPromise(
-      (id, lease, outcome, now) => recordGrouped({ id, lease, outcome, now }),
-      (id, lease, outcome, now) => recordGrouped.promise({ id, lease, outcome, now })
-    ),
+    record: recordThrough(recordGrouped),
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         transaction(db, () => {
