@@ -14,7 +14,7 @@ import {
 // server on a temporary SQLite file, Meta's Graph API played by the WhatsApp simulator.
 // - SIGKILL during a backlog of 1 000 messages (written while the channel is paused, then
 //   resumed; the kill 300 sends after the resume), then a restart: every message reaches the simulator, none twice but those in
-//   flight at the kill, none left queued or sending;
+//   flight at the kill and those whose attempt's outcome was unknown (logged), none left queued or sending;
 // - two server processes on one file sharing one channel: the channel's pace holds across
 //   both (no one-second window above its throughput_mps).
 
@@ -130,8 +130,32 @@ const notSentIds = (filename: string): Set<string> => {
   }
 }
 
+/** The outbound message `id`'s status, attempts and failure in the database file. */
+const messageRow = (filename: string, id: string): unknown => {
+  const db = new Database(filename, { readonly: true })
+  try {
+    return db.prepare("SELECT status, attempts, failure FROM messages WHERE uuid = ?").get(id)
+  } finally {
+    db.close()
+  }
+}
+
+/** The log line of an attempt whose outcome is unknown (core's SendQueue). */
+const UNKNOWN_OUTCOME_LOG_LINE = "Message send outcome unknown; waiting for Meta's status notification"
+
+/** The JSON log entries in a server's stderr (`Logger.jsonLogger`'s lines; other lines skipped). */
+const logEntries = (stderr: string): Array<{ message?: unknown; annotations?: Record<string, unknown> }> =>
+  stderr.split("\n").flatMap((line) => {
+    if (!line.startsWith("{")) return []
+    try {
+      return [JSON.parse(line) as { message?: unknown; annotations?: Record<string, unknown> }]
+    } catch {
+      return []
+    }
+  })
+
 describe("the send queue across processes", () => {
-  it("SIGKILL during a 1 000-message backlog, then a restart: every message reaches Meta, none twice but those in flight at the kill", async () => {
+  it("SIGKILL during a 1 000-message backlog, then a restart: every message reaches Meta, none twice but those in flight at the kill or of an unknown outcome", async () => {
     const { env, apiKey, filename } = await freshOrganization(100)
     const first = await startServer(env)
     // Meta refuses the first send for a reason of the account: the channel pauses, so the
@@ -164,7 +188,7 @@ describe("the send queue across processes", () => {
     const unrecorded = notSentIds(filename)
     expect(beforeKill.length).toBeLessThan(1000)
 
-    await startServer(env)
+    const second = await startServer(env)
     await simulator.waitFor(() => {
       const seen = new Set(sendRequests().map((each) => each.id))
       return ids.every((id) => seen.has(id))
@@ -183,9 +207,23 @@ describe("the send queue across processes", () => {
     const inFlight = new Set(beforeKill.filter((each) => unrecorded.has(each.id)).map((each) => each.id))
     // Sends recorded before the kill exist, so the rule below says something about them.
     expect(beforeKill.some((each) => !unrecorded.has(each.id))).toBe(true)
-    console.log(`send queue crash test: ${beforeKill.length} sent before the kill, ${twice.length} sent twice (in flight at the kill: at most ${inFlight.size})`)
+    // An attempt whose outcome was unknown (a timeout: 1 s here, on a machine that may be
+    // loaded) is sent again once the settle time has passed, as docs/messaging.md "Unknown
+    // outcomes" says: the one other case in which Meta may get a message twice. Each
+    // process logs it, naming the message.
+    const logs = [first, second].flatMap((server) => logEntries(server.output().stderr))
+    const unknown = new Set(logs.filter((entry) => entry.message === UNKNOWN_OUTCOME_LOG_LINE).map((entry) => entry.annotations?.message_id))
+    // The logs are read: the refused first send's pause names its message.
+    expect(logs.some((entry) => typeof entry.annotations?.message_id === "string")).toBe(true)
+    const unexplained = twice.filter((id) => !inFlight.has(id) && !unknown.has(id))
+    console.log(`send queue crash test: ${beforeKill.length} sent before the kill, ${twice.length} sent twice (in flight at the kill: at most ${inFlight.size}; an unknown outcome: ${unknown.size})`)
     expect([...arrivals.values()].every((count) => count <= 2)).toBe(true)
-    expect(twice.filter((id) => !inFlight.has(id))).toEqual([])
+    expect(
+      unexplained,
+      `sent twice, neither in flight at the kill nor after an unknown outcome: ${
+        JSON.stringify(unexplained.map((id) => ({ id, arrivals: sendRequests().filter((each) => each.id === id), stored: messageRow(filename, id), logged: logs.filter((entry) => entry.annotations?.message_id === id) })))
+      }`
+    ).toEqual([])
   }, 120_000)
 
   it("two server processes on one SQLite file share one channel's pause and pace: no one-second window above its throughput_mps", async () => {
