@@ -92,11 +92,17 @@ const definedFields = (settings: Partial<SendQueueSettingsValue>): Partial<SendQ
 
 /**
  * How far ahead of now a claim reserves a channel's pacing slots, in ms: a claimed message
- * waits in its dispatcher until its slot (`ClaimedMessage.not_before`).
+ * waits in its dispatcher until its slot (`ClaimedMessage.not_before`). The slots reserved
+ * ahead are what a channel sends from while the next claim runs: with 500 ms, two servers
+ * on PostgreSQL (claims of 30–200 ms, records queued up to a second) let channels run dry,
+ * and a dry channel's next slots start where the claim is expected to return, so a claim
+ * slower than expected handed its first messages back late; the lowest channel's share of
+ * its rate read 87–91%, and 91–94% with 800 ms (docs/benchmarks.md "Dispatch on
+ * PostgreSQL: slots further ahead").
  *
  * @category messaging
  */
-export const PACING_HORIZON_MS = 500
+export const PACING_HORIZON_MS = 800
 
 /**
  * How late after its pacing slot a message may still be handed to Meta, in ms, checked in
@@ -138,12 +144,16 @@ export const SEND_START_LEAD_MS = 50
 export const SEND_CLAIM_INTERVAL_MS = 100
 
 /**
- * The most messages one dispatcher holds at once (waiting for their slot or in flight):
- * enough for 20 channels at 50 messages/s with 0.5 s Graph round trips.
+ * The most messages one dispatcher holds at once (waiting for their slot, in flight, or
+ * waiting for their outcome's record): 20 channels at 50 messages/s hold up to 760 waiting
+ * for slots within {@link PACING_HORIZON_MS}, and on PostgreSQL records may queue up to a
+ * second; with 512, two thirds of the claims there asked for fewer than
+ * {@link SEND_CLAIM_LIMIT} (docs/benchmarks.md "Dispatch on PostgreSQL: slots further
+ * ahead"). A message held costs a timer and its claimed row.
  *
  * @category messaging
  */
-export const SEND_DISPATCH_CONCURRENCY = 512
+export const SEND_DISPATCH_CONCURRENCY = 1024
 
 /**
  * The most messages one claim of the send queue takes. A claim's write grows with what it
