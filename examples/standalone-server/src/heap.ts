@@ -13,17 +13,37 @@ import { setFlagsFromString } from "node:v8"
 export const HEAP_GROWING_PERCENT = 50
 
 /**
- * The V8 flag the standalone server sets as it starts (`--heap-growing-percent=50`), or
- * `null` when the process was started with its own `--heap-growing-percent` (in `execArgv`
- * or `NODE_OPTIONS`), which is then kept.
+ * The V8 flags the standalone server sets as it starts (docs/standalone-server.md "Memory"),
+ * each kept out when the process was started with its own setting of it:
+ *
+ * - `--heap-growing-percent=50`: see {@link HEAP_GROWING_PERCENT}.
+ * - `--no-allocation-site-pretenuring`: V8 otherwise learns, from allocation sites whose
+ *   objects survived a scavenge or two while the server warmed up or worked through a
+ *   burst, to allocate their later objects straight in the old generation. It did so for
+ *   `pg`'s result rows and the server's response bodies: every request's rows went to the
+ *   old generation (~33 KB a request), a mark-compact ran every ~1.5 s with main-thread
+ *   marking steps of 8–11 ms, and `GET /chats` on PostgreSQL took 20–35 ms for the
+ *   requests they met (p50 3–6 ms). Without it those objects die young, as they are
+ *   (docs/benchmarks.md "PostgreSQL `GET /chats`: V8's pretenuring").
  */
-export const heapGrowingFlag = (execArgv: ReadonlyArray<string>, nodeOptions: string | undefined): string | null =>
-  [...execArgv, ...(nodeOptions ?? "").split(/\s+/)].some((argument) => argument.startsWith("--heap-growing-percent"))
-    ? null
-    : `--heap-growing-percent=${HEAP_GROWING_PERCENT}`
+export const SERVER_V8_FLAGS: ReadonlyArray<{ readonly flag: string; readonly given: (argument: string) => boolean }> = [
+  { flag: `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, given: (argument) => argument.startsWith("--heap-growing-percent") },
+  {
+    flag: "--no-allocation-site-pretenuring",
+    given: (argument) => /^--(no-)?allocation[-_]site[-_]pretenuring\b/.test(argument)
+  }
+]
 
-/** Sets {@link heapGrowingFlag} on this process's V8 (before the server allocates much). */
-export const limitHeapGrowth = (): void => {
-  const flag = heapGrowingFlag(process.execArgv, process.env.NODE_OPTIONS)
-  if (flag !== null) setFlagsFromString(flag)
+/**
+ * The flags of {@link SERVER_V8_FLAGS} to set on this process: those not given in
+ * `execArgv` or `NODE_OPTIONS` (a setting of the process's own is kept).
+ */
+export const serverV8Flags = (execArgv: ReadonlyArray<string>, nodeOptions: string | undefined): ReadonlyArray<string> => {
+  const argumentsGiven = [...execArgv, ...(nodeOptions ?? "").split(/\s+/)]
+  return SERVER_V8_FLAGS.filter(({ given }) => !argumentsGiven.some(given)).map(({ flag }) => flag)
+}
+
+/** Sets {@link serverV8Flags} on this process's V8 (before the server allocates much). */
+export const setServerV8Flags = (): void => {
+  for (const flag of serverV8Flags(process.execArgv, process.env.NODE_OPTIONS)) setFlagsFromString(flag)
 }

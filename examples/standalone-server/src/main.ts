@@ -15,7 +15,8 @@
  * are JSON lines on stderr, so stdout carries only the demo credentials. SIGINT and
  * SIGTERM shut it down gracefully (exit code 0); a bad configuration, a store that cannot
  * be opened or a port that cannot be bound exits with code 1. It sets V8's
- * `--heap-growing-percent=50` as it starts unless given one (see `heap.ts`).
+ * `--heap-growing-percent=50` and `--no-allocation-site-pretenuring` as it starts, each
+ * unless given its own (see `heap.ts`).
  *
  * @packageDocumentation
  */
@@ -25,7 +26,7 @@ import { Core, SecretKey, Storage } from "@switchboard/core"
 import { answerClientError, createHandler, DEFAULT_BASE_PATH } from "@switchboard/http-adapter"
 import { Effect, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { loadConfig, storageLayerFor } from "./config.js"
-import { limitHeapGrowth } from "./heap.js"
+import { setServerV8Flags } from "./heap.js"
 import { serverConfig, type ServerConfig } from "./serverConfig.js"
 import { ensureDemoOrganization } from "./demo.js"
 import { withHealthEndpoints } from "./health.js"
@@ -43,7 +44,7 @@ import { describeTracing, tracingConfig, tracingFor } from "./tracing.js"
 import { metricsConfig, startMetrics } from "./metrics.js"
 
 const main = async (): Promise<void> => {
-  limitHeapGrowth()
+  setServerV8Flags()
   const config = await Effect.runPromiseExit(loadConfig(serverConfig))
   if (Exit.isFailure(config)) return fail(describeCause(config.cause))
   const rateLimits = await Effect.runPromiseExit(loadConfig(rateLimitConfig))
