@@ -13,6 +13,15 @@ import { setFlagsFromString } from "node:v8"
 export const HEAP_GROWING_PERCENT = 50
 
 /**
+ * Whether a command-line argument sets V8's flag `name` (given with dashes): V8 reads `-`
+ * and `_` alike in a flag's name, and a boolean flag may be given as `--no-name`.
+ */
+const settingOf =
+  (name: string) =>
+  (argument: string): boolean =>
+    new RegExp(`^--(no-)?${name.replace(/-/g, "[-_]")}(=|$)`).test(argument)
+
+/**
  * The V8 flags the standalone server sets as it starts (docs/standalone-server.md "Memory"),
  * each kept out when the process was started with its own setting of it:
  *
@@ -27,11 +36,8 @@ export const HEAP_GROWING_PERCENT = 50
  *   (docs/benchmarks.md "PostgreSQL `GET /chats`: V8's pretenuring").
  */
 export const SERVER_V8_FLAGS: ReadonlyArray<{ readonly flag: string; readonly given: (argument: string) => boolean }> = [
-  { flag: `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, given: (argument) => argument.startsWith("--heap-growing-percent") },
-  {
-    flag: "--no-allocation-site-pretenuring",
-    given: (argument) => /^--(no-)?allocation[-_]site[-_]pretenuring\b/.test(argument)
-  }
+  { flag: `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, given: settingOf("heap-growing-percent") },
+  { flag: "--no-allocation-site-pretenuring", given: settingOf("allocation-site-pretenuring") }
 ]
 
 /**

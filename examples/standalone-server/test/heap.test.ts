@@ -12,9 +12,15 @@ describe("serverV8Flags", () => {
     expect(serverV8Flags(["--enable-source-maps"], "--max-old-space-size=512")).toEqual(both)
   })
 
-  it("keeps a growing factor given on the command line or in NODE_OPTIONS", () => {
+  it("keeps a growing factor given on the command line or in NODE_OPTIONS, either spelling", () => {
     expect(serverV8Flags(["--heap-growing-percent=20"], undefined)).toEqual(["--no-allocation-site-pretenuring"])
     expect(serverV8Flags([], "--max-old-space-size=512 --heap-growing-percent=80")).toEqual(["--no-allocation-site-pretenuring"])
+    expect(serverV8Flags(["--heap_growing_percent=30"], undefined)).toEqual(["--no-allocation-site-pretenuring"])
+  })
+
+  it("reads a flag only by its whole name", () => {
+    const both = ["--heap-growing-percent=50", "--no-allocation-site-pretenuring"]
+    expect(serverV8Flags(["--heap-growing-percentage=20", "--allocation-site-pretenuring-extra"], undefined)).toEqual(both)
   })
 
   it("keeps a pretenuring setting given on the command line or in NODE_OPTIONS, either spelling", () => {
