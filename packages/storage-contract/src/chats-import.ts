@@ -211,6 +211,49 @@ export const chatsImportContract = (options: StorageContractOptions): void => {
           expect([chat.groups.map((g) => g.name), chat.labels.map((l) => l.name)]).toEqual([["VIP"], ["Hot"]])
         })
       ))
+
+    it.effect("one call of more chats than a statement holds writes every chat and message, existing chats among them, in the order given", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const group = yield* createGroup(org.id, "VIP")
+          // 1 203 contacts: more chats (and, at two messages each, more messages) than one
+          // multi-row statement of a SQL store holds (1 000 rows).
+          const count = 1203
+          const result = yield* importContacts(
+            org.id,
+            Array.from({ length: count }, (_, n) => fixtures.importRow(phone(n), { first_name: `C${n}` }, [fixtures.groupWithId(group.uuid)]))
+          )
+          const contactIds = result.contacts.map((c) => c.uuid)
+          const existingEntry = chatEntry(contactIds[600]!, [message("inbound", "first", instant(10))])
+          yield* chats.importChats(org.id, { chats: [existingEntry], now: instant(50) })
+          const entries = contactIds.map((contactId, n) =>
+            chatEntry(contactId, [message("inbound", `in ${n}`, instant(100 + n)), message("outbound", `out ${n}`, instant(101 + n))])
+          )
+          const outcome = yield* chats.importChats(org.id, { chats: entries, now: instant(5000) })
+          expect(outcome).toEqual({
+            _tag: "Imported",
+            chats: entries.map((entry, n) =>
+              n === 600
+                ? { uuid: existingEntry.chatId, created: false, messagesAdded: 2 }
+                : { uuid: entry.chatId, created: true, messagesAdded: 2 }
+            )
+          })
+          const sort = { by: "last_message_at", order: "desc" } as const
+          const all = yield* chats.listPage(org.id, {}, sort, { page: 1, per_page: 5 })
+          expect(all.total).toBe(count)
+          expect(all.items.map((chat) => chat.uuid)).toEqual(entries.slice(-5).reverse().map((entry) => entry.chatId))
+          expect((yield* chats.listPage(org.id, { groupIds: [group.uuid] }, sort, { page: 1, per_page: 1 })).total).toBe(count)
+          const last = entries[count - 1]!
+          const lastChat = yield* chatOf(org.id, last.chatId)
+          expect([lastChat.last_message_at, lastChat.last_message?.text]).toEqual([instant(101 + count - 1), `out ${count - 1}`])
+          const existing = yield* chats.listMessages(org.id, existingEntry.chatId, { page: 1, per_page: 10 })
+          expect(Option.getOrThrow(existing).items.map((m) => m.text)).toEqual([`out 600`, `in 600`, "first"])
+          const middle = yield* chats.listMessages(org.id, entries[1100]!.chatId, { page: 1, per_page: 10 })
+          expect(Option.getOrThrow(middle).items.map((m) => m.text)).toEqual(["out 1100", "in 1100"])
+        })
+      ))
   })
 }
 

@@ -15,9 +15,11 @@ import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
  * The body of `chats.importChats` (the admin import and `seed`, docs/import.md); run it inside
  * one transaction holding the organization's lock. Checks every contact first
  * (`ContactsNotFound` before any write, one query), then writes entry by entry:
- * - a new chat is inserted with its final `last_message_at` and `last_message_uuid` already
- *   set, so the triggers write its `chat_links` rows and search text once, then its
- *   messages, in one multi-row `INSERT`;
+ * - the new chats are inserted with their final `last_message_at` and `last_message_uuid`
+ *   already set, {@link INSERT_BATCH} chats per multi-row `INSERT` (the statement-level
+ *   trigger that writes their `chat_links` rows and the organization's count then runs once
+ *   a statement, not once a chat), then all their messages, {@link INSERT_BATCH} per
+ *   multi-row `INSERT`;
  * - an existing chat reads its messages' identities (direction, type, text, created_at)
  *   through the `messages_by_chat` index, appends the others and updates the chat once.
  * Rejects with the driver's error.
@@ -38,14 +40,16 @@ export const importChats = async (
   const existing = new Map(
     (await sql.rows<ExistingChatRow>(SQL.chatsOfContacts, [organizationId, contactIds])).map((row) => [row.contact_uuid, row])
   )
+  const created = await insertChats(
+    sql,
+    s,
+    organizationId,
+    request.chats.filter((entry) => !existing.has(entry.contactId))
+  )
   const results: Array<ImportedChat> = []
   for (const entry of request.chats) {
     const chat = existing.get(entry.contactId)
-    results.push(
-      chat === undefined
-        ? await insertChat(sql, s, organizationId, entry)
-        : await updateChat(sql, s, organizationId, entry, chat, request.now)
-    )
+    results.push(chat === undefined ? created.get(entry.contactId)! : await updateChat(sql, s, organizationId, entry, chat, request.now))
   }
   return { _tag: "Imported", chats: results }
 }
@@ -70,9 +74,6 @@ const sqlOf = (s: string) =>
     chatsOfContacts: `SELECT id, uuid, contact_uuid, status, assigned_to, favorite, unread_count,
         NULLIF(last_message_at, '-infinity') AS last_message_at, last_message_uuid
       FROM ${s}.chats WHERE organization_id = $1 AND contact_uuid = ANY($2::text[])`,
-    insertChat: `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
-        last_message_at, last_message_uuid, created_at, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8::timestamptz, '-infinity'), $9, $10, $11)`,
     messageKeys: `SELECT direction, type, text, created_at FROM ${s}.messages WHERE chat_uuid = $1`,
     updateChat: `UPDATE ${s}.chats SET status = $1, assigned_to = $2, favorite = $3, unread_count = $4,
         last_message_at = COALESCE($5::timestamptz, '-infinity'), last_message_uuid = $6, updated_at = $7 WHERE id = $8`
@@ -93,26 +94,50 @@ const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string | n
     current
   )
 
-const insertChat = async (sql: Sql, s: string, organizationId: OrganizationId, entry: ChatImportEntry): Promise<ImportedChat> => {
-  const messages = newMessages(entry.messages, new Set(), messageKey)
-  const last = newestOf(messages, { at: null, uuid: null })
-  const { status = "open", assigned_to = null, favorite = false, unread_count = 0 } = entry.attributes
-  const updatedAt = last.at !== null && last.at > entry.created_at ? last.at : entry.created_at
-  await sql.run(sqlOf(s).insertChat, [
-    entry.chatId,
+/** The values of one new chat in {@link insertChats}' statement, in its column order. */
+const CHAT_VALUE_COUNT = 11
+
+/**
+ * Inserts the chats of `entries` (none of them has a chat yet) and their messages:
+ * {@link INSERT_BATCH} chats per statement, then the messages of them all. Answers each
+ * chat's outcome by its contact.
+ */
+const insertChats = async (
+  sql: Sql,
+  s: string,
+  organizationId: OrganizationId,
+  entries: ReadonlyArray<ChatImportEntry>
+): Promise<Map<ContactId, ImportedChat>> => {
+  const chats = entries.map((entry) => {
+    const messages = newMessages(entry.messages, new Set(), messageKey)
+    const last = newestOf(messages, { at: null, uuid: null })
+    const { status = "open", assigned_to = null, favorite = false, unread_count = 0 } = entry.attributes
+    const updatedAt = last.at !== null && last.at > entry.created_at ? last.at : entry.created_at
+    const values = [entry.chatId, organizationId, entry.contactId, status, assigned_to, favorite, unread_count, last.at, last.uuid, entry.created_at, updatedAt]
+    return { entry, messages, values }
+  })
+  for (let start = 0; start < chats.length; start += INSERT_BATCH) {
+    const batch = chats.slice(start, start + INSERT_BATCH)
+    const tuples = batch.map((_, row) => {
+      const $ = (n: number) => `$${row * CHAT_VALUE_COUNT + n}`
+      return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::boolean, ${$(7)}::integer,
+        COALESCE(${$(8)}::timestamptz, '-infinity'), ${$(9)}, ${$(10)}::timestamptz, ${$(11)}::timestamptz)`
+    })
+    await sql.run(
+      `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
+        last_message_at, last_message_uuid, created_at, updated_at) VALUES ${tuples.join(", ")}`,
+      batch.flatMap((chat) => chat.values)
+    )
+  }
+  await insertMessages(
+    sql,
+    s,
     organizationId,
-    entry.contactId,
-    status,
-    assigned_to,
-    favorite,
-    unread_count,
-    last.at,
-    last.uuid,
-    entry.created_at,
-    updatedAt
-  ])
-  await insertMessages(sql, s, organizationId, entry.chatId, entry.contactId, messages)
-  return { uuid: entry.chatId, created: true, messagesAdded: messages.length }
+    chats.flatMap(({ entry, messages }) => messages.map((message) => ({ chatId: entry.chatId, contactId: entry.contactId, message })))
+  )
+  return new Map(
+    chats.map(({ entry, messages }) => [entry.contactId, { uuid: entry.chatId, created: true, messagesAdded: messages.length }])
+  )
 }
 
 const updateChat = async (
@@ -137,27 +162,34 @@ const updateChat = async (
     unread_count: attributes.unread_count ?? existing.unread_count
   }
   const changed = messages.length > 0 || (Object.keys(next) as Array<keyof typeof next>).some((key) => next[key] !== existing[key])
-  await insertMessages(sql, s, organizationId, existing.uuid, entry.contactId, messages)
+  await insertMessages(
+    sql,
+    s,
+    organizationId,
+    messages.map((message) => ({ chatId: existing.uuid, contactId: entry.contactId, message }))
+  )
   if (changed) {
     await sql.run(SQL.updateChat, [next.status, next.assigned_to, next.favorite, next.unread_count, last.at, last.uuid, now, existing.id])
   }
   return { uuid: existing.uuid as ChatId, created: false, messagesAdded: messages.length }
 }
 
-/** Rows per multi-row `INSERT` (MESSAGE_VALUE_COUNT, 20, parameters each: 20 000 per statement, under PostgreSQL's 65 535). */
+/**
+ * Rows per multi-row `INSERT`: of messages, MESSAGE_VALUE_COUNT (20) parameters each, 20 000
+ * per statement; of chats, CHAT_VALUE_COUNT (11) each, 11 000; both under PostgreSQL's 65 535.
+ */
 const INSERT_BATCH = 1000
 
+/** Inserts `rows` (each message with its chat and contact), {@link INSERT_BATCH} per statement, in their order. */
 const insertMessages = async (
   sql: Sql,
   s: string,
   organizationId: OrganizationId,
-  chatId: string,
-  contactId: string,
-  messages: ReadonlyArray<NewMessage>
+  rows: ReadonlyArray<{ readonly chatId: string; readonly contactId: string; readonly message: NewMessage }>
 ): Promise<void> => {
-  for (let start = 0; start < messages.length; start += INSERT_BATCH) {
-    const batch = messages.slice(start, start + INSERT_BATCH)
-    const values = batch.flatMap((message) => messageValues(message, chatId, contactId, organizationId))
+  for (let start = 0; start < rows.length; start += INSERT_BATCH) {
+    const batch = rows.slice(start, start + INSERT_BATCH)
+    const values = batch.flatMap(({ chatId, contactId, message }) => messageValues(message, chatId, contactId, organizationId))
     const tuples = batch.map(
       (_, row) => `(${Array.from({ length: MESSAGE_VALUE_COUNT }, (_, n) => `$${row * MESSAGE_VALUE_COUNT + n + 1}`).join(", ")})`
     )
