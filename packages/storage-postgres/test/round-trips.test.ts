@@ -4,6 +4,7 @@ import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import {
   type BasicReplyId,
+  type ChatId,
   MESSAGE_STATUS_PREDECESSORS,
   type MessageId,
   type MessageStatus,
@@ -98,6 +99,39 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       ])
       expect(statements.filter((text) => text.includes("api_keys"))).toHaveLength(1)
     }).pipe(Effect.scoped))
+
+  it.effect("a chat-list page read in sort order from one index is one statement and no transaction; one with a probe is a snapshot", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const org = fixtures.organization()
+        yield* store.organizations.insert(org)
+        const rows = Array.from({ length: 6 }, (_, n) => fixtures.importRow(fixtures.phone(n), { first_name: `Chat${n}` }))
+        const imported = yield* store.contacts.importBulk(org.id, fixtures.importRequest(rows))
+        if (imported._tag !== "Imported") return expect.fail(`expected Imported, got ${imported._tag}`)
+        const entries = imported.result.contacts.map((contact, n) => ({
+          contactId: contact.uuid,
+          chatId: fixtures.uuid() as ChatId,
+          created_at: instant(0),
+          attributes: { status: n % 2 === 0 ? ("open" as const) : ("pending" as const) },
+          messages: []
+        }))
+        yield* store.chats.importChats(org.id, { chats: entries, now: instant(1) })
+        const sort = { by: "last_message_at", order: "desc" } as const
+        statements.length = 0
+        const open = yield* store.chats.listAfter(org.id, { status: "open" }, sort, null, 10)
+        // No message: every last_message_at ties, so the page is in uuid order, newest first.
+        const expected = entries.filter((_, n) => n % 2 === 0).map((entry) => entry.chatId).sort().reverse()
+        expect(open.map((chat) => chat.uuid)).toEqual(expected)
+        expect(open.map((chat) => chat.contact.first_name)).toEqual(expected.map((id) => `Chat${entries.findIndex((entry) => entry.chatId === id)}`))
+        expect(statements).toHaveLength(1)
+        // A search reads a probe, then perhaps the exact query: both in one snapshot.
+        statements.length = 0
+        const found = yield* store.chats.listAfter(org.id, { search: "chat3" }, sort, null, 10)
+        expect(found.map((chat) => chat.uuid)).toEqual([entries[3]!.chatId])
+        expect(statements.filter(isBegin)).toHaveLength(1)
+      })
+    ))
 
   it.effect("with no subscribed endpoint, a report is one statement and no transaction", () =>
     Effect.scoped(

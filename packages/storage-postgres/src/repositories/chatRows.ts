@@ -151,6 +151,28 @@ export const chatAndSubscribersOf = (
 })
 
 /**
+ * The chat records of the page `statement` selects (a statement selecting the row `id`s of
+ * the page in order, a `Single` plan's `exact` of the chat-list planner), in its order, in
+ * one statement: the ids as an array in the statement's order (`ARRAY(…)` keeps it), each
+ * with its position (`WITH ORDINALITY`), then their records. One round trip, and one
+ * snapshot without a transaction, where the ids and then {@link chatsByIds} took two
+ * statements in a `REPEATABLE READ` transaction (four round trips with its `BEGIN` and
+ * `COMMIT`).
+ */
+export const chatsOfPage = async (sql: Sql, schema: string, statement: { readonly sql: string; readonly params: ReadonlyArray<unknown> }): Promise<Array<Chat>> => {
+  const rows = await sql.rows<ChatRecordRow & { readonly page_position: string }>(
+    chatRecordSql(schema, {
+      chats: `(SELECT c.*, p.position AS page_position FROM unnest(ARRAY(${statement.sql})) WITH ORDINALITY AS p (id, position)
+        JOIN ${schema}.chats AS c ON c.id = p.id)`,
+      where: "true",
+      extra: " c.page_position,"
+    }),
+    statement.params
+  )
+  return rows.sort((a, b) => Number(a.page_position) - Number(b.page_position)).map(decodeChat)
+}
+
+/**
  * The chat records of the chats with these row ids, in the order given: one query for the
  * whole page (chats with contact, last message, groups and labels), never one per chat.
  */

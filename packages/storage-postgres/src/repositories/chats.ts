@@ -14,7 +14,7 @@ import { listedMessageType } from "@switchboard/core"
 import { attempt, isUniqueViolation, pageBounds, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { chatListPlannerOf } from "@switchboard/storage-sql"
 import { recordWebhookEvent } from "./chatHooks.js"
-import { runChatList } from "./chatList.js"
+import { chatsOfList, oneStatement } from "./chatList.js"
 import {
   chatsByIds,
   chatWithSubscribers,
@@ -147,12 +147,11 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
     findByContact: (organizationId, contactId) =>
       attempt("chats.findByContact", () => db.snapshot((sql) => chatWhere(sql, s, SQL.idByContact, organizationId, contactId))),
     listAfter: (organizationId, filters, sort, after, limit) =>
-      attempt("chats.listAfter", () =>
-        db.snapshot(async (sql) => {
-          const plan = planner.list(organizationId, filters, sort, { after, offset: 0, limit })
-          return chatsByIds(sql, s, await runChatList(sql, plan))
-        })
-      ),
+      attempt("chats.listAfter", () => {
+        const plan = planner.list(organizationId, filters, sort, { after, offset: 0, limit })
+        // One statement is one snapshot: no transaction around it.
+        return oneStatement(plan) ? chatsOfList(db.sql, s, plan) : db.snapshot((sql) => chatsOfList(sql, s, plan))
+      }),
     listPage: (organizationId, filters, sort, page) =>
       attempt("chats.listPage", () =>
         db.snapshot(async (sql) => {
@@ -162,7 +161,7 @@ export const chatRepository: RepositoryFactory<ChatRepository> = (db) => {
           const count = hasFilters(filters)
             ? planner.count(organizationId, filters)
             : { sql: SQL.chatsCount, params: [organizationId] }
-          const items = await chatsByIds(sql, s, await runChatList(sql, plan))
+          const items = await chatsOfList(sql, s, plan)
           return { items, total: (await sql.row<{ count: number }>(count.sql, count.params))?.count ?? 0 }
         })
       ),
