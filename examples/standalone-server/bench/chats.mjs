@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 import Database from "better-sqlite3"
 import { Effect, Layer } from "effect"
 import { SqliteStorage } from "@switchboard/storage-sqlite"
-import { processMemory, recordTarget, send, startServer, summarise, temporaryDirectory } from "./lib.mjs"
+import { processMemory, recordTarget, runIfMain, send, startServer, summarise, temporaryDirectory } from "./lib.mjs"
 
 const CHATS = Number(process.env.BENCH_CHATS ?? 1_000_000)
 const RUNS = Number(process.env.BENCH_CHATS_RUNS ?? 200)
@@ -245,3 +245,5 @@ export const memoryOf = (pid) => {
   return { rss: (rss / 2 ** 20).toFixed(0), peak: (peak / 2 ** 20).toFixed(0) }
 }
 
+
+runIfMain(import.meta.url, run)

@@ -501,6 +501,11 @@ export const recordTarget = (line, value, at, target, unit = "x") => {
   return met ? "✔" : "✘"
 }
 
+/** Adds target lines another process recorded (a part of `run.mjs`) to this process's summary. */
+export const recordTargets = (lines) => {
+  targets.push(...lines)
+}
+
 /** `0.53x` or `12.3 ms`. */
 export const formatValue = (value, unit) => (unit === "x" ? `${value.toFixed(2)}x` : `${value.toFixed(unit === "ms" ? 2 : 0)} ${unit}`)
 
@@ -523,19 +528,26 @@ export const summaryBlock = () =>
 /**
  * Runs `run` (which resolves the text of one bench) when `moduleUrl` is the script node
  * was started with, then prints the text and the summary; exit code 1 on any error.
+ * Started by `run.mjs` (with an IPC channel), it prints the text only, sends its target
+ * lines to `run.mjs` (which prints the machine line and the summary of every part) and
+ * exits.
  */
 export const runIfMain = (moduleUrl, run) => {
   if (process.argv[1] === undefined || pathToFileURL(process.argv[1]).href !== moduleUrl) return
-  console.log(`${machineLine()}\n`)
+  const part = process.send !== undefined
+  if (!part) console.log(`${machineLine()}\n`)
   run().then(
     (text) => {
       console.log(text)
-      console.log(`\n${summaryBlock()}`)
+      // A part exits once its targets are sent, whatever handle a library left open.
+      if (part) process.send({ targets }, () => process.exit(0))
+      else console.log(`\n${summaryBlock()}`)
     },
     (error) => {
       console.error(error)
       killRunning()
       process.exitCode = 1
+      if (part) process.exit(1)
     }
   )
 }

@@ -12,7 +12,7 @@ import { MemoryRateLimitStore, MemoryStorage, RateLimitStore, Storage } from "@s
 import { createHandler } from "@switchboard/http-adapter"
 import { RedisRateLimitStore } from "@switchboard/rate-limit-redis"
 import { SqliteRateLimitStore } from "@switchboard/storage-sqlite"
-import { createOrganization, send, temporaryDirectory } from "./lib.mjs"
+import { createOrganization, median, runIfMain, send, temporaryDirectory } from "./lib.mjs"
 
 const REQUESTS = Number(process.env.BENCH_RATE_REQUESTS ?? 5000)
 const CONCURRENCY = Number(process.env.BENCH_RATE_CONCURRENCY ?? 32)
@@ -88,4 +88,4 @@ const load = async (url, headers, count) => {
   await Promise.all(Array.from({ length: CONCURRENCY }, worker))
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+runIfMain(import.meta.url, run)
