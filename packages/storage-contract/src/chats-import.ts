@@ -212,21 +212,24 @@ export const chatsImportContract = (options: StorageContractOptions): void => {
         })
       ))
 
-    it.effect("one call of more chats than a statement holds writes every chat and message, existing chats among them, in the order given", () =>
+    // 1 203 chats by default: more chats (and, at two messages each, more messages) than
+    // one multi-row statement of a SQL store holds (1 000 rows).
+    const importCount = Math.min(1203, options.largeCaseSize ?? 1203)
+    it.effect(`one call of ${importCount} chats writes every chat and message, an existing chat among them, in the order given`, () =>
       run(
         Effect.gen(function* () {
           const { chats } = yield* Storage
           const org = yield* insertOrganization()
           const group = yield* createGroup(org.id, "VIP")
-          // 1 203 contacts: more chats (and, at two messages each, more messages) than one
-          // multi-row statement of a SQL store holds (1 000 rows).
-          const count = 1203
+          const count = importCount
+          const existingAt = Math.floor(count / 2)
+          const nearEnd = count - 3
           const result = yield* importContacts(
             org.id,
             Array.from({ length: count }, (_, n) => fixtures.importRow(phone(n), { first_name: `C${n}` }, [fixtures.groupWithId(group.uuid)]))
           )
           const contactIds = result.contacts.map((c) => c.uuid)
-          const existingEntry = chatEntry(contactIds[600]!, [message("inbound", "first", instant(10))])
+          const existingEntry = chatEntry(contactIds[existingAt]!, [message("inbound", "first", instant(10))])
           yield* chats.importChats(org.id, { chats: [existingEntry], now: instant(50) })
           const entries = contactIds.map((contactId, n) =>
             chatEntry(contactId, [message("inbound", `in ${n}`, instant(100 + n)), message("outbound", `out ${n}`, instant(101 + n))])
@@ -235,7 +238,7 @@ export const chatsImportContract = (options: StorageContractOptions): void => {
           expect(outcome).toEqual({
             _tag: "Imported",
             chats: entries.map((entry, n) =>
-              n === 600
+              n === existingAt
                 ? { uuid: existingEntry.chatId, created: false, messagesAdded: 2 }
                 : { uuid: entry.chatId, created: true, messagesAdded: 2 }
             )
@@ -249,9 +252,9 @@ export const chatsImportContract = (options: StorageContractOptions): void => {
           const lastChat = yield* chatOf(org.id, last.chatId)
           expect([lastChat.last_message_at, lastChat.last_message?.text]).toEqual([instant(101 + count - 1), `out ${count - 1}`])
           const existing = yield* chats.listMessages(org.id, existingEntry.chatId, { page: 1, per_page: 10 })
-          expect(Option.getOrThrow(existing).items.map((m) => m.text)).toEqual([`out 600`, `in 600`, "first"])
-          const middle = yield* chats.listMessages(org.id, entries[1100]!.chatId, { page: 1, per_page: 10 })
-          expect(Option.getOrThrow(middle).items.map((m) => m.text)).toEqual(["out 1100", "in 1100"])
+          expect(Option.getOrThrow(existing).items.map((m) => m.text)).toEqual([`out ${existingAt}`, `in ${existingAt}`, "first"])
+          const near = yield* chats.listMessages(org.id, entries[nearEnd]!.chatId, { page: 1, per_page: 10 })
+          expect(Option.getOrThrow(near).items.map((m) => m.text)).toEqual([`out ${nearEnd}`, `in ${nearEnd}`])
         })
       ))
   })

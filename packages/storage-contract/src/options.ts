@@ -26,9 +26,11 @@ export interface StorageContractOptions {
   readonly makeSharedLayers?: () => readonly [Layer.Layer<Storage, unknown>, Layer.Layer<Storage, unknown>]
   /**
    * Optional: how many recipients the case of a cancel and a channel removal larger than
-   * the stores' batches writes (default 2 500: more than one batch of every store). A store
-   * that evaluates every filter over every document (the MongoDB driver's stand-in, with no
-   * indexes) passes fewer, which keeps its case to seconds.
+   * the stores' batches writes (default 2 500: more than one batch of every store), and, up
+   * to 1 203, how many chats the case of one large chat import writes (default 1 203: more
+   * than one multi-row statement of a SQL store). A store that evaluates every filter over
+   * every document (the MongoDB driver's stand-in, with no indexes) passes fewer, which
+   * keeps its cases to seconds.
    */
   readonly largeCaseSize?: number
 }
