@@ -14,7 +14,7 @@ import { MESSAGE_COLUMNS, messageValues } from "./chatRows.js"
 /**
  * The body of `chats.importChats` (the admin import and `seed`, docs/import.md); run it inside
  * one transaction holding the organization's lock. Checks every contact first
- * (`ContactsNotFound` before any write, one query), then writes entry by entry:
+ * (`ContactsNotFound` before any write, one query), then writes:
  * - the new chats are inserted with their final `last_message_at` and `last_message_uuid`
  *   already set, {@link INSERT_BATCH} chats per multi-row `INSERT` (the statement-level
  *   trigger that writes their `chat_links` rows and the organization's count then runs once
@@ -94,9 +94,6 @@ const newestOf = (messages: ReadonlyArray<NewMessage>, current: { at: string | n
     current
   )
 
-/** The values of one new chat in {@link insertChats}' statement, in its column order. */
-const CHAT_VALUE_COUNT = 11
-
 /**
  * Inserts the chats of `entries` (none of them has a chat yet) and their messages:
  * {@link INSERT_BATCH} chats per statement, then the messages of them all. Answers each
@@ -116,19 +113,14 @@ const insertChats = async (
     const values = [entry.chatId, organizationId, entry.contactId, status, assigned_to, favorite, unread_count, last.at, last.uuid, entry.created_at, updatedAt]
     return { entry, messages, values }
   })
-  for (let start = 0; start < chats.length; start += INSERT_BATCH) {
-    const batch = chats.slice(start, start + INSERT_BATCH)
-    const tuples = batch.map((_, row) => {
-      const $ = (n: number) => `$${row * CHAT_VALUE_COUNT + n}`
-      return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::boolean, ${$(7)}::integer,
+  await insertInBatches(
+    sql,
+    `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
+        last_message_at, last_message_uuid, created_at, updated_at) VALUES`,
+    chats.map((chat) => chat.values),
+    ($) => `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}::boolean, ${$(7)}::integer,
         COALESCE(${$(8)}::timestamptz, '-infinity'), ${$(9)}, ${$(10)}::timestamptz, ${$(11)}::timestamptz)`
-    })
-    await sql.run(
-      `INSERT INTO ${s}.chats (uuid, organization_id, contact_uuid, status, assigned_to, favorite, unread_count,
-        last_message_at, last_message_uuid, created_at, updated_at) VALUES ${tuples.join(", ")}`,
-      batch.flatMap((chat) => chat.values)
-    )
-  }
+  )
   await insertMessages(
     sql,
     s,
@@ -175,24 +167,44 @@ const updateChat = async (
 }
 
 /**
- * Rows per multi-row `INSERT`: of messages, MESSAGE_VALUE_COUNT (20) parameters each, 20 000
- * per statement; of chats, CHAT_VALUE_COUNT (11) each, 11 000; both under PostgreSQL's 65 535.
+ * Rows per multi-row `INSERT`: a message has MESSAGE_VALUE_COUNT (20) parameters, 20 000 a
+ * statement; a chat 11, 11 000 a statement; both under PostgreSQL's 65 535.
  */
 const INSERT_BATCH = 1000
 
+/**
+ * Runs `head` (an `INSERT … VALUES`) over `rows` (each row's values, all rows alike),
+ * {@link INSERT_BATCH} rows per statement, in their order: `tuple($)` writes one row's
+ * tuple, `$(n)` naming its n-th value (from 1) as a parameter.
+ */
+const insertInBatches = async (
+  sql: Sql,
+  head: string,
+  rows: ReadonlyArray<ReadonlyArray<unknown>>,
+  tuple: ($: (n: number) => string) => string
+): Promise<void> => {
+  for (let start = 0; start < rows.length; start += INSERT_BATCH) {
+    const batch = rows.slice(start, start + INSERT_BATCH)
+    let offset = 0
+    const tuples = batch.map((row) => {
+      const first = offset
+      offset += row.length
+      return tuple((n) => `$${first + n}`)
+    })
+    await sql.run(`${head} ${tuples.join(", ")}`, batch.flat())
+  }
+}
+
 /** Inserts `rows` (each message with its chat and contact), {@link INSERT_BATCH} per statement, in their order. */
-const insertMessages = async (
+const insertMessages = (
   sql: Sql,
   s: string,
   organizationId: OrganizationId,
   rows: ReadonlyArray<{ readonly chatId: string; readonly contactId: string; readonly message: NewMessage }>
-): Promise<void> => {
-  for (let start = 0; start < rows.length; start += INSERT_BATCH) {
-    const batch = rows.slice(start, start + INSERT_BATCH)
-    const values = batch.flatMap(({ chatId, contactId, message }) => messageValues(message, chatId, contactId, organizationId))
-    const tuples = batch.map(
-      (_, row) => `(${Array.from({ length: MESSAGE_VALUE_COUNT }, (_, n) => `$${row * MESSAGE_VALUE_COUNT + n + 1}`).join(", ")})`
-    )
-    await sql.run(`INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES ${tuples.join(", ")}`, values)
-  }
-}
+): Promise<void> =>
+  insertInBatches(
+    sql,
+    `INSERT INTO ${s}.messages (${MESSAGE_COLUMNS}, organization_id) VALUES`,
+    rows.map(({ chatId, contactId, message }) => messageValues(message, chatId, contactId, organizationId)),
+    ($) => `(${Array.from({ length: MESSAGE_VALUE_COUNT }, (_, n) => $(n + 1)).join(", ")})`
+  )
