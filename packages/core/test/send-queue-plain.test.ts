@@ -6,6 +6,7 @@ import {
   ChannelVerifier,
   Core,
   DEFAULT_SEND_QUEUE_SETTINGS,
+  HAND_OVER_GAP_MS,
   generateSecretKey,
   MemoryStorage,
   type MessageId,
@@ -22,6 +23,7 @@ import {
   type TransportReceipt,
   withPromise
 } from "@switchboard/core"
+import { handOverWindowOf, recordHandOver } from "../src/messaging/handOverWindow.js"
 
 // The send queue's message without a fiber (docs/benchmarks.md "A message without a
 // fiber"): on the live clock, a template through a channel the dispatcher keeps open is
@@ -168,6 +170,28 @@ describe("the send queue's message without a fiber (live clock)", () => {
       // The first message opens the channel in its fiber; those started after it is kept take the plain path.
       expect(records.promise).toBeGreaterThanOrEqual(MESSAGES / 2)
       expect(records.promise + records.effect).toBeGreaterThanOrEqual(MESSAGES)
+    }))
+
+  // The hand-over window (docs/channels.md "Throughput"): the plain path consults it as
+  // a fiber's attempt does. A hand-over of the channel recorded just now for a slot 2 s ago
+  // (one that went late) holds every message back until HAND_OVER_GAP_MS after it.
+  it.live("the plain path holds a message back by its channel's hand-over window", () =>
+    Effect.gen(function*() {
+      const times: Array<number> = []
+      const meta = makeTransport((message) => {
+        times.push(Date.now())
+        return Promise.resolve({ provider_message_id: `wamid.${message.message_id}`, status: "sent" })
+      })
+      let recordedAt = 0
+      const { value: stored, records } = yield* run(meta.transport, Effect.flatMap(queueBacklog, ({ organizationId, ids }) =>
+        Effect.flatMap(storedOf(organizationId, ids), (before) => {
+          recordedAt = Date.now()
+          recordHandOver(handOverWindowOf(meta.transport), before[0]!.channel_uuid!, recordedAt - 2_000, recordedAt)
+          return dispatchUntilSettled(organizationId, ids)
+        })))
+      expect(stored.map((message) => message.status)).toEqual(Array(MESSAGES).fill("sent"))
+      expect(Math.min(...times)).toBeGreaterThanOrEqual(recordedAt + HAND_OVER_GAP_MS)
+      expect(records.promise).toBeGreaterThanOrEqual(MESSAGES / 2)
     }))
 
   it.live("a refusal of the plain path's send is classed as a fiber's is: permanent → failed with Meta's code, no retry; the rest sent", () =>

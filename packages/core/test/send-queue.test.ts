@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Fiber, Option, TestClock } from "effect"
+import { Cause, Clock, Effect, Fiber, Option, TestClock } from "effect"
 import {
   attemptClaimedMessage,
   type AttemptServices,
@@ -7,6 +7,7 @@ import {
   type ChannelsService,
   type ClaimedMessage,
   DEFAULT_SEND_QUEUE_SETTINGS,
+  HAND_OVER_GAP_MS,
   type Message,
   type MessageId,
   type MessageTransportService,
@@ -299,6 +300,29 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(calls).toHaveLength(1)
     }))
 
+  // The hand-over window (docs/channels.md "Throughput"): a message on time a second's
+  // worth of slots after one of its channel that went late waits until HAND_OVER_GAP_MS after it.
+  it.effect("a message is held back until HAND_OVER_GAP_MS after its channel's hand-over a slot span before it (a late one)", () =>
+    Effect.gen(function*() {
+      const times: Array<number> = []
+      const { transport } = transportOf(() => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now))), { provider_message_id: "wamid.1", status: "sent" as const }))
+      const services = { transport, channels: channelsWith(true), lastInboundAt: openWindow }
+      yield* TestClock.setTime(NOW)
+      // 20 ms late for its slot: handed over at NOW.
+      expect((yield* attemptClaimedMessage(services, claimed({ not_before: NOW - 20 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      // A slot 1 053 ms later (50 slots of 50 messages/s): on time it would go 1 033 ms after the first.
+      const fiber = yield* Effect.fork(attemptClaimedMessage(services, claimed({ not_before: NOW - 20 + 1_053 }, { channel_uuid: CHANNEL_ID })))
+      yield* TestClock.adjust(HAND_OVER_GAP_MS - 1)
+      expect(times).toEqual([NOW])
+      yield* TestClock.adjust(1)
+      expect((yield* Fiber.join(fiber))._tag).toBe("Sent")
+      expect(times).toEqual([NOW, NOW + HAND_OVER_GAP_MS])
+      // Another channel's message is not held back by it.
+      const other = yield* attemptClaimedMessage(services, claimed({ not_before: NOW + HAND_OVER_GAP_MS }, { channel_uuid: "channel-2" as ChannelId }))
+      expect(other._tag).toBe("Sent")
+      expect(times).toEqual([NOW, NOW + HAND_OVER_GAP_MS, NOW + HAND_OVER_GAP_MS])
+    }))
+
   it.effect("a message more than PACING_LATENESS_MS past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
@@ -395,6 +419,20 @@ describe("attemptClaimedMessage: a send with a promise, on the live clock", () =
       expect(yield* attemptLive(throttled.transport, live())).toMatchObject({ _tag: "Requeued", throttled: true, attempts: 0 })
       const refused = promiseTransport(() => Promise.reject(new TransportFailed({ reason: "Bad number", provider_code: "131026", http_status: 400 })))
       expect(yield* attemptLive(refused.transport, live())).toMatchObject({ _tag: "Failed", attempts: 1 })
+    }))
+
+  it.live("a message is held back until HAND_OVER_GAP_MS after its channel's hand-over a slot span before it (a late one)", () =>
+    Effect.gen(function*() {
+      const times: Array<number> = []
+      const { transport } = promiseTransport(() => {
+        times.push(Date.now())
+        return Promise.resolve({ provider_message_id: "wamid.p", status: "sent" })
+      })
+      const slot = Date.now() - 20
+      expect((yield* attemptLive(transport, live({ not_before: slot }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      expect((yield* attemptLive(transport, live({ not_before: slot + 1_053 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      expect(times).toHaveLength(2)
+      expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(HAND_OVER_GAP_MS)
     }))
 
   it.live("no answer within the timeout is Unknown", () =>

@@ -33,6 +33,7 @@ import {
 import { MAX_NAME_LENGTH } from "../model/names.js"
 import { isRecord } from "../internal/validation.js"
 import { callWithin, hostClock, isLiveClock, promiseWithin } from "../internal/time.js"
+import { handOverWait, handOverWindowOf, recordHandOver } from "./handOverWindow.js"
 
 /**
  * The send queue's timings (docs/messaging.md "The send queue"), all in ms:
@@ -431,21 +432,35 @@ const attemptWith = (
     const paced = channel !== null
     const outbound = outboundOfRecord(message, claimed.to, channel, providerMediaId)
     const sendPromise = services.transport.send.promise
+    const window = handOverWindowOf(services.transport)
+    // Past its slot: handed back. Else, while the channel's hand-over window holds it back
+    // (docs/channels.md "Throughput"): waits, then looks again.
+    const heldBack = (): Effect.Effect<OutboxOutcome> | undefined => {
+      if (!paced) return undefined
+      const now = clock.unsafeCurrentTimeMillis()
+      if (pastItsSlot(claimed, clock)) return Effect.succeed(handedBack(claimed, now))
+      const wait = handOverWait(window, channel.uuid, claimed.not_before, now)
+      return wait > 0 ? Effect.zipRight(clock.sleep(Duration.millis(wait)), handOver(channel, providerMediaId)) : undefined
+    }
     if (sendPromise !== undefined && isLiveClock(clock)) {
       // The transport's promise inside one timer of this fiber: no fiber of its own.
       return Effect.suspend((): Effect.Effect<OutboxOutcome> => {
-        if (paced && pastItsSlot(claimed, clock)) return Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis()))
+        const held = heldBack()
+        if (held !== undefined) return held
+        if (paced) recordHandOver(window, channel.uuid, claimed.not_before, clock.unsafeCurrentTimeMillis())
         return Effect.matchEffect(promiseWithin(() => sendPromise(outbound), settings.timeoutMs, transportRejection, () => noAnswerWithin(settings.timeoutMs)), {
           onFailure: (error) => refusedAttempt(claimed, error),
           onSuccess: (receipt) => Effect.succeed(sentOutcome(receipt))
         })
       })
     }
-    const request = Effect.suspend((): Effect.Effect<TransportReceipt | typeof TOO_LATE, TransportFailed> =>
-      paced && pastItsSlot(claimed, clock)
-        ? Effect.succeed(TOO_LATE)
-        : services.transport.send(outbound))
-    return Effect.flatMap(awaitWithin(request, settings.timeoutMs, clock), (answered): Effect.Effect<OutboxOutcome> => {
+    const request = Effect.suspend((): Effect.Effect<TransportReceipt | typeof TOO_LATE, TransportFailed> => {
+      if (!paced) return services.transport.send(outbound)
+      if (pastItsSlot(claimed, clock)) return Effect.succeed(TOO_LATE)
+      recordHandOver(window, channel.uuid, claimed.not_before, clock.unsafeCurrentTimeMillis())
+      return services.transport.send(outbound)
+    })
+    return Effect.suspend(() => heldBack() ?? Effect.flatMap(awaitWithin(request, settings.timeoutMs, clock), (answered): Effect.Effect<OutboxOutcome> => {
       if (Option.isNone(answered)) return failureOutcome(claimed, noAnswerWithin(settings.timeoutMs))
       const sent = answered.value
       if (Exit.isSuccess(sent)) {
@@ -457,7 +472,7 @@ const attemptWith = (
       // A defect of the transport (a bug) or an interruption: an attempt of unknown outcome.
       if (Either.isRight(failed)) return Effect.failCause(failed.right)
       return failureOutcome(claimed, failed.left)
-    })
+    }))
   }
   if (message.channel_uuid === null || !isFreeForm(message.type)) return afterWindow()
   return Effect.flatMap(windowClosed(services, claimed, startedAt), (closed) =>
@@ -1111,6 +1126,7 @@ const plainStarter = (given: {
   readonly run: (claimed: ClaimedMessage) => Effect.Effect<OutboxOutcome>
 }): NonNullable<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>["startPlain"]> => {
   const { services, settings, clock, dispatch, storage } = given
+  const window = handOverWindowOf(services.transport)
   return (claimed, host) => {
     const { message } = claimed
     const channelId = message.channel_uuid
@@ -1140,9 +1156,12 @@ const plainStarter = (given: {
       if (again === undefined) return host.continueWith(claimed, given.run(claimed))
       const channel = channelOrHandedBack(again, claimed, claimed.not_before)
       if (Either.isLeft(channel)) return host.continueWith(claimed, Effect.succeed(channel.left))
-      if (pastItsSlot(claimed, clock)) {
-        return host.continueWith(claimed, Effect.succeed(handedBack(claimed, clock.unsafeCurrentTimeMillis())))
-      }
+      const now = clock.unsafeCurrentTimeMillis()
+      if (pastItsSlot(claimed, clock)) return host.continueWith(claimed, Effect.succeed(handedBack(claimed, now)))
+      // Held back by the channel's hand-over window (docs/channels.md "Throughput"): at the slot again later.
+      const wait = handOverWait(window, channelId, claimed.not_before, now)
+      if (wait > 0) return later(wait)
+      recordHandOver(window, channelId, claimed.not_before, now)
       const outbound = outboundOfRecord(message, claimed.to, channel.right)
       callWithin(
         () => given.send(outbound),
@@ -1152,13 +1171,14 @@ const plainStarter = (given: {
         () => host.continueWith(claimed, failureOutcome(claimed, noAnswerWithin(settings.timeoutMs)))
       )
     }
-    const untilSlot = claimed.not_before - now
-    if (untilSlot <= 0) atSlot()
-    else {
-      const timer = setTimeout(atSlot, untilSlot)
+    const later = (ms: number): void => {
+      const timer = setTimeout(atSlot, ms)
       // As the host clock's sleeps: a host's process may end while a message waits for its slot.
       if (clock === hostClock) timer.unref()
     }
+    const untilSlot = claimed.not_before - now
+    if (untilSlot <= 0) atSlot()
+    else later(untilSlot)
     return true
   }
 }
