@@ -325,6 +325,7 @@ export const run = async () => {
         : `  ${recordTarget("dispatch on PostgreSQL, 2 servers: CPU per message against SQLite's (≤ 2×)", postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage, "most", 2)} ` +
           `CPU per message (both servers) ${postgres.cpuMicrosPerMessage.toFixed(0)} µs, ${(postgres.cpuMicrosPerMessage / switchboard.cpuMicrosPerMessage).toFixed(2)}× SQLite's`,
       `  ${recordTarget("dispatch on PostgreSQL, 2 servers: busiest 1 s window of any channel", postgres.worstWindow, "most", THROUGHPUT_MPS, "msg")} busiest sliding second of any channel across both ${postgres.worstWindow}`,
+      ...(process.env.BENCH_DISPATCH_SHOW_WINDOW ? [`    gaps (ms) in the busiest second across both: ${postgres.gaps}`] : []),
       `  ${recordTarget("dispatch on PostgreSQL, 2 servers: lowest channel share", postgres.lowestShare, "least", 0.9)} lowest channel share ${(postgres.lowestShare * 100).toFixed(1)}%`
     ]
   if (!sqlite) {

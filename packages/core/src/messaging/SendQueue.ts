@@ -345,6 +345,8 @@ export interface AttemptServices {
  * the dispatcher is read again at the slot, and a paused one hands the message back to the
  * queue unattempted), goes back
  * to the queue unattempted when it is more than {@link PACING_LATENESS_MS} past its slot,
+ * waits while its channel's hand-over window holds it back (handOverWindow.ts: no sooner
+ * than `HAND_OVER_GAP_MS` after a hand-over of the channel a slot span before it),
  * hands it to the transport within `timeoutMs`, and
  * classifies what happened: accepted → `Sent`; `throttle` → `Requeued` (no attempt
  * counted, the channel cools down); `pair_rate` → `Requeued` after {@link pairRateWaitMs}
