@@ -4,6 +4,7 @@ import {
   HAND_OVER_SLOT_SPAN_MS,
   handOverWait,
   handOverWindowOf,
+  inFirstSecond,
   makeHandOverWindow,
   recordHandOver
 } from "../src/messaging/handOverWindow.js"
@@ -59,6 +60,16 @@ describe("the hand-over window", () => {
     expect(window.get("channel-1")?.recent.map((each) => each.slot)).toEqual([20, 40])
     const slot = 20 + HAND_OVER_SLOT_SPAN_MS
     expect(handOverWait(window, "channel-1", slot, slot)).toBe(60 + HAND_OVER_GAP_MS - slot)
+  })
+
+  it("a channel's first second in the process: no hand-over yet, or the first less than 1 000 ms ago", () => {
+    const window = makeHandOverWindow()
+    expect(inFirstSecond(window, "channel-1", 0)).toBe(true)
+    recordHandOver(window, "channel-1", 0, 100)
+    recordHandOver(window, "channel-1", 21, 600)
+    expect(inFirstSecond(window, "channel-1", 1_099)).toBe(true)
+    expect(inFirstSecond(window, "channel-1", 1_100)).toBe(false)
+    expect(inFirstSecond(window, "channel-2", 1_100)).toBe(true)
   })
 
   it("one window per transport", () => {

@@ -24,6 +24,7 @@ import {
   TransportFailed,
   type TransportReceipt
 } from "@switchboard/core"
+import { FIRST_SECOND_LATENESS_MS, handOverWindowOf, recordHandOver } from "../src/messaging/handOverWindow.js"
 
 // One attempt of the send queue (docs/messaging.md "Classes of failure"): what each answer
 // of the transport becomes, with no store and no server.
@@ -81,6 +82,10 @@ const transportOf = (answer: () => Effect.Effect<{ provider_message_id: string |
   }
   return { transport, calls }
 }
+
+/** A hand-over of `channel` through `transport` recorded 5 s before `now`: the channel is past its first second in this process. */
+const pastFirstSecond = (transport: MessageTransportService, now: number, channel: string = CHANNEL_ID) =>
+  recordHandOver(handOverWindowOf(transport), channel, now - 5_000, now - 5_000)
 
 const refusing = (fields: ConstructorParameters<typeof TransportFailed>[0]) => transportOf(() => Effect.fail(new TransportFailed(fields)))
 
@@ -308,6 +313,8 @@ describe("attemptClaimedMessage: before the transport", () => {
       const { transport } = transportOf(() => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => times.push(now))), { provider_message_id: "wamid.1", status: "sent" as const }))
       const services = { transport, channels: channelsWith(true), lastInboundAt: openWindow }
       yield* TestClock.setTime(NOW)
+      pastFirstSecond(transport, NOW)
+      pastFirstSecond(transport, NOW, "channel-2")
       // 20 ms late for its slot: handed over at NOW.
       expect((yield* attemptClaimedMessage(services, claimed({ not_before: NOW - 20 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
       // A slot 1 053 ms later (50 slots of 50 messages/s): on time it would go 1 033 ms after the first.
@@ -323,9 +330,28 @@ describe("attemptClaimedMessage: before the transport", () => {
       expect(times).toEqual([NOW, NOW + HAND_OVER_GAP_MS, NOW + HAND_OVER_GAP_MS])
     }))
 
+  it.effect("in its channel's first second in the process, the dispatcher hands back a message more than FIRST_SECOND_LATENESS_MS late; a send in the request keeps PACING_LATENESS_MS", () =>
+    Effect.gen(function*() {
+      const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      const late = claimed({ not_before: NOW - FIRST_SECOND_LATENESS_MS - 1 }, { channel_uuid: CHANNEL_ID })
+      expect(yield* attempt(transport, late)).toMatchObject({ _tag: "Requeued", attempts: 0 })
+      expect(calls).toHaveLength(0)
+      expect((yield* attempt(transport, claimed({ not_before: NOW - FIRST_SECOND_LATENESS_MS }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      // The request's own send (its channel opened by the caller) is not held to it.
+      const opened = { uuid: CHANNEL_ID, phone_number_id: "106540352242922", access_token: "opened-token" }
+      const other = transportOf(() => Effect.succeed({ provider_message_id: "wamid.2", status: "sent" }))
+      const inRequest = yield* attemptClaimedMessage({ transport: other.transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed({ not_before: NOW - PACING_LATENESS_MS }, { channel_uuid: CHANNEL_ID }), opened)
+      expect(inRequest._tag).toBe("Sent")
+      // A second after the channel's first hand-over, PACING_LATENESS_MS applies.
+      yield* TestClock.setTime(NOW + 1_000)
+      expect((yield* attemptClaimedMessage({ transport, channels: channelsWith(true), lastInboundAt: openWindow }, claimed({ not_before: NOW + 1_000 - PACING_LATENESS_MS }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
+      expect(calls).toHaveLength(2)
+    }))
+
   it.effect("a message more than PACING_LATENESS_MS past its pacing slot goes back for a new one, unattempted; one without a channel is never late", () =>
     Effect.gen(function*() {
       const { transport, calls } = transportOf(() => Effect.succeed({ provider_message_id: "wamid.1", status: "sent" }))
+      pastFirstSecond(transport, NOW)
       expect(yield* attempt(transport, claimed({ not_before: NOW - PACING_LATENESS_MS - 1 }, { channel_uuid: CHANNEL_ID }))).toEqual({
         _tag: "Requeued",
         next_attempt_at: at(NOW),
@@ -429,6 +455,7 @@ describe("attemptClaimedMessage: a send with a promise, on the live clock", () =
         return Promise.resolve({ provider_message_id: "wamid.p", status: "sent" })
       })
       const slot = Date.now() - 20
+      pastFirstSecond(transport, Date.now())
       expect((yield* attemptLive(transport, live({ not_before: slot }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
       expect((yield* attemptLive(transport, live({ not_before: slot + 1_053 }, { channel_uuid: CHANNEL_ID })))._tag).toBe("Sent")
       expect(times).toHaveLength(2)

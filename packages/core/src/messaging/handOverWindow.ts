@@ -35,8 +35,9 @@ export const HAND_OVER_SLOT_SPAN_MS = 1_050
  */
 export const HAND_OVER_GAP_MS = 1_040
 
-/** One channel's hand-overs: `floor`, the latest of those already past the span of every later slot; `recent`, the others, by slot. */
+/** One channel's hand-overs: `first`, the first one's time; `floor`, the latest of those already past the span of every later slot; `recent`, the others, by slot. */
 interface ChannelHandOvers {
+  readonly first: number
   floor: number
   readonly recent: Array<{ readonly slot: number; readonly at: number }>
 }
@@ -83,7 +84,7 @@ export const handOverWait = (window: HandOverWindow, channelUuid: string, slot: 
 export const recordHandOver = (window: HandOverWindow, channelUuid: string, slot: number, now: number): void => {
   let handOvers = window.get(channelUuid)
   if (handOvers === undefined) {
-    handOvers = { floor: -Infinity, recent: [] }
+    handOvers = { first: now, floor: -Infinity, recent: [] }
     window.set(channelUuid, handOvers)
   }
   const { recent } = handOvers
@@ -91,6 +92,28 @@ export const recordHandOver = (window: HandOverWindow, channelUuid: string, slot
   let index = recent.length
   while (index > 0 && (recent[index - 1]?.slot ?? -Infinity) > slot) index--
   recent.splice(index, 0, { slot, at: now })
+}
+
+/**
+ * How late after its slot, in ms, the dispatcher may hand over a message of a channel in
+ * the channel's first second in this process (no hand-over of it yet, or the first less
+ * than 1 000 ms ago): then connections to Meta are being opened and a message can take
+ * ~40 ms to get there, so a late one followed by another process's quick ones could put
+ * one message too many into a second at Meta (docs/benchmarks.md "The hand-over window").
+ *
+ * @category messaging
+ */
+export const FIRST_SECOND_LATENESS_MS = 5
+
+/**
+ * Whether `now` (epoch ms) is in the first second of `channelUuid`'s hand-overs in this
+ * process: none yet, or the first less than 1 000 ms before `now`.
+ *
+ * @category messaging
+ */
+export const inFirstSecond = (window: HandOverWindow, channelUuid: string, now: number): boolean => {
+  const handOvers = window.get(channelUuid)
+  return handOvers === undefined || now - handOvers.first < 1_000
 }
 
 /** The {@link HandOverWindow} of each transport: one per process's dispatcher and sends in the request alike. */
