@@ -13,7 +13,9 @@
  * {@link HAND_OVER_GAP_MS} after every hand-over of its channel in this process whose slot
  * was {@link HAND_OVER_SLOT_SPAN_MS} or more before its own — a constraint that only
  * binds when an earlier message went late and a later one would go on time; otherwise
- * slots alone are further apart.
+ * slots alone are further apart. The window cannot see another process's hand-overs, so
+ * in a channel's first second in a process the dispatcher also holds its messages to
+ * {@link FIRST_SECOND_LATENESS_MS} of lateness ({@link inFirstSecond}).
  *
  * @module
  */
