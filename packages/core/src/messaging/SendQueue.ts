@@ -440,7 +440,7 @@ const attemptWith = (
     const heldBack = (): Effect.Effect<OutboxOutcome> | undefined => {
       if (!paced) return undefined
       const now = clock.unsafeCurrentTimeMillis()
-      if (pastItsSlot(claimed, clock) || (opened === undefined && lateInFirstSecond(window, claimed, now))) return Effect.succeed(handedBack(claimed, now))
+      if (pastItsSlot(claimed, clock) || (opened === undefined && lateInFirstSecond(window, channel.uuid, claimed, now))) return Effect.succeed(handedBack(claimed, now))
       const wait = handOverWait(window, channel.uuid, claimed.not_before, now)
       return wait > 0 ? Effect.zipRight(clock.sleep(Duration.millis(wait)), handOver(channel, providerMediaId)) : undefined
     }
@@ -501,11 +501,11 @@ const pastItsSlot = (claimed: ClaimedMessage, clock: Clock.Clock): boolean =>
 
 /**
  * Whether a message the dispatcher claimed is more than {@link FIRST_SECOND_LATENESS_MS} past
- * its slot at `now` (epoch ms) in its channel's first second of hand-overs in this process.
+ * its slot at `now` (epoch ms) in its channel's (`channelUuid`) first second of hand-overs in
+ * this process.
  */
-const lateInFirstSecond = (window: HandOverWindow, claimed: ClaimedMessage, now: number): boolean =>
-  now - claimed.not_before > FIRST_SECOND_LATENESS_MS && claimed.message.channel_uuid !== null &&
-  inFirstSecond(window, claimed.message.channel_uuid, now)
+const lateInFirstSecond = (window: HandOverWindow, channelUuid: string, claimed: ClaimedMessage, now: number): boolean =>
+  now - claimed.not_before > FIRST_SECOND_LATENESS_MS && inFirstSecond(window, channelUuid, now)
 
 /** The failure of a send that got no answer within `timeoutMs` (ms): an unknown outcome. */
 const noAnswerWithin = (timeoutMs: number): TransportFailed =>
@@ -1167,7 +1167,7 @@ const plainStarter = (given: {
       const channel = channelOrHandedBack(again, claimed, claimed.not_before)
       if (Either.isLeft(channel)) return host.continueWith(claimed, Effect.succeed(channel.left))
       const now = clock.unsafeCurrentTimeMillis()
-      if (pastItsSlot(claimed, clock) || lateInFirstSecond(window, claimed, now)) return host.continueWith(claimed, Effect.succeed(handedBack(claimed, now)))
+      if (pastItsSlot(claimed, clock) || lateInFirstSecond(window, channelId, claimed, now)) return host.continueWith(claimed, Effect.succeed(handedBack(claimed, now)))
       // Held back by the channel's hand-over window (docs/channels.md "Throughput"): at the slot again later.
       const wait = handOverWait(window, channelId, claimed.not_before, now)
       if (wait > 0) return later(wait)
