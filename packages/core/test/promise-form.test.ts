@@ -77,3 +77,48 @@ describe("the store's wrappers keep outbox.record's promise form", () => {
     expect([wakes, counted]).toEqual([2, ["outbound sent", "outbound sent"]])
   })
 })
+
+describe("the store's wrappers keep outbox.recordSent, and add nothing where the store has none", () => {
+  /** The memory store with `outbox.recordSent`, answering `Some(status)` for every id but "lost". */
+  const leanStore = (status: Message["status"]) =>
+    Layer.effect(
+      Storage,
+      Effect.map(Storage, (storage) => ({
+        ...storage,
+        outbox: {
+          ...storage.outbox,
+          recordSent: (id: MessageId) => Promise.resolve(id === "lost" ? Option.none() : Option.some(status))
+        }
+      }))
+    ).pipe(Layer.provide(MemoryStorage.layer))
+  const wrapped = (store: Layer.Layer<Storage>) => {
+    const wake = makeDispatchWake()
+    const seen = { wakes: 0, counted: [] as Array<string> }
+    wake.subscribe(() => void seen.wakes++)
+    const recorder = MetricsRecorder.layer({ ...NO_METRICS, messageStatus: (direction, status) => void seen.counted.push(`${direction} ${status}`) })
+    const storage = Effect.runSync(Effect.provide(
+      Storage,
+      wakeOnEnqueue.pipe(
+        Layer.provide(meteredStorage.pipe(Layer.provide(store), Layer.provide(recorder))),
+        Layer.provide(Layer.succeed(DispatchWake, wake))
+      )
+    ))
+    return { storage, seen }
+  }
+  const sent = { _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 } as const
+
+  it("wakeOnEnqueue wakes the loops and meteredStorage counts sent, then the status a pending report moved it to", async () => {
+    const { storage, seen } = wrapped(leanStore("delivered"))
+    expect(await storage.outbox.recordSent!("m-1" as MessageId, "lease", sent, new Date().toISOString())).toEqual(Option.some("delivered"))
+    expect(seen).toEqual({ wakes: 1, counted: ["outbound sent", "outbound delivered"] })
+    // A lease no longer held: nothing counted.
+    expect(await storage.outbox.recordSent!("lost" as MessageId, "lease", sent, new Date().toISOString())).toEqual(Option.none())
+    expect(seen.counted).toEqual(["outbound sent", "outbound delivered"])
+  })
+
+  it("a store without recordSent stays without one through both wrappers", () => {
+    const { storage } = wrapped(MemoryStorage.layer)
+    expect(storage.outbox.recordSent).toBeUndefined()
+    expect("recordSent" in storage.outbox).toBe(false)
+  })
+})

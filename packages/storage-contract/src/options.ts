@@ -33,4 +33,9 @@ export interface StorageContractOptions {
    * keeps its cases to seconds.
    */
   readonly largeCaseSize?: number
+  /**
+   * Optional: `true` when the store has `outbox.recordSent` (the lean record of a sent
+   * message); its cases then run. The contract checks the store has it exactly when this says.
+   */
+  readonly recordSent?: boolean
 }

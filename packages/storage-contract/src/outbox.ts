@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import {
   CHANNEL_REMOVED_FAILURE,
   type Channel,
+  type ClaimedMessage,
   MESSAGE_STATUS_PREDECESSORS,
   type Message,
   type MessageId,
@@ -673,6 +674,97 @@ export const outboxContract = (options: StorageContractOptions): void => {
           // No cool-down was written either: the channel's next slot is still the one after the creation's.
           const next = yield* enqueue(org.id, yield* recipient(org.id, 3), { channel })
           expect((yield* claimAt(100)).find((c) => c.message.uuid === next.uuid)?.not_before).toBe(T0 + 100)
+        })
+      ))
+  })
+
+  // The lean record of a sent message (docs/extending.md "A store of your own"): the same
+  // write as `record`'s, answering only the status. Checked where the store has it.
+  describe("outbox: recordSent", () => {
+    const recordSentAt = (ms: number, claimed: Pick<ClaimedMessage, "message" | "lease">, providerId: string | null) =>
+      Effect.flatMap(Storage, ({ outbox }) =>
+        Effect.promise(() => outbox.recordSent!(claimed.message.uuid, claimed.lease, { _tag: "Sent", provider_message_id: providerId, attempts: 1 }, at(ms))))
+
+    it.effect(`the store ${options.recordSent === true ? "has" : "has no"} recordSent, as its options say`, () =>
+      run(Effect.map(Storage, ({ outbox }) => expect(outbox.recordSent !== undefined).toBe(options.recordSent === true))))
+
+    if (options.recordSent !== true) return
+
+    it.effect("writes what record writes and answers sent; None once the lease no longer holds (another Sent, or after Unknown)", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const whole = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
+          const lean = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
+          const byRecord = yield* recorded(3, { message: whole, lease: "lease-1" }, sent("wamid.1"))
+          expect(yield* recordSentAt(3, { message: lean, lease: "lease-2" }, "wamid.2")).toEqual(Option.some("sent"))
+          const stored = yield* messageOf(org.id, lean.uuid)
+          expect(stored).toEqual({ ...lean, status: "sent", provider_message_id: "wamid.2", failure: null, attempts: 1, next_attempt_at: null, updated_at: at(3) })
+          // Field for field what `record` wrote for its twin, but for who and what it is.
+          const moved = (message: Message) => [message.status, message.failure, message.attempts, message.next_attempt_at, message.updated_at]
+          expect(moved(stored)).toEqual(moved(byRecord))
+          expect(yield* recordSentAt(4, { message: lean, lease: "lease-2" }, "wamid.3")).toEqual(Option.none())
+          expect(yield* messageOf(org.id, lean.uuid)).toEqual(stored)
+          const unknown = yield* enqueue(org.id, yield* recipient(org.id, 3), { claim: "lease-3" })
+          yield* recorded(5, { message: unknown, lease: "lease-3" }, { _tag: "Unknown", next_attempt_at: at(9), attempts: 1 })
+          expect(yield* recordSentAt(6, { message: unknown, lease: "lease-3" }, "wamid.4")).toEqual(Option.none())
+          expect((yield* messageOf(org.id, unknown.uuid)).status).toBe("sending")
+          // Nothing left to claim: the one still sending is due only after its next_attempt_at.
+          expect(yield* claimAt(8)).toEqual([])
+        })
+      ))
+
+    it.effect("applies the pending provider reports for its id and answers the status they moved it to; with no id, sent", () =>
+      run(
+        Effect.gen(function* () {
+          const { chats } = yield* Storage
+          const org = yield* insertOrganization()
+          const reported = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
+          const pending = yield* chats.updateMessageStatusByProviderId(org.id, "wamid.1", {
+            status: "delivered",
+            from: MESSAGE_STATUS_PREDECESSORS.delivered,
+            now: at(1),
+            pendingUntil: at(60_000)
+          })
+          expect(pending).toEqual({ _tag: "Pending" })
+          expect(yield* recordSentAt(2, { message: reported, lease: "lease-1" }, "wamid.1")).toEqual(Option.some("delivered"))
+          expect(yield* messageOf(org.id, reported.uuid)).toMatchObject({ status: "delivered", provider_message_id: "wamid.1", updated_at: at(2) })
+          const anonymous = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
+          expect(yield* recordSentAt(2, { message: anonymous, lease: "lease-2" }, null)).toEqual(Option.some("sent"))
+          expect(yield* messageOf(org.id, anonymous.uuid)).toMatchObject({ status: "sent", provider_message_id: null })
+        })
+      ))
+
+    it.effect("writes message.status_updated with the message as stored, where an endpoint is subscribed", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const quiet = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
+          expect(yield* recordSentAt(1, { message: quiet, lease: "lease-1" }, "wamid.1")).toEqual(Option.some("sent"))
+          yield* addOutboxEndpoint(org.id)
+          const announced = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
+          expect(yield* recordSentAt(2, { message: announced, lease: "lease-2" }, "wamid.2")).toEqual(Option.some("sent"))
+          expect(yield* writtenEvents()).toEqual([{ type: "message.status_updated", data: yield* messageOf(org.id, announced.uuid) }])
+        })
+      ))
+
+    it.effect("resets the channel's cool-down, as a Sent record does", () =>
+      run(
+        Effect.gen(function* () {
+          const org = yield* insertOrganization()
+          const channel = yield* insertChannel(org.id, { throughput_mps: 1000 })
+          const first = yield* enqueue(org.id, yield* recipient(org.id, 1), { channel })
+          let claimed = yield* claimOnly(0, first, { horizonMs: 120_000 })
+          yield* recorded(0, claimed, requeued(0, { throttled: true }))
+          claimed = yield* claimOnly(0, first, { horizonMs: 120_000 })
+          expect(claimed.not_before).toBe(T0 + 1_000)
+          expect(yield* recordSentAt(1_000, claimed, "wamid.1")).toEqual(Option.some("sent"))
+          const next = yield* enqueue(org.id, yield* recipient(org.id, 2), { channel, at: 1_002 })
+          claimed = yield* claimOnly(1_002, next, { horizonMs: 120_000 })
+          expect(claimed.not_before).toBe(T0 + 1_002)
+          // Cooled down 1 s again, not the 2 s of a second throttle in a row.
+          yield* recorded(1_002, claimed, requeued(1_002, { throttled: true }))
+          expect((yield* claimOnly(1_002, next, { horizonMs: 120_000 })).not_before).toBe(T0 + 1_002 + 1_000)
         })
       ))
   })

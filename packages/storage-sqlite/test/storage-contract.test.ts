@@ -10,6 +10,7 @@ afterAll(files.cleanup)
 // Layers (two connections) on one file, as two processes would have them.
 runStorageContract({
   name: "sqlite",
+  recordSent: true,
   makeLayer: () => SqliteStorage.layer({ filename: files.file() }),
   makeSharedLayers: () => {
     const filename = files.file()

@@ -2,6 +2,7 @@ import { Effect, Layer } from "effect"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import { DispatchWake } from "./DispatchWake.js"
 import { tappedWithPromise } from "../internal/promiseForm.js"
+import { tappedRecordSent } from "../storage/OutboxRepository.js"
 
 /**
  * The storage of the runtime, with every write that may enqueue a webhook delivery (the
@@ -46,6 +47,7 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>, wakeN
       ...storage.outbox,
       // Kept with its promise form: the dispatcher records a sent message through it.
       record: tappedWithPromise(storage.outbox.record, wakeNow),
+      ...tappedRecordSent(storage.outbox, wakeNow),
       settle: waking(storage.outbox.settle),
       retry: waking(storage.outbox.retry),
       cancel: waking(storage.outbox.cancel),

@@ -41,11 +41,25 @@ export const tappedWithPromise = <Args extends ReadonlyArray<unknown>, A, E>(
   after: (value: A, ...args: Args) => void
 ): WithPromiseForm<Args, A, E> => {
   const run = (...args: Args): Effect.Effect<A, E> => Effect.tap(call(...args), (value) => Effect.sync(() => after(value, ...args)))
-  const promise = call.promise
-  if (promise === undefined) return run
-  return withPromise(run, (...args: Args) =>
-    promise(...args).then((value) => {
-      after(value, ...args)
-      return value
-    }))
+  const promise = tappedPromise(call.promise, after)
+  return promise === undefined ? run : withPromise(run, promise)
 }
+
+/**
+ * `call`, a promise-returning function, with `after(value, ...args)` run once its promise
+ * resolved and before its caller sees the value (a rejection passes through untouched);
+ * `undefined` when `call` is: a wrapper of an optional promise form keeps it optional.
+ *
+ * @category promise forms
+ */
+export const tappedPromise = <Args extends ReadonlyArray<unknown>, A>(
+  call: ((...args: Args) => Promise<A>) | undefined,
+  after: (value: A, ...args: Args) => void
+): ((...args: Args) => Promise<A>) | undefined =>
+  call === undefined
+    ? undefined
+    : (...args: Args) =>
+      call(...args).then((value) => {
+        after(value, ...args)
+        return value
+      })

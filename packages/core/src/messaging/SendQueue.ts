@@ -10,7 +10,7 @@ import {
   type LeasedQueueOptions,
   runLeasedQueue
 } from "../dispatch/LeasedQueue.js"
-import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure } from "../model/messages.js"
+import { CHANNEL_REMOVED_FAILURE, type Message, type MessageFailure, type MessageId } from "../model/messages.js"
 import { type InteractiveContent, interactiveForProvider, interactiveStoredMedia } from "../model/interactive.js"
 import type { OrganizationId } from "../model/organizations.js"
 import { SecureRandom } from "../random/SecureRandom.js"
@@ -18,7 +18,7 @@ import type { StorageError } from "../storage/errors.js"
 import { BlobStore, type BlobStoreService } from "../storage/BlobStore.js"
 import type { MediaRepository } from "../storage/MediaRepository.js"
 import type { TemplateRepository } from "../storage/TemplateRepository.js"
-import type { ClaimedMessage, OutboxOutcome } from "../storage/OutboxRepository.js"
+import type { ClaimedMessage, OutboxOutcome, SentOutcome } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import { classifyFailure } from "../model/failureClasses.js"
 import {
@@ -512,7 +512,7 @@ const noAnswerWithin = (timeoutMs: number): TransportFailed =>
   new TransportFailed({ reason: `No answer within ${timeoutMs} ms`, provider_code: null, network_error: "TimeoutError" })
 
 /** The outcome of a send the provider accepted: one attempt. */
-const sentOutcome = (receipt: TransportReceipt): OutboxOutcome => ({
+const sentOutcome = (receipt: TransportReceipt): SentOutcome => ({
   _tag: "Sent",
   provider_message_id: usableProviderId(receipt.provider_message_id),
   attempts: 1
@@ -1071,7 +1071,8 @@ const sendQueueServices: Effect.Effect<
   }
   const run = (claimed: ClaimedMessage) => attemptWith(services, settings, clock, claimed, undefined)
   const sendPromise = services.transport.send.promise
-  const recordPromise = storage.outbox.record.promise
+  // The lean record of a sent message where the store has it (no read of the message back).
+  const recordPromise = storage.outbox.recordSent ?? storage.outbox.record.promise
   return {
     startPlain: sendPromise === undefined || recordPromise === undefined || !isLiveClock(clock)
       ? undefined
@@ -1132,7 +1133,8 @@ const plainStarter = (given: {
   readonly dispatch: DispatchChannels
   readonly storage: StorageService
   readonly send: (message: OutboundMessage) => Promise<TransportReceipt>
-  readonly record: NonNullable<StorageService["outbox"]["record"]["promise"]>
+  /** `outbox.recordSent`, else `outbox.record.promise`: only whether the lease held is read. */
+  readonly record: (id: MessageId, lease: string, outcome: SentOutcome, now: string) => Promise<Option.Option<unknown>>
   readonly run: (claimed: ClaimedMessage) => Effect.Effect<OutboxOutcome>
 }): NonNullable<LeasedQueue<ClaimedMessage, OutboxOutcome, StorageError>["startPlain"]> => {
   const { services, settings, clock, dispatch, storage } = given
@@ -1148,14 +1150,14 @@ const plainStarter = (given: {
     if (endedBeforeAttempt(claimed, settings, now) !== null) return false
     const opened = dispatch.kept(claimed.organization_id, channelId)
     if (opened === undefined || opened.channel.status === "paused") return false
-    const recordSent = (outcome: OutboxOutcome): void => {
+    const recordSent = (outcome: SentOutcome): void => {
       if (host.abandoned()) return host.abandon()
       const at = new Date(clock.unsafeCurrentTimeMillis()).toISOString()
       given.record(message.uuid, claimed.lease, outcome, at).then(
         (recorded) =>
           Option.isSome(recorded)
             ? host.recorded(outcome, true)
-            : host.endWith(Effect.as(afterRecord(storage, claimed, outcome, recorded, at), { _tag: "Lost", outcome } as const)),
+            : host.endWith(Effect.as(afterRecord(storage, claimed, outcome, Option.none(), at), { _tag: "Lost", outcome } as const)),
         (error: StorageError) => host.endWith(Effect.fail(error))
       )
     }

@@ -4,7 +4,7 @@ import type { ChannelId } from "../model/channels.js"
 import type { Message } from "../model/messages.js"
 import { tappedWithPromise } from "../internal/promiseForm.js"
 import type { OrganizationId } from "../model/organizations.js"
-import type { OutboxOutcome } from "../storage/OutboxRepository.js"
+import { type OutboxOutcome, tappedRecordSent } from "../storage/OutboxRepository.js"
 import { Storage, type StorageService } from "../storage/Storage.js"
 import { MetricsRecorder, type MetricsRecorderService } from "./MetricsRecorder.js"
 
@@ -69,7 +69,10 @@ const meteredStorageOf = (storage: StorageService, recorder: MetricsRecorderServ
     outbox: {
       ...storage.outbox,
       record: tappedWithPromise(storage.outbox.record, (recorded, _id, _lease, outcome) => {
-        if (Option.isSome(recorded)) recordOutcome(outcome, recorded.value, outbound)
+        if (Option.isSome(recorded)) recordOutcome(outcome, recorded.value.status, outbound)
+      }),
+      ...tappedRecordSent(storage.outbox, (status, _id, _lease, outcome) => {
+        if (Option.isSome(status)) recordOutcome(outcome, status.value, outbound)
       }),
       settle: (organizationId, id, settlement) =>
         Effect.tap(storage.outbox.settle(organizationId, id, settlement), (settled) => {
@@ -123,17 +126,17 @@ const meteredStorageOf = (storage: StorageService, recorder: MetricsRecorderServ
   }
 }
 
-/** The statuses a recorded send-queue outcome moved the message into. */
+/** The statuses a recorded send-queue outcome moved the message into (`status`: the message's afterwards). */
 const recordOutcome = (
   outcome: OutboxOutcome,
-  message: Message,
+  status: Message["status"],
   outbound: (status: Message["status"]) => void
 ): void => {
   switch (outcome._tag) {
     case "Sent":
       outbound("sent")
       // Provider reports that came before the send recorded its id moved it further.
-      if (message.status !== "sent" && message.status !== "sending" && message.status !== "queued") outbound(message.status)
+      if (status !== "sent" && status !== "sending" && status !== "queued") outbound(status)
       return
     case "Failed":
       return outbound("failed")
@@ -144,3 +147,4 @@ const recordOutcome = (
       return
   }
 }
+

@@ -3,7 +3,7 @@ import type { Channel, ChannelId, ChannelStatus } from "../model/channels.js"
 import type { Message, MessageFailure, MessageId, MessageStatus } from "../model/messages.js"
 import type { OrganizationId } from "../model/organizations.js"
 import type { StorageError } from "./errors.js"
-import type { WithPromiseForm } from "../internal/promiseForm.js"
+import { tappedPromise, type WithPromiseForm } from "../internal/promiseForm.js"
 
 // The send queue (docs/messaging.md "The send queue"). Every outbound message a send,
 // an auto-reply or a broadcast creates is a message row WITH DISPATCH STATE: it is "in
@@ -132,6 +132,14 @@ export interface ClaimedMessage {
 }
 
 /**
+ * The {@link OutboxOutcome} of a send Meta accepted: `provider_message_id` (its `wamid`, or
+ * `null` when it gave none) and `attempts` (1: the attempt counted).
+ *
+ * @category storage
+ */
+export type SentOutcome = { readonly _tag: "Sent"; readonly provider_message_id: string | null; readonly attempts: number }
+
+/**
  * What became of a claimed message, written by {@link OutboxRepository.record} (`now` is
  * the write's ISO 8601 time; `attempts` is added to the message's count, 0 or more):
  * - `Sent`: Meta accepted it: status `sent`, `provider_message_id` recorded (when not
@@ -152,7 +160,7 @@ export interface ClaimedMessage {
  * @category storage
  */
 export type OutboxOutcome =
-  | { readonly _tag: "Sent"; readonly provider_message_id: string | null; readonly attempts: number }
+  | SentOutcome
   | { readonly _tag: "Failed"; readonly failure: MessageFailure; readonly attempts: number }
   | {
     readonly _tag: "Requeued"
@@ -249,6 +257,16 @@ export interface OutboxRepository {
    */
   readonly record: WithPromiseForm<[id: MessageId, lease: string, outcome: OutboxOutcome, now: string], Option.Option<Message>, StorageError>
   /**
+   * Optional: a `Sent` outcome recorded as a promise that answers only the message's status
+   * afterwards (docs/extending.md "A store of your own"): the same write, pending provider
+   * reports, cool-down and events as `record(id, lease, outcome, now)`, then `sent` (or the
+   * status a pending report moved it to), `None` when `lease` no longer holds it; rejects
+   * with a {@link StorageError}. A store that reads the whole message back for `record`
+   * saves that read here: the send queue's dispatcher records each message it sends through
+   * it when the store has it (else through `record.promise`).
+   */
+  readonly recordSent?: (id: MessageId, lease: string, outcome: SentOutcome, now: string) => Promise<Option.Option<MessageStatus>>
+  /**
    * Settles the organization's outbox message `id` from a status notification that named
    * it: when it has no provider id, `provider_message_id` is recorded (and its pending
    * provider reports applied); its status moves to `status` when it is one of
@@ -314,4 +332,20 @@ export interface OutboxRepository {
     channelId: ChannelId,
     now: string
   ) => Effect.Effect<Option.Option<{ readonly channel: Channel; readonly changed: boolean }>, StorageError>
+}
+
+/**
+ * `{ recordSent }` of `outbox` with `after(status, ...args)` run once each resolved, or `{}`
+ * when the store has none. A wrapper of the store spreads it after `...outbox`, so that it
+ * never passes the store's own `recordSent` through unwrapped (the metered store, the
+ * waking one).
+ *
+ * @category storage
+ */
+export const tappedRecordSent = (
+  outbox: OutboxRepository,
+  after: (status: Option.Option<MessageStatus>, ...args: Parameters<NonNullable<OutboxRepository["recordSent"]>>) => void
+): Pick<OutboxRepository, "recordSent"> => {
+  const recordSent = tappedPromise(outbox.recordSent, after)
+  return recordSent === undefined ? {} : { recordSent }
 }

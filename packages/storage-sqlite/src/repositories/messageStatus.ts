@@ -34,7 +34,8 @@ export const SQL = {
   // In arrival order: the rowid ends every index, so this is one range of the index.
   pendingOf: `SELECT status, from_statuses, failure, reported_at, pending_until FROM pending_message_statuses
     WHERE organization_id = ? AND provider_message_id = ? ORDER BY id`,
-  deletePendingOf: "DELETE FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ?"
+  deletePendingOf: "DELETE FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ?",
+  anyPendingOf: "SELECT 1 FROM pending_message_statuses WHERE organization_id = ? AND provider_message_id = ? LIMIT 1"
 } as const
 
 export { isWaiting } from "@switchboard/storage-sql"
@@ -62,6 +63,10 @@ export const applyStatus = <Row extends MessageRow>(
   if (move.ends) statements.prepare(SQL.endDispatch).run(row.uuid)
   return { row: move.row, changed: true }
 }
+
+/** Whether any status report waits for `providerMessageId` of the organization (one probe of an index): {@link applyPending} would apply or delete it. */
+export const hasPendingStatus = (statements: Statements, organizationId: OrganizationId, providerMessageId: string): boolean =>
+  statements.prepare(SQL.anyPendingOf).get(organizationId, providerMessageId) !== undefined
 
 /**
  * Applies to an outbound message the pending status reports of its provider id, in arrival

@@ -1,12 +1,15 @@
 import { Option } from "effect"
 import {
   type ChannelQueueFigures,
+  type GroupedCall,
   groupedQueue,
   type Message,
+  type MessageStatus,
   type OrganizationId,
   type OutboxMoveOutcome,
   type OutboxRepository,
-  type OutboxSummaryRow
+  type OutboxSummaryRow,
+  type StorageError
 } from "@switchboard/core"
 import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
 import { attempt, type RepositoryFactory, snapshot, transaction, transactionPerGroup } from "../internal/sql.js"
@@ -14,7 +17,7 @@ import { forgetChannels } from "./channelCache.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
 import { decodeMessage } from "./chatRows.js"
 import { anyDue, claimDue, nextDue } from "./outboxClaim.js"
-import { recordOutcome, settleMessage } from "./outboxRecord.js"
+import { recordOutcome, recordSentLean, settleMessage } from "./outboxRecord.js"
 import { ENDED, type QueuedRow, retried, SQL, writeRow } from "./outboxRows.js"
 import { recordWebhookEvent } from "./webhookEvents.js"
 
@@ -40,6 +43,11 @@ export { dueSql, SQL } from "./outboxRows.js"
  *
  * @category repositories
  */
+/** A {@link RecordRequest} of `record` (`lean` unset: answered with the message) or of `recordSent` (`lean`: only its status). */
+interface LeanableRecord extends RecordRequest {
+  readonly lean?: boolean
+}
+
 export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statements) => {
   const queued = (organizationId: OrganizationId, id: string) =>
     statements.prepare<QueuedRow>(SQL.queued).get(organizationId, id)
@@ -54,17 +62,25 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statem
   // The outcomes recorded within RECORD_GROUP_WINDOW_MS of each other share one transaction
   // (one lock, one commit: docs/benchmarks.md "Outbound dispatch"); each is still guarded by
   // its own lease, and a failure is answered to its own caller only (transactionPerGroup).
-  const recordGrouped = groupedQueue(transactionPerGroup(db, "outbox.record", recordOne), {
-    windowMs: RECORD_GROUP_WINDOW_MS,
-    maxSize: RECORD_GROUP_SIZE
-  })
+  // `record` and `recordSent` join the same groups: a request's `lean` decides its answer
+  // (the message, or only its status), so each form narrows its own.
+  const recordGrouped = groupedQueue(
+    transactionPerGroup(db, "outbox.record", (request: LeanableRecord): Option.Option<Message> | Option.Option<MessageStatus> =>
+      request.lean && request.outcome._tag === "Sent"
+        ? recordSentLean(statements, request.id, request.lease, request.outcome, request.now)
+        : recordOne(request)),
+    { windowMs: RECORD_GROUP_WINDOW_MS, maxSize: RECORD_GROUP_SIZE }
+  )
+  const wholeRecords = recordGrouped as GroupedCall<LeanableRecord, Option.Option<Message>, StorageError>
   return {
     claim: (request) =>
       attempt("outbox.claim", () => {
         if (request.limit < 1 || !snapshot(db, () => anyDue(statements, request.now))) return []
         return transaction(db, () => claimDue(statements, request))
       }),
-    record: recordThrough(recordGrouped),
+    record: recordThrough(wholeRecords),
+    recordSent: (id, lease, outcome, now) =>
+      recordGrouped.promise({ id, lease, outcome, now, lean: true }) as Promise<Option.Option<MessageStatus>>,
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         transaction(db, () => {

@@ -119,6 +119,13 @@ export const SQL = {
     ORDER BY m.next_attempt_at, m.sequence`,
   queued: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE organization_id = ? AND uuid = ? AND recipient IS NOT NULL`,
   leased: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE uuid = ? AND lease = ? AND status = 'sending' AND recipient IS NOT NULL`,
+  // A `Sent` outcome while the lease holds it (`outbox.recordSent`): the write of `outcomeRow`'s
+  // `Sent` in SQL, reading back only what decides whether the whole message is needed after it.
+  recordSent: `UPDATE messages SET status = 'sent', provider_message_id = COALESCE(?, provider_message_id), failure = NULL,
+      attempts = attempts + ?, next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL, lease_until = NULL, updated_at = ?
+    WHERE uuid = ? AND lease = ? AND status = 'sending' AND recipient IS NOT NULL
+    RETURNING organization_id, channel_uuid, type`,
+  queuedById: `SELECT ${QUEUED_COLUMNS} FROM messages WHERE uuid = ?`,
   // A claim's lease of one message: only the columns it changes, so the indexes on the others
   // (provider id, expiry) are left alone.
   lease: `UPDATE messages SET status = 'sending', lease = ?, lease_until = ?, next_attempt_at = ?, updated_at = ?
