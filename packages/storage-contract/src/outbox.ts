@@ -63,6 +63,32 @@ const plainMessage = (organizationId: OrganizationId, n: number) =>
  * `resumeChannel`, a channel's delete, and a status update ending the dispatch state.
  * With `options.makeSharedLayers`, also two stores over one underlying store.
  */
+/**
+ * The case of a `Sent` outcome and the pending provider reports of its id, through `record`
+ * (a form that records a `Sent` of `providerId` at `ms` and answers the status afterwards):
+ * a report that came first moves the message on; with no id, `sent` and no id recorded.
+ */
+const pendingReportsApplied = (
+  record: (ms: number, claimed: Pick<ClaimedMessage, "message" | "lease">, providerId: string | null) => Effect.Effect<Message["status"], unknown, Storage>
+) =>
+  Effect.gen(function* () {
+    const { chats } = yield* Storage
+    const org = yield* insertOrganization()
+    const reported = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
+    const pending = yield* chats.updateMessageStatusByProviderId(org.id, "wamid.1", {
+      status: "delivered",
+      from: MESSAGE_STATUS_PREDECESSORS.delivered,
+      now: at(1),
+      pendingUntil: at(60_000)
+    })
+    expect(pending).toEqual({ _tag: "Pending" })
+    expect(yield* record(2, { message: reported, lease: "lease-1" }, "wamid.1")).toBe("delivered")
+    expect(yield* messageOf(org.id, reported.uuid)).toMatchObject({ status: "delivered", provider_message_id: "wamid.1", updated_at: at(2) })
+    const anonymous = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
+    expect(yield* record(2, { message: anonymous, lease: "lease-2" }, null)).toBe("sent")
+    expect(yield* messageOf(org.id, anonymous.uuid)).toMatchObject({ status: "sent", provider_message_id: null })
+  })
+
 export const outboxContract = (options: StorageContractOptions): void => {
   const run = runner(options)
 
@@ -530,23 +556,7 @@ export const outboxContract = (options: StorageContractOptions): void => {
       ))
 
     it.effect("Sent with a provider id applies the pending provider reports for it; with none it records no id", () =>
-      run(
-        Effect.gen(function* () {
-          const { chats } = yield* Storage
-          const org = yield* insertOrganization()
-          const reported = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
-          const pending = yield* chats.updateMessageStatusByProviderId(org.id, "wamid.1", {
-            status: "delivered",
-            from: MESSAGE_STATUS_PREDECESSORS.delivered,
-            now: at(1),
-            pendingUntil: at(60_000)
-          })
-          expect(pending).toEqual({ _tag: "Pending" })
-          expect(yield* recorded(2, { message: reported, lease: "lease-1" }, sent("wamid.1"))).toMatchObject({ status: "delivered", provider_message_id: "wamid.1", updated_at: at(2) })
-          const anonymous = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
-          expect(yield* recorded(2, { message: anonymous, lease: "lease-2" }, sent(null))).toMatchObject({ status: "sent", provider_message_id: null })
-        })
-      ))
+      run(pendingReportsApplied((ms, claimed, providerId) => Effect.map(recorded(ms, claimed, sent(providerId)), (message) => message.status))))
 
     it.effect("Failed: status failed with the failure, attempts added, next_attempt_at null; never claimed again", () =>
       run(
@@ -715,25 +725,8 @@ export const outboxContract = (options: StorageContractOptions): void => {
       ))
 
     it.effect("applies the pending provider reports for its id and answers the status they moved it to; with no id, sent", () =>
-      run(
-        Effect.gen(function* () {
-          const { chats } = yield* Storage
-          const org = yield* insertOrganization()
-          const reported = yield* enqueue(org.id, yield* recipient(org.id, 1), { claim: "lease-1" })
-          const pending = yield* chats.updateMessageStatusByProviderId(org.id, "wamid.1", {
-            status: "delivered",
-            from: MESSAGE_STATUS_PREDECESSORS.delivered,
-            now: at(1),
-            pendingUntil: at(60_000)
-          })
-          expect(pending).toEqual({ _tag: "Pending" })
-          expect(yield* recordSentAt(2, { message: reported, lease: "lease-1" }, "wamid.1")).toEqual(Option.some("delivered"))
-          expect(yield* messageOf(org.id, reported.uuid)).toMatchObject({ status: "delivered", provider_message_id: "wamid.1", updated_at: at(2) })
-          const anonymous = yield* enqueue(org.id, yield* recipient(org.id, 2), { claim: "lease-2" })
-          expect(yield* recordSentAt(2, { message: anonymous, lease: "lease-2" }, null)).toEqual(Option.some("sent"))
-          expect(yield* messageOf(org.id, anonymous.uuid)).toMatchObject({ status: "sent", provider_message_id: null })
-        })
-      ))
+      run(pendingReportsApplied((ms, claimed, providerId) =>
+        Effect.map(recordSentAt(ms, claimed, providerId), (status) => Option.getOrThrowWith(status, () => new Error("expected the outcome recorded"))))))
 
     it.effect("writes message.status_updated with the message as stored, where an endpoint is subscribed", () =>
       run(
