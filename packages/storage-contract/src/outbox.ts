@@ -54,16 +54,6 @@ const plainMessage = (organizationId: OrganizationId, n: number) =>
   })
 
 /**
- * Contract of `Storage.outbox` and the send queue's parts of `Storage.chats` and
- * `Storage.channels` (docs/messaging.md "The send queue"): creating a message in the queue
- * (claimed at once or `queued`), claims (due heads only, leases, order, lanes, pacing,
- * round-robin across channels, paused channels, expired messages), recording outcomes
- * (each outcome's writes, the lease guard, cool-downs, pair-rate waits), events, settling
- * from a status notification, retry, cancel, `nextDueAt`, `channelQueue`,
- * `resumeChannel`, a channel's delete, and a status update ending the dispatch state.
- * With `options.makeSharedLayers`, also two stores over one underlying store.
- */
-/**
  * The case of a `Sent` outcome and the pending provider reports of its id, through `record`
  * (a form that records a `Sent` of `providerId` at `ms` and answers the status afterwards):
  * a report that came first moves the message on; with no id, `sent` and no id recorded.
@@ -89,6 +79,16 @@ const pendingReportsApplied = (
     expect(yield* messageOf(org.id, anonymous.uuid)).toMatchObject({ status: "sent", provider_message_id: null })
   })
 
+/**
+ * Contract of `Storage.outbox` and the send queue's parts of `Storage.chats` and
+ * `Storage.channels` (docs/messaging.md "The send queue"): creating a message in the queue
+ * (claimed at once or `queued`), claims (due heads only, leases, order, lanes, pacing,
+ * round-robin across channels, paused channels, expired messages), recording outcomes
+ * (each outcome's writes, the lease guard, cool-downs, pair-rate waits), events, settling
+ * from a status notification, retry, cancel, `nextDueAt`, `channelQueue`,
+ * `resumeChannel`, a channel's delete, and a status update ending the dispatch state.
+ * With `options.makeSharedLayers`, also two stores over one underlying store.
+ */
 export const outboxContract = (options: StorageContractOptions): void => {
   const run = runner(options)
 

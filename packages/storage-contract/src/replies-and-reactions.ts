@@ -156,6 +156,29 @@ export const repliesAndReactionsContract = (options: StorageContractOptions): vo
         })
       ))
 
+    it.effect(`recorded by recordSent${options.recordSent === true ? "" : " (this store has none: by record)"}, the business's reaction folds into its target and answers sent`, () =>
+      run(
+        Effect.gen(function* () {
+          const { outbox: sendQueue } = yield* Storage
+          const org = yield* insertOrganization()
+          const to = yield* recipient(org.id, 1)
+          const target = (yield* append(org.id, inboundRequest(to.phone, { now: at(0), providerId: "wamid.in.1" }))).message
+          // Subscribed to the reaction's event only: no message.status_updated subscriber makes the store read the row.
+          yield* addEndpoint(org.id, { events: ["message.reactions_updated"] })
+          const reaction = yield* businessReaction(org.id, to, target, "👍", "lease-r1", 1_000)
+          const outcome = { _tag: "Sent", provider_message_id: "wamid.r.1", attempts: 1 } as const
+          const status = sendQueue.recordSent === undefined
+            ? Option.map(yield* sendQueue.record(reaction.uuid, "lease-r1", outcome, at(2_000)), (message) => message.status)
+            : yield* Effect.promise(() => sendQueue.recordSent!(reaction.uuid, "lease-r1", outcome, at(2_000)))
+          expect(status).toEqual(Option.some("sent"))
+          const reacted = yield* stored(org.id, target)
+          expect(reacted).toEqual({ ...target, reactions: [{ emoji: "👍", by: "business", at: at(2_000) }], updated_at: at(2_000) })
+          const events = yield* outbox()
+          expect(events.map((event) => event.type)).toEqual(["message.reactions_updated"])
+          expect(events[0]!.event.data).toEqual(reacted)
+        })
+      ))
+
     it.effect("the business's reaction row recorded Sent folds into its target (\"\" removes it) with message.reactions_updated; Failed changes nothing; no status events", () =>
       run(
         Effect.gen(function* () {

@@ -147,4 +147,3 @@ const recordOutcome = (
       return
   }
 }
-
