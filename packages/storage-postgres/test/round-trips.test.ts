@@ -39,11 +39,21 @@ const schema = schemas.fresh()
 interface PlanNode {
   readonly "Relation Name"?: string
   readonly "Index Name"?: string
+  readonly "Index Cond"?: string
   readonly "Actual Rows": number
   readonly "Rows Removed by Filter"?: number
   readonly "Actual Loops": number
   readonly Plans?: ReadonlyArray<PlanNode>
 }
+
+/** A plan's nodes, itself first. */
+const nodesOf = (node: PlanNode): Array<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
+
+/** The rows a plan read from messages: each scan's rows (kept and filtered out) times its loops. */
+const rowsRead = (node: PlanNode): number =>
+  (node["Relation Name"] === "messages" || node["Index Name"]?.startsWith("messages_")
+    ? (node["Actual Rows"] + (node["Rows Removed by Filter"] ?? 0)) * node["Actual Loops"]
+    : 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0)
 
 /** The text of every statement sent through {@link pool}, in order. */
 const statements: Array<string> = []
@@ -202,6 +212,66 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       })
     ))
 
+  it.effect("recordSent outcomes of a group are one statement with no message row read, however many they are; a lease not held answers None", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        // The statements of one group of `count` lean records, the second under another lease.
+        const groupOf = (count: number) =>
+          Effect.gen(function* () {
+            const { org, ids } = yield* leasedMessages(store, count, "lease-1")
+            statements.length = 0
+            const answers = yield* Effect.promise(() =>
+              Promise.all(ids.map((id, index) =>
+                store.outbox.recordSent!(id, index === 1 ? "another-lease" : "lease-1", { _tag: "Sent", provider_message_id: `wamid.lean.${count}.${index}`, attempts: 1 }, instant(1)))))
+            expect(answers).toEqual(ids.map((_, index) => (index === 1 ? Option.none() : Option.some("sent"))))
+            const sent = statements.splice(0)
+            const stored = yield* store.chats.findMessage(org, ids[0]!)
+            expect(Option.map(stored, (message) => [message.status, message.provider_message_id, message.attempts])).toEqual(Option.some(["sent", `wamid.lean.${count}.0`, 1]))
+            expect(Option.map(yield* store.chats.findMessage(org, ids[1]!), (message) => message.status)).toEqual(Option.some("sending"))
+            return sent
+          })
+        const three = yield* groupOf(3)
+        const twelve = yield* groupOf(12)
+        expect(three.filter(isBegin)).toHaveLength(1)
+        expect(twelve).toHaveLength(three.length)
+        // No statement reads a message's columns (the whole row): the write returns uuids only.
+        expect(twelve.filter((text) => /uuid,\s*chat_uuid,\s*contact_uuid/i.test(text))).toEqual([])
+        expect(twelve.filter((text) => /UPDATE\s+\S+messages/i.test(text))).toHaveLength(1)
+      })
+    ))
+
+  it.effect("a group mixing record and recordSent answers each as asked: a pending report or a subscribed endpoint sends recordSent to the whole row", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const store = yield* recordedStore
+        const { org, ids } = yield* leasedMessages(store, 4, "lease-1")
+        const [plain, reported, whole, again] = ids as [MessageId, MessageId, MessageId, MessageId]
+        // Meta's delivery report for the second one's id came before the send's answer.
+        yield* providerReport(store, org, "wamid.reported", "delivered", instant(1))
+        const sent = (wamid: string) => ({ _tag: "Sent", provider_message_id: wamid, attempts: 1 } as const)
+        const [a, b, c, d, e] = yield* Effect.promise(() =>
+          Promise.all([
+            store.outbox.recordSent!(plain, "lease-1", sent("wamid.plain"), instant(2)),
+            store.outbox.recordSent!(reported, "lease-1", sent("wamid.reported"), instant(2)),
+            store.outbox.record.promise!(whole, "lease-1", sent("wamid.whole"), instant(2)),
+            store.outbox.recordSent!(again, "lease-1", sent("wamid.again"), instant(2)),
+            // The same message asked twice in one group: the second finds its lease gone.
+            store.outbox.recordSent!(again, "lease-1", sent("wamid.again.2"), instant(2))
+          ]))
+        expect([a, b, d, e]).toEqual([Option.some("sent"), Option.some("delivered"), Option.some("sent"), Option.none()])
+        expect(Option.map(c!, (message) => [message.uuid, message.status, message.provider_message_id])).toEqual(Option.some([whole, "sent", "wamid.whole"]))
+        const status = (id: MessageId) => Effect.map(store.chats.findMessage(org, id), Option.map((message) => [message.status, message.provider_message_id]))
+        expect(yield* status(reported)).toEqual(Option.some(["delivered", "wamid.reported"]))
+        expect(yield* status(again)).toEqual(Option.some(["sent", "wamid.again"]))
+        // With an endpoint subscribed, a lean record writes the event with the whole message.
+        const next = yield* leasedMessages(store, 1, "lease-2")
+        yield* subscribedEndpoint(store, next.org)
+        expect(yield* Effect.promise(() => store.outbox.recordSent!(next.ids[0]!, "lease-2", sent("wamid.announced"), instant(3)))).toEqual(Option.some("sent"))
+        expect(yield* eventStatuses(next.ids[0]!)).toEqual(["sent"])
+      })
+    ))
+
   it.effect("a store records one group's transaction at a time: groups never overlap, however many outcomes come at once", () =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -241,6 +311,47 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
       })
     ))
 
+  it.effect("a claim with nothing expired reads a few rows per channel: no range of expired heads walks the backlog", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        yield* Effect.promise(() => schemas.empty(schema))
+        // A store whose one connection explains every statement it runs (auto_explain, as JSON notices).
+        const logged: Array<string> = []
+        const explaining = new Pg.Pool({ connectionString: postgresUrl!, max: 1 })
+        explaining.on("connect", (client) => {
+          client.on("notice", (notice) => void logged.push(notice.message ?? ""))
+          client.query("LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; " +
+            "SET auto_explain.log_format = 'json'; SET client_min_messages = log").catch(() => undefined)
+        })
+        yield* Effect.addFinalizer(() => Effect.promise(() => explaining.end()))
+        const store = yield* PostgresStorage.make({ pool: explaining, schema })
+        yield* queuedOnChannels(store, 3, 200)
+        // With the table's statistics, as autovacuum keeps them.
+        yield* Effect.promise(() => explaining.query(`ANALYZE ${schema}.messages`))
+        logged.length = 0
+        const now = Date.parse(instant(0)) + 1
+        // A horizon of 100 ms: fewer free slots than the limit, the case where a claim also
+        // takes the expired heads (none here: they expire at instant(10 000)).
+        const claimed = yield* store.outbox.claim({ now, lease: fixtures.uuid(), leaseUntil: now + 30_000, settleMs: 60_000, limit: 100, horizonMs: 100 })
+        expect(claimed.length).toBeGreaterThan(0)
+        expect(claimed.length).toBeLessThan(100)
+        const plans = logged.filter((text) => text.includes("plan:")).map((text) => JSON.parse(text.slice(text.indexOf("{"))) as { "Query Text": string; Plan: PlanNode })
+        const candidates = plans.filter((each) => each["Query Text"].includes("expired_only"))
+        expect(candidates).toHaveLength(1)
+        // 600 waiting heads on 3 channels: the claim's candidates are the channels' first heads
+        // (reading each channel's 200 to find no expired one read 600 more).
+        expect(rowsRead(candidates[0]!.Plan)).toBeLessThan(claimed.length + 30)
+        // Whether a channel has an expired head is a probe of that channel's range of the expiry
+        // index up to now (no row here), never one scan of the whole index by expires_at alone.
+        const waiting = plans.filter((each) => each["Query Text"].includes("AS expiring"))
+        expect(waiting).toHaveLength(1)
+        const probes = nodesOf(waiting[0]!.Plan).filter((node) => node["Index Name"] === "messages_send_queue_expiry" && node["Index Cond"]?.includes("expires_at"))
+        expect(probes.length).toBeGreaterThan(0)
+        for (const probe of probes) expect(probe["Index Cond"]).toContain("channel_uuid =")
+        expect(probes.reduce((sum, node) => sum + rowsRead(node), 0)).toBe(0)
+      })
+    ))
+
   it.effect("nextDueAt reads a few rows per channel, not every waiting head", () =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -262,10 +373,6 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
             await client.end()
           }
         })
-        const rowsRead = (node: PlanNode): number =>
-          (node["Relation Name"] === "messages" || node["Index Name"]?.startsWith("messages_")
-            ? (node["Actual Rows"] + (node["Rows Removed by Filter"] ?? 0)) * node["Actual Loops"]
-            : 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0)
         // 600 waiting heads on 3 channels: the walk reads each channel's first head (4 rows here;
         // a minimum over every head read all 600).
         expect(rowsRead(plan)).toBeLessThan(40)
@@ -304,10 +411,6 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
           // Each nested UPDATE of the function, as JSON after "plan:".
           return logged.filter((text) => text.includes("SET head = true")).map((text) => JSON.parse(text.slice(text.indexOf("{"))).Plan as PlanNode)
         })
-        const rowsRead = (node: PlanNode): number =>
-          (node["Relation Name"] === "messages" || node["Index Name"]?.startsWith("messages_")
-            ? (node["Actual Rows"] + (node["Rows Removed by Filter"] ?? 0)) * node["Actual Loops"]
-            : 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0)
         // With a channel, and without one: 600 waiting on 3 channels, and each look-up reads a
         // few rows (matching the channel by IS NOT DISTINCT FROM read all 600).
         expect(plans).toHaveLength(2)

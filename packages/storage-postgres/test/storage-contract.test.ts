@@ -24,6 +24,7 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL", () => 
 
   runStorageContract({
     name: "postgres",
+    recordSent: true,
     makeLayer: () => storageLayer(schemas, schema, true),
     makeSharedLayers: () => [storageLayer(schemas, schema, true), storageLayer(schemas, schema, false)] as const
   })

@@ -882,8 +882,12 @@ const afterRecord = (
         Effect.annotateLogs({ ...annotations, outcome: outcome._tag })
       )
     } else if (isLateForSlot(outcome)) {
-      // Not a failure: handed back for a new pacing slot, nothing sent (PACING_LATENESS_MS).
-      yield* Effect.logDebug("Message late for its pacing slot; queued for a new one").pipe(Effect.annotateLogs(annotations))
+      // Not a failure: handed back for a new pacing slot, nothing sent (PACING_LATENESS_MS);
+      // late_ms: how long after its slot it was found late.
+      const lateMs = outcome._tag === "Requeued" ? Date.parse(outcome.next_attempt_at) - claimed.not_before : 0
+      yield* Effect.logDebug("Message late for its pacing slot; queued for a new one").pipe(
+        Effect.annotateLogs({ ...annotations, late_ms: lateMs })
+      )
     } else if (outcome._tag !== "Sent") {
       yield* Effect.logWarning(SEND_OUTCOME_LOG_LINES[outcome._tag]).pipe(
         Effect.annotateLogs({

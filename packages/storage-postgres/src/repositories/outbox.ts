@@ -1,26 +1,31 @@
 import { Effect, Option } from "effect"
 import {
   type ChannelQueueFigures,
+  type GroupedCall,
   groupedQueue,
   type Message,
+  type MessageStatus,
   type OrganizationId,
   type OutboxMoveOutcome,
   type OutboxRepository,
   type OutboxSummaryRow,
   type StorageError
 } from "@switchboard/core"
-import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
-import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
+import { type LeanableRecord, RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, recordThrough } from "@switchboard/storage-sql"
+import { attempt, type Database, type RepositoryFactory, type Sql } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue, LANES } from "./outboxClaim.js"
 import {
   ENDED,
+  type LeanSent,
   type LeasedSent,
   leasedRow,
   leasedRows,
   queuedRow,
   recordableTogether,
+  pendingKey,
   recordOutcome,
+  recordSentLeanTogether,
   recordSentTogether,
   settleMessage,
   withPendingReports,
@@ -28,7 +33,7 @@ import {
 } from "./outboxRecord.js"
 import { retried } from "./outboxRows.js"
 import { decodeMessage } from "./chatRows.js"
-import { recordWebhookEvent } from "./webhookEvents.js"
+import { recordWebhookEvent, subscribedEndpoints } from "./webhookEvents.js"
 
 /**
  * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
@@ -54,14 +59,19 @@ export const outboxRepository: RepositoryFactory<OutboxRepository> = (db) => {
   const s = db.schema
   // The outcomes recorded within RECORD_GROUP_WINDOW_MS of each other share one transaction
   // (docs/benchmarks.md "Outbound dispatch"); each is still guarded by its own lease.
+  // `record` and `recordSent` join the same groups: a request's `lean` decides its answer
+  // (the message, or only its status), so each form narrows its own.
   const recordGrouped = groupedQueue(recordGroup(db), { windowMs: RECORD_GROUP_WINDOW_MS, maxSize: RECORD_GROUP_SIZE })
+  const wholeRecords = recordGrouped as GroupedCall<LeanableRecord, Option.Option<Message>, StorageError>
   return {
     claim: (request) =>
       attempt("outbox.claim", async () => {
         if (request.limit < 1 || !(await anyDue(db, request.now))) return []
         return db.transaction((sql) => claimDue(sql, s, request))
       }),
-    record: recordThrough(recordGrouped),
+    record: recordThrough(wholeRecords),
+    recordSent: (id, lease, outcome, now) =>
+      recordGrouped.promise({ id, lease, outcome, now, lean: true }) as Promise<Option.Option<MessageStatus>>,
     settle: (organizationId, id, settlement) =>
       attempt("outbox.settle", () =>
         db.transaction(async (sql) => {
@@ -170,47 +180,69 @@ export const summarySql = (s: string): string =>
  * transaction fails, each is recorded again in a transaction of its own, so a failure
  * reaches only its own caller.
  */
-const recordGroup = (db: Database): ((requests: ReadonlyArray<RecordRequest>) => ReadonlyArray<Effect.Effect<Option.Option<Message>, StorageError>>) => {
+const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) => ReadonlyArray<Effect.Effect<Answer, StorageError>>) => {
   const s = db.schema
-  const recordAll = async (group: ReadonlyArray<RecordRequest>): Promise<Array<Option.Option<Message>>> => {
-    const owners = await db.sql.rows<{ uuid: string; organization_id: string }>(
-      `SELECT uuid, organization_id FROM ${s}.messages WHERE uuid = ANY($1::text[])`,
+  const recordAll = async (group: ReadonlyArray<LeanableRecord>): Promise<Array<Answer>> => {
+    // Who owns each message and what type it is (neither ever changes): the organizations to
+    // lock, and the reactions that a lean record leaves to the whole one.
+    const owners = await db.sql.rows<{ uuid: string; organization_id: string; type: string }>(
+      `SELECT uuid, organization_id, type FROM ${s}.messages WHERE uuid = ANY($1::text[])`,
       [group.map((request) => request.id)]
     )
     if (owners.length === 0) return group.map(() => Option.none())
+    const ownerOf = new Map(owners.map((owner) => [owner.uuid, owner]))
     const organizations = [...new Set(owners.map((owner) => owner.organization_id))].sort()
     return db.transaction(async (sql) => {
       // The first organization is locked by the transaction itself; the others here, in order.
       for (const organizationId of organizations.slice(1)) {
         await sql.run(`SELECT 1 FROM ${s}.organizations WHERE id = $1 FOR NO KEY UPDATE`, [organizationId])
       }
-      // The group's messages read and locked with one statement; each outcome still needs its own lease.
-      const rows = new Map((await leasedRows(sql, s, group.map((request) => request.id))).map((row) => [row.uuid, row]))
       const asked = new Set<string>()
-      const plan = group.map((request) => {
+      const firsts = group.map((request) => {
         // A message asked for twice in one group: the second reads its row again, after the first's write.
         const again = asked.has(request.id)
         asked.add(request.id)
+        return !again
+      })
+      // The lean records that need nothing of their rows are written with one statement, their
+      // rows never read; the others read and lock their rows with one statement.
+      const lean = await leanOnly(sql, s, group.flatMap((request, index) => {
+        const owner = ownerOf.get(request.id)
+        return firsts[index] && request.lean === true && request.outcome._tag === "Sent" && owner !== undefined && owner.type !== "reaction"
+          ? [{ id: request.id, lease: request.lease, outcome: request.outcome, now: request.now, organization_id: owner.organization_id }]
+          : []
+      }))
+      const leanIds = new Set(lean.map((each) => each.id))
+      const whole = group.filter((request, index) => !(firsts[index] && leanIds.has(request.id)))
+      const rows = new Map(whole.length === 0 ? [] : (await leasedRows(sql, s, whole.map((request) => request.id))).map((row) => [row.uuid, row]))
+      const plan = group.map((request, index) => {
+        const again = !firsts[index]!
         const row = rows.get(request.id)
         return { request, again, row: row !== undefined && row.lease === request.lease ? row : undefined }
       })
       const sent: Array<LeasedSent> = plan.flatMap(({ again, request, row }) =>
         !again && row !== undefined && request.outcome._tag === "Sent" ? [{ row, outcome: request.outcome, now: request.now }] : []
       )
-      const pending = await withPendingReports(sql, s, sent)
+      const pending = await withPendingReports(sql, s, sent.map(({ outcome, row }) => ({ organization_id: row.organization_id, provider_message_id: outcome.provider_message_id })))
       const together = sent.filter((each) => recordableTogether(each, pending))
+      const written = await recordSentLeanTogether(sql, s, lean)
       const messages = new Map<string, Message>()
       for (const [index, message] of (await recordSentTogether(sql, s, together)).entries()) messages.set(together[index]!.row.uuid, message)
       // The others one by one, in the order asked (a Sent message recorded above answers from its result).
-      const recorded: Array<Option.Option<Message>> = []
+      const recorded: Array<Answer> = []
       for (const { again, request, row } of plan) {
-        const done = again ? undefined : messages.get(request.id)
-        if (done !== undefined && row !== undefined) {
-          recorded.push(Option.some(done))
+        if (!again && leanIds.has(request.id)) {
+          recorded.push(written.has(request.id) ? Option.some<MessageStatus>("sent") : Option.none())
           continue
         }
-        const current = again ? await leasedRow(sql, s, request.id, request.lease) : row
-        recorded.push(current === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, current, request.outcome, request.now)))
+        const done = again ? undefined : messages.get(request.id)
+        let message: Option.Option<Message>
+        if (done !== undefined && row !== undefined) message = Option.some(done)
+        else {
+          const current = again ? await leasedRow(sql, s, request.id, request.lease) : row
+          message = current === undefined ? Option.none() : Option.some(await recordOutcome(sql, s, current, request.outcome, request.now))
+        }
+        recorded.push(request.lean === true ? Option.map(message, (each) => each.status) : message)
       }
       return recorded
     }, { lockOrganization: organizations[0]! })
@@ -219,7 +251,7 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<RecordRequest>) =>
   // the waiting one while it has room (at most RECORD_GROUP_SIZE together).
   let next: Batch | undefined
   let tail: Promise<unknown> = Promise.resolve()
-  const enqueue = (requests: ReadonlyArray<RecordRequest>): { readonly batch: Batch; readonly offset: number } => {
+  const enqueue = (requests: ReadonlyArray<LeanableRecord>): { readonly batch: Batch; readonly offset: number } => {
     if (next !== undefined && next.requests.length + requests.length <= RECORD_GROUP_SIZE) {
       const offset = next.requests.length
       next.requests.push(...requests)
@@ -249,8 +281,34 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<RecordRequest>) =>
 
 /** The `record`s recorded in one transaction of {@link recordGroup}, and their answers in the same order. */
 interface Batch {
-  readonly requests: Array<RecordRequest>
-  result: Promise<Array<Option.Option<Message>>>
+  readonly requests: Array<LeanableRecord>
+  result: Promise<Array<Answer>>
+}
+
+/** The organization a message belongs to. */
+interface OwnedBy {
+  readonly organization_id: string
+}
+
+/** What one request of a group answers: the message as stored (`record`), or only its status (`recordSent`); `None` when its lease no longer held. */
+type Answer = Option.Option<Message | MessageStatus>
+
+/**
+ * Those of the lean `recordSent`s `candidates` (no reaction, each asked once in its group)
+ * that need nothing of their rows afterwards: no pending status report for their provider
+ * id, no endpoint of their organization subscribed to `message.status_updated`. Two
+ * statements at most (the probe of pending reports, and per organization its endpoints).
+ */
+const leanOnly = async (sql: Sql, schema: string, candidates: ReadonlyArray<LeanSent & OwnedBy>): Promise<Array<LeanSent & OwnedBy>> => {
+  if (candidates.length === 0) return []
+  const pending = await withPendingReports(sql, schema, candidates.map((each) => ({ organization_id: each.organization_id, provider_message_id: each.outcome.provider_message_id })))
+  const announcing = new Set<string>()
+  for (const organizationId of new Set(candidates.map((each) => each.organization_id))) {
+    if ((await subscribedEndpoints(sql, schema, organizationId, "message.status_updated")).length > 0) announcing.add(organizationId)
+  }
+  return candidates.filter((each) =>
+    !announcing.has(each.organization_id) &&
+    !(each.outcome.provider_message_id !== null && pending.has(pendingKey({ organization_id: each.organization_id, provider_message_id: each.outcome.provider_message_id }))))
 }
 
 /**

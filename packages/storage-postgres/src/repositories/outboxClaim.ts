@@ -36,19 +36,29 @@ export const LANES = (schema: string): string =>
 
 /**
  * The CTEs `lanes` and `w` ($1: now ISO, $2: now epoch ms): `w` the channels with a due head
- * (`NULL` for the messages without a channel). The channels with heads are walked along
- * messages_send_queue_expiry (a loose index scan: one probe per channel, recursively), and
- * each is probed for ONE due head along messages_send_queue_due (`LIMIT 1`): a claim reads
- * a few rows per channel, where `SELECT DISTINCT channel_uuid … WHERE <due>` read every
- * head (one per lane: 20 000 for a backlog of 20 000 recipients, ~80 ms a claim).
+ * (`NULL` for the messages without a channel), each with `expiring`: whether one of its due
+ * heads has expired. The channels with heads are walked along messages_send_queue_expiry (a
+ * loose index scan: one probe per channel, recursively), and each is probed for ONE due
+ * head along messages_send_queue_due (`LIMIT 1`) and for one expired due head along
+ * messages_send_queue_expiry (`LIMIT 1` in a `LATERAL`, so each is a probe of its channel's
+ * range up to now, empty while nothing has expired; as an `EXISTS` PostgreSQL hashed it into
+ * one scan of the whole index, ~8 ms a claim on a backlog of 20 000): a claim
+ * reads a few rows per channel, where `SELECT DISTINCT channel_uuid … WHERE <due>` read every
+ * head (one per lane: 20 000 for a backlog of 20 000 recipients, ~80 ms a claim). Only an
+ * `expiring` channel's expired heads are read as a range of their own: read for every
+ * channel, that range found none and walked every due head of the channel to learn it (the
+ * whole backlog each claim: 25–190 ms on PostgreSQL's side, docs/benchmarks.md "Dispatch on
+ * PostgreSQL: the expired heads only where there are").
  */
 const WAITING_CHANNELS = (schema: string) =>
   `WITH RECURSIVE ${LANES(schema)},
       w AS (
-        SELECT lanes.channel_uuid FROM lanes CROSS JOIN LATERAL (
+        SELECT lanes.channel_uuid, expired.channel_uuid IS NOT NULL AS expiring FROM lanes CROSS JOIN LATERAL (
             SELECT 1 FROM ${schema}.messages WHERE channel_uuid = lanes.channel_uuid AND ${DUE} LIMIT 1) AS due
+          LEFT JOIN LATERAL (
+            SELECT channel_uuid FROM ${schema}.messages WHERE channel_uuid = lanes.channel_uuid AND expires_at <= $1 AND ${DUE} LIMIT 1) AS expired ON true
         UNION ALL
-        SELECT NULL WHERE EXISTS (SELECT 1 FROM ${schema}.messages WHERE channel_uuid IS NULL AND ${DUE}))`
+        SELECT NULL, true WHERE EXISTS (SELECT 1 FROM ${schema}.messages WHERE channel_uuid IS NULL AND ${DUE}))`
 
 /** One channel's part of a claim: its pacing (none for no channel or an unknown one), its next slot and its candidates. */
 interface ChannelTurn {
@@ -202,6 +212,7 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
   // FOR NO KEY UPDATE SKIP LOCKED (their pacing state read under the lock).
   const waiting = await sql.rows<{
     channel_uuid: string | null
+    expiring: boolean
     known: boolean
     locked: boolean
     throughput_mps: number | null
@@ -210,7 +221,7 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
     `${WAITING_CHANNELS(schema)},
       l AS (SELECT uuid, throughput_mps, pacing_tat FROM ${schema}.channels
         WHERE uuid IN (SELECT channel_uuid FROM w) AND status = 'active' ORDER BY uuid FOR NO KEY UPDATE SKIP LOCKED)
-    SELECT w.channel_uuid, c.uuid IS NOT NULL AS known, l.uuid IS NOT NULL AS locked, l.throughput_mps, l.pacing_tat
+    SELECT w.channel_uuid, w.expiring, c.uuid IS NOT NULL AS known, l.uuid IS NOT NULL AS locked, l.throughput_mps, l.pacing_tat
       FROM w LEFT JOIN ${schema}.channels AS c ON c.uuid = w.channel_uuid LEFT JOIN l ON l.uuid = w.channel_uuid`,
     [nowIso, now]
   )
@@ -218,7 +229,7 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
   const pending: Array<Omit<ChannelTurn, "candidates">> = []
   const ranges: Array<CandidateRange> = []
   let withoutChannel: Array<ChannelCandidateRow> = []
-  for (const { channel_uuid: channelUuid, known, locked, throughput_mps, pacing_tat } of waiting) {
+  for (const { channel_uuid: channelUuid, expiring, known, locked, throughput_mps, pacing_tat } of waiting) {
     // A channel that exists but was not locked is paused or held by another claim.
     if (channelUuid !== null && known && !locked) continue
     const paced = channelUuid !== null && locked
@@ -226,9 +237,9 @@ export const claimDue = async (sql: Sql, schema: string, request: OutboxClaimReq
     const slot = paced ? Math.max(pacing_tat!, now) : now
     const slots = intervalMs === null ? limit : slot > horizon ? 0 : Math.floor((horizon - slot) / intervalMs) + 1
     // Per class at most as many as its free slots, and once they are fewer than the
-    // limit also the expired ones (claimed without a slot).
+    // limit also the expired ones (claimed without a slot), where it has any.
     const dueLimit = Math.min(limit, slots)
-    const expiredLimit = slots < limit ? limit : 0
+    const expiredLimit = slots < limit && expiring ? limit : 0
     if (channelUuid === null) {
       withoutChannel = await candidatesWithoutChannel(sql, schema, nowIso, now, dueLimit, expiredLimit)
     } else {

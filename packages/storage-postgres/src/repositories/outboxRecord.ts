@@ -7,7 +7,8 @@ import {
   type OrganizationId,
   listedMessageType,
   outboundReactionOf,
-  type OutboxOutcome
+  type OutboxOutcome,
+  type SentOutcome
 } from "@switchboard/core"
 import { jsonOrNull, queuedRowValues } from "@switchboard/storage-sql"
 import { outcomeRow } from "../dialect.js"
@@ -186,26 +187,81 @@ export const leasedRows = (sql: Sql, schema: string, ids: ReadonlyArray<string>)
     [ids]
   )
 
+/** A sent message's provider id as its pending status reports are keyed: its organization and the id. */
+export interface ProviderIdOf {
+  readonly organization_id: string
+  readonly provider_message_id: string | null
+}
+
+/** The key of {@link withPendingReports}'s answer for one message: its organization and provider message id. */
+export const pendingKey = (each: ProviderIdOf): string => `${each.organization_id}\n${each.provider_message_id}`
+
 /**
- * The provider message ids among `sent` that have pending status reports (a report that
- * arrived before the send's answer): those are recorded one by one ({@link recordOutcome}
- * applies the reports), the others by {@link recordSentTogether}. One statement.
+ * The keys ({@link pendingKey}) of those of `sent` that have pending status reports for their
+ * provider message id (a report that arrived before the send's answer): those are recorded
+ * with their whole rows ({@link recordOutcome} applies the reports), the others by
+ * {@link recordSentTogether} or {@link recordSentLeanTogether}. One statement; none when no
+ * message has an id.
  */
-export const withPendingReports = async (sql: Sql, schema: string, sent: ReadonlyArray<LeasedSent>): Promise<Set<string>> => {
-  const probed = sent.filter((each) => each.outcome.provider_message_id !== null)
+export const withPendingReports = async (sql: Sql, schema: string, sent: ReadonlyArray<ProviderIdOf>): Promise<Set<string>> => {
+  const probed = sent.filter((each) => each.provider_message_id !== null)
   if (probed.length === 0) return new Set()
   const rows = await sql.rows<{ organization_id: string; provider_message_id: string }>(
     `SELECT DISTINCT p.organization_id, p.provider_message_id FROM ${schema}.pending_message_statuses AS p
       JOIN unnest($1::text[], $2::text[]) AS r (organization_id, provider_message_id)
         ON p.organization_id = r.organization_id AND p.provider_message_id = r.provider_message_id`,
-    [probed.map((each) => each.row.organization_id), probed.map((each) => each.outcome.provider_message_id)]
+    [probed.map((each) => each.organization_id), probed.map((each) => each.provider_message_id)]
   )
-  return new Set(rows.map((row) => `${row.organization_id}\n${row.provider_message_id}`))
+  return new Set(rows.map(pendingKey))
+}
+
+/** A `recordSent` of a group that needs nothing of its row: its message, lease, outcome and time. */
+export interface LeanSent {
+  readonly id: string
+  readonly lease: string
+  readonly outcome: SentOutcome
+  readonly now: string
+}
+
+/**
+ * `Sent` outcomes of `recordSent` recorded together, none of which needs its message's row
+ * afterwards (no reaction, no pending status report, no endpoint of its organization
+ * subscribed to `message.status_updated`: the caller decides): in ONE statement, the write
+ * of {@link recordSentTogether} (the same fields as `outcomeRow`'s `Sent`) guarded by each
+ * one's lease and `sending` status, and the cool-down of the channels written to reset.
+ * Nothing of the rows is read back but their uuids. Resolves the ids written (a lease that no
+ * longer holds: not written, not answered).
+ */
+export const recordSentLeanTogether = async (sql: Sql, schema: string, sent: ReadonlyArray<LeanSent>): Promise<Set<string>> => {
+  if (sent.length === 0) return new Set()
+  // In uuid order, as every group's rows are locked.
+  const ordered = [...sent].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const rows = await sql.rows<{ uuid: string }>(
+    `WITH sent AS (
+        UPDATE ${schema}.messages AS m SET status = 'sent', provider_message_id = COALESCE(w.provider_message_id, m.provider_message_id),
+            failure = NULL, attempts = m.attempts + w.attempts, next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL,
+            lease_until = NULL, updated_at = w.updated_at
+          FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[])
+            AS w (uuid, lease, provider_message_id, attempts, updated_at)
+          WHERE m.uuid = w.uuid AND m.lease = w.lease AND m.status = 'sending' AND m.recipient IS NOT NULL
+          RETURNING m.uuid, m.channel_uuid),
+      cooled AS (
+        UPDATE ${schema}.channels SET cooldown_ms = 0 WHERE uuid IN (SELECT channel_uuid FROM sent) AND cooldown_ms <> 0)
+    SELECT uuid FROM sent`,
+    [
+      ordered.map((each) => each.id),
+      ordered.map((each) => each.lease),
+      ordered.map((each) => each.outcome.provider_message_id),
+      ordered.map((each) => each.outcome.attempts),
+      ordered.map((each) => each.now)
+    ]
+  )
+  return new Set(rows.map((row) => row.uuid))
 }
 
 /** Whether {@link recordSentTogether} may record `each`: no pending status report, no reaction (a reaction is folded into its target, one by one). */
 export const recordableTogether = (each: LeasedSent, pending: ReadonlySet<string>): boolean =>
-  !(each.outcome.provider_message_id !== null && pending.has(`${each.row.organization_id}\n${each.outcome.provider_message_id}`)) &&
+  !(each.outcome.provider_message_id !== null && pending.has(pendingKey({ organization_id: each.row.organization_id, provider_message_id: each.outcome.provider_message_id }))) &&
   outboundReactionOf(decodeMessage(outcomeRow(each.row, each.outcome, each.now))) === undefined
 
 /**

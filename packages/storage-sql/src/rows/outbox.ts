@@ -191,6 +191,17 @@ export interface RecordRequest {
 }
 
 /**
+ * A {@link RecordRequest} of `record` (`lean` unset: answered with the message) or of
+ * `recordSent` (`lean`: a `Sent` outcome answered with the message's status only), as a
+ * store's grouped queue takes both: each group holds requests of either form.
+ *
+ * @category send queue
+ */
+export interface LeanableRecord extends RecordRequest {
+  readonly lean?: boolean
+}
+
+/**
  * `OutboxRepository.record` through a grouped queue of {@link RecordRequest}s
  * (`groupedQueue`), in both forms: the Effect and its promise form, joining the same groups.
  *

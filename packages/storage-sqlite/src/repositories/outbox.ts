@@ -11,7 +11,7 @@ import {
   type OutboxSummaryRow,
   type StorageError
 } from "@switchboard/core"
-import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
+import { RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, type LeanableRecord, type RecordRequest, recordThrough } from "@switchboard/storage-sql"
 import { attempt, type RepositoryFactory, snapshot, transaction, transactionPerGroup } from "../internal/sql.js"
 import { forgetChannels } from "./channelCache.js"
 import { type ChannelRow, decodeChannel } from "./channelRows.js"
@@ -43,11 +43,6 @@ export { dueSql, SQL } from "./outboxRows.js"
  *
  * @category repositories
  */
-/** A {@link RecordRequest} of `record` (`lean` unset: answered with the message) or of `recordSent` (`lean`: only its status). */
-interface LeanableRecord extends RecordRequest {
-  readonly lean?: boolean
-}
-
 export const outboxRepository: RepositoryFactory<OutboxRepository> = (db, statements) => {
   const queued = (organizationId: OrganizationId, id: string) =>
     statements.prepare<QueuedRow>(SQL.queued).get(organizationId, id)
