@@ -884,9 +884,8 @@ const afterRecord = (
     } else if (isLateForSlot(outcome)) {
       // Not a failure: handed back for a new pacing slot, nothing sent (PACING_LATENESS_MS);
       // late_ms: how long after its slot it was found late.
-      const lateMs = outcome._tag === "Requeued" ? Date.parse(outcome.next_attempt_at) - claimed.not_before : 0
       yield* Effect.logDebug("Message late for its pacing slot; queued for a new one").pipe(
-        Effect.annotateLogs({ ...annotations, late_ms: lateMs })
+        Effect.annotateLogs({ ...annotations, late_ms: Date.parse(outcome.next_attempt_at) - claimed.not_before })
       )
     } else if (outcome._tag !== "Sent") {
       yield* Effect.logWarning(SEND_OUTCOME_LOG_LINES[outcome._tag]).pipe(
@@ -901,7 +900,7 @@ const afterRecord = (
   })
 
 /** Whether `outcome` hands a message back unattempted for a new pacing slot ({@link PACING_LATENESS_MS}). */
-const isLateForSlot = (outcome: OutboxOutcome): boolean =>
+const isLateForSlot = (outcome: OutboxOutcome): outcome is Extract<OutboxOutcome, { _tag: "Requeued" }> =>
   outcome._tag === "Requeued" && outcome.attempts === 0 && !outcome.throttled && !outcome.pairRate
 
 const SEND_OUTCOME_LOG_LINES: { readonly [T in Exclude<OutboxOutcome["_tag"], "Sent">]: string } = {

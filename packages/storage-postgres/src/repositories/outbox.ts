@@ -23,7 +23,8 @@ import {
   leasedRows,
   queuedRow,
   recordableTogether,
-  pendingKey,
+  hasPendingReport,
+  providerIdOf,
   recordOutcome,
   recordSentLeanTogether,
   recordSentTogether,
@@ -197,33 +198,32 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) =
       for (const organizationId of organizations.slice(1)) {
         await sql.run(`SELECT 1 FROM ${s}.organizations WHERE id = $1 FOR NO KEY UPDATE`, [organizationId])
       }
+      // A message asked for twice in one group: the second reads its row again, after the first's write.
       const asked = new Set<string>()
-      const firsts = group.map((request) => {
-        // A message asked for twice in one group: the second reads its row again, after the first's write.
-        const again = asked.has(request.id)
+      const again = group.map((request) => {
+        const seen = asked.has(request.id)
         asked.add(request.id)
-        return !again
+        return seen
       })
       // The lean records that need nothing of their rows are written with one statement, their
       // rows never read; the others read and lock their rows with one statement.
       const lean = await leanOnly(sql, s, group.flatMap((request, index) => {
         const owner = ownerOf.get(request.id)
-        return firsts[index] && request.lean === true && request.outcome._tag === "Sent" && owner !== undefined && owner.type !== "reaction"
+        return !again[index] && request.lean === true && request.outcome._tag === "Sent" && owner !== undefined && owner.type !== "reaction"
           ? [{ id: request.id, lease: request.lease, outcome: request.outcome, now: request.now, organization_id: owner.organization_id }]
           : []
       }))
       const leanIds = new Set(lean.map((each) => each.id))
-      const whole = group.filter((request, index) => !(firsts[index] && leanIds.has(request.id)))
+      const whole = group.filter((request, index) => again[index] || !leanIds.has(request.id))
       const rows = new Map(whole.length === 0 ? [] : (await leasedRows(sql, s, whole.map((request) => request.id))).map((row) => [row.uuid, row]))
       const plan = group.map((request, index) => {
-        const again = !firsts[index]!
         const row = rows.get(request.id)
-        return { request, again, row: row !== undefined && row.lease === request.lease ? row : undefined }
+        return { request, again: again[index]!, row: row !== undefined && row.lease === request.lease ? row : undefined }
       })
       const sent: Array<LeasedSent> = plan.flatMap(({ again, request, row }) =>
         !again && row !== undefined && request.outcome._tag === "Sent" ? [{ row, outcome: request.outcome, now: request.now }] : []
       )
-      const pending = await withPendingReports(sql, s, sent.map(({ outcome, row }) => ({ organization_id: row.organization_id, provider_message_id: outcome.provider_message_id })))
+      const pending = await withPendingReports(sql, s, sent.map(({ outcome, row }) => providerIdOf(row.organization_id, outcome)))
       const together = sent.filter((each) => recordableTogether(each, pending))
       const written = await recordSentLeanTogether(sql, s, lean)
       const messages = new Map<string, Message>()
@@ -301,14 +301,14 @@ type Answer = Option.Option<Message | MessageStatus>
  */
 const leanOnly = async (sql: Sql, schema: string, candidates: ReadonlyArray<LeanSent & OwnedBy>): Promise<Array<LeanSent & OwnedBy>> => {
   if (candidates.length === 0) return []
-  const pending = await withPendingReports(sql, schema, candidates.map((each) => ({ organization_id: each.organization_id, provider_message_id: each.outcome.provider_message_id })))
+  const pending = await withPendingReports(sql, schema, candidates.map((each) => providerIdOf(each.organization_id, each.outcome)))
   const announcing = new Set<string>()
   for (const organizationId of new Set(candidates.map((each) => each.organization_id))) {
     if ((await subscribedEndpoints(sql, schema, organizationId, "message.status_updated")).length > 0) announcing.add(organizationId)
   }
   return candidates.filter((each) =>
     !announcing.has(each.organization_id) &&
-    !(each.outcome.provider_message_id !== null && pending.has(pendingKey({ organization_id: each.organization_id, provider_message_id: each.outcome.provider_message_id }))))
+    !hasPendingReport(pending, providerIdOf(each.organization_id, each.outcome)))
 }
 
 /**

@@ -194,7 +194,17 @@ export interface ProviderIdOf {
 }
 
 /** The key of {@link withPendingReports}'s answer for one message: its organization and provider message id. */
-export const pendingKey = (each: ProviderIdOf): string => `${each.organization_id}\n${each.provider_message_id}`
+const pendingKey = (each: ProviderIdOf): string => `${each.organization_id}\n${each.provider_message_id}`
+
+/** The {@link ProviderIdOf} of a `Sent` outcome of a message of `organizationId`. */
+export const providerIdOf = (organizationId: string, outcome: SentOutcome): ProviderIdOf => ({
+  organization_id: organizationId,
+  provider_message_id: outcome.provider_message_id
+})
+
+/** Whether `pending` ({@link withPendingReports}'s answer) holds a report for `id` (never for a message without a provider id). */
+export const hasPendingReport = (pending: ReadonlySet<string>, id: ProviderIdOf): boolean =>
+  id.provider_message_id !== null && pending.has(pendingKey(id))
 
 /**
  * The keys ({@link pendingKey}) of those of `sent` that have pending status reports for their
@@ -261,7 +271,7 @@ export const recordSentLeanTogether = async (sql: Sql, schema: string, sent: Rea
 
 /** Whether {@link recordSentTogether} may record `each`: no pending status report, no reaction (a reaction is folded into its target, one by one). */
 export const recordableTogether = (each: LeasedSent, pending: ReadonlySet<string>): boolean =>
-  !(each.outcome.provider_message_id !== null && pending.has(pendingKey({ organization_id: each.row.organization_id, provider_message_id: each.outcome.provider_message_id }))) &&
+  !hasPendingReport(pending, providerIdOf(each.row.organization_id, each.outcome)) &&
   outboundReactionOf(decodeMessage(outcomeRow(each.row, each.outcome, each.now))) === undefined
 
 /**
