@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Effect, type Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { ChannelVerifier, type OrganizationId, Storage } from "@switchboard/core"
 import { startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
-import { bearer, makeHandler, makeSharedStorage, makeTenant, request, UNKNOWN_UUID } from "./helpers.js"
+import { bearer, contactRows, importContacts, makeHandler, makeSharedStorage, makeTenant, request, UNKNOWN_UUID } from "./helpers.js"
 
 // The template sync over HTTP (docs/templates-and-replies.md "Templates from Meta"): the
 // WhatsApp simulator stands in for Meta; `POST /channels/{uuid}/templates/sync` runs it at
@@ -150,6 +150,36 @@ describe("the template sync loop", () => {
     expect(statuses).toEqual(["one:APPROVED", "two:REJECTED"])
     const health = await handler.health()
     expect(health.checks.dispatchers).toEqual({ ok: true })
+    await handler.dispose()
+  })
+
+  it("is not woken by the process's writes that wake the other loops: it claims on its poll only", async () => {
+    // docs/benchmarks.md "Dispatch on PostgreSQL: the loops woken for nothing".
+    const shared = makeSharedStorage()
+    let claims = 0
+    const counting = Layer.effect(
+      Storage,
+      Effect.map(Storage, (storage) => ({
+        ...storage,
+        templateSyncs: {
+          ...storage.templateSyncs,
+          claim: (request: Parameters<typeof storage.templateSyncs.claim>[0]) => Effect.suspend(() => {
+            claims++
+            return storage.templateSyncs.claim(request)
+          })
+        }
+      }))
+    ).pipe(Layer.provide(shared))
+    const handler = makeHandler(counting, { secretKey: SECRET_KEY, dispatch: { templates: true, webhooks: false, messages: false } })
+    const { api } = await makeTenant(shared, handler)
+    await handler.ready
+    await waitFor(async () => claims >= 1, "the loop's first pass")
+    const before = claims
+    // Each import is a write that wakes the process's loops (wakeOnEnqueue).
+    for (let i = 0; i < 6; i++) await importContacts(api, contactRows(i * 10, 2))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // Its poll (TEMPLATE_SYNC_POLL_INTERVAL_MS, 2 s) may fall in this time once; six wakes would be six claims more.
+    expect(claims - before).toBeLessThanOrEqual(1)
     await handler.dispose()
   })
 })
