@@ -1,11 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, TestClock } from "effect"
+import { Effect, Fiber, Layer, Option, TestClock } from "effect"
 import {
   type Broadcast,
   Contacts,
   Core,
   DispatchWake,
+  ignoringSendOutcomes,
+  makeDispatchWake,
   MemoryStorage,
+  type MessageId,
   Organizations,
   runBroadcastStarter,
   SendQueueSettings,
@@ -39,6 +42,58 @@ describe("wakeOnEnqueue", () => {
       yield* (yield* Contacts).importBulk(organization.id, [{ first_name: "Grace", phone: "+14155550101" }])
       expect(wakes).toBe(1)
     }).pipe(Effect.provide(layer)))
+})
+
+describe("the wakes after a send's outcome", () => {
+  it("reach every subscriber but those subscribed with { sendOutcomes: false } (ignoringSendOutcomes); every other wake reaches all", () => {
+    const wake = makeDispatchWake()
+    const heard = { all: 0, notOutcomes: 0 }
+    const unsubscribeAll = wake.subscribe(() => heard.all++)
+    const unsubscribe = ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+    wake.unsafeWakeAfterSendOutcome?.()
+    expect(heard).toEqual({ all: 1, notOutcomes: 0 })
+    wake.unsafeWake?.()
+    Effect.runSync(wake.wake)
+    expect(heard).toEqual({ all: 3, notOutcomes: 2 })
+    unsubscribe()
+    unsubscribeAll()
+    wake.unsafeWake?.()
+    wake.unsafeWakeAfterSendOutcome?.()
+    expect(heard).toEqual({ all: 3, notOutcomes: 2 })
+  })
+
+  it.effect("wakeOnEnqueue: a send's recorded outcome, in both forms, wakes with unsafeWakeAfterSendOutcome, not unsafeWake", () =>
+    Effect.gen(function*() {
+      const wake = yield* DispatchWake
+      const heard = { all: 0, notOutcomes: 0 }
+      wake.subscribe(() => heard.all++)
+      ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+      const storage = yield* Storage
+      const outcome = { _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 } as const
+      // No such message: nothing recorded (None), and the write still ends, so it still wakes.
+      yield* storage.outbox.record("no-such-message" as MessageId, "lease", outcome, new Date(0).toISOString())
+      expect(heard).toEqual({ all: 1, notOutcomes: 0 })
+      yield* Effect.promise(() => storage.outbox.record.promise!("no-such-message" as MessageId, "lease", outcome, new Date(0).toISOString()))
+      expect(heard).toEqual({ all: 2, notOutcomes: 0 })
+      yield* (yield* Contacts).importBulk((yield* (yield* Organizations).create({ name: "Acme", plan: {} })).id, [{ first_name: "Ada", phone: "+14155550100" }])
+      expect(heard).toEqual({ all: 3, notOutcomes: 1 })
+    }).pipe(Effect.provide(layer)))
+  it.effect("wakeOnEnqueue: a store's lean record of a sent message (outbox.recordSent) wakes with unsafeWakeAfterSendOutcome too", () =>
+    Effect.gen(function*() {
+      const wake = yield* DispatchWake
+      const heard = { all: 0, notOutcomes: 0 }
+      wake.subscribe(() => heard.all++)
+      ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+      const storage = yield* Storage
+      yield* Effect.promise(() => storage.outbox.recordSent!("no-such-message" as MessageId, "lease", { _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 }, new Date(0).toISOString()))
+      expect(heard).toEqual({ all: 1, notOutcomes: 0 })
+    }).pipe(Effect.provide(wakeOnEnqueue.pipe(
+      Layer.provide(Layer.sync(Storage, () => {
+        const base = MemoryStorage.make()
+        return { ...base, outbox: { ...base.outbox, recordSent: () => Promise.resolve(Option.none()) } }
+      })),
+      Layer.provideMerge(DispatchWake.layer)
+    ))))
 })
 
 describe("wakeOnEnqueue: the broadcasts' completion check", () => {

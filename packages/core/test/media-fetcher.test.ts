@@ -9,14 +9,17 @@ import {
   Core,
   fetchMediaOnce,
   generateSecretKey,
+  makeDispatchWake,
   MediaFetchSettings,
   MemoryBlobStore,
   MemoryStorage,
   type Message,
   Organizations,
   removeDeletedBlobs,
+  runMediaFetcher,
   SecretKey,
   Storage,
+  type StorageService,
   WhatsAppWebhooks
 } from "@switchboard/core"
 import { inboundMessagePayload, mediaMessage, startSimulator, type WhatsAppSimulator } from "@switchboard/whatsapp-simulator"
@@ -222,4 +225,40 @@ describe("the media fetch queue", () => {
       expect(yield* Effect.flatMap(BlobStore, (store) => store.head(media.blob_key!))).toBeUndefined()
       expect(yield* mediaOf(received)).toMatchObject({ status: "deleted", blob_key: null })
     })))
+})
+
+describe("the media loop's wakes", () => {
+  // docs/benchmarks.md "Dispatch on PostgreSQL: the loops woken for nothing".
+  it.live("a send's recorded outcome does not wake it (it never makes a fetch due); the process's other wakes do", () =>
+    Effect.gen(function* () {
+      const base = MemoryStorage.make()
+      let claims = 0
+      const storage: StorageService = {
+        ...base,
+        media: {
+          ...base.media,
+          claimFetches: (now, leaseUntil, limit) => Effect.suspend(() => {
+            claims++
+            return base.media.claimFetches(now, leaseUntil, limit)
+          })
+        }
+      }
+      const wake = makeDispatchWake()
+      const layer = Core.layer.pipe(
+        Layer.provideMerge(Layer.mergeAll(SecretKey.layer(generateSecretKey()), acceptingVerifier, MemoryBlobStore.layer)),
+        Layer.provideMerge(Layer.succeed(Storage, storage))
+      )
+      const loop = yield* Effect.fork(runMediaFetcher({ wake, pollIntervalMs: 60_000 }).pipe(Effect.provide(layer)))
+      yield* Effect.sleep(Duration.millis(300))
+      expect(claims).toBe(1)
+      for (let i = 0; i < 5; i++) {
+        wake.unsafeWakeAfterSendOutcome?.()
+        yield* Effect.sleep(Duration.millis(20))
+      }
+      expect(claims).toBe(1)
+      wake.unsafeWake?.()
+      yield* Effect.sleep(Duration.millis(200))
+      expect(claims).toBe(2)
+      yield* Fiber.interrupt(loop)
+    }))
 })

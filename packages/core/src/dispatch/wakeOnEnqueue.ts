@@ -12,8 +12,10 @@ import { tappedRecordSent } from "../storage/OutboxRepository.js"
  * "Delivery and the dispatcher"). A write that enqueued nothing wakes the loop too: it
  * then claims nothing; except `broadcasts.completeFinished`, which the broadcasts' loop
  * runs on every pass, and which wakes only when it completed a broadcast (waking the loop
- * that ran it would keep every loop passing while nothing is due). Everything else is the
- * storage unchanged.
+ * that ran it would keep every loop passing while nothing is due). A send's recorded outcome
+ * (`outbox.record`, `outbox.recordSent`) wakes with `unsafeWakeAfterSendOutcome`: the loops
+ * subscribed with `{ sendOutcomes: false }` do not hear it. Everything else is the storage
+ * unchanged.
  *
  * @category dispatch
  */
@@ -21,13 +23,17 @@ export const wakeOnEnqueue: Layer.Layer<Storage, never, Storage | DispatchWake> 
   Storage,
   Effect.gen(function*() {
     const storage = yield* Storage
-    const { wake, unsafeWake } = yield* DispatchWake
-    return wakingStorage(storage, wake, unsafeWake ?? (() => Effect.runSync(wake)))
+    const { wake, unsafeWake, unsafeWakeAfterSendOutcome } = yield* DispatchWake
+    const wakeNow = unsafeWake ?? (() => Effect.runSync(wake))
+    return wakingStorage(storage, wake, wakeNow, unsafeWakeAfterSendOutcome ?? wakeNow)
   })
 )
 
-/** `storage` with the enqueuing writes followed by `wake` (`wakeNow`: the same as a plain call). */
-const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>, wakeNow: () => void): StorageService => {
+/**
+ * `storage` with the enqueuing writes followed by `wake` (`wakeNow`: the same as a plain
+ * call), and a send's recorded outcome by `wakeAfterOutcome`.
+ */
+const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>, wakeNow: () => void, wakeAfterOutcome: () => void): StorageService => {
   const waking = <A extends ReadonlyArray<any>, B, E>(write: (...args: A) => Effect.Effect<B, E>) =>
   (...args: A): Effect.Effect<B, E> => Effect.tap(write(...args), () => wake)
   return {
@@ -46,8 +52,8 @@ const wakingStorage = (storage: StorageService, wake: Effect.Effect<void>, wakeN
     outbox: {
       ...storage.outbox,
       // Kept with its promise form: the dispatcher records a sent message through it.
-      record: tappedWithPromise(storage.outbox.record, wakeNow),
-      ...tappedRecordSent(storage.outbox, wakeNow),
+      record: tappedWithPromise(storage.outbox.record, wakeAfterOutcome),
+      ...tappedRecordSent(storage.outbox, wakeAfterOutcome),
       settle: waking(storage.outbox.settle),
       retry: waking(storage.outbox.retry),
       cancel: waking(storage.outbox.cancel),

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Option, Random } from "effect"
 import { Channels } from "../channels/Channels.js"
 import type { GraphApiOptions } from "../channels/graphApi.js"
 import { describeCause } from "../internal/describeCause.js"
-import type { DispatchWakeService } from "../dispatch/DispatchWake.js"
+import { type DispatchWakeService, ignoringSendOutcomes } from "../dispatch/DispatchWake.js"
 import { type LeasedLoopStatus, type LeasedQueue, runLeasedPass, runLeasedQueue } from "../dispatch/LeasedQueue.js"
 import type { ChannelId } from "../model/channels.js"
 import {
@@ -326,7 +326,8 @@ export const runMediaFetcher = (
           leaseMs: leaseMsOf(settings),
           concurrency: MEDIA_FETCH_CONCURRENCY,
           pollIntervalMs: options.pollIntervalMs ?? MEDIA_FETCH_POLL_INTERVAL_MS,
-          ...(options.wake === undefined ? {} : { wake: options.wake }),
+          // Not woken by a send's recorded outcome: it never makes a fetch due.
+          ...(options.wake === undefined ? {} : { wake: ignoringSendOutcomes(options.wake) }),
           ...(options.status === undefined ? {} : { status: options.status })
         }))
     )
