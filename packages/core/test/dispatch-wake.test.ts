@@ -5,6 +5,7 @@ import {
   Contacts,
   Core,
   DispatchWake,
+  type DispatchWakeService,
   ignoringSendOutcomes,
   makeDispatchWake,
   MemoryStorage,
@@ -45,18 +46,23 @@ describe("wakeOnEnqueue", () => {
 })
 
 describe("the wakes after a send's outcome", () => {
-  it("reach every subscriber but those subscribed with { sendOutcomes: false } (ignoringSendOutcomes); every other wake reaches all", () => {
-    const wake = makeDispatchWake()
+  /** How many wakes a plain subscriber of `wake` and one that ignores send outcomes heard (live counts). */
+  const listening = (wake: DispatchWakeService) => {
     const heard = { all: 0, notOutcomes: 0 }
     const unsubscribeAll = wake.subscribe(() => heard.all++)
     const unsubscribe = ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+    return { heard, unsubscribe: () => (unsubscribe(), unsubscribeAll()) }
+  }
+
+  it("reach every subscriber but those subscribed with { sendOutcomes: false } (ignoringSendOutcomes); every other wake reaches all", () => {
+    const wake = makeDispatchWake()
+    const { heard, unsubscribe } = listening(wake)
     wake.unsafeWakeAfterSendOutcome?.()
     expect(heard).toEqual({ all: 1, notOutcomes: 0 })
     wake.unsafeWake?.()
     Effect.runSync(wake.wake)
     expect(heard).toEqual({ all: 3, notOutcomes: 2 })
     unsubscribe()
-    unsubscribeAll()
     wake.unsafeWake?.()
     wake.unsafeWakeAfterSendOutcome?.()
     expect(heard).toEqual({ all: 3, notOutcomes: 2 })
@@ -64,10 +70,7 @@ describe("the wakes after a send's outcome", () => {
 
   it.effect("wakeOnEnqueue: a send's recorded outcome, in both forms, wakes with unsafeWakeAfterSendOutcome, not unsafeWake", () =>
     Effect.gen(function*() {
-      const wake = yield* DispatchWake
-      const heard = { all: 0, notOutcomes: 0 }
-      wake.subscribe(() => heard.all++)
-      ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+      const { heard } = listening(yield* DispatchWake)
       const storage = yield* Storage
       const outcome = { _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 } as const
       // No such message: nothing recorded (None), and the write still ends, so it still wakes.
@@ -78,12 +81,10 @@ describe("the wakes after a send's outcome", () => {
       yield* (yield* Contacts).importBulk((yield* (yield* Organizations).create({ name: "Acme", plan: {} })).id, [{ first_name: "Ada", phone: "+14155550100" }])
       expect(heard).toEqual({ all: 3, notOutcomes: 1 })
     }).pipe(Effect.provide(layer)))
+
   it.effect("wakeOnEnqueue: a store's lean record of a sent message (outbox.recordSent) wakes with unsafeWakeAfterSendOutcome too", () =>
     Effect.gen(function*() {
-      const wake = yield* DispatchWake
-      const heard = { all: 0, notOutcomes: 0 }
-      wake.subscribe(() => heard.all++)
-      ignoringSendOutcomes(wake).subscribe(() => heard.notOutcomes++)
+      const { heard } = listening(yield* DispatchWake)
       const storage = yield* Storage
       yield* Effect.promise(() => storage.outbox.recordSent!("no-such-message" as MessageId, "lease", { _tag: "Sent", provider_message_id: "wamid.1", attempts: 1 }, new Date(0).toISOString()))
       expect(heard).toEqual({ all: 1, notOutcomes: 0 })
