@@ -266,10 +266,12 @@ describe("a pause and the messages already claimed (docs/messaging.md \"The send
     for (let index = 0; index < 5; index++) sends.push(await sendTemplate(setupOf.api, phone(40 + index), `#${index}`))
     await pausedChannel(setupOf)
     await new Promise((resolve) => setTimeout(resolve, 1_200))
-    expect(sends.map((each) => requestsFor(setupOf, each.data.message_id).length)).toEqual([1, 1, 0, 0, 0])
+    // Two were attempted, the sent one and the refused one (in the order asked, unless a
+    // loaded machine handed one back late for its slot and the next took it); none after.
+    expect(sends.map((each) => requestsFor(setupOf, each.data.message_id).length).sort()).toEqual([0, 0, 0, 1, 1])
     expect((await setupOf.api.get(`/channels/${setupOf.channelId}`)).data.queue).toMatchObject({ queued: 4, sending: 0 })
     await setupOf.api.post(`/channels/${setupOf.channelId}/resume`, {})
-    for (const each of sends.slice(1)) {
+    for (const each of sends) {
       expect(await messageWhen(setupOf.api, each.data.message_id, (message) => message.status === "sent")).toMatchObject({ attempts: 1 })
     }
   })

@@ -12,18 +12,16 @@ import {
   type StorageError
 } from "@switchboard/core"
 import { type LeanableRecord, RECORD_GROUP_SIZE, RECORD_GROUP_WINDOW_MS, recordThrough } from "@switchboard/storage-sql"
-import { attempt, type Database, type RepositoryFactory, type Sql } from "../internal/sql.js"
+import { attempt, type Database, type RepositoryFactory } from "../internal/sql.js"
 import { CHANNEL_COLUMNS, type ChannelRow, decodeChannel } from "./channelRows.js"
 import { anyDue, claimDue, LANES } from "./outboxClaim.js"
 import {
   ENDED,
-  type LeanSent,
   type LeasedSent,
   leasedRow,
   leasedRows,
   queuedRow,
   recordableTogether,
-  hasPendingReport,
   providerIdOf,
   recordOutcome,
   recordSentLeanTogether,
@@ -34,7 +32,7 @@ import {
 } from "./outboxRecord.js"
 import { retried } from "./outboxRows.js"
 import { decodeMessage } from "./chatRows.js"
-import { recordWebhookEvent, subscribedEndpoints } from "./webhookEvents.js"
+import { recordWebhookEvent } from "./webhookEvents.js"
 
 /**
  * `Storage.outbox` on PostgreSQL: the send queue's messages are rows of `messages` with
@@ -166,10 +164,25 @@ export const summarySql = (s: string): string =>
       WHERE c.status = 'paused' AND c.uuid NOT IN (SELECT channel_uuid FROM waiting WHERE channel_uuid IS NOT NULL)`
 
 /**
- * The `record`s of one group: one read of their organizations, then ONE transaction that
- * locks those organizations (in order, as every write of an organization locks it first),
- * reads and locks the group's `sending` messages with one statement, and records each
- * outcome its lease still holds (an outcome whose lease no longer holds changes nothing and
+ * The statement that opens a record group's transaction: the owner (`organization_id`) and
+ * `type` of each message of `$1` (text[]) that exists, read once its organizations are
+ * locked `FOR NO KEY UPDATE` in one order (their ids in byte order), as every write of an
+ * organization locks it before its messages. The locks are a one-time filter of the
+ * answer, taken before any row is written; the reads after it in the transaction see what
+ * was committed before them.
+ */
+const ownersLocked = (s: string): string =>
+  `WITH owners AS MATERIALIZED (SELECT uuid, organization_id, type FROM ${s}.messages WHERE uuid = ANY($1::text[])),
+    locked AS MATERIALIZED (SELECT o.id FROM ${s}.organizations AS o WHERE o.id IN (SELECT organization_id FROM owners)
+      ORDER BY o.id COLLATE "C" FOR NO KEY UPDATE)
+  SELECT uuid, organization_id, type FROM owners WHERE (SELECT COUNT(*) FROM locked) >= 0`
+
+/**
+ * The `record`s of one group in ONE transaction: one statement reads their organizations
+ * and locks them ({@link ownersLocked}), one records the lean `Sent` outcomes that need
+ * nothing of their rows (outboxRecord.ts `recordSentLeanTogether`: four round trips in all
+ * for a group of those), and for the others one statement reads and locks their `sending`
+ * messages, and each outcome its lease still holds is recorded (an outcome whose lease no longer holds changes nothing and
  * answers none). The `Sent` outcomes are recorded set-based, in a fixed number of
  * statements (outboxRecord.ts `recordSentTogether`: the organization's lock is held for a
  * few round trips, not a few per outcome); the others, a `Sent` with a pending status
@@ -183,21 +196,17 @@ export const summarySql = (s: string): string =>
  */
 const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) => ReadonlyArray<Effect.Effect<Answer, StorageError>>) => {
   const s = db.schema
-  const recordAll = async (group: ReadonlyArray<LeanableRecord>): Promise<Array<Answer>> => {
-    // Who owns each message and what type it is (neither ever changes): the organizations to
-    // lock, and the reactions that a lean record leaves to the whole one.
-    const owners = await db.sql.rows<{ uuid: string; organization_id: string; type: string }>(
-      `SELECT uuid, organization_id, type FROM ${s}.messages WHERE uuid = ANY($1::text[])`,
-      [group.map((request) => request.id)]
-    )
-    if (owners.length === 0) return group.map(() => Option.none())
-    const ownerOf = new Map(owners.map((owner) => [owner.uuid, owner]))
-    const organizations = [...new Set(owners.map((owner) => owner.organization_id))].sort()
-    return db.transaction(async (sql) => {
-      // The first organization is locked by the transaction itself; the others here, in order.
-      for (const organizationId of organizations.slice(1)) {
-        await sql.run(`SELECT 1 FROM ${s}.organizations WHERE id = $1 FOR NO KEY UPDATE`, [organizationId])
-      }
+  const ownersLockedSql = ownersLocked(s)
+  const recordAll = (group: ReadonlyArray<LeanableRecord>): Promise<Array<Answer>> =>
+    db.transaction(async (sql) => {
+      // Who owns each message and what type it is (neither ever changes), and those
+      // organizations locked, in order, as every write of an organization locks it first: one
+      // statement. The reactions are left to the whole record.
+      const owners = await sql.rows<{ uuid: string; organization_id: string; type: string }>(ownersLockedSql, [
+        group.map((request) => request.id)
+      ])
+      if (owners.length === 0) return group.map(() => Option.none())
+      const ownerOf = new Map(owners.map((owner) => [owner.uuid, owner]))
       // A message asked for twice in one group: the second reads its row again, after the first's write.
       const asked = new Set<string>()
       const again = group.map((request) => {
@@ -207,13 +216,12 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) =
       })
       // The lean records that need nothing of their rows are written with one statement, their
       // rows never read; the others read and lock their rows with one statement.
-      const lean = await leanOnly(sql, s, group.flatMap((request, index) => {
+      const { lean: leanIds, written } = await recordSentLeanTogether(sql, s, group.flatMap((request, index) => {
         const owner = ownerOf.get(request.id)
         return !again[index] && request.lean === true && request.outcome._tag === "Sent" && owner !== undefined && owner.type !== "reaction"
           ? [{ id: request.id, lease: request.lease, outcome: request.outcome, now: request.now, organization_id: owner.organization_id }]
           : []
       }))
-      const leanIds = new Set(lean.map((each) => each.id))
       const whole = group.filter((request, index) => again[index] || !leanIds.has(request.id))
       const rows = new Map(whole.length === 0 ? [] : (await leasedRows(sql, s, whole.map((request) => request.id))).map((row) => [row.uuid, row]))
       const plan = group.map((request, index) => {
@@ -225,7 +233,6 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) =
       )
       const pending = await withPendingReports(sql, s, sent.map(({ outcome, row }) => providerIdOf(row.organization_id, outcome)))
       const together = sent.filter((each) => recordableTogether(each, pending))
-      const written = await recordSentLeanTogether(sql, s, lean)
       const messages = new Map<string, Message>()
       for (const [index, message] of (await recordSentTogether(sql, s, together)).entries()) messages.set(together[index]!.row.uuid, message)
       // The others one by one, in the order asked (a Sent message recorded above answers from its result).
@@ -245,8 +252,7 @@ const recordGroup = (db: Database): ((requests: ReadonlyArray<LeanableRecord>) =
         recorded.push(request.lean === true ? Option.map(message, (each) => each.status) : message)
       }
       return recorded
-    }, { lockOrganization: organizations[0]! })
-  }
+    })
   // One transaction at a time per store: a group that comes while one runs waits, and joins
   // the waiting one while it has room (at most RECORD_GROUP_SIZE together).
   let next: Batch | undefined
@@ -285,31 +291,8 @@ interface Batch {
   result: Promise<Array<Answer>>
 }
 
-/** The organization a message belongs to. */
-interface OwnedBy {
-  readonly organization_id: string
-}
-
 /** What one request of a group answers: the message as stored (`record`), or only its status (`recordSent`); `None` when its lease no longer held. */
 type Answer = Option.Option<Message | MessageStatus>
-
-/**
- * Those of the lean `recordSent`s `candidates` (no reaction, each asked once in its group)
- * that need nothing of their rows afterwards: no pending status report for their provider
- * id, no endpoint of their organization subscribed to `message.status_updated`. Two
- * statements at most (the probe of pending reports, and per organization its endpoints).
- */
-const leanOnly = async (sql: Sql, schema: string, candidates: ReadonlyArray<LeanSent & OwnedBy>): Promise<Array<LeanSent & OwnedBy>> => {
-  if (candidates.length === 0) return []
-  const pending = await withPendingReports(sql, schema, candidates.map((each) => providerIdOf(each.organization_id, each.outcome)))
-  const announcing = new Set<string>()
-  for (const organizationId of new Set(candidates.map((each) => each.organization_id))) {
-    if ((await subscribedEndpoints(sql, schema, organizationId, "message.status_updated")).length > 0) announcing.add(organizationId)
-  }
-  return candidates.filter((each) =>
-    !announcing.has(each.organization_id) &&
-    !hasPendingReport(pending, providerIdOf(each.organization_id, each.outcome)))
-}
 
 /**
  * `outbox.nextDueAt`'s statement: the earliest due time (epoch ms) of a waiting head of a

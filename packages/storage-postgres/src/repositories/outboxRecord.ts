@@ -19,7 +19,7 @@ import { decodeMessage } from "./chatRows.js"
 import { applyPending, applyStatus } from "./messageStatus.js"
 import { QUEUED_COLUMNS, type QueuedRow } from "./outboxRows.js"
 import { foldReaction } from "./reactions.js"
-import { insertWebhookEventsAt, recordWebhookEvent, subscribedEndpoints } from "./webhookEvents.js"
+import { insertWebhookEventsAt, recordWebhookEvent, subscribedEndpoints, subscribesSql } from "./webhookEvents.js"
 
 export { ENDED } from "./outboxRows.js"
 
@@ -234,39 +234,67 @@ export interface LeanSent {
 }
 
 /**
- * `Sent` outcomes of `recordSent` recorded together, none of which needs its message's row
- * afterwards (no reaction, no pending status report, no endpoint of its organization
- * subscribed to `message.status_updated`: the caller decides): in ONE statement, the write
- * of {@link recordSentTogether} (the same fields as `outcomeRow`'s `Sent`) guarded by each
- * one's lease and `sending` status, and the cool-down of the channels written to reset.
- * Nothing of the rows is read back but their uuids. Resolves the ids written (a lease that no
- * longer holds: not written, not answered).
+ * `Sent` outcomes of `recordSent` (no reaction, each asked once in its group: the caller
+ * decides) recorded together where none needs its message's row afterwards, in ONE
+ * statement inside the caller's transaction holding their organizations' locks: an
+ * outcome is lean when its organization has no enabled endpoint subscribed to
+ * `message.status_updated` ({@link subscribesSql}) and no status report is pending for its
+ * provider message id (what {@link withPendingReports} probes); the lean ones are written
+ * as {@link recordSentTogether} writes them (the same fields as `outcomeRow`'s `Sent`),
+ * guarded by each one's lease and `sending` status, and the cool-down of the channels
+ * written is reset. Nothing of the rows is read back but their uuids.
+ *
+ * The probes read what was committed before this statement began, after the caller took the
+ * locks, as the separate statements they replace did (three round trips become one; a
+ * status report is stored under its organization's lock, so none can come between).
+ * Resolves `lean`: the ids found lean (the others are left to the whole record), and
+ * `written`: those of them whose lease still held (a lease that no longer holds: not
+ * written, not answered).
  */
-export const recordSentLeanTogether = async (sql: Sql, schema: string, sent: ReadonlyArray<LeanSent>): Promise<Set<string>> => {
-  if (sent.length === 0) return new Set()
+export const recordSentLeanTogether = async (
+  sql: Sql,
+  schema: string,
+  sent: ReadonlyArray<LeanSent & { readonly organization_id: string }>
+): Promise<{ readonly lean: ReadonlySet<string>; readonly written: ReadonlySet<string> }> => {
+  if (sent.length === 0) return { lean: new Set(), written: new Set() }
   // In uuid order, as every group's rows are locked.
   const ordered = [...sent].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  const rows = await sql.rows<{ uuid: string }>(
-    `WITH sent AS (
+  const rows = await sql.rows<{ uuid: string; written: boolean }>(
+    `WITH w AS MATERIALIZED (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[], $6::text[])
+          WITH ORDINALITY AS w (uuid, lease, provider_message_id, attempts, updated_at, organization_id, position)),
+      announcing AS MATERIALIZED (
+        SELECT o.id FROM (SELECT DISTINCT organization_id AS id FROM w) AS o
+          WHERE EXISTS (SELECT 1 FROM ${schema}.webhook_endpoints AS we
+            WHERE ${subscribesSql("we", "o.id", "'message.status_updated'")})),
+      lean AS MATERIALIZED (
+        SELECT w.* FROM w WHERE w.organization_id NOT IN (SELECT id FROM announcing)
+          AND NOT EXISTS (SELECT 1 FROM ${schema}.pending_message_statuses AS p
+            WHERE p.organization_id = w.organization_id AND p.provider_message_id = w.provider_message_id)
+          ORDER BY w.position),
+      sent AS (
         UPDATE ${schema}.messages AS m SET status = 'sent', provider_message_id = COALESCE(w.provider_message_id, m.provider_message_id),
             failure = NULL, attempts = m.attempts + w.attempts, next_attempt_at = NULL, pair_rate_waits = 0, lease = NULL,
             lease_until = NULL, updated_at = w.updated_at
-          FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::timestamptz[])
-            AS w (uuid, lease, provider_message_id, attempts, updated_at)
+          FROM lean AS w
           WHERE m.uuid = w.uuid AND m.lease = w.lease AND m.status = 'sending' AND m.recipient IS NOT NULL
           RETURNING m.uuid, m.channel_uuid),
       cooled AS (
         UPDATE ${schema}.channels SET cooldown_ms = 0 WHERE uuid IN (SELECT channel_uuid FROM sent) AND cooldown_ms <> 0)
-    SELECT uuid FROM sent`,
+    SELECT lean.uuid, EXISTS (SELECT 1 FROM sent WHERE sent.uuid = lean.uuid) AS written FROM lean`,
     [
       ordered.map((each) => each.id),
       ordered.map((each) => each.lease),
       ordered.map((each) => each.outcome.provider_message_id),
       ordered.map((each) => each.outcome.attempts),
-      ordered.map((each) => each.now)
+      ordered.map((each) => each.now),
+      ordered.map((each) => each.organization_id)
     ]
   )
-  return new Set(rows.map((row) => row.uuid))
+  return {
+    lean: new Set(rows.map((row) => row.uuid)),
+    written: new Set(rows.filter((row) => row.written).map((row) => row.uuid))
+  }
 }
 
 /** Whether {@link recordSentTogether} may record `each`: no pending status report, no reaction (a reaction is folded into its target, one by one). */
