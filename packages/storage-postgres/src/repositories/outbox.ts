@@ -182,8 +182,8 @@ const ownersLocked = (s: string): string =>
  * and locks them ({@link ownersLocked}), one records the lean `Sent` outcomes that need
  * nothing of their rows (outboxRecord.ts `recordSentLeanTogether`: four round trips in all
  * for a group of those), and for the others one statement reads and locks their `sending`
- * messages, and each outcome its lease still holds is recorded (an outcome whose lease no longer holds changes nothing and
- * answers none). The `Sent` outcomes are recorded set-based, in a fixed number of
+ * messages, and each outcome its lease still holds is recorded (an outcome whose lease no
+ * longer holds changes nothing and answers none). The `Sent` outcomes are recorded set-based, in a fixed number of
  * statements (outboxRecord.ts `recordSentTogether`: the organization's lock is held for a
  * few round trips, not a few per outcome); the others, a `Sent` with a pending status
  * report or a reaction, and a message asked for twice, one by one, in the order asked.
