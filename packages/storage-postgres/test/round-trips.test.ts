@@ -22,7 +22,7 @@ import {
   sentMessages,
   subscribedEndpoint
 } from "./provider-reports.js"
-import { postgresUrl, recordingClient, skipWithoutPostgres, testSchemas } from "./support.js"
+import { organizationLockHolder, postgresUrl, recordingClient, skipWithoutPostgres, testSchemas } from "./support.js"
 
 const { instant } = fixtures
 
@@ -83,11 +83,6 @@ const report = (store: StorageService, org: OrganizationId, status: MessageStatu
 const eventStatuses = (id: MessageId) => eventStatusesOf(schemas.pool(), schema, id)
 
 const isBegin = (text: string) => /^\s*BEGIN/i.test(text)
-
-/** How many sessions wait for a lock `client`'s session holds. */
-const blockedBy = async (client: Pg.Client): Promise<number> =>
-  Number((await client.query<{ count: string }>(
-    "SELECT COUNT(*) AS count FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))")).rows[0]!.count)
 
 describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round trips of Meta's webhooks", () => {
   beforeAll(() => Effect.runPromise(Effect.scoped(PostgresStorage.make({ connectionString: postgresUrl!, schema }))))
@@ -290,29 +285,24 @@ describe.skipIf(skipWithoutPostgres)("PostgreSQL server at POSTGRES_URL: round t
         const second = yield* leasedMessages(store, 1, "lease-1")
         const [held, free] = [first, second].sort((a, b) => (a.org < b.org ? 1 : -1)) as [typeof first, typeof first]
         // Another transaction holds the lock of the organization that sorts last.
-        const blocker = new Pg.Client({ connectionString: postgresUrl! })
-        yield* Effect.acquireRelease(Effect.promise(() => blocker.connect()), () => Effect.promise(() => blocker.end()))
-        yield* Effect.promise(() => blocker.query("BEGIN"))
-        yield* Effect.promise(() => blocker.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [held.org]))
+        const holder = yield* organizationLockHolder(schemas, schema, held.org)
         const sent = (wamid: string) => ({ _tag: "Sent", provider_message_id: wamid, attempts: 1 } as const)
         const answers = Promise.all([
           store.outbox.recordSent!(free.ids[0]!, "lease-1", sent("wamid.free"), instant(2)),
           store.outbox.recordSent!(held.ids[0]!, "lease-1", sent("wamid.held"), instant(2))
         ])
-        yield* Effect.promise(() => vi.waitFor(async () => expect(await blockedBy(blocker)).toBeGreaterThan(0), { timeout: 10_000, interval: 10 }))
+        yield* Effect.promise(() => vi.waitFor(async () => expect(await Effect.runPromise(holder.blocking)).toBeGreaterThan(0), { timeout: 10_000, interval: 10 }))
         // The group waits for the lock, and has written neither message (a written row would be locked).
         for (const { ids } of [free, held]) {
-          const row = yield* Effect.promise(() =>
-            blocker.query(`SELECT status FROM "${schema}".messages WHERE uuid = $1 FOR UPDATE NOWAIT`, [ids[0]]))
-          expect(row.rows).toEqual([{ status: "sending" }])
+          expect(yield* holder.query(`SELECT status FROM "${schema}".messages WHERE uuid = $1 FOR UPDATE NOWAIT`, [ids[0]])).toEqual([{ status: "sending" }])
         }
         // A delivery report for the held one is stored under the lock, as the store stores one.
-        yield* Effect.promise(() => blocker.query(
+        yield* holder.query(
           `INSERT INTO "${schema}".pending_message_statuses
               (organization_id, provider_message_id, status, from_statuses, failure, reported_at, pending_until)
             VALUES ($1, 'wamid.held', 'delivered', $2::json, NULL, $3, $4)`,
-          [held.org, JSON.stringify(MESSAGE_STATUS_PREDECESSORS.delivered), instant(1), instant(60)]))
-        yield* Effect.promise(() => blocker.query("COMMIT"))
+          [held.org, JSON.stringify(MESSAGE_STATUS_PREDECESSORS.delivered), instant(1), instant(60)])
+        yield* holder.commit
         expect(yield* Effect.promise(() => answers)).toEqual([Option.some("sent"), Option.some("delivered")])
         const status = (org: OrganizationId, id: MessageId) => Effect.map(store.chats.findMessage(org, id), Option.map((message) => message.status))
         expect(yield* status(free.org, free.ids[0]!)).toEqual(Option.some("sent"))

@@ -108,7 +108,19 @@ export const organizationLockHolder = (schemas: ReturnType<typeof testSchemas>, 
       await holder.query("BEGIN")
       await holder.query(`SELECT 1 FROM "${schema}".organizations WHERE id = $1 FOR NO KEY UPDATE`, [org])
     })
-    return { letGo: Effect.promise(() => holder.query("ROLLBACK")) }
+    return {
+      letGo: Effect.promise(() => holder.query("ROLLBACK")),
+      /** Commits the holder's transaction (what it wrote with `query` stays). */
+      commit: Effect.promise(() => holder.query("COMMIT")),
+      /** A statement on the holder's connection, inside its transaction. */
+      query: <Row extends Pg.QueryResultRow>(text: string, values?: ReadonlyArray<unknown>) =>
+        Effect.promise(async () => (await holder.query<Row>(text, values as Array<unknown>)).rows),
+      /** How many sessions wait for a lock the holder's session holds. */
+      blocking: Effect.promise(async () =>
+        Number((await holder.query<{ count: string }>(
+          "SELECT COUNT(*) AS count FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))"
+        )).rows[0]!.count))
+    }
   })
 
 
