@@ -207,6 +207,15 @@ export const hasPendingReport = (pending: ReadonlySet<string>, id: ProviderIdOf)
   id.provider_message_id !== null && pending.has(pendingKey(id))
 
 /**
+ * The SQL condition that the organization `organization` holds a pending status report for
+ * the provider message id `providerId` (both SQL: a column or a parameter; false for a NULL
+ * id): the one probe of {@link withPendingReports} and {@link recordSentLeanTogether}.
+ */
+const pendingReportSql = (schema: string, organization: string, providerId: string): string =>
+  `EXISTS (SELECT 1 FROM ${schema}.pending_message_statuses AS p
+    WHERE p.organization_id = ${organization} AND p.provider_message_id = ${providerId})`
+
+/**
  * The keys ({@link pendingKey}) of those of `sent` that have pending status reports for their
  * provider message id (a report that arrived before the send's answer): those are recorded
  * with their whole rows ({@link recordOutcome} applies the reports), the others by
@@ -217,9 +226,8 @@ export const withPendingReports = async (sql: Sql, schema: string, sent: Readonl
   const probed = sent.filter((each) => each.provider_message_id !== null)
   if (probed.length === 0) return new Set()
   const rows = await sql.rows<{ organization_id: string; provider_message_id: string }>(
-    `SELECT DISTINCT p.organization_id, p.provider_message_id FROM ${schema}.pending_message_statuses AS p
-      JOIN unnest($1::text[], $2::text[]) AS r (organization_id, provider_message_id)
-        ON p.organization_id = r.organization_id AND p.provider_message_id = r.provider_message_id`,
+    `SELECT DISTINCT r.organization_id, r.provider_message_id FROM unnest($1::text[], $2::text[]) AS r (organization_id, provider_message_id)
+      WHERE ${pendingReportSql(schema, "r.organization_id", "r.provider_message_id")}`,
     [probed.map((each) => each.organization_id), probed.map((each) => each.provider_message_id)]
   )
   return new Set(rows.map(pendingKey))
@@ -269,8 +277,7 @@ export const recordSentLeanTogether = async (
             WHERE ${subscribesSql("we", "o.id", "'message.status_updated'")})),
       lean AS MATERIALIZED (
         SELECT w.* FROM w WHERE w.organization_id NOT IN (SELECT id FROM announcing)
-          AND NOT EXISTS (SELECT 1 FROM ${schema}.pending_message_statuses AS p
-            WHERE p.organization_id = w.organization_id AND p.provider_message_id = w.provider_message_id)
+          AND NOT ${pendingReportSql(schema, "w.organization_id", "w.provider_message_id")}
           ORDER BY w.position),
       sent AS (
         UPDATE ${schema}.messages AS m SET status = 'sent', provider_message_id = COALESCE(w.provider_message_id, m.provider_message_id),
