@@ -11,7 +11,7 @@ import { once } from "node:events"
 import { fileURLToPath } from "node:url"
 import { machineLine, recordTargets, summaryBlock } from "./lib.mjs"
 
-const PARTS = ["http", "bulk-import", "rate-limits", "chats", "chats-postgres", "dispatch", "broadcasts", "ingest", "media", "soak"]
+const PARTS = ["http", "bulk-import", "rate-limits", "chats", "chats-postgres", "dispatch", "broadcasts", "ingest", "media", "soak", "idle"]
 
 const selected = process.env.BENCH_PARTS === undefined ? PARTS : process.env.BENCH_PARTS.split(",").map((name) => name.trim())
 const unknown = selected.filter((name) => !PARTS.includes(name))
