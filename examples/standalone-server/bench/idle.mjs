@@ -6,6 +6,7 @@
 // CPU time (user + system, from /proc) each process uses over BENCH_IDLE_SECONDS (default
 // 60) is divided by those seconds: milliseconds of CPU a second, target ≤ 5 for each store.
 // The three processes idle side by side, so one window measures all three.
+import { join } from "node:path"
 import {
   dropPostgresSchemas,
   processCpuSeconds,
@@ -16,7 +17,6 @@ import {
   temporaryDirectory,
   temporaryPostgresSchema
 } from "./lib.mjs"
-import { join } from "node:path"
 
 const SETTLE_SECONDS = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 15)
 const SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 60)
@@ -26,14 +26,16 @@ const TARGET_MS_PER_SECOND = 5
 export const run = async () => {
   const directory = temporaryDirectory()
   const filename = join(directory, "idle.db")
-  const servers = [{ server: await startServer("switchboard", filename, directory), label: `${SERVERS.switchboard.label}, SQLite`, target: "SQLite" }]
-  // The bare server opens the file the standalone server created (and does nothing with it).
-  servers.push({ server: await startServer("baseline", filename, directory), label: SERVERS.baseline.label, target: null })
-  const schema = await temporaryPostgresSchema()
-  if (schema !== undefined) {
-    servers.push({ server: await startServer("switchboardPostgres", schema, temporaryDirectory()), label: SERVERS.switchboardPostgres.label, target: "PostgreSQL" })
-  }
+  /** `{server, label, target}`: `target` names the store a target is recorded for (`null`: the floor). */
+  const servers = []
   try {
+    servers.push({ server: await startServer("switchboard", filename, directory), label: `${SERVERS.switchboard.label}, SQLite`, target: "SQLite" })
+    // The bare server opens the file the standalone server created (and does nothing with it).
+    servers.push({ server: await startServer("baseline", filename, directory), label: SERVERS.baseline.label, target: null })
+    const schema = await temporaryPostgresSchema()
+    if (schema !== undefined) {
+      servers.push({ server: await startServer("switchboardPostgres", schema, temporaryDirectory()), label: SERVERS.switchboardPostgres.label, target: "PostgreSQL" })
+    }
     await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000))
     const before = servers.map(({ server }) => processCpuSeconds(server.pid))
     const started = performance.now()
@@ -41,7 +43,7 @@ export const run = async () => {
     const elapsedSeconds = (performance.now() - started) / 1000
     const after = servers.map(({ server }) => processCpuSeconds(server.pid))
     const lines = [`An idle server: CPU a second over ${SECONDS} s, after ${SETTLE_SECONDS} s of settling, no requests`]
-    if (schema === undefined) lines.push("  PostgreSQL: skipped (POSTGRES_URL is not set)")
+    if (!servers.some(({ target }) => target === "PostgreSQL")) lines.push("  PostgreSQL: skipped (POSTGRES_URL is not set)")
     servers.forEach(({ label, target }, index) => {
       const msPerSecond = ((after[index] - before[index]) * 1000) / elapsedSeconds
       if (!Number.isFinite(msPerSecond)) throw new Error(`${label}: its CPU time could not be read from /proc`)
