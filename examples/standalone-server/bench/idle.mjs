@@ -1,8 +1,8 @@
-// An idle server's CPU (docs/benchmarks.md "An idle server"): the BUILT standalone server
+// An idle server's CPU (docs/benchmarks.md "An idle server as a part of the bench"): the BUILT standalone server
 // with its defaults, started on a fresh SQLite file and, when POSTGRES_URL is set, on a
 // fresh PostgreSQL schema (dropped at the end), beside a bare node:http server
 // (servers/baseline.mjs) as the floor. No request reaches any of them. After
-// BENCH_IDLE_SETTLE_SECONDS (default 15: start-up's work done, the loops backed off), the
+// BENCH_IDLE_SETTLE_SECONDS (default 10: start-up's work done), the
 // CPU time (user + system, from /proc) each process uses over BENCH_IDLE_SECONDS (default
 // 60) is divided by those seconds: milliseconds of CPU a second, target ≤ 5 for each store.
 // The three processes idle side by side, so one window measures all three.
@@ -18,7 +18,7 @@ import {
   temporaryPostgresSchema
 } from "./lib.mjs"
 
-const SETTLE_SECONDS = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 15)
+const SETTLE_SECONDS = Number(process.env.BENCH_IDLE_SETTLE_SECONDS ?? 10)
 const SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 60)
 /** The target: at most this many ms of CPU a second for an idle standalone server. */
 const TARGET_MS_PER_SECOND = 5
