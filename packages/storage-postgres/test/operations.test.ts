@@ -5,8 +5,10 @@ import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { afterAll } from "vitest"
 import { PostgresStorage } from "@switchboard/storage-postgres"
-import { DEFAULT_CONNECT_TIMEOUT_MS, openPool } from "../src/internal/connection.js"
-import { quoteIdentifier } from "../src/internal/sql.js"
+import type Pg from "pg"
+import { vi } from "vitest"
+import { DEFAULT_CONNECT_TIMEOUT_MS, deadlinesOf, openPool, QUERY_DEADLINE_CHECK_MS, queryDeadlines } from "../src/internal/connection.js"
+import { databaseOf, quoteIdentifier } from "../src/internal/sql.js"
 import { LATEST_VERSION, migrations } from "../src/migrations.js"
 import { summarySql } from "../src/repositories/outbox.js"
 import { postgresUrl, skipWithoutPostgres, testSchemas } from "./support.js"
@@ -59,6 +61,90 @@ describe("the pool's connect timeout", () => {
     const pools = [openPool({ connectionString: "postgres://127.0.0.1:9/x" }), openPool({ connectionString: "postgres://127.0.0.1:9/x", connectTimeoutMs: 250 })]
     expect(pools.map((pool) => pool.options.connectionTimeoutMillis)).toEqual([DEFAULT_CONNECT_TIMEOUT_MS, 250])
     await Promise.all(pools.map((pool) => pool.end()))
+  })
+})
+
+describe("the client-side query timeout (queryDeadlines)", () => {
+  /** A client whose query never answers until `end()`, which fails it as pg does ("Connection terminated"). */
+  const hangingClient = () => {
+    let fail: (error: Error) => void = () => {}
+    const client = {
+      ended: 0,
+      end: async () => {
+        client.ended += 1
+        fail(new Error("Connection terminated"))
+      }
+    }
+    const query = () => new Promise<never>((_, reject) => (fail = reject))
+    return { client, asPoolClient: client as unknown as Pg.PoolClient, query }
+  }
+
+  it("fails a query still unanswered after the limit with a timeout error and closes its connection; one timer, stopped once idle", async () => {
+    vi.useFakeTimers()
+    try {
+      const deadlines = queryDeadlines(1_500)
+      const hanging = hangingClient()
+      const answered = { end: async () => {} } as unknown as Pg.PoolClient
+      const cut = deadlines.run(hanging.asPoolClient, hanging.query)
+      const cutError = cut.then(
+        () => undefined,
+        (error: Error) => error
+      )
+      expect(await deadlines.run(answered, async () => "rows")).toBe("rows")
+      expect(vi.getTimerCount()).toBe(1)
+      await vi.advanceTimersByTimeAsync(QUERY_DEADLINE_CHECK_MS)
+      expect(hanging.client.ended).toBe(0)
+      await vi.advanceTimersByTimeAsync(QUERY_DEADLINE_CHECK_MS)
+      const error = await cutError
+      expect(error?.message).toBe("Query timed out after 1500 ms (client side)")
+      expect(String((error?.cause as Error).message)).toBe("Connection terminated")
+      expect(hanging.client.ended).toBe(1)
+      // Nothing in flight: the next check stops the timer; a new query starts it again.
+      await vi.advanceTimersByTimeAsync(QUERY_DEADLINE_CHECK_MS)
+      expect(vi.getTimerCount()).toBe(0)
+      expect(await deadlines.run(answered, async () => "again")).toBe("again")
+      expect(vi.getTimerCount()).toBe(1)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it("passes a query's own error through unchanged, and answers within the limit untouched", async () => {
+    const deadlines = queryDeadlines(60_000)
+    const client = { end: async () => {} } as unknown as Pg.PoolClient
+    const failure = Object.assign(new Error("duplicate key value violates unique constraint"), { code: "23505" })
+    await expect(deadlines.run(client, () => Promise.reject(failure))).rejects.toBe(failure)
+  })
+
+  it("is set on every pool this package opens, at statementTimeoutMs + 1 000 ms", async () => {
+    const pools = [openPool({ connectionString: "postgres://127.0.0.1:9/x" }), openPool({ connectionString: "postgres://127.0.0.1:9/x", statementTimeoutMs: 500 })]
+    expect(pools.map((pool) => deadlinesOf(pool)?.limitMs)).toEqual([31_000, 1_500])
+    expect(pools.map((pool) => (pool.options as { query_timeout?: number }).query_timeout)).toEqual([undefined, undefined])
+    await Promise.all(pools.map((pool) => pool.end()))
+  })
+})
+
+describe.skipIf(skipWithoutPostgres)("the client-side query timeout on the PostgreSQL server at POSTGRES_URL", () => {
+  it("cuts a statement the server lets run past the limit, on the pool and in a transaction; the pool serves the next query", async () => {
+    // statement_timeout 300 ms on the server, lifted by each statement below: only the client-side limit (1 300 ms) is left.
+    const pool = openPool({ connectionString: postgresUrl!, statementTimeoutMs: 300, poolSize: 2 })
+    try {
+      const db = databaseOf(pool, schemas.fresh())
+      const started = performance.now()
+      await expect(db.sql.run("SET statement_timeout = 0; SELECT pg_sleep(30)")).rejects.toThrow("Query timed out after 1300 ms (client side)")
+      expect(performance.now() - started).toBeGreaterThanOrEqual(1_300)
+      await expect(
+        db.transaction(async (sql) => {
+          await sql.run("SET LOCAL statement_timeout = 0")
+          await sql.run("SELECT pg_sleep(30)")
+        })
+      ).rejects.toThrow("Query timed out after 1300 ms (client side)")
+      expect(await db.sql.row("SELECT 1 AS one")).toEqual({ one: 1 })
+      // Each cut client was dropped, not returned to the pool.
+      expect(pool.totalCount).toBe(1)
+    } finally {
+      await pool.end()
+    }
   })
 })
 

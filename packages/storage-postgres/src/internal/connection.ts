@@ -79,11 +79,83 @@ export interface PoolSettings {
 }
 
 /**
+ * How often a {@link QueryDeadlines} looks for queries past their limit, in milliseconds:
+ * a query fails between its limit and its limit plus this.
+ */
+export const QUERY_DEADLINE_CHECK_MS = 1_000
+
+/**
+ * The client-side query timeout of one pool (docs/storage.md "Connection settings"): a
+ * query run through {@link QueryDeadlines.run} still unanswered `limitMs` after it was sent
+ * has its connection closed (`client.end()`, which destroys the socket of a client with a
+ * query in flight), so the query fails at once with an `Error` saying it timed out (the
+ * caller's `StorageError` carries it) instead of waiting on a server or network that no
+ * longer answers. The caller releases that client with the error, so the pool drops it.
+ * One timer for the pool, checking every {@link QUERY_DEADLINE_CHECK_MS} and running only
+ * while queries are in flight. It replaces `pg`'s `query_timeout`, a timer per query that
+ * held the query, and through it its rows, through a server's first scavenges
+ * (docs/benchmarks.md "PostgreSQL `GET /chats`: the start-up's mark-compacts").
+ */
+export interface QueryDeadlines {
+  /** The limit of one query, in milliseconds. */
+  readonly limitMs: number
+  /** Runs `query` on `client` under the limit: its result, or its error (the timeout's when it was cut). */
+  readonly run: <A>(client: Pg.PoolClient, query: () => Promise<A>) => Promise<A>
+}
+
+/** A {@link QueryDeadlines} with the limit `limitMs` (milliseconds). */
+export const queryDeadlines = (limitMs: number): QueryDeadlines => {
+  /** The queries in flight: each client's (one at a time) and when it was sent (`performance.now()`, ms). */
+  const inFlight = new Map<Pg.PoolClient, number>()
+  const timedOut = new WeakSet<Pg.PoolClient>()
+  let timer: ReturnType<typeof setInterval> | undefined
+  const check = (): void => {
+    if (inFlight.size === 0) {
+      clearInterval(timer)
+      timer = undefined
+      return
+    }
+    const now = performance.now()
+    for (const [client, sentAt] of inFlight) {
+      if (now - sentAt < limitMs) continue
+      inFlight.delete(client)
+      timedOut.add(client)
+      // A pool's client is a `pg.Client`; its `end()` destroys the socket of a client with a query in flight.
+      ;(client as unknown as Pg.Client).end().catch(() => undefined)
+    }
+  }
+  return {
+    limitMs,
+    run: async (client, query) => {
+      inFlight.set(client, performance.now())
+      if (timer === undefined) {
+        timer = setInterval(check, QUERY_DEADLINE_CHECK_MS)
+        timer.unref()
+      }
+      try {
+        return await query()
+      } catch (error) {
+        if (timedOut.has(client)) throw new Error(`Query timed out after ${limitMs} ms (client side)`, { cause: error })
+        throw error
+      } finally {
+        inFlight.delete(client)
+      }
+    }
+  }
+}
+
+/** The client-side query timeout of each pool {@link openPool} opened (a host's own pool has none). */
+const deadlinesOfPools = new WeakMap<Pg.Pool, QueryDeadlines>()
+
+/** The {@link QueryDeadlines} of `pool` when {@link openPool} opened it, else `undefined`. */
+export const deadlinesOf = (pool: Pg.Pool): QueryDeadlines | undefined => deadlinesOfPools.get(pool)
+
+/**
  * Opens a pool on `connectionString` with this package's per-pool settings:
  * `application_name`, `statement_timeout` (server side, as a startup parameter) and the
- * same limit as a client-side `query_timeout` (which holds behind PgBouncer, where startup
- * parameters may be ignored), `idle_in_transaction_session_timeout`, the connect timeout
- * (`connectionTimeoutMillis`, {@link DEFAULT_CONNECT_TIMEOUT_MS}: opening a connection and
+ * same limit plus one second enforced client side ({@link QueryDeadlines}: it holds behind
+ * PgBouncer, where startup parameters may be ignored), `idle_in_transaction_session_timeout`,
+ * the connect timeout (`connectionTimeoutMillis`, {@link DEFAULT_CONNECT_TIMEOUT_MS}: opening a connection and
  * waiting for a free one both fail after it) and the {@link typeParsers}. Connections
  * open lazily: a wrong URL fails on the first query.
  */
@@ -93,7 +165,6 @@ export const openPool = (settings: PoolSettings): Pg.Pool => {
     connectionString: settings.connectionString,
     application_name: settings.applicationName ?? DEFAULT_APPLICATION_NAME,
     statement_timeout: statementTimeout,
-    query_timeout: statementTimeout + 1_000,
     idle_in_transaction_session_timeout: statementTimeout * 2,
     connectionTimeoutMillis: settings.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     max: settings.poolSize ?? DEFAULT_POOL_SIZE,
@@ -105,6 +176,7 @@ export const openPool = (settings: PoolSettings): Pg.Pool => {
   // unhandled, it would end the process. The pool drops the client and opens a new one on
   // the next query, whose own failure reaches the caller as a StorageError.
   pool.on("error", () => {})
+  deadlinesOfPools.set(pool, queryDeadlines(statementTimeout + 1_000))
   return pool
 }
 

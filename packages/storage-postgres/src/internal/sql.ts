@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { endOfTurnQueue, type PageRequest, StorageError } from "@switchboard/core"
 import type { SqlDialect } from "@switchboard/storage-sql"
 import { postgresDialect } from "../dialect.js"
-import { typeParsers } from "./connection.js"
+import { deadlinesOf, type QueryDeadlines, typeParsers } from "./connection.js"
 
 /**
  * Runs one asynchronous driver call and turns whatever it rejects with into a
@@ -99,19 +99,60 @@ export const TRANSACTION_ATTEMPTS = 5
 /** SQLSTATEs after which a transaction is rerun: serialization_failure and deadlock_detected. */
 const RETRYABLE = new Set(["40001", "40P01"])
 
-/** The {@link Sql} of one pool or client. */
-export const sqlOf = (queryable: Pg.Pool | Pg.PoolClient): Sql => {
+/** One statement's text and parameters, as `pg` takes them, with this package's type parsers. */
+type QueryConfig = { readonly text: string; readonly values: Array<unknown> | undefined; readonly types: Pg.CustomTypesConfig }
+
+/** The {@link Sql} over `query`, one statement's result. */
+const sqlOver = (query: (config: QueryConfig) => Promise<Pg.QueryResult>): Sql => {
   // The type parsers go with every query, so a pool the host passed in (with its own
   // parsers, or pg's global ones) still answers numbers and ISO strings here.
-  const query = (text: string, values?: ReadonlyArray<unknown>) =>
-    queryable.query({ text, values: values as Array<unknown> | undefined, types: typeParsers })
+  const run = (text: string, values?: ReadonlyArray<unknown>) =>
+    query({ text, values: values as Array<unknown> | undefined, types: typeParsers })
   return {
-    rows: async <Row>(text: string, values?: ReadonlyArray<unknown>) => (await query(text, values)).rows as Array<Row>,
-    row: async <Row>(text: string, values?: ReadonlyArray<unknown>) =>
-      (await query(text, values)).rows[0] as Row | undefined,
-    run: async (text: string, values?: ReadonlyArray<unknown>) => (await query(text, values)).rowCount ?? 0
+    rows: async <Row>(text: string, values?: ReadonlyArray<unknown>) => (await run(text, values)).rows as Array<Row>,
+    row: async <Row>(text: string, values?: ReadonlyArray<unknown>) => (await run(text, values)).rows[0] as Row | undefined,
+    run: async (text: string, values?: ReadonlyArray<unknown>) => (await run(text, values)).rowCount ?? 0
   }
 }
+
+/**
+ * One statement on `client`, through `pg`'s callback form. Its promise form (a promise of
+ * its own, chained to a `.catch` that rewrites the stack) kept each result alive through
+ * the scavenges of a server's first thousand requests or so: the rows died in V8's old
+ * generation, and a mark-compact met a request every second or so (docs/benchmarks.md
+ * "PostgreSQL `GET /chats`: the start-up's mark-compacts").
+ */
+const send = (client: Pg.PoolClient, config: QueryConfig): Promise<Pg.QueryResult> =>
+  new Promise((resolve, reject) => client.query(config, (error, result) => (error ? reject(error) : resolve(result))))
+
+/** One statement on `client` (of a transaction), under the pool's client-side timeout when it has one. */
+const queryOnClient =
+  (client: Pg.PoolClient, deadlines: QueryDeadlines | undefined) =>
+  (config: QueryConfig): Promise<Pg.QueryResult> =>
+    deadlines === undefined ? send(client, config) : deadlines.run(client, () => send(client, config))
+
+/**
+ * One statement on a client of `pool`, taken for it and released after, as `pool.query`
+ * does (a client whose statement failed is released with the error, so the pool drops it),
+ * under the pool's client-side timeout when it has one.
+ */
+const queryOnPool = (pool: Pg.Pool, deadlines: QueryDeadlines | undefined) => {
+  if (deadlines === undefined) return (config: QueryConfig): Promise<Pg.QueryResult> => pool.query(config)
+  return async (config: QueryConfig): Promise<Pg.QueryResult> => {
+    const client = await pool.connect()
+    let failed = true
+    try {
+      const result = await deadlines.run(client, () => send(client, config))
+      failed = false
+      return result
+    } finally {
+      client.release(failed)
+    }
+  }
+}
+
+/** The {@link Sql} of `pool`: each statement on a client of its own, under the pool's client-side timeout. */
+export const sqlOf = (pool: Pg.Pool): Sql => sqlOver(queryOnPool(pool, deadlinesOf(pool)))
 
 /**
  * Quotes `name` as a PostgreSQL identifier (`"name"`, inner quotes doubled). Schema names
@@ -122,21 +163,22 @@ export const quoteIdentifier = (name: string): string => `"${name.replace(/"/g, 
 /** The {@link Database} over `pool` and `schemaName` (unquoted). */
 export const databaseOf = (pool: Pg.Pool, schemaName: string): Database => {
   const schema = quoteIdentifier(schemaName)
+  const deadlines = deadlinesOf(pool)
   const lockOrganization = `SELECT 1 FROM ${schema}.organizations WHERE id = $1 FOR NO KEY UPDATE`
   const inTransaction = async <A>(begin: string, fn: (sql: Sql) => Promise<A>, organization?: string): Promise<A> => {
     for (let attemptNumber = 1; ; attemptNumber++) {
       const client = await pool.connect()
+      const sql = sqlOver(queryOnClient(client, deadlines))
       let broken = false
       try {
-        await client.query(begin)
-        const sql = sqlOf(client)
-        if (organization !== undefined) await client.query(lockOrganization, [organization])
+        await sql.run(begin)
+        if (organization !== undefined) await sql.run(lockOrganization, [organization])
         const result = await fn(sql)
-        await client.query("COMMIT")
+        await sql.run("COMMIT")
         return result
       } catch (error) {
         try {
-          await client.query("ROLLBACK")
+          await sql.run("ROLLBACK")
         } catch {
           broken = true
         }
