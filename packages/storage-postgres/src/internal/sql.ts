@@ -122,14 +122,14 @@ const sqlOver = (query: (config: QueryConfig) => Promise<Pg.QueryResult>): Sql =
  * generation, and a mark-compact met a request every second or so (docs/benchmarks.md
  * "PostgreSQL `GET /chats`: the start-up's mark-compacts").
  */
-const send = (client: Pg.PoolClient, config: QueryConfig): Promise<Pg.QueryResult> =>
+const sendStatement = (client: Pg.PoolClient, config: QueryConfig): Promise<Pg.QueryResult> =>
   new Promise((resolve, reject) => client.query(config, (error, result) => (error ? reject(error) : resolve(result))))
 
 /** One statement on `client` (of a transaction), under the pool's client-side timeout when it has one. */
 const queryOnClient =
   (client: Pg.PoolClient, deadlines: QueryDeadlines | undefined) =>
   (config: QueryConfig): Promise<Pg.QueryResult> =>
-    deadlines === undefined ? send(client, config) : deadlines.run(client, () => send(client, config))
+    deadlines === undefined ? sendStatement(client, config) : deadlines.run(client, () => sendStatement(client, config))
 
 /**
  * One statement on a client of `pool`, taken for it and released after, as `pool.query`
@@ -142,7 +142,7 @@ const queryOnPool = (pool: Pg.Pool, deadlines: QueryDeadlines | undefined) => {
     const client = await pool.connect()
     let failed = true
     try {
-      const result = await deadlines.run(client, () => send(client, config))
+      const result = await deadlines.run(client, () => sendStatement(client, config))
       failed = false
       return result
     } finally {
